@@ -1,0 +1,984 @@
+//! The host's catalog: tools, resources, resource templates and prompts.
+//!
+//! A [`Catalog`] is built once with [`CatalogBuilder`] and is the single source both for
+//! what the engine lists and for what it enforces: the schema a tool advertises is the
+//! schema its arguments are validated against, a resource is readable only when it is
+//! listed or matched by a listed template, and a prompt's arguments are validated
+//! against a schema derived from its declared arguments.
+//!
+//! Building refuses, with a [`CatalogError`] naming the item, every mistake that would
+//! otherwise surface as a protocol fault at request time: repeated names or uris, a
+//! template using an expression other than `{var}` or `{+var}`, a tool input schema whose
+//! root is not `"type": "object"`, a schema that does not compile, and an invalid
+//! `x-mcp-header` annotation.
+//!
+//! Everything the engine writes when it lists the catalog is serialized here, once, per
+//! protocol revision, so a `tools/list` page is a concatenation of prepared fragments.
+
+use core::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::cursor::ListKind;
+use crate::uritemplate::{Captures, TemplateError, UriTemplate};
+use crate::xheader::{HeaderParam, XHeaderError, collect_header_params};
+
+/// An icon a client may show for an item (MCP `Icon`). Omitted on the wire for
+/// revision `2025-06-18`, which has no icons.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Icon {
+    /// A URI of the image: `https:` or a `data:` URI.
+    pub src: String,
+    /// MIME type override.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Sizes such as `"48x48"` or `"any"`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sizes: Vec<String>,
+    /// `"light"` or `"dark"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+}
+
+impl Icon {
+    /// An icon at `src` with no other attribute.
+    pub fn new(src: impl Into<String>) -> Self {
+        Self { src: src.into(), mime_type: None, sizes: Vec::new(), theme: None }
+    }
+}
+
+/// Behaviour hints of a tool (MCP `ToolAnnotations`). Hints, not guarantees.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// A human-readable title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may perform destructive updates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling the tool twice with the same arguments has no further effect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool interacts with an open world of external entities.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+/// A tool the host offers (MCP `Tool`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    /// Unique name: 1 to 128 characters of `[A-Za-z0-9_.-]`.
+    pub name: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// What the tool does.
+    pub description: Option<String>,
+    /// JSON Schema of the arguments; its root must be `"type": "object"`. `None` means
+    /// the tool takes no declared arguments: it is listed with `{"type":"object"}` and
+    /// its arguments are not validated.
+    pub input_schema: Option<Value>,
+    /// JSON Schema of `structuredContent`.
+    pub output_schema: Option<Value>,
+    /// Behaviour hints.
+    pub annotations: Option<ToolAnnotations>,
+    /// Icons (not sent to `2025-06-18` clients).
+    pub icons: Vec<Icon>,
+}
+
+impl Tool {
+    /// A tool named `name` with no schema, title or description.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema: None,
+            output_schema: None,
+            annotations: None,
+            icons: Vec::new(),
+        }
+    }
+    /// Sets the title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+    /// Sets the input schema.
+    #[must_use]
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = Some(schema);
+        self
+    }
+    /// Sets the output schema.
+    #[must_use]
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+    /// Sets the annotations.
+    #[must_use]
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+    /// Adds an icon.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+}
+
+/// A concrete resource (MCP `Resource`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    /// Unique uri.
+    pub uri: String,
+    /// Programmatic name.
+    pub name: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// MIME type.
+    pub mime_type: Option<String>,
+    /// Size in bytes, if known.
+    pub size: Option<u64>,
+    /// Icons (not sent to `2025-06-18` clients).
+    pub icons: Vec<Icon>,
+}
+
+impl Resource {
+    /// A resource at `uri` called `name`.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            icons: Vec::new(),
+        }
+    }
+    /// Sets the title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+    /// Sets the MIME type.
+    #[must_use]
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+    /// Sets the size in bytes.
+    #[must_use]
+    pub fn size(mut self, size: u64) -> Self {
+        self.size = Some(size);
+        self
+    }
+    /// Adds an icon.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+}
+
+/// A family of resources named by an RFC 6570 template (MCP `ResourceTemplate`).
+///
+/// Only two expressions are accepted: `{var}`, which matches one non-empty path segment
+/// (no `/`), and `{+var}`, which matches one or more characters across segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceTemplate {
+    /// The template, e.g. `file:///{+path}`.
+    pub uri_template: String,
+    /// Programmatic name.
+    pub name: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// MIME type of the matched resources.
+    pub mime_type: Option<String>,
+    /// Icons (not sent to `2025-06-18` clients).
+    pub icons: Vec<Icon>,
+}
+
+impl ResourceTemplate {
+    /// A template `uri_template` called `name`.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            uri_template: uri_template.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            icons: Vec::new(),
+        }
+    }
+    /// Sets the title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+    /// Sets the MIME type.
+    #[must_use]
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+    /// Adds an icon.
+    #[must_use]
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+}
+
+/// One declared argument of a prompt (MCP `PromptArgument`). Prompt arguments are strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PromptArgument {
+    /// Name.
+    pub name: String,
+    /// Display title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the argument must be given.
+    #[serde(skip_serializing_if = "core::ops::Not::not")]
+    pub required: bool,
+}
+
+impl PromptArgument {
+    /// An optional argument called `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self { name: name.into(), title: None, description: None, required: false }
+    }
+    /// A required argument called `name`.
+    pub fn required(name: impl Into<String>) -> Self {
+        Self { required: true, ..Self::new(name) }
+    }
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+/// A prompt the host renders (MCP `Prompt`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    /// Unique name.
+    pub name: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// Description.
+    pub description: Option<String>,
+    /// Declared arguments; nothing undeclared is accepted.
+    pub arguments: Vec<PromptArgument>,
+    /// Icons (not sent to `2025-06-18` clients).
+    pub icons: Vec<Icon>,
+}
+
+impl Prompt {
+    /// A prompt called `name` with no arguments.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self { name: name.into(), title: None, description: None, arguments: Vec::new(), icons: Vec::new() }
+    }
+    /// Sets the title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+    /// Declares an argument.
+    #[must_use]
+    pub fn argument(mut self, argument: PromptArgument) -> Self {
+        self.arguments.push(argument);
+        self
+    }
+    /// The JSON Schema the engine validates this prompt's `arguments` against: one
+    /// `string` property per declared argument, `required` from the flags, and
+    /// `additionalProperties: false`.
+    pub fn argument_schema(&self) -> Value {
+        let mut props = serde_json::Map::new();
+        let mut required = Vec::new();
+        for a in &self.arguments {
+            props.insert(a.name.clone(), serde_json::json!({ "type": "string" }));
+            if a.required {
+                required.push(Value::String(a.name.clone()));
+            }
+        }
+        serde_json::json!({
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": false,
+        })
+    }
+}
+
+/// Why a catalog was refused. Every variant names the offending item.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// Two tools share a name.
+    DuplicateTool(String),
+    /// Two resources share a uri.
+    DuplicateResource(String),
+    /// Two templates share a uri template.
+    DuplicateTemplate(String),
+    /// Two prompts share a name.
+    DuplicatePrompt(String),
+    /// A prompt declares the same argument twice.
+    DuplicatePromptArgument {
+        /// The prompt.
+        prompt: String,
+        /// The argument.
+        argument: String,
+    },
+    /// A tool name is empty, longer than 128 characters or uses a character outside
+    /// `[A-Za-z0-9_.-]`.
+    InvalidToolName(String),
+    /// A resource uri, template, or a name is empty.
+    EmptyField {
+        /// Which kind of item.
+        item: &'static str,
+        /// Which field.
+        field: &'static str,
+    },
+    /// A tool input schema whose root is not an object schema with `"type": "object"`.
+    InputSchemaNotObject(String),
+    /// A schema that `jsonschema` refuses to compile.
+    InvalidSchema {
+        /// The tool or prompt.
+        item: String,
+        /// The compiler's message.
+        message: String,
+    },
+    /// An invalid `x-mcp-header` annotation in a tool input schema.
+    InvalidHeaderAnnotation {
+        /// The tool.
+        tool: String,
+        /// What is wrong and where.
+        error: XHeaderError,
+    },
+    /// A resource template with an unsupported or malformed expression.
+    InvalidTemplate {
+        /// The template.
+        template: String,
+        /// What is wrong.
+        error: TemplateError,
+    },
+}
+
+impl fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::DuplicateTool(n) => write!(f, "tool `{n}` is declared twice"),
+            Self::DuplicateResource(u) => write!(f, "resource `{u}` is declared twice"),
+            Self::DuplicateTemplate(t) => write!(f, "resource template `{t}` is declared twice"),
+            Self::DuplicatePrompt(n) => write!(f, "prompt `{n}` is declared twice"),
+            Self::DuplicatePromptArgument { prompt, argument } => {
+                write!(f, "prompt `{prompt}` declares argument `{argument}` twice")
+            }
+            Self::InvalidToolName(n) => write!(
+                f,
+                "tool name `{n}` is not 1 to 128 characters of [A-Za-z0-9_.-]"
+            ),
+            Self::EmptyField { item, field } => write!(f, "a {item} has an empty `{field}`"),
+            Self::InputSchemaNotObject(n) => write!(
+                f,
+                "the input schema of tool `{n}` must be a JSON object with \"type\": \"object\""
+            ),
+            Self::InvalidSchema { item, message } => {
+                write!(f, "the schema of `{item}` does not compile: {message}")
+            }
+            Self::InvalidHeaderAnnotation { tool, error } => write!(f, "tool `{tool}`: {error}"),
+            Self::InvalidTemplate { template, error } => {
+                write!(f, "resource template `{template}`: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CatalogError {}
+
+/// Serialized list entries: one for revisions with icons, one for `2025-06-18`.
+#[derive(Debug)]
+pub(crate) struct Fragments {
+    pub(crate) full: Box<str>,
+    pub(crate) legacy_0618: Box<str>,
+}
+
+impl Fragments {
+    fn of<T: Serialize>(full: &T, without_icons: &T) -> Self {
+        Self {
+            // Serializing these plain structs into a String cannot fail.
+            full: serde_json::to_string(full).unwrap_or_default().into_boxed_str(),
+            legacy_0618: serde_json::to_string(without_icons).unwrap_or_default().into_boxed_str(),
+        }
+    }
+    pub(crate) fn for_revision(&self, icons: bool) -> &str {
+        if icons { &self.full } else { &self.legacy_0618 }
+    }
+}
+
+pub(crate) struct ToolEntry {
+    pub(crate) tool: Tool,
+    pub(crate) validator: Option<jsonschema::Validator>,
+    #[allow(dead_code)] // read by the HTTP header matcher
+    pub(crate) header_params: Vec<HeaderParam>,
+    pub(crate) wire: Fragments,
+}
+
+pub(crate) struct ResourceEntry {
+    pub(crate) resource: Resource,
+    pub(crate) wire: Fragments,
+}
+
+pub(crate) struct TemplateEntry {
+    pub(crate) template: ResourceTemplate,
+    pub(crate) parsed: UriTemplate,
+    pub(crate) wire: Fragments,
+}
+
+pub(crate) struct PromptEntry {
+    pub(crate) prompt: Prompt,
+    pub(crate) validator: jsonschema::Validator,
+    pub(crate) wire: Fragments,
+}
+
+/// A validated catalog. Build it with [`Catalog::builder`].
+pub struct Catalog {
+    pub(crate) tools: Vec<ToolEntry>,
+    pub(crate) resources: Vec<ResourceEntry>,
+    pub(crate) templates: Vec<TemplateEntry>,
+    pub(crate) prompts: Vec<PromptEntry>,
+}
+
+impl fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Catalog")
+            .field("tools", &self.tools.len())
+            .field("resources", &self.resources.len())
+            .field("templates", &self.templates.len())
+            .field("prompts", &self.prompts.len())
+            .finish()
+    }
+}
+
+impl Catalog {
+    /// Starts an empty catalog.
+    pub fn builder() -> CatalogBuilder {
+        CatalogBuilder::default()
+    }
+
+    /// An empty catalog: the server offers nothing but discovery.
+    pub fn empty() -> Self {
+        Self { tools: Vec::new(), resources: Vec::new(), templates: Vec::new(), prompts: Vec::new() }
+    }
+
+    /// The tools, sorted by name.
+    pub fn tools(&self) -> impl ExactSizeIterator<Item = &Tool> {
+        self.tools.iter().map(|e| &e.tool)
+    }
+    /// The resources, sorted by uri.
+    pub fn resources(&self) -> impl ExactSizeIterator<Item = &Resource> {
+        self.resources.iter().map(|e| &e.resource)
+    }
+    /// The resource templates, sorted by uri template.
+    pub fn templates(&self) -> impl ExactSizeIterator<Item = &ResourceTemplate> {
+        self.templates.iter().map(|e| &e.template)
+    }
+    /// The prompts, sorted by name.
+    pub fn prompts(&self) -> impl ExactSizeIterator<Item = &Prompt> {
+        self.prompts.iter().map(|e| &e.prompt)
+    }
+
+    /// The tool called `name`.
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tool_index(name).map(|i| &self.tools[i].tool)
+    }
+
+    /// The `Mcp-Param-*` headers that a tool's input schema declares with `x-mcp-header`.
+    pub fn tool_header_params(&self, name: &str) -> Option<&[HeaderParam]> {
+        self.tool_index(name).map(|i| &*self.tools[i].header_params)
+    }
+
+    pub(crate) fn tool_index(&self, name: &str) -> Option<usize> {
+        self.tools.binary_search_by(|e| e.tool.name.as_str().cmp(name)).ok()
+    }
+    pub(crate) fn prompt_index(&self, name: &str) -> Option<usize> {
+        self.prompts.binary_search_by(|e| e.prompt.name.as_str().cmp(name)).ok()
+    }
+
+    /// Whether `tools` is advertised (the catalog has at least one tool).
+    pub fn has_tools(&self) -> bool {
+        !self.tools.is_empty()
+    }
+    /// Whether `resources` is advertised (at least one resource or template).
+    pub fn has_resources(&self) -> bool {
+        !self.resources.is_empty() || !self.templates.is_empty()
+    }
+    /// Whether `prompts` is advertised (at least one prompt).
+    pub fn has_prompts(&self) -> bool {
+        !self.prompts.is_empty()
+    }
+
+    /// Resolves a uri to a readable target: a listed resource, or the first listed
+    /// template (in uri-template order) that matches, with its captures.
+    pub(crate) fn resolve_uri(&self, uri: &str, captures: &mut Captures) -> Option<Option<usize>> {
+        if self.resources.binary_search_by(|e| e.resource.uri.as_str().cmp(uri)).is_ok() {
+            captures.clear();
+            return Some(None);
+        }
+        self.templates.iter().position(|t| t.parsed.matches(uri, captures)).map(Some)
+    }
+
+    /// The number of items and the sort key of item `i` of a list.
+    pub(crate) fn list_len(&self, kind: ListKind) -> usize {
+        match kind {
+            ListKind::Tools => self.tools.len(),
+            ListKind::Resources => self.resources.len(),
+            ListKind::ResourceTemplates => self.templates.len(),
+            ListKind::Prompts => self.prompts.len(),
+        }
+    }
+    pub(crate) fn list_key(&self, kind: ListKind, i: usize) -> &str {
+        match kind {
+            ListKind::Tools => &self.tools[i].tool.name,
+            ListKind::Resources => &self.resources[i].resource.uri,
+            ListKind::ResourceTemplates => &self.templates[i].template.uri_template,
+            ListKind::Prompts => &self.prompts[i].prompt.name,
+        }
+    }
+    pub(crate) fn list_fragment(&self, kind: ListKind, i: usize, icons: bool) -> &str {
+        match kind {
+            ListKind::Tools => self.tools[i].wire.for_revision(icons),
+            ListKind::Resources => self.resources[i].wire.for_revision(icons),
+            ListKind::ResourceTemplates => self.templates[i].wire.for_revision(icons),
+            ListKind::Prompts => self.prompts[i].wire.for_revision(icons),
+        }
+    }
+    /// Index of the first item whose key sorts after `key` (keyset pagination).
+    pub(crate) fn list_after(&self, kind: ListKind, key: &str) -> usize {
+        let n = self.list_len(kind);
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.list_key(kind, mid) <= key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+/// Collects catalog items; [`CatalogBuilder::build`] validates them.
+#[derive(Debug, Default)]
+pub struct CatalogBuilder {
+    tools: Vec<Tool>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Prompt>,
+}
+
+impl CatalogBuilder {
+    /// Adds a tool.
+    #[must_use]
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+    /// Adds a resource.
+    #[must_use]
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.resources.push(resource);
+        self
+    }
+    /// Adds a resource template.
+    #[must_use]
+    pub fn template(mut self, template: ResourceTemplate) -> Self {
+        self.templates.push(template);
+        self
+    }
+    /// Adds a prompt.
+    #[must_use]
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.prompts.push(prompt);
+        self
+    }
+
+    /// Validates everything, compiles every schema once, sorts each list by its key and
+    /// prepares the wire form of every item.
+    pub fn build(self) -> Result<Catalog, CatalogError> {
+        let mut tools = Vec::with_capacity(self.tools.len());
+        for tool in self.tools {
+            tools.push(build_tool(tool)?);
+        }
+        tools.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
+        if let Some(w) = tools.windows(2).find(|w| w[0].tool.name == w[1].tool.name) {
+            return Err(CatalogError::DuplicateTool(w[0].tool.name.clone()));
+        }
+
+        let mut resources = Vec::with_capacity(self.resources.len());
+        for resource in self.resources {
+            non_empty("resource", "uri", &resource.uri)?;
+            non_empty("resource", "name", &resource.name)?;
+            let wire = Fragments::of(
+                &ResourceWire { r: &resource, icons: true },
+                &ResourceWire { r: &resource, icons: false },
+            );
+            resources.push(ResourceEntry { resource, wire });
+        }
+        resources.sort_by(|a, b| a.resource.uri.cmp(&b.resource.uri));
+        if let Some(w) = resources.windows(2).find(|w| w[0].resource.uri == w[1].resource.uri) {
+            return Err(CatalogError::DuplicateResource(w[0].resource.uri.clone()));
+        }
+
+        let mut templates = Vec::with_capacity(self.templates.len());
+        for template in self.templates {
+            non_empty("resource template", "uriTemplate", &template.uri_template)?;
+            non_empty("resource template", "name", &template.name)?;
+            let parsed = UriTemplate::parse(&template.uri_template).map_err(|error| {
+                CatalogError::InvalidTemplate { template: template.uri_template.clone(), error }
+            })?;
+            let wire = Fragments::of(
+                &TemplateWire { t: &template, icons: true },
+                &TemplateWire { t: &template, icons: false },
+            );
+            templates.push(TemplateEntry { template, parsed, wire });
+        }
+        templates.sort_by(|a, b| a.template.uri_template.cmp(&b.template.uri_template));
+        if let Some(w) =
+            templates.windows(2).find(|w| w[0].template.uri_template == w[1].template.uri_template)
+        {
+            return Err(CatalogError::DuplicateTemplate(w[0].template.uri_template.clone()));
+        }
+
+        let mut prompts = Vec::with_capacity(self.prompts.len());
+        for prompt in self.prompts {
+            non_empty("prompt", "name", &prompt.name)?;
+            let mut names: Vec<&str> = prompt.arguments.iter().map(|a| a.name.as_str()).collect();
+            names.sort_unstable();
+            if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+                return Err(CatalogError::DuplicatePromptArgument {
+                    prompt: prompt.name.clone(),
+                    argument: w[0].to_owned(),
+                });
+            }
+            let validator = compile(&prompt.name, &prompt.argument_schema())?;
+            let wire = Fragments::of(
+                &PromptWire { p: &prompt, icons: true },
+                &PromptWire { p: &prompt, icons: false },
+            );
+            prompts.push(PromptEntry { prompt, validator, wire });
+        }
+        prompts.sort_by(|a, b| a.prompt.name.cmp(&b.prompt.name));
+        if let Some(w) = prompts.windows(2).find(|w| w[0].prompt.name == w[1].prompt.name) {
+            return Err(CatalogError::DuplicatePrompt(w[0].prompt.name.clone()));
+        }
+
+        Ok(Catalog { tools, resources, templates, prompts })
+    }
+}
+
+fn non_empty(item: &'static str, field: &'static str, value: &str) -> Result<(), CatalogError> {
+    if value.is_empty() { Err(CatalogError::EmptyField { item, field }) } else { Ok(()) }
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+fn compile(item: &str, schema: &Value) -> Result<jsonschema::Validator, CatalogError> {
+    jsonschema::validator_for(schema)
+        .map_err(|e| CatalogError::InvalidSchema { item: item.to_owned(), message: e.to_string() })
+}
+
+fn build_tool(tool: Tool) -> Result<ToolEntry, CatalogError> {
+    if !valid_tool_name(&tool.name) {
+        return Err(CatalogError::InvalidToolName(tool.name));
+    }
+    let (validator, header_params) = match &tool.input_schema {
+        None => (None, Vec::new()),
+        Some(schema) => {
+            let is_object_schema = schema
+                .as_object()
+                .is_some_and(|o| o.get("type").and_then(Value::as_str) == Some("object"));
+            if !is_object_schema {
+                return Err(CatalogError::InputSchemaNotObject(tool.name));
+            }
+            let headers = collect_header_params(schema).map_err(|error| {
+                CatalogError::InvalidHeaderAnnotation { tool: tool.name.clone(), error }
+            })?;
+            (Some(compile(&tool.name, schema)?), headers)
+        }
+    };
+    if let Some(schema) = &tool.output_schema {
+        compile(&tool.name, schema)?;
+    }
+    let wire = Fragments::of(&ToolWire { t: &tool, icons: true }, &ToolWire { t: &tool, icons: false });
+    Ok(ToolEntry { tool, validator, header_params, wire })
+}
+
+fn no_icons(icons: &&[Icon]) -> bool {
+    icons.is_empty()
+}
+
+static OPEN_OBJECT: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| serde_json::json!({ "type": "object" }));
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolWireRepr<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_schema: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<&'a ToolAnnotations>,
+    #[serde(skip_serializing_if = "no_icons")]
+    icons: &'a [Icon],
+}
+
+struct ToolWire<'a> {
+    t: &'a Tool,
+    icons: bool,
+}
+
+impl Serialize for ToolWire<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.t;
+        ToolWireRepr {
+            name: &t.name,
+            title: t.title.as_deref(),
+            description: t.description.as_deref(),
+            input_schema: t.input_schema.as_ref().unwrap_or(&OPEN_OBJECT),
+            output_schema: t.output_schema.as_ref(),
+            annotations: t.annotations.as_ref(),
+            icons: if self.icons { &t.icons } else { &[] },
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceWireRepr<'a> {
+    uri: &'a str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mime_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+    #[serde(skip_serializing_if = "no_icons")]
+    icons: &'a [Icon],
+}
+
+struct ResourceWire<'a> {
+    r: &'a Resource,
+    icons: bool,
+}
+
+impl Serialize for ResourceWire<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.r;
+        ResourceWireRepr {
+            uri: &r.uri,
+            name: &r.name,
+            title: r.title.as_deref(),
+            description: r.description.as_deref(),
+            mime_type: r.mime_type.as_deref(),
+            size: r.size,
+            icons: if self.icons { &r.icons } else { &[] },
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TemplateWireRepr<'a> {
+    uri_template: &'a str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mime_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "no_icons")]
+    icons: &'a [Icon],
+}
+
+struct TemplateWire<'a> {
+    t: &'a ResourceTemplate,
+    icons: bool,
+}
+
+impl Serialize for TemplateWire<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.t;
+        TemplateWireRepr {
+            uri_template: &t.uri_template,
+            name: &t.name,
+            title: t.title.as_deref(),
+            description: t.description.as_deref(),
+            mime_type: t.mime_type.as_deref(),
+            icons: if self.icons { &t.icons } else { &[] },
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptWireRepr<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    arguments: &'a [PromptArgument],
+    #[serde(skip_serializing_if = "no_icons")]
+    icons: &'a [Icon],
+}
+
+struct PromptWire<'a> {
+    p: &'a Prompt,
+    icons: bool,
+}
+
+impl Serialize for PromptWire<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = self.p;
+        PromptWireRepr {
+            name: &p.name,
+            title: p.title.as_deref(),
+            description: p.description.as_deref(),
+            arguments: &p.arguments,
+            icons: if self.icons { &p.icons } else { &[] },
+        }
+        .serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn duplicates_are_refused_by_name() {
+        let e = Catalog::builder().tool(Tool::new("a")).tool(Tool::new("a")).build().unwrap_err();
+        assert!(matches!(e, CatalogError::DuplicateTool(n) if n == "a"));
+        let e = Catalog::builder()
+            .resource(Resource::new("x://1", "one"))
+            .resource(Resource::new("x://1", "uno"))
+            .build()
+            .unwrap_err();
+        assert!(matches!(e, CatalogError::DuplicateResource(u) if u == "x://1"));
+        let e = Catalog::builder().prompt(Prompt::new("p")).prompt(Prompt::new("p")).build().unwrap_err();
+        assert!(matches!(e, CatalogError::DuplicatePrompt(_)));
+        let e = Catalog::builder()
+            .prompt(Prompt::new("p").argument(PromptArgument::new("a")).argument(PromptArgument::new("a")))
+            .build()
+            .unwrap_err();
+        assert!(matches!(e, CatalogError::DuplicatePromptArgument { .. }));
+    }
+
+    #[test]
+    fn input_schema_root_must_be_object() {
+        for bad in [json!(true), json!({"type": "string"}), json!({}), json!({"type": ["object"]})] {
+            let e = Catalog::builder().tool(Tool::new("t").input_schema(bad)).build().unwrap_err();
+            assert!(matches!(e, CatalogError::InputSchemaNotObject(_)), "{e}");
+        }
+    }
+
+    #[test]
+    fn tool_names_follow_the_spec_pattern() {
+        for bad in ["", "has space", "slash/name", &"x".repeat(129)] {
+            let e = Catalog::builder().tool(Tool::new(bad)).build().unwrap_err();
+            assert!(matches!(e, CatalogError::InvalidToolName(_)));
+        }
+        assert!(Catalog::builder().tool(Tool::new("a.b-c_D9")).build().is_ok());
+    }
+
+    #[test]
+    fn lists_are_sorted_and_icons_dropped_for_0618() {
+        let c = Catalog::builder()
+            .tool(Tool::new("b").icon(Icon::new("https://x/i.png")))
+            .tool(Tool::new("a"))
+            .build()
+            .unwrap();
+        let names: Vec<_> = c.tools().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(c.list_fragment(ListKind::Tools, 1, true).contains("icons"));
+        assert!(!c.list_fragment(ListKind::Tools, 1, false).contains("icons"));
+        assert_eq!(c.list_fragment(ListKind::Tools, 0, true), r#"{"name":"a","inputSchema":{"type":"object"}}"#);
+        assert_eq!(c.list_after(ListKind::Tools, "a"), 1);
+        assert_eq!(c.list_after(ListKind::Tools, ""), 0);
+        assert_eq!(c.list_after(ListKind::Tools, "zz"), 2);
+    }
+
+    #[test]
+    fn prompt_argument_schema_is_closed() {
+        let p = Prompt::new("p").argument(PromptArgument::required("a")).argument(PromptArgument::new("b"));
+        assert_eq!(
+            p.argument_schema(),
+            json!({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["a"],"additionalProperties":false})
+        );
+    }
+}

@@ -1,0 +1,1629 @@
+//! The engine: framing, JSON-RPC, MCP semantics, tickets and output.
+
+use core::fmt;
+use std::collections::VecDeque;
+
+use serde::Serialize;
+use simd_json::{Buffers, Node, StaticNode, Tape};
+
+use crate::catalog::{Catalog, Prompt, ResourceTemplate, Tool};
+use crate::content::{PromptOutput, ResourceContents, ToolOutput};
+use crate::cursor::{self, CursorError, ListKind};
+use crate::error::{AnswerError, HostError, code};
+use crate::json;
+use crate::revision::Revision;
+use crate::time::Instant;
+use crate::uritemplate::Captures;
+
+/// Longest request id the engine keeps for an outstanding ticket, in bytes of its JSON
+/// form (quotes and escapes included). A request with a longer id that needs the host is
+/// answered `-32600` at once.
+pub const MAX_TICKET_ID_LEN: usize = 128;
+
+/// Who the server says it is (MCP `Implementation`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerInfo {
+    /// Programmatic name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// Display title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// Who may reuse a cacheable result (MCP `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheScope {
+    /// Holds nothing user-specific; shared caches may serve it to anyone.
+    Public,
+    /// Reusable only within the same authorization context.
+    Private,
+}
+
+impl CacheScope {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Public => "public",
+            Self::Private => "private",
+        }
+    }
+}
+
+/// The caching hints a family of `2026-07-28` results carries (`ttlMs`, `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachePolicy {
+    /// How long the result stays fresh, in milliseconds. `0`: stale at once.
+    pub ttl_ms: u64,
+    /// Who may reuse it.
+    pub scope: CacheScope,
+}
+
+impl Default for CachePolicy {
+    /// `0` / `"private"`: nothing is reused unless the host says so.
+    fn default() -> Self {
+        Self { ttl_ms: 0, scope: CacheScope::Private }
+    }
+}
+
+/// Engine settings. Every limit says what happens when it is reached.
+#[derive(Debug, Clone)]
+pub struct Config {
+    server_info: ServerInfo,
+    instructions: Option<String>,
+    max_frame_len: usize,
+    max_in_flight: usize,
+    max_depth: usize,
+    max_buffered_output: usize,
+    page_size: usize,
+    server_info_meta: bool,
+    discover_cache: CachePolicy,
+    tools_cache: CachePolicy,
+    resources_cache: CachePolicy,
+    prompts_cache: CachePolicy,
+}
+
+impl Config {
+    /// Defaults for a server called `name` at `version`.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            server_info: ServerInfo { name: name.into(), version: version.into(), title: None },
+            instructions: None,
+            max_frame_len: 64_000,
+            max_in_flight: 64,
+            max_depth: 64,
+            max_buffered_output: 1 << 20,
+            page_size: 50,
+            server_info_meta: true,
+            discover_cache: CachePolicy::default(),
+            tools_cache: CachePolicy::default(),
+            resources_cache: CachePolicy::default(),
+            prompts_cache: CachePolicy::default(),
+        }
+    }
+    /// Display title of the server.
+    pub fn title(&mut self, title: impl Into<String>) -> &mut Self {
+        self.server_info.title = Some(title.into());
+        self
+    }
+    /// Instructions for the client, sent in `server/discover` and `initialize` results.
+    pub fn instructions(&mut self, instructions: impl Into<String>) -> &mut Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+    /// Longest stdio frame in bytes, newline excluded (default 64,000). A longer frame is
+    /// answered `-32600` with no id as soon as its length passes the limit; its remaining
+    /// bytes are discarded unread up to the next newline, where the stream resumes.
+    /// Clamped to at least 512.
+    pub fn max_frame_len(&mut self, bytes: usize) -> &mut Self {
+        self.max_frame_len = bytes.max(512);
+        self
+    }
+    /// Most tickets outstanding at once (default 64). While that many are unanswered the
+    /// engine processes no further frame: input stays buffered and, once the buffer is
+    /// full, [`Engine::handle_input`] accepts no more bytes. Clamped to 1..=65,535.
+    pub fn max_in_flight(&mut self, n: usize) -> &mut Self {
+        self.max_in_flight = n.clamp(1, u16::MAX as usize);
+        self
+    }
+    /// Deepest JSON nesting accepted in a frame (default 64). A deeper frame is answered
+    /// `-32600`. Clamped to 8..=1024.
+    pub fn max_depth(&mut self, depth: usize) -> &mut Self {
+        self.max_depth = depth.clamp(8, 1024);
+        self
+    }
+    /// Output bytes the engine holds before it stops processing input until the caller
+    /// drains some with [`Engine::poll_transmit`] (default 1 MiB). Answers to tickets are
+    /// always written; only new frames wait.
+    pub fn max_buffered_output(&mut self, bytes: usize) -> &mut Self {
+        self.max_buffered_output = bytes.max(1);
+        self
+    }
+    /// Items per list page (default 50). Clamped to 1..=10,000.
+    pub fn page_size(&mut self, n: usize) -> &mut Self {
+        self.page_size = n.clamp(1, 10_000);
+        self
+    }
+    /// Whether `2026-07-28` results carry `_meta["io.modelcontextprotocol/serverInfo"]`
+    /// (default true).
+    pub fn server_info_in_meta(&mut self, on: bool) -> &mut Self {
+        self.server_info_meta = on;
+        self
+    }
+    /// Caching hints of `server/discover`.
+    pub fn discover_cache(&mut self, policy: CachePolicy) -> &mut Self {
+        self.discover_cache = policy;
+        self
+    }
+    /// Caching hints of `tools/list`.
+    pub fn tools_cache(&mut self, policy: CachePolicy) -> &mut Self {
+        self.tools_cache = policy;
+        self
+    }
+    /// Caching hints of `resources/list`, `resources/templates/list` and `resources/read`.
+    pub fn resources_cache(&mut self, policy: CachePolicy) -> &mut Self {
+        self.resources_cache = policy;
+        self
+    }
+    /// Caching hints of `prompts/list`.
+    pub fn prompts_cache(&mut self, policy: CachePolicy) -> &mut Self {
+        self.prompts_cache = policy;
+        self
+    }
+    /// The configured server identity.
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.server_info
+    }
+    /// The configured frame limit.
+    pub fn frame_limit(&self) -> usize {
+        self.max_frame_len
+    }
+    /// The configured in-flight limit.
+    pub fn in_flight_limit(&self) -> usize {
+        self.max_in_flight
+    }
+}
+
+/// A handle on work the engine asked the host to do. Answer it once with
+/// [`Engine::answer_tool`], [`Engine::answer_resource`], [`Engine::answer_prompt`] or
+/// [`Engine::answer_error`]. Tickets are small `Copy` values and may be moved to any
+/// thread or event loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ticket {
+    slot: u16,
+    generation: u32,
+}
+
+/// The arguments of a request, as compact JSON text borrowed from the engine.
+#[derive(Clone, Copy)]
+pub struct Arguments<'a> {
+    raw: &'a str,
+}
+
+impl<'a> Arguments<'a> {
+    /// The arguments as a JSON object text (`{}` when the request had none).
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+    /// Deserializes the arguments into `T`, borrowing strings where `T` allows.
+    pub fn deserialize<T: serde::Deserialize<'a>>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.raw)
+    }
+}
+
+impl fmt::Debug for Arguments<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.raw)
+    }
+}
+
+/// The variables a resource template matched, in the order the template names them.
+#[derive(Clone, Copy)]
+pub struct TemplateVars<'a> {
+    uri: &'a str,
+    names: &'a [Box<str>],
+    captures: &'a Captures,
+}
+
+impl<'a> TemplateVars<'a> {
+    /// The value of variable `name`, as it appears in the uri (not percent-decoded).
+    pub fn get(&self, name: &str) -> Option<&'a str> {
+        self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+    /// `(name, value)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        let (uri, names) = (self.uri, self.names);
+        self.captures.iter().filter_map(move |&(var, start, end)| {
+            Some((&*names.get(var as usize)?.as_ref(), uri.get(start as usize..end as usize)?))
+        })
+    }
+    /// Number of variables.
+    pub fn len(&self) -> usize {
+        self.captures.len()
+    }
+    /// Whether there are none (a listed resource rather than a template match).
+    pub fn is_empty(&self) -> bool {
+        self.captures.is_empty()
+    }
+}
+
+impl fmt::Debug for TemplateVars<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// A tool call the host must perform.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct CallTool<'a> {
+    /// Answer with [`Engine::answer_tool`] or [`Engine::answer_error`].
+    pub ticket: Ticket,
+    /// The tool, as declared in the catalog.
+    pub tool: &'a Tool,
+    /// The arguments, already validated against the tool's input schema.
+    pub arguments: Arguments<'a>,
+    /// The revision the request was made under.
+    pub revision: Revision,
+}
+
+/// A resource read the host must perform.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct ReadResource<'a> {
+    /// Answer with [`Engine::answer_resource`] or [`Engine::answer_error`].
+    pub ticket: Ticket,
+    /// The uri, a listed resource or a match of [`ReadResource::template`].
+    pub uri: &'a str,
+    /// The template that matched, or `None` for a listed resource.
+    pub template: Option<&'a ResourceTemplate>,
+    /// The template's variables (empty for a listed resource).
+    pub variables: TemplateVars<'a>,
+    /// The revision the request was made under.
+    pub revision: Revision,
+}
+
+/// A prompt the host must render.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct GetPrompt<'a> {
+    /// Answer with [`Engine::answer_prompt`] or [`Engine::answer_error`].
+    pub ticket: Ticket,
+    /// The prompt, as declared in the catalog.
+    pub prompt: &'a Prompt,
+    /// The arguments: an object of strings, validated against the declared arguments.
+    pub arguments: Arguments<'a>,
+    /// The revision the request was made under.
+    pub revision: Revision,
+}
+
+/// Work for the host, returned by [`Engine::poll_event`]. Borrowed data lives until the
+/// next call on the engine: copy what must outlive it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// Call a tool.
+    CallTool(CallTool<'a>),
+    /// Read a resource.
+    ReadResource(ReadResource<'a>),
+    /// Render a prompt.
+    GetPrompt(GetPrompt<'a>),
+    /// The client cancelled this ticket. Stop the work if you can; an answer given
+    /// later is discarded ([`AnswerError::UnknownTicket`]).
+    Cancelled(Ticket),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Tool,
+    Resource,
+    Prompt,
+}
+
+#[derive(Clone, Copy)]
+struct IdBuf {
+    len: u8,
+    bytes: [u8; MAX_TICKET_ID_LEN],
+}
+
+impl IdBuf {
+    fn of(id: IdRef<'_>) -> Option<Self> {
+        let mut bytes = [0u8; MAX_TICKET_ID_LEN];
+        let mut cur = std::io::Cursor::new(&mut bytes[..]);
+        let ok = match id {
+            IdRef::Str(s) => serde_json::to_writer(&mut cur, s),
+            IdRef::I(n) => serde_json::to_writer(&mut cur, &n),
+            IdRef::U(n) => serde_json::to_writer(&mut cur, &n),
+        };
+        let len = cur.position() as usize;
+        ok.ok()?;
+        Some(Self { len: len as u8, bytes })
+    }
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Busy {
+    kind: Kind,
+    revision: Revision,
+    id: IdBuf,
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    generation: u32,
+    busy: Option<Busy>,
+}
+
+#[derive(Clone, Copy)]
+enum PendingKind {
+    Tool(usize),
+    Resource(Option<usize>),
+    Prompt(usize),
+}
+
+#[derive(Clone, Copy)]
+struct Pending {
+    kind: PendingKind,
+    ticket: Ticket,
+    revision: Revision,
+}
+
+#[derive(Clone, Copy)]
+enum IdRef<'t> {
+    Str(&'t str),
+    I(i64),
+    U(u64),
+}
+
+impl IdRef<'_> {
+    fn write(self, out: &mut Vec<u8>) {
+        match self {
+            Self::Str(s) => json::write_str(out, s),
+            Self::I(n) => {
+                let _ = serde_json::to_writer(&mut *out, &n);
+            }
+            Self::U(n) => json::write_u64(out, n),
+        }
+    }
+}
+
+/// A request (or the id of one) whose response goes out now or later.
+#[derive(Clone, Copy)]
+enum Reply<'a, 't> {
+    /// No id could be read: the error carries none.
+    None,
+    /// The request's id, from the frame.
+    Id(IdRef<'t>),
+    /// A stored ticket id.
+    Stored(&'a [u8]),
+}
+
+impl Reply<'_, '_> {
+    fn write(self, out: &mut Vec<u8>) {
+        match self {
+            Self::None => {}
+            Self::Id(id) => {
+                out.extend_from_slice(b",\"id\":");
+                id.write(out);
+            }
+            Self::Stored(raw) => {
+                out.extend_from_slice(b",\"id\":");
+                out.extend_from_slice(raw);
+            }
+        }
+    }
+}
+
+/// Writes `{"jsonrpc":"2.0","id":..,"error":{..}}\n`.
+fn write_error(
+    out: &mut Vec<u8>,
+    reply: Reply<'_, '_>,
+    code: i32,
+    message: fmt::Arguments<'_>,
+    data: impl FnOnce(&mut Vec<u8>),
+) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+    reply.write(out);
+    out.extend_from_slice(b",\"error\":{\"code\":");
+    let _ = serde_json::to_writer(&mut *out, &code);
+    out.extend_from_slice(b",\"message\":");
+    let _ = serde::Serializer::collect_str(&mut serde_json::Serializer::new(&mut *out), &message);
+    let mark = out.len();
+    out.extend_from_slice(b",\"data\":");
+    let before = out.len();
+    data(out);
+    if out.len() == before {
+        out.truncate(mark);
+    }
+    out.extend_from_slice(b"}}\n");
+}
+
+fn field(out: &mut Vec<u8>, key: &str) {
+    if out.last() != Some(&b'{') {
+        out.push(b',');
+    }
+    json::write_str(out, key);
+    out.push(b':');
+}
+
+/// Values prepared once per engine (they depend only on config and catalog).
+struct Prepared {
+    /// `"_meta":{"io.modelcontextprotocol/serverInfo":{..}}` or empty.
+    meta: Vec<u8>,
+    /// The body of the `server/discover` result, between braces.
+    discover: Vec<u8>,
+    /// The body of the `initialize` result for 2025-11-25 and 2025-06-18, without
+    /// `protocolVersion`.
+    initialize: Vec<u8>,
+}
+
+fn capabilities(catalog: &Catalog) -> String {
+    let mut caps = serde_json::Map::new();
+    if catalog.has_prompts() {
+        caps.insert("prompts".into(), serde_json::json!({ "listChanged": false }));
+    }
+    if catalog.has_resources() {
+        caps.insert("resources".into(), serde_json::json!({ "subscribe": false, "listChanged": false }));
+    }
+    if catalog.has_tools() {
+        caps.insert("tools".into(), serde_json::json!({ "listChanged": false }));
+    }
+    serde_json::Value::Object(caps).to_string()
+}
+
+impl Prepared {
+    fn new(cfg: &Config, catalog: &Catalog) -> Self {
+        let info = serde_json::to_string(&cfg.server_info).unwrap_or_default();
+        let caps = capabilities(catalog);
+        let mut meta = Vec::new();
+        if cfg.server_info_meta {
+            meta.extend_from_slice(b"\"_meta\":{\"io.modelcontextprotocol/serverInfo\":");
+            meta.extend_from_slice(info.as_bytes());
+            meta.push(b'}');
+        }
+        let mut discover = Vec::new();
+        discover.extend_from_slice(b"\"supportedVersions\":[");
+        for (i, r) in Revision::ALL.iter().enumerate() {
+            if i > 0 {
+                discover.push(b',');
+            }
+            json::write_str(&mut discover, r.as_str());
+        }
+        discover.extend_from_slice(b"],\"capabilities\":");
+        discover.extend_from_slice(caps.as_bytes());
+        if let Some(text) = &cfg.instructions {
+            discover.extend_from_slice(b",\"instructions\":");
+            json::write_str(&mut discover, text);
+        }
+        let mut initialize = Vec::new();
+        initialize.extend_from_slice(b"\"capabilities\":");
+        initialize.extend_from_slice(caps.as_bytes());
+        initialize.extend_from_slice(b",\"serverInfo\":");
+        initialize.extend_from_slice(info.as_bytes());
+        if let Some(text) = &cfg.instructions {
+            initialize.extend_from_slice(b",\"instructions\":");
+            json::write_str(&mut initialize, text);
+        }
+        Self { meta, discover, initialize }
+    }
+}
+
+/// Everything but the input buffer and the parser, so a parsed frame (which borrows
+/// those two) can be handled with `&mut Core`.
+struct Core {
+    cfg: Config,
+    catalog: Catalog,
+    prepared: Prepared,
+    out: Vec<u8>,
+    out_pos: usize,
+    slots: Vec<Slot>,
+    in_flight: usize,
+    pending: Option<Pending>,
+    delivered: bool,
+    cancels: VecDeque<Ticket>,
+    args: Vec<u8>,
+    uri: String,
+    captures: Captures,
+    legacy: Option<Revision>,
+    initialized: bool,
+    frames: u64,
+}
+
+struct Parser {
+    buffers: Buffers,
+    tape: Tape<'static>,
+}
+
+/// The MCP server state machine.
+///
+/// # Method classes
+///
+/// - **Input** (`handle_*`): [`handle_input`](Self::handle_input) takes bytes read from the
+///   client, [`handle_eof`](Self::handle_eof) says the client closed its side.
+/// - **Commands** (`answer_*`): [`answer_tool`](Self::answer_tool),
+///   [`answer_resource`](Self::answer_resource), [`answer_prompt`](Self::answer_prompt) and
+///   [`answer_error`](Self::answer_error) answer a [`Ticket`], in any order, at any time.
+/// - **Output** (`poll_*`): [`poll_event`](Self::poll_event) yields work for the host,
+///   [`poll_transmit`](Self::poll_transmit) copies bytes to send into a caller buffer
+///   ([`pending_output`](Self::pending_output) / [`consume_output`](Self::consume_output)
+///   do the same without a copy), [`poll_timeout`](Self::poll_timeout) says when to call
+///   [`handle_timeout`](Self::handle_timeout).
+/// - **Getters** (`&self`): [`is_finished`](Self::is_finished),
+///   [`in_flight`](Self::in_flight), [`input_capacity`](Self::input_capacity), ...
+///
+/// # The drain rule
+///
+/// After every input or command, drain [`poll_event`](Self::poll_event) until it returns
+/// `None`, then [`poll_transmit`](Self::poll_transmit) until it returns `0`. The engine
+/// processes frames one at a time and pauses at each host event until that event has
+/// been polled, so a loop that does not drain stops making progress (it never loses
+/// input: [`handle_input`](Self::handle_input) then accepts fewer bytes).
+///
+/// ```
+/// use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, Tool, ToolOutput};
+///
+/// let catalog = Catalog::builder().tool(Tool::new("hello")).build().unwrap();
+/// let mut engine = Engine::new(Config::new("demo", "1.0"), catalog);
+/// let input = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
+/// "#;
+/// let mut out = Vec::new();
+/// let mut buf = [0u8; 4096];
+/// let mut fed = 0;
+/// while fed < input.len() {
+///     fed += engine.handle_input(Instant::ZERO, &input[fed..]);
+///     while let Some(event) = engine.poll_event() {
+///         if let Event::CallTool(call) = event {
+///             let ticket = call.ticket;
+///             engine.answer_tool(ticket, &ToolOutput::new(&[Content::text("hi")])).unwrap();
+///         }
+///     }
+///     loop {
+///         let n = engine.poll_transmit(&mut buf);
+///         if n == 0 { break }
+///         out.extend_from_slice(&buf[..n]);
+///     }
+/// }
+/// let text = String::from_utf8(out).unwrap();
+/// assert!(text.contains(r#""content":[{"type":"text","text":"hi"}]"#));
+/// ```
+///
+/// # Time
+///
+/// Every input takes `now`, a monotonic [`Instant`] the caller reads from its clock.
+/// The engine never reads a clock; over stdio it arms no timer, so
+/// [`poll_timeout`](Self::poll_timeout) is `None`.
+///
+/// # Errors and panics
+///
+/// Nothing the peer sends makes the engine panic or stop: every malformed frame is
+/// answered with its JSON-RPC error and the stream goes on at the next frame. Misuse of
+/// a ticket is reported as an [`AnswerError`].
+pub struct Engine {
+    inbuf: Vec<u8>,
+    in_start: usize,
+    scan_from: usize,
+    discarding: bool,
+    eof: bool,
+    last_now: Instant,
+    parser: Parser,
+    core: Core,
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("buffered_input", &(self.inbuf.len() - self.in_start))
+            .field("pending_output", &(self.core.out.len() - self.core.out_pos))
+            .field("in_flight", &self.core.in_flight)
+            .field("legacy", &self.core.legacy)
+            .field("eof", &self.eof)
+            .finish()
+    }
+}
+
+impl Engine {
+    /// A new engine serving `catalog`. All buffers are allocated here, at their working
+    /// size, so a steady stream of requests allocates nothing more.
+    pub fn new(cfg: Config, catalog: Catalog) -> Self {
+        let prepared = Prepared::new(&cfg, &catalog);
+        let frame = cfg.max_frame_len;
+        let slots = vec![Slot { generation: 0, busy: None }; cfg.max_in_flight];
+        Self {
+            inbuf: Vec::with_capacity(frame + 2),
+            in_start: 0,
+            scan_from: 0,
+            discarding: false,
+            eof: false,
+            last_now: Instant::ZERO,
+            parser: Parser {
+                buffers: Buffers::with_max_depth(frame + 2, cfg.max_depth),
+                tape: Tape::null(),
+            },
+            core: Core {
+                prepared,
+                out: Vec::with_capacity(64 * 1024),
+                out_pos: 0,
+                slots,
+                in_flight: 0,
+                pending: None,
+                delivered: false,
+                cancels: VecDeque::with_capacity(cfg.max_in_flight),
+                args: Vec::with_capacity(frame),
+                uri: String::with_capacity(1024),
+                captures: Captures::new(),
+                legacy: None,
+                initialized: false,
+                frames: 0,
+                catalog,
+                cfg,
+            },
+        }
+    }
+
+    /// The catalog being served.
+    pub fn catalog(&self) -> &Catalog {
+        &self.core.catalog
+    }
+
+    /// The revision `initialize` negotiated on this stream, if any.
+    pub fn negotiated_revision(&self) -> Option<Revision> {
+        self.core.legacy
+    }
+
+    /// Tickets handed out and not yet answered or cancelled.
+    pub fn in_flight(&self) -> usize {
+        self.core.in_flight
+    }
+
+    /// Frames processed so far (blank lines excluded).
+    pub fn frames_processed(&self) -> u64 {
+        self.core.frames
+    }
+
+    /// How many bytes [`handle_input`](Self::handle_input) would accept now.
+    pub fn input_capacity(&self) -> usize {
+        if self.eof {
+            return 0;
+        }
+        (self.core.cfg.max_frame_len + 2).saturating_sub(self.inbuf.len() - self.in_start)
+    }
+
+    /// Whether the stream is over: the client closed its side, every ticket is answered
+    /// or cancelled, every buffered frame is processed and all output was taken.
+    pub fn is_finished(&self) -> bool {
+        self.eof
+            && self.core.in_flight == 0
+            && self.core.pending.is_none()
+            && self.in_start == self.inbuf.len()
+            && self.core.out_pos == self.core.out.len()
+    }
+
+    fn clamp_now(&mut self, now: Instant) {
+        if now > self.last_now {
+            self.last_now = now;
+        }
+    }
+
+    /// Feeds bytes read from the client and processes every complete frame it can.
+    ///
+    /// Returns how many bytes were taken; the caller keeps the rest and offers them
+    /// again after draining. Fewer than all are taken only while the engine is paused (a
+    /// host event not yet polled, the in-flight limit reached, or too much output
+    /// buffered) and its input buffer (one frame) is full. A partial frame is buffered,
+    /// not an error; bytes of an over-long frame are discarded as they arrive.
+    pub fn handle_input(&mut self, now: Instant, mut data: &[u8]) -> usize {
+        self.clamp_now(now);
+        self.release();
+        if self.eof {
+            return 0;
+        }
+        let total = data.len();
+        while !data.is_empty() {
+            if self.discarding {
+                match memchr::memchr(b'\n', data) {
+                    Some(i) => {
+                        self.discarding = false;
+                        data = &data[i + 1..];
+                    }
+                    None => data = &[],
+                }
+                continue;
+            }
+            self.compact();
+            let room = self.input_capacity();
+            if room == 0 {
+                break;
+            }
+            let take = room.min(data.len());
+            self.inbuf.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            self.process();
+        }
+        total - data.len()
+    }
+
+    /// Says the client closed its side. A final frame without a newline is processed;
+    /// then [`is_finished`](Self::is_finished) turns true once the work is done.
+    pub fn handle_eof(&mut self, now: Instant) {
+        self.clamp_now(now);
+        self.release();
+        if self.eof {
+            return;
+        }
+        self.eof = true;
+        self.process();
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) should next be called. The stdio
+    /// engine arms no timer, so this is `None`.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    /// Advances timers to `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.clamp_now(now);
+    }
+
+    /// The next piece of work for the host, or `None` when there is none.
+    ///
+    /// Cancellations come first (they refer to earlier requests), then the event of
+    /// the frame the engine paused at. Polling resumes frame processing, so it can
+    /// produce output and further events.
+    pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        self.release();
+        self.process();
+        if let Some(t) = self.core.cancels.pop_front() {
+            return Some(Event::Cancelled(t));
+        }
+        let p = self.core.pending?;
+        self.core.delivered = true;
+        let core = &self.core;
+        Some(match p.kind {
+            PendingKind::Tool(i) => Event::CallTool(CallTool {
+                ticket: p.ticket,
+                tool: &core.catalog.tools[i].tool,
+                arguments: Arguments { raw: core.args_str() },
+                revision: p.revision,
+            }),
+            PendingKind::Prompt(i) => Event::GetPrompt(GetPrompt {
+                ticket: p.ticket,
+                prompt: &core.catalog.prompts[i].prompt,
+                arguments: Arguments { raw: core.args_str() },
+                revision: p.revision,
+            }),
+            PendingKind::Resource(t) => {
+                let entry = t.map(|t| &core.catalog.templates[t]);
+                Event::ReadResource(ReadResource {
+                    ticket: p.ticket,
+                    uri: &core.uri,
+                    template: entry.map(|e| &e.template),
+                    variables: TemplateVars {
+                        uri: &core.uri,
+                        names: entry.map_or(&[][..], |e| e.parsed.var_names()),
+                        captures: &core.captures,
+                    },
+                    revision: p.revision,
+                })
+            }
+        })
+    }
+
+    /// Copies output into `buf`; returns how many bytes were written (0: none pending).
+    /// Output is a byte stream of newline-terminated frames; a frame may be split
+    /// across calls.
+    pub fn poll_transmit(&mut self, buf: &mut [u8]) -> usize {
+        let pending = self.pending_output();
+        let n = pending.len().min(buf.len());
+        buf[..n].copy_from_slice(&pending[..n]);
+        self.consume_output(n);
+        n
+    }
+
+    /// The output not yet taken, without copying. Pair with
+    /// [`consume_output`](Self::consume_output).
+    pub fn pending_output(&self) -> &[u8] {
+        &self.core.out[self.core.out_pos..]
+    }
+
+    /// Marks `n` bytes of [`pending_output`](Self::pending_output) as sent, then resumes
+    /// processing if output was what held it back.
+    pub fn consume_output(&mut self, n: usize) {
+        let c = &mut self.core;
+        c.out_pos = (c.out_pos + n).min(c.out.len());
+        if c.out_pos == c.out.len() {
+            c.out.clear();
+            c.out_pos = 0;
+        }
+        if n > 0 {
+            self.release();
+            self.process();
+        }
+    }
+
+    /// Answers a tool call. The result is written to the output at once.
+    pub fn answer_tool<S: Serialize + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        output: &ToolOutput<'_, S>,
+    ) -> Result<(), AnswerError> {
+        self.release();
+        let r = self.core.answer(ticket, Kind::Tool, |out, rev| {
+            field(out, "content");
+            serde_json::to_writer(&mut *out, output.content)?;
+            if let Some(s) = output.structured_content {
+                field(out, "structuredContent");
+                serde_json::to_writer(&mut *out, s)?;
+            }
+            if output.is_error || rev == Revision::V2025_06_18 && output.is_error {
+                field(out, "isError");
+                out.extend_from_slice(b"true");
+            }
+            Ok(None)
+        });
+        self.process();
+        r
+    }
+
+    /// Answers a resource read with its contents. Empty `contents` are never sent: they
+    /// are answered as "resource not found".
+    pub fn answer_resource(
+        &mut self,
+        ticket: Ticket,
+        contents: &[ResourceContents<'_>],
+    ) -> Result<(), AnswerError> {
+        self.release();
+        let r = if contents.is_empty() {
+            self.core.answer_error(ticket, Some(Kind::Resource), HostError::NotFound)
+        } else {
+            let cache = self.core.cfg.resources_cache;
+            self.core.answer(ticket, Kind::Resource, |out, _| {
+                field(out, "contents");
+                serde_json::to_writer(&mut *out, contents)?;
+                Ok(Some(cache))
+            })
+        };
+        self.process();
+        r
+    }
+
+    /// Answers a prompt with its messages.
+    pub fn answer_prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
+        self.release();
+        let r = self.core.answer(ticket, Kind::Prompt, |out, _| {
+            if let Some(d) = output.description {
+                field(out, "description");
+                json::write_str(out, d);
+            }
+            field(out, "messages");
+            serde_json::to_writer(&mut *out, output.messages)?;
+            Ok(None)
+        });
+        self.process();
+        r
+    }
+
+    /// Answers a ticket with an error instead of a result (see [`HostError`] for the
+    /// code each variant becomes).
+    pub fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.release();
+        let r = self.core.answer_error(ticket, None, error);
+        self.process();
+        r
+    }
+
+    /// Forgets the event the caller has polled: its borrow has ended by now.
+    fn release(&mut self) {
+        if self.core.delivered {
+            self.core.delivered = false;
+            self.core.pending = None;
+        }
+    }
+
+    fn compact(&mut self) {
+        if self.in_start == 0 {
+            return;
+        }
+        let len = self.inbuf.len();
+        self.inbuf.copy_within(self.in_start..len, 0);
+        self.inbuf.truncate(len - self.in_start);
+        self.in_start = 0;
+    }
+
+    fn paused(&self) -> bool {
+        let c = &self.core;
+        c.pending.is_some()
+            || c.in_flight >= c.cfg.max_in_flight
+            || c.out.len() - c.out_pos >= c.cfg.max_buffered_output
+    }
+
+    /// Processes complete frames until the buffer is exhausted or the engine pauses.
+    fn process(&mut self) {
+        let max = self.core.cfg.max_frame_len;
+        while !self.paused() {
+            let rest = &self.inbuf[self.in_start..];
+            match memchr::memchr(b'\n', &rest[self.scan_from..]) {
+                Some(i) => {
+                    let start = self.in_start;
+                    let mut end = start + self.scan_from + i;
+                    self.in_start = end + 1;
+                    self.scan_from = 0;
+                    if end > start && self.inbuf[end - 1] == b'\r' {
+                        end -= 1;
+                    }
+                    if end - start > max {
+                        self.core.oversized();
+                    } else {
+                        self.frame(start, end);
+                    }
+                }
+                None => {
+                    self.scan_from = rest.len();
+                    if rest.len() > max + 1 {
+                        // Too long already: answer now and drop the rest unread.
+                        self.core.oversized();
+                        self.in_start = self.inbuf.len();
+                        self.scan_from = 0;
+                        self.discarding = true;
+                    } else if self.eof && !rest.is_empty() {
+                        let (start, end) = (self.in_start, self.inbuf.len());
+                        self.in_start = end;
+                        self.scan_from = 0;
+                        self.frame(start, end);
+                    }
+                    break;
+                }
+            }
+        }
+        if self.in_start == self.inbuf.len() {
+            self.inbuf.clear();
+            self.in_start = 0;
+            self.scan_from = 0;
+        }
+    }
+
+    fn frame(&mut self, start: usize, end: usize) {
+        let bytes = &mut self.inbuf[start..end];
+        if bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+            return;
+        }
+        self.core.frames += 1;
+        let parser = &mut self.parser;
+        let mut tape = core::mem::replace(&mut parser.tape, Tape::null()).reset();
+        match simd_json::fill_tape(bytes, &mut parser.buffers, &mut tape) {
+            Ok(()) => self.core.dispatch(&tape.0),
+            Err(e) => {
+                if matches!(e.error(), simd_json::ErrorType::DepthLimitExceeded) {
+                    let depth = self.core.cfg.max_depth;
+                    write_error(
+                        &mut self.core.out,
+                        Reply::None,
+                        code::INVALID_REQUEST,
+                        format_args!("Invalid Request: JSON nested deeper than {depth} levels"),
+                        |_| {},
+                    );
+                } else {
+                    write_error(
+                        &mut self.core.out,
+                        Reply::None,
+                        code::PARSE_ERROR,
+                        format_args!("Parse error: not valid UTF-8 JSON"),
+                        |_| {},
+                    );
+                }
+            }
+        }
+        self.parser.tape = tape.reset();
+    }
+}
+
+/// The outcome of validating a request's revision.
+enum Era {
+    Legacy(Revision),
+    Modern,
+}
+
+impl Core {
+    fn args_str(&self) -> &str {
+        // `args` only ever holds JSON written by `json::write_value` or a literal.
+        core::str::from_utf8(&self.args).unwrap_or("{}")
+    }
+
+    fn oversized(&mut self) {
+        let max = self.cfg.max_frame_len;
+        write_error(
+            &mut self.out,
+            Reply::None,
+            code::INVALID_REQUEST,
+            format_args!("Invalid Request: frame longer than {max} bytes"),
+            |_| {},
+        );
+    }
+
+    fn error(&mut self, reply: Reply<'_, '_>, code: i32, message: fmt::Arguments<'_>) {
+        write_error(&mut self.out, reply, code, message, |_| {});
+    }
+
+    fn dispatch(&mut self, n: &[Node<'_>]) {
+        match n.first() {
+            Some(Node::Object { .. }) => {}
+            Some(Node::Array { .. }) => {
+                return self.error(
+                    Reply::None,
+                    code::INVALID_REQUEST,
+                    format_args!("Invalid Request: batches are not supported; send one message per line"),
+                );
+            }
+            _ => {
+                return self.error(
+                    Reply::None,
+                    code::INVALID_REQUEST,
+                    format_args!("Invalid Request: a message must be a JSON object"),
+                );
+            }
+        }
+        // The id first, so every later error can echo it.
+        let id = match json::get(n, 0, "id") {
+            None => None,
+            Some(i) => match n[i] {
+                Node::String(s) => Some(IdRef::Str(s)),
+                Node::Static(StaticNode::I64(v)) => Some(IdRef::I(v)),
+                Node::Static(StaticNode::U64(v)) => Some(IdRef::U(v)),
+                _ => {
+                    return self.error(
+                        Reply::None,
+                        code::INVALID_REQUEST,
+                        format_args!("Invalid Request: id must be a string or an integer"),
+                    );
+                }
+            },
+        };
+        let reply = id.map_or(Reply::None, Reply::Id);
+        if json::get(n, 0, "jsonrpc").and_then(|i| json::str_at(n, i)) != Some("2.0") {
+            if id.is_none() && json::get(n, 0, "method").is_some() {
+                return; // a notification is never answered, even a malformed one
+            }
+            return self.error(reply, code::INVALID_REQUEST, format_args!("Invalid Request: jsonrpc must be \"2.0\""));
+        }
+        let Some(mi) = json::get(n, 0, "method") else {
+            if id.is_some() && (json::get(n, 0, "result").is_some() || json::get(n, 0, "error").is_some()) {
+                return; // a response: this server sends no requests, so there is nothing to match
+            }
+            return self.error(reply, code::INVALID_REQUEST, format_args!("Invalid Request: method is missing"));
+        };
+        let Some(method) = json::str_at(n, mi) else {
+            if id.is_none() {
+                return;
+            }
+            return self.error(reply, code::INVALID_REQUEST, format_args!("Invalid Request: method must be a string"));
+        };
+        let params = json::get(n, 0, "params");
+        let Some(id) = id else {
+            return self.notification(n, method, params);
+        };
+        if json::get(n, 0, "_meta").is_some() {
+            return self.error(
+                reply,
+                code::INVALID_PARAMS,
+                format_args!("Invalid params: _meta belongs inside params, not at the top level of the request"),
+            );
+        }
+        if let Some(p) = params {
+            if !json::is_object(n, p) {
+                return self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: params must be an object"));
+            }
+        }
+        let req = Req { n, id, params };
+        // Matched before the revision switch: the era probe and the legacy opener.
+        match method {
+            "server/discover" => return self.discover(&req),
+            "initialize" => return self.initialize(&req),
+            _ => {}
+        }
+        let rev = match self.era(&req) {
+            Some(Era::Modern) => Revision::V2026_07_28,
+            Some(Era::Legacy(r)) => r,
+            None => return,
+        };
+        let c = &self.catalog;
+        match method {
+            "ping" if !rev.is_stateless() => {
+                let mut out = core::mem::take(&mut self.out);
+                result_start(&mut out, Reply::Id(id));
+                out.extend_from_slice(b"}}\n");
+                self.out = out;
+            }
+            "tools/list" if c.has_tools() => self.list(&req, rev, ListKind::Tools),
+            "tools/call" if c.has_tools() => self.call_tool(&req, rev),
+            "resources/list" if c.has_resources() => self.list(&req, rev, ListKind::Resources),
+            "resources/templates/list" if c.has_resources() => self.list(&req, rev, ListKind::ResourceTemplates),
+            "resources/read" if c.has_resources() => self.read_resource(&req, rev),
+            "prompts/list" if c.has_prompts() => self.list(&req, rev, ListKind::Prompts),
+            "prompts/get" if c.has_prompts() => self.get_prompt(&req, rev),
+            _ => self.error(reply, code::METHOD_NOT_FOUND, format_args!("Method not found: {method}")),
+        }
+    }
+
+    fn notification(&mut self, n: &[Node<'_>], method: &str, params: Option<usize>) {
+        match method {
+            "notifications/initialized" => {
+                if self.legacy.is_some() {
+                    self.initialized = true;
+                }
+            }
+            "notifications/cancelled" => {
+                let Some(p) = params else { return };
+                let Some(ri) = json::get(n, p, "requestId") else { return };
+                let id = match n[ri] {
+                    Node::String(s) => IdRef::Str(s),
+                    Node::Static(StaticNode::I64(v)) => IdRef::I(v),
+                    Node::Static(StaticNode::U64(v)) => IdRef::U(v),
+                    _ => return,
+                };
+                let Some(idb) = IdBuf::of(id) else { return };
+                let found = self
+                    .slots
+                    .iter()
+                    .position(|s| s.busy.is_some_and(|b| b.id.as_bytes() == idb.as_bytes()));
+                if let Some(slot) = found {
+                    let generation = self.slots[slot].generation;
+                    self.free(slot);
+                    self.cancels.push_back(Ticket { slot: slot as u16, generation });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Decides the revision of a request; writes the error and returns `None` when the
+    /// request cannot be served.
+    fn era(&mut self, req: &Req<'_, '_>) -> Option<Era> {
+        let n = req.n;
+        let reply = Reply::Id(req.id);
+        let meta = req.params.and_then(|p| json::get(n, p, "_meta"));
+        let meta = match meta {
+            Some(m) if json::is_object(n, m) => Some(m),
+            Some(_) => {
+                self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: params._meta must be an object"));
+                return None;
+            }
+            None => None,
+        };
+        let version = meta.and_then(|m| json::get(n, m, "io.modelcontextprotocol/protocolVersion"));
+        let Some(vi) = version else {
+            if let Some(r) = self.legacy {
+                return Some(Era::Legacy(r));
+            }
+            self.error(
+                reply,
+                code::INVALID_PARAMS,
+                format_args!(
+                    "Invalid params: params._meta must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities (or open the stream with initialize)"
+                ),
+            );
+            return None;
+        };
+        let Some(requested) = json::str_at(n, vi) else {
+            self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: io.modelcontextprotocol/protocolVersion must be a string"));
+            return None;
+        };
+        let Some(rev) = Revision::parse(requested) else {
+            write_error(
+                &mut self.out,
+                reply,
+                code::UNSUPPORTED_PROTOCOL_VERSION,
+                format_args!("Unsupported protocol version: {requested}"),
+                |out| {
+                    out.extend_from_slice(b"{\"supported\":[");
+                    for (i, r) in Revision::ALL.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        json::write_str(out, r.as_str());
+                    }
+                    out.extend_from_slice(b"],\"requested\":");
+                    json::write_str(out, requested);
+                    out.push(b'}');
+                },
+            );
+            return None;
+        };
+        if !rev.is_stateless() {
+            return Some(Era::Legacy(rev));
+        }
+        let m = meta?;
+        match json::get(n, m, "io.modelcontextprotocol/clientCapabilities") {
+            Some(ci) if json::is_object(n, ci) => {}
+            Some(_) => {
+                self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: io.modelcontextprotocol/clientCapabilities must be an object"));
+                return None;
+            }
+            None => {
+                self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: params._meta must carry io.modelcontextprotocol/clientCapabilities"));
+                return None;
+            }
+        }
+        if let Some(li) = json::get(n, m, "io.modelcontextprotocol/logLevel") {
+            const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+            if !json::str_at(n, li).is_some_and(|l| LEVELS.contains(&l)) {
+                self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: unknown io.modelcontextprotocol/logLevel"));
+                return None;
+            }
+        }
+        Some(Era::Modern)
+    }
+
+    fn discover(&mut self, req: &Req<'_, '_>) {
+        let mut out = core::mem::take(&mut self.out);
+        result_start(&mut out, Reply::Id(req.id));
+        out.extend_from_slice(&self.prepared.discover);
+        self.result_end(&mut out, Revision::V2026_07_28, Some(self.cfg.discover_cache));
+        self.out = out;
+    }
+
+    fn initialize(&mut self, req: &Req<'_, '_>) {
+        let n = req.n;
+        let reply = Reply::Id(req.id);
+        let requested = req
+            .params
+            .and_then(|p| json::get(n, p, "protocolVersion"))
+            .and_then(|i| json::str_at(n, i));
+        let Some(requested) = requested else {
+            return self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: initialize needs params.protocolVersion"));
+        };
+        if self.legacy.is_some() {
+            return self.error(reply, code::INVALID_REQUEST, format_args!("Invalid Request: initialize was already received on this stream"));
+        }
+        // The requested revision if it is a session-bound one we speak, else our latest.
+        let rev = Revision::parse(requested)
+            .filter(|r| !r.is_stateless())
+            .unwrap_or(Revision::LATEST_LEGACY);
+        self.legacy = Some(rev);
+        let mut out = core::mem::take(&mut self.out);
+        result_start(&mut out, reply);
+        out.extend_from_slice(b"\"protocolVersion\":");
+        json::write_str(&mut out, rev.as_str());
+        out.push(b',');
+        out.extend_from_slice(&self.prepared.initialize);
+        out.extend_from_slice(b"}}\n");
+        self.out = out;
+    }
+
+    /// Closes a result object: the `2026-07-28` envelope fields, then `}}\n`.
+    fn result_end(&self, out: &mut Vec<u8>, rev: Revision, cache: Option<CachePolicy>) {
+        if rev.is_stateless() {
+            field(out, "resultType");
+            out.extend_from_slice(b"\"complete\"");
+            if let Some(c) = cache {
+                field(out, "ttlMs");
+                json::write_u64(out, c.ttl_ms);
+                field(out, "cacheScope");
+                json::write_str(out, c.scope.as_str());
+            }
+            if !self.prepared.meta.is_empty() {
+                out.push(b',');
+                out.extend_from_slice(&self.prepared.meta);
+            }
+        }
+        out.extend_from_slice(b"}}\n");
+    }
+
+    fn cursor_param<'t>(&mut self, req: &Req<'_, 't>) -> Result<Option<&'t str>, ()> {
+        let Some(ci) = req.params.and_then(|p| json::get(req.n, p, "cursor")) else { return Ok(None) };
+        match json::str_at(req.n, ci) {
+            Some(s) => Ok(Some(s)),
+            None => {
+                self.error(Reply::Id(req.id), code::INVALID_PARAMS, format_args!("Invalid params: cursor must be a string"));
+                Err(())
+            }
+        }
+    }
+
+    fn list(&mut self, req: &Req<'_, '_>, rev: Revision, kind: ListKind) {
+        let reply = Reply::Id(req.id);
+        let Ok(cursor) = self.cursor_param(req) else { return };
+        let len = self.catalog.list_len(kind);
+        let start = match cursor {
+            None => 0,
+            Some(c) => {
+                let mut buf = [0u8; cursor::MAX_CURSOR_KEY + 8];
+                match cursor::decode(kind, c, &mut buf) {
+                    Ok(key) => self.catalog.list_after(kind, key),
+                    Err(CursorError::OtherList(other)) => {
+                        return self.error(
+                            reply,
+                            code::INVALID_PARAMS,
+                            format_args!("Invalid params: this cursor belongs to {}, not {}", other.method(), kind.method()),
+                        );
+                    }
+                    Err(CursorError::Invalid) => {
+                        return self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: invalid cursor"));
+                    }
+                }
+            }
+        };
+        let end = (start + self.cfg.page_size).min(len);
+        let mut out = core::mem::take(&mut self.out);
+        result_start(&mut out, reply);
+        field(
+            &mut out,
+            match kind {
+                ListKind::Tools => "tools",
+                ListKind::Resources => "resources",
+                ListKind::ResourceTemplates => "resourceTemplates",
+                ListKind::Prompts => "prompts",
+            },
+        );
+        out.push(b'[');
+        for i in start..end {
+            if i > start {
+                out.push(b',');
+            }
+            out.extend_from_slice(self.catalog.list_fragment(kind, i, rev.has_icons()).as_bytes());
+        }
+        out.push(b']');
+        if end < len && end > 0 {
+            let mut buf = [0u8; cursor::MAX_CURSOR_LEN];
+            if let Some(next) = cursor::encode(kind, self.catalog.list_key(kind, end - 1), &mut buf) {
+                field(&mut out, "nextCursor");
+                json::write_str(&mut out, next);
+            }
+        }
+        let cache = match kind {
+            ListKind::Tools => self.cfg.tools_cache,
+            ListKind::Resources | ListKind::ResourceTemplates => self.cfg.resources_cache,
+            ListKind::Prompts => self.cfg.prompts_cache,
+        };
+        self.result_end(&mut out, rev, Some(cache));
+        self.out = out;
+    }
+
+    /// A required string parameter; writes `-32602` and returns `None` when it is
+    /// missing or not a string.
+    fn required_str<'t>(&mut self, req: &Req<'_, 't>, key: &str) -> Option<&'t str> {
+        let s = req.params.and_then(|p| json::get(req.n, p, key)).and_then(|i| json::str_at(req.n, i));
+        if s.is_none() {
+            self.error(Reply::Id(req.id), code::INVALID_PARAMS, format_args!("Invalid params: params.{key} must be a string"));
+        }
+        s
+    }
+
+    /// Copies `params.arguments` into `self.args` as compact JSON (`{}` when absent).
+    fn take_arguments(&mut self, req: &Req<'_, '_>) -> bool {
+        self.args.clear();
+        match req.params.and_then(|p| json::get(req.n, p, "arguments")) {
+            None => self.args.extend_from_slice(b"{}"),
+            Some(ai) if json::is_object(req.n, ai) => {
+                json::write_value(req.n, ai, &mut self.args);
+            }
+            Some(_) => {
+                self.error(Reply::Id(req.id), code::INVALID_PARAMS, format_args!("Invalid params: params.arguments must be an object"));
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Takes a free slot for request `id`, or answers `-32600` if its id is too long to keep.
+    fn ticket(&mut self, req: &Req<'_, '_>, kind: Kind, revision: Revision) -> Option<Ticket> {
+        let Some(id) = IdBuf::of(req.id) else {
+            self.error(
+                Reply::Id(req.id),
+                code::INVALID_REQUEST,
+                format_args!("Invalid Request: id longer than {MAX_TICKET_ID_LEN} bytes"),
+            );
+            return None;
+        };
+        // `process` pauses before a frame while every slot is busy, so one is free.
+        let slot = self.slots.iter().position(|s| s.busy.is_none())?;
+        let s = &mut self.slots[slot];
+        s.busy = Some(Busy { kind, revision, id });
+        self.in_flight += 1;
+        Some(Ticket { slot: slot as u16, generation: s.generation })
+    }
+
+    fn free(&mut self, slot: usize) {
+        let s = &mut self.slots[slot];
+        if s.busy.take().is_some() {
+            s.generation = s.generation.wrapping_add(1);
+            self.in_flight -= 1;
+        }
+    }
+
+    fn call_tool(&mut self, req: &Req<'_, '_>, rev: Revision) {
+        let reply = Reply::Id(req.id);
+        let Some(name) = self.required_str(req, "name") else { return };
+        let Some(ti) = self.catalog.tool_index(name) else {
+            return self.error(reply, code::INVALID_PARAMS, format_args!("Unknown tool: {name}"));
+        };
+        if !self.take_arguments(req) {
+            return;
+        }
+        if let Some(v) = &self.catalog.tools[ti].validator {
+            let value: serde_json::Value = match serde_json::from_slice(&self.args) {
+                Ok(v) => v,
+                Err(_) => return self.error(reply, code::INTERNAL_ERROR, format_args!("Internal error")),
+            };
+            if !v.is_valid(&value) {
+                let problems = Problems { validator: v, value: &value };
+                if rev == Revision::V2025_06_18 {
+                    return write_error(
+                        &mut self.out,
+                        reply,
+                        code::INVALID_PARAMS,
+                        format_args!("Invalid params: arguments of tool {name} do not match its input schema: {problems}"),
+                        |_| {},
+                    );
+                }
+                // 2025-11-25 and later: a tool result the model can read and correct.
+                let mut out = core::mem::take(&mut self.out);
+                result_start(&mut out, reply);
+                out.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
+                let text = format_args!("Invalid arguments for tool {name}: {problems}");
+                let _ = serde::Serializer::collect_str(&mut serde_json::Serializer::new(&mut out), &text);
+                out.extend_from_slice(b"}],\"isError\":true");
+                self.result_end(&mut out, rev, None);
+                self.out = out;
+                return;
+            }
+        }
+        let Some(ticket) = self.ticket(req, Kind::Tool, rev) else { return };
+        self.pending = Some(Pending { kind: PendingKind::Tool(ti), ticket, revision: rev });
+    }
+
+    fn read_resource(&mut self, req: &Req<'_, '_>, rev: Revision) {
+        let Some(uri) = self.required_str(req, "uri") else { return };
+        let Some(target) = self.catalog.resolve_uri(uri, &mut self.captures) else {
+            return self.not_found(Reply::Id(req.id), rev, uri);
+        };
+        let Some(ticket) = self.ticket(req, Kind::Resource, rev) else { return };
+        self.uri.clear();
+        self.uri.push_str(uri);
+        self.pending = Some(Pending { kind: PendingKind::Resource(target), ticket, revision: rev });
+    }
+
+    fn not_found(&mut self, reply: Reply<'_, '_>, rev: Revision, uri: &str) {
+        let code = if rev.is_stateless() { code::INVALID_PARAMS } else { code::RESOURCE_NOT_FOUND };
+        write_error(&mut self.out, reply, code, format_args!("Resource not found"), |out| {
+            out.extend_from_slice(b"{\"uri\":");
+            json::write_str(out, uri);
+            out.push(b'}');
+        });
+    }
+
+    fn get_prompt(&mut self, req: &Req<'_, '_>, rev: Revision) {
+        let reply = Reply::Id(req.id);
+        let Some(name) = self.required_str(req, "name") else { return };
+        let Some(pi) = self.catalog.prompt_index(name) else {
+            return write_error(&mut self.out, reply, code::INVALID_PARAMS, format_args!("Unknown prompt: {name}"), |out| {
+                out.extend_from_slice(b"{\"name\":");
+                json::write_str(out, name);
+                out.push(b'}');
+            });
+        };
+        if !self.take_arguments(req) {
+            return;
+        }
+        let value: serde_json::Value = match serde_json::from_slice(&self.args) {
+            Ok(v) => v,
+            Err(_) => return self.error(reply, code::INTERNAL_ERROR, format_args!("Internal error")),
+        };
+        let v = &self.catalog.prompts[pi].validator;
+        if !v.is_valid(&value) {
+            let problems = Problems { validator: v, value: &value };
+            return write_error(
+                &mut self.out,
+                reply,
+                code::INVALID_PARAMS,
+                format_args!("Invalid params: arguments of prompt {name} do not match its declared arguments: {problems}"),
+                |_| {},
+            );
+        }
+        let Some(ticket) = self.ticket(req, Kind::Prompt, rev) else { return };
+        self.pending = Some(Pending { kind: PendingKind::Prompt(pi), ticket, revision: rev });
+    }
+
+    /// Frees the slot of `ticket` if it is live and of kind `kind`.
+    fn take(&mut self, ticket: Ticket, kind: Option<Kind>) -> Result<Busy, AnswerError> {
+        let slot = self.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
+        let busy = match slot.busy {
+            Some(b) if slot.generation == ticket.generation => b,
+            _ => return Err(AnswerError::UnknownTicket),
+        };
+        if kind.is_some_and(|k| k != busy.kind) {
+            return Err(AnswerError::WrongKind);
+        }
+        self.free(ticket.slot as usize);
+        Ok(busy)
+    }
+
+    fn answer(
+        &mut self,
+        ticket: Ticket,
+        kind: Kind,
+        body: impl FnOnce(&mut Vec<u8>, Revision) -> Result<Option<CachePolicy>, serde_json::Error>,
+    ) -> Result<(), AnswerError> {
+        let busy = self.take(ticket, Some(kind))?;
+        let mut out = core::mem::take(&mut self.out);
+        let mark = out.len();
+        result_start(&mut out, Reply::Stored(busy.id.as_bytes()));
+        match body(&mut out, busy.revision) {
+            Ok(cache) => self.result_end(&mut out, busy.revision, cache),
+            Err(e) => {
+                out.truncate(mark);
+                write_error(
+                    &mut out,
+                    Reply::Stored(busy.id.as_bytes()),
+                    code::INTERNAL_ERROR,
+                    format_args!("Internal error: the result could not be serialized ({e})"),
+                    |_| {},
+                );
+            }
+        }
+        self.out = out;
+        Ok(())
+    }
+
+    fn answer_error(&mut self, ticket: Ticket, kind: Option<Kind>, error: HostError<'_>) -> Result<(), AnswerError> {
+        let busy = self.take(ticket, kind)?;
+        let reply = Reply::Stored(busy.id.as_bytes());
+        let mut out = core::mem::take(&mut self.out);
+        match error {
+            HostError::NotFound if busy.kind == Kind::Resource => {
+                let code = if busy.revision.is_stateless() { code::INVALID_PARAMS } else { code::RESOURCE_NOT_FOUND };
+                let uri = &self.uri;
+                let _ = uri; // the uri of an answered ticket is no longer kept
+                write_error(&mut out, reply, code, format_args!("Resource not found"), |_| {});
+            }
+            HostError::NotFound => write_error(&mut out, reply, code::INVALID_PARAMS, format_args!("Not found"), |_| {}),
+            HostError::InvalidParams(msg) => {
+                write_error(&mut out, reply, code::INVALID_PARAMS, format_args!("Invalid params: {msg}"), |_| {})
+            }
+            HostError::Internal(msg) => {
+                write_error(&mut out, reply, code::INTERNAL_ERROR, format_args!("Internal error: {msg}"), |_| {})
+            }
+        }
+        self.out = out;
+        Ok(())
+    }
+}
+
+/// Writes `{"jsonrpc":"2.0","id":..,"result":{`.
+fn result_start(out: &mut Vec<u8>, reply: Reply<'_, '_>) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+    reply.write(out);
+    out.extend_from_slice(b",\"result\":{");
+}
+
+struct Req<'n, 't> {
+    n: &'n [Node<'t>],
+    id: IdRef<'t>,
+    params: Option<usize>,
+}
+
+/// At most three schema violations, each cut to 200 bytes.
+struct Problems<'a> {
+    validator: &'a jsonschema::Validator,
+    value: &'a serde_json::Value,
+}
+
+impl fmt::Display for Problems<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.validator.iter_errors(self.value).take(3).enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            let text = e.to_string();
+            let mut cut = text.len().min(200);
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            write!(f, "{} (at {:?})", &text[..cut], e.instance_path().as_str())?;
+        }
+        Ok(())
+    }
+}

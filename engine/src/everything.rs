@@ -1,0 +1,200 @@
+//! The `everything` fixture: the catalog and answers the MCP conformance suite and our
+//! examples, tests and benchmarks use (feature `everything`).
+//!
+//! Names and payloads follow the official conformance fixture vocabulary.
+
+use serde_json::json;
+
+use crate::{
+    Catalog, Content, Engine, Event, HostError, Prompt, PromptArgument, PromptMessage, PromptOutput, Resource,
+    ResourceContents, ResourceTemplate, Tool, ToolOutput,
+};
+
+/// A 1×1 PNG, base64.
+pub const PNG_BASE64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+/// A minimal WAV, base64.
+pub const WAV_BASE64: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
+/// Text of `test_simple_text`.
+pub const SIMPLE_TEXT: &str = "This is a simple text response for testing.";
+/// Text of `test://static-text`.
+pub const STATIC_TEXT: &str = "This is the content of the static text resource.";
+/// Text of `test_error_handling`.
+pub const ERROR_TEXT: &str = "This tool intentionally returns an error for testing";
+
+/// The fixture catalog.
+pub fn catalog() -> Catalog {
+    let no_args = || json!({ "type": "object", "properties": {} });
+    Catalog::builder()
+        .tool(
+            Tool::new("echo")
+                .description("Returns the text it is given as one text block.")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": { "text": { "type": "string" } },
+                    "required": ["text"],
+                    "additionalProperties": false
+                })),
+        )
+        .tool(Tool::new("test_simple_text").description("Returns a simple text response.").input_schema(no_args()))
+        .tool(Tool::new("test_image_content").description("Returns a 1x1 PNG image.").input_schema(no_args()))
+        .tool(Tool::new("test_audio_content").description("Returns a minimal WAV clip.").input_schema(no_args()))
+        .tool(
+            Tool::new("test_embedded_resource")
+                .description("Returns an embedded text resource.")
+                .input_schema(no_args()),
+        )
+        .tool(
+            Tool::new("test_multiple_content_types")
+                .description("Returns text, an image and an embedded resource.")
+                .input_schema(no_args()),
+        )
+        .tool(
+            Tool::new("test_error_handling")
+                .description("Always fails with isError: true.")
+                .input_schema(no_args()),
+        )
+        .resource(
+            Resource::new("test://static-text", "static-text")
+                .description("A static text resource.")
+                .mime_type("text/plain"),
+        )
+        .resource(
+            Resource::new("test://static-binary", "static-binary")
+                .description("A static binary resource (a 1x1 PNG).")
+                .mime_type("image/png"),
+        )
+        .template(
+            ResourceTemplate::new("test://template/{id}/data", "template-data")
+                .description("JSON data for any id.")
+                .mime_type("application/json"),
+        )
+        .prompt(Prompt::new("test_simple_prompt").description("A prompt without arguments."))
+        .prompt(
+            Prompt::new("test_prompt_with_arguments")
+                .description("A prompt with two required arguments.")
+                .argument(PromptArgument::required("arg1").description("First argument"))
+                .argument(PromptArgument::required("arg2").description("Second argument")),
+        )
+        .prompt(
+            Prompt::new("test_prompt_with_embedded_resource")
+                .description("A prompt that embeds a resource.")
+                .argument(PromptArgument::required("resourceUri").description("The uri to embed")),
+        )
+        .prompt(Prompt::new("test_prompt_with_image").description("A prompt with an image."))
+        .build()
+        .unwrap_or_else(|e| unreachable!("the fixture catalog is valid: {e}"))
+}
+
+/// Answers one fixture event synchronously. Cancellations need no answer.
+pub fn respond(engine: &mut Engine, event: Event<'_>) {
+    // Answers go to live tickets just polled, so they cannot fail.
+    let _ = match event {
+        Event::CallTool(call) => {
+            let ticket = call.ticket;
+            match call.tool.name.as_str() {
+                "echo" => {
+                    #[derive(serde::Deserialize)]
+                    struct Echo<'a> {
+                        #[serde(borrow)]
+                        text: std::borrow::Cow<'a, str>,
+                    }
+                    match call.arguments.deserialize::<Echo<'_>>() {
+                        Ok(Echo { text }) => {
+                            let text = text.into_owned();
+                            engine.answer_tool(ticket, &ToolOutput::new(&[Content::text(&text)]))
+                        }
+                        Err(_) => engine.answer_error(ticket, HostError::InvalidParams("text must be a string")),
+                    }
+                }
+                "test_simple_text" => engine.answer_tool(ticket, &ToolOutput::new(&[Content::text(SIMPLE_TEXT)])),
+                "test_image_content" => {
+                    engine.answer_tool(ticket, &ToolOutput::new(&[Content::image_base64(PNG_BASE64, "image/png")]))
+                }
+                "test_audio_content" => {
+                    engine.answer_tool(ticket, &ToolOutput::new(&[Content::audio_base64(WAV_BASE64, "audio/wav")]))
+                }
+                "test_embedded_resource" => engine.answer_tool(
+                    ticket,
+                    &ToolOutput::new(&[Content::embedded(ResourceContents::text(
+                        "test://embedded-resource",
+                        Some("text/plain"),
+                        "This is an embedded resource content.",
+                    ))]),
+                ),
+                "test_multiple_content_types" => engine.answer_tool(
+                    ticket,
+                    &ToolOutput::new(&[
+                        Content::text("Multiple content types test:"),
+                        Content::image_base64(PNG_BASE64, "image/png"),
+                        Content::embedded(ResourceContents::text(
+                            "test://mixed-content-resource",
+                            Some("application/json"),
+                            r#"{"test":"data","value":123}"#,
+                        )),
+                    ]),
+                ),
+                "test_error_handling" => engine.answer_tool(ticket, &ToolOutput::error(&[Content::text(ERROR_TEXT)])),
+                _ => engine.answer_error(ticket, HostError::Internal("no handler for this tool")),
+            }
+        }
+        Event::ReadResource(read) => {
+            let ticket = read.ticket;
+            if let Some(id) = read.variables.get("id") {
+                let body = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string();
+                let uri = read.uri.to_owned();
+                engine.answer_resource(ticket, &[ResourceContents::text(&uri, Some("application/json"), &body)])
+            } else {
+                match read.uri {
+                    "test://static-text" => engine.answer_resource(
+                        ticket,
+                        &[ResourceContents::text("test://static-text", Some("text/plain"), STATIC_TEXT)],
+                    ),
+                    "test://static-binary" => engine.answer_resource(
+                        ticket,
+                        &[ResourceContents::blob_base64("test://static-binary", Some("image/png"), PNG_BASE64)],
+                    ),
+                    _ => engine.answer_error(ticket, HostError::NotFound),
+                }
+            }
+        }
+        Event::GetPrompt(get) => {
+            let ticket = get.ticket;
+            let args: std::collections::BTreeMap<String, String> = get.arguments.deserialize().unwrap_or_default();
+            let arg = |k: &str| args.get(k).cloned().unwrap_or_default();
+            match get.prompt.name.as_str() {
+                "test_simple_prompt" => engine.answer_prompt(
+                    ticket,
+                    &PromptOutput::new(&[PromptMessage::user(Content::text("This is a simple prompt for testing."))]),
+                ),
+                "test_prompt_with_arguments" => {
+                    let text = format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"));
+                    engine.answer_prompt(ticket, &PromptOutput::new(&[PromptMessage::user(Content::text(&text))]))
+                }
+                "test_prompt_with_embedded_resource" => {
+                    let uri = arg("resourceUri");
+                    engine.answer_prompt(
+                        ticket,
+                        &PromptOutput::new(&[
+                            PromptMessage::user(Content::embedded(ResourceContents::text(
+                                &uri,
+                                Some("text/plain"),
+                                "Embedded resource content for testing.",
+                            ))),
+                            PromptMessage::user(Content::text("Please process the embedded resource above.")),
+                        ]),
+                    )
+                }
+                "test_prompt_with_image" => engine.answer_prompt(
+                    ticket,
+                    &PromptOutput::new(&[
+                        PromptMessage::user(Content::image_base64(PNG_BASE64, "image/png")),
+                        PromptMessage::user(Content::text("Please analyze the image above.")),
+                    ]),
+                ),
+                _ => engine.answer_error(ticket, HostError::Internal("no handler for this prompt")),
+            }
+        }
+        Event::Cancelled(_) => Ok(()),
+    };
+}

@@ -1,0 +1,105 @@
+//! # mcp-engine
+//!
+//! A sans-IO [Model Context Protocol](https://modelcontextprotocol.io) server engine.
+//! Bytes go in, frames and host actions come out. The engine does no I/O, reads no
+//! clock, starts no thread and needs no async runtime: adapters (`mcp-io-mio`,
+//! `mcp-io-tokio`, or your own loop) move bytes and run the host's work.
+//!
+//! It speaks three protocol revisions on one stream: `2026-07-28` (stateless: every
+//! request carries its revision and client capabilities in `params._meta`) and the
+//! session-bound `2025-11-25` and `2025-06-18` (opened with `initialize`), over stdio
+//! (newline-delimited JSON-RPC).
+//!
+//! ## What the engine does and what the host does
+//!
+//! The host declares a [`Catalog`] of tools, resources, resource templates and prompts.
+//! The engine frames, parses, validates (JSON-RPC rules, revision rules, the tool's input
+//! schema, a prompt's declared arguments, whether a resource uri is listed or matches a
+//! template), paginates, enforces limits and serializes. Work only the host can do leaves
+//! the engine as an [`Event`] carrying a [`Ticket`]; the host answers the ticket later
+//! with a command such as [`Engine::answer_tool`].
+//!
+//! ## The run loop
+//!
+//! ```no_run
+//! use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, Tool, ToolOutput};
+//! use std::io::{Read, Write};
+//!
+//! let catalog = Catalog::builder().tool(Tool::new("echo")).build()?;
+//! let mut engine = Engine::new(Config::new("demo", "1.0"), catalog);
+//! let (mut stdin, mut stdout) = (std::io::stdin(), std::io::stdout());
+//! let start = std::time::Instant::now();
+//! let mut read_buf = vec![0u8; 64 * 1024];
+//! let mut write_buf = vec![0u8; 64 * 1024];
+//! loop {
+//!     let n = stdin.read(&mut read_buf)?;
+//!     let now = Instant::from_micros(start.elapsed().as_micros() as u64);
+//!     if n == 0 { engine.handle_eof(now) }
+//!     let mut fed = 0;
+//!     loop {
+//!         fed += engine.handle_input(now, &read_buf[fed..n]);
+//!         // Drain events: answer inline here; an async host would answer later.
+//!         while let Some(event) = engine.poll_event() {
+//!             if let Event::CallTool(call) = event {
+//!                 let text = call.arguments.raw().to_owned();
+//!                 engine.answer_tool(call.ticket, &ToolOutput::new(&[Content::text(&text)]))?;
+//!             }
+//!         }
+//!         // Drain output.
+//!         loop {
+//!             let len = engine.poll_transmit(&mut write_buf);
+//!             if len == 0 { break }
+//!             stdout.write_all(&write_buf[..len])?;
+//!         }
+//!         stdout.flush()?;
+//!         if fed == n { break }
+//!     }
+//!     if engine.is_finished() { break }
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The rule the loop follows is documented on [`Engine`]: after every input or command,
+//! drain [`Engine::poll_event`] and [`Engine::poll_transmit`].
+//!
+//! ## Allocation
+//!
+//! Buffers are allocated when the engine is built, at their working size. In steady
+//! state, `ping`, `server/discover`, `tools/list`, `resources/list`, `prompts/list` and a
+//! `tools/call` of a tool without an input schema allocate nothing (a test counts). Frames
+//! are parsed with a reused simd-json tape; output is serialized straight into a reused
+//! buffer. Validating arguments against a schema currently builds a `serde_json::Value`.
+//!
+//! ## Panics and errors
+//!
+//! Nothing a peer sends makes the engine panic: every malformed frame gets the JSON-RPC
+//! error its fault calls for and the stream resumes at the next frame. A panic is a bug.
+
+#![forbid(unsafe_code)]
+#![cfg_attr(not(fuzzing), warn(missing_docs))]
+
+pub mod catalog;
+pub mod content;
+mod cursor;
+mod engine;
+pub mod error;
+mod json;
+mod revision;
+mod time;
+mod uritemplate;
+mod xheader;
+
+#[cfg(feature = "everything")]
+pub mod everything;
+
+pub use catalog::{Catalog, CatalogBuilder, CatalogError, Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations};
+pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
+pub use engine::{
+    Arguments, CachePolicy, CacheScope, CallTool, Config, Engine, Event, GetPrompt, MAX_TICKET_ID_LEN, ReadResource,
+    ServerInfo, TemplateVars, Ticket,
+};
+pub use error::{AnswerError, HostError};
+pub use revision::Revision;
+pub use time::Instant;
+pub use uritemplate::TemplateError;
+pub use xheader::{HeaderParam, HeaderParamKind, XHeaderError, XHeaderReason};

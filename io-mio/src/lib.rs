@@ -1,0 +1,1 @@
+//! mio adapter (in progress).

@@ -1,0 +1,1 @@
+//! tokio adapter (in progress).
