@@ -254,11 +254,20 @@ impl fmt::Debug for TemplateVars<'_> {
     }
 }
 
+/// Answers the event's ticket while the event (and the input it borrows) is held.
+struct Responder<'a> {
+    st: &'a mut State,
+    prepared: &'a Prepared,
+    resources_cache: CachePolicy,
+}
+
 /// A tool call the host must perform.
-#[derive(Debug, Clone, Copy)]
+///
+/// Answer it now with [`CallTool::answer`] (the arguments stay borrowed, nothing is
+/// copied), or keep [`CallTool::ticket`] and answer later with [`Engine::answer_tool`].
 #[non_exhaustive]
 pub struct CallTool<'a> {
-    /// Answer with [`Engine::answer_tool`] or [`Engine::answer_error`].
+    /// The ticket, for answering later.
     pub ticket: Ticket,
     /// The tool, as declared in the catalog.
     pub tool: &'a Tool,
@@ -266,13 +275,27 @@ pub struct CallTool<'a> {
     pub arguments: Arguments<'a>,
     /// The revision the request was made under.
     pub revision: Revision,
+    responder: Responder<'a>,
+}
+
+impl CallTool<'_> {
+    /// Answers with a tool result now.
+    pub fn answer<S: Serialize + ?Sized>(self, output: &ToolOutput<'_, S>) -> Result<(), AnswerError> {
+        self.responder.st.answer_tool(self.responder.prepared, self.ticket, output)
+    }
+    /// Answers with an error now.
+    pub fn fail(self, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.responder.st.answer_error(self.ticket, None, error)
+    }
 }
 
 /// A resource read the host must perform.
-#[derive(Debug, Clone, Copy)]
+///
+/// Answer it now with [`ReadResource::answer`], or keep [`ReadResource::ticket`] and
+/// answer later with [`Engine::answer_resource`].
 #[non_exhaustive]
 pub struct ReadResource<'a> {
-    /// Answer with [`Engine::answer_resource`] or [`Engine::answer_error`].
+    /// The ticket, for answering later.
     pub ticket: Ticket,
     /// The uri, a listed resource or a match of [`ReadResource::template`].
     pub uri: &'a str,
@@ -282,13 +305,28 @@ pub struct ReadResource<'a> {
     pub variables: TemplateVars<'a>,
     /// The revision the request was made under.
     pub revision: Revision,
+    responder: Responder<'a>,
+}
+
+impl ReadResource<'_> {
+    /// Answers with the resource's contents now (empty contents answer "not found").
+    pub fn answer(self, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
+        let r = self.responder;
+        r.st.answer_resource(r.prepared, r.resources_cache, self.ticket, contents)
+    }
+    /// Answers with an error now.
+    pub fn fail(self, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.responder.st.answer_error(self.ticket, None, error)
+    }
 }
 
 /// A prompt the host must render.
-#[derive(Debug, Clone, Copy)]
+///
+/// Answer it now with [`GetPrompt::answer`], or keep [`GetPrompt::ticket`] and answer
+/// later with [`Engine::answer_prompt`].
 #[non_exhaustive]
 pub struct GetPrompt<'a> {
-    /// Answer with [`Engine::answer_prompt`] or [`Engine::answer_error`].
+    /// The ticket, for answering later.
     pub ticket: Ticket,
     /// The prompt, as declared in the catalog.
     pub prompt: &'a Prompt,
@@ -296,11 +334,36 @@ pub struct GetPrompt<'a> {
     pub arguments: Arguments<'a>,
     /// The revision the request was made under.
     pub revision: Revision,
+    responder: Responder<'a>,
 }
 
-/// Work for the host, returned by [`Engine::poll_event`]. Borrowed data lives until the
-/// next call on the engine: copy what must outlive it.
-#[derive(Debug, Clone, Copy)]
+impl GetPrompt<'_> {
+    /// Answers with the rendered prompt now.
+    pub fn answer(self, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
+        self.responder.st.answer_prompt(self.responder.prepared, self.ticket, output)
+    }
+    /// Answers with an error now.
+    pub fn fail(self, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.responder.st.answer_error(self.ticket, None, error)
+    }
+}
+
+macro_rules! debug_fields {
+    ($t:ident: $($f:ident),*) => {
+        impl fmt::Debug for $t<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($t))$(.field(stringify!($f), &self.$f))*.finish_non_exhaustive()
+            }
+        }
+    };
+}
+debug_fields!(CallTool: ticket, tool, arguments, revision);
+debug_fields!(ReadResource: ticket, uri, template, variables, revision);
+debug_fields!(GetPrompt: ticket, prompt, arguments, revision);
+
+/// Work for the host, returned by [`Engine::poll_event`]. It borrows the engine: answer
+/// through it, or copy what must outlive it (the ticket, the arguments) and answer later.
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Event<'a> {
     /// Call a tool.
@@ -312,6 +375,18 @@ pub enum Event<'a> {
     /// The client cancelled this ticket. Stop the work if you can; an answer given
     /// later is discarded ([`AnswerError::UnknownTicket`]).
     Cancelled(Ticket),
+}
+
+impl Event<'_> {
+    /// The ticket this event is about.
+    pub fn ticket(&self) -> Ticket {
+        match self {
+            Self::CallTool(c) => c.ticket,
+            Self::ReadResource(r) => r.ticket,
+            Self::GetPrompt(p) => p.ticket,
+            Self::Cancelled(t) => *t,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -518,6 +593,19 @@ struct Core {
     cfg: Config,
     catalog: Catalog,
     prepared: Prepared,
+    scratch: Scratch,
+    st: State,
+}
+
+/// Where the data of the current event lives (read by the event while it is held).
+struct Scratch {
+    args: Vec<u8>,
+    uri: String,
+    captures: Captures,
+}
+
+/// Output and ticket state (written by answers, also while an event is held).
+struct State {
     out: Vec<u8>,
     out_pos: usize,
     slots: Vec<Slot>,
@@ -525,9 +613,6 @@ struct Core {
     pending: Option<Pending>,
     delivered: bool,
     cancels: VecDeque<Ticket>,
-    args: Vec<u8>,
-    uri: String,
-    captures: Captures,
     legacy: Option<Revision>,
     initialized: bool,
     frames: u64,
@@ -577,8 +662,7 @@ struct Parser {
 ///     fed += engine.handle_input(Instant::ZERO, &input[fed..]);
 ///     while let Some(event) = engine.poll_event() {
 ///         if let Event::CallTool(call) = event {
-///             let ticket = call.ticket;
-///             engine.answer_tool(ticket, &ToolOutput::new(&[Content::text("hi")])).unwrap();
+///             call.answer(&ToolOutput::new(&[Content::text("hi")])).unwrap();
 ///         }
 ///     }
 ///     loop {
@@ -617,9 +701,9 @@ impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engine")
             .field("buffered_input", &(self.inbuf.len() - self.in_start))
-            .field("pending_output", &(self.core.out.len() - self.core.out_pos))
-            .field("in_flight", &self.core.in_flight)
-            .field("legacy", &self.core.legacy)
+            .field("pending_output", &(self.core.st.out.len() - self.core.st.out_pos))
+            .field("in_flight", &self.core.st.in_flight)
+            .field("legacy", &self.core.st.legacy)
             .field("eof", &self.eof)
             .finish()
     }
@@ -645,19 +729,23 @@ impl Engine {
             },
             core: Core {
                 prepared,
-                out: Vec::with_capacity(64 * 1024),
-                out_pos: 0,
-                slots,
-                in_flight: 0,
-                pending: None,
-                delivered: false,
-                cancels: VecDeque::with_capacity(cfg.max_in_flight),
-                args: Vec::with_capacity(frame),
-                uri: String::with_capacity(1024),
-                captures: Captures::new(),
-                legacy: None,
-                initialized: false,
-                frames: 0,
+                st: State {
+                    out: Vec::with_capacity(64 * 1024),
+                    out_pos: 0,
+                    slots,
+                    in_flight: 0,
+                    pending: None,
+                    delivered: false,
+                    cancels: VecDeque::with_capacity(cfg.max_in_flight),
+                    legacy: None,
+                    initialized: false,
+                    frames: 0,
+                },
+                scratch: Scratch {
+                    args: Vec::with_capacity(frame),
+                    uri: String::with_capacity(1024),
+                    captures: Captures::new(),
+                },
                 catalog,
                 cfg,
             },
@@ -671,17 +759,17 @@ impl Engine {
 
     /// The revision `initialize` negotiated on this stream, if any.
     pub fn negotiated_revision(&self) -> Option<Revision> {
-        self.core.legacy
+        self.core.st.legacy
     }
 
     /// Tickets handed out and not yet answered or cancelled.
     pub fn in_flight(&self) -> usize {
-        self.core.in_flight
+        self.core.st.in_flight
     }
 
     /// Frames processed so far (blank lines excluded).
     pub fn frames_processed(&self) -> u64 {
-        self.core.frames
+        self.core.st.frames
     }
 
     /// How many bytes [`handle_input`](Self::handle_input) would accept now.
@@ -696,10 +784,10 @@ impl Engine {
     /// or cancelled, every buffered frame is processed and all output was taken.
     pub fn is_finished(&self) -> bool {
         self.eof
-            && self.core.in_flight == 0
-            && self.core.pending.is_none()
+            && self.core.st.in_flight == 0
+            && self.core.st.pending.is_none()
             && self.in_start == self.inbuf.len()
-            && self.core.out_pos == self.core.out.len()
+            && self.core.st.out_pos == self.core.st.out.len()
     }
 
     fn clamp_now(&mut self, now: Instant) {
@@ -777,37 +865,42 @@ impl Engine {
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         self.release();
         self.process();
-        if let Some(t) = self.core.cancels.pop_front() {
+        if let Some(t) = self.core.st.cancels.pop_front() {
             return Some(Event::Cancelled(t));
         }
-        let p = self.core.pending?;
-        self.core.delivered = true;
-        let core = &self.core;
+        let p = self.core.st.pending?;
+        let Core { cfg, catalog, prepared, scratch, st } = &mut self.core;
+        st.delivered = true;
+        let responder = Responder { st, prepared, resources_cache: cfg.resources_cache };
+        let args = Arguments { raw: core::str::from_utf8(&scratch.args).unwrap_or("{}") };
         Some(match p.kind {
             PendingKind::Tool(i) => Event::CallTool(CallTool {
                 ticket: p.ticket,
-                tool: &core.catalog.tools[i].tool,
-                arguments: Arguments { raw: core.args_str() },
+                tool: &catalog.tools[i].tool,
+                arguments: args,
                 revision: p.revision,
+                responder,
             }),
             PendingKind::Prompt(i) => Event::GetPrompt(GetPrompt {
                 ticket: p.ticket,
-                prompt: &core.catalog.prompts[i].prompt,
-                arguments: Arguments { raw: core.args_str() },
+                prompt: &catalog.prompts[i].prompt,
+                arguments: args,
                 revision: p.revision,
+                responder,
             }),
             PendingKind::Resource(t) => {
-                let entry = t.map(|t| &core.catalog.templates[t]);
+                let entry = t.map(|t| &catalog.templates[t]);
                 Event::ReadResource(ReadResource {
                     ticket: p.ticket,
-                    uri: &core.uri,
+                    uri: &scratch.uri,
                     template: entry.map(|e| &e.template),
                     variables: TemplateVars {
-                        uri: &core.uri,
+                        uri: &scratch.uri,
                         names: entry.map_or(&[][..], |e| e.parsed.var_names()),
-                        captures: &core.captures,
+                        captures: &scratch.captures,
                     },
                     revision: p.revision,
+                    responder,
                 })
             }
         })
@@ -827,13 +920,13 @@ impl Engine {
     /// The output not yet taken, without copying. Pair with
     /// [`consume_output`](Self::consume_output).
     pub fn pending_output(&self) -> &[u8] {
-        &self.core.out[self.core.out_pos..]
+        &self.core.st.out[self.core.st.out_pos..]
     }
 
     /// Marks `n` bytes of [`pending_output`](Self::pending_output) as sent, then resumes
     /// processing if output was what held it back.
     pub fn consume_output(&mut self, n: usize) {
-        let c = &mut self.core;
+        let c = &mut self.core.st;
         c.out_pos = (c.out_pos + n).min(c.out.len());
         if c.out_pos == c.out.len() {
             c.out.clear();
@@ -852,19 +945,7 @@ impl Engine {
         output: &ToolOutput<'_, S>,
     ) -> Result<(), AnswerError> {
         self.release();
-        let r = self.core.answer(ticket, Kind::Tool, |out, rev| {
-            field(out, "content");
-            serde_json::to_writer(&mut *out, output.content)?;
-            if let Some(s) = output.structured_content {
-                field(out, "structuredContent");
-                serde_json::to_writer(&mut *out, s)?;
-            }
-            if output.is_error || rev == Revision::V2025_06_18 && output.is_error {
-                field(out, "isError");
-                out.extend_from_slice(b"true");
-            }
-            Ok(None)
-        });
+        let r = self.core.st.answer_tool(&self.core.prepared, ticket, output);
         self.process();
         r
     }
@@ -877,16 +958,8 @@ impl Engine {
         contents: &[ResourceContents<'_>],
     ) -> Result<(), AnswerError> {
         self.release();
-        let r = if contents.is_empty() {
-            self.core.answer_error(ticket, Some(Kind::Resource), HostError::NotFound)
-        } else {
-            let cache = self.core.cfg.resources_cache;
-            self.core.answer(ticket, Kind::Resource, |out, _| {
-                field(out, "contents");
-                serde_json::to_writer(&mut *out, contents)?;
-                Ok(Some(cache))
-            })
-        };
+        let c = &mut self.core;
+        let r = c.st.answer_resource(&c.prepared, c.cfg.resources_cache, ticket, contents);
         self.process();
         r
     }
@@ -894,15 +967,7 @@ impl Engine {
     /// Answers a prompt with its messages.
     pub fn answer_prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
         self.release();
-        let r = self.core.answer(ticket, Kind::Prompt, |out, _| {
-            if let Some(d) = output.description {
-                field(out, "description");
-                json::write_str(out, d);
-            }
-            field(out, "messages");
-            serde_json::to_writer(&mut *out, output.messages)?;
-            Ok(None)
-        });
+        let r = self.core.st.answer_prompt(&self.core.prepared, ticket, output);
         self.process();
         r
     }
@@ -911,16 +976,16 @@ impl Engine {
     /// code each variant becomes).
     pub fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
         self.release();
-        let r = self.core.answer_error(ticket, None, error);
+        let r = self.core.st.answer_error(ticket, None, error);
         self.process();
         r
     }
 
     /// Forgets the event the caller has polled: its borrow has ended by now.
     fn release(&mut self) {
-        if self.core.delivered {
-            self.core.delivered = false;
-            self.core.pending = None;
+        if self.core.st.delivered {
+            self.core.st.delivered = false;
+            self.core.st.pending = None;
         }
     }
 
@@ -936,9 +1001,9 @@ impl Engine {
 
     fn paused(&self) -> bool {
         let c = &self.core;
-        c.pending.is_some()
-            || c.in_flight >= c.cfg.max_in_flight
-            || c.out.len() - c.out_pos >= c.cfg.max_buffered_output
+        c.st.pending.is_some()
+            || c.st.in_flight >= c.cfg.max_in_flight
+            || c.st.out.len() - c.st.out_pos >= c.cfg.max_buffered_output
     }
 
     /// Processes complete frames until the buffer is exhausted or the engine pauses.
@@ -991,7 +1056,7 @@ impl Engine {
         if bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
             return;
         }
-        self.core.frames += 1;
+        self.core.st.frames += 1;
         let parser = &mut self.parser;
         let mut tape = core::mem::replace(&mut parser.tape, Tape::null()).reset();
         match simd_json::fill_tape(bytes, &mut parser.buffers, &mut tape) {
@@ -1000,7 +1065,7 @@ impl Engine {
                 if matches!(e.error(), simd_json::ErrorType::DepthLimitExceeded) {
                     let depth = self.core.cfg.max_depth;
                     write_error(
-                        &mut self.core.out,
+                        &mut self.core.st.out,
                         Reply::None,
                         code::INVALID_REQUEST,
                         format_args!("Invalid Request: JSON nested deeper than {depth} levels"),
@@ -1008,7 +1073,7 @@ impl Engine {
                     );
                 } else {
                     write_error(
-                        &mut self.core.out,
+                        &mut self.core.st.out,
                         Reply::None,
                         code::PARSE_ERROR,
                         format_args!("Parse error: not valid UTF-8 JSON"),
@@ -1028,15 +1093,10 @@ enum Era {
 }
 
 impl Core {
-    fn args_str(&self) -> &str {
-        // `args` only ever holds JSON written by `json::write_value` or a literal.
-        core::str::from_utf8(&self.args).unwrap_or("{}")
-    }
-
     fn oversized(&mut self) {
         let max = self.cfg.max_frame_len;
         write_error(
-            &mut self.out,
+            &mut self.st.out,
             Reply::None,
             code::INVALID_REQUEST,
             format_args!("Invalid Request: frame longer than {max} bytes"),
@@ -1045,7 +1105,7 @@ impl Core {
     }
 
     fn error(&mut self, reply: Reply<'_, '_>, code: i32, message: fmt::Arguments<'_>) {
-        write_error(&mut self.out, reply, code, message, |_| {});
+        write_error(&mut self.st.out, reply, code, message, |_| {});
     }
 
     fn dispatch(&mut self, n: &[Node<'_>]) {
@@ -1132,10 +1192,10 @@ impl Core {
         let c = &self.catalog;
         match method {
             "ping" if !rev.is_stateless() => {
-                let mut out = core::mem::take(&mut self.out);
+                let mut out = core::mem::take(&mut self.st.out);
                 result_start(&mut out, Reply::Id(id));
                 out.extend_from_slice(b"}}\n");
-                self.out = out;
+                self.st.out = out;
             }
             "tools/list" if c.has_tools() => self.list(&req, rev, ListKind::Tools),
             "tools/call" if c.has_tools() => self.call_tool(&req, rev),
@@ -1151,8 +1211,8 @@ impl Core {
     fn notification(&mut self, n: &[Node<'_>], method: &str, params: Option<usize>) {
         match method {
             "notifications/initialized" => {
-                if self.legacy.is_some() {
-                    self.initialized = true;
+                if self.st.legacy.is_some() {
+                    self.st.initialized = true;
                 }
             }
             "notifications/cancelled" => {
@@ -1166,13 +1226,14 @@ impl Core {
                 };
                 let Some(idb) = IdBuf::of(id) else { return };
                 let found = self
+                    .st
                     .slots
                     .iter()
                     .position(|s| s.busy.is_some_and(|b| b.id.as_bytes() == idb.as_bytes()));
                 if let Some(slot) = found {
-                    let generation = self.slots[slot].generation;
-                    self.free(slot);
-                    self.cancels.push_back(Ticket { slot: slot as u16, generation });
+                    let generation = self.st.slots[slot].generation;
+                    self.st.free(slot);
+                    self.st.cancels.push_back(Ticket { slot: slot as u16, generation });
                 }
             }
             _ => {}
@@ -1195,7 +1256,7 @@ impl Core {
         };
         let version = meta.and_then(|m| json::get(n, m, "io.modelcontextprotocol/protocolVersion"));
         let Some(vi) = version else {
-            if let Some(r) = self.legacy {
+            if let Some(r) = self.st.legacy {
                 return Some(Era::Legacy(r));
             }
             self.error(
@@ -1213,7 +1274,7 @@ impl Core {
         };
         let Some(rev) = Revision::parse(requested) else {
             write_error(
-                &mut self.out,
+                &mut self.st.out,
                 reply,
                 code::UNSUPPORTED_PROTOCOL_VERSION,
                 format_args!("Unsupported protocol version: {requested}"),
@@ -1258,11 +1319,11 @@ impl Core {
     }
 
     fn discover(&mut self, req: &Req<'_, '_>) {
-        let mut out = core::mem::take(&mut self.out);
+        let mut out = core::mem::take(&mut self.st.out);
         result_start(&mut out, Reply::Id(req.id));
         out.extend_from_slice(&self.prepared.discover);
-        self.result_end(&mut out, Revision::V2026_07_28, Some(self.cfg.discover_cache));
-        self.out = out;
+        result_end(&mut out, &self.prepared, Revision::V2026_07_28, Some(self.cfg.discover_cache));
+        self.st.out = out;
     }
 
     fn initialize(&mut self, req: &Req<'_, '_>) {
@@ -1275,41 +1336,22 @@ impl Core {
         let Some(requested) = requested else {
             return self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: initialize needs params.protocolVersion"));
         };
-        if self.legacy.is_some() {
+        if self.st.legacy.is_some() {
             return self.error(reply, code::INVALID_REQUEST, format_args!("Invalid Request: initialize was already received on this stream"));
         }
         // The requested revision if it is a session-bound one we speak, else our latest.
         let rev = Revision::parse(requested)
             .filter(|r| !r.is_stateless())
             .unwrap_or(Revision::LATEST_LEGACY);
-        self.legacy = Some(rev);
-        let mut out = core::mem::take(&mut self.out);
+        self.st.legacy = Some(rev);
+        let mut out = core::mem::take(&mut self.st.out);
         result_start(&mut out, reply);
         out.extend_from_slice(b"\"protocolVersion\":");
         json::write_str(&mut out, rev.as_str());
         out.push(b',');
         out.extend_from_slice(&self.prepared.initialize);
         out.extend_from_slice(b"}}\n");
-        self.out = out;
-    }
-
-    /// Closes a result object: the `2026-07-28` envelope fields, then `}}\n`.
-    fn result_end(&self, out: &mut Vec<u8>, rev: Revision, cache: Option<CachePolicy>) {
-        if rev.is_stateless() {
-            field(out, "resultType");
-            out.extend_from_slice(b"\"complete\"");
-            if let Some(c) = cache {
-                field(out, "ttlMs");
-                json::write_u64(out, c.ttl_ms);
-                field(out, "cacheScope");
-                json::write_str(out, c.scope.as_str());
-            }
-            if !self.prepared.meta.is_empty() {
-                out.push(b',');
-                out.extend_from_slice(&self.prepared.meta);
-            }
-        }
-        out.extend_from_slice(b"}}\n");
+        self.st.out = out;
     }
 
     fn cursor_param<'t>(&mut self, req: &Req<'_, 't>) -> Result<Option<&'t str>, ()> {
@@ -1347,7 +1389,7 @@ impl Core {
             }
         };
         let end = (start + self.cfg.page_size).min(len);
-        let mut out = core::mem::take(&mut self.out);
+        let mut out = core::mem::take(&mut self.st.out);
         result_start(&mut out, reply);
         field(
             &mut out,
@@ -1378,8 +1420,8 @@ impl Core {
             ListKind::Resources | ListKind::ResourceTemplates => self.cfg.resources_cache,
             ListKind::Prompts => self.cfg.prompts_cache,
         };
-        self.result_end(&mut out, rev, Some(cache));
-        self.out = out;
+        result_end(&mut out, &self.prepared, rev, Some(cache));
+        self.st.out = out;
     }
 
     /// A required string parameter; writes `-32602` and returns `None` when it is
@@ -1392,13 +1434,13 @@ impl Core {
         s
     }
 
-    /// Copies `params.arguments` into `self.args` as compact JSON (`{}` when absent).
+    /// Copies `params.arguments` into `self.scratch.args` as compact JSON (`{}` when absent).
     fn take_arguments(&mut self, req: &Req<'_, '_>) -> bool {
-        self.args.clear();
+        self.scratch.args.clear();
         match req.params.and_then(|p| json::get(req.n, p, "arguments")) {
-            None => self.args.extend_from_slice(b"{}"),
+            None => self.scratch.args.extend_from_slice(b"{}"),
             Some(ai) if json::is_object(req.n, ai) => {
-                json::write_value(req.n, ai, &mut self.args);
+                json::write_value(req.n, ai, &mut self.scratch.args);
             }
             Some(_) => {
                 self.error(Reply::Id(req.id), code::INVALID_PARAMS, format_args!("Invalid params: params.arguments must be an object"));
@@ -1419,19 +1461,11 @@ impl Core {
             return None;
         };
         // `process` pauses before a frame while every slot is busy, so one is free.
-        let slot = self.slots.iter().position(|s| s.busy.is_none())?;
-        let s = &mut self.slots[slot];
+        let slot = self.st.slots.iter().position(|s| s.busy.is_none())?;
+        let s = &mut self.st.slots[slot];
         s.busy = Some(Busy { kind, revision, id });
-        self.in_flight += 1;
+        self.st.in_flight += 1;
         Some(Ticket { slot: slot as u16, generation: s.generation })
-    }
-
-    fn free(&mut self, slot: usize) {
-        let s = &mut self.slots[slot];
-        if s.busy.take().is_some() {
-            s.generation = s.generation.wrapping_add(1);
-            self.in_flight -= 1;
-        }
     }
 
     fn call_tool(&mut self, req: &Req<'_, '_>, rev: Revision) {
@@ -1444,7 +1478,7 @@ impl Core {
             return;
         }
         if let Some(v) = &self.catalog.tools[ti].validator {
-            let value: serde_json::Value = match serde_json::from_slice(&self.args) {
+            let value: serde_json::Value = match serde_json::from_slice(&self.scratch.args) {
                 Ok(v) => v,
                 Err(_) => return self.error(reply, code::INTERNAL_ERROR, format_args!("Internal error")),
             };
@@ -1452,7 +1486,7 @@ impl Core {
                 let problems = Problems { validator: v, value: &value };
                 if rev == Revision::V2025_06_18 {
                     return write_error(
-                        &mut self.out,
+                        &mut self.st.out,
                         reply,
                         code::INVALID_PARAMS,
                         format_args!("Invalid params: arguments of tool {name} do not match its input schema: {problems}"),
@@ -1460,35 +1494,35 @@ impl Core {
                     );
                 }
                 // 2025-11-25 and later: a tool result the model can read and correct.
-                let mut out = core::mem::take(&mut self.out);
+                let mut out = core::mem::take(&mut self.st.out);
                 result_start(&mut out, reply);
                 out.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
                 let text = format_args!("Invalid arguments for tool {name}: {problems}");
                 let _ = serde::Serializer::collect_str(&mut serde_json::Serializer::new(&mut out), &text);
                 out.extend_from_slice(b"}],\"isError\":true");
-                self.result_end(&mut out, rev, None);
-                self.out = out;
+                result_end(&mut out, &self.prepared, rev, None);
+                self.st.out = out;
                 return;
             }
         }
         let Some(ticket) = self.ticket(req, Kind::Tool, rev) else { return };
-        self.pending = Some(Pending { kind: PendingKind::Tool(ti), ticket, revision: rev });
+        self.st.pending = Some(Pending { kind: PendingKind::Tool(ti), ticket, revision: rev });
     }
 
     fn read_resource(&mut self, req: &Req<'_, '_>, rev: Revision) {
         let Some(uri) = self.required_str(req, "uri") else { return };
-        let Some(target) = self.catalog.resolve_uri(uri, &mut self.captures) else {
+        let Some(target) = self.catalog.resolve_uri(uri, &mut self.scratch.captures) else {
             return self.not_found(Reply::Id(req.id), rev, uri);
         };
         let Some(ticket) = self.ticket(req, Kind::Resource, rev) else { return };
-        self.uri.clear();
-        self.uri.push_str(uri);
-        self.pending = Some(Pending { kind: PendingKind::Resource(target), ticket, revision: rev });
+        self.scratch.uri.clear();
+        self.scratch.uri.push_str(uri);
+        self.st.pending = Some(Pending { kind: PendingKind::Resource(target), ticket, revision: rev });
     }
 
     fn not_found(&mut self, reply: Reply<'_, '_>, rev: Revision, uri: &str) {
         let code = if rev.is_stateless() { code::INVALID_PARAMS } else { code::RESOURCE_NOT_FOUND };
-        write_error(&mut self.out, reply, code, format_args!("Resource not found"), |out| {
+        write_error(&mut self.st.out, reply, code, format_args!("Resource not found"), |out| {
             out.extend_from_slice(b"{\"uri\":");
             json::write_str(out, uri);
             out.push(b'}');
@@ -1499,7 +1533,7 @@ impl Core {
         let reply = Reply::Id(req.id);
         let Some(name) = self.required_str(req, "name") else { return };
         let Some(pi) = self.catalog.prompt_index(name) else {
-            return write_error(&mut self.out, reply, code::INVALID_PARAMS, format_args!("Unknown prompt: {name}"), |out| {
+            return write_error(&mut self.st.out, reply, code::INVALID_PARAMS, format_args!("Unknown prompt: {name}"), |out| {
                 out.extend_from_slice(b"{\"name\":");
                 json::write_str(out, name);
                 out.push(b'}');
@@ -1508,7 +1542,7 @@ impl Core {
         if !self.take_arguments(req) {
             return;
         }
-        let value: serde_json::Value = match serde_json::from_slice(&self.args) {
+        let value: serde_json::Value = match serde_json::from_slice(&self.scratch.args) {
             Ok(v) => v,
             Err(_) => return self.error(reply, code::INTERNAL_ERROR, format_args!("Internal error")),
         };
@@ -1516,7 +1550,7 @@ impl Core {
         if !v.is_valid(&value) {
             let problems = Problems { validator: v, value: &value };
             return write_error(
-                &mut self.out,
+                &mut self.st.out,
                 reply,
                 code::INVALID_PARAMS,
                 format_args!("Invalid params: arguments of prompt {name} do not match its declared arguments: {problems}"),
@@ -1524,7 +1558,37 @@ impl Core {
             );
         }
         let Some(ticket) = self.ticket(req, Kind::Prompt, rev) else { return };
-        self.pending = Some(Pending { kind: PendingKind::Prompt(pi), ticket, revision: rev });
+        self.st.pending = Some(Pending { kind: PendingKind::Prompt(pi), ticket, revision: rev });
+    }
+
+}
+
+/// Closes a result object: the `2026-07-28` envelope fields, then `}}\n`.
+fn result_end(out: &mut Vec<u8>, prepared: &Prepared, rev: Revision, cache: Option<CachePolicy>) {
+    if rev.is_stateless() {
+        field(out, "resultType");
+        out.extend_from_slice(b"\"complete\"");
+        if let Some(c) = cache {
+            field(out, "ttlMs");
+            json::write_u64(out, c.ttl_ms);
+            field(out, "cacheScope");
+            json::write_str(out, c.scope.as_str());
+        }
+        if !prepared.meta.is_empty() {
+            out.push(b',');
+            out.extend_from_slice(&prepared.meta);
+        }
+    }
+    out.extend_from_slice(b"}}\n");
+}
+
+impl State {
+    fn free(&mut self, slot: usize) {
+        let s = &mut self.slots[slot];
+        if s.busy.take().is_some() {
+            s.generation = s.generation.wrapping_add(1);
+            self.in_flight -= 1;
+        }
     }
 
     /// Frees the slot of `ticket` if it is live and of kind `kind`.
@@ -1543,20 +1607,21 @@ impl Core {
 
     fn answer(
         &mut self,
+        prepared: &Prepared,
         ticket: Ticket,
         kind: Kind,
         body: impl FnOnce(&mut Vec<u8>, Revision) -> Result<Option<CachePolicy>, serde_json::Error>,
     ) -> Result<(), AnswerError> {
         let busy = self.take(ticket, Some(kind))?;
-        let mut out = core::mem::take(&mut self.out);
+        let out = &mut self.out;
         let mark = out.len();
-        result_start(&mut out, Reply::Stored(busy.id.as_bytes()));
-        match body(&mut out, busy.revision) {
-            Ok(cache) => self.result_end(&mut out, busy.revision, cache),
+        result_start(out, Reply::Stored(busy.id.as_bytes()));
+        match body(out, busy.revision) {
+            Ok(cache) => result_end(out, prepared, busy.revision, cache),
             Err(e) => {
                 out.truncate(mark);
                 write_error(
-                    &mut out,
+                    out,
                     Reply::Stored(busy.id.as_bytes()),
                     code::INTERNAL_ERROR,
                     format_args!("Internal error: the result could not be serialized ({e})"),
@@ -1564,31 +1629,77 @@ impl Core {
                 );
             }
         }
-        self.out = out;
         Ok(())
     }
 
     fn answer_error(&mut self, ticket: Ticket, kind: Option<Kind>, error: HostError<'_>) -> Result<(), AnswerError> {
         let busy = self.take(ticket, kind)?;
         let reply = Reply::Stored(busy.id.as_bytes());
-        let mut out = core::mem::take(&mut self.out);
+        let out = &mut self.out;
         match error {
             HostError::NotFound if busy.kind == Kind::Resource => {
                 let code = if busy.revision.is_stateless() { code::INVALID_PARAMS } else { code::RESOURCE_NOT_FOUND };
-                let uri = &self.uri;
-                let _ = uri; // the uri of an answered ticket is no longer kept
-                write_error(&mut out, reply, code, format_args!("Resource not found"), |_| {});
+                write_error(out, reply, code, format_args!("Resource not found"), |_| {});
             }
-            HostError::NotFound => write_error(&mut out, reply, code::INVALID_PARAMS, format_args!("Not found"), |_| {}),
+            HostError::NotFound => write_error(out, reply, code::INVALID_PARAMS, format_args!("Not found"), |_| {}),
             HostError::InvalidParams(msg) => {
-                write_error(&mut out, reply, code::INVALID_PARAMS, format_args!("Invalid params: {msg}"), |_| {})
+                write_error(out, reply, code::INVALID_PARAMS, format_args!("Invalid params: {msg}"), |_| {})
             }
             HostError::Internal(msg) => {
-                write_error(&mut out, reply, code::INTERNAL_ERROR, format_args!("Internal error: {msg}"), |_| {})
+                write_error(out, reply, code::INTERNAL_ERROR, format_args!("Internal error: {msg}"), |_| {})
             }
         }
-        self.out = out;
         Ok(())
+    }
+
+    fn answer_tool<S: Serialize + ?Sized>(
+        &mut self,
+        prepared: &Prepared,
+        ticket: Ticket,
+        output: &ToolOutput<'_, S>,
+    ) -> Result<(), AnswerError> {
+        self.answer(prepared, ticket, Kind::Tool, |out, _| {
+            field(out, "content");
+            serde_json::to_writer(&mut *out, output.content)?;
+            if let Some(s) = output.structured_content {
+                field(out, "structuredContent");
+                serde_json::to_writer(&mut *out, s)?;
+            }
+            if output.is_error {
+                field(out, "isError");
+                out.extend_from_slice(b"true");
+            }
+            Ok(None)
+        })
+    }
+
+    fn answer_resource(
+        &mut self,
+        prepared: &Prepared,
+        cache: CachePolicy,
+        ticket: Ticket,
+        contents: &[ResourceContents<'_>],
+    ) -> Result<(), AnswerError> {
+        if contents.is_empty() {
+            return self.answer_error(ticket, Some(Kind::Resource), HostError::NotFound);
+        }
+        self.answer(prepared, ticket, Kind::Resource, |out, _| {
+            field(out, "contents");
+            serde_json::to_writer(&mut *out, contents)?;
+            Ok(Some(cache))
+        })
+    }
+
+    fn answer_prompt(&mut self, prepared: &Prepared, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
+        self.answer(prepared, ticket, Kind::Prompt, |out, _| {
+            if let Some(d) = output.description {
+                field(out, "description");
+                json::write_str(out, d);
+            }
+            field(out, "messages");
+            serde_json::to_writer(&mut *out, output.messages)?;
+            Ok(None)
+        })
     }
 }
 

@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use crate::{
-    Catalog, Content, Engine, Event, HostError, Prompt, PromptArgument, PromptMessage, PromptOutput, Resource,
+    Catalog, Content, Event, HostError, Prompt, PromptArgument, PromptMessage, PromptOutput, Resource,
     ResourceContents, ResourceTemplate, Tool, ToolOutput,
 };
 
@@ -86,45 +86,40 @@ pub fn catalog() -> Catalog {
         .unwrap_or_else(|e| unreachable!("the fixture catalog is valid: {e}"))
 }
 
-/// Answers one fixture event synchronously. Cancellations need no answer.
-pub fn respond(engine: &mut Engine, event: Event<'_>) {
+/// Answers one fixture event synchronously, through the event itself (nothing is
+/// copied out of the engine). Cancellations need no answer.
+pub fn respond(event: Event<'_>) {
     // Answers go to live tickets just polled, so they cannot fail.
     let _ = match event {
         Event::CallTool(call) => {
-            let ticket = call.ticket;
-            match call.tool.name.as_str() {
+            let name = call.tool.name.as_str();
+            let args = call.arguments;
+            match name {
                 "echo" => {
                     #[derive(serde::Deserialize)]
                     struct Echo<'a> {
                         #[serde(borrow)]
                         text: std::borrow::Cow<'a, str>,
                     }
-                    match call.arguments.deserialize::<Echo<'_>>() {
-                        Ok(Echo { text }) => {
-                            let text = text.into_owned();
-                            engine.answer_tool(ticket, &ToolOutput::new(&[Content::text(&text)]))
-                        }
-                        Err(_) => engine.answer_error(ticket, HostError::InvalidParams("text must be a string")),
+                    match args.deserialize::<Echo<'_>>() {
+                        Ok(Echo { text }) => call.answer(&ToolOutput::new(&[Content::text(&text)])),
+                        Err(_) => call.fail(HostError::InvalidParams("text must be a string")),
                     }
                 }
-                "test_simple_text" => engine.answer_tool(ticket, &ToolOutput::new(&[Content::text(SIMPLE_TEXT)])),
+                "test_simple_text" => call.answer(&ToolOutput::new(&[Content::text(SIMPLE_TEXT)])),
                 "test_image_content" => {
-                    engine.answer_tool(ticket, &ToolOutput::new(&[Content::image_base64(PNG_BASE64, "image/png")]))
+                    call.answer(&ToolOutput::new(&[Content::image_base64(PNG_BASE64, "image/png")]))
                 }
                 "test_audio_content" => {
-                    engine.answer_tool(ticket, &ToolOutput::new(&[Content::audio_base64(WAV_BASE64, "audio/wav")]))
+                    call.answer(&ToolOutput::new(&[Content::audio_base64(WAV_BASE64, "audio/wav")]))
                 }
-                "test_embedded_resource" => engine.answer_tool(
-                    ticket,
-                    &ToolOutput::new(&[Content::embedded(ResourceContents::text(
+                "test_embedded_resource" => call.answer(&ToolOutput::new(&[Content::embedded(ResourceContents::text(
                         "test://embedded-resource",
                         Some("text/plain"),
                         "This is an embedded resource content.",
                     ))]),
                 ),
-                "test_multiple_content_types" => engine.answer_tool(
-                    ticket,
-                    &ToolOutput::new(&[
+                "test_multiple_content_types" => call.answer(&ToolOutput::new(&[
                         Content::text("Multiple content types test:"),
                         Content::image_base64(PNG_BASE64, "image/png"),
                         Content::embedded(ResourceContents::text(
@@ -134,48 +129,39 @@ pub fn respond(engine: &mut Engine, event: Event<'_>) {
                         )),
                     ]),
                 ),
-                "test_error_handling" => engine.answer_tool(ticket, &ToolOutput::error(&[Content::text(ERROR_TEXT)])),
-                _ => engine.answer_error(ticket, HostError::Internal("no handler for this tool")),
+                "test_error_handling" => call.answer(&ToolOutput::error(&[Content::text(ERROR_TEXT)])),
+                _ => call.fail(HostError::Internal("no handler for this tool")),
             }
         }
         Event::ReadResource(read) => {
-            let ticket = read.ticket;
+            let uri = read.uri;
             if let Some(id) = read.variables.get("id") {
                 let body = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string();
-                let uri = read.uri.to_owned();
-                engine.answer_resource(ticket, &[ResourceContents::text(&uri, Some("application/json"), &body)])
+                read.answer(&[ResourceContents::text(uri, Some("application/json"), &body)])
             } else {
-                match read.uri {
-                    "test://static-text" => engine.answer_resource(
-                        ticket,
-                        &[ResourceContents::text("test://static-text", Some("text/plain"), STATIC_TEXT)],
+                match uri {
+                    "test://static-text" => read.answer(&[ResourceContents::text("test://static-text", Some("text/plain"), STATIC_TEXT)],
                     ),
-                    "test://static-binary" => engine.answer_resource(
-                        ticket,
-                        &[ResourceContents::blob_base64("test://static-binary", Some("image/png"), PNG_BASE64)],
+                    "test://static-binary" => read.answer(&[ResourceContents::blob_base64("test://static-binary", Some("image/png"), PNG_BASE64)],
                     ),
-                    _ => engine.answer_error(ticket, HostError::NotFound),
+                    _ => read.fail(HostError::NotFound),
                 }
             }
         }
         Event::GetPrompt(get) => {
-            let ticket = get.ticket;
             let args: std::collections::BTreeMap<String, String> = get.arguments.deserialize().unwrap_or_default();
             let arg = |k: &str| args.get(k).cloned().unwrap_or_default();
-            match get.prompt.name.as_str() {
-                "test_simple_prompt" => engine.answer_prompt(
-                    ticket,
-                    &PromptOutput::new(&[PromptMessage::user(Content::text("This is a simple prompt for testing."))]),
+            let name = get.prompt.name.as_str();
+            match name {
+                "test_simple_prompt" => get.answer(&PromptOutput::new(&[PromptMessage::user(Content::text("This is a simple prompt for testing."))]),
                 ),
                 "test_prompt_with_arguments" => {
                     let text = format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"));
-                    engine.answer_prompt(ticket, &PromptOutput::new(&[PromptMessage::user(Content::text(&text))]))
+                    get.answer(&PromptOutput::new(&[PromptMessage::user(Content::text(&text))]))
                 }
                 "test_prompt_with_embedded_resource" => {
                     let uri = arg("resourceUri");
-                    engine.answer_prompt(
-                        ticket,
-                        &PromptOutput::new(&[
+                    get.answer(&PromptOutput::new(&[
                             PromptMessage::user(Content::embedded(ResourceContents::text(
                                 &uri,
                                 Some("text/plain"),
@@ -185,14 +171,12 @@ pub fn respond(engine: &mut Engine, event: Event<'_>) {
                         ]),
                     )
                 }
-                "test_prompt_with_image" => engine.answer_prompt(
-                    ticket,
-                    &PromptOutput::new(&[
+                "test_prompt_with_image" => get.answer(&PromptOutput::new(&[
                         PromptMessage::user(Content::image_base64(PNG_BASE64, "image/png")),
                         PromptMessage::user(Content::text("Please analyze the image above.")),
                     ]),
                 ),
-                _ => engine.answer_error(ticket, HostError::Internal("no handler for this prompt")),
+                _ => get.fail(HostError::Internal("no handler for this prompt")),
             }
         }
         Event::Cancelled(_) => Ok(()),

@@ -41,8 +41,9 @@
 //!         // Drain events: answer inline here; an async host would answer later.
 //!         while let Some(event) = engine.poll_event() {
 //!             if let Event::CallTool(call) = event {
-//!                 let text = call.arguments.raw().to_owned();
-//!                 engine.answer_tool(call.ticket, &ToolOutput::new(&[Content::text(&text)]))?;
+//!                 // Answer through the event: the arguments stay borrowed, nothing is copied.
+//!                 let args = call.arguments.raw();
+//!                 call.answer(&ToolOutput::new(&[Content::text(args)]))?;
 //!             }
 //!         }
 //!         // Drain output.

@@ -1,4 +1,117 @@
-//! Support code for the integration tests: schema validation against the official MCP
-//! schemas, and drivers that feed the engine and collect its output.
+//! Support code for the integration tests: validation against the official MCP schemas,
+//! and drivers that feed the engine and collect its output.
 
 pub mod spec;
+
+use mcp_engine::{Config, Engine, Instant, everything};
+use serde_json::{Value, json};
+
+/// The `_meta` a 2026-07-28 request carries.
+pub fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// A 2026-07-28 request line: `params` gets the modern `_meta` added.
+pub fn modern(id: impl Into<Value>, method: &str, params: Value) -> String {
+    let mut params = params;
+    params.as_object_mut().expect("params is an object").insert("_meta".into(), modern_meta());
+    line(json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params }))
+}
+
+/// A request line with `params` exactly as given.
+pub fn request(id: impl Into<Value>, method: &str, params: Value) -> String {
+    line(json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params }))
+}
+
+/// A notification line.
+pub fn notification(method: &str, params: Value) -> String {
+    line(json!({ "jsonrpc": "2.0", "method": method, "params": params }))
+}
+
+/// The legacy opening: `initialize` for `rev` and `notifications/initialized`.
+pub fn legacy_open(rev: &str) -> String {
+    let mut s = request(
+        0,
+        "initialize",
+        json!({ "protocolVersion": rev, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
+    );
+    s.push_str(&notification("notifications/initialized", json!({})));
+    s
+}
+
+fn line(v: Value) -> String {
+    let mut s = v.to_string();
+    s.push('\n');
+    s
+}
+
+/// An engine serving the `everything` fixture with default settings.
+pub fn everything_engine() -> Engine {
+    Engine::new(Config::new("mcp-engine-everything", "0.1.0"), everything::catalog())
+}
+
+/// Feeds `input` in chunks of the given sizes (cycled), answering every event with the
+/// fixture's synchronous answers and draining output after each call; then signals EOF.
+/// Returns everything the engine wrote.
+pub fn drive(engine: &mut Engine, input: &[u8], chunks: &[usize]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut k = 0;
+    let mut guard = 0usize;
+    while pos < input.len() {
+        let size = chunks.get(k % chunks.len().max(1)).copied().unwrap_or(input.len()).max(1);
+        k += 1;
+        let end = (pos + size).min(input.len());
+        let mut fed = pos;
+        while fed < end {
+            let n = engine.handle_input(Instant::ZERO, &input[fed..end]);
+            fed += n;
+            drain(engine, &mut out);
+            guard += 1;
+            assert!(guard < 10_000_000, "the engine stopped taking input");
+        }
+        pos = end;
+    }
+    engine.handle_eof(Instant::ZERO);
+    drain(engine, &mut out);
+    out
+}
+
+/// Answers every pending event with the fixture and moves all output into `out`.
+pub fn drain(engine: &mut Engine, out: &mut Vec<u8>) {
+    loop {
+        let mut progressed = false;
+        while let Some(ev) = engine.poll_event() {
+            everything::respond(ev);
+            progressed = true;
+        }
+        let pending = engine.pending_output();
+        if !pending.is_empty() {
+            out.extend_from_slice(pending);
+            let n = pending.len();
+            engine.consume_output(n);
+            progressed = true;
+        }
+        if !progressed {
+            break;
+        }
+    }
+}
+
+/// Runs `input` through a fresh fixture engine in one piece.
+pub fn run(input: &str) -> Vec<Value> {
+    let mut e = everything_engine();
+    lines(&drive(&mut e, input.as_bytes(), &[usize::MAX]))
+}
+
+/// Parses newline-delimited JSON output; panics on a line that is not JSON.
+pub fn lines(out: &[u8]) -> Vec<Value> {
+    let text = std::str::from_utf8(out).expect("output is UTF-8");
+    assert!(text.is_empty() || text.ends_with('\n'), "output ends mid-frame: {text:?}");
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("output line is not JSON ({e}): {l}")))
+        .collect()
+}
