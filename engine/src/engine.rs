@@ -725,7 +725,7 @@ impl Engine {
             last_now: Instant::ZERO,
             parser: Parser {
                 buffers: Buffers::with_max_depth(frame + 2, cfg.max_depth),
-                tape: Tape::null(),
+                tape: Tape(Vec::new()),
             },
             core: Core {
                 prepared,
@@ -1058,7 +1058,7 @@ impl Engine {
         }
         self.core.st.frames += 1;
         let parser = &mut self.parser;
-        let mut tape = core::mem::replace(&mut parser.tape, Tape::null()).reset();
+        let mut tape = core::mem::replace(&mut parser.tape, Tape(Vec::new())).reset();
         match simd_json::fill_tape(bytes, &mut parser.buffers, &mut tape) {
             Ok(()) => self.core.dispatch(&tape.0),
             Err(e) => {

@@ -1,1 +1,468 @@
-//! mio adapter (in progress).
+//! # mcp-io-mio
+//!
+//! Drive the sans-IO [`mcp_engine::Engine`] from **your own** [mio] event loop.
+//!
+//! This crate holds no protocol logic: a [`StdioServer`] owns an [`Engine`] and the two
+//! ends of a newline-delimited JSON-RPC stream (by default duplicates of the process's
+//! stdin and stdout), registers them with your [`mio::Registry`] under tokens you choose,
+//! and moves bytes between them and the engine when you hand it readiness events. Work
+//! only your code can do (tool calls, resource reads, prompts) reaches you through a
+//! *host* callback, and you may answer its tickets at once or later from anywhere in
+//! your loop.
+//!
+//! If you have no loop of your own, [`serve_stdio`] runs one for you.
+//!
+//! ## A user-owned loop
+//!
+//! ```no_run
+//! use mcp_engine::{Config, Content, Engine, Event, ToolOutput};
+//! use mcp_io_mio::StdioServer;
+//! use mio::{Events, Poll, Token};
+//!
+//! const STDIN: Token = Token(0);
+//! const STDOUT: Token = Token(1);
+//!
+//! # fn catalog() -> mcp_engine::Catalog { unimplemented!() }
+//! let engine = Engine::new(Config::new("demo", "1.0"), catalog());
+//! let mut server = StdioServer::stdio(engine)?;
+//! let mut poll = Poll::new()?;
+//! let mut events = Events::with_capacity(64);
+//! server.register(poll.registry(), STDIN, STDOUT)?;
+//!
+//! // The host: drain the engine's events, answering inline (or keep tickets for later).
+//! let mut host = |engine: &mut Engine| {
+//!     while let Some(event) = engine.poll_event() {
+//!         if let Event::CallTool(call) = event {
+//!             // The event borrows the engine: copy what the answer needs first.
+//!             let (ticket, text) = (call.ticket, call.arguments.raw().to_owned());
+//!             let _ = engine.answer_tool(ticket, &ToolOutput::new(&[Content::text(&text)]));
+//!         }
+//!     }
+//! };
+//!
+//! // Needed when stdin is a regular file (see "Limits"); harmless otherwise.
+//! server.drive(poll.registry(), &mut host)?;
+//! while !server.is_finished() {
+//!     poll.poll(&mut events, server.poll_timeout())?;
+//!     for event in events.iter() {
+//!         // Events for tokens the server does not own are ignored, so every event can
+//!         // be offered; your own sources are handled next to it.
+//!         server.handle_ready(poll.registry(), event, &mut host)?;
+//!     }
+//!     // After answering tickets from elsewhere: `server.drive(poll.registry(), &mut host)?`
+//! }
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! `examples/custom_loop.rs` shows tickets answered later, by a worker thread that wakes
+//! the loop through a [`mio::Waker`].
+//!
+//! ## The host callback
+//!
+//! Every method that moves bytes takes `host: impl FnMut(&mut Engine)`. The server calls
+//! it whenever the engine may have new [`Event`](mcp_engine::Event)s, and it **must**
+//! drain [`Engine::poll_event`] until it returns `None` (answering each event at once,
+//! or copying its [`Ticket`](mcp_engine::Ticket) and data to answer later). An event
+//! left unpolled pauses the engine: it reads no further request. The callback gets the
+//! engine rather than one event because an [`Event`](mcp_engine::Event) borrows the
+//! engine, so it cannot be handed over together with the `&mut Engine` an answer needs.
+//!
+//! Answers given outside the callback (from a channel, a timer, another thread's
+//! result...) are written by the next [`StdioServer::drive`] (or by the next readiness
+//! event): call `drive` after answering.
+//!
+//! ## What the server does with the descriptors
+//!
+//! - **Reading**: on a readiness event of the reader it reads until the pipe would block,
+//!   offering every chunk to [`Engine::handle_input`]. Bytes the engine does not take
+//!   yet (it is paused on the in-flight limit or on unsent output) are kept, and reading
+//!   stops until they are taken: the kernel pipe buffer then fills and the client's
+//!   writes block. End of file becomes [`Engine::handle_eof`] once every byte was taken.
+//! - **Writing**: output is written as soon as there is some. Only when the pipe is full
+//!   is the writer registered for writable readiness; it is deregistered again once the
+//!   output is flushed, so an idle server gets no spurious wakeups.
+//! - **Time**: the clock is read once per call ([`StdioServer::now`]): microseconds since
+//!   the server was created.
+//! - Nothing but engine output is ever written to the writer.
+//!
+//! ## Limits
+//!
+//! - The descriptors must be pollable: pipes, sockets or terminals. On Linux, epoll
+//!   refuses regular files and `/dev/null` (`EPERM`). The server copes with a
+//!   non-pollable *reader* (`server < requests.jsonl`): [`StdioServer::register`] then
+//!   registers nothing for it and the server reads it whenever it runs, since such reads
+//!   never block. Nothing wakes your loop for it, though, so call [`StdioServer::drive`]
+//!   once after registering (as above; [`serve_stdio`] does). A non-pollable *writer*
+//!   (`server > out.jsonl`) works as long as writes never block, which is the case for
+//!   regular files; should one block, [`StdioServer::handle_ready`] returns the
+//!   registration error.
+//! - [`StdioServer::stdio`] duplicates the descriptors but `O_NONBLOCK` belongs to the
+//!   open file, which the duplicates share with fds 0 and 1 (and with any other process
+//!   holding them, such as the shell that owns a terminal). While the server lives, do not
+//!   use [`std::io::stdin`] or [`std::io::stdout`] (print diagnostics on stderr; stdout
+//!   carries only protocol frames anyway). Blocking mode is restored when the server is
+//!   dropped.
+//! - [`serve_stdio`] and [`StdioServer::run`] only call the host when a descriptor is
+//!   ready: tickets must be answered inside the callback there. Hosts that answer later
+//!   need their own loop and [`StdioServer::drive`].
+//! - Unix only (mio's `unix::pipe`).
+//!
+//! [mio]: https://docs.rs/mio
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+use mcp_engine::{Engine, Instant};
+use mio::unix::pipe::{Receiver, Sender};
+use mio::{Events, Interest, Poll, Registry, Token};
+
+/// Size of the buffer bytes are read into.
+const READ_BUF_LEN: usize = 64 * 1024;
+
+/// An [`Engine`] wired to a non-blocking reader and writer that a caller's mio loop
+/// polls. See the [crate docs](crate) for the loop it expects.
+#[derive(Debug)]
+pub struct StdioServer {
+    engine: Engine,
+    reader: Receiver,
+    writer: Sender,
+    origin: std::time::Instant,
+    /// Bytes read and not yet taken by the engine: `buf[start..end]`.
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    tokens: Option<(Token, Token)>,
+    /// The reader is registered with the registry (false before `register`, when it
+    /// cannot be polled, and after end of file).
+    reader_registered: bool,
+    /// The reader may have bytes: no read has returned `WouldBlock` since the last
+    /// readiness event (always true for a reader that cannot be polled).
+    readable: bool,
+    /// The reader returned end of file.
+    read_eof: bool,
+    /// [`Engine::handle_eof`] was called.
+    eof_delivered: bool,
+    /// The writer is registered for writable readiness.
+    writer_registered: bool,
+    /// The writer may take bytes: no write has returned `WouldBlock` since the last
+    /// readiness event.
+    writable: bool,
+    /// Put the descriptors back in blocking mode on drop (the stdio duplicates).
+    restore_blocking: bool,
+}
+
+impl StdioServer {
+    /// A server on duplicates of this process's stdin and stdout, put in non-blocking
+    /// mode (which affects fds 0 and 1 too until the server is dropped: see the crate
+    /// docs' "Limits").
+    pub fn stdio(engine: Engine) -> io::Result<Self> {
+        let reader = Receiver::from(io::stdin().as_fd().try_clone_to_owned()?);
+        let writer = Sender::from(io::stdout().as_fd().try_clone_to_owned()?);
+        let mut server = Self::new(engine, reader, writer)?;
+        server.restore_blocking = true;
+        Ok(server)
+    }
+
+    /// A server reading requests from `reader` and writing responses to `writer`, for
+    /// instance the ends of two [`mio::unix::pipe::new`] pairs, or a child process's
+    /// pipes. Both are put in non-blocking mode.
+    pub fn new(engine: Engine, reader: Receiver, writer: Sender) -> io::Result<Self> {
+        reader.set_nonblocking(true)?;
+        writer.set_nonblocking(true)?;
+        Ok(Self {
+            engine,
+            reader,
+            writer,
+            origin: std::time::Instant::now(),
+            buf: vec![0; READ_BUF_LEN].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            tokens: None,
+            reader_registered: false,
+            readable: false,
+            read_eof: false,
+            eof_delivered: false,
+            writer_registered: false,
+            writable: true,
+            restore_blocking: false,
+        })
+    }
+
+    /// Registers the reader under `read` for readable readiness, and remembers `write`
+    /// for the writer, which is registered only while output waits for a full pipe.
+    ///
+    /// A reader that cannot be polled (`EPERM`: a regular file or `/dev/null` on Linux)
+    /// is not registered; it is read whenever the server runs, so call
+    /// [`drive`](Self::drive) once after this. Registering twice is an error
+    /// ([`io::ErrorKind::AlreadyExists`]); [`deregister`](Self::deregister) first.
+    pub fn register(&mut self, registry: &Registry, read: Token, write: Token) -> io::Result<()> {
+        if self.tokens.is_some() {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "the server is already registered"));
+        }
+        self.tokens = Some((read, write));
+        if !self.read_eof {
+            match registry.register(&mut self.reader, read, Interest::READABLE) {
+                Ok(()) => self.reader_registered = true,
+                // Not pollable: such files never block, so read them unprompted.
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => self.readable = true,
+                Err(e) => {
+                    self.tokens = None;
+                    return Err(e);
+                }
+            }
+        }
+        self.update_writer(registry)
+    }
+
+    /// Removes both descriptors from `registry`. Do it before dropping the server if the
+    /// [`Poll`] lives on: a duplicated descriptor's registration outlives it while the
+    /// original (fd 0 or 1) stays open.
+    pub fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        self.tokens = None;
+        if self.reader_registered {
+            self.reader_registered = false;
+            registry.deregister(&mut self.reader)?;
+        }
+        if self.writer_registered {
+            self.writer_registered = false;
+            registry.deregister(&mut self.writer)?;
+        }
+        Ok(())
+    }
+
+    /// Handles one readiness event of the caller's loop: reads, feeds the engine, calls
+    /// `host` to drain its events, and writes output, until nothing more can be done
+    /// without waiting. Events whose token is not one the server registered are ignored.
+    ///
+    /// `host` must drain [`Engine::poll_event`] (see the [crate docs](crate)).
+    ///
+    /// # Errors
+    ///
+    /// A read or write error other than `WouldBlock` and `Interrupted` (for instance
+    /// `BrokenPipe` when the client closed its reading end), or a registration error.
+    /// The stream is then unusable: stop serving.
+    pub fn handle_ready(
+        &mut self,
+        registry: &Registry,
+        event: &mio::event::Event,
+        host: impl FnMut(&mut Engine),
+    ) -> io::Result<()> {
+        let Some((read, write)) = self.tokens else { return Ok(()) };
+        let token = event.token();
+        if token == read && self.reader_registered {
+            self.readable = true;
+        } else if token == write && self.writer_registered {
+            self.writable = true;
+        } else {
+            return Ok(());
+        }
+        self.drive(registry, host)
+    }
+
+    /// Makes all the progress possible without waiting: offers kept input, reads what
+    /// the reader has (if it was ready), calls `host`, writes output. Call it after
+    /// answering tickets outside the host callback so that the answers are sent and the
+    /// engine, if it was held back by the in-flight limit, resumes reading. Cheap when
+    /// there is nothing to do.
+    ///
+    /// # Errors
+    ///
+    /// As [`handle_ready`](Self::handle_ready).
+    pub fn drive(&mut self, registry: &Registry, mut host: impl FnMut(&mut Engine)) -> io::Result<()> {
+        let now = self.now();
+        if self.engine.poll_timeout().is_some_and(|t| t <= now) {
+            self.engine.handle_timeout(now);
+        }
+        loop {
+            let mut progress = false;
+            // Kept input first: it was read before anything still in the pipe.
+            if self.start < self.end {
+                let n = self.engine.handle_input(now, &self.buf[self.start..self.end]);
+                self.start += n;
+                progress |= n > 0;
+                if self.start == self.end {
+                    (self.start, self.end) = (0, 0);
+                }
+            }
+            if self.read_eof && !self.eof_delivered && self.start == self.end {
+                self.engine.handle_eof(now);
+                self.eof_delivered = true;
+                progress = true;
+            }
+            host(&mut self.engine);
+            progress |= self.flush()?;
+            progress |= self.fill()?;
+            if !progress {
+                break;
+            }
+        }
+        if self.read_eof && self.reader_registered {
+            self.reader_registered = false;
+            registry.deregister(&mut self.reader)?;
+        }
+        self.update_writer(registry)
+    }
+
+    /// Writes pending output until there is none or the writer would block. Returns
+    /// whether any byte was written.
+    fn flush(&mut self) -> io::Result<bool> {
+        let mut wrote = false;
+        while self.writable {
+            let out = self.engine.pending_output();
+            if out.is_empty() {
+                break;
+            }
+            match (&self.writer).write(out) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    // Frees room in the engine, which may resume and produce more.
+                    self.engine.consume_output(n);
+                    wrote = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.writable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(wrote)
+    }
+
+    /// Reads one chunk if the reader may have bytes, every kept byte was taken and the
+    /// engine has room. Returns whether anything happened (bytes or end of file).
+    fn fill(&mut self) -> io::Result<bool> {
+        if !self.readable || self.read_eof || self.start < self.end || self.engine.input_capacity() == 0 {
+            return Ok(false);
+        }
+        loop {
+            match (&self.reader).read(&mut self.buf) {
+                Ok(0) => {
+                    self.read_eof = true;
+                    self.readable = false;
+                    return Ok(true);
+                }
+                Ok(n) => {
+                    (self.start, self.end) = (0, n);
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.readable = false;
+                    return Ok(false);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Registers the writer while output waits for a full pipe; deregisters it otherwise.
+    fn update_writer(&mut self, registry: &Registry) -> io::Result<()> {
+        let Some((_, write)) = self.tokens else { return Ok(()) };
+        let blocked = !self.writable && !self.engine.pending_output().is_empty();
+        if blocked && !self.writer_registered {
+            // A fresh registration reports the pipe at once if it drained meanwhile.
+            registry.register(&mut self.writer, write, Interest::WRITABLE)?;
+            self.writer_registered = true;
+        } else if !blocked && self.writer_registered {
+            registry.deregister(&mut self.writer)?;
+            self.writer_registered = false;
+        }
+        Ok(())
+    }
+
+    /// The engine, for its getters.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The engine, to answer tickets. Call [`drive`](Self::drive) afterwards so the
+    /// answers are written.
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    /// The engine's clock: microseconds since the server was created.
+    pub fn now(&self) -> Instant {
+        Instant::from_micros(u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    /// How long the caller's [`Poll::poll`] may sleep before the server needs
+    /// [`drive`](Self::drive) for the engine's timers: `None` when it arms none (as over
+    /// stdio), `Some(Duration::ZERO)` when one is due.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        let deadline = self.engine.poll_timeout()?;
+        Some(deadline.saturating_duration_since(self.now()))
+    }
+
+    /// Whether serving is over: the client closed its side, every request was answered
+    /// and every byte of output was written.
+    pub fn is_finished(&self) -> bool {
+        self.engine.is_finished()
+    }
+
+    /// Runs a private [`Poll`] loop until [`is_finished`](Self::is_finished). `host` is
+    /// called only when a descriptor is ready, so it must answer tickets inside the
+    /// callback.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`handle_ready`](Self::handle_ready) and of the poller.
+    pub fn run(mut self, mut host: impl FnMut(&mut Engine)) -> io::Result<()> {
+        const READ: Token = Token(0);
+        const WRITE: Token = Token(1);
+        let mut poll = Poll::new()?;
+        let mut events = Events::with_capacity(8);
+        self.register(poll.registry(), READ, WRITE)?;
+        self.drive(poll.registry(), &mut host)?;
+        while !self.is_finished() {
+            match poll.poll(&mut events, self.poll_timeout()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            if events.is_empty() {
+                self.drive(poll.registry(), &mut host)?; // a timer is due
+            }
+            for event in events.iter() {
+                self.handle_ready(poll.registry(), event, &mut host)?;
+            }
+        }
+        self.deregister(poll.registry())
+    }
+}
+
+impl Drop for StdioServer {
+    fn drop(&mut self) {
+        if self.restore_blocking {
+            // Fds 0 and 1 share the mode; leave them as the process found them.
+            let _ = self.reader.set_nonblocking(false);
+            let _ = self.writer.set_nonblocking(false);
+        }
+    }
+}
+
+/// Serves `engine` over this process's stdin and stdout until the client closes stdin
+/// and every answer is written. `host` must drain [`Engine::poll_event`] and answer
+/// every ticket inside the callback (see the [crate docs](crate)); hosts that answer
+/// later need their own loop.
+///
+/// ```no_run
+/// use mcp_engine::{Config, Engine};
+///
+/// # fn catalog() -> mcp_engine::Catalog { unimplemented!() }
+/// # fn answer(_: &mut Engine) {}
+/// let engine = Engine::new(Config::new("demo", env!("CARGO_PKG_VERSION")), catalog());
+/// mcp_io_mio::serve_stdio(engine, |engine: &mut Engine| answer(engine))?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// Those of [`StdioServer::stdio`] and [`StdioServer::run`], e.g. `BrokenPipe` when the
+/// client stops reading before the answers are written.
+pub fn serve_stdio(engine: Engine, host: impl FnMut(&mut Engine)) -> io::Result<()> {
+    StdioServer::stdio(engine)?.run(host)
+}

@@ -64,7 +64,7 @@ pub fn drive(engine: &mut Engine, input: &[u8], chunks: &[usize]) -> Vec<u8> {
     while pos < input.len() {
         let size = chunks.get(k % chunks.len().max(1)).copied().unwrap_or(input.len()).max(1);
         k += 1;
-        let end = (pos + size).min(input.len());
+        let end = pos.saturating_add(size).min(input.len());
         let mut fed = pos;
         while fed < end {
             let n = engine.handle_input(Instant::ZERO, &input[fed..end]);

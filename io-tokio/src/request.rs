@@ -1,0 +1,151 @@
+//! Owned requests handed to a [`Handler`](crate::Handler): copies of what an engine
+//! [`Event`](mcp_engine::Event) borrowed, so they can move into a task.
+
+use mcp_engine::{CallTool, GetPrompt, ReadResource, Revision};
+use serde::Deserialize;
+
+/// A tool call to perform. The engine has already checked that the tool exists and that
+/// the arguments match its input schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolCall {
+    /// The tool's name, as declared in the catalog.
+    pub name: String,
+    /// The arguments as compact JSON object text (`{}` when the request had none).
+    pub arguments: String,
+    /// The revision the request was made under.
+    pub revision: Revision,
+}
+
+impl ToolCall {
+    /// A call of tool `name` with `arguments` (JSON object text), made under the newest
+    /// revision. Useful to test a handler without an engine.
+    pub fn new(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self { name: name.into(), arguments: arguments.into(), revision: Revision::V2026_07_28 }
+    }
+
+    pub(crate) fn from_event(call: &CallTool<'_>) -> Self {
+        Self { name: call.tool.name.clone(), arguments: call.arguments.raw().to_owned(), revision: call.revision }
+    }
+
+    /// Deserializes the arguments into `T`. `T` may borrow strings from the call when
+    /// they contain no escapes; prefer `String` or `Cow<str>` fields otherwise.
+    ///
+    /// A [`serde_json::Error`] converts into [`HostFailure::InvalidParams`] with `?`.
+    ///
+    /// [`HostFailure::InvalidParams`]: crate::HostFailure::InvalidParams
+    pub fn deserialize<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(&self.arguments)
+    }
+}
+
+/// A resource read to perform. The engine has already checked that the uri is listed or
+/// matches a template of the catalog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResourceRead {
+    /// The uri asked for.
+    pub uri: String,
+    /// The uri template (`uriTemplate`) that matched, or `None` for a listed resource.
+    pub template: Option<String>,
+    /// The template's variables, `(name, value)` in the order the template names them,
+    /// as they appear in the uri (not percent-decoded). Empty for a listed resource.
+    pub variables: Vec<(String, String)>,
+    /// The revision the request was made under.
+    pub revision: Revision,
+}
+
+impl ResourceRead {
+    /// A read of the listed resource `uri`, made under the newest revision. Useful to test
+    /// a handler without an engine.
+    pub fn new(uri: impl Into<String>) -> Self {
+        Self { uri: uri.into(), template: None, variables: Vec::new(), revision: Revision::V2026_07_28 }
+    }
+
+    /// Adds a template match: the template and its variables.
+    pub fn with_template<N: Into<String>, V: Into<String>>(
+        mut self,
+        template: impl Into<String>,
+        variables: impl IntoIterator<Item = (N, V)>,
+    ) -> Self {
+        self.template = Some(template.into());
+        self.variables = variables.into_iter().map(|(n, v)| (n.into(), v.into())).collect();
+        self
+    }
+
+    pub(crate) fn from_event(read: &ReadResource<'_>) -> Self {
+        Self {
+            uri: read.uri.to_owned(),
+            template: read.template.map(|t| t.uri_template.clone()),
+            variables: read.variables.iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect(),
+            revision: read.revision,
+        }
+    }
+
+    /// The value of template variable `name`, if the uri matched a template naming it.
+    pub fn variable(&self, name: &str) -> Option<&str> {
+        self.variables.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A prompt to render. The engine has already checked that the prompt exists and that
+/// the arguments are strings matching its declared arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PromptGet {
+    /// The prompt's name, as declared in the catalog.
+    pub name: String,
+    /// The arguments as compact JSON object text, an object of strings (`{}` when the
+    /// request had none).
+    pub arguments: String,
+    /// The revision the request was made under.
+    pub revision: Revision,
+}
+
+impl PromptGet {
+    /// A request for prompt `name` with `arguments` (JSON object text), made under the
+    /// newest revision. Useful to test a handler without an engine.
+    pub fn new(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self { name: name.into(), arguments: arguments.into(), revision: Revision::V2026_07_28 }
+    }
+
+    pub(crate) fn from_event(get: &GetPrompt<'_>) -> Self {
+        Self { name: get.prompt.name.clone(), arguments: get.arguments.raw().to_owned(), revision: get.revision }
+    }
+
+    /// Deserializes the arguments into `T` (a struct of strings, or a map such as
+    /// `BTreeMap<String, String>`).
+    pub fn deserialize<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(&self.arguments)
+    }
+
+    /// The value of argument `name`, if given.
+    pub fn argument(&self, name: &str) -> Option<String> {
+        let mut map: std::collections::BTreeMap<String, String> = self.deserialize().ok()?;
+        map.remove(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers_read_owned_requests() {
+        #[derive(Deserialize)]
+        struct Echo {
+            text: String,
+        }
+        let call = ToolCall::new("echo", r#"{"text":"a\"b"}"#);
+        assert_eq!(call.deserialize::<Echo>().unwrap().text, "a\"b");
+        assert!(call.deserialize::<u8>().is_err());
+
+        let read = ResourceRead::new("x://t/7").with_template("x://t/{id}", [("id", "7")]);
+        assert_eq!(read.variable("id"), Some("7"));
+        assert_eq!(read.variable("nope"), None);
+
+        let get = PromptGet::new("p", r#"{"arg1":"one"}"#);
+        assert_eq!(get.argument("arg1").as_deref(), Some("one"));
+        assert_eq!(get.argument("arg2"), None);
+    }
+}
