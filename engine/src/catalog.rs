@@ -420,15 +420,13 @@ impl fmt::Display for CatalogError {
             Self::DuplicatePromptArgument { prompt, argument } => {
                 write!(f, "prompt `{prompt}` declares argument `{argument}` twice")
             }
-            Self::InvalidToolName(n) => write!(
-                f,
-                "tool name `{n}` is not 1 to 128 characters of [A-Za-z0-9_.-]"
-            ),
+            Self::InvalidToolName(n) => {
+                write!(f, "tool name `{n}` is not 1 to 128 characters of [A-Za-z0-9_.-]")
+            }
             Self::EmptyField { item, field } => write!(f, "a {item} has an empty `{field}`"),
-            Self::InputSchemaNotObject(n) => write!(
-                f,
-                "the input schema of tool `{n}` must be a JSON object with \"type\": \"object\""
-            ),
+            Self::InputSchemaNotObject(n) => {
+                write!(f, "the input schema of tool `{n}` must be a JSON object with \"type\": \"object\"")
+            }
             Self::InvalidSchema { item, message } => {
                 write!(f, "the schema of `{item}` does not compile: {message}")
             }
@@ -745,15 +743,13 @@ fn build_tool(tool: Tool) -> Result<ToolEntry, CatalogError> {
     let (validator, header_params) = match &tool.input_schema {
         None => (None, Vec::new()),
         Some(schema) => {
-            let is_object_schema = schema
-                .as_object()
-                .is_some_and(|o| o.get("type").and_then(Value::as_str) == Some("object"));
+            let is_object_schema =
+                schema.as_object().is_some_and(|o| o.get("type").and_then(Value::as_str) == Some("object"));
             if !is_object_schema {
                 return Err(CatalogError::InputSchemaNotObject(tool.name));
             }
-            let headers = collect_header_params(schema).map_err(|error| {
-                CatalogError::InvalidHeaderAnnotation { tool: tool.name.clone(), error }
-            })?;
+            let headers = collect_header_params(schema)
+                .map_err(|error| CatalogError::InvalidHeaderAnnotation { tool: tool.name.clone(), error })?;
             (Some(compile(&tool.name, schema)?), headers)
         }
     };
@@ -967,7 +963,10 @@ mod tests {
         assert_eq!(names, ["a", "b"]);
         assert!(c.list_fragment(ListKind::Tools, 1, true).contains("icons"));
         assert!(!c.list_fragment(ListKind::Tools, 1, false).contains("icons"));
-        assert_eq!(c.list_fragment(ListKind::Tools, 0, true), r#"{"name":"a","inputSchema":{"type":"object"}}"#);
+        assert_eq!(
+            c.list_fragment(ListKind::Tools, 0, true),
+            r#"{"name":"a","inputSchema":{"type":"object"}}"#
+        );
         assert_eq!(c.list_after(ListKind::Tools, "a"), 1);
         assert_eq!(c.list_after(ListKind::Tools, ""), 0);
         assert_eq!(c.list_after(ListKind::Tools, "zz"), 2);

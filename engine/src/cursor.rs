@@ -106,9 +106,7 @@ pub(crate) fn encode<'b>(
     let prefix = [v0, v1, kind.tag()];
     let (head, tail) = buf.split_at_mut(PREFIX_B64_LEN);
     let n_head = URL_SAFE_NO_PAD.encode_slice(prefix, head).ok()?;
-    let n_tail = URL_SAFE_NO_PAD
-        .encode_slice(last_key.as_bytes(), tail)
-        .ok()?;
+    let n_tail = URL_SAFE_NO_PAD.encode_slice(last_key.as_bytes(), tail).ok()?;
     let out = buf.get(..n_head + n_tail)?;
     core::str::from_utf8(out).ok()
 }
@@ -123,9 +121,7 @@ pub(crate) fn decode<'b>(
     if cursor.is_empty() || cursor.len() > MAX_CURSOR_LEN {
         return Err(CursorError::Invalid);
     }
-    let n = URL_SAFE_NO_PAD
-        .decode_slice(cursor.as_bytes(), buf)
-        .map_err(|_| CursorError::Invalid)?;
+    let n = URL_SAFE_NO_PAD.decode_slice(cursor.as_bytes(), buf).map_err(|_| CursorError::Invalid)?;
     let payload = buf.get(..n).ok_or(CursorError::Invalid)?;
     let Some((prefix, key)) = payload.split_at_checked(PREFIX_LEN) else {
         return Err(CursorError::Invalid);
@@ -152,12 +148,8 @@ mod tests {
     use super::*;
 
     /// Every list kind.
-    const KINDS: [ListKind; 4] = [
-        ListKind::Tools,
-        ListKind::Resources,
-        ListKind::ResourceTemplates,
-        ListKind::Prompts,
-    ];
+    const KINDS: [ListKind; 4] =
+        [ListKind::Tools, ListKind::Resources, ListKind::ResourceTemplates, ListKind::Prompts];
 
     /// Encode into an owned string.
     fn enc(kind: ListKind, key: &str) -> Option<String> {
@@ -178,10 +170,7 @@ mod tests {
 
     #[test]
     fn limits() {
-        assert_eq!(
-            Some(MAX_CURSOR_LEN),
-            base64::encoded_len(PREFIX_LEN + MAX_CURSOR_KEY, false)
-        );
+        assert_eq!(Some(MAX_CURSOR_LEN), base64::encoded_len(PREFIX_LEN + MAX_CURSOR_KEY, false));
         assert_eq!(Some(PREFIX_B64_LEN), base64::encoded_len(PREFIX_LEN, false));
         for n in 0..10 {
             assert_eq!(Some(b64_len(n)), base64::encoded_len(n, false));
@@ -193,10 +182,7 @@ mod tests {
     fn methods() {
         assert_eq!(ListKind::Tools.method(), "tools/list");
         assert_eq!(ListKind::Resources.method(), "resources/list");
-        assert_eq!(
-            ListKind::ResourceTemplates.method(),
-            "resources/templates/list"
-        );
+        assert_eq!(ListKind::ResourceTemplates.method(), "resources/templates/list");
         assert_eq!(ListKind::Prompts.method(), "prompts/list");
         for k in KINDS {
             assert_eq!(ListKind::from_tag(k.tag()), Some(k));
@@ -208,10 +194,7 @@ mod tests {
         for k in KINDS {
             for key in ["echo", "file:///a/b?c=d#e", "ünïcødé ☃", "", "a"] {
                 let c = enc(k, key).expect("encodes");
-                assert!(
-                    c.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-                );
+                assert!(c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
                 assert_eq!(dec(k, &c), Ok(key.to_owned()));
             }
         }
@@ -222,11 +205,7 @@ mod tests {
         for a in KINDS {
             let c = enc(a, "x").expect("encodes");
             for b in KINDS {
-                let want = if a == b {
-                    Ok("x".to_owned())
-                } else {
-                    Err(CursorError::OtherList(a))
-                };
+                let want = if a == b { Ok("x".to_owned()) } else { Err(CursorError::OtherList(a)) };
                 assert_eq!(dec(b, &c), want);
             }
         }
@@ -235,9 +214,7 @@ mod tests {
     #[test]
     fn garbage_and_empty() {
         let k = ListKind::Tools;
-        for bad in [
-            "", "!!!!", "====", "YzF0eA==", "YzF0eA=", " YzF0eA", "YzF0eA\n", "a", "é",
-        ] {
+        for bad in ["", "!!!!", "====", "YzF0eA==", "YzF0eA=", " YzF0eA", "YzF0eA\n", "a", "é"] {
             assert_eq!(dec(k, bad), Err(CursorError::Invalid), "{bad:?}");
         }
         // Valid base64, wrong version, unknown tag, too short.
@@ -279,16 +256,10 @@ mod tests {
         let mut long = b"c1r".to_vec();
         long.extend_from_slice(over.as_bytes());
         assert_eq!(dec(k, &raw(&long)), Err(CursorError::Invalid));
-        assert_eq!(
-            dec(k, &"A".repeat(MAX_CURSOR_LEN + 1)),
-            Err(CursorError::Invalid)
-        );
+        assert_eq!(dec(k, &"A".repeat(MAX_CURSOR_LEN + 1)), Err(CursorError::Invalid));
         assert_eq!(dec(k, &"A".repeat(100_000)), Err(CursorError::Invalid));
         // Every length up to the maximum fits the scratch buffer.
-        for len in (0..=MAX_CURSOR_LEN)
-            .step_by(7)
-            .chain([MAX_CURSOR_LEN - 1, MAX_CURSOR_LEN])
-        {
+        for len in (0..=MAX_CURSOR_LEN).step_by(7).chain([MAX_CURSOR_LEN - 1, MAX_CURSOR_LEN]) {
             let s = "A".repeat(len);
             let _ = dec(k, &s);
         }

@@ -185,9 +185,9 @@ impl Config {
     }
 }
 
-/// A handle on work the engine asked the host to do. Answer it once with
-/// [`Engine::answer_tool`], [`Engine::answer_resource`], [`Engine::answer_prompt`] or
-/// [`Engine::answer_error`]. Tickets are small `Copy` values and may be moved to any
+/// A handle on work the engine asked the host to do. Answer it once: through the event
+/// while it is held ([`CallTool::answer`], ...), or later with [`Engine::answer_tool`],
+/// [`Engine::answer_resource`], [`Engine::answer_prompt`] or [`Engine::answer_error`]. Tickets are small `Copy` values and may be moved to any
 /// thread or event loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ticket {
@@ -235,7 +235,7 @@ impl<'a> TemplateVars<'a> {
     pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
         let (uri, names) = (self.uri, self.names);
         self.captures.iter().filter_map(move |&(var, start, end)| {
-            Some((&*names.get(var as usize)?.as_ref(), uri.get(start as usize..end as usize)?))
+            Some((names.get(var as usize)?.as_ref(), uri.get(start as usize..end as usize)?))
         })
     }
     /// Number of variables.
@@ -762,6 +762,12 @@ impl Engine {
         self.core.st.legacy
     }
 
+    /// Whether the client sent `notifications/initialized` after `initialize`. Tracked,
+    /// not enforced: requests are served before it, as they are over a stateless stream.
+    pub fn is_initialized(&self) -> bool {
+        self.core.st.initialized
+    }
+
     /// Tickets handed out and not yet answered or cancelled.
     pub fn in_flight(&self) -> usize {
         self.core.st.in_flight
@@ -1147,19 +1153,31 @@ impl Core {
             if id.is_none() && json::get(n, 0, "method").is_some() {
                 return; // a notification is never answered, even a malformed one
             }
-            return self.error(reply, code::INVALID_REQUEST, format_args!("Invalid Request: jsonrpc must be \"2.0\""));
+            return self.error(
+                reply,
+                code::INVALID_REQUEST,
+                format_args!("Invalid Request: jsonrpc must be \"2.0\""),
+            );
         }
         let Some(mi) = json::get(n, 0, "method") else {
             if id.is_some() && (json::get(n, 0, "result").is_some() || json::get(n, 0, "error").is_some()) {
                 return; // a response: this server sends no requests, so there is nothing to match
             }
-            return self.error(reply, code::INVALID_REQUEST, format_args!("Invalid Request: method is missing"));
+            return self.error(
+                reply,
+                code::INVALID_REQUEST,
+                format_args!("Invalid Request: method is missing"),
+            );
         };
         let Some(method) = json::str_at(n, mi) else {
             if id.is_none() {
                 return;
             }
-            return self.error(reply, code::INVALID_REQUEST, format_args!("Invalid Request: method must be a string"));
+            return self.error(
+                reply,
+                code::INVALID_REQUEST,
+                format_args!("Invalid Request: method must be a string"),
+            );
         };
         let params = json::get(n, 0, "params");
         let Some(id) = id else {
@@ -1169,13 +1187,19 @@ impl Core {
             return self.error(
                 reply,
                 code::INVALID_PARAMS,
-                format_args!("Invalid params: _meta belongs inside params, not at the top level of the request"),
+                format_args!(
+                    "Invalid params: _meta belongs inside params, not at the top level of the request"
+                ),
             );
         }
-        if let Some(p) = params {
-            if !json::is_object(n, p) {
-                return self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: params must be an object"));
-            }
+        if let Some(p) = params
+            && !json::is_object(n, p)
+        {
+            return self.error(
+                reply,
+                code::INVALID_PARAMS,
+                format_args!("Invalid params: params must be an object"),
+            );
         }
         let req = Req { n, id, params };
         // Matched before the revision switch: the era probe and the legacy opener.
@@ -1200,7 +1224,9 @@ impl Core {
             "tools/list" if c.has_tools() => self.list(&req, rev, ListKind::Tools),
             "tools/call" if c.has_tools() => self.call_tool(&req, rev),
             "resources/list" if c.has_resources() => self.list(&req, rev, ListKind::Resources),
-            "resources/templates/list" if c.has_resources() => self.list(&req, rev, ListKind::ResourceTemplates),
+            "resources/templates/list" if c.has_resources() => {
+                self.list(&req, rev, ListKind::ResourceTemplates)
+            }
             "resources/read" if c.has_resources() => self.read_resource(&req, rev),
             "prompts/list" if c.has_prompts() => self.list(&req, rev, ListKind::Prompts),
             "prompts/get" if c.has_prompts() => self.get_prompt(&req, rev),
@@ -1210,11 +1236,7 @@ impl Core {
 
     fn notification(&mut self, n: &[Node<'_>], method: &str, params: Option<usize>) {
         match method {
-            "notifications/initialized" => {
-                if self.st.legacy.is_some() {
-                    self.st.initialized = true;
-                }
-            }
+            "notifications/initialized" if self.st.legacy.is_some() => self.st.initialized = true,
             "notifications/cancelled" => {
                 let Some(p) = params else { return };
                 let Some(ri) = json::get(n, p, "requestId") else { return };
@@ -1249,7 +1271,11 @@ impl Core {
         let meta = match meta {
             Some(m) if json::is_object(n, m) => Some(m),
             Some(_) => {
-                self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: params._meta must be an object"));
+                self.error(
+                    reply,
+                    code::INVALID_PARAMS,
+                    format_args!("Invalid params: params._meta must be an object"),
+                );
                 return None;
             }
             None => None,
@@ -1269,7 +1295,11 @@ impl Core {
             return None;
         };
         let Some(requested) = json::str_at(n, vi) else {
-            self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: io.modelcontextprotocol/protocolVersion must be a string"));
+            self.error(
+                reply,
+                code::INVALID_PARAMS,
+                format_args!("Invalid params: io.modelcontextprotocol/protocolVersion must be a string"),
+            );
             return None;
         };
         let Some(rev) = Revision::parse(requested) else {
@@ -1300,18 +1330,35 @@ impl Core {
         match json::get(n, m, "io.modelcontextprotocol/clientCapabilities") {
             Some(ci) if json::is_object(n, ci) => {}
             Some(_) => {
-                self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: io.modelcontextprotocol/clientCapabilities must be an object"));
+                self.error(
+                    reply,
+                    code::INVALID_PARAMS,
+                    format_args!(
+                        "Invalid params: io.modelcontextprotocol/clientCapabilities must be an object"
+                    ),
+                );
                 return None;
             }
             None => {
-                self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: params._meta must carry io.modelcontextprotocol/clientCapabilities"));
+                self.error(
+                    reply,
+                    code::INVALID_PARAMS,
+                    format_args!(
+                        "Invalid params: params._meta must carry io.modelcontextprotocol/clientCapabilities"
+                    ),
+                );
                 return None;
             }
         }
         if let Some(li) = json::get(n, m, "io.modelcontextprotocol/logLevel") {
-            const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+            const LEVELS: [&str; 8] =
+                ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
             if !json::str_at(n, li).is_some_and(|l| LEVELS.contains(&l)) {
-                self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: unknown io.modelcontextprotocol/logLevel"));
+                self.error(
+                    reply,
+                    code::INVALID_PARAMS,
+                    format_args!("Invalid params: unknown io.modelcontextprotocol/logLevel"),
+                );
                 return None;
             }
         }
@@ -1329,20 +1376,24 @@ impl Core {
     fn initialize(&mut self, req: &Req<'_, '_>) {
         let n = req.n;
         let reply = Reply::Id(req.id);
-        let requested = req
-            .params
-            .and_then(|p| json::get(n, p, "protocolVersion"))
-            .and_then(|i| json::str_at(n, i));
+        let requested =
+            req.params.and_then(|p| json::get(n, p, "protocolVersion")).and_then(|i| json::str_at(n, i));
         let Some(requested) = requested else {
-            return self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: initialize needs params.protocolVersion"));
+            return self.error(
+                reply,
+                code::INVALID_PARAMS,
+                format_args!("Invalid params: initialize needs params.protocolVersion"),
+            );
         };
         if self.st.legacy.is_some() {
-            return self.error(reply, code::INVALID_REQUEST, format_args!("Invalid Request: initialize was already received on this stream"));
+            return self.error(
+                reply,
+                code::INVALID_REQUEST,
+                format_args!("Invalid Request: initialize was already received on this stream"),
+            );
         }
         // The requested revision if it is a session-bound one we speak, else our latest.
-        let rev = Revision::parse(requested)
-            .filter(|r| !r.is_stateless())
-            .unwrap_or(Revision::LATEST_LEGACY);
+        let rev = Revision::parse(requested).filter(|r| !r.is_stateless()).unwrap_or(Revision::LATEST_LEGACY);
         self.st.legacy = Some(rev);
         let mut out = core::mem::take(&mut self.st.out);
         result_start(&mut out, reply);
@@ -1359,7 +1410,11 @@ impl Core {
         match json::str_at(req.n, ci) {
             Some(s) => Ok(Some(s)),
             None => {
-                self.error(Reply::Id(req.id), code::INVALID_PARAMS, format_args!("Invalid params: cursor must be a string"));
+                self.error(
+                    Reply::Id(req.id),
+                    code::INVALID_PARAMS,
+                    format_args!("Invalid params: cursor must be a string"),
+                );
                 Err(())
             }
         }
@@ -1379,11 +1434,19 @@ impl Core {
                         return self.error(
                             reply,
                             code::INVALID_PARAMS,
-                            format_args!("Invalid params: this cursor belongs to {}, not {}", other.method(), kind.method()),
+                            format_args!(
+                                "Invalid params: this cursor belongs to {}, not {}",
+                                other.method(),
+                                kind.method()
+                            ),
                         );
                     }
                     Err(CursorError::Invalid) => {
-                        return self.error(reply, code::INVALID_PARAMS, format_args!("Invalid params: invalid cursor"));
+                        return self.error(
+                            reply,
+                            code::INVALID_PARAMS,
+                            format_args!("Invalid params: invalid cursor"),
+                        );
                     }
                 }
             }
@@ -1429,7 +1492,11 @@ impl Core {
     fn required_str<'t>(&mut self, req: &Req<'_, 't>, key: &str) -> Option<&'t str> {
         let s = req.params.and_then(|p| json::get(req.n, p, key)).and_then(|i| json::str_at(req.n, i));
         if s.is_none() {
-            self.error(Reply::Id(req.id), code::INVALID_PARAMS, format_args!("Invalid params: params.{key} must be a string"));
+            self.error(
+                Reply::Id(req.id),
+                code::INVALID_PARAMS,
+                format_args!("Invalid params: params.{key} must be a string"),
+            );
         }
         s
     }
@@ -1443,7 +1510,11 @@ impl Core {
                 json::write_value(req.n, ai, &mut self.scratch.args);
             }
             Some(_) => {
-                self.error(Reply::Id(req.id), code::INVALID_PARAMS, format_args!("Invalid params: params.arguments must be an object"));
+                self.error(
+                    Reply::Id(req.id),
+                    code::INVALID_PARAMS,
+                    format_args!("Invalid params: params.arguments must be an object"),
+                );
                 return false;
             }
         }
@@ -1489,7 +1560,9 @@ impl Core {
                         &mut self.st.out,
                         reply,
                         code::INVALID_PARAMS,
-                        format_args!("Invalid params: arguments of tool {name} do not match its input schema: {problems}"),
+                        format_args!(
+                            "Invalid params: arguments of tool {name} do not match its input schema: {problems}"
+                        ),
                         |_| {},
                     );
                 }
@@ -1533,11 +1606,17 @@ impl Core {
         let reply = Reply::Id(req.id);
         let Some(name) = self.required_str(req, "name") else { return };
         let Some(pi) = self.catalog.prompt_index(name) else {
-            return write_error(&mut self.st.out, reply, code::INVALID_PARAMS, format_args!("Unknown prompt: {name}"), |out| {
-                out.extend_from_slice(b"{\"name\":");
-                json::write_str(out, name);
-                out.push(b'}');
-            });
+            return write_error(
+                &mut self.st.out,
+                reply,
+                code::INVALID_PARAMS,
+                format_args!("Unknown prompt: {name}"),
+                |out| {
+                    out.extend_from_slice(b"{\"name\":");
+                    json::write_str(out, name);
+                    out.push(b'}');
+                },
+            );
         };
         if !self.take_arguments(req) {
             return;
@@ -1553,14 +1632,15 @@ impl Core {
                 &mut self.st.out,
                 reply,
                 code::INVALID_PARAMS,
-                format_args!("Invalid params: arguments of prompt {name} do not match its declared arguments: {problems}"),
+                format_args!(
+                    "Invalid params: arguments of prompt {name} do not match its declared arguments: {problems}"
+                ),
                 |_| {},
             );
         }
         let Some(ticket) = self.ticket(req, Kind::Prompt, rev) else { return };
         self.st.pending = Some(Pending { kind: PendingKind::Prompt(pi), ticket, revision: rev });
     }
-
 }
 
 /// Closes a result object: the `2026-07-28` envelope fields, then `}}\n`.
@@ -1632,16 +1712,27 @@ impl State {
         Ok(())
     }
 
-    fn answer_error(&mut self, ticket: Ticket, kind: Option<Kind>, error: HostError<'_>) -> Result<(), AnswerError> {
+    fn answer_error(
+        &mut self,
+        ticket: Ticket,
+        kind: Option<Kind>,
+        error: HostError<'_>,
+    ) -> Result<(), AnswerError> {
         let busy = self.take(ticket, kind)?;
         let reply = Reply::Stored(busy.id.as_bytes());
         let out = &mut self.out;
         match error {
             HostError::NotFound if busy.kind == Kind::Resource => {
-                let code = if busy.revision.is_stateless() { code::INVALID_PARAMS } else { code::RESOURCE_NOT_FOUND };
+                let code = if busy.revision.is_stateless() {
+                    code::INVALID_PARAMS
+                } else {
+                    code::RESOURCE_NOT_FOUND
+                };
                 write_error(out, reply, code, format_args!("Resource not found"), |_| {});
             }
-            HostError::NotFound => write_error(out, reply, code::INVALID_PARAMS, format_args!("Not found"), |_| {}),
+            HostError::NotFound => {
+                write_error(out, reply, code::INVALID_PARAMS, format_args!("Not found"), |_| {})
+            }
             HostError::InvalidParams(msg) => {
                 write_error(out, reply, code::INVALID_PARAMS, format_args!("Invalid params: {msg}"), |_| {})
             }
@@ -1690,7 +1781,12 @@ impl State {
         })
     }
 
-    fn answer_prompt(&mut self, prepared: &Prepared, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
+    fn answer_prompt(
+        &mut self,
+        prepared: &Prepared,
+        ticket: Ticket,
+        output: &PromptOutput<'_>,
+    ) -> Result<(), AnswerError> {
         self.answer(prepared, ticket, Kind::Prompt, |out, _| {
             if let Some(d) = output.description {
                 field(out, "description");

@@ -26,19 +26,25 @@ pub const ERROR_TEXT: &str = "This tool intentionally returns an error for testi
 pub fn catalog() -> Catalog {
     let no_args = || json!({ "type": "object", "properties": {} });
     Catalog::builder()
+        .tool(Tool::new("echo").description("Returns the text it is given as one text block.").input_schema(
+            json!({
+                "type": "object",
+                "properties": { "text": { "type": "string" } },
+                "required": ["text"],
+                "additionalProperties": false
+            }),
+        ))
         .tool(
-            Tool::new("echo")
-                .description("Returns the text it is given as one text block.")
-                .input_schema(json!({
-                    "type": "object",
-                    "properties": { "text": { "type": "string" } },
-                    "required": ["text"],
-                    "additionalProperties": false
-                })),
+            Tool::new("test_simple_text")
+                .description("Returns a simple text response.")
+                .input_schema(no_args()),
         )
-        .tool(Tool::new("test_simple_text").description("Returns a simple text response.").input_schema(no_args()))
         .tool(Tool::new("test_image_content").description("Returns a 1x1 PNG image.").input_schema(no_args()))
-        .tool(Tool::new("test_audio_content").description("Returns a minimal WAV clip.").input_schema(no_args()))
+        .tool(
+            Tool::new("test_audio_content")
+                .description("Returns a minimal WAV clip.")
+                .input_schema(no_args()),
+        )
         .tool(
             Tool::new("test_embedded_resource")
                 .description("Returns an embedded text resource.")
@@ -113,22 +119,22 @@ pub fn respond(event: Event<'_>) {
                 "test_audio_content" => {
                     call.answer(&ToolOutput::new(&[Content::audio_base64(WAV_BASE64, "audio/wav")]))
                 }
-                "test_embedded_resource" => call.answer(&ToolOutput::new(&[Content::embedded(ResourceContents::text(
+                "test_embedded_resource" => {
+                    call.answer(&ToolOutput::new(&[Content::embedded(ResourceContents::text(
                         "test://embedded-resource",
                         Some("text/plain"),
                         "This is an embedded resource content.",
-                    ))]),
-                ),
+                    ))]))
+                }
                 "test_multiple_content_types" => call.answer(&ToolOutput::new(&[
-                        Content::text("Multiple content types test:"),
-                        Content::image_base64(PNG_BASE64, "image/png"),
-                        Content::embedded(ResourceContents::text(
-                            "test://mixed-content-resource",
-                            Some("application/json"),
-                            r#"{"test":"data","value":123}"#,
-                        )),
-                    ]),
-                ),
+                    Content::text("Multiple content types test:"),
+                    Content::image_base64(PNG_BASE64, "image/png"),
+                    Content::embedded(ResourceContents::text(
+                        "test://mixed-content-resource",
+                        Some("application/json"),
+                        r#"{"test":"data","value":123}"#,
+                    )),
+                ])),
                 "test_error_handling" => call.answer(&ToolOutput::error(&[Content::text(ERROR_TEXT)])),
                 _ => call.fail(HostError::Internal("no handler for this tool")),
             }
@@ -136,46 +142,54 @@ pub fn respond(event: Event<'_>) {
         Event::ReadResource(read) => {
             let uri = read.uri;
             if let Some(id) = read.variables.get("id") {
-                let body = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string();
+                let body = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") })
+                    .to_string();
                 read.answer(&[ResourceContents::text(uri, Some("application/json"), &body)])
             } else {
                 match uri {
-                    "test://static-text" => read.answer(&[ResourceContents::text("test://static-text", Some("text/plain"), STATIC_TEXT)],
-                    ),
-                    "test://static-binary" => read.answer(&[ResourceContents::blob_base64("test://static-binary", Some("image/png"), PNG_BASE64)],
-                    ),
+                    "test://static-text" => read.answer(&[ResourceContents::text(
+                        "test://static-text",
+                        Some("text/plain"),
+                        STATIC_TEXT,
+                    )]),
+                    "test://static-binary" => read.answer(&[ResourceContents::blob_base64(
+                        "test://static-binary",
+                        Some("image/png"),
+                        PNG_BASE64,
+                    )]),
                     _ => read.fail(HostError::NotFound),
                 }
             }
         }
         Event::GetPrompt(get) => {
-            let args: std::collections::BTreeMap<String, String> = get.arguments.deserialize().unwrap_or_default();
+            let args: std::collections::BTreeMap<String, String> =
+                get.arguments.deserialize().unwrap_or_default();
             let arg = |k: &str| args.get(k).cloned().unwrap_or_default();
             let name = get.prompt.name.as_str();
             match name {
-                "test_simple_prompt" => get.answer(&PromptOutput::new(&[PromptMessage::user(Content::text("This is a simple prompt for testing."))]),
-                ),
+                "test_simple_prompt" => get.answer(&PromptOutput::new(&[PromptMessage::user(
+                    Content::text("This is a simple prompt for testing."),
+                )])),
                 "test_prompt_with_arguments" => {
-                    let text = format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"));
+                    let text =
+                        format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"));
                     get.answer(&PromptOutput::new(&[PromptMessage::user(Content::text(&text))]))
                 }
                 "test_prompt_with_embedded_resource" => {
                     let uri = arg("resourceUri");
                     get.answer(&PromptOutput::new(&[
-                            PromptMessage::user(Content::embedded(ResourceContents::text(
-                                &uri,
-                                Some("text/plain"),
-                                "Embedded resource content for testing.",
-                            ))),
-                            PromptMessage::user(Content::text("Please process the embedded resource above.")),
-                        ]),
-                    )
+                        PromptMessage::user(Content::embedded(ResourceContents::text(
+                            &uri,
+                            Some("text/plain"),
+                            "Embedded resource content for testing.",
+                        ))),
+                        PromptMessage::user(Content::text("Please process the embedded resource above.")),
+                    ]))
                 }
                 "test_prompt_with_image" => get.answer(&PromptOutput::new(&[
-                        PromptMessage::user(Content::image_base64(PNG_BASE64, "image/png")),
-                        PromptMessage::user(Content::text("Please analyze the image above.")),
-                    ]),
-                ),
+                    PromptMessage::user(Content::image_base64(PNG_BASE64, "image/png")),
+                    PromptMessage::user(Content::text("Please analyze the image above.")),
+                ])),
                 _ => get.fail(HostError::Internal("no handler for this prompt")),
             }
         }

@@ -90,14 +90,21 @@ mod time;
 mod uritemplate;
 mod xheader;
 
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
+
 #[cfg(feature = "everything")]
 pub mod everything;
 
-pub use catalog::{Catalog, CatalogBuilder, CatalogError, Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations};
+pub use catalog::{
+    Catalog, CatalogBuilder, CatalogError, Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool,
+    ToolAnnotations,
+};
 pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
 pub use engine::{
-    Arguments, CachePolicy, CacheScope, CallTool, Config, Engine, Event, GetPrompt, MAX_TICKET_ID_LEN, ReadResource,
-    ServerInfo, TemplateVars, Ticket,
+    Arguments, CachePolicy, CacheScope, CallTool, Config, Engine, Event, GetPrompt, MAX_TICKET_ID_LEN,
+    ReadResource, ServerInfo, TemplateVars, Ticket,
 };
 pub use error::{AnswerError, HostError};
 pub use revision::Revision;

@@ -160,29 +160,20 @@ impl fmt::Display for TemplateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Empty => f.write_str("resource template is empty"),
-            Self::TooLong { len } => write!(
-                f,
-                "resource template is {len} bytes long; the limit is {MAX_TEMPLATE_LEN}"
-            ),
-            Self::Unclosed { offset } => {
-                write!(
-                    f,
-                    "`{{` at byte {offset} of the resource template is never closed"
-                )
+            Self::TooLong { len } => {
+                write!(f, "resource template is {len} bytes long; the limit is {MAX_TEMPLATE_LEN}")
             }
-            Self::StrayClose { offset } => write!(
-                f,
-                "`}}` at byte {offset} of the resource template has no matching `{{`"
-            ),
-            Self::NestedOpen { offset } => write!(
-                f,
-                "`{{` at byte {offset} of the resource template is inside an expression"
-            ),
+            Self::Unclosed { offset } => {
+                write!(f, "`{{` at byte {offset} of the resource template is never closed")
+            }
+            Self::StrayClose { offset } => {
+                write!(f, "`}}` at byte {offset} of the resource template has no matching `{{`")
+            }
+            Self::NestedOpen { offset } => {
+                write!(f, "`{{` at byte {offset} of the resource template is inside an expression")
+            }
             Self::EmptyExpression { offset } => {
-                write!(
-                    f,
-                    "empty expression `{{}}` at byte {offset} of the resource template"
-                )
+                write!(f, "empty expression `{{}}` at byte {offset} of the resource template")
             }
             Self::UnsupportedOperator { offset, operator } => write!(
                 f,
@@ -225,9 +216,9 @@ impl fmt::Display for TemplateError {
                 "expression at byte {offset} of the resource template exceeds the limit of \
                  {MAX_TEMPLATE_VARS} variables"
             ),
-            Self::NoVariables => f.write_str(
-                "resource template has no variable; register it as a plain resource instead",
-            ),
+            Self::NoVariables => {
+                f.write_str("resource template has no variable; register it as a plain resource instead")
+            }
         }
     }
 }
@@ -283,10 +274,7 @@ fn parse_expression(body: &str, offset: usize) -> Result<(&str, bool), TemplateE
         return Err(TemplateError::EmptyExpression { offset });
     };
     if b"#./;?&=,!@|".contains(&first) {
-        return Err(TemplateError::UnsupportedOperator {
-            offset,
-            operator: char::from(first),
-        });
+        return Err(TemplateError::UnsupportedOperator { offset, operator: char::from(first) });
     }
     let (name, reserved) = match body.strip_prefix('+') {
         Some(rest) => (rest, true),
@@ -324,9 +312,7 @@ impl UriTemplate {
             return Err(TemplateError::Empty);
         }
         if template.len() > MAX_TEMPLATE_LEN {
-            return Err(TemplateError::TooLong {
-                len: template.len(),
-            });
+            return Err(TemplateError::TooLong { len: template.len() });
         }
         let bytes = template.as_bytes();
         let mut prefix: Option<&str> = None;
@@ -362,10 +348,7 @@ impl UriTemplate {
                     let body = template.get(open + 1..close).unwrap_or_default();
                     let (name, reserved) = parse_expression(body, open)?;
                     if names.iter().any(|n| **n == *name) {
-                        return Err(TemplateError::DuplicateVariable {
-                            offset: open,
-                            name: name.into(),
-                        });
+                        return Err(TemplateError::DuplicateVariable { offset: open, name: name.into() });
                     }
                     if names.len() >= MAX_TEMPLATE_VARS {
                         return Err(TemplateError::TooManyVariables { offset: open });
@@ -381,10 +364,7 @@ impl UriTemplate {
         let Some((_, reserved)) = pending else {
             return Err(TemplateError::NoVariables);
         };
-        segments.push(segment(
-            reserved,
-            template.get(lit_start..).unwrap_or_default(),
-        ));
+        segments.push(segment(reserved, template.get(lit_start..).unwrap_or_default()));
         Ok(Self {
             prefix: prefix.unwrap_or_default().into(),
             segments: segments.into_boxed_slice(),
@@ -421,14 +401,7 @@ impl UriTemplate {
     /// no smaller than `from` (`from > pos`), such that the variable's
     /// trailing literal follows it (and, for the last variable, ends the
     /// uri). Charges the bytes it scans to `budget`.
-    fn next_end(
-        &self,
-        k: usize,
-        uri: &[u8],
-        pos: usize,
-        from: usize,
-        budget: &mut Budget,
-    ) -> Option<usize> {
+    fn next_end(&self, k: usize, uri: &[u8], pos: usize, from: usize, budget: &mut Budget) -> Option<usize> {
         let seg = self.segments.get(k)?;
         let lit = seg.literal.as_bytes();
         // Farthest end the variable itself may reach. For `{name}` that is
@@ -530,9 +503,7 @@ impl Budget {
     fn for_uri(len: usize) -> Self {
         Self {
             steps: MATCH_STEP_BUDGET,
-            bytes: len
-                .saturating_mul(MATCH_SCAN_FACTOR)
-                .saturating_add(MATCH_SCAN_SLACK),
+            bytes: len.saturating_mul(MATCH_SCAN_FACTOR).saturating_add(MATCH_SCAN_SLACK),
         }
     }
 
@@ -576,10 +547,7 @@ mod tests {
                 .map(|(i, &(v, s, e))| {
                     assert_eq!(usize::from(v), i);
                     let name = tpl.var_names()[usize::from(v)].to_string();
-                    let val = uri
-                        .get(s as usize..e as usize)
-                        .expect("char boundary")
-                        .to_string();
+                    let val = uri.get(s as usize..e as usize).expect("char boundary").to_string();
                     (name, val)
                 })
                 .collect(),
@@ -588,12 +556,7 @@ mod tests {
 
     /// Build the expected capture list.
     fn caps(pairs: &[(&str, &str)]) -> Option<Vec<(String, String)>> {
-        Some(
-            pairs
-                .iter()
-                .map(|(a, b)| ((*a).to_string(), (*b).to_string()))
-                .collect(),
-        )
+        Some(pairs.iter().map(|(a, b)| ((*a).to_string(), (*b).to_string())).collect())
     }
 
     #[test]
@@ -661,10 +624,7 @@ mod tests {
         let tpl = t("{+a}-{b}/z");
         assert_eq!(m(&tpl, "p-q/r-s/z"), caps(&[("a", "p-q/r"), ("b", "s")]));
         let tpl = t("x/{a.b}/{c_d}/{E9}");
-        assert_eq!(
-            m(&tpl, "x/1/2/3"),
-            caps(&[("a.b", "1"), ("c_d", "2"), ("E9", "3")])
-        );
+        assert_eq!(m(&tpl, "x/1/2/3"), caps(&[("a.b", "1"), ("c_d", "2"), ("E9", "3")]));
     }
 
     #[test]
@@ -701,50 +661,25 @@ mod tests {
         assert_eq!(e("a/{i{d}"), Some(E::NestedOpen { offset: 4 }));
         assert_eq!(e("a/{}"), Some(E::EmptyExpression { offset: 2 }));
         for op in "#./;?&=,!@|".chars() {
-            assert_eq!(
-                e(&format!("a/{{{op}id}}")),
-                Some(E::UnsupportedOperator {
-                    offset: 2,
-                    operator: op
-                })
-            );
+            assert_eq!(e(&format!("a/{{{op}id}}")), Some(E::UnsupportedOperator { offset: 2, operator: op }));
         }
         assert_eq!(e("a/{id:3}"), Some(E::PrefixModifier { offset: 2 }));
         assert_eq!(e("a/{+id:3}"), Some(E::PrefixModifier { offset: 2 }));
         assert_eq!(e("a/{id*}"), Some(E::ExplodeModifier { offset: 2 }));
         assert_eq!(e("a/{a,b}"), Some(E::MultipleVariables { offset: 2 }));
         assert_eq!(e("a/{+a,b}"), Some(E::MultipleVariables { offset: 2 }));
-        for bad in [
-            "+", "++a", "+.a", "a.", "a..b", "a b", "a-b", "é", "a*b", "$x", " a",
-        ] {
-            assert_eq!(
-                e(&format!("a/{{{bad}}}")),
-                Some(E::InvalidName { offset: 2 }),
-                "{bad:?}"
-            );
+        for bad in ["+", "++a", "+.a", "a.", "a..b", "a b", "a-b", "é", "a*b", "$x", " a"] {
+            assert_eq!(e(&format!("a/{{{bad}}}")), Some(E::InvalidName { offset: 2 }), "{bad:?}");
         }
         assert!(UriTemplate::parse(&format!("a/{{{}}}", "n".repeat(64))).is_ok());
-        assert_eq!(
-            e(&format!("a/{{{}}}", "n".repeat(65))),
-            Some(E::InvalidName { offset: 2 })
-        );
+        assert_eq!(e(&format!("a/{{{}}}", "n".repeat(65))), Some(E::InvalidName { offset: 2 }));
         assert_eq!(e("{a}{b}"), Some(E::AdjacentExpressions { offset: 3 }));
         assert_eq!(e("x/{a}{+b}"), Some(E::AdjacentExpressions { offset: 5 }));
-        assert_eq!(
-            e("{a}/{b}/{a}"),
-            Some(E::DuplicateVariable {
-                offset: 8,
-                name: "a".into()
-            })
-        );
-        let many: String = (0..=MAX_TEMPLATE_VARS)
-            .map(|i| format!("/{{v{i}}}"))
-            .collect();
+        assert_eq!(e("{a}/{b}/{a}"), Some(E::DuplicateVariable { offset: 8, name: "a".into() }));
+        let many: String = (0..=MAX_TEMPLATE_VARS).map(|i| format!("/{{v{i}}}")).collect();
         let at = many.rfind('{').unwrap_or_default();
         assert_eq!(e(&many), Some(E::TooManyVariables { offset: at }));
-        let max: String = (0..MAX_TEMPLATE_VARS)
-            .map(|i| format!("/{{v{i}}}"))
-            .collect();
+        let max: String = (0..MAX_TEMPLATE_VARS).map(|i| format!("/{{v{i}}}")).collect();
         let tpl = t(&max);
         let uri: String = (0..MAX_TEMPLATE_VARS).map(|i| format!("/{i}")).collect();
         assert_eq!(m(&tpl, &uri).map(|c| c.len()), Some(MAX_TEMPLATE_VARS));
@@ -757,19 +692,13 @@ mod tests {
             E::StrayClose { offset: 1 },
             E::NestedOpen { offset: 1 },
             E::EmptyExpression { offset: 1 },
-            E::UnsupportedOperator {
-                offset: 1,
-                operator: '#',
-            },
+            E::UnsupportedOperator { offset: 1, operator: '#' },
             E::PrefixModifier { offset: 1 },
             E::ExplodeModifier { offset: 1 },
             E::MultipleVariables { offset: 1 },
             E::InvalidName { offset: 1 },
             E::AdjacentExpressions { offset: 1 },
-            E::DuplicateVariable {
-                offset: 1,
-                name: "a".into(),
-            },
+            E::DuplicateVariable { offset: 1, name: "a".into() },
             E::TooManyVariables { offset: 1 },
             E::NoVariables,
         ] {
@@ -791,11 +720,8 @@ mod tests {
                 continue;
             }
             let next = end + seg.literal.len();
-            let rest = if last {
-                (next == uri.len()).then(Vec::new)
-            } else {
-                reference(tpl, uri, k + 1, next)
-            };
+            let rest =
+                if last { (next == uri.len()).then(Vec::new) } else { reference(tpl, uri, k + 1, next) };
             if let Some(mut rest) = rest {
                 rest.insert(0, (pos as u32, end as u32));
                 return Some(rest);
@@ -840,13 +766,11 @@ mod tests {
         for src in templates {
             let tpl = t(src);
             for uri in &uris {
-                let want = uri
-                    .strip_prefix(&*tpl.prefix)
-                    .and_then(|_| reference(&tpl, uri, 0, tpl.prefix.len()));
+                let want =
+                    uri.strip_prefix(&*tpl.prefix).and_then(|_| reference(&tpl, uri, 0, tpl.prefix.len()));
                 let mut c = Captures::new();
-                let got = tpl
-                    .matches(uri, &mut c)
-                    .then(|| c.iter().map(|&(_, s, e)| (s, e)).collect::<Vec<_>>());
+                let got =
+                    tpl.matches(uri, &mut c).then(|| c.iter().map(|&(_, s, e)| (s, e)).collect::<Vec<_>>());
                 assert_eq!(got, want, "{src} vs {uri:?}");
                 matched += usize::from(got.is_some());
             }
@@ -872,18 +796,12 @@ mod tests {
         let (outcome, left) = run(&tpl, &uri);
         assert_eq!(outcome, Outcome::Exhausted);
         // It stopped within its allowance (here the scan budget ran out).
-        assert!(
-            left.steps < MATCH_STEP_BUDGET && left.bytes == 0,
-            "{left:?}"
-        );
+        assert!(left.steps < MATCH_STEP_BUDGET && left.bytes == 0, "{left:?}");
         let mut c = Captures::new();
         assert!(!tpl.matches(&uri, &mut c));
         assert!(c.is_empty());
         // With an unlimited scan budget, the step budget stops it.
-        let mut budget = Budget {
-            steps: MATCH_STEP_BUDGET,
-            bytes: usize::MAX,
-        };
+        let mut budget = Budget { steps: MATCH_STEP_BUDGET, bytes: usize::MAX };
         let outcome = tpl.run(uri.as_bytes(), &mut c, &mut budget);
         assert_eq!(outcome, Outcome::Exhausted);
         assert_eq!(budget.steps, 0);

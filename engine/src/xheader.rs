@@ -208,11 +208,7 @@ impl<'s> Walker<'s> {
             Some(Value::String(t)) if t == "boolean" => HeaderParamKind::Boolean,
             _ => return fail(self, XHeaderReason::BadType),
         };
-        if self
-            .out
-            .iter()
-            .any(|p| p.header.eq_ignore_ascii_case(header))
-        {
+        if self.out.iter().any(|p| p.header.eq_ignore_ascii_case(header)) {
             return fail(self, XHeaderReason::Duplicate);
         }
         self.out.push(HeaderParam {
@@ -268,12 +264,7 @@ impl<'s> Walker<'s> {
 
     /// Walk a map from names (property names, patterns, definition names)
     /// to schemas; `place` is where its schemas sit.
-    fn name_map(
-        &mut self,
-        value: &'s Value,
-        place: Place,
-        depth: usize,
-    ) -> Result<(), XHeaderError> {
+    fn name_map(&mut self, value: &'s Value, place: Place, depth: usize) -> Result<(), XHeaderError> {
         let Value::Object(map) = value else {
             // Malformed: still look inside, as an ordinary location.
             return self.schema(value, Place::Other, depth);
@@ -298,11 +289,7 @@ impl<'s> Walker<'s> {
 /// Returns the annotations in the order the walk meets them (the schema
 /// objects' key order), or the first violation found.
 pub(crate) fn collect_header_params(schema: &Value) -> Result<Vec<HeaderParam>, XHeaderError> {
-    let mut walker = Walker {
-        pointer: String::new(),
-        path: Vec::new(),
-        out: Vec::new(),
-    };
+    let mut walker = Walker { pointer: String::new(), path: Vec::new(), out: Vec::new() };
     walker.schema(schema, Place::Root, 0)?;
     Ok(walker.out)
 }
@@ -314,19 +301,12 @@ mod tests {
 
     /// Shorthand for the expected error.
     fn err(pointer: &str, reason: XHeaderReason) -> Result<Vec<HeaderParam>, XHeaderError> {
-        Err(XHeaderError {
-            pointer: pointer.to_owned(),
-            reason,
-        })
+        Err(XHeaderError { pointer: pointer.to_owned(), reason })
     }
 
     /// Shorthand for one expected parameter.
     fn param(header: &str, path: &[&str], kind: HeaderParamKind) -> HeaderParam {
-        HeaderParam {
-            header: header.into(),
-            path: path.iter().map(|&s| s.into()).collect(),
-            kind,
-        }
+        HeaderParam { header: header.into(), path: path.iter().map(|&s| s.into()).collect(), kind }
     }
 
     /// Build an object without `json!`, which re-serializes interpolated
@@ -346,11 +326,7 @@ mod tests {
             "region":{"type":"string","x-mcp-header":"Region"}}}}});
         assert_eq!(
             collect_header_params(&s),
-            Ok(vec![param(
-                "Region",
-                &["a", "region"],
-                HeaderParamKind::String
-            )])
+            Ok(vec![param("Region", &["a", "region"], HeaderParamKind::String)])
         );
     }
 
@@ -407,31 +383,19 @@ mod tests {
     #[test]
     fn not_a_string_and_empty() {
         let r = XHeaderReason::NotAString;
-        for v in [
-            json!(1),
-            json!(null),
-            json!(true),
-            json!(["A"]),
-            json!({"a": "A"}),
-        ] {
+        for v in [json!(1), json!(null), json!(true), json!(["A"]), json!({"a": "A"})] {
             let s = one(json!({"type": "string", "x-mcp-header": v}));
-            assert_eq!(
-                collect_header_params(&s),
-                err("/properties/p/x-mcp-header", r)
-            );
+            assert_eq!(collect_header_params(&s), err("/properties/p/x-mcp-header", r));
         }
         let s = one(json!({"type": "string", "x-mcp-header": ""}));
-        assert_eq!(
-            collect_header_params(&s),
-            err("/properties/p/x-mcp-header", XHeaderReason::Empty)
-        );
+        assert_eq!(collect_header_params(&s), err("/properties/p/x-mcp-header", XHeaderReason::Empty));
     }
 
     #[test]
     fn not_a_token() {
         for v in [
-            "A B", "A:B", "A\r\nB", "A\n", "\tA", "Ré", "A\u{7f}", "A\0", "(A)", "A/B", "A\"",
-            "A,B", "A;B", "A=B", "A@B", "[A]", "{A}", "A?", "A\\B",
+            "A B", "A:B", "A\r\nB", "A\n", "\tA", "Ré", "A\u{7f}", "A\0", "(A)", "A/B", "A\"", "A,B", "A;B",
+            "A=B", "A@B", "[A]", "{A}", "A?", "A\\B",
         ] {
             let s = one(json!({"type": "string", "x-mcp-header": v}));
             assert_eq!(
@@ -451,10 +415,7 @@ mod tests {
         }});
         assert_eq!(
             collect_header_params(&s),
-            err(
-                "/properties/b/properties/c/x-mcp-header",
-                XHeaderReason::Duplicate
-            )
+            err("/properties/b/properties/c/x-mcp-header", XHeaderReason::Duplicate)
         );
     }
 
@@ -479,25 +440,16 @@ mod tests {
             );
         }
         let s = one(json!({"x-mcp-header": "A"}));
-        assert_eq!(
-            collect_header_params(&s),
-            err("/properties/p/x-mcp-header", XHeaderReason::BadType)
-        );
+        assert_eq!(collect_header_params(&s), err("/properties/p/x-mcp-header", XHeaderReason::BadType));
         let s = one(json!({"$ref": "#/$defs/S", "x-mcp-header": "A"}));
-        assert_eq!(
-            collect_header_params(&s),
-            err("/properties/p/x-mcp-header", XHeaderReason::BadType)
-        );
+        assert_eq!(collect_header_params(&s), err("/properties/p/x-mcp-header", XHeaderReason::BadType));
     }
 
     #[test]
     fn not_reachable() {
         let ann = json!({"type": "string", "x-mcp-header": "A"});
         let cases = [
-            (
-                json!({"type": "string", "x-mcp-header": "A"}),
-                "/x-mcp-header",
-            ),
+            (json!({"type": "string", "x-mcp-header": "A"}), "/x-mcp-header"),
             (
                 json!({"properties": {"l": {"type": "array", "items": ann}}}),
                 "/properties/l/items/x-mcp-header",
@@ -507,60 +459,29 @@ mod tests {
                 "/properties/l/prefixItems/0/x-mcp-header",
             ),
             (json!({"oneOf": [{}, ann]}), "/oneOf/1/x-mcp-header"),
-            (
-                json!({"anyOf": [{"properties": {"a": ann}}]}),
-                "/anyOf/0/properties/a/x-mcp-header",
-            ),
-            (
-                json!({"allOf": [{"properties": {"a": ann}}]}),
-                "/allOf/0/properties/a/x-mcp-header",
-            ),
+            (json!({"anyOf": [{"properties": {"a": ann}}]}), "/anyOf/0/properties/a/x-mcp-header"),
+            (json!({"allOf": [{"properties": {"a": ann}}]}), "/allOf/0/properties/a/x-mcp-header"),
             (json!({"not": ann}), "/not/x-mcp-header"),
             (json!({"if": ann}), "/if/x-mcp-header"),
-            (
-                json!({"then": {"properties": {"a": ann}}}),
-                "/then/properties/a/x-mcp-header",
-            ),
+            (json!({"then": {"properties": {"a": ann}}}), "/then/properties/a/x-mcp-header"),
             (json!({"else": ann}), "/else/x-mcp-header"),
             (json!({"$defs": {"S": ann}}), "/$defs/S/x-mcp-header"),
-            (
-                json!({"definitions": {"S": ann}}),
-                "/definitions/S/x-mcp-header",
-            ),
-            (
-                json!({"additionalProperties": ann}),
-                "/additionalProperties/x-mcp-header",
-            ),
-            (
-                json!({"patternProperties": {"^a/~": ann}}),
-                "/patternProperties/^a~1~0/x-mcp-header",
-            ),
-            (
-                json!({"dependentSchemas": {"a": ann}}),
-                "/dependentSchemas/a/x-mcp-header",
-            ),
+            (json!({"definitions": {"S": ann}}), "/definitions/S/x-mcp-header"),
+            (json!({"additionalProperties": ann}), "/additionalProperties/x-mcp-header"),
+            (json!({"patternProperties": {"^a/~": ann}}), "/patternProperties/^a~1~0/x-mcp-header"),
+            (json!({"dependentSchemas": {"a": ann}}), "/dependentSchemas/a/x-mcp-header"),
             (
                 json!({"properties": {"a": {"properties": {"b": {"not": ann}}}}}),
                 "/properties/a/properties/b/not/x-mcp-header",
             ),
-            (
-                json!({"x-vendor": {"x-mcp-header": "A"}}),
-                "/x-vendor/x-mcp-header",
-            ),
+            (json!({"x-vendor": {"x-mcp-header": "A"}}), "/x-vendor/x-mcp-header"),
         ];
         for (s, ptr) in cases {
-            assert_eq!(
-                collect_header_params(&s),
-                err(ptr, XHeaderReason::NotReachable),
-                "{s}"
-            );
+            assert_eq!(collect_header_params(&s), err(ptr, XHeaderReason::NotReachable), "{s}");
         }
         // Reachability is checked before the value itself.
         let s = json!({"items": {"x-mcp-header": 5}});
-        assert_eq!(
-            collect_header_params(&s),
-            err("/items/x-mcp-header", XHeaderReason::NotReachable)
-        );
+        assert_eq!(collect_header_params(&s), err("/items/x-mcp-header", XHeaderReason::NotReachable));
     }
 
     #[test]
@@ -571,10 +492,7 @@ mod tests {
             err("/properties/a~1b~0c/x-mcp-header", XHeaderReason::NotAToken)
         );
         let s = json!({"properties": {"a/b~c": {"type": "string", "x-mcp-header": "AB"}}});
-        assert_eq!(
-            collect_header_params(&s),
-            Ok(vec![param("AB", &["a/b~c"], HeaderParamKind::String)])
-        );
+        assert_eq!(collect_header_params(&s), Ok(vec![param("AB", &["a/b~c"], HeaderParamKind::String)]));
     }
 
     #[test]
@@ -585,9 +503,7 @@ mod tests {
             deep = obj(vec![("not", deep)]);
         }
         let r = collect_header_params(&deep);
-        let Err(e) = r else {
-            panic!("deep schema accepted")
-        };
+        let Err(e) = r else { panic!("deep schema accepted") };
         assert_eq!(e.reason, XHeaderReason::NotReachable);
         assert_eq!(e.pointer.matches('/').count(), MAX_SCHEMA_DEPTH);
         // Dropping a value this deep recurses in serde_json; unwind it here.
@@ -606,10 +522,7 @@ mod tests {
         }
         path.reverse();
         let paths: Vec<&str> = path.iter().map(String::as_str).collect();
-        assert_eq!(
-            collect_header_params(&ok),
-            Ok(vec![param("Deep", &paths, HeaderParamKind::String)])
-        );
+        assert_eq!(collect_header_params(&ok), Ok(vec![param("Deep", &paths, HeaderParamKind::String)]));
         let mut arrays = json!(1);
         for _ in 0..200 {
             arrays = Value::Array(vec![arrays]);
@@ -622,15 +535,9 @@ mod tests {
 
     #[test]
     fn display() {
-        let e = XHeaderError {
-            pointer: "/properties/p/x-mcp-header".into(),
-            reason: XHeaderReason::BadType,
-        };
+        let e = XHeaderError { pointer: "/properties/p/x-mcp-header".into(), reason: XHeaderReason::BadType };
         let msg = e.to_string();
-        assert!(
-            msg.contains("/properties/p/x-mcp-header") && msg.contains("integer"),
-            "{msg}"
-        );
+        assert!(msg.contains("/properties/p/x-mcp-header") && msg.contains("integer"), "{msg}");
         for r in [
             XHeaderReason::NotAString,
             XHeaderReason::Empty,

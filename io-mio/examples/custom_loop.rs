@@ -59,14 +59,12 @@ fn main() -> io::Result<()> {
     });
 
     // The host: hand every tool call to the worker. Nothing is answered here.
-    let mut host = move |engine: &mut Engine| {
-        while let Some(event) = engine.poll_event() {
-            if let Event::CallTool(call) = event {
-                let text = call.arguments.deserialize::<Args>().map(|a| a.text).unwrap_or_default();
-                let _ = job_tx.send((call.ticket, text));
-            }
-            // Event::Cancelled: the worker's late answer will be refused, which is fine.
+    let mut host = move |event: Event<'_>| {
+        if let Event::CallTool(call) = event {
+            let text = call.arguments.deserialize::<Args>().map(|a| a.text).unwrap_or_default();
+            let _ = job_tx.send((call.ticket, text));
         }
+        // Event::Cancelled: the worker's late answer will be refused, which is fine.
     };
 
     server.drive(poll.registry(), &mut host)?;
@@ -81,7 +79,8 @@ fn main() -> io::Result<()> {
             if event.token() == WORKER {
                 // Answer the tickets the worker finished, then let the server write.
                 for (ticket, text) in done_rx.try_iter() {
-                    let _ = server.engine_mut().answer_tool(ticket, &ToolOutput::new(&[Content::text(&text)]));
+                    let _ =
+                        server.engine_mut().answer_tool(ticket, &ToolOutput::new(&[Content::text(&text)]));
                 }
                 server.drive(poll.registry(), &mut host)?;
             } else {

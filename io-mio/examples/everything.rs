@@ -11,9 +11,6 @@ use std::process::ExitCode;
 
 use mcp_engine::{Config, Engine, everything};
 
-#[path = "support/fixture.rs"]
-mod fixture;
-
 const USAGE: &str = "usage: everything [--stdio]\n\n  --stdio    serve MCP over stdin/stdout (the default)";
 
 fn main() -> ExitCode {
@@ -30,10 +27,9 @@ fn main() -> ExitCode {
             }
         }
     }
-    let engine = Engine::new(Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION")), everything::catalog());
-    // `fixture::respond` stands in for `everything::respond`, which cannot be called with
-    // an event polled from the same engine (see examples/support/fixture.rs).
-    match mcp_io_mio::serve_stdio(engine, fixture::respond) {
+    let engine =
+        Engine::new(Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION")), everything::catalog());
+    match mcp_io_mio::serve_stdio(engine, everything::respond) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("everything: {e}");

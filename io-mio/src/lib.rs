@@ -7,8 +7,8 @@
 //! stdin and stdout), registers them with your [`mio::Registry`] under tokens you choose,
 //! and moves bytes between them and the engine when you hand it readiness events. Work
 //! only your code can do (tool calls, resource reads, prompts) reaches you through a
-//! *host* callback, and you may answer its tickets at once or later from anywhere in
-//! your loop.
+//! *host* callback, one [`Event`] at a time: answer it at once through the event, or keep
+//! its ticket and answer later from anywhere in your loop.
 //!
 //! If you have no loop of your own, [`serve_stdio`] runs one for you.
 //!
@@ -29,14 +29,11 @@
 //! let mut events = Events::with_capacity(64);
 //! server.register(poll.registry(), STDIN, STDOUT)?;
 //!
-//! // The host: drain the engine's events, answering inline (or keep tickets for later).
-//! let mut host = |engine: &mut Engine| {
-//!     while let Some(event) = engine.poll_event() {
-//!         if let Event::CallTool(call) = event {
-//!             // The event borrows the engine: copy what the answer needs first.
-//!             let (ticket, text) = (call.ticket, call.arguments.raw().to_owned());
-//!             let _ = engine.answer_tool(ticket, &ToolOutput::new(&[Content::text(&text)]));
-//!         }
+//! // The host: answer each event inline (or keep `event.ticket()` to answer later).
+//! let mut host = |event: Event<'_>| {
+//!     if let Event::CallTool(call) = event {
+//!         let text = call.arguments.raw();
+//!         let _ = call.answer(&ToolOutput::new(&[Content::text(text)]));
 //!     }
 //! };
 //!
@@ -59,13 +56,13 @@
 //!
 //! ## The host callback
 //!
-//! Every method that moves bytes takes `host: impl FnMut(&mut Engine)`. The server calls
-//! it whenever the engine may have new [`Event`](mcp_engine::Event)s, and it **must**
-//! drain [`Engine::poll_event`] until it returns `None` (answering each event at once,
-//! or copying its [`Ticket`](mcp_engine::Ticket) and data to answer later). An event
-//! left unpolled pauses the engine: it reads no further request. The callback gets the
-//! engine rather than one event because an [`Event`](mcp_engine::Event) borrows the
-//! engine, so it cannot be handed over together with the `&mut Engine` an answer needs.
+//! Every method that moves bytes takes `host: impl FnMut(Event<'_>)` and calls it for
+//! each event [`Engine::poll_event`] yields (the server drains them: you never poll). An
+//! event borrows the engine; either answer through it (`call.answer(..)`,
+//! `call.fail(..)`), or copy its [`Ticket`](mcp_engine::Ticket) and whatever data you
+//! need and answer later with [`Engine::answer_tool`] and friends on
+//! [`StdioServer::engine_mut`]. `mcp_engine::everything::respond` (feature `everything`)
+//! is such a callback.
 //!
 //! Answers given outside the callback (from a channel, a timer, another thread's
 //! result...) are written by the next [`StdioServer::drive`] (or by the next readiness
@@ -78,6 +75,9 @@
 //!   yet (it is paused on the in-flight limit or on unsent output) are kept, and reading
 //!   stops until they are taken: the kernel pipe buffer then fills and the client's
 //!   writes block. End of file becomes [`Engine::handle_eof`] once every byte was taken.
+//!   One call reads at most 1 MiB, so a flooding client cannot starve your other sources:
+//!   past that, the server re-arms the reader's registration and returns, and the next
+//!   poll reports the reader again.
 //! - **Writing**: output is written as soon as there is some. Only when the pipe is full
 //!   is the writer registered for writable readiness; it is deregistered again once the
 //!   output is flushed, so an idle server gets no spurious wakeups.
@@ -112,20 +112,24 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+use std::fmt;
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use mcp_engine::{Engine, Instant};
+use mcp_engine::{Engine, Event, Instant};
 use mio::unix::pipe::{Receiver, Sender};
 use mio::{Events, Interest, Poll, Registry, Token};
 
 /// Size of the buffer bytes are read into.
 const READ_BUF_LEN: usize = 64 * 1024;
 
+/// Bytes one call reads at most from a polled reader before it yields to the caller's
+/// other sources.
+const READ_BUDGET: usize = 1 << 20;
+
 /// An [`Engine`] wired to a non-blocking reader and writer that a caller's mio loop
 /// polls. See the [crate docs](crate) for the loop it expects.
-#[derive(Debug)]
 pub struct StdioServer {
     engine: Engine,
     reader: Receiver,
@@ -234,11 +238,9 @@ impl StdioServer {
         Ok(())
     }
 
-    /// Handles one readiness event of the caller's loop: reads, feeds the engine, calls
-    /// `host` to drain its events, and writes output, until nothing more can be done
+    /// Handles one readiness event of the caller's loop: reads, feeds the engine, hands
+    /// every engine [`Event`] to `host`, and writes output, until nothing more can be done
     /// without waiting. Events whose token is not one the server registered are ignored.
-    ///
-    /// `host` must drain [`Engine::poll_event`] (see the [crate docs](crate)).
     ///
     /// # Errors
     ///
@@ -249,7 +251,7 @@ impl StdioServer {
         &mut self,
         registry: &Registry,
         event: &mio::event::Event,
-        host: impl FnMut(&mut Engine),
+        host: impl FnMut(Event<'_>),
     ) -> io::Result<()> {
         let Some((read, write)) = self.tokens else { return Ok(()) };
         let token = event.token();
@@ -264,19 +266,20 @@ impl StdioServer {
     }
 
     /// Makes all the progress possible without waiting: offers kept input, reads what
-    /// the reader has (if it was ready), calls `host`, writes output. Call it after
-    /// answering tickets outside the host callback so that the answers are sent and the
-    /// engine, if it was held back by the in-flight limit, resumes reading. Cheap when
-    /// there is nothing to do.
+    /// the reader has (if it was ready), hands engine events to `host`, writes output.
+    /// Call it after answering tickets outside the host callback so that the answers are
+    /// sent and the engine, if it was held back by the in-flight limit, resumes reading.
+    /// Cheap when there is nothing to do.
     ///
     /// # Errors
     ///
     /// As [`handle_ready`](Self::handle_ready).
-    pub fn drive(&mut self, registry: &Registry, mut host: impl FnMut(&mut Engine)) -> io::Result<()> {
+    pub fn drive(&mut self, registry: &Registry, mut host: impl FnMut(Event<'_>)) -> io::Result<()> {
         let now = self.now();
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.engine.handle_timeout(now);
         }
+        let mut budget = READ_BUDGET;
         loop {
             let mut progress = false;
             // Kept input first: it was read before anything still in the pipe.
@@ -293,9 +296,11 @@ impl StdioServer {
                 self.eof_delivered = true;
                 progress = true;
             }
-            host(&mut self.engine);
+            while let Some(event) = self.engine.poll_event() {
+                host(event);
+            }
             progress |= self.flush()?;
-            progress |= self.fill()?;
+            progress |= self.fill(&mut budget)?;
             if !progress {
                 break;
             }
@@ -303,6 +308,15 @@ impl StdioServer {
         if self.read_eof && self.reader_registered {
             self.reader_registered = false;
             registry.deregister(&mut self.reader)?;
+        }
+        if let Some((read, _)) = self.tokens
+            && budget == 0
+            && self.readable
+            && self.reader_registered
+        {
+            // Yield to the caller's other sources: re-arming the registration makes the
+            // poller report the reader again while it has bytes.
+            registry.reregister(&mut self.reader, read, Interest::READABLE)?;
         }
         self.update_writer(registry)
     }
@@ -331,10 +345,14 @@ impl StdioServer {
         Ok(wrote)
     }
 
-    /// Reads one chunk if the reader may have bytes, every kept byte was taken and the
-    /// engine has room. Returns whether anything happened (bytes or end of file).
-    fn fill(&mut self) -> io::Result<bool> {
+    /// Reads one chunk if the reader may have bytes, every kept byte was taken, the
+    /// engine has room and (for a polled reader) `budget` is not spent. Returns whether
+    /// anything happened (bytes or end of file).
+    fn fill(&mut self, budget: &mut usize) -> io::Result<bool> {
         if !self.readable || self.read_eof || self.start < self.end || self.engine.input_capacity() == 0 {
+            return Ok(false);
+        }
+        if *budget == 0 && self.reader_registered {
             return Ok(false);
         }
         loop {
@@ -346,6 +364,7 @@ impl StdioServer {
                 }
                 Ok(n) => {
                     (self.start, self.end) = (0, n);
+                    *budget = budget.saturating_sub(n);
                     return Ok(true);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -361,7 +380,7 @@ impl StdioServer {
     /// Registers the writer while output waits for a full pipe; deregisters it otherwise.
     fn update_writer(&mut self, registry: &Registry) -> io::Result<()> {
         let Some((_, write)) = self.tokens else { return Ok(()) };
-        let blocked = !self.writable && !self.engine.pending_output().is_empty();
+        let blocked = self.is_write_blocked();
         if blocked && !self.writer_registered {
             // A fresh registration reports the pipe at once if it drained meanwhile.
             registry.register(&mut self.writer, write, Interest::WRITABLE)?;
@@ -397,20 +416,27 @@ impl StdioServer {
         Some(deadline.saturating_duration_since(self.now()))
     }
 
+    /// Whether output waits for the writer: a write would have blocked and bytes remain.
+    /// Exactly while this is true, the writer of a registered server is registered for
+    /// writable readiness.
+    pub fn is_write_blocked(&self) -> bool {
+        !self.writable && !self.engine.pending_output().is_empty()
+    }
+
     /// Whether serving is over: the client closed its side, every request was answered
     /// and every byte of output was written.
     pub fn is_finished(&self) -> bool {
         self.engine.is_finished()
     }
 
-    /// Runs a private [`Poll`] loop until [`is_finished`](Self::is_finished). `host` is
-    /// called only when a descriptor is ready, so it must answer tickets inside the
-    /// callback.
+    /// Runs a private [`Poll`] loop until [`is_finished`](Self::is_finished). The server
+    /// runs only when a descriptor is ready, so `host` must answer every event inside
+    /// the callback.
     ///
     /// # Errors
     ///
     /// Those of [`handle_ready`](Self::handle_ready) and of the poller.
-    pub fn run(mut self, mut host: impl FnMut(&mut Engine)) -> io::Result<()> {
+    pub fn run(mut self, mut host: impl FnMut(Event<'_>)) -> io::Result<()> {
         const READ: Token = Token(0);
         const WRITE: Token = Token(1);
         let mut poll = Poll::new()?;
@@ -434,10 +460,22 @@ impl StdioServer {
     }
 }
 
+impl fmt::Debug for StdioServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioServer")
+            .field("engine", &self.engine)
+            .field("tokens", &self.tokens)
+            .field("kept_input", &(self.end - self.start))
+            .field("read_eof", &self.read_eof)
+            .field("write_blocked", &self.is_write_blocked())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for StdioServer {
     fn drop(&mut self) {
         if self.restore_blocking {
-            // Fds 0 and 1 share the mode; leave them as the process found them.
+            // Fds 0 and 1 share the mode: give them back the blocking mode std expects.
             let _ = self.reader.set_nonblocking(false);
             let _ = self.writer.set_nonblocking(false);
         }
@@ -445,17 +483,14 @@ impl Drop for StdioServer {
 }
 
 /// Serves `engine` over this process's stdin and stdout until the client closes stdin
-/// and every answer is written. `host` must drain [`Engine::poll_event`] and answer
-/// every ticket inside the callback (see the [crate docs](crate)); hosts that answer
-/// later need their own loop.
+/// and every answer is written. `host` gets each [`Event`] and must answer it inside the
+/// callback; hosts that answer later need their own loop (see the [crate docs](crate)).
 ///
 /// ```no_run
-/// use mcp_engine::{Config, Engine};
+/// use mcp_engine::{Config, Engine, everything};
 ///
-/// # fn catalog() -> mcp_engine::Catalog { unimplemented!() }
-/// # fn answer(_: &mut Engine) {}
-/// let engine = Engine::new(Config::new("demo", env!("CARGO_PKG_VERSION")), catalog());
-/// mcp_io_mio::serve_stdio(engine, |engine: &mut Engine| answer(engine))?;
+/// let engine = Engine::new(Config::new("demo", env!("CARGO_PKG_VERSION")), everything::catalog());
+/// mcp_io_mio::serve_stdio(engine, everything::respond)?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 ///
@@ -463,6 +498,6 @@ impl Drop for StdioServer {
 ///
 /// Those of [`StdioServer::stdio`] and [`StdioServer::run`], e.g. `BrokenPipe` when the
 /// client stops reading before the answers are written.
-pub fn serve_stdio(engine: Engine, host: impl FnMut(&mut Engine)) -> io::Result<()> {
+pub fn serve_stdio(engine: Engine, host: impl FnMut(Event<'_>)) -> io::Result<()> {
     StdioServer::stdio(engine)?.run(host)
 }

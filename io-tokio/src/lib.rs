@@ -1,1 +1,98 @@
-//! tokio adapter (in progress).
+//! # mcp-io-tokio
+//!
+//! Serve the sans-IO [`mcp_engine`] MCP server engine with [tokio] and asynchronous
+//! handlers.
+//!
+//! This crate is a thin adapter: it moves bytes between an [`AsyncRead`] /
+//! [`AsyncWrite`] pair and an [`Engine`], and runs the work the engine hands out on your
+//! [`Handler`]. Framing, JSON-RPC, validation against the catalog and serialization all
+//! stay in the engine.
+//!
+//! - [`Handler`]: async methods taking owned requests ([`ToolCall`], [`ResourceRead`],
+//!   [`PromptGet`]) and returning owned replies ([`ToolReply`], [`ResourceReply`],
+//!   [`PromptReply`]) or a [`HostFailure`]. [`tool_fn`] makes one from a closure.
+//! - [`serve`] runs one stream over any reader and writer; [`serve_stdio`] over stdin and
+//!   stdout.
+//!
+//! Each request runs in its own tokio task, so slow handlers do not hold up others and
+//! replies go out in the order they finish. At most the engine's in-flight limit
+//! ([`Config::max_in_flight`](mcp_engine::Config::max_in_flight)) run at once: while
+//! that many are unanswered the engine takes no new request, and once its one-frame
+//! input buffer is full no more input is read. A cancelled request's task is aborted.
+//! Logging goes through [`tracing`], never to stdout.
+//!
+//! ## Example
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use mcp_engine::{Catalog, Config, Engine, Resource, Tool};
+//! use mcp_io_tokio::{Handler, HostFailure, ResourceRead, ResourceReply, ToolCall, ToolReply, serve_stdio};
+//!
+//! struct Greeter {
+//!     greeting: String,
+//! }
+//!
+//! impl Handler for Greeter {
+//!     async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostFailure> {
+//!         #[derive(serde::Deserialize)]
+//!         struct Args {
+//!             name: String,
+//!         }
+//!         match call.name.as_str() {
+//!             "greet" => {
+//!                 let args: Args = call.deserialize()?;
+//!                 // Any async work can happen here: I/O, timers, other tasks.
+//!                 Ok(ToolReply::text(format!("{}, {}!", self.greeting, args.name)))
+//!             }
+//!             other => Err(HostFailure::internal(format!("no tool {other}"))),
+//!         }
+//!     }
+//!
+//!     async fn read_resource(&self, read: ResourceRead) -> Result<ResourceReply, HostFailure> {
+//!         match read.uri.as_str() {
+//!             "greeter://greeting" => Ok(ResourceReply::text(read.uri.clone(), Some("text/plain"), &self.greeting)),
+//!             _ => Ok(ResourceReply::not_found()),
+//!         }
+//!     }
+//!     // `get_prompt` keeps its default: this catalog declares no prompt.
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let catalog = Catalog::builder()
+//!         .tool(Tool::new("greet").description("Greets someone.").input_schema(serde_json::json!({
+//!             "type": "object",
+//!             "properties": { "name": { "type": "string" } },
+//!             "required": ["name"]
+//!         })))
+//!         .resource(Resource::new("greeter://greeting", "greeting").mime_type("text/plain"))
+//!         .build()?;
+//!     let engine = Engine::new(Config::new("greeter", "1.0.0"), catalog);
+//!     serve_stdio(engine, Arc::new(Greeter { greeting: "Hello".into() })).await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! The `everything` example of this crate serves the conformance fixture catalog:
+//! `cargo run --release -p mcp-io-tokio --example everything -- --stdio`.
+//!
+//! [`AsyncRead`]: tokio::io::AsyncRead
+//! [`AsyncWrite`]: tokio::io::AsyncWrite
+//! [`Engine`]: mcp_engine::Engine
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod handler;
+mod reply;
+mod request;
+mod serve;
+
+pub use handler::{Handler, PromptResult, ResourceResult, ToolFn, ToolResult, tool_fn};
+pub use reply::{
+    HostFailure, OwnedBase64, OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply,
+    ResourceReply, ToolReply,
+};
+pub use request::{PromptGet, ResourceRead, ToolCall};
+pub use serve::{serve, serve_stdio};

@@ -60,7 +60,11 @@ impl OwnedResourceContents {
     }
     /// Binary contents of `uri`, given as raw bytes.
     pub fn blob(uri: impl Into<String>, mime_type: Option<&str>, bytes: impl Into<Vec<u8>>) -> Self {
-        Self::Blob { uri: uri.into(), mime_type: mime_type.map(str::to_owned), blob: OwnedBase64::Bytes(bytes.into()) }
+        Self::Blob {
+            uri: uri.into(),
+            mime_type: mime_type.map(str::to_owned),
+            blob: OwnedBase64::Bytes(bytes.into()),
+        }
     }
     /// Binary contents of `uri`, given already base64-encoded.
     pub fn blob_base64(uri: impl Into<String>, mime_type: Option<&str>, base64: impl Into<String>) -> Self {
@@ -371,9 +375,18 @@ mod tests {
     fn owned_content_converts_to_the_engine_wire_form() {
         let s = |c: &OwnedContent| serde_json::to_string(&c.as_content()).unwrap();
         assert_eq!(s(&OwnedContent::text("hi")), r#"{"type":"text","text":"hi"}"#);
-        assert_eq!(s(&OwnedContent::image(vec![1, 2, 3], "image/png")), r#"{"type":"image","data":"AQID","mimeType":"image/png"}"#);
-        assert_eq!(s(&OwnedContent::audio_base64("AAA=", "audio/wav")), r#"{"type":"audio","data":"AAA=","mimeType":"audio/wav"}"#);
-        assert_eq!(s(&OwnedContent::resource_link("x://a", "a")), r#"{"type":"resource_link","uri":"x://a","name":"a"}"#);
+        assert_eq!(
+            s(&OwnedContent::image(vec![1, 2, 3], "image/png")),
+            r#"{"type":"image","data":"AQID","mimeType":"image/png"}"#
+        );
+        assert_eq!(
+            s(&OwnedContent::audio_base64("AAA=", "audio/wav")),
+            r#"{"type":"audio","data":"AAA=","mimeType":"audio/wav"}"#
+        );
+        assert_eq!(
+            s(&OwnedContent::resource_link("x://a", "a")),
+            r#"{"type":"resource_link","uri":"x://a","name":"a"}"#
+        );
         assert_eq!(
             s(&OwnedContent::embedded(OwnedResourceContents::text("x://a", Some("text/plain"), "t"))),
             r#"{"type":"resource","resource":{"uri":"x://a","mimeType":"text/plain","text":"t"}}"#
@@ -383,7 +396,10 @@ mod tests {
             r#"{"type":"resource","resource":{"uri":"x://b","blob":"aGk="}}"#
         );
         let m = OwnedPromptMessage::assistant("yo");
-        assert_eq!(serde_json::to_string(&m.as_message()).unwrap(), r#"{"role":"assistant","content":{"type":"text","text":"yo"}}"#);
+        assert_eq!(
+            serde_json::to_string(&m.as_message()).unwrap(),
+            r#"{"role":"assistant","content":{"type":"text","text":"yo"}}"#
+        );
     }
 
     #[test]

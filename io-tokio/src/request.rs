@@ -25,7 +25,11 @@ impl ToolCall {
     }
 
     pub(crate) fn from_event(call: &CallTool<'_>) -> Self {
-        Self { name: call.tool.name.clone(), arguments: call.arguments.raw().to_owned(), revision: call.revision }
+        Self {
+            name: call.tool.name.clone(),
+            arguments: call.arguments.raw().to_owned(),
+            revision: call.revision,
+        }
     }
 
     /// Deserializes the arguments into `T`. `T` may borrow strings from the call when
@@ -110,7 +114,11 @@ impl PromptGet {
     }
 
     pub(crate) fn from_event(get: &GetPrompt<'_>) -> Self {
-        Self { name: get.prompt.name.clone(), arguments: get.arguments.raw().to_owned(), revision: get.revision }
+        Self {
+            name: get.prompt.name.clone(),
+            arguments: get.arguments.raw().to_owned(),
+            revision: get.revision,
+        }
     }
 
     /// Deserializes the arguments into `T` (a struct of strings, or a map such as

@@ -103,25 +103,14 @@ fn load_doc(rev: Rev) -> SchemaDoc {
         Some("https://json-schema.org/draft/2020-12/schema") => Draft::Draft202012,
         Some("https://json-schema.org/draft/2019-09/schema") => Draft::Draft201909,
         Some("http://json-schema.org/draft-07/schema") => Draft::Draft7,
-        other => panic!(
-            "{}: unsupported or missing $schema {other:?}",
-            path.display()
-        ),
+        other => panic!("{}: unsupported or missing $schema {other:?}", path.display()),
     };
-    let container = if matches!(draft, Draft::Draft202012 | Draft::Draft201909) {
-        "$defs"
-    } else {
-        "definitions"
-    };
+    let container =
+        if matches!(draft, Draft::Draft202012 | Draft::Draft201909) { "$defs" } else { "definitions" };
     let Some(defs @ Value::Object(_)) = root.get_mut(container).map(Value::take) else {
         panic!("{}: no `{container}` object", path.display())
     };
-    SchemaDoc {
-        meta,
-        draft,
-        container,
-        defs,
-    }
+    SchemaDoc { meta, draft, container, defs }
 }
 
 fn doc(rev: Rev) -> &'static SchemaDoc {
@@ -137,11 +126,8 @@ fn doc(rev: Rev) -> &'static SchemaDoc {
 /// Names of every definition in the schema of `rev`, sorted.
 #[must_use]
 pub fn definitions(rev: Rev) -> Vec<String> {
-    let mut names: Vec<String> = doc(rev)
-        .defs
-        .as_object()
-        .map(|defs| defs.keys().cloned().collect())
-        .unwrap_or_default();
+    let mut names: Vec<String> =
+        doc(rev).defs.as_object().map(|defs| defs.keys().cloned().collect()).unwrap_or_default();
     names.sort();
     names
 }
@@ -182,11 +168,7 @@ fn validator(rev: Rev, def: &str) -> Arc<Validator> {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Cache::default);
     let key = (rev, def.to_owned());
-    if let Some(found) = cache
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-    {
+    if let Some(found) = cache.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
         return Arc::clone(found);
     }
     // Compile without holding the lock; if two threads race, the first insert wins.
@@ -218,10 +200,7 @@ pub fn check(rev: Rev, def: &str, instance: &Value) -> Result<(), String> {
     if count == 0 {
         Ok(())
     } else {
-        Err(format!(
-            "{count} error(s) against {rev} `{def}`:\n{}",
-            out.trim_end()
-        ))
+        Err(format!("{count} error(s) against {rev} `{def}`:\n{}", out.trim_end()))
     }
 }
 
@@ -248,10 +227,7 @@ fn write_error(out: &mut String, err: &ValidationError<'_>, depth: usize) {
                 message.truncate(end);
                 message.push_str("...");
             }
-            let _ = writeln!(
-                out,
-                "{indent}at {at}: {message} (schema path {schema_path})"
-            );
+            let _ = writeln!(out, "{indent}at {at}: {message} (schema path {schema_path})");
             return;
         }
     };
@@ -280,8 +256,7 @@ fn write_error(out: &mut String, err: &ValidationError<'_>, depth: usize) {
 #[track_caller]
 pub fn assert_valid(rev: Rev, def: &str, instance: &Value) {
     if let Err(errors) = check(rev, def, instance) {
-        let pretty =
-            serde_json::to_string_pretty(instance).unwrap_or_else(|_| instance.to_string());
+        let pretty = serde_json::to_string_pretty(instance).unwrap_or_else(|_| instance.to_string());
         panic!("schema violation ({rev} `{def}`): {errors}\ninstance:\n{pretty}");
     }
 }
@@ -331,9 +306,7 @@ fn read_dir_sorted(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -346,15 +319,9 @@ mod tests {
 
     #[test]
     fn rev_names_and_files() {
-        assert_eq!(
-            Rev::ALL.map(Rev::as_str),
-            ["2026-07-28", "2025-11-25", "2025-06-18"]
-        );
+        assert_eq!(Rev::ALL.map(Rev::as_str), ["2026-07-28", "2025-11-25", "2025-06-18"]);
         for rev in Rev::ALL {
-            assert!(
-                spec_dir().join(rev.as_str()).join("schema.json").is_file(),
-                "missing schema for {rev}"
-            );
+            assert!(spec_dir().join(rev.as_str()).join("schema.json").is_file(), "missing schema for {rev}");
         }
     }
 
@@ -370,8 +337,7 @@ mod tests {
     #[test]
     fn every_2026_example_validates_against_its_folder_type() {
         let examples = examples_2026();
-        let types: std::collections::BTreeSet<&str> =
-            examples.iter().map(|(ty, _, _)| ty.as_str()).collect();
+        let types: std::collections::BTreeSet<&str> = examples.iter().map(|(ty, _, _)| ty.as_str()).collect();
         assert_eq!(types.len(), 88, "example type folders");
         assert_eq!(examples.len(), 129, "example files");
         let mut failures = Vec::new();
@@ -393,10 +359,8 @@ mod tests {
         // Guards against a vacuous pass: a mangled official example is rejected, and
         // examples of other types are not CallToolResults.
         let examples = examples_2026();
-        let (_, _, list) = examples
-            .iter()
-            .find(|(ty, _, _)| ty == "ListToolsResult")
-            .expect("a ListToolsResult example");
+        let (_, _, list) =
+            examples.iter().find(|(ty, _, _)| ty == "ListToolsResult").expect("a ListToolsResult example");
         let mut mangled = list.clone();
         mangled.as_object_mut().unwrap().remove("tools");
         assert!(check(Rev::V2026_07_28, "ListToolsResult", &mangled).is_err());
@@ -406,10 +370,7 @@ mod tests {
                 ty != "CallToolResult" && check(Rev::V2026_07_28, "CallToolResult", v).is_err()
             })
             .count();
-        let others = examples
-            .iter()
-            .filter(|(ty, _, _)| ty != "CallToolResult")
-            .count();
+        let others = examples.iter().filter(|(ty, _, _)| ty != "CallToolResult").count();
         assert_eq!(others_rejected, others);
     }
 
@@ -461,36 +422,24 @@ mod tests {
     fn empty_tool_list_is_valid_before_2026() {
         for rev in [Rev::V2025_06_18, Rev::V2025_11_25] {
             assert_valid(rev, "ListToolsResult", &json!({ "tools": [] }));
-            assert_valid(
-                rev,
-                "ListToolsResult",
-                &json!({ "tools": [tool()], "nextCursor": "c" }),
-            );
+            assert_valid(rev, "ListToolsResult", &json!({ "tools": [tool()], "nextCursor": "c" }));
         }
     }
 
     #[test]
     fn list_tools_result_2026_requires_result_type_ttl_and_cache_scope() {
         let rev = Rev::V2026_07_28;
-        let full =
-            json!({ "tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "public" });
+        let full = json!({ "tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "public" });
         assert_valid(rev, "ListToolsResult", &full);
         for field in ["tools", "resultType", "ttlMs", "cacheScope"] {
             let mut partial = full.clone();
             partial.as_object_mut().unwrap().remove(field);
             let err = check(rev, "ListToolsResult", &partial).unwrap_err();
-            assert!(
-                err.contains(&format!("\"{field}\" is a required property")),
-                "{err}"
-            );
+            assert!(err.contains(&format!("\"{field}\" is a required property")), "{err}");
         }
         assert!(check(rev, "ListToolsResult", &json!({ "tools": [] })).is_err());
         // ttlMs is a non-negative integer and cacheScope is "public" or "private".
-        for (field, bad) in [
-            ("ttlMs", json!(-1)),
-            ("ttlMs", json!(1.5)),
-            ("cacheScope", json!("global")),
-        ] {
+        for (field, bad) in [("ttlMs", json!(-1)), ("ttlMs", json!(1.5)), ("cacheScope", json!("global"))] {
             let mut wrong = full.clone();
             wrong[field] = bad;
             assert!(check(rev, "ListToolsResult", &wrong).is_err(), "{field}");
@@ -504,18 +453,10 @@ mod tests {
     #[test]
     fn result_type_2026_is_required_on_every_result_but_is_any_string() {
         let rev = Rev::V2026_07_28;
-        assert_valid(
-            rev,
-            "CallToolResult",
-            &json!({ "content": [], "resultType": "complete" }),
-        );
+        assert_valid(rev, "CallToolResult", &json!({ "content": [], "resultType": "complete" }));
         assert!(check(rev, "CallToolResult", &json!({ "content": [] })).is_err());
         // The schema types `resultType` as a plain string (no enum).
-        assert_valid(
-            rev,
-            "CallToolResult",
-            &json!({ "content": [], "resultType": "whatever" }),
-        );
+        assert_valid(rev, "CallToolResult", &json!({ "content": [], "resultType": "whatever" }));
         assert_valid(rev, "EmptyResult", &json!({ "resultType": "complete" }));
         assert!(check(rev, "EmptyResult", &json!({})).is_err());
         // The response envelope's `result` is a `Result`, so it needs `resultType` too.
@@ -565,12 +506,8 @@ mod tests {
 
     #[test]
     fn definition_lists() {
-        let results = |rev| -> Vec<String> {
-            definitions(rev)
-                .into_iter()
-                .filter(|d| d.ends_with("Result"))
-                .collect()
-        };
+        let results =
+            |rev| -> Vec<String> { definitions(rev).into_iter().filter(|d| d.ends_with("Result")).collect() };
         assert!(results(Rev::V2026_07_28).contains(&"DiscoverResult".to_owned()));
         assert!(!results(Rev::V2026_07_28).contains(&"InitializeResult".to_owned()));
         assert!(results(Rev::V2025_06_18).contains(&"InitializeResult".to_owned()));

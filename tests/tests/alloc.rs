@@ -49,7 +49,11 @@ fn batch() -> Vec<u8> {
     for i in 0..50 {
         s.push_str(&modern(i, "server/discover", json!({})));
         s.push_str(&modern(i, "tools/list", json!({})));
-        s.push_str(&modern(i, "tools/call", json!({"name": "tool_007", "arguments": {"x": [1, 2, {"y": "z\n"}]}})));
+        s.push_str(&modern(
+            i,
+            "tools/call",
+            json!({"name": "tool_007", "arguments": {"x": [1, 2, {"y": "z\n"}]}}),
+        ));
         s.push_str(&modern(format!("id-{i}"), "tools/call", json!({"name": "tool_100"})));
         s.push_str(&modern(i, "resources/list", json!({})));
         s.push_str(&modern(i, "prompts/list", json!({})));

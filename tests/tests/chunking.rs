@@ -16,7 +16,11 @@ fn transcript() -> Vec<u8> {
     s.push_str(&format!("{{\"pad\":\"{}\"}}\n", "x".repeat(700)));
     s.push_str(&modern("three", "resources/read", json!({"uri": "test://template/7/data"})));
     s.push_str(&legacy_open("2025-06-18"));
-    s.push_str(&request(4, "prompts/get", json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "x", "arg2": "y"}})));
+    s.push_str(&request(
+        4,
+        "prompts/get",
+        json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "x", "arg2": "y"}}),
+    ));
     s.push_str(&notification("notifications/cancelled", json!({"requestId": 4})));
     s.push_str("[1,2]\r\n");
     s.push_str(&request(5, "tools/list", json!({})));

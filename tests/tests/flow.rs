@@ -1,8 +1,8 @@
 //! Tickets, deferred answers, cancellation, limits and pagination.
 
 use mcp_engine::{
-    AnswerError, Catalog, Config, Content, Engine, Event, HostError, Instant, Prompt, PromptMessage, PromptOutput,
-    Resource, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput,
+    AnswerError, Catalog, Config, Content, Engine, Event, HostError, Instant, Prompt, PromptMessage,
+    PromptOutput, Resource, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput,
 };
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::{drive, lines, modern, notification};
@@ -102,7 +102,10 @@ fn the_in_flight_limit_stops_input_and_answers_resume_it() {
 fn cancellation_drops_the_answer() {
     let mut e = tool_engine(8);
     let (_, t) = feed_collect(&mut e, &calls(2));
-    let (_, more) = feed_collect(&mut e, &notification("notifications/cancelled", json!({"requestId": 0, "reason": "user"})));
+    let (_, more) = feed_collect(
+        &mut e,
+        &notification("notifications/cancelled", json!({"requestId": 0, "reason": "user"})),
+    );
     assert!(more.contains(&t[0]), "the host learns of the cancellation");
     assert_eq!(e.in_flight(), 1);
     assert_eq!(e.answer_tool(t[0], &ToolOutput::new(&[])), Err(AnswerError::UnknownTicket));
@@ -161,8 +164,13 @@ fn errors_and_kinds() {
     assert_eq!(e.answer_prompt(tickets[0], &PromptOutput::new(&[])), Err(AnswerError::WrongKind));
     e.answer_error(tickets[0], HostError::Internal("boom")).unwrap();
     e.answer_resource(tickets[1], &[]).unwrap();
-    e.answer_prompt(tickets[2], &PromptOutput::new(&[PromptMessage::assistant(Content::text("hi"))])).unwrap();
-    e.answer_resource(tickets[3], &[ResourceContents::blob("x://t/42", Some("application/octet-stream"), &[0, 255])]).unwrap();
+    e.answer_prompt(tickets[2], &PromptOutput::new(&[PromptMessage::assistant(Content::text("hi"))]))
+        .unwrap();
+    e.answer_resource(
+        tickets[3],
+        &[ResourceContents::blob("x://t/42", Some("application/octet-stream"), &[0, 255])],
+    )
+    .unwrap();
     e.answer_error(tickets[4], HostError::InvalidParams("bad")).unwrap();
     let out = take_output(&mut e);
     assert_eq!(out[0]["error"]["code"], -32603);
@@ -197,7 +205,9 @@ fn pagination_walks_every_item_once_and_cursors_name_their_list() {
     let catalog_of = || {
         let mut b = Catalog::builder();
         for i in (0..7).rev() {
-            b = b.tool(Tool::new(format!("t{i}"))).resource(Resource::new(format!("x://{i}"), format!("r{i}")));
+            b = b
+                .tool(Tool::new(format!("t{i}")))
+                .resource(Resource::new(format!("x://{i}"), format!("r{i}")));
         }
         b.build().unwrap()
     };
@@ -254,8 +264,10 @@ fn keyset_cursors_do_not_skip_items_when_the_catalog_changes() {
     let out = lines(&drive(&mut e, modern(1, "tools/list", json!({})).as_bytes(), &[usize::MAX]));
     let cursor = out[0]["result"]["nextCursor"].as_str().unwrap().to_owned();
     let mut e = Engine::new(cfg, build(&["b", "c", "d"]));
-    let out = lines(&drive(&mut e, modern(2, "tools/list", json!({"cursor": cursor})).as_bytes(), &[usize::MAX]));
-    let names: Vec<_> = out[0]["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+    let out =
+        lines(&drive(&mut e, modern(2, "tools/list", json!({"cursor": cursor})).as_bytes(), &[usize::MAX]));
+    let names: Vec<_> =
+        out[0]["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
     assert_eq!(names, [json!("c"), json!("d")]);
 }
 

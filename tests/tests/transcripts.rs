@@ -53,7 +53,14 @@ fn modern_discover() {
 #[test]
 fn discover_is_answered_bare_whatever_the_meta_says() {
     // The era probe: no _meta at all, or a legacy _meta, still gets the full modern result.
-    for req in [request("p", "server/discover", json!({})), request("p", "server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25"}}))] {
+    for req in [
+        request("p", "server/discover", json!({})),
+        request(
+            "p",
+            "server/discover",
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25"}}),
+        ),
+    ] {
         let out = run(&req);
         assert_eq!(out[0]["id"], "p");
         modern_results_carry_envelope(&out[0]["result"], true);
@@ -75,7 +82,8 @@ fn modern_lists() {
     .concat();
     let out = run(&input);
     assert_eq!(out.len(), 4);
-    let names: Vec<_> = out[0]["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<_> =
+        out[0]["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     let mut sorted = names.clone();
     sorted.sort_unstable();
     assert_eq!(names, sorted, "tools are listed in a deterministic order");
@@ -86,7 +94,11 @@ fn modern_lists() {
     assert_eq!(out[1]["result"]["resources"][0]["uri"], "test://static-binary");
     assert_eq!(out[2]["result"]["resourceTemplates"][0]["uriTemplate"], "test://template/{id}/data");
     assert_eq!(out[3]["result"]["prompts"].as_array().unwrap().len(), 4);
-    for (i, def) in ["ListToolsResult", "ListResourcesResult", "ListResourceTemplatesResult", "ListPromptsResult"].iter().enumerate() {
+    for (i, def) in
+        ["ListToolsResult", "ListResourcesResult", "ListResourceTemplatesResult", "ListPromptsResult"]
+            .iter()
+            .enumerate()
+    {
         assert!(out[i]["result"].get("nextCursor").is_none());
         modern_results_carry_envelope(&out[i]["result"], true);
         check(Rev::V2026_07_28, def, &out[i]);
@@ -124,7 +136,8 @@ fn modern_tool_calls_of_every_content_type() {
     assert_eq!(out[1]["result"]["content"][0]["type"], "image");
     assert_eq!(out[2]["result"]["content"][0]["mimeType"], "audio/wav");
     assert_eq!(out[3]["result"]["content"][0]["resource"]["uri"], "test://embedded-resource");
-    let kinds: Vec<_> = out[4]["result"]["content"].as_array().unwrap().iter().map(|c| c["type"].clone()).collect();
+    let kinds: Vec<_> =
+        out[4]["result"]["content"].as_array().unwrap().iter().map(|c| c["type"].clone()).collect();
     assert_eq!(kinds, [json!("text"), json!("image"), json!("resource")]);
     assert_eq!(out[5]["result"]["isError"], true);
     assert_eq!(out[6]["result"]["content"], json!([{"type": "text", "text": "héllo \"world\"\n"}]));
@@ -149,7 +162,10 @@ fn modern_resource_reads() {
         modern_results_carry_envelope(&o["result"], true);
         check(Rev::V2026_07_28, "ReadResourceResult", o);
     }
-    for (o, uri) in out[3..].iter().zip(["test://nonexistent-resource-for-conformance-testing", "test://template/a/b/data"]) {
+    for (o, uri) in out[3..]
+        .iter()
+        .zip(["test://nonexistent-resource-for-conformance-testing", "test://template/a/b/data"])
+    {
         assert_eq!(o["error"]["code"], -32602);
         assert_eq!(o["error"]["data"]["uri"], uri);
         check(Rev::V2026_07_28, "", o);
@@ -180,7 +196,14 @@ fn modern_prompts() {
 
 #[test]
 fn modern_ping_and_removed_methods_are_method_not_found() {
-    for m in ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "completion/complete", "unknown/method"] {
+    for m in [
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "completion/complete",
+        "unknown/method",
+    ] {
         let out = run(&modern(9, m, json!({})));
         assert_eq!(out[0]["error"]["code"], -32601, "{m}");
         assert_eq!(out[0]["id"], 9);
@@ -226,7 +249,10 @@ fn legacy_sessions() {
         ];
         for (o, def) in out[1..9].iter().zip(defs) {
             let r = &o["result"];
-            assert!(r.get("resultType").is_none() && r.get("_meta").is_none() && r.get("ttlMs").is_none(), "{v} {def}: {o}");
+            assert!(
+                r.get("resultType").is_none() && r.get("_meta").is_none() && r.get("ttlMs").is_none(),
+                "{v} {def}: {o}"
+            );
             check(rev, def, o);
         }
         assert_eq!(out[1]["result"], json!({}));
@@ -240,7 +266,13 @@ fn legacy_sessions() {
 
 #[test]
 fn initialize_negotiates_a_supported_legacy_revision() {
-    for (asked, got) in [("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"), ("2024-11-05", "2025-11-25"), ("2026-07-28", "2025-11-25"), ("1999-01-01", "2025-11-25")] {
+    for (asked, got) in [
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2024-11-05", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
         let out = run(&legacy_open(asked));
         assert_eq!(out.len(), 1, "initialized is a notification");
         assert_eq!(out[0]["result"]["protocolVersion"], got, "asked {asked}");
@@ -251,7 +283,8 @@ fn initialize_negotiates_a_supported_legacy_revision() {
 
 #[test]
 fn legacy_request_named_by_meta_is_served_with_legacy_semantics() {
-    let out = run(&request(1, "ping", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25"}})));
+    let out =
+        run(&request(1, "ping", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25"}})));
     assert_eq!(out[0]["result"], json!({}));
     let out = run(&request(
         1,
@@ -272,7 +305,10 @@ fn a_modern_request_on_a_legacy_stream_is_served_statelessly() {
 #[test]
 fn icons_are_omitted_for_2025_06_18_only() {
     use mcp_engine::{Catalog, Config, Engine, Icon, Tool};
-    let catalog = Catalog::builder().tool(Tool::new("t").description("d").icon(Icon::new("https://example.com/i.png"))).build().unwrap();
+    let catalog = Catalog::builder()
+        .tool(Tool::new("t").description("d").icon(Icon::new("https://example.com/i.png")))
+        .build()
+        .unwrap();
     let listing = |input: String| {
         let mut e = Engine::new(Config::new("s", "1"), catalog_clone(&catalog));
         mcp_tests::lines(&mcp_tests::drive(&mut e, input.as_bytes(), &[usize::MAX]))

@@ -1,0 +1,128 @@
+//! End to end: the `everything` example binary, driven through its stdin and stdout.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+use support::{discover, echo, legacy_open, modern, ping, text_of, within};
+
+/// Builds the example with the profile of this test (a no-op when `cargo test` just built
+/// it) and returns the path cargo reports for it. Asking cargo rather than guessing a
+/// path under `target/` keeps this right when only this test target was built, or with a
+/// custom target directory.
+fn example() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        // target/<profile>/deps/<this test>
+        let profile =
+            exe.parent().and_then(|d| d.parent()).and_then(|d| d.file_name()).and_then(|n| n.to_str());
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "mcp-io-mio", "--example", "everything", "--message-format=json"]);
+        match profile {
+            Some("debug") | None => {}
+            Some(p) => {
+                cmd.args(["--profile", p]);
+            }
+        }
+        let out = cmd.stderr(Stdio::inherit()).output().expect("run cargo build");
+        assert!(out.status.success(), "cargo build --example everything failed");
+        let stdout = String::from_utf8(out.stdout).expect("utf-8");
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "everything")
+            .and_then(|m| m["executable"].as_str().map(PathBuf::from))
+            .expect("cargo reported the example's executable")
+    })
+    .clone()
+}
+
+#[test]
+fn serves_stdio_and_exits_0_when_stdin_closes() {
+    let bin = example();
+    within(move || {
+        let mut child = Command::new(bin)
+            .arg("--stdio")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn the example");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut call = |line: &str| -> Value {
+            stdin.write_all(line.as_bytes()).expect("write");
+            let mut response = String::new();
+            stdout.read_line(&mut response).expect("read");
+            serde_json::from_str(&response).unwrap_or_else(|e| panic!("not JSON ({e}): {response:?}"))
+        };
+
+        let r = call(&discover(1));
+        assert_eq!(r["id"], 1);
+        let info = &r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"];
+        assert_eq!(info["name"], "mcp-engine-everything");
+        assert_eq!(info["version"], env!("CARGO_PKG_VERSION"));
+
+        let r = call(&echo(2, "hi"));
+        assert_eq!(r["id"], 2);
+        assert_eq!(text_of(&r), "hi");
+
+        let r = call(&modern(3, "resources/read", json!({ "uri": "test://static-text" })));
+        assert_eq!(r["result"]["contents"][0]["text"], mcp_engine::everything::STATIC_TEXT);
+
+        let r = call(&legacy_open());
+        assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+        let r = call(&ping(4));
+        assert_eq!(r, json!({ "jsonrpc": "2.0", "id": 4, "result": {} }));
+
+        drop(stdin); // end of file: the server finishes and exits
+        let mut rest = String::new();
+        stdout.read_to_string(&mut rest).expect("read to end");
+        assert_eq!(rest, "", "nothing after the last answer");
+        let status = child.wait().expect("wait");
+        assert!(status.success(), "exit status {status}");
+    });
+}
+
+#[test]
+fn pipelined_requests_then_eof() {
+    let bin = example();
+    within(move || {
+        let mut child = Command::new(bin)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn the example");
+        let input: String = (1..=200).map(|i| echo(i, &format!("m{i}"))).collect();
+        let mut stdin = child.stdin.take().expect("stdin");
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let mut out = String::new();
+        child.stdout.take().expect("stdout").read_to_string(&mut out).expect("read");
+        writer.join().expect("writer thread").expect("write");
+        let responses: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+        assert_eq!(responses.len(), 200);
+        for (i, r) in (1..).zip(&responses) {
+            assert_eq!(r["id"], i);
+            assert_eq!(text_of(r), format!("m{i}"));
+        }
+        assert!(child.wait().expect("wait").success());
+    });
+}
+
+#[test]
+fn unknown_flag_prints_usage_and_exits_2() {
+    let bin = example();
+    within(move || {
+        let out = Command::new(bin).arg("--tcp").stdin(Stdio::null()).output().expect("run the example");
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty(), "stdout carries protocol frames only");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("usage:") && err.contains("--tcp"), "{err}");
+    });
+}
