@@ -25,7 +25,7 @@ fn transcript() -> Vec<u8> {
     s.push_str("[1,2]\r\n");
     s.push_str(&request(5, "tools/list", json!({})));
     s.push_str(&modern(6, "resources/read", json!({"uri": "test://nope"})));
-    s.push_str(&request(7, "ping", json!({})).trim_end().to_owned());
+    s.push_str(request(7, "ping", json!({})).trim_end());
     s.into_bytes()
 }
 

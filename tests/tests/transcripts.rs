@@ -305,21 +305,16 @@ fn a_modern_request_on_a_legacy_stream_is_served_statelessly() {
 #[test]
 fn icons_are_omitted_for_2025_06_18_only() {
     use mcp_engine::{Catalog, Config, Engine, Icon, Tool};
-    let catalog = Catalog::builder()
-        .tool(Tool::new("t").description("d").icon(Icon::new("https://example.com/i.png")))
-        .build()
-        .unwrap();
+    let catalog = || {
+        Catalog::builder()
+            .tool(Tool::new("t").description("d").icon(Icon::new("https://example.com/i.png")))
+            .build()
+            .unwrap()
+    };
     let listing = |input: String| {
-        let mut e = Engine::new(Config::new("s", "1"), catalog_clone(&catalog));
+        let mut e = Engine::new(Config::new("s", "1"), catalog());
         mcp_tests::lines(&mcp_tests::drive(&mut e, input.as_bytes(), &[usize::MAX]))
     };
-    fn catalog_clone(c: &mcp_engine::Catalog) -> mcp_engine::Catalog {
-        let mut b = mcp_engine::Catalog::builder();
-        for t in c.tools() {
-            b = b.tool(t.clone());
-        }
-        b.build().unwrap()
-    }
     let modern_out = listing(modern(1, "tools/list", json!({})));
     assert_eq!(modern_out[0]["result"]["tools"][0]["icons"][0]["src"], "https://example.com/i.png");
     let o1125 = listing(format!("{}{}", legacy_open("2025-11-25"), request(1, "tools/list", json!({}))));
