@@ -692,6 +692,10 @@ pub struct Engine {
     scan_from: usize,
     discarding: bool,
     eof: bool,
+    /// While the ticket slots are full: bytes after `in_start` known to wait for a slot.
+    held: usize,
+    /// A copy of a frame examined while the slots are full (parsing mutates its input).
+    peek: Vec<u8>,
     last_now: Instant,
     parser: Parser,
     core: Core,
@@ -722,6 +726,8 @@ impl Engine {
             scan_from: 0,
             discarding: false,
             eof: false,
+            held: 0,
+            peek: Vec::with_capacity(frame),
             last_now: Instant::ZERO,
             parser: Parser {
                 buffers: Buffers::with_max_depth(frame + 2, cfg.max_depth),
@@ -750,6 +756,11 @@ impl Engine {
                 cfg,
             },
         }
+    }
+
+    /// The configuration the engine was built with.
+    pub fn config(&self) -> &Config {
+        &self.core.cfg
     }
 
     /// The catalog being served.
@@ -1005,17 +1016,21 @@ impl Engine {
         self.in_start = 0;
     }
 
-    fn paused(&self) -> bool {
-        let c = &self.core;
-        c.st.pending.is_some()
-            || c.st.in_flight >= c.cfg.max_in_flight
-            || c.st.out.len() - c.st.out_pos >= c.cfg.max_buffered_output
-    }
-
     /// Processes complete frames until the buffer is exhausted or the engine pauses.
     fn process(&mut self) {
         let max = self.core.cfg.max_frame_len;
-        while !self.paused() {
+        loop {
+            let c = &self.core;
+            if c.st.pending.is_some() || c.st.out.len() - c.st.out_pos >= c.cfg.max_buffered_output {
+                break;
+            }
+            if c.st.in_flight >= c.cfg.max_in_flight {
+                if self.process_held() {
+                    continue;
+                }
+                break;
+            }
+            self.held = 0;
             let rest = &self.inbuf[self.in_start..];
             match memchr::memchr(b'\n', &rest[self.scan_from..]) {
                 Some(i) => {
@@ -1054,7 +1069,89 @@ impl Engine {
             self.inbuf.clear();
             self.in_start = 0;
             self.scan_from = 0;
+            self.held = 0;
         }
+    }
+
+    /// While every ticket slot is busy: frames at the head that need no ticket are served
+    /// in order, and notifications (cancellations above all) are taken from behind the
+    /// requests that wait for a slot, so a client can always cancel what it started.
+    /// Requests that need a ticket, and anything behind them, stay where they are.
+    /// Returns whether a frame was consumed.
+    fn process_held(&mut self) -> bool {
+        let max = self.core.cfg.max_frame_len;
+        let mut pos = self.in_start + self.held;
+        while let Some(i) = memchr::memchr(b'\n', &self.inbuf[pos..]) {
+            let nl = pos + i;
+            let at_head = pos == self.in_start;
+            let mut end = nl;
+            if end > pos && self.inbuf[end - 1] == b'\r' {
+                end -= 1;
+            }
+            let blank = self.inbuf[pos..end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'));
+            if at_head && (blank || end - pos > max) {
+                self.in_start = nl + 1;
+                self.scan_from = 0;
+                if !blank {
+                    self.core.oversized();
+                }
+                return true;
+            }
+            if !blank && end - pos <= max && self.peek_frame(pos, end, at_head) {
+                if at_head {
+                    self.in_start = nl + 1;
+                    self.scan_from = 0;
+                } else {
+                    // Taken out of order: remove it (no allocation, a move within the buffer).
+                    self.inbuf.drain(pos..=nl);
+                }
+                return true;
+            }
+            pos = nl + 1;
+            self.held = pos - self.in_start;
+        }
+        if pos == self.in_start && self.inbuf.len() - pos > max + 1 {
+            // An over-long frame at the head: answered and dropped as on the normal path.
+            self.core.oversized();
+            self.in_start = self.inbuf.len();
+            self.scan_from = 0;
+            self.discarding = true;
+            return true;
+        }
+        false
+    }
+
+    /// Parses a copy of a frame; serves it if it needs no ticket and either sits at the
+    /// head or is a notification. Returns whether it was served.
+    fn peek_frame(&mut self, start: usize, end: usize, at_head: bool) -> bool {
+        self.peek.clear();
+        self.peek.extend_from_slice(&self.inbuf[start..end]);
+        let parser = &mut self.parser;
+        let mut tape = core::mem::replace(&mut parser.tape, Tape(Vec::new())).reset();
+        let served = match simd_json::fill_tape(&mut self.peek, &mut parser.buffers, &mut tape) {
+            Ok(()) => {
+                let n = &tape.0;
+                let notification = json::is_object(n, 0) && json::get(n, 0, "id").is_none();
+                let ticketed = matches!(
+                    json::get(n, 0, "method").and_then(|m| json::str_at(n, m)),
+                    Some("tools/call" | "resources/read" | "prompts/get")
+                );
+                let serve = if notification { true } else { at_head && !ticketed };
+                if serve {
+                    self.core.st.frames += 1;
+                    self.core.dispatch(n);
+                }
+                serve
+            }
+            Err(e) if at_head => {
+                self.core.st.frames += 1;
+                self.core.parse_failure(&e);
+                true
+            }
+            Err(_) => false,
+        };
+        self.parser.tape = tape.reset();
+        served
     }
 
     fn frame(&mut self, start: usize, end: usize) {
@@ -1067,26 +1164,7 @@ impl Engine {
         let mut tape = core::mem::replace(&mut parser.tape, Tape(Vec::new())).reset();
         match simd_json::fill_tape(bytes, &mut parser.buffers, &mut tape) {
             Ok(()) => self.core.dispatch(&tape.0),
-            Err(e) => {
-                if matches!(e.error(), simd_json::ErrorType::DepthLimitExceeded) {
-                    let depth = self.core.cfg.max_depth;
-                    write_error(
-                        &mut self.core.st.out,
-                        Reply::None,
-                        code::INVALID_REQUEST,
-                        format_args!("Invalid Request: JSON nested deeper than {depth} levels"),
-                        |_| {},
-                    );
-                } else {
-                    write_error(
-                        &mut self.core.st.out,
-                        Reply::None,
-                        code::PARSE_ERROR,
-                        format_args!("Parse error: not valid UTF-8 JSON"),
-                        |_| {},
-                    );
-                }
-            }
+            Err(e) => self.core.parse_failure(&e),
         }
         self.parser.tape = tape.reset();
     }
@@ -1099,6 +1177,19 @@ enum Era {
 }
 
 impl Core {
+    fn parse_failure(&mut self, e: &simd_json::Error) {
+        if matches!(e.error(), simd_json::ErrorType::DepthLimitExceeded) {
+            let depth = self.cfg.max_depth;
+            self.error(
+                Reply::None,
+                code::INVALID_REQUEST,
+                format_args!("Invalid Request: JSON nested deeper than {depth} levels"),
+            );
+        } else {
+            self.error(Reply::None, code::PARSE_ERROR, format_args!("Parse error: not valid UTF-8 JSON"));
+        }
+    }
+
     fn oversized(&mut self) {
         let max = self.cfg.max_frame_len;
         write_error(

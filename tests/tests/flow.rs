@@ -283,3 +283,45 @@ fn eof_finishes_only_when_work_is_answered() {
     assert!(e.is_finished());
     assert_eq!(e.handle_input(Instant::ZERO, b"{}\n"), 0, "nothing is read after EOF");
 }
+
+#[test]
+fn a_cancel_is_taken_while_every_slot_is_busy() {
+    let mut e = tool_engine(1);
+    let input = [
+        modern(1, "tools/call", json!({"name": "t"})),
+        modern(2, "tools/call", json!({"name": "t"})),
+        modern(3, "tools/list", json!({})),
+        notification("notifications/cancelled", json!({"requestId": 1})),
+    ]
+    .concat();
+    let (taken, events) = feed_collect(&mut e, &input);
+    assert_eq!(taken, input.len());
+    // Call 1 got the only slot; its cancellation was read from behind the waiting call 2,
+    // which then took the freed slot; the list, next in order and needing no slot, is served.
+    assert_eq!(events.len(), 3, "CallTool(1), Cancelled(1), CallTool(2)");
+    assert_eq!(events[0], events[1]);
+    assert_ne!(events[2], events[0]);
+    assert_eq!(e.in_flight(), 1);
+    let ids: Vec<_> = take_output(&mut e).iter().map(|o| o["id"].clone()).collect();
+    assert_eq!(ids, [json!(3)], "nothing is written for the cancelled call");
+    e.answer_tool(events[2], &ToolOutput::new(&[])).unwrap();
+    let ids: Vec<_> = take_output(&mut e).iter().map(|o| o["id"].clone()).collect();
+    assert_eq!(ids, [json!(2)]);
+}
+
+#[test]
+fn requests_that_need_no_ticket_are_served_at_the_head_while_slots_are_busy() {
+    let mut e = tool_engine(1);
+    let input = [
+        modern(1, "tools/call", json!({"name": "t"})),
+        modern(2, "tools/list", json!({})),
+        "{bad\n".to_owned(),
+    ]
+    .concat();
+    let (_, events) = feed_collect(&mut e, &input);
+    assert_eq!(events.len(), 1);
+    let out = take_output(&mut e);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0]["id"], 2);
+    assert_eq!(out[1]["error"]["code"], -32700);
+}
