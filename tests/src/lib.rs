@@ -115,3 +115,8 @@ pub fn lines(out: &[u8]) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("output line is not JSON ({e}): {l}")))
         .collect()
 }
+
+/// The README's Rust snippets, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
