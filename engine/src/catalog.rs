@@ -936,6 +936,35 @@ mod tests {
     }
 
     #[test]
+    fn templates_and_header_annotations_are_checked_at_build() {
+        for bad in ["x://{a,b}", "x://{#frag}", "x://{a}{b}", "x://{id:3}", "x://no-variables", "x://{"] {
+            let e = Catalog::builder().template(ResourceTemplate::new(bad, "t")).build().unwrap_err();
+            assert!(
+                matches!(&e, CatalogError::InvalidTemplate { template, .. } if template == bad),
+                "{bad}: {e}"
+            );
+        }
+        assert!(Catalog::builder().template(ResourceTemplate::new("x://{a}/{+rest}", "t")).build().is_ok());
+        let bad_header = json!({
+            "type": "object",
+            "properties": { "n": { "type": "number", "x-mcp-header": "N" } }
+        });
+        let e = Catalog::builder().tool(Tool::new("t").input_schema(bad_header)).build().unwrap_err();
+        assert!(matches!(e, CatalogError::InvalidHeaderAnnotation { .. }), "{e}");
+        let good = json!({
+            "type": "object",
+            "properties": { "region": { "type": "string", "x-mcp-header": "Region" } }
+        });
+        let c = Catalog::builder().tool(Tool::new("t").input_schema(good)).build().unwrap();
+        assert_eq!(&*c.tool_header_params("t").unwrap()[0].header, "Region");
+        let e = Catalog::builder()
+            .tool(Tool::new("t").input_schema(json!({"type": "object", "minProperties": "x"})))
+            .build()
+            .unwrap_err();
+        assert!(matches!(e, CatalogError::InvalidSchema { .. }), "{e}");
+    }
+
+    #[test]
     fn input_schema_root_must_be_object() {
         for bad in [json!(true), json!({"type": "string"}), json!({}), json!({"type": ["object"]})] {
             let e = Catalog::builder().tool(Tool::new("t").input_schema(bad)).build().unwrap_err();

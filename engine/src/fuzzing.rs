@@ -67,7 +67,6 @@ fn run(input: &[u8], chunk: usize) -> Vec<u8> {
                 Event::GetPrompt(p) => {
                     let _ = p.answer(&PromptOutput::new(&[PromptMessage::user(Content::text("x"))]));
                 }
-                _ => {}
             }
         }
         if n == 0 {
