@@ -298,3 +298,17 @@ fn unadvertised_families_are_method_not_found() {
     let caps = &out[2]["result"]["capabilities"];
     assert!(caps["tools"].is_object() && caps.get("resources").is_none() && caps.get("prompts").is_none());
 }
+
+#[test]
+fn input_schemas_default_to_json_schema_2020_12() {
+    // `prefixItems` exists only in 2020-12: enforced without a `$schema`, as MCP's default dialect says.
+    let schema = json!({
+        "type": "object",
+        "properties": { "a": { "type": "array", "prefixItems": [{ "type": "string" }] } }
+    });
+    let catalog = Catalog::builder().tool(Tool::new("t").input_schema(schema)).build().unwrap();
+    let mut e = Engine::new(Config::new("s", "1"), catalog);
+    let input = modern(1, "tools/call", json!({"name": "t", "arguments": {"a": [1]}}));
+    let out = lines(&drive(&mut e, input.as_bytes(), &[usize::MAX]));
+    assert_eq!(out[0]["result"]["isError"], true, "{}", out[0]);
+}
