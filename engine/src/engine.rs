@@ -425,6 +425,7 @@ struct Busy {
     kind: Kind,
     revision: Revision,
     id: IdBuf,
+    route: Route,
 }
 
 #[derive(Clone, Copy)]
@@ -589,12 +590,41 @@ impl Prepared {
 
 /// Everything but the input buffer and the parser, so a parsed frame (which borrows
 /// those two) can be handled with `&mut Core`.
-struct Core {
-    cfg: Config,
-    catalog: Catalog,
+pub(crate) struct Core {
+    pub(crate) cfg: Config,
+    pub(crate) catalog: Catalog,
     prepared: Prepared,
     scratch: Scratch,
-    st: State,
+    pub(crate) st: State,
+    pub(crate) mode: Mode,
+}
+
+/// Which transport the core serves: the rules differ (DIGEST A.8, beam_mcp "dual-era is a
+/// stdio fact").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Dual-era, newline-delimited JSON-RPC.
+    Stdio,
+    /// Stateless 2026-07-28 only, with mirrored headers.
+    Http,
+}
+
+/// Where the answer of a ticket goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// The one stdio output.
+    Stdio,
+    /// An HTTP exchange: connection slot and generation, and the request's sequence on it.
+    Http { conn: u32, generation: u32 },
+}
+
+/// An answer written into `State::out` for an HTTP route: `out[start..end]` is one
+/// JSON-RPC message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Routed {
+    pub(crate) route: Route,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 /// Where the data of the current event lives (read by the event while it is held).
@@ -605,9 +635,15 @@ struct Scratch {
 }
 
 /// Output and ticket state (written by answers, also while an event is held).
-struct State {
-    out: Vec<u8>,
-    out_pos: usize,
+pub(crate) struct State {
+    pub(crate) out: Vec<u8>,
+    pub(crate) out_pos: usize,
+    /// HTTP status of the message the current request wrote at once (HTTP mode).
+    pub(crate) http_status: u16,
+    /// The route of the request being dispatched (becomes its ticket's route).
+    pub(crate) route: Route,
+    /// Answers to tickets written since the HTTP layer last looked (HTTP mode only).
+    pub(crate) routed: Vec<Routed>,
     slots: Vec<Slot>,
     in_flight: usize,
     pending: Option<Pending>,
@@ -735,9 +771,13 @@ impl Engine {
             },
             core: Core {
                 prepared,
+                mode: Mode::Stdio,
                 st: State {
                     out: Vec::with_capacity(64 * 1024),
                     out_pos: 0,
+                    http_status: 200,
+                    route: Route::Stdio,
+                    routed: Vec::new(),
                     slots,
                     in_flight: 0,
                     pending: None,
@@ -882,45 +922,7 @@ impl Engine {
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         self.release();
         self.process();
-        if let Some(t) = self.core.st.cancels.pop_front() {
-            return Some(Event::Cancelled(t));
-        }
-        let p = self.core.st.pending?;
-        let Core { cfg, catalog, prepared, scratch, st } = &mut self.core;
-        st.delivered = true;
-        let responder = Responder { st, prepared, resources_cache: cfg.resources_cache };
-        let args = Arguments { raw: core::str::from_utf8(&scratch.args).unwrap_or("{}") };
-        Some(match p.kind {
-            PendingKind::Tool(i) => Event::CallTool(CallTool {
-                ticket: p.ticket,
-                tool: &catalog.tools[i].tool,
-                arguments: args,
-                revision: p.revision,
-                responder,
-            }),
-            PendingKind::Prompt(i) => Event::GetPrompt(GetPrompt {
-                ticket: p.ticket,
-                prompt: &catalog.prompts[i].prompt,
-                arguments: args,
-                revision: p.revision,
-                responder,
-            }),
-            PendingKind::Resource(t) => {
-                let entry = t.map(|t| &catalog.templates[t]);
-                Event::ReadResource(ReadResource {
-                    ticket: p.ticket,
-                    uri: &scratch.uri,
-                    template: entry.map(|e| &e.template),
-                    variables: TemplateVars {
-                        uri: &scratch.uri,
-                        names: entry.map_or(&[][..], |e| e.parsed.var_names()),
-                        captures: &scratch.captures,
-                    },
-                    revision: p.revision,
-                    responder,
-                })
-            }
-        })
+        self.core.next_event()
     }
 
     /// Copies output into `buf`; returns how many bytes were written (0: none pending).
@@ -1177,6 +1179,49 @@ enum Era {
 }
 
 impl Core {
+    /// The next event: a cancellation, else the pending request (marked delivered).
+    pub(crate) fn next_event(&mut self) -> Option<Event<'_>> {
+        if let Some(t) = self.st.cancels.pop_front() {
+            return Some(Event::Cancelled(t));
+        }
+        let p = self.st.pending?;
+        let Core { cfg, catalog, prepared, scratch, st, .. } = self;
+        st.delivered = true;
+        let responder = Responder { st, prepared, resources_cache: cfg.resources_cache };
+        let args = Arguments { raw: core::str::from_utf8(&scratch.args).unwrap_or("{}") };
+        Some(match p.kind {
+            PendingKind::Tool(i) => Event::CallTool(CallTool {
+                ticket: p.ticket,
+                tool: &catalog.tools[i].tool,
+                arguments: args,
+                revision: p.revision,
+                responder,
+            }),
+            PendingKind::Prompt(i) => Event::GetPrompt(GetPrompt {
+                ticket: p.ticket,
+                prompt: &catalog.prompts[i].prompt,
+                arguments: args,
+                revision: p.revision,
+                responder,
+            }),
+            PendingKind::Resource(t) => {
+                let entry = t.map(|t| &catalog.templates[t]);
+                Event::ReadResource(ReadResource {
+                    ticket: p.ticket,
+                    uri: &scratch.uri,
+                    template: entry.map(|e| &e.template),
+                    variables: TemplateVars {
+                        uri: &scratch.uri,
+                        names: entry.map_or(&[][..], |e| e.parsed.var_names()),
+                        captures: &scratch.captures,
+                    },
+                    revision: p.revision,
+                    responder,
+                })
+            }
+        })
+    }
+
     fn parse_failure(&mut self, e: &simd_json::Error) {
         if matches!(e.error(), simd_json::ErrorType::DepthLimitExceeded) {
             let depth = self.cfg.max_depth;
@@ -1625,7 +1670,7 @@ impl Core {
         // `process` pauses before a frame while every slot is busy, so one is free.
         let slot = self.st.slots.iter().position(|s| s.busy.is_none())?;
         let s = &mut self.st.slots[slot];
-        s.busy = Some(Busy { kind, revision, id });
+        s.busy = Some(Busy { kind, revision, id, route: self.st.route });
         self.st.in_flight += 1;
         Some(Ticket { slot: slot as u16, generation: s.generation })
     }
@@ -1800,7 +1845,16 @@ impl State {
                 );
             }
         }
+        self.routed(busy.route, mark);
         Ok(())
+    }
+
+    /// Records that `out[start..]` is the answer for `route` (HTTP routes only).
+    fn routed(&mut self, route: Route, start: usize) {
+        if let Route::Http { .. } = route {
+            let end = self.out.len();
+            self.routed.push(Routed { route, start, end });
+        }
     }
 
     fn answer_error(
@@ -1812,6 +1866,7 @@ impl State {
         let busy = self.take(ticket, kind)?;
         let reply = Reply::Stored(busy.id.as_bytes());
         let out = &mut self.out;
+        let mark = out.len();
         match error {
             HostError::NotFound if busy.kind == Kind::Resource => {
                 let code = if busy.revision.is_stateless() {
@@ -1831,6 +1886,7 @@ impl State {
                 write_error(out, reply, code::INTERNAL_ERROR, format_args!("Internal error: {msg}"), |_| {})
             }
         }
+        self.routed(busy.route, mark);
         Ok(())
     }
 
