@@ -10,6 +10,7 @@ use crate::catalog::{Catalog, Prompt, ResourceTemplate, Tool};
 use crate::content::{PromptOutput, ResourceContents, ToolOutput};
 use crate::cursor::{self, CursorError, ListKind};
 use crate::error::{AnswerError, HostError, code};
+use crate::http_headers;
 use crate::json;
 use crate::revision::Revision;
 use crate::time::Instant;
@@ -178,6 +179,10 @@ impl Config {
     /// The configured frame limit.
     pub fn frame_limit(&self) -> usize {
         self.max_frame_len
+    }
+    /// The configured JSON depth limit.
+    pub fn depth_limit(&self) -> usize {
+        self.max_depth
     }
     /// The configured in-flight limit.
     pub fn in_flight_limit(&self) -> usize {
@@ -530,8 +535,10 @@ fn field(out: &mut Vec<u8>, key: &str) {
 struct Prepared {
     /// `"_meta":{"io.modelcontextprotocol/serverInfo":{..}}` or empty.
     meta: Vec<u8>,
-    /// The body of the `server/discover` result, between braces.
+    /// The body of the `server/discover` result, between braces (stdio: every revision).
     discover: Vec<u8>,
+    /// The same over HTTP, where only `2026-07-28` is served.
+    discover_http: Vec<u8>,
     /// The body of the `initialize` result for 2025-11-25 and 2025-06-18, without
     /// `protocolVersion`.
     initialize: Vec<u8>,
@@ -561,20 +568,25 @@ impl Prepared {
             meta.extend_from_slice(info.as_bytes());
             meta.push(b'}');
         }
-        let mut discover = Vec::new();
-        discover.extend_from_slice(b"\"supportedVersions\":[");
-        for (i, r) in Revision::ALL.iter().enumerate() {
-            if i > 0 {
-                discover.push(b',');
+        let discover_for = |revisions: &[Revision]| {
+            let mut discover = Vec::new();
+            discover.extend_from_slice(b"\"supportedVersions\":[");
+            for (i, r) in revisions.iter().enumerate() {
+                if i > 0 {
+                    discover.push(b',');
+                }
+                json::write_str(&mut discover, r.as_str());
             }
-            json::write_str(&mut discover, r.as_str());
-        }
-        discover.extend_from_slice(b"],\"capabilities\":");
-        discover.extend_from_slice(caps.as_bytes());
-        if let Some(text) = &cfg.instructions {
-            discover.extend_from_slice(b",\"instructions\":");
-            json::write_str(&mut discover, text);
-        }
+            discover.extend_from_slice(b"],\"capabilities\":");
+            discover.extend_from_slice(caps.as_bytes());
+            if let Some(text) = &cfg.instructions {
+                discover.extend_from_slice(b",\"instructions\":");
+                json::write_str(&mut discover, text);
+            }
+            discover
+        };
+        let discover = discover_for(&Revision::ALL);
+        let discover_http = discover_for(&[Revision::V2026_07_28]);
         let mut initialize = Vec::new();
         initialize.extend_from_slice(b"\"capabilities\":");
         initialize.extend_from_slice(caps.as_bytes());
@@ -584,7 +596,7 @@ impl Prepared {
             initialize.extend_from_slice(b",\"instructions\":");
             json::write_str(&mut initialize, text);
         }
-        Self { meta, discover, initialize }
+        Self { meta, discover, discover_http, initialize }
     }
 }
 
@@ -654,9 +666,64 @@ pub(crate) struct State {
     frames: u64,
 }
 
-struct Parser {
+/// The simd-json buffers and tape, reused for every message.
+pub(crate) struct Parser {
     buffers: Buffers,
     tape: Tape<'static>,
+}
+
+impl Parser {
+    pub(crate) fn new(max_len: usize, max_depth: usize) -> Self {
+        Self { buffers: Buffers::with_max_depth(max_len, max_depth), tape: Tape(Vec::new()) }
+    }
+
+    /// Parses `bytes` in place and runs `f` over the tape (or the parse error).
+    pub(crate) fn parse<R>(
+        &mut self,
+        bytes: &mut [u8],
+        f: impl FnOnce(Result<&[Node<'_>], simd_json::Error>) -> R,
+    ) -> R {
+        let mut tape = core::mem::replace(&mut self.tape, Tape(Vec::new())).reset();
+        let r = match simd_json::fill_tape(bytes, &mut self.buffers, &mut tape) {
+            Ok(()) => f(Ok(&tape.0)),
+            Err(e) => f(Err(e)),
+        };
+        self.tape = tape.reset();
+        r
+    }
+}
+
+/// A core for `mode`, with every buffer at its working size.
+pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
+    let prepared = Prepared::new(&cfg, &catalog);
+    let frame = cfg.max_frame_len;
+    let slots = vec![Slot { generation: 0, busy: None }; cfg.max_in_flight];
+    Core {
+        prepared,
+        mode,
+        st: State {
+            out: Vec::with_capacity(64 * 1024),
+            out_pos: 0,
+            http_status: 200,
+            route: Route::Stdio,
+            routed: Vec::with_capacity(cfg.max_in_flight),
+            slots,
+            in_flight: 0,
+            pending: None,
+            delivered: false,
+            cancels: VecDeque::with_capacity(cfg.max_in_flight),
+            legacy: None,
+            initialized: false,
+            frames: 0,
+        },
+        scratch: Scratch {
+            args: Vec::with_capacity(frame),
+            uri: String::with_capacity(1024),
+            captures: Captures::new(),
+        },
+        catalog,
+        cfg,
+    }
 }
 
 /// The MCP server state machine.
@@ -753,9 +820,7 @@ impl Engine {
     /// A new engine serving `catalog`. All buffers are allocated here, at their working
     /// size, so a steady stream of requests allocates nothing more.
     pub fn new(cfg: Config, catalog: Catalog) -> Self {
-        let prepared = Prepared::new(&cfg, &catalog);
         let frame = cfg.max_frame_len;
-        let slots = vec![Slot { generation: 0, busy: None }; cfg.max_in_flight];
         Self {
             inbuf: Vec::with_capacity(frame + 2),
             in_start: 0,
@@ -765,36 +830,8 @@ impl Engine {
             held: 0,
             peek: Vec::with_capacity(frame),
             last_now: Instant::ZERO,
-            parser: Parser {
-                buffers: Buffers::with_max_depth(frame + 2, cfg.max_depth),
-                tape: Tape(Vec::new()),
-            },
-            core: Core {
-                prepared,
-                mode: Mode::Stdio,
-                st: State {
-                    out: Vec::with_capacity(64 * 1024),
-                    out_pos: 0,
-                    http_status: 200,
-                    route: Route::Stdio,
-                    routed: Vec::new(),
-                    slots,
-                    in_flight: 0,
-                    pending: None,
-                    delivered: false,
-                    cancels: VecDeque::with_capacity(cfg.max_in_flight),
-                    legacy: None,
-                    initialized: false,
-                    frames: 0,
-                },
-                scratch: Scratch {
-                    args: Vec::with_capacity(frame),
-                    uri: String::with_capacity(1024),
-                    captures: Captures::new(),
-                },
-                catalog,
-                cfg,
-            },
+            parser: Parser::new(frame + 2, cfg.max_depth),
+            core: new_core(cfg, catalog, Mode::Stdio),
         }
     }
 
@@ -1141,7 +1178,7 @@ impl Engine {
                 let serve = if notification { true } else { at_head && !ticketed };
                 if serve {
                     self.core.st.frames += 1;
-                    self.core.dispatch(n);
+                    self.core.dispatch(n, &[]);
                 }
                 serve
             }
@@ -1165,10 +1202,83 @@ impl Engine {
         let parser = &mut self.parser;
         let mut tape = core::mem::replace(&mut parser.tape, Tape(Vec::new())).reset();
         match simd_json::fill_tape(bytes, &mut parser.buffers, &mut tape) {
-            Ok(()) => self.core.dispatch(&tape.0),
+            Ok(()) => self.core.dispatch(&tape.0, &[]),
             Err(e) => self.core.parse_failure(&e),
         }
         self.parser.tape = tape.reset();
+    }
+}
+
+/// Runs the header matcher over what the body says; writes the `-32020` error and
+/// returns false on a mismatch.
+fn check_headers(
+    catalog: &Catalog,
+    req: &Req<'_, '_>,
+    method: &str,
+    version: &str,
+    headers: &[httparse::Header<'_>],
+    out: &mut Vec<u8>,
+) -> bool {
+    let n = req.n;
+    let param_str =
+        |key: &str| req.params.and_then(|p| json::get(n, p, key)).and_then(|i| json::str_at(n, i));
+    let name = match method {
+        "tools/call" | "prompts/get" => param_str("name"),
+        "resources/read" => param_str("uri"),
+        _ => None,
+    };
+    let declared = match (method, name) {
+        ("tools/call", Some(tool)) => catalog.tool_header_params(tool).unwrap_or(&[]),
+        _ => &[],
+    };
+    let args = req.params.and_then(|p| json::get(n, p, "arguments"));
+    // Checked in groups so that no tool, however many annotations it has, needs a
+    // heap-allocated list.
+    const GROUP: usize = 8;
+    let mut groups = declared.chunks(GROUP).peekable();
+    loop {
+        let mut checks: heapless::Vec<http_headers::ParamCheck<'_>, GROUP> = heapless::Vec::new();
+        if let Some(group) = groups.next() {
+            for param in group {
+                let value = body_value(n, args, &param.path);
+                // `GROUP` elements at most: cannot overflow.
+                let _ =
+                    checks.push(http_headers::ParamCheck { header: &param.header, kind: param.kind, value });
+            }
+        }
+        let expected = http_headers::Expected { protocol_version: version, method, name, params: &checks };
+        if let Err(mismatch) = http_headers::check(headers, &expected) {
+            write_error(out, Reply::Id(req.id), code::HEADER_MISMATCH, format_args!("{mismatch}"), |_| {});
+            return false;
+        }
+        if groups.peek().is_none() {
+            return true;
+        }
+    }
+}
+
+/// The levels `io.modelcontextprotocol/logLevel` may name.
+const LOG_LEVELS: [&str; 8] =
+    ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+/// The body value at `path` below the `arguments` object, as the header matcher sees it.
+fn body_value<'t>(n: &[Node<'t>], args: Option<usize>, path: &[Box<str>]) -> http_headers::BodyValue<'t> {
+    use http_headers::BodyValue;
+    let Some(mut at) = args else { return BodyValue::Absent };
+    for key in path {
+        match json::get(n, at, key) {
+            Some(next) => at = next,
+            None => return BodyValue::Absent,
+        }
+    }
+    match n.get(at) {
+        Some(Node::String(s)) => BodyValue::Str(s),
+        Some(Node::Static(StaticNode::I64(v))) => BodyValue::I64(*v),
+        Some(Node::Static(StaticNode::U64(v))) => BodyValue::U64(*v),
+        Some(Node::Static(StaticNode::F64(v))) => BodyValue::F64(*v),
+        Some(Node::Static(StaticNode::Bool(b))) => BodyValue::Bool(*b),
+        Some(Node::Static(StaticNode::Null)) => BodyValue::Null,
+        _ => BodyValue::Other,
     }
 }
 
@@ -1179,6 +1289,54 @@ enum Era {
 }
 
 impl Core {
+    /// Cancels every ticket of `route` (its HTTP response stream closed): the host
+    /// learns through [`Event::Cancelled`] and nothing more is written for it.
+    pub(crate) fn cancel_route(&mut self, route: Route) {
+        for slot in 0..self.st.slots.len() {
+            let s = self.st.slots[slot];
+            if s.busy.is_some_and(|b| b.route == route) {
+                self.st.free(slot);
+                self.st.cancels.push_back(Ticket { slot: slot as u16, generation: s.generation });
+            }
+        }
+    }
+
+    /// Forgets the delivered event (its borrow has ended).
+    pub(crate) fn release(&mut self) {
+        if self.st.delivered {
+            self.st.delivered = false;
+            self.st.pending = None;
+        }
+    }
+
+    pub(crate) fn answer_tool<S: Serialize + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        output: &ToolOutput<'_, S>,
+    ) -> Result<(), AnswerError> {
+        self.st.answer_tool(&self.prepared, ticket, output)
+    }
+
+    pub(crate) fn answer_resource(
+        &mut self,
+        ticket: Ticket,
+        contents: &[ResourceContents<'_>],
+    ) -> Result<(), AnswerError> {
+        self.st.answer_resource(&self.prepared, self.cfg.resources_cache, ticket, contents)
+    }
+
+    pub(crate) fn answer_prompt(
+        &mut self,
+        ticket: Ticket,
+        output: &PromptOutput<'_>,
+    ) -> Result<(), AnswerError> {
+        self.st.answer_prompt(&self.prepared, ticket, output)
+    }
+
+    pub(crate) fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.st.answer_error(ticket, None, error)
+    }
+
     /// The next event: a cancellation, else the pending request (marked delivered).
     pub(crate) fn next_event(&mut self) -> Option<Event<'_>> {
         if let Some(t) = self.st.cancels.pop_front() {
@@ -1247,10 +1405,84 @@ impl Core {
     }
 
     fn error(&mut self, reply: Reply<'_, '_>, code: i32, message: fmt::Arguments<'_>) {
+        self.st.http_status = match code {
+            code::METHOD_NOT_FOUND => 404,
+            code::PARSE_ERROR | code::INVALID_REQUEST => 400,
+            _ => self.st.http_status,
+        };
         write_error(&mut self.st.out, reply, code, message, |_| {});
     }
 
-    fn dispatch(&mut self, n: &[Node<'_>]) {
+    /// Writes a `-32602` that refuses the request's envelope (HTTP 400, unlike a
+    /// `-32602` about a method's parameters, which HTTP answers with 200).
+    fn refuse_meta(&mut self, reply: Reply<'_, '_>, message: fmt::Arguments<'_>) {
+        self.st.http_status = 400;
+        write_error(&mut self.st.out, reply, code::INVALID_PARAMS, message, |_| {});
+    }
+
+    /// The revision rules of Streamable HTTP (2026-07-28 only), in the order the
+    /// conformance suite implies (DIGEST Part D item 2): `_meta` present (`-32602`), the
+    /// headers mirror the body (`-32020`), the revision is supported (`-32022`).
+    fn era_http(&mut self, req: &Req<'_, '_>, method: &str, headers: &[httparse::Header<'_>]) -> Option<Era> {
+        let n = req.n;
+        let reply = Reply::Id(req.id);
+        let meta = req.params.and_then(|p| json::get(n, p, "_meta"));
+        let Some(m) = meta.filter(|&m| json::is_object(n, m)) else {
+            self.refuse_meta(
+                reply,
+                format_args!(
+                    "Invalid params: params._meta must be an object carrying io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"
+                ),
+            );
+            return None;
+        };
+        let Some(version) =
+            json::get(n, m, "io.modelcontextprotocol/protocolVersion").and_then(|i| json::str_at(n, i))
+        else {
+            self.refuse_meta(
+                reply,
+                format_args!("Invalid params: params._meta must carry io.modelcontextprotocol/protocolVersion as a string"),
+            );
+            return None;
+        };
+        if !json::get(n, m, "io.modelcontextprotocol/clientCapabilities")
+            .is_some_and(|c| json::is_object(n, c))
+        {
+            self.refuse_meta(
+                reply,
+                format_args!("Invalid params: params._meta must carry io.modelcontextprotocol/clientCapabilities as an object"),
+            );
+            return None;
+        }
+        if !check_headers(&self.catalog, req, method, version, headers, &mut self.st.out) {
+            self.st.http_status = 400;
+            return None;
+        }
+        if version != Revision::V2026_07_28.as_str() {
+            self.st.http_status = 400;
+            write_error(
+                &mut self.st.out,
+                reply,
+                code::UNSUPPORTED_PROTOCOL_VERSION,
+                format_args!("Unsupported protocol version: {version}"),
+                |out| {
+                    out.extend_from_slice(b"{\"supported\":[\"2026-07-28\"],\"requested\":");
+                    json::write_str(out, version);
+                    out.push(b'}');
+                },
+            );
+            return None;
+        }
+        if let Some(li) = json::get(n, m, "io.modelcontextprotocol/logLevel")
+            && !json::str_at(n, li).is_some_and(|l| LOG_LEVELS.contains(&l))
+        {
+            self.refuse_meta(reply, format_args!("Invalid params: unknown io.modelcontextprotocol/logLevel"));
+            return None;
+        }
+        Some(Era::Modern)
+    }
+
+    pub(crate) fn dispatch(&mut self, n: &[Node<'_>], headers: &[httparse::Header<'_>]) {
         match n.first() {
             Some(Node::Object { .. }) => {}
             Some(Node::Array { .. }) => {
@@ -1338,19 +1570,26 @@ impl Core {
             );
         }
         let req = Req { n, id, params };
-        // Matched before the revision switch: the era probe and the legacy opener.
-        match method {
-            "server/discover" => return self.discover(&req),
-            "initialize" => return self.initialize(&req),
-            _ => {}
-        }
-        let rev = match self.era(&req) {
+        let era = match self.mode {
+            Mode::Stdio => {
+                // Matched before the revision switch: the era probe and the legacy opener.
+                match method {
+                    "server/discover" => return self.discover(&req),
+                    "initialize" => return self.initialize(&req),
+                    _ => {}
+                }
+                self.era(&req)
+            }
+            Mode::Http => self.era_http(&req, method, headers),
+        };
+        let rev = match era {
             Some(Era::Modern) => Revision::V2026_07_28,
             Some(Era::Legacy(r)) => r,
             None => return,
         };
         let c = &self.catalog;
         match method {
+            "server/discover" => self.discover(&req),
             "ping" if !rev.is_stateless() => {
                 let mut out = core::mem::take(&mut self.st.out);
                 result_start(&mut out, Reply::Id(id));
@@ -1487,9 +1726,7 @@ impl Core {
             }
         }
         if let Some(li) = json::get(n, m, "io.modelcontextprotocol/logLevel") {
-            const LEVELS: [&str; 8] =
-                ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
-            if !json::str_at(n, li).is_some_and(|l| LEVELS.contains(&l)) {
+            if !json::str_at(n, li).is_some_and(|l| LOG_LEVELS.contains(&l)) {
                 self.error(
                     reply,
                     code::INVALID_PARAMS,
@@ -1504,7 +1741,10 @@ impl Core {
     fn discover(&mut self, req: &Req<'_, '_>) {
         let mut out = core::mem::take(&mut self.st.out);
         result_start(&mut out, Reply::Id(req.id));
-        out.extend_from_slice(&self.prepared.discover);
+        out.extend_from_slice(match self.mode {
+            Mode::Stdio => &self.prepared.discover,
+            Mode::Http => &self.prepared.discover_http,
+        });
         result_end(&mut out, &self.prepared, Revision::V2026_07_28, Some(self.cfg.discover_cache));
         self.st.out = out;
     }

@@ -84,6 +84,7 @@ pub mod content;
 mod cursor;
 mod engine;
 pub mod error;
+mod http_headers;
 mod json;
 mod revision;
 mod time;
