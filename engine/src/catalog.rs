@@ -463,6 +463,7 @@ impl Fragments {
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
     pub(crate) validator: Option<jsonschema::Validator>,
+    pub(crate) output_validator: Option<jsonschema::Validator>,
     #[allow(dead_code)] // read by the HTTP header matcher
     pub(crate) header_params: Vec<HeaderParam>,
     pub(crate) wire: Fragments,
@@ -753,11 +754,12 @@ fn build_tool(tool: Tool) -> Result<ToolEntry, CatalogError> {
             (Some(compile(&tool.name, schema)?), headers)
         }
     };
-    if let Some(schema) = &tool.output_schema {
-        compile(&tool.name, schema)?;
-    }
+    let output_validator = match &tool.output_schema {
+        Some(schema) => Some(compile(&tool.name, schema)?),
+        None => None,
+    };
     let wire = Fragments::of(&ToolWire { t: &tool, icons: true }, &ToolWire { t: &tool, icons: false });
-    Ok(ToolEntry { tool, validator, header_params, wire })
+    Ok(ToolEntry { tool, validator, output_validator, header_params, wire })
 }
 
 fn no_icons(icons: &&[Icon]) -> bool {

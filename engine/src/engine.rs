@@ -121,17 +121,23 @@ impl Config {
         self.max_frame_len = bytes.max(512);
         self
     }
-    /// Most tickets outstanding at once (default 64). While that many are unanswered the
-    /// engine processes no further frame: input stays buffered and, once the buffer is
-    /// full, [`Engine::handle_input`] accepts no more bytes. Clamped to 1..=65,535.
+    /// Most tickets outstanding at once (default 64). While that many are unanswered, a
+    /// request that needs a ticket waits, and so does every frame after it, except
+    /// cancellations of requests that hold a ticket, which are taken out of order so the
+    /// client can free a slot. Frames at the head that need no ticket (a `ping`, a list)
+    /// are still served. Waiting frames stay buffered (one frame's worth of bytes); once
+    /// that buffer is full, [`Engine::handle_input`] accepts no more bytes, and a
+    /// cancellation sent after that is read only when a slot frees. Clamped to
+    /// 1..=65,535.
     pub fn max_in_flight(&mut self, n: usize) -> &mut Self {
         self.max_in_flight = n.clamp(1, u16::MAX as usize);
         self
     }
     /// Deepest JSON nesting accepted in a frame (default 64). A deeper frame is answered
-    /// `-32600`. Clamped to 8..=1024.
+    /// `-32600`. Clamped to 8..=128 (128 is what `serde_json`, which validates and
+    /// deserializes arguments, accepts).
     pub fn max_depth(&mut self, depth: usize) -> &mut Self {
-        self.max_depth = depth.clamp(8, 1024);
+        self.max_depth = depth.clamp(8, 128);
         self
     }
     /// Output bytes the engine holds before it stops processing input until the caller
@@ -263,6 +269,7 @@ impl fmt::Debug for TemplateVars<'_> {
 struct Responder<'a> {
     st: &'a mut State,
     prepared: &'a Prepared,
+    catalog: &'a Catalog,
     resources_cache: CachePolicy,
 }
 
@@ -286,7 +293,7 @@ pub struct CallTool<'a> {
 impl CallTool<'_> {
     /// Answers with a tool result now.
     pub fn answer<S: Serialize + ?Sized>(self, output: &ToolOutput<'_, S>) -> Result<(), AnswerError> {
-        self.responder.st.answer_tool(self.responder.prepared, self.ticket, output)
+        self.responder.st.answer_tool(self.responder.prepared, self.responder.catalog, self.ticket, output)
     }
     /// Answers with an error now.
     pub fn fail(self, error: HostError<'_>) -> Result<(), AnswerError> {
@@ -431,23 +438,25 @@ struct Busy {
     revision: Revision,
     id: IdBuf,
     route: Route,
+    /// The catalog index of the tool (tool calls only).
+    target: u32,
 }
 
 #[derive(Clone, Copy)]
-struct Slot {
+pub(crate) struct Slot {
     generation: u32,
     busy: Option<Busy>,
 }
 
 #[derive(Clone, Copy)]
-enum PendingKind {
+pub(crate) enum PendingKind {
     Tool(usize),
     Resource(Option<usize>),
     Prompt(usize),
 }
 
 #[derive(Clone, Copy)]
-struct Pending {
+pub(crate) struct Pending {
     kind: PendingKind,
     ticket: Ticket,
     revision: Revision,
@@ -656,11 +665,11 @@ pub(crate) struct State {
     pub(crate) route: Route,
     /// Answers to tickets written since the HTTP layer last looked (HTTP mode only).
     pub(crate) routed: Vec<Routed>,
-    slots: Vec<Slot>,
-    in_flight: usize,
-    pending: Option<Pending>,
-    delivered: bool,
-    cancels: VecDeque<Ticket>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) in_flight: usize,
+    pub(crate) pending: Option<Pending>,
+    pub(crate) delivered: bool,
+    pub(crate) cancels: VecDeque<Ticket>,
     legacy: Option<Revision>,
     initialized: bool,
     frames: u64,
@@ -987,6 +996,13 @@ impl Engine {
         if c.out_pos == c.out.len() {
             c.out.clear();
             c.out_pos = 0;
+        } else if c.out_pos >= 64 * 1024 || c.out_pos * 2 >= c.out.len() {
+            // A writer that always leaves a little behind must not make the buffer grow:
+            // move the unsent tail to the front (no allocation).
+            let len = c.out.len();
+            c.out.copy_within(c.out_pos..len, 0);
+            c.out.truncate(len - c.out_pos);
+            c.out_pos = 0;
         }
         if n > 0 {
             self.release();
@@ -1001,7 +1017,7 @@ impl Engine {
         output: &ToolOutput<'_, S>,
     ) -> Result<(), AnswerError> {
         self.release();
-        let r = self.core.st.answer_tool(&self.core.prepared, ticket, output);
+        let r = self.core.st.answer_tool(&self.core.prepared, &self.core.catalog, ticket, output);
         self.process();
         r
     }
@@ -1095,10 +1111,17 @@ impl Engine {
                         self.scan_from = 0;
                         self.discarding = true;
                     } else if self.eof && !rest.is_empty() {
-                        let (start, end) = (self.in_start, self.inbuf.len());
+                        let (start, mut end) = (self.in_start, self.inbuf.len());
                         self.in_start = end;
                         self.scan_from = 0;
-                        self.frame(start, end);
+                        if self.inbuf[end - 1] == b'\r' {
+                            end -= 1;
+                        }
+                        if end - start > max {
+                            self.core.oversized();
+                        } else {
+                            self.frame(start, end);
+                        }
                     }
                     break;
                 }
@@ -1171,11 +1194,16 @@ impl Engine {
             Ok(()) => {
                 let n = &tape.0;
                 let notification = json::is_object(n, 0) && json::get(n, 0, "id").is_none();
-                let ticketed = matches!(
-                    json::get(n, 0, "method").and_then(|m| json::str_at(n, m)),
-                    Some("tools/call" | "resources/read" | "prompts/get")
-                );
-                let serve = if notification { true } else { at_head && !ticketed };
+                let method = json::get(n, 0, "method").and_then(|m| json::str_at(n, m));
+                let ticketed = matches!(method, Some("tools/call" | "resources/read" | "prompts/get"));
+                // In order at the head; from behind a waiting request only a cancellation
+                // of a request that already holds a ticket (any other frame could depend on
+                // what waits before it, and a cancel of a waiting request must wait with it).
+                let serve = if at_head {
+                    notification || !ticketed
+                } else {
+                    notification && method == Some("notifications/cancelled") && self.core.cancel_is_live(n)
+                };
                 if serve {
                     self.core.st.frames += 1;
                     self.core.dispatch(n, &[]);
@@ -1257,6 +1285,31 @@ fn check_headers(
     }
 }
 
+/// The request id a `notifications/cancelled` frame names, in its stored form.
+fn cancelled_id(n: &[Node<'_>]) -> Option<IdBuf> {
+    let p = json::get(n, 0, "params")?;
+    let ri = json::get(n, p, "requestId")?;
+    let id = match n.get(ri)? {
+        Node::String(s) => IdRef::Str(s),
+        Node::Static(StaticNode::I64(v)) => IdRef::I(*v),
+        Node::Static(StaticNode::U64(v)) => IdRef::U(*v),
+        _ => return None,
+    };
+    IdBuf::of(id)
+}
+
+/// Whether `structuredContent` conforms to the tool's output schema (and, before
+/// 2026-07-28, is an object as those revisions require).
+fn structured_conforms<S: Serialize + ?Sized>(
+    validator: &jsonschema::Validator,
+    structured: Option<&S>,
+    revision: Revision,
+) -> bool {
+    let Some(s) = structured else { return false };
+    let Ok(value) = serde_json::to_value(s) else { return false };
+    (revision.is_stateless() || value.is_object()) && validator.is_valid(&value)
+}
+
 /// The levels `io.modelcontextprotocol/logLevel` may name.
 const LOG_LEVELS: [&str; 8] =
     ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -1301,6 +1354,12 @@ impl Core {
         }
     }
 
+    /// Whether the cancellation notification `n` names a request holding a ticket.
+    fn cancel_is_live(&self, n: &[Node<'_>]) -> bool {
+        let Some(id) = cancelled_id(n) else { return false };
+        self.st.slots.iter().any(|s| s.busy.is_some_and(|b| b.id.as_bytes() == id.as_bytes()))
+    }
+
     /// Forgets the delivered event (its borrow has ended).
     pub(crate) fn release(&mut self) {
         if self.st.delivered {
@@ -1314,7 +1373,7 @@ impl Core {
         ticket: Ticket,
         output: &ToolOutput<'_, S>,
     ) -> Result<(), AnswerError> {
-        self.st.answer_tool(&self.prepared, ticket, output)
+        self.st.answer_tool(&self.prepared, &self.catalog, ticket, output)
     }
 
     pub(crate) fn answer_resource(
@@ -1343,9 +1402,9 @@ impl Core {
             return Some(Event::Cancelled(t));
         }
         let p = self.st.pending?;
-        let Core { cfg, catalog, prepared, scratch, st, .. } = self;
+        let Self { cfg, catalog, prepared, scratch, st, .. } = self;
         st.delivered = true;
-        let responder = Responder { st, prepared, resources_cache: cfg.resources_cache };
+        let responder = Responder { st, prepared, catalog, resources_cache: cfg.resources_cache };
         let args = Arguments { raw: core::str::from_utf8(&scratch.args).unwrap_or("{}") };
         Some(match p.kind {
             PendingKind::Tool(i) => Event::CallTool(CallTool {
@@ -1380,7 +1439,7 @@ impl Core {
         })
     }
 
-    fn parse_failure(&mut self, e: &simd_json::Error) {
+    pub(crate) fn parse_failure(&mut self, e: &simd_json::Error) {
         if matches!(e.error(), simd_json::ErrorType::DepthLimitExceeded) {
             let depth = self.cfg.max_depth;
             self.error(
@@ -1500,6 +1559,13 @@ impl Core {
                 );
             }
         }
+        // A response (result or error, no method) is never answered, whatever its id:
+        // this server sends no requests, so there is nothing to match it with.
+        if json::get(n, 0, "method").is_none()
+            && (json::get(n, 0, "result").is_some() || json::get(n, 0, "error").is_some())
+        {
+            return;
+        }
         // The id first, so every later error can echo it.
         let id = match json::get(n, 0, "id") {
             None => None,
@@ -1572,10 +1638,16 @@ impl Core {
         let req = Req { n, id, params };
         let era = match self.mode {
             Mode::Stdio => {
-                // Matched before the revision switch: the era probe and the legacy opener.
+                let meta = params.and_then(|p| json::get(n, p, "_meta"));
+                // Matched before the revision switch: the era probe (answered bare unless its
+                // `_meta` names a revision, which is then checked like any other), the legacy
+                // opener, and a `ping` before `initialize` (the legacy lifecycle allows it).
                 match method {
-                    "server/discover" => return self.discover(&req),
+                    "server/discover" if meta.is_none() => return self.discover(&req),
                     "initialize" => return self.initialize(&req),
+                    "ping" if meta.is_none() && self.st.legacy.is_none() => {
+                        return self.pong(reply);
+                    }
                     _ => {}
                 }
                 self.era(&req)
@@ -1590,12 +1662,7 @@ impl Core {
         let c = &self.catalog;
         match method {
             "server/discover" => self.discover(&req),
-            "ping" if !rev.is_stateless() => {
-                let mut out = core::mem::take(&mut self.st.out);
-                result_start(&mut out, Reply::Id(id));
-                out.extend_from_slice(b"}}\n");
-                self.st.out = out;
-            }
+            "ping" if !rev.is_stateless() => self.pong(reply),
             "tools/list" if c.has_tools() => self.list(&req, rev, ListKind::Tools),
             "tools/call" if c.has_tools() => self.call_tool(&req, rev),
             "resources/list" if c.has_resources() => self.list(&req, rev, ListKind::Resources),
@@ -1612,16 +1679,9 @@ impl Core {
     fn notification(&mut self, n: &[Node<'_>], method: &str, params: Option<usize>) {
         match method {
             "notifications/initialized" if self.st.legacy.is_some() => self.st.initialized = true,
-            "notifications/cancelled" => {
-                let Some(p) = params else { return };
-                let Some(ri) = json::get(n, p, "requestId") else { return };
-                let id = match n[ri] {
-                    Node::String(s) => IdRef::Str(s),
-                    Node::Static(StaticNode::I64(v)) => IdRef::I(v),
-                    Node::Static(StaticNode::U64(v)) => IdRef::U(v),
-                    _ => return,
-                };
-                let Some(idb) = IdBuf::of(id) else { return };
+            "notifications/cancelled" if self.mode == Mode::Stdio => {
+                let _ = params;
+                let Some(idb) = cancelled_id(n) else { return };
                 let found = self
                     .st
                     .slots
@@ -1725,17 +1785,23 @@ impl Core {
                 return None;
             }
         }
-        if let Some(li) = json::get(n, m, "io.modelcontextprotocol/logLevel") {
-            if !json::str_at(n, li).is_some_and(|l| LOG_LEVELS.contains(&l)) {
-                self.error(
-                    reply,
-                    code::INVALID_PARAMS,
-                    format_args!("Invalid params: unknown io.modelcontextprotocol/logLevel"),
-                );
-                return None;
-            }
+        if let Some(li) = json::get(n, m, "io.modelcontextprotocol/logLevel")
+            && !json::str_at(n, li).is_some_and(|l| LOG_LEVELS.contains(&l))
+        {
+            self.error(
+                reply,
+                code::INVALID_PARAMS,
+                format_args!("Invalid params: unknown io.modelcontextprotocol/logLevel"),
+            );
+            return None;
         }
         Some(Era::Modern)
+    }
+
+    /// The legacy `ping` answer: an empty result.
+    fn pong(&mut self, reply: Reply<'_, '_>) {
+        result_start(&mut self.st.out, reply);
+        self.st.out.extend_from_slice(b"}}\n");
     }
 
     fn discover(&mut self, req: &Req<'_, '_>) {
@@ -1898,7 +1964,7 @@ impl Core {
     }
 
     /// Takes a free slot for request `id`, or answers `-32600` if its id is too long to keep.
-    fn ticket(&mut self, req: &Req<'_, '_>, kind: Kind, revision: Revision) -> Option<Ticket> {
+    fn ticket(&mut self, req: &Req<'_, '_>, kind: Kind, revision: Revision, target: usize) -> Option<Ticket> {
         let Some(id) = IdBuf::of(req.id) else {
             self.error(
                 Reply::Id(req.id),
@@ -1910,7 +1976,7 @@ impl Core {
         // `process` pauses before a frame while every slot is busy, so one is free.
         let slot = self.st.slots.iter().position(|s| s.busy.is_none())?;
         let s = &mut self.st.slots[slot];
-        s.busy = Some(Busy { kind, revision, id, route: self.st.route });
+        s.busy = Some(Busy { kind, revision, id, route: self.st.route, target: target as u32 });
         self.st.in_flight += 1;
         Some(Ticket { slot: slot as u16, generation: s.generation })
     }
@@ -1954,7 +2020,7 @@ impl Core {
                 return;
             }
         }
-        let Some(ticket) = self.ticket(req, Kind::Tool, rev) else { return };
+        let Some(ticket) = self.ticket(req, Kind::Tool, rev, ti) else { return };
         self.st.pending = Some(Pending { kind: PendingKind::Tool(ti), ticket, revision: rev });
     }
 
@@ -1963,7 +2029,7 @@ impl Core {
         let Some(target) = self.catalog.resolve_uri(uri, &mut self.scratch.captures) else {
             return self.not_found(Reply::Id(req.id), rev, uri);
         };
-        let Some(ticket) = self.ticket(req, Kind::Resource, rev) else { return };
+        let Some(ticket) = self.ticket(req, Kind::Resource, rev, 0) else { return };
         self.scratch.uri.clear();
         self.scratch.uri.push_str(uri);
         self.st.pending = Some(Pending { kind: PendingKind::Resource(target), ticket, revision: rev });
@@ -2014,7 +2080,7 @@ impl Core {
                 |_| {},
             );
         }
-        let Some(ticket) = self.ticket(req, Kind::Prompt, rev) else { return };
+        let Some(ticket) = self.ticket(req, Kind::Prompt, rev, 0) else { return };
         self.st.pending = Some(Pending { kind: PendingKind::Prompt(pi), ticket, revision: rev });
     }
 }
@@ -2047,6 +2113,16 @@ impl State {
         }
     }
 
+    /// The live slot of `ticket`, without freeing it.
+    fn peek(&self, ticket: Ticket, kind: Kind) -> Result<Busy, AnswerError> {
+        let slot = self.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
+        match slot.busy {
+            Some(b) if slot.generation == ticket.generation && b.kind == kind => Ok(b),
+            Some(b) if slot.generation == ticket.generation && b.kind != kind => Err(AnswerError::WrongKind),
+            _ => Err(AnswerError::UnknownTicket),
+        }
+    }
+
     /// Frees the slot of `ticket` if it is live and of kind `kind`.
     fn take(&mut self, ticket: Ticket, kind: Option<Kind>) -> Result<Busy, AnswerError> {
         let slot = self.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
@@ -2072,8 +2148,18 @@ impl State {
         let out = &mut self.out;
         let mark = out.len();
         result_start(out, Reply::Stored(busy.id.as_bytes()));
+        let body_start = out.len();
         match body(out, busy.revision) {
-            Ok(cache) => result_end(out, prepared, busy.revision, cache),
+            Ok(cache) => {
+                // Host-serialized values (a `RawValue`, say) may hold line breaks as JSON
+                // whitespace; a frame must not. Outside strings they can only be whitespace.
+                for b in &mut out[body_start..] {
+                    if matches!(*b, b'\n' | b'\r') {
+                        *b = b' ';
+                    }
+                }
+                result_end(out, prepared, busy.revision, cache)
+            }
             Err(e) => {
                 out.truncate(mark);
                 write_error(
@@ -2133,9 +2219,23 @@ impl State {
     fn answer_tool<S: Serialize + ?Sized>(
         &mut self,
         prepared: &Prepared,
+        catalog: &Catalog,
         ticket: Ticket,
         output: &ToolOutput<'_, S>,
     ) -> Result<(), AnswerError> {
+        let busy = self.peek(ticket, Kind::Tool)?;
+        let declared = catalog.tools.get(busy.target as usize).and_then(|t| t.output_validator.as_ref());
+        if let Some(validator) = declared
+            && !structured_conforms(validator, output.structured_content, busy.revision)
+        {
+            // A host bug must not become invalid output: the model sees a failed call.
+            return self.answer(prepared, ticket, Kind::Tool, |out, _| {
+                out.extend_from_slice(
+                    b"\"content\":[{\"type\":\"text\",\"text\":\"Internal error: the tool's result does not match its output schema\"}],\"isError\":true",
+                );
+                Ok(None)
+            });
+        }
         self.answer(prepared, ticket, Kind::Tool, |out, _| {
             field(out, "content");
             serde_json::to_writer(&mut *out, output.content)?;

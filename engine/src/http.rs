@@ -11,13 +11,11 @@ use core::fmt;
 use core::net::SocketAddr;
 use core::time::Duration;
 
-use simd_json::{Buffers, Tape};
-
 use crate::catalog::Catalog;
 use crate::content::{PromptOutput, ResourceContents, ToolOutput};
 use crate::engine::{Config, Core, Event, Mode, Route, Ticket, new_core};
 use crate::error::{AnswerError, HostError};
-use crate::http1::{self, HttpError, Input};
+use crate::http1::{self, Input};
 use crate::time::Instant;
 
 /// Which `Origin` headers are accepted. There is no default: a server must say.
@@ -185,7 +183,10 @@ pub struct AuthorizeRequest<'a> {
 
 impl fmt::Debug for AuthorizeRequest<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AuthorizeRequest").field("conn", &self.conn).field("peer", &self.peer).finish_non_exhaustive()
+        f.debug_struct("AuthorizeRequest")
+            .field("conn", &self.conn)
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
     }
 }
 
@@ -205,7 +206,10 @@ pub struct AuthorizeBody<'a> {
 
 impl fmt::Debug for AuthorizeBody<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AuthorizeBody").field("conn", &self.conn).field("len", &self.body.len()).finish_non_exhaustive()
+        f.debug_struct("AuthorizeBody")
+            .field("conn", &self.conn)
+            .field("len", &self.body.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -283,7 +287,10 @@ pub struct HttpEngine {
 
 impl fmt::Debug for HttpEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpEngine").field("open", &self.open).field("in_flight", &self.core.st.in_flight).finish()
+        f.debug_struct("HttpEngine")
+            .field("open", &self.open)
+            .field("in_flight", &self.core.st.in_flight)
+            .finish()
     }
 }
 
@@ -521,7 +528,11 @@ impl HttpEngine {
         let conn = ConnId { slot, generation };
         let head = c.codec.head_bytes();
         Some(match ask {
-            Ask::Head(_) => HttpEvent::Authorize(AuthorizeRequest { conn, peer: c.peer, headers: HeaderList::parse(head) }),
+            Ask::Head(_) => HttpEvent::Authorize(AuthorizeRequest {
+                conn,
+                peer: c.peer,
+                headers: HeaderList::parse(head),
+            }),
             Ask::Body(_) => HttpEvent::AuthorizeBody(AuthorizeBody {
                 conn,
                 peer: c.peer,
@@ -545,7 +556,11 @@ impl HttpEngine {
     }
 
     /// Answers a resource read.
-    pub fn answer_resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
+    pub fn answer_resource(
+        &mut self,
+        ticket: Ticket,
+        contents: &[ResourceContents<'_>],
+    ) -> Result<(), AnswerError> {
         self.tick(self.last_now);
         let r = self.core.answer_resource(ticket, contents);
         self.collect_answers();
@@ -611,56 +626,48 @@ impl HttpEngine {
             let Some(c) = self.slots.get_mut(slot as usize).and_then(|s| s.conn.as_mut()) else { return };
             match c.phase {
                 Phase::Head => {
-                    if !c.out.is_empty() && !c.keep_alive {
+                    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                    // Decide everything while the head is borrowed, act after.
+                    let (refusal, keep_alive) = match c.codec.poll(&mut headers) {
+                        Input::Partial | Input::Body(_) => return,
+                        Input::Error(e) => (Some((e.status(), &[][..])), false),
+                        Input::Head(head) => (check_head(&self.http, &head), head.keep_alive),
+                    };
+                    c.keep_alive = keep_alive;
+                    if let Some((status, extra)) = refusal {
+                        refuse(c, status, extra);
                         return;
                     }
-                    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-                    match c.codec.poll(&mut headers) {
-                        Input::Partial | Input::Body(_) => return,
-                        Input::Error(e) => {
-                            refuse(c, e.status(), &[]);
+                    match self.http.authorization {
+                        Authorization::Host => {
+                            c.phase = Phase::Authorizing;
+                            self.asks.push_back(Ask::Head(slot));
                             return;
                         }
-                        Input::Head(head) => {
-                            let verdict = check_head(&self.http, &head);
-                            c.keep_alive = head.keep_alive;
-                            if let Some((status, extra)) = verdict {
-                                refuse(c, status, extra);
-                                return;
-                            }
-                            match self.http.authorization {
-                                Authorization::Host => {
-                                    c.phase = Phase::Authorizing;
-                                    self.asks.push_back(Ask::Head(slot));
-                                    return;
-                                }
-                                Authorization::Everyone => {
-                                    c.phase = Phase::Body;
-                                    c.deadline = Some(self.last_now + self.http.body_deadline);
-                                }
-                            }
+                        Authorization::Everyone => {
+                            c.phase = Phase::Body;
+                            c.deadline = Some(self.last_now + self.http.body_deadline);
                         }
                     }
                 }
                 Phase::Body => {
                     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-                    match c.codec.poll(&mut headers) {
-                        Input::Partial => return,
-                        Input::Error(e) => {
-                            refuse(c, e.status(), &[]);
-                            return;
-                        }
-                        Input::Head(_) => return,
-                        Input::Body(_) => {
-                            c.deadline = None;
-                            if self.http.authorize_body {
-                                c.phase = Phase::AuthorizingBody;
-                                self.asks.push_back(Ask::Body(slot));
-                                return;
-                            }
-                            self.dispatch(slot);
-                        }
+                    let error = match c.codec.poll(&mut headers) {
+                        Input::Partial | Input::Head(_) => return,
+                        Input::Error(e) => Some(e),
+                        Input::Body(_) => None,
+                    };
+                    if let Some(e) = error {
+                        refuse(c, e.status(), &[]);
+                        return;
                     }
+                    c.deadline = None;
+                    if self.http.authorize_body {
+                        c.phase = Phase::AuthorizingBody;
+                        self.asks.push_back(Ask::Body(slot));
+                        return;
+                    }
+                    self.dispatch(slot);
                 }
                 Phase::Authorizing | Phase::AuthorizingBody | Phase::Waiting | Phase::Closing => return,
             }
@@ -703,7 +710,10 @@ fn trim_newline(msg: &[u8]) -> &[u8] {
 }
 
 /// The refusals decided on a request head, before its body is read.
-fn check_head(http: &HttpConfig, head: &http1::Head<'_>) -> Option<(u16, &'static [(&'static str, &'static str)])> {
+fn check_head(
+    http: &HttpConfig,
+    head: &http1::Head<'_>,
+) -> Option<(u16, &'static [(&'static str, &'static str)])> {
     let path = head.path.split('?').next().unwrap_or(head.path);
     if path != http.endpoint {
         return Some((404, &[]));
@@ -711,7 +721,10 @@ fn check_head(http: &HttpConfig, head: &http1::Head<'_>) -> Option<(u16, &'stati
     if head.method != "POST" {
         return Some((405, &[("allow", "POST")]));
     }
-    let header = |name: &str| head.headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value);
+    let headers = head.headers;
+    let header = move |name: &'static str| {
+        headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+    };
     if let AllowedOrigins::List(list) = &http.origins {
         for origin in header("origin") {
             let ok = core::str::from_utf8(origin).is_ok_and(|o| list.iter().any(|a| a == o.trim()));
@@ -773,10 +786,7 @@ fn is_loopback_host(host: &[u8]) -> bool {
 /// An `Origin` whose host is loopback (`http://localhost:3000`).
 fn is_loopback_origin(origin: &[u8]) -> bool {
     let origin = origin.trim_ascii();
-    let rest = origin
-        .strip_prefix(b"http://")
-        .or_else(|| origin.strip_prefix(b"https://"))
-        .unwrap_or(b"");
+    let rest = origin.strip_prefix(b"http://").or_else(|| origin.strip_prefix(b"https://")).unwrap_or(b"");
     !rest.is_empty() && !rest.contains(&b'/') && is_loopback_host(rest)
 }
 

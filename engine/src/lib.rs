@@ -84,6 +84,8 @@ pub mod content;
 mod cursor;
 mod engine;
 pub mod error;
+pub mod http;
+mod http1;
 mod http_headers;
 mod json;
 mod revision;
