@@ -129,6 +129,24 @@ impl HttpConfig {
     }
 }
 
+/// A response read back with [`HttpEngine::response`].
+#[derive(Debug, Clone, Copy)]
+pub struct Response<'a> {
+    /// The status code.
+    pub status: u16,
+    headers: [(&'a str, &'a [u8]); 16],
+    len: usize,
+    /// The body.
+    pub body: &'a [u8],
+}
+
+impl<'a> Response<'a> {
+    /// The headers, framing headers (`content-length`, `connection`) included.
+    pub fn headers(&self) -> &[(&'a str, &'a [u8])] {
+        &self.headers[..self.len]
+    }
+}
+
 /// A connection of an [`HttpEngine`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ConnId {
@@ -423,6 +441,81 @@ impl HttpEngine {
         s.conn = None;
         self.open -= 1;
         self.process();
+    }
+
+    /// Serves a request that was already parsed elsewhere (a hyper or axum host): every
+    /// rule applies to it exactly as to bytes read off a socket, because the engine
+    /// writes it out as an HTTP/1.1 request with `Content-Length` and `connection: close`
+    /// and feeds it to a fresh connection. Give at most [`HttpConfig::max_body`] + 1 body
+    /// bytes: a longer body is refused `413` at its declared length without being read.
+    ///
+    /// The answer is read with [`response`](Self::response); then forget the exchange
+    /// with [`handle_closed`](Self::handle_closed) (which also cancels the request if the
+    /// caller went away before it was answered).
+    pub fn handle_request(
+        &mut self,
+        now: Instant,
+        peer: Option<SocketAddr>,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &[u8])],
+        body: &[u8],
+    ) -> Result<ConnId, OpenError> {
+        let conn = self.open(now, peer)?;
+        let mut head = Vec::with_capacity(256);
+        head.extend_from_slice(method.as_bytes());
+        head.push(b' ');
+        head.extend_from_slice(if path.is_empty() { b"/" } else { path.as_bytes() });
+        head.extend_from_slice(b" HTTP/1.1\r\n");
+        for (name, value) in headers {
+            let framing = ["content-length", "transfer-encoding", "connection"];
+            if framing.iter().any(|f| name.eq_ignore_ascii_case(f)) {
+                continue;
+            }
+            head.extend_from_slice(name.as_bytes());
+            head.extend_from_slice(b": ");
+            // A parsed header value holds no CR or LF; never let one split the head.
+            head.extend(value.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+            head.extend_from_slice(b"\r\n");
+        }
+        head.extend_from_slice(
+            format!("content-length: {}\r\nconnection: close\r\n\r\n", body.len()).as_bytes(),
+        );
+        let taken = self.handle_input(now, conn, &head);
+        if taken == head.len() {
+            let mut rest = body;
+            while !rest.is_empty() {
+                let n = self.handle_input(now, conn, rest);
+                if n == 0 {
+                    break;
+                }
+                rest = &rest[n..];
+            }
+        }
+        Ok(conn)
+    }
+
+    /// The complete response of an exchange started with
+    /// [`handle_request`](Self::handle_request) (or of any connection whose output holds
+    /// one), once it is written.
+    pub fn response(&self, conn: ConnId) -> Option<Response<'_>> {
+        let out = self.pending_output(conn);
+        let mut headers = [httparse::EMPTY_HEADER; 16];
+        let mut resp = httparse::Response::new(&mut headers);
+        let Ok(httparse::Status::Complete(head_len)) = resp.parse(out) else { return None };
+        let status = resp.code?;
+        let mut list = [("", &b""[..]); 16];
+        let mut len = 0;
+        let mut body_len = 0;
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                body_len = core::str::from_utf8(h.value).ok()?.trim().parse().ok()?;
+            }
+            list[len] = (h.name, h.value);
+            len += 1;
+        }
+        let body = out.get(head_len..head_len + body_len)?;
+        Some(Response { status, headers: list, len, body })
     }
 
     /// The bytes to send on `conn`.

@@ -637,3 +637,46 @@ fn a_whole_exchange_on_the_wire() {
         r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-engine-everything","version":"0.1.0"}}}}"#
     );
 }
+
+#[test]
+fn an_already_parsed_request_goes_through_every_rule() {
+    let mut e = HttpEngine::new(Config::new("s", "1"), config(), everything::catalog());
+    let body = req(1, "tools/call", json!({"name": "echo", "arguments": {"text": "parsed"}})).to_string();
+    let headers: Vec<(&str, &[u8])> = vec![
+        ("host", b"localhost:3000"),
+        ("mcp-protocol-version", b"2026-07-28"),
+        ("mcp-method", b"tools/call"),
+        ("mcp-name", b"echo"),
+    ];
+    let ex = e.handle_request(Instant::ZERO, None, "POST", "/mcp", &headers, body.as_bytes()).unwrap();
+    while let Some(ev) = e.poll_event() {
+        match ev {
+            HttpEvent::Authorize(a) => {
+                let conn = a.conn;
+                e.authorize(Instant::ZERO, conn, Verdict::Allow);
+            }
+            HttpEvent::Mcp(ev) => everything::respond(ev),
+            _ => {}
+        }
+    }
+    let r = e.response(ex).expect("answered");
+    assert_eq!(r.status, 200);
+    let v: Value = serde_json::from_slice(r.body).unwrap();
+    assert_eq!(v["result"]["content"][0]["text"], "parsed");
+    e.handle_closed(Instant::ZERO, ex);
+    assert_eq!(e.connections(), 0);
+    // The same rules: a header mismatch is still -32020.
+    let bad: Vec<(&str, &[u8])> =
+        vec![("host", b"localhost"), ("mcp-protocol-version", b"2026-07-28"), ("mcp-method", b"x")];
+    let ex = e.handle_request(Instant::ZERO, None, "POST", "/mcp", &bad, body.as_bytes()).unwrap();
+    while let Some(ev) = e.poll_event() {
+        if let HttpEvent::Authorize(a) = ev {
+            let conn = a.conn;
+            e.authorize(Instant::ZERO, conn, Verdict::Allow);
+        }
+    }
+    let r = e.response(ex).unwrap();
+    assert_eq!(r.status, 400);
+    let v: Value = serde_json::from_slice(r.body).unwrap();
+    assert_eq!(v["error"]["code"], -32020);
+}
