@@ -378,6 +378,9 @@ pub enum CatalogError {
     /// A tool name is empty, longer than 128 characters or uses a character outside
     /// `[A-Za-z0-9_.-]`.
     InvalidToolName(String),
+    /// A resource uri, template or prompt name is longer than the 1,024 bytes a
+    /// pagination cursor can carry.
+    KeyTooLong(String),
     /// A resource uri, template, or a name is empty.
     EmptyField {
         /// Which kind of item.
@@ -424,6 +427,10 @@ impl fmt::Display for CatalogError {
                 write!(f, "tool name `{n}` is not 1 to 128 characters of [A-Za-z0-9_.-]")
             }
             Self::EmptyField { item, field } => write!(f, "a {item} has an empty `{field}`"),
+            Self::KeyTooLong(k) => {
+                let head: String = k.chars().take(40).collect();
+                write!(f, "`{head}...` is longer than {} bytes", crate::cursor::MAX_CURSOR_KEY)
+            }
             Self::InputSchemaNotObject(n) => {
                 write!(f, "the input schema of tool `{n}` must be a JSON object with \"type\": \"object\"")
             }
@@ -566,6 +573,9 @@ impl Catalog {
     /// Resolves a uri to a readable target: a listed resource, or the first listed
     /// template (in uri-template order) that matches, with its captures.
     pub(crate) fn resolve_uri(&self, uri: &str, captures: &mut Captures) -> Option<Option<usize>> {
+        if !is_uri_text(uri) {
+            return None;
+        }
         if self.resources.binary_search_by(|e| e.resource.uri.as_str().cmp(uri)).is_ok() {
             captures.clear();
             return Some(None);
@@ -723,8 +733,39 @@ impl CatalogBuilder {
     }
 }
 
+/// Whether `s` is made only of characters a URI may hold (RFC 3986 unreserved and
+/// reserved characters and `%XX` escapes). A uri with spaces, quotes, angle brackets,
+/// controls or raw non-ASCII is never served: echoed back, it would not be a URI.
+pub(crate) fn is_uri_text(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                if !(i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit()) {
+                    return false;
+                }
+                i += 3;
+                continue;
+            }
+            c if c.is_ascii_alphanumeric() => {}
+            b'-' | b'.' | b'_' | b'~' | b':' | b'/' | b'?' | b'#' | b'[' | b']' | b'@' | b'!' | b'$'
+            | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' => {}
+            _ => return false,
+        }
+        i += 1;
+    }
+    !b.is_empty()
+}
+
 fn non_empty(item: &'static str, field: &'static str, value: &str) -> Result<(), CatalogError> {
-    if value.is_empty() { Err(CatalogError::EmptyField { item, field }) } else { Ok(()) }
+    if value.is_empty() {
+        return Err(CatalogError::EmptyField { item, field });
+    }
+    if value.len() > crate::cursor::MAX_CURSOR_KEY {
+        return Err(CatalogError::KeyTooLong(value.to_owned()));
+    }
+    Ok(())
 }
 
 fn valid_tool_name(name: &str) -> bool {

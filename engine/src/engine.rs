@@ -2019,6 +2019,10 @@ impl Core {
                 self.st.out = out;
                 return;
             }
+            // The host gets exactly what was validated: with repeated member names the
+            // validated value holds the last one, so the arguments are rewritten from it.
+            self.scratch.args.clear();
+            let _ = serde_json::to_writer(&mut self.scratch.args, &value);
         }
         let Some(ticket) = self.ticket(req, Kind::Tool, rev, ti) else { return };
         self.st.pending = Some(Pending { kind: PendingKind::Tool(ti), ticket, revision: rev });

@@ -177,6 +177,10 @@ pub fn respond(event: Event<'_>) {
                 }
                 "test_prompt_with_embedded_resource" => {
                     let uri = arg("resourceUri");
+                    if !(crate::catalog::is_uri_text(&uri) && uri.contains(':')) {
+                        let _ = get.fail(HostError::InvalidParams("resourceUri must be a URI"));
+                        return;
+                    }
                     get.answer(&PromptOutput::new(&[
                         PromptMessage::user(Content::embedded(ResourceContents::text(
                             &uri,
