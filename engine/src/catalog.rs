@@ -89,6 +89,10 @@ pub struct Tool {
     pub annotations: Option<ToolAnnotations>,
     /// Icons (not sent to `2025-06-18` clients).
     pub icons: Vec<Icon>,
+    /// Client capabilities (top-level names such as `"sampling"` or `"elicitation"`) a
+    /// `2026-07-28` call must declare in its `_meta`; a call that lacks one is refused with
+    /// `-32021` and `data.requiredCapabilities` before the host is asked.
+    pub required_client_capabilities: Vec<String>,
 }
 
 impl Tool {
@@ -102,6 +106,7 @@ impl Tool {
             output_schema: None,
             annotations: None,
             icons: Vec::new(),
+            required_client_capabilities: Vec::new(),
         }
     }
     /// Sets the title.
@@ -114,6 +119,13 @@ impl Tool {
     #[must_use]
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
+        self
+    }
+    /// Declares a client capability every call needs (see
+    /// [`Tool::required_client_capabilities`]).
+    #[must_use]
+    pub fn requires_client_capability(mut self, capability: impl Into<String>) -> Self {
+        self.required_client_capabilities.push(capability.into());
         self
     }
     /// Sets the input schema.

@@ -1987,6 +1987,37 @@ impl Core {
         let Some(ti) = self.catalog.tool_index(name) else {
             return self.error(reply, code::INVALID_PARAMS, format_args!("Unknown tool: {name}"));
         };
+        if rev.is_stateless() && !self.catalog.tools[ti].tool.required_client_capabilities.is_empty() {
+            let n = req.n;
+            let declared = req
+                .params
+                .and_then(|p| json::get(n, p, "_meta"))
+                .and_then(|m| json::get(n, m, "io.modelcontextprotocol/clientCapabilities"));
+            let required = &self.catalog.tools[ti].tool.required_client_capabilities;
+            if required.iter().any(|c| declared.and_then(|d| json::get(n, d, c)).is_none()) {
+                self.st.http_status = 400;
+                return write_error(
+                    &mut self.st.out,
+                    reply,
+                    code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format_args!(
+                        "Missing required client capability: tool {name} needs {}",
+                        required.join(", ")
+                    ),
+                    |out| {
+                        out.extend_from_slice(b"{\"requiredCapabilities\":{");
+                        for (i, c) in required.iter().enumerate() {
+                            if i > 0 {
+                                out.push(b',');
+                            }
+                            json::write_str(out, c);
+                            out.extend_from_slice(b":{}");
+                        }
+                        out.extend_from_slice(b"}}");
+                    },
+                );
+            }
+        }
         if !self.take_arguments(req) {
             return;
         }

@@ -60,6 +60,22 @@ pub fn catalog() -> Catalog {
                 .description("Always fails with isError: true.")
                 .input_schema(no_args()),
         )
+        .tool(
+            Tool::new("test_logging_tool")
+                .description("Logs at info level while it runs (only when the request asks for logs).")
+                .input_schema(no_args()),
+        )
+        .tool(
+            Tool::new("test_streaming_elicitation")
+                .description("Completes without sending the client any request.")
+                .input_schema(no_args()),
+        )
+        .tool(
+            Tool::new("test_missing_capability")
+                .description("Needs the client's sampling capability.")
+                .input_schema(no_args())
+                .requires_client_capability("sampling"),
+        )
         .resource(
             Resource::new("test://static-text", "static-text")
                 .description("A static text resource.")
@@ -136,6 +152,15 @@ pub fn respond(event: Event<'_>) {
                     )),
                 ])),
                 "test_error_handling" => call.answer(&ToolOutput::error(&[Content::text(ERROR_TEXT)])),
+                "test_logging_tool" => {
+                    call.answer(&ToolOutput::new(&[Content::text("Logging tool finished.")]))
+                }
+                "test_streaming_elicitation" => {
+                    call.answer(&ToolOutput::new(&[Content::text("Streaming elicitation finished.")]))
+                }
+                "test_missing_capability" => {
+                    call.answer(&ToolOutput::new(&[Content::text("Sampling is available.")]))
+                }
                 _ => call.fail(HostError::Internal("no handler for this tool")),
             }
         }

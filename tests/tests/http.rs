@@ -680,3 +680,18 @@ fn an_already_parsed_request_goes_through_every_rule() {
     let v: Value = serde_json::from_slice(r.body).unwrap();
     assert_eq!(v["error"]["code"], -32020);
 }
+
+#[test]
+fn a_missing_client_capability_is_400_with_the_required_capabilities() {
+    let mut c = client();
+    let mut body = req(1, "tools/call", json!({"name": "test_missing_capability"}));
+    let r = one(&mut c, &post(&body, &[]));
+    let (s, k, v) = error_of(&r);
+    assert_eq!((s, k), (400, -32021), "{v}");
+    assert_eq!(v["error"]["data"]["requiredCapabilities"], json!({"sampling": {}}));
+    assert_valid(Rev::V2026_07_28, "JSONRPCErrorResponse", &v);
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"sampling": {}});
+    let r = one(&mut c, &post(&body, &[]));
+    assert_eq!(r.status, 200);
+    assert!(r.json()["result"]["content"].is_array());
+}
