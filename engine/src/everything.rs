@@ -76,6 +76,15 @@ pub fn catalog() -> Catalog {
                 .input_schema(no_args())
                 .requires_client_capability("sampling"),
         )
+        .tool(
+            Tool::new("test_x_mcp_header")
+                .description("Returns the region it is given, which HTTP clients mirror into a header.")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": { "region": { "type": "string", "x-mcp-header": "Region" } },
+                    "required": ["region"]
+                })),
+        )
         .resource(
             Resource::new("test://static-text", "static-text")
                 .description("A static text resource.")

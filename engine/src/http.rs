@@ -122,6 +122,14 @@ impl HttpConfig {
         self.max_head = bytes.max(256);
         self
     }
+    /// The endpoint path.
+    pub fn endpoint_path(&self) -> &str {
+        &self.endpoint
+    }
+    /// The body cap.
+    pub fn body_limit(&self) -> usize {
+        self.max_body
+    }
     /// Most connections open at once (default 1024). [`HttpEngine::open`] refuses more.
     pub fn max_connections(&mut self, n: usize) -> &mut Self {
         self.max_connections = n.max(1);
@@ -184,6 +192,9 @@ impl fmt::Debug for HeaderList<'_> {
         f.debug_list().entries(self.as_slice().iter().map(|h| h.name)).finish()
     }
 }
+
+/// Output a connection may hold unsent before its next pipelined request is parsed.
+const MAX_UNSENT: usize = 64 * 1024;
 
 /// Most headers a request may carry (`431` past it).
 pub const MAX_HEADERS: usize = 64;
@@ -253,6 +264,8 @@ enum Phase {
     Body,
     /// The host decides on the body.
     AuthorizingBody,
+    /// The body is read and allowed; it waits for a free ticket slot to be dispatched.
+    Ready,
     /// A ticket is outstanding; its answer is the response.
     Waiting,
     /// A final response was written; the connection closes once it is sent.
@@ -267,6 +280,8 @@ struct Conn {
     phase: Phase,
     /// Keep the connection after this request's response.
     keep_alive: bool,
+    /// The client waits for `100 Continue` before it sends the body.
+    expect_continue: bool,
     deadline: Option<Instant>,
 }
 
@@ -290,7 +305,14 @@ enum Ask {
 /// [`poll_timeout`](Self::poll_timeout).
 ///
 /// Requests on one connection are served one at a time, in order (HTTP/1.1 pipelining):
-/// the next request is parsed once the previous response is written.
+/// the next request is parsed once the previous response is in the connection's output,
+/// and not while that output holds 64 KiB or more unsent. While every ticket slot is busy
+/// ([`Config::max_in_flight`](crate::Config::max_in_flight)), a request that was read
+/// waits for a slot before it is dispatched, and its connection reads nothing more.
+///
+/// Each request (head and body) must arrive within [`HttpConfig::body_deadline`] of its
+/// first byte, or it is answered `408` and the connection ends. An idle keep-alive
+/// connection has no timer here: closing idle connections is the adapter's choice.
 pub struct HttpEngine {
     http: HttpConfig,
     core: Core,
@@ -300,6 +322,8 @@ pub struct HttpEngine {
     asks: std::collections::VecDeque<Ask>,
     asked: Option<Ask>,
     work: std::collections::VecDeque<u32>,
+    /// A request waits for a ticket slot: when one frees, every ready connection is retried.
+    blocked: bool,
     last_now: Instant,
 }
 
@@ -342,6 +366,7 @@ impl HttpEngine {
             asks: std::collections::VecDeque::new(),
             asked: None,
             work: std::collections::VecDeque::new(),
+            blocked: false,
             last_now: Instant::ZERO,
         }
     }
@@ -349,6 +374,16 @@ impl HttpEngine {
     /// The catalog being served.
     pub fn catalog(&self) -> &Catalog {
         &self.core.catalog
+    }
+
+    /// The engine settings.
+    pub fn config(&self) -> &Config {
+        &self.core.cfg
+    }
+
+    /// The HTTP settings.
+    pub fn http_config(&self) -> &HttpConfig {
+        &self.http
     }
 
     /// Tickets handed out and not yet answered or cancelled.
@@ -379,6 +414,7 @@ impl HttpEngine {
             out: Vec::new(),
             phase: Phase::Head,
             keep_alive: true,
+            expect_continue: false,
             deadline: None,
         };
         let slot = match self.slots.iter().position(|s| s.conn.is_none()) {
@@ -418,11 +454,16 @@ impl HttpEngine {
     /// the connection's current request is answered).
     pub fn handle_input(&mut self, now: Instant, conn: ConnId, data: &[u8]) -> usize {
         self.tick(now);
+        let deadline = self.last_now + self.http.body_deadline;
         let Some(c) = self.conn_mut(conn) else { return 0 };
         if c.phase == Phase::Closing {
             return data.len(); // refused already: what follows is dropped unread
         }
         let n = c.codec.handle_bytes(data);
+        if c.phase == Phase::Head && n > 0 && c.deadline.is_none() {
+            // The whole request (head and body) must arrive within the deadline.
+            c.deadline = Some(deadline);
+        }
         self.work.push_back(conn.slot);
         self.process();
         n
@@ -525,9 +566,13 @@ impl HttpEngine {
 
     /// Marks `n` bytes of `conn`'s output as sent.
     pub fn consume_output(&mut self, conn: ConnId, n: usize) {
-        if let Some(c) = self.conn_mut(conn) {
-            let n = n.min(c.out.len());
-            c.out.drain(..n);
+        let Some(c) = self.conn_mut(conn) else { return };
+        let n = n.min(c.out.len());
+        let was_full = c.out.len() >= MAX_UNSENT;
+        c.out.drain(..n);
+        if was_full && c.out.len() < MAX_UNSENT {
+            self.work.push_back(conn.slot);
+            self.process();
         }
     }
 
@@ -557,7 +602,7 @@ impl HttpEngine {
         self.tick(now);
         for i in 0..self.slots.len() {
             let Some(c) = self.slots[i].conn.as_mut() else { continue };
-            if c.phase == Phase::Body && c.deadline.is_some_and(|d| d <= now) {
+            if matches!(c.phase, Phase::Head | Phase::Body) && c.deadline.is_some_and(|d| d <= now) {
                 c.deadline = None;
                 refuse(c, 408, &[]);
             }
@@ -574,7 +619,9 @@ impl HttpEngine {
         }
         match verdict {
             Verdict::Allow => {
-                c.phase = Phase::Body;
+                // The deadline counts from the request's first byte; the host's time to
+                // decide is not the client's fault, so it starts again for the body.
+                start_body(c);
                 c.deadline = Some(now + body_phase);
                 self.work.push_back(conn.slot);
             }
@@ -595,9 +642,7 @@ impl HttpEngine {
             return;
         }
         match verdict {
-            Verdict::Allow => {
-                self.dispatch(conn.slot);
-            }
+            Verdict::Allow => c.phase = Phase::Ready,
             Verdict::Unauthenticated => respond_empty(c, 401, &[("www-authenticate", "Bearer")]),
             Verdict::Forbidden => respond_empty(c, 403, &[]),
             Verdict::Failed => respond_empty(c, 500, &[]),
@@ -702,6 +747,14 @@ impl HttpEngine {
 
     /// Advances every connection that has work, until the core holds an event.
     fn process(&mut self) {
+        if self.blocked && self.core.st.in_flight < self.core.cfg.in_flight_limit() {
+            self.blocked = false;
+            for (i, s) in self.slots.iter().enumerate() {
+                if s.conn.as_ref().is_some_and(|c| c.phase == Phase::Ready) {
+                    self.work.push_back(i as u32);
+                }
+            }
+        }
         while self.core.st.pending.is_none() {
             let Some(slot) = self.work.pop_front() else { break };
             self.advance(slot);
@@ -719,14 +772,21 @@ impl HttpEngine {
             let Some(c) = self.slots.get_mut(slot as usize).and_then(|s| s.conn.as_mut()) else { return };
             match c.phase {
                 Phase::Head => {
+                    if c.out.len() >= MAX_UNSENT {
+                        // Pipelined requests wait until the client reads its responses.
+                        return;
+                    }
                     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                     // Decide everything while the head is borrowed, act after.
-                    let (refusal, keep_alive) = match c.codec.poll(&mut headers) {
+                    let (refusal, keep_alive, expect_continue) = match c.codec.poll(&mut headers) {
                         Input::Partial | Input::Body(_) => return,
-                        Input::Error(e) => (Some((e.status(), &[][..])), false),
-                        Input::Head(head) => (check_head(&self.http, &head), head.keep_alive),
+                        Input::Error(e) => (Some((e.status(), &[][..])), false, false),
+                        Input::Head(head) => {
+                            (check_head(&self.http, &head), head.keep_alive, head.expect_continue)
+                        }
                     };
                     c.keep_alive = keep_alive;
+                    c.expect_continue = expect_continue;
                     if let Some((status, extra)) = refusal {
                         refuse(c, status, extra);
                         return;
@@ -758,6 +818,15 @@ impl HttpEngine {
                     if self.http.authorize_body {
                         c.phase = Phase::AuthorizingBody;
                         self.asks.push_back(Ask::Body(slot));
+                        return;
+                    }
+                    c.phase = Phase::Ready;
+                }
+                Phase::Ready => {
+                    if self.core.st.in_flight >= self.core.cfg.in_flight_limit() {
+                        // Every ticket slot is busy: the request waits (its connection reads
+                        // nothing more) until an answer frees one.
+                        self.blocked = true;
                         return;
                     }
                     self.dispatch(slot);
@@ -881,6 +950,15 @@ fn is_loopback_origin(origin: &[u8]) -> bool {
     let origin = origin.trim_ascii();
     let rest = origin.strip_prefix(b"http://").or_else(|| origin.strip_prefix(b"https://")).unwrap_or(b"");
     !rest.is_empty() && !rest.contains(&b'/') && is_loopback_host(rest)
+}
+
+/// The head is accepted: read the body (telling a client that waits for it to send).
+fn start_body(c: &mut Conn) {
+    c.phase = Phase::Body;
+    if c.expect_continue {
+        c.expect_continue = false;
+        http1::write_100_continue(&mut c.out);
+    }
 }
 
 /// A refusal issued before the body is read: `connection: close`, and the connection

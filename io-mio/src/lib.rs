@@ -10,7 +10,11 @@
 //! *host* callback, one [`Event`] at a time: answer it at once through the event, or keep
 //! its ticket and answer later from anywhere in your loop.
 //!
-//! If you have no loop of your own, [`serve_stdio`] runs one for you.
+//! [`HttpServer`] does the same for Streamable HTTP: one [`HttpEngine`] behind a
+//! [`mio::net::TcpListener`], serving many connections (see
+//! [Streamable HTTP](#streamable-http)).
+//!
+//! If you have no loop of your own, [`serve_stdio`] and [`serve_http`] run one for you.
 //!
 //! ## A user-owned loop
 //!
@@ -107,7 +111,115 @@
 //!   need their own loop and [`StdioServer::drive`].
 //! - Unix only (mio's `unix::pipe`).
 //!
+//! ## Streamable HTTP
+//!
+//! [`HttpServer`] drives one [`HttpEngine`], which does all of HTTP/1.1 and MCP
+//! (framing, keep-alive, pipelining, refusals, hooks, timers): the server only accepts
+//! connections and moves bytes. Register it with a token for the listener and a range of
+//! tokens for its connections, and offer it your loop's events:
+//!
+//! ```no_run
+//! use mcp_engine::Config;
+//! use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
+//! use mcp_io_mio::HttpServer;
+//! use mio::{Events, Poll, Token};
+//!
+//! const LISTENER: Token = Token(0);
+//! const MINE: Token = Token(1); // a source of your own, e.g. a `mio::Waker`
+//!
+//! # fn catalog() -> mcp_engine::Catalog { unimplemented!() }
+//! let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+//! let engine = HttpEngine::new(Config::new("demo", "1.0"), http, catalog());
+//! let listener = std::net::TcpListener::bind("127.0.0.1:3000")?;
+//! let mut server = HttpServer::from_std(listener, engine)?;
+//! let mut poll = Poll::new()?;
+//! let mut events = Events::with_capacity(256);
+//! // Connections get `Token(16)` and up.
+//! server.register(poll.registry(), LISTENER, 16..usize::MAX)?;
+//!
+//! let mut host = |event: HttpEvent<'_>| match event {
+//!     // Decide at once (or return `None` and call `HttpEngine::authorize` later).
+//!     HttpEvent::Authorize(request) => {
+//!         let ok = request.headers.get("authorization") == Some(b"Bearer let-me-in");
+//!         Some(if ok { Verdict::Allow } else { Verdict::Unauthenticated })
+//!     }
+//!     HttpEvent::Mcp(event) => {
+//!         // Answer through the event, or keep `event.ticket()` and answer later
+//!         // through `server.engine_mut()`, then call `server.drive(..)`.
+//!         let _ = event;
+//!         None
+//!     }
+//!     _ => None,
+//! };
+//!
+//! loop {
+//!     poll.poll(&mut events, server.poll_timeout())?;
+//!     for event in events.iter() {
+//!         if event.token() == MINE {
+//!             // your own source
+//!         }
+//!     }
+//!     // Ignores your tokens; an empty batch (a timeout) serves the server's timers.
+//!     server.handle_events(poll.registry(), &events, &mut host)?;
+//! }
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! The host callback is `FnMut(HttpEvent<'_>) -> Option<Verdict>`: MCP events are
+//! answered as over stdio (return `None`); for [`HttpEvent::Authorize`] and
+//! [`HttpEvent::AuthorizeBody`], return `Some(verdict)` and the server passes it on, or
+//! `None` to decide later with [`HttpEngine::authorize`] / [`HttpEngine::authorize_body`]
+//! on [`HttpServer::engine_mut`]. See [`HttpServer`].
+//!
+//! What the server does with the sockets:
+//!
+//! - **Accepting**: until the listener would block. While the token range is used up,
+//!   the engine refuses connections
+//!   ([`max_connections`](mcp_engine::http::HttpConfig::max_connections); the one it
+//!   refused is then held, unserved) or the process is out of file descriptors
+//!   (`EMFILE`), new connections wait in the kernel's backlog until one closes.
+//! - **Reading**: until the socket would block, into one buffer shared by all
+//!   connections, offering each chunk to [`HttpEngine::handle_input`]. Bytes the engine
+//!   does not take yet (a pipelined request behind one the host has not answered) are
+//!   kept for that connection, and it is not read until they are taken. Nor is a
+//!   connection read while its output waits for the client to read: a pipelining
+//!   client that never reads cannot make the server buffer without bound. One call
+//!   reads at most 1 MiB per connection before it re-arms the socket and moves on.
+//! - **Writing**: output is written as soon as there is some; a socket is registered
+//!   for writable readiness only while output waits for it.
+//! - **Closing connections**: end of file or an I/O error ends a connection:
+//!   [`HttpEngine::handle_closed`] cancels its outstanding request (the host gets
+//!   [`Event::Cancelled`]), and output already produced is still written first after
+//!   end of file. HTTP/1.1 servers treat a client shutting down its sending side as
+//!   gone, and so does this one. When the engine ends a connection
+//!   ([`HttpEngine::wants_close`]: a refusal, or `Connection: close`), the server shuts
+//!   down its sending side once the response is written, then reads and discards what
+//!   the client still sends until the client closes or [`LINGER`] passes: closing
+//!   with unread bytes would make the kernel reset the connection, which can destroy
+//!   the response (a `413`, say) before the client reads it.
+//! - **Time**: as for stdio, microseconds since the server was created. Timers (the
+//!   engine's body deadlines, lingering) are served by the next call after
+//!   [`HttpServer::poll_timeout`]: poll with it.
+//!
+//! Limits of the HTTP server:
+//!
+//! - [`serve_http`] and [`HttpServer::run`] call the host only when a socket is ready:
+//!   MCP events and authorizations must be answered inside the callback there.
+//! - The engine times out a request whose body is slow, not a client that is slow to
+//!   send a head or idles on a kept-alive connection: such connections stay open (up
+//!   to `max_connections`) until the client closes them.
+//! - A client that sends `Expect: 100-continue` gets no interim `100 Continue`; clients
+//!   send the body anyway after a wait of their own (one second for curl).
+//!
 //! [mio]: https://docs.rs/mio
+//! [`HttpEngine`]: mcp_engine::http::HttpEngine
+//! [`HttpEngine::handle_input`]: mcp_engine::http::HttpEngine::handle_input
+//! [`HttpEngine::handle_closed`]: mcp_engine::http::HttpEngine::handle_closed
+//! [`HttpEngine::wants_close`]: mcp_engine::http::HttpEngine::wants_close
+//! [`HttpEngine::authorize`]: mcp_engine::http::HttpEngine::authorize
+//! [`HttpEngine::authorize_body`]: mcp_engine::http::HttpEngine::authorize_body
+//! [`HttpEvent::Authorize`]: mcp_engine::http::HttpEvent::Authorize
+//! [`HttpEvent::AuthorizeBody`]: mcp_engine::http::HttpEvent::AuthorizeBody
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -120,6 +232,10 @@ use std::time::Duration;
 use mcp_engine::{Engine, Event, Instant};
 use mio::unix::pipe::{Receiver, Sender};
 use mio::{Events, Interest, Poll, Registry, Token};
+
+mod http;
+
+pub use http::{HttpServer, LINGER, serve_http};
 
 /// Size of the buffer bytes are read into.
 const READ_BUF_LEN: usize = 64 * 1024;

@@ -1,13 +1,16 @@
-//! End to end: the `everything` example binary, driven through its stdin and stdout.
+//! End to end: the `everything` example binary, driven through its stdin and stdout, and
+//! over HTTP.
 
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
+use support::http::{Client, echo_post};
 use support::{discover, echo, legacy_open, modern, ping, text_of, within};
 
 /// Builds the example with the profile of this test (a no-op when `cargo test` just built
@@ -94,6 +97,7 @@ fn pipelined_requests_then_eof() {
     let bin = example();
     within(move || {
         let mut child = Command::new(bin)
+            .arg("--stdio")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -124,5 +128,69 @@ fn unknown_flag_prints_usage_and_exits_2() {
         assert!(out.stdout.is_empty(), "stdout carries protocol frames only");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("usage:") && err.contains("--tcp"), "{err}");
+    });
+}
+
+/// Kills the child when dropped, so that a failing test leaves no server behind.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn serves_http_on_the_address_it_prints() {
+    let bin = example();
+    within(move || {
+        let mut child = KillOnDrop(
+            Command::new(bin)
+                .args(["--http", "127.0.0.1:0"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn the example"),
+        );
+        let mut stderr = BufReader::new(child.0.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("read stderr");
+        let addr: SocketAddr = line
+            .trim_end()
+            .strip_prefix("listening on http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|addr| addr.parse().ok())
+            .unwrap_or_else(|| panic!("not a listening line: {line:?}"));
+        assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
+
+        let mut client = Client::connect(addr);
+        assert_eq!(client.call(&echo_post(addr, 1, "hi", "")).echo_text(1), "hi");
+        let r = client.call(&echo_post(addr, 2, "again", ""));
+        assert_eq!(r.echo_text(2), "again");
+        let info = &r.json()["result"]["_meta"]["io.modelcontextprotocol/serverInfo"];
+        assert_eq!(info["name"], "mcp-engine-everything");
+        assert_eq!(info["version"], env!("CARGO_PKG_VERSION"));
+
+        child.0.kill().expect("kill the example");
+        child.0.wait().expect("wait");
+        let mut out = Vec::new();
+        child.0.stdout.take().expect("stdout").read_to_end(&mut out).expect("read stdout");
+        assert!(out.is_empty(), "nothing on stdout over HTTP: {:?}", String::from_utf8_lossy(&out));
+    });
+}
+
+#[test]
+fn non_loopback_addresses_are_refused_with_exit_2() {
+    let bin = example();
+    within(move || {
+        for addr in ["0.0.0.0:3000", "[::]:3000", "192.0.2.1:3000", "not-an-address"] {
+            let out = Command::new(&bin).args(["--http", addr]).stdin(Stdio::null()).output().expect("run");
+            assert_eq!(out.status.code(), Some(2), "{addr}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains(addr) && err.contains("usage:"), "{err}");
+            assert!(!err.contains("listening"), "{err}");
+        }
     });
 }

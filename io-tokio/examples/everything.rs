@@ -1,131 +1,99 @@
-//! Serves the conformance `everything` fixture over stdio with async handlers.
+//! Serves the conformance `everything` fixture with async handlers, over Streamable HTTP
+//! (the default) or stdio.
 //!
 //! ```text
+//! cargo run --release -p mcp-io-tokio --example everything                       # http://127.0.0.1:3000/mcp
+//! cargo run --release -p mcp-io-tokio --example everything -- --http 127.0.0.1:0 # any free port
 //! cargo run --release -p mcp-io-tokio --example everything -- --stdio
 //! ```
 //!
-//! Logs go to stderr (`RUST_LOG` filters them, default `info`); stdout carries only
-//! JSON-RPC.
+//! Over HTTP the server listens on a loopback address only (it accepts any `Origin` and
+//! has no authorization) and prints `listening on http://ADDR/mcp` to stderr once bound.
+//! Logs go to stderr (`RUST_LOG` filters them, default `info`); over stdio, stdout carries
+//! only JSON-RPC.
 
-use std::collections::BTreeMap;
+mod fixture;
+
 use std::io::IsTerminal;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_engine::everything::{self, ERROR_TEXT, PNG_BASE64, SIMPLE_TEXT, STATIC_TEXT, WAV_BASE64};
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Config, Engine};
-use mcp_io_tokio::{
-    Handler, HostFailure, OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptGet, PromptReply,
-    ResourceRead, ResourceReply, ToolCall, ToolReply, serve_stdio,
-};
+use mcp_io_tokio::{AllowAll, HttpServer, serve_stdio};
 use tracing_subscriber::EnvFilter;
 
+use crate::fixture::Everything;
+
 const USAGE: &str = "\
-usage: everything [--stdio]
+usage: everything [--http [ADDR] | --stdio]
 
 Serves the MCP conformance `everything` fixture.
 
-  --stdio    serve one client over stdin/stdout (the default)
-  -h, --help print this help
+  --http [ADDR]  serve Streamable HTTP at http://ADDR/mcp (the default; ADDR defaults
+                 to 127.0.0.1:3000 and must be a loopback address; port 0 picks one)
+  --stdio        serve one client over stdin/stdout
+  -h, --help     print this help
 ";
 
-/// The fixture's answers, given asynchronously.
-struct Everything;
+const DEFAULT_ADDR: &str = "127.0.0.1:3000";
 
-impl Handler for Everything {
-    async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostFailure> {
-        Ok(match call.name.as_str() {
-            "echo" => {
-                #[derive(serde::Deserialize)]
-                struct Echo {
-                    text: String,
-                }
-                let Echo { text } =
-                    call.deserialize().map_err(|_| HostFailure::invalid_params("text must be a string"))?;
-                ToolReply::text(text)
-            }
-            "test_simple_text" => ToolReply::text(SIMPLE_TEXT),
-            "test_image_content" => ToolReply::new(vec![OwnedContent::image_base64(PNG_BASE64, "image/png")]),
-            "test_audio_content" => ToolReply::new(vec![OwnedContent::audio_base64(WAV_BASE64, "audio/wav")]),
-            "test_embedded_resource" => {
-                ToolReply::new(vec![OwnedContent::embedded(OwnedResourceContents::text(
-                    "test://embedded-resource",
-                    Some("text/plain"),
-                    "This is an embedded resource content.",
-                ))])
-            }
-            "test_multiple_content_types" => ToolReply::new(vec![
-                OwnedContent::text("Multiple content types test:"),
-                OwnedContent::image_base64(PNG_BASE64, "image/png"),
-                OwnedContent::embedded(OwnedResourceContents::text(
-                    "test://mixed-content-resource",
-                    Some("application/json"),
-                    r#"{"test":"data","value":123}"#,
-                )),
-            ]),
-            "test_error_handling" => ToolReply::error(ERROR_TEXT),
-            _ => return Err(HostFailure::internal("no handler for this tool")),
-        })
-    }
-
-    async fn read_resource(&self, read: ResourceRead) -> Result<ResourceReply, HostFailure> {
-        if let Some(id) = read.variable("id") {
-            let body =
-                serde_json::json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") });
-            return Ok(ResourceReply::text(read.uri.as_str(), Some("application/json"), body.to_string()));
-        }
-        Ok(match read.uri.as_str() {
-            "test://static-text" => {
-                ResourceReply::text("test://static-text", Some("text/plain"), STATIC_TEXT)
-            }
-            "test://static-binary" => {
-                ResourceReply::blob_base64("test://static-binary", Some("image/png"), PNG_BASE64)
-            }
-            _ => ResourceReply::not_found(),
-        })
-    }
-
-    async fn get_prompt(&self, get: PromptGet) -> Result<PromptReply, HostFailure> {
-        let args: BTreeMap<String, String> = get.deserialize().unwrap_or_default();
-        let arg = |k: &str| args.get(k).cloned().unwrap_or_default();
-        Ok(match get.name.as_str() {
-            "test_simple_prompt" => PromptReply::user_text("This is a simple prompt for testing."),
-            "test_prompt_with_arguments" => PromptReply::user_text(format!(
-                "Prompt with arguments: arg1='{}', arg2='{}'",
-                arg("arg1"),
-                arg("arg2")
-            )),
-            "test_prompt_with_embedded_resource" => PromptReply::new(vec![
-                OwnedPromptMessage::user(OwnedContent::embedded(OwnedResourceContents::text(
-                    arg("resourceUri"),
-                    Some("text/plain"),
-                    "Embedded resource content for testing.",
-                ))),
-                OwnedPromptMessage::user("Please process the embedded resource above."),
-            ]),
-            "test_prompt_with_image" => PromptReply::new(vec![
-                OwnedPromptMessage::user(OwnedContent::image_base64(PNG_BASE64, "image/png")),
-                OwnedPromptMessage::user("Please analyze the image above."),
-            ]),
-            _ => return Err(HostFailure::internal("no handler for this prompt")),
-        })
-    }
+enum Mode {
+    Http(SocketAddr),
+    Stdio,
 }
 
-fn main() -> ExitCode {
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--stdio" => {}
+/// The mode the arguments ask for, or the exit code to leave with.
+fn parse_args() -> Result<Mode, ExitCode> {
+    let mut args = std::env::args().skip(1).peekable();
+    let mut mode = None;
+    while let Some(arg) = args.next() {
+        let next = match arg.as_str() {
+            "--stdio" => Mode::Stdio,
+            "--http" => {
+                let addr = args.next_if(|a| !a.starts_with('-')).unwrap_or_else(|| DEFAULT_ADDR.to_owned());
+                match addr.parse::<SocketAddr>() {
+                    Ok(addr) if addr.ip().is_loopback() => Mode::Http(addr),
+                    Ok(addr) => {
+                        eprintln!(
+                            "everything: {addr} is not a loopback address: this server accepts any origin \
+                             and has no authorization, so it listens on loopback only"
+                        );
+                        return Err(ExitCode::from(2));
+                    }
+                    Err(e) => {
+                        eprint!("everything: bad address {addr:?}: {e}\n\n{USAGE}");
+                        return Err(ExitCode::from(2));
+                    }
+                }
+            }
             "-h" | "--help" => {
                 print!("{USAGE}");
-                return ExitCode::SUCCESS;
+                return Err(ExitCode::SUCCESS);
             }
             other => {
                 eprint!("everything: unknown argument {other:?}\n\n{USAGE}");
-                return ExitCode::from(2);
+                return Err(ExitCode::from(2));
             }
+        };
+        if mode.replace(next).is_some() {
+            eprint!("everything: give one of --http and --stdio\n\n{USAGE}");
+            return Err(ExitCode::from(2));
         }
     }
+    Ok(mode.unwrap_or_else(|| Mode::Http(DEFAULT_ADDR.parse().expect("a valid default address"))))
+}
+
+fn config() -> Config {
+    Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"))
+}
+
+fn main() -> ExitCode {
+    let mode = match parse_args() {
+        Ok(mode) => mode,
+        Err(code) => return code,
+    };
 
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -140,13 +108,50 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let engine =
-        Engine::new(Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION")), everything::catalog());
-    tracing::info!("serving the everything fixture on stdio");
-    let result = runtime.block_on(serve_stdio(engine, Arc::new(Everything)));
+    let code = match mode {
+        Mode::Http(addr) => runtime.block_on(serve_http(addr)),
+        Mode::Stdio => runtime.block_on(stdio()),
+    };
     // A read of stdin may still be pending after an error: do not wait for it.
     runtime.shutdown_background();
-    match result {
+    code
+}
+
+async fn serve_http(addr: SocketAddr) -> ExitCode {
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::error!(%addr, %e, "cannot listen");
+            return ExitCode::FAILURE;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(addr);
+    // Loopback `Host` checks stay on (the default).
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    let engine = HttpEngine::new(config(), http, fixture::catalog());
+    eprintln!("listening on http://{bound}/mcp");
+    let server = HttpServer::new(engine, Arc::new(Everything), AllowAll);
+    let shutdown = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    match server.serve_with_shutdown(listener, shutdown).await {
+        Ok(()) => {
+            tracing::info!("interrupted; bye");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            tracing::error!(%e, "serving failed");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn stdio() -> ExitCode {
+    let engine = Engine::new(config(), fixture::catalog());
+    tracing::info!("serving the everything fixture on stdio");
+    match serve_stdio(engine, Arc::new(Everything)).await {
         Ok(()) => {
             tracing::info!("client closed the stream; bye");
             ExitCode::SUCCESS

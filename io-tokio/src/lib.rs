@@ -4,15 +4,21 @@
 //! handlers.
 //!
 //! This crate is a thin adapter: it moves bytes between an [`AsyncRead`] /
-//! [`AsyncWrite`] pair and an [`Engine`], and runs the work the engine hands out on your
-//! [`Handler`]. Framing, JSON-RPC, validation against the catalog and serialization all
-//! stay in the engine.
+//! [`AsyncWrite`] pair (or TCP connections) and an [`Engine`] (or an [`HttpEngine`]), and
+//! runs the work the engine hands out on your [`Handler`]. Framing, HTTP, JSON-RPC,
+//! validation against the catalog and serialization all stay in the engine.
 //!
 //! - [`Handler`]: async methods taking owned requests ([`ToolCall`], [`ResourceRead`],
 //!   [`PromptGet`]) and returning owned replies ([`ToolReply`], [`ResourceReply`],
 //!   [`PromptReply`]) or a [`HostFailure`]. [`tool_fn`] makes one from a closure.
 //! - [`serve`] runs one stream over any reader and writer; [`serve_stdio`] over stdin and
 //!   stdout.
+//! - [`serve_http`] (or [`HttpServer`], for settings and graceful shutdown) serves
+//!   Streamable HTTP on a [`TcpListener`](tokio::net::TcpListener), with an
+//!   [`Authorizer`] deciding the engine's authorization events ([`AllowAll`], or a closure
+//!   over an [`AuthorizeInfo`]).
+//! - With feature `tower`, `McpService` is the same endpoint as a tower `Service`, to
+//!   mount in an axum router.
 //!
 //! Each request runs in its own tokio task, so slow handlers do not hold up others and
 //! replies go out in the order they finish. At most the engine's in-flight limit
@@ -74,25 +80,64 @@
 //! }
 //! ```
 //!
-//! The `everything` example of this crate serves the conformance fixture catalog:
-//! `cargo run --release -p mcp-io-tokio --example everything -- --stdio`.
+//! Over Streamable HTTP, the same handler serves many connections:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
+//! use mcp_engine::{Catalog, Config, Tool};
+//! use mcp_io_tokio::{AuthorizeInfo, ToolReply, serve_http, tool_fn};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let catalog = Catalog::builder().tool(Tool::new("now")).build()?;
+//!     let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+//!     let engine = HttpEngine::new(Config::new("clock", "1.0"), http, catalog);
+//!     let handler = Arc::new(tool_fn(|_call| async { Ok(ToolReply::text("It is now.")) }));
+//!     let auth = |req: &AuthorizeInfo| match req.bearer_token() {
+//!         Some("let-me-in") => Verdict::Allow,
+//!         Some(_) => Verdict::Forbidden,
+//!         None => Verdict::Unauthenticated,
+//!     };
+//!     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//!     serve_http(listener, engine, handler, auth).await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! The `everything` example of this crate serves the conformance fixture catalog, over
+//! Streamable HTTP at `http://127.0.0.1:3000/mcp` by default (`--http ADDR` for another
+//! loopback address) or over stdio:
+//! `cargo run --release -p mcp-io-tokio --example everything -- --stdio`. The `axum`
+//! example (feature `tower`) mounts it in an axum router.
 //!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
 //! [`Engine`]: mcp_engine::Engine
+//! [`HttpEngine`]: mcp_engine::http::HttpEngine
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod auth;
 mod handler;
+mod http;
 mod reply;
 mod request;
 mod serve;
+#[cfg(feature = "tower")]
+mod tower;
+mod work;
 
+pub use auth::{AllowAll, AuthorizeInfo, Authorizer};
 pub use handler::{Handler, PromptResult, ResourceResult, ToolFn, ToolResult, tool_fn};
+pub use http::{HttpServer, serve_http};
 pub use reply::{
     HostFailure, OwnedBase64, OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply,
     ResourceReply, ToolReply,
 };
 pub use request::{PromptGet, ResourceRead, ToolCall};
 pub use serve::{serve, serve_stdio};
+#[cfg(feature = "tower")]
+pub use tower::McpService;

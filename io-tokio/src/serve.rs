@@ -1,23 +1,14 @@
 //! The run loop: one task owns the engine, handler futures run in their own tasks.
 
-use std::collections::HashMap;
-use std::future::Future;
 use std::io;
 use std::ops::Range;
 use std::sync::Arc;
 
-use mcp_engine::{
-    Content, Engine, Event, HostError, Instant, PromptMessage, PromptOutput, ResourceContents, Ticket,
-    ToolOutput,
-};
+use mcp_engine::{Engine, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
-use tracing::Instrument;
 
-use crate::handler::{Handler, PromptResult, ResourceResult, ToolResult};
-use crate::reply::{OwnedContent, OwnedPromptMessage, OwnedResourceContents, ResourceReply};
-use crate::request::{PromptGet, ResourceRead, ToolCall};
+use crate::handler::Handler;
+use crate::work::Tasks;
 
 /// Bytes read from the client at a time.
 const READ_BUF_LEN: usize = 64 * 1024;
@@ -58,12 +49,11 @@ where
     W: AsyncWrite + Unpin,
     H: Handler,
 {
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tasks, mut rx) = Tasks::new();
     let mut d = Driver {
         engine,
         handler,
-        tx,
-        tasks: Tasks(HashMap::new()),
+        tasks,
         start: std::time::Instant::now(),
         read_buf: vec![0; READ_BUF_LEN].into_boxed_slice(),
         held: 0..0,
@@ -79,10 +69,10 @@ where
         }
         let can_read = !d.read_eof && d.held.is_empty() && d.engine.input_capacity() > 0;
         let has_output = !d.engine.pending_output().is_empty();
-        let waiting = !d.tasks.0.is_empty();
+        let waiting = !d.tasks.is_empty();
         tokio::select! {
             biased;
-            Some(done) = rx.recv(), if waiting => d.complete(done),
+            Some(done) = rx.recv(), if waiting => d.tasks.complete(&mut d.engine, done),
             written = write_or_flush(&mut writer, d.engine.pending_output()), if has_output || need_flush => {
                 match written? {
                     Some(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -145,59 +135,9 @@ async fn write_or_flush<W: AsyncWrite + Unpin>(writer: &mut W, out: &[u8]) -> io
     }
 }
 
-/// What a handler task sends back.
-struct Completion {
-    ticket: Ticket,
-    outcome: Outcome,
-}
-
-enum Outcome {
-    Tool(ToolResult),
-    Resource(ResourceResult),
-    Prompt(PromptResult),
-    /// The task ended without a reply: it panicked, or was aborted.
-    Dropped,
-}
-
-/// Sends [`Outcome::Dropped`] if the task ends without sending its reply, so a panicking
-/// handler is answered rather than leaving its ticket open forever.
-struct Guard {
-    tx: Option<mpsc::UnboundedSender<Completion>>,
-    ticket: Ticket,
-}
-
-impl Guard {
-    fn send(mut self, outcome: Outcome) {
-        if let Some(tx) = self.tx.take() {
-            // The receiver is gone only once `serve` has returned.
-            let _ = tx.send(Completion { ticket: self.ticket, outcome });
-        }
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            let _ = tx.send(Completion { ticket: self.ticket, outcome: Outcome::Dropped });
-        }
-    }
-}
-
-/// The running handler tasks, by ticket. Aborts them all when dropped.
-struct Tasks(HashMap<Ticket, AbortHandle>);
-
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        for (_, task) in self.0.drain() {
-            task.abort();
-        }
-    }
-}
-
 struct Driver<H> {
     engine: Engine,
     handler: Arc<H>,
-    tx: mpsc::UnboundedSender<Completion>,
     tasks: Tasks,
     start: std::time::Instant,
     read_buf: Box<[u8]>,
@@ -230,125 +170,11 @@ impl<H: Handler> Driver<H> {
             }
             while let Some(event) = self.engine.poll_event() {
                 progress = true;
-                dispatch(&mut self.tasks, &self.handler, &self.tx, event);
+                self.tasks.dispatch(&self.handler, event);
             }
             if !progress {
                 break;
             }
         }
     }
-
-    /// Answers a finished handler task's ticket.
-    fn complete(&mut self, done: Completion) {
-        let Completion { ticket, outcome } = done;
-        if self.tasks.0.remove(&ticket).is_none() {
-            // Cancelled while its reply was on its way: the engine must not answer it.
-            tracing::debug!(?ticket, "dropping the reply of a cancelled request");
-            return;
-        }
-        let engine = &mut self.engine;
-        let result = match outcome {
-            Outcome::Tool(Ok(reply)) => {
-                let content: Vec<Content<'_>> = reply.content.iter().map(OwnedContent::as_content).collect();
-                let output = ToolOutput {
-                    content: &content,
-                    structured_content: reply.structured_content.as_ref(),
-                    is_error: reply.is_error,
-                };
-                engine.answer_tool(ticket, &output)
-            }
-            Outcome::Resource(Ok(ResourceReply::Contents(contents))) => {
-                let contents: Vec<ResourceContents<'_>> =
-                    contents.iter().map(OwnedResourceContents::as_contents).collect();
-                engine.answer_resource(ticket, &contents)
-            }
-            Outcome::Resource(Ok(ResourceReply::NotFound)) => {
-                engine.answer_error(ticket, HostError::NotFound)
-            }
-            Outcome::Prompt(Ok(reply)) => {
-                let messages: Vec<PromptMessage<'_>> =
-                    reply.messages.iter().map(OwnedPromptMessage::as_message).collect();
-                let output = PromptOutput { description: reply.description.as_deref(), messages: &messages };
-                engine.answer_prompt(ticket, &output)
-            }
-            Outcome::Tool(Err(failure)) | Outcome::Resource(Err(failure)) | Outcome::Prompt(Err(failure)) => {
-                tracing::debug!(?ticket, %failure, "handler failed");
-                engine.answer_error(ticket, failure.as_host_error())
-            }
-            Outcome::Dropped => {
-                tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");
-                engine.answer_error(ticket, HostError::Internal("the handler failed"))
-            }
-        };
-        if let Err(e) = result {
-            tracing::warn!(?ticket, %e, "the engine refused an answer");
-        }
-    }
-}
-
-/// Starts the work of one event, or aborts the task of a cancelled one.
-fn dispatch<H: Handler>(
-    tasks: &mut Tasks,
-    handler: &Arc<H>,
-    tx: &mpsc::UnboundedSender<Completion>,
-    event: Event<'_>,
-) {
-    match event {
-        Event::CallTool(call) => {
-            let request = ToolCall::from_event(&call);
-            let span = tracing::debug_span!("tools/call", tool = %request.name);
-            let h = Arc::clone(handler);
-            spawn(
-                tasks,
-                tx,
-                call.ticket,
-                async move { Outcome::Tool(h.call_tool(request).await) }.instrument(span),
-            );
-        }
-        Event::ReadResource(read) => {
-            let request = ResourceRead::from_event(&read);
-            let span = tracing::debug_span!("resources/read", uri = %request.uri);
-            let h = Arc::clone(handler);
-            spawn(
-                tasks,
-                tx,
-                read.ticket,
-                async move { Outcome::Resource(h.read_resource(request).await) }.instrument(span),
-            );
-        }
-        Event::GetPrompt(get) => {
-            let request = PromptGet::from_event(&get);
-            let span = tracing::debug_span!("prompts/get", prompt = %request.name);
-            let h = Arc::clone(handler);
-            spawn(
-                tasks,
-                tx,
-                get.ticket,
-                async move { Outcome::Prompt(h.get_prompt(request).await) }.instrument(span),
-            );
-        }
-        Event::Cancelled(ticket) => match tasks.0.remove(&ticket) {
-            Some(task) => {
-                tracing::debug!(?ticket, "request cancelled: aborting its handler");
-                task.abort();
-            }
-            None => tracing::debug!(?ticket, "request cancelled after its reply"),
-        },
-        other => tracing::warn!(event = ?other, "ignoring an event this adapter does not know"),
-    }
-}
-
-fn spawn(
-    tasks: &mut Tasks,
-    tx: &mpsc::UnboundedSender<Completion>,
-    ticket: Ticket,
-    work: impl Future<Output = Outcome> + Send + 'static,
-) {
-    let guard = Guard { tx: Some(tx.clone()), ticket };
-    let task = tokio::spawn(async move {
-        let guard = guard;
-        let outcome = work.await;
-        guard.send(outcome);
-    });
-    tasks.0.insert(ticket, task.abort_handle());
 }

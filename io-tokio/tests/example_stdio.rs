@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 use mcp_engine::{Config, Engine, everything};
 use serde_json::Value;
 
+/// The example's catalog: the engine's fixture plus `test_x_mcp_header`.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../examples/fixture/mod.rs"]
+mod fixture;
+
 /// Hang protection only: no assertion depends on it.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -72,6 +77,9 @@ fn requests() -> Vec<String> {
         ("test_embedded_resource", "{}"),
         ("test_multiple_content_types", "{}"),
         ("test_error_handling", "{}"),
+        ("test_logging_tool", "{}"),
+        ("test_streaming_elicitation", "{}"),
+        ("test_missing_capability", "{}"),
         ("no_such_tool", "{}"),
     ];
     for (name, args) in tools {
@@ -100,13 +108,21 @@ fn requests() -> Vec<String> {
     reqs.push(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned());
     reqs.push(r#"{"jsonrpc":"2.0","id":"ping","method":"ping"}"#.to_owned());
     reqs.push(r#"{"jsonrpc":"2.0","id":"legacy-echo","method":"tools/call","params":{"name":"echo","arguments":{"text":"old"}}}"#.to_owned());
+    // The example's own tool (the engine's fixture handler does not know it).
+    reqs.push(
+        modern(0, "tools/call", r#""name":"test_x_mcp_header","arguments":{"region":"eu-west"}"#).replacen(
+            r#""id":0"#,
+            r#""id":"region""#,
+            1,
+        ),
+    );
     reqs
 }
 
 /// The engine's own answers to `input`, with the synchronous fixture handler.
 fn reference_answers(input: &str) -> BTreeMap<String, Value> {
     let mut engine =
-        Engine::new(Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION")), everything::catalog());
+        Engine::new(Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION")), fixture::catalog());
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     let bytes = input.as_bytes();
@@ -204,7 +220,11 @@ fn example_answers_like_the_fixture_over_real_pipes_and_exits_cleanly() {
     assert!(status.success(), "exit status {status}; stderr:\n{logs}");
     assert_eq!(status.code(), Some(0));
 
-    let got = by_id(lines.iter().map(String::as_str));
+    let mut got = by_id(lines.iter().map(String::as_str));
+    let region = got.remove("\"region\"").expect("test_x_mcp_header is answered");
+    assert_eq!(region["result"]["content"][0]["text"], "region: eu-west", "{region}");
+    let mut expected = expected;
+    expected.remove("\"region\"");
     assert_eq!(got.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
     for (id, want) in &expected {
         assert_eq!(&got[id], want, "answer to id {id} differs from the engine's fixture answer");

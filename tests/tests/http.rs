@@ -695,3 +695,62 @@ fn a_missing_client_capability_is_400_with_the_required_capabilities() {
     assert_eq!(r.status, 200);
     assert!(r.json()["result"]["content"].is_array());
 }
+
+#[test]
+fn requests_wait_for_a_ticket_slot_instead_of_being_dropped() {
+    let mut cfg = Config::new("s", "1");
+    cfg.max_in_flight(1);
+    let mut e = HttpEngine::new(
+        cfg,
+        HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone),
+        everything::catalog(),
+    );
+    let h: Vec<(&str, &[u8])> = vec![
+        ("host", b"localhost"),
+        ("mcp-protocol-version", b"2026-07-28"),
+        ("mcp-method", b"tools/call"),
+        ("mcp-name", b"echo"),
+    ];
+    let body = |t: &str| req(1, "tools/call", json!({"name": "echo", "arguments": {"text": t}})).to_string();
+    let a = e.handle_request(Instant::ZERO, None, "POST", "/mcp", &h, body("a").as_bytes()).unwrap();
+    let first = match e.poll_event() {
+        Some(HttpEvent::Mcp(ev)) => ev.ticket(),
+        other => panic!("{other:?}"),
+    };
+    let b = e.handle_request(Instant::ZERO, None, "POST", "/mcp", &h, body("b").as_bytes()).unwrap();
+    assert!(e.poll_event().is_none(), "the second call waits for the slot");
+    assert!(e.response(b).is_none(), "and is not answered meanwhile");
+    e.answer_tool(first, &mcp_engine::ToolOutput::new(&[mcp_engine::Content::text("a")])).unwrap();
+    assert_eq!(e.response(a).unwrap().status, 200);
+    match e.poll_event() {
+        Some(HttpEvent::Mcp(ev)) => everything::respond(ev),
+        other => panic!("the waiting call is dispatched once the slot frees: {other:?}"),
+    }
+    assert!(e.poll_event().is_none(), "drained (this also routes the answer given through the event)");
+    let r = e.response(b).unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(serde_json::from_slice::<Value>(r.body).unwrap()["result"]["content"][0]["text"], "b");
+}
+
+#[test]
+fn expect_100_continue_is_answered_before_the_body() {
+    let mut c = client();
+    let mut raw = post(&req(1, "server/discover", json!({})), &[("Expect", "100-continue")]);
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let body = raw.split_off(split);
+    let out = c.feed(&raw, usize::MAX);
+    assert_eq!(out, b"HTTP/1.1 100 Continue\r\n\r\n");
+    let r = parse_responses(&c.feed(&body, usize::MAX));
+    assert_eq!(r[0].status, 200);
+}
+
+#[test]
+fn a_slow_head_gets_408_at_the_deadline() {
+    let mut c = client();
+    c.feed(b"POST /mcp HTTP/1.1\r\nHost: local", usize::MAX);
+    assert_eq!(c.e.poll_timeout(), Some(Instant::ZERO + Duration::from_secs(15)));
+    c.e.handle_timeout(Instant::ZERO + Duration::from_secs(15));
+    let r = parse_responses(c.e.pending_output(c.conn));
+    assert_eq!(r[0].status, 408);
+    assert!(r[0].closes());
+}

@@ -1,7 +1,9 @@
 //! Helpers shared by the integration tests: request lines, a blocking client over pipes,
-//! a server thread, and hang protection.
+//! a server thread, hang protection, and a raw HTTP client ([`http`]).
 
 #![allow(dead_code, unreachable_pub)] // each test file uses a different subset
+
+pub mod http;
 
 use std::io::{BufRead, BufReader, Write};
 use std::sync::mpsc;

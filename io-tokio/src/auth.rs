@@ -1,0 +1,144 @@
+//! The host's authorization hooks for Streamable HTTP: [`Authorizer`].
+
+use core::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+
+use mcp_engine::http::{HeaderList, Verdict};
+
+/// An owned copy of what an authorization hook decides on: the peer and the request's
+/// headers (the engine's [`AuthorizeRequest`](mcp_engine::http::AuthorizeRequest), made
+/// owned so that it can move into a task).
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthorizeInfo {
+    /// The peer's address, when known (always, over [`serve_http`](crate::serve_http);
+    /// for the tower service, when the request carries a [`SocketAddr`] extension).
+    pub peer: Option<SocketAddr>,
+    /// The request's headers, in order, repeated ones included. Names are as the client
+    /// sent them (compare them case-insensitively, or use [`header`](Self::header)).
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+impl AuthorizeInfo {
+    /// A request from `peer` with `headers`. Useful to test an [`Authorizer`].
+    pub fn new<N: Into<String>, V: Into<Vec<u8>>>(
+        peer: Option<SocketAddr>,
+        headers: impl IntoIterator<Item = (N, V)>,
+    ) -> Self {
+        Self { peer, headers: headers.into_iter().map(|(n, v)| (n.into(), v.into())).collect() }
+    }
+
+    pub(crate) fn from_engine(peer: Option<SocketAddr>, headers: &HeaderList<'_>) -> Self {
+        Self::new(peer, headers.as_slice().iter().map(|h| (h.name, h.value)))
+    }
+
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_slice())
+    }
+
+    /// The first value of header `name` as text, if it is UTF-8.
+    pub fn header_str(&self, name: &str) -> Option<&str> {
+        self.header(name).and_then(|v| core::str::from_utf8(v).ok())
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header (the scheme compared
+    /// case-insensitively), if there is one.
+    pub fn bearer_token(&self) -> Option<&str> {
+        let value = self.header_str("authorization")?.trim();
+        let (scheme, token) = value.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+    }
+}
+
+impl fmt::Debug for AuthorizeInfo {
+    /// Header values are left out: they may hold credentials.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthorizeInfo")
+            .field("peer", &self.peer)
+            .field("headers", &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// Decides whether HTTP requests may proceed: the host's side of
+/// [`Authorization::Host`](mcp_engine::http::Authorization::Host).
+///
+/// [`authorize`](Self::authorize) sees each request's head before its body is read
+/// ([`HttpEvent::Authorize`](mcp_engine::http::HttpEvent::Authorize));
+/// [`authorize_body`](Self::authorize_body) sees the body exactly as received, when the
+/// engine is configured with
+/// [`HttpConfig::authorize_body`](mcp_engine::http::HttpConfig::authorize_body). A refusal
+/// tells the caller only its status; log the reason yourself.
+///
+/// Both may be asynchronous (look a token up, ask another service). A future that is
+/// ready when first polled is answered at once, without spawning a task; any other runs
+/// in its own task, aborted if the client goes away. An authorizer that panics refuses
+/// with [`Verdict::Failed`] (`500`).
+///
+/// A closure `Fn(&AuthorizeInfo) -> Verdict` is an authorizer (with bodies always
+/// allowed), and so is [`AllowAll`] (for engines configured with
+/// [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone), which never
+/// ask):
+///
+/// ```
+/// use mcp_engine::http::Verdict;
+/// use mcp_io_tokio::{AuthorizeInfo, Authorizer};
+///
+/// fn check<A: Authorizer>(_: &A) {}
+/// check(&|req: &AuthorizeInfo| match req.bearer_token() {
+///     Some("s3cret") => Verdict::Allow,
+///     Some(_) => Verdict::Forbidden,
+///     None => Verdict::Unauthenticated,
+/// });
+/// ```
+pub trait Authorizer: Send + Sync + 'static {
+    /// Decides on a request from its head.
+    fn authorize(&self, request: &AuthorizeInfo) -> impl Future<Output = Verdict> + Send;
+
+    /// Decides on a request's body (only asked when the engine is configured to). The
+    /// default allows every body.
+    fn authorize_body(&self, request: &AuthorizeInfo, body: &[u8]) -> impl Future<Output = Verdict> + Send {
+        let _ = (request, body);
+        std::future::ready(Verdict::Allow)
+    }
+}
+
+impl<F> Authorizer for F
+where
+    F: Fn(&AuthorizeInfo) -> Verdict + Send + Sync + 'static,
+{
+    fn authorize(&self, request: &AuthorizeInfo) -> impl Future<Output = Verdict> + Send {
+        std::future::ready(self(request))
+    }
+}
+
+/// An [`Authorizer`] that allows every request. Use it with engines configured with
+/// [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone), which never ask.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AllowAll;
+
+impl Authorizer for AllowAll {
+    fn authorize(&self, request: &AuthorizeInfo) -> impl Future<Output = Verdict> + Send {
+        let _ = request;
+        std::future::ready(Verdict::Allow)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_and_bearer_tokens() {
+        let info = AuthorizeInfo::new(None, [("Authorization", "bearer  abc "), ("X-A", "1"), ("x-a", "2")]);
+        assert_eq!(info.bearer_token(), Some("abc"));
+        assert_eq!(info.header("x-a"), Some(&b"1"[..]));
+        assert_eq!(info.header_str("X-A"), Some("1"));
+        assert_eq!(info.header("nope"), None);
+        assert!(!format!("{info:?}").contains("abc"), "values stay out of Debug");
+        assert_eq!(AuthorizeInfo::new(None, [("authorization", "Basic x")]).bearer_token(), None);
+        assert_eq!(AuthorizeInfo::new(None, [("authorization", "Bearer ")]).bearer_token(), None);
+    }
+}

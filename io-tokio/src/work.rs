@@ -1,0 +1,229 @@
+//! Handler tasks, shared by every run loop: starting the work of an engine [`Event`],
+//! aborting it when cancelled, and answering its ticket when it finishes.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use mcp_engine::http::HttpEngine;
+use mcp_engine::{
+    AnswerError, Content, Engine, Event, HostError, PromptMessage, PromptOutput, ResourceContents, Ticket,
+    ToolOutput,
+};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use tracing::Instrument;
+
+use crate::handler::{Handler, PromptResult, ResourceResult, ToolResult};
+use crate::reply::{OwnedContent, OwnedPromptMessage, OwnedResourceContents, ResourceReply};
+use crate::request::{PromptGet, ResourceRead, ToolCall};
+
+/// What a handler task sends back.
+pub(crate) struct Completion {
+    ticket: Ticket,
+    outcome: Outcome,
+}
+
+enum Outcome {
+    Tool(ToolResult),
+    Resource(ResourceResult),
+    Prompt(PromptResult),
+    /// The task ended without a reply: it panicked, or was aborted.
+    Dropped,
+}
+
+/// Sends [`Outcome::Dropped`] if the task ends without sending its reply, so a panicking
+/// handler is answered rather than leaving its ticket open forever.
+struct Guard {
+    tx: Option<mpsc::UnboundedSender<Completion>>,
+    ticket: Ticket,
+}
+
+impl Guard {
+    fn send(mut self, outcome: Outcome) {
+        if let Some(tx) = self.tx.take() {
+            // The receiver is gone only once the run loop has returned.
+            let _ = tx.send(Completion { ticket: self.ticket, outcome });
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(Completion { ticket: self.ticket, outcome: Outcome::Dropped });
+        }
+    }
+}
+
+/// The engines a handler's reply can be answered on.
+pub(crate) trait Answer {
+    fn tool(&mut self, ticket: Ticket, output: &ToolOutput<'_, serde_json::Value>)
+    -> Result<(), AnswerError>;
+    fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError>;
+    fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError>;
+    fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError>;
+}
+
+impl Answer for Engine {
+    fn tool(
+        &mut self,
+        ticket: Ticket,
+        output: &ToolOutput<'_, serde_json::Value>,
+    ) -> Result<(), AnswerError> {
+        self.answer_tool(ticket, output)
+    }
+    fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
+        self.answer_resource(ticket, contents)
+    }
+    fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
+        self.answer_prompt(ticket, output)
+    }
+    fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.answer_error(ticket, error)
+    }
+}
+
+impl Answer for HttpEngine {
+    fn tool(
+        &mut self,
+        ticket: Ticket,
+        output: &ToolOutput<'_, serde_json::Value>,
+    ) -> Result<(), AnswerError> {
+        self.answer_tool(ticket, output)
+    }
+    fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
+        self.answer_resource(ticket, contents)
+    }
+    fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
+        self.answer_prompt(ticket, output)
+    }
+    fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.answer_error(ticket, error)
+    }
+}
+
+/// The running handler tasks, by ticket, and the channel their replies come back on.
+/// Aborts them all when dropped.
+pub(crate) struct Tasks {
+    running: HashMap<Ticket, AbortHandle>,
+    tx: mpsc::UnboundedSender<Completion>,
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for (_, task) in self.running.drain() {
+            task.abort();
+        }
+    }
+}
+
+impl Tasks {
+    /// No tasks yet, and the receiver their replies come back on. The channel is
+    /// unbounded, but holds at most one message per running task, and the engine's
+    /// in-flight limit bounds those.
+    pub(crate) fn new() -> (Self, mpsc::UnboundedReceiver<Completion>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Self { running: HashMap::new(), tx }, rx)
+    }
+
+    /// Whether any task is running.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
+
+    /// Starts the work of one event, or aborts the task of a cancelled one.
+    pub(crate) fn dispatch<H: Handler>(&mut self, handler: &Arc<H>, event: Event<'_>) {
+        match event {
+            Event::CallTool(call) => {
+                let request = ToolCall::from_event(&call);
+                let span = tracing::debug_span!("tools/call", tool = %request.name);
+                let h = Arc::clone(handler);
+                self.spawn(
+                    call.ticket,
+                    async move { Outcome::Tool(h.call_tool(request).await) }.instrument(span),
+                );
+            }
+            Event::ReadResource(read) => {
+                let request = ResourceRead::from_event(&read);
+                let span = tracing::debug_span!("resources/read", uri = %request.uri);
+                let h = Arc::clone(handler);
+                self.spawn(
+                    read.ticket,
+                    async move { Outcome::Resource(h.read_resource(request).await) }.instrument(span),
+                );
+            }
+            Event::GetPrompt(get) => {
+                let request = PromptGet::from_event(&get);
+                let span = tracing::debug_span!("prompts/get", prompt = %request.name);
+                let h = Arc::clone(handler);
+                self.spawn(
+                    get.ticket,
+                    async move { Outcome::Prompt(h.get_prompt(request).await) }.instrument(span),
+                );
+            }
+            Event::Cancelled(ticket) => match self.running.remove(&ticket) {
+                Some(task) => {
+                    tracing::debug!(?ticket, "request cancelled: aborting its handler");
+                    task.abort();
+                }
+                None => tracing::debug!(?ticket, "request cancelled after its reply"),
+            },
+            other => tracing::warn!(event = ?other, "ignoring an event this adapter does not know"),
+        }
+    }
+
+    fn spawn(&mut self, ticket: Ticket, work: impl Future<Output = Outcome> + Send + 'static) {
+        let guard = Guard { tx: Some(self.tx.clone()), ticket };
+        let task = tokio::spawn(async move {
+            let guard = guard;
+            let outcome = work.await;
+            guard.send(outcome);
+        });
+        self.running.insert(ticket, task.abort_handle());
+    }
+
+    /// Answers a finished handler task's ticket on `engine`.
+    pub(crate) fn complete(&mut self, engine: &mut impl Answer, done: Completion) {
+        let Completion { ticket, outcome } = done;
+        if self.running.remove(&ticket).is_none() {
+            // Cancelled while its reply was on its way: the engine must not answer it.
+            tracing::debug!(?ticket, "dropping the reply of a cancelled request");
+            return;
+        }
+        let result = match outcome {
+            Outcome::Tool(Ok(reply)) => {
+                let content: Vec<Content<'_>> = reply.content.iter().map(OwnedContent::as_content).collect();
+                let output = ToolOutput {
+                    content: &content,
+                    structured_content: reply.structured_content.as_ref(),
+                    is_error: reply.is_error,
+                };
+                engine.tool(ticket, &output)
+            }
+            Outcome::Resource(Ok(ResourceReply::Contents(contents))) => {
+                let contents: Vec<ResourceContents<'_>> =
+                    contents.iter().map(OwnedResourceContents::as_contents).collect();
+                engine.resource(ticket, &contents)
+            }
+            Outcome::Resource(Ok(ResourceReply::NotFound)) => engine.error(ticket, HostError::NotFound),
+            Outcome::Prompt(Ok(reply)) => {
+                let messages: Vec<PromptMessage<'_>> =
+                    reply.messages.iter().map(OwnedPromptMessage::as_message).collect();
+                let output = PromptOutput { description: reply.description.as_deref(), messages: &messages };
+                engine.prompt(ticket, &output)
+            }
+            Outcome::Tool(Err(failure)) | Outcome::Resource(Err(failure)) | Outcome::Prompt(Err(failure)) => {
+                tracing::debug!(?ticket, %failure, "handler failed");
+                engine.error(ticket, failure.as_host_error())
+            }
+            Outcome::Dropped => {
+                tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");
+                engine.error(ticket, HostError::Internal("the handler failed"))
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(?ticket, %e, "the engine refused an answer");
+        }
+    }
+}
