@@ -170,6 +170,20 @@ pub fn respond(event: Event<'_>) {
                 "test_missing_capability" => {
                     call.answer(&ToolOutput::new(&[Content::text("Sampling is available.")]))
                 }
+                "test_x_mcp_header" => {
+                    #[derive(serde::Deserialize)]
+                    struct Region<'a> {
+                        #[serde(borrow)]
+                        region: std::borrow::Cow<'a, str>,
+                    }
+                    match args.deserialize::<Region<'_>>() {
+                        Ok(Region { region }) => {
+                            let text = format!("region: {region}");
+                            call.answer(&ToolOutput::new(&[Content::text(&text)]))
+                        }
+                        Err(_) => call.fail(HostError::InvalidParams("region must be a string")),
+                    }
+                }
                 _ => call.fail(HostError::Internal("no handler for this tool")),
             }
         }
