@@ -9,7 +9,7 @@ use simd_json::{Buffers, Node, StaticNode, Tape};
 use crate::catalog::{Catalog, Prompt, ResourceTemplate, Tool};
 use crate::content::{PromptOutput, ResourceContents, ToolOutput};
 use crate::cursor::{self, CursorError, ListKind};
-use crate::error::{AnswerError, HostError, code};
+use crate::error::{AnswerError, HostError, NotifyError, code};
 use crate::http_headers;
 use crate::json;
 use crate::revision::Revision;
@@ -291,6 +291,15 @@ pub struct CallTool<'a> {
 }
 
 impl CallTool<'_> {
+    /// Sends `notifications/progress` now (see [`Engine::notify_progress`]).
+    pub fn progress(
+        &mut self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), NotifyError> {
+        self.responder.st.notify_progress(self.ticket, progress, total, message)
+    }
     /// Answers with a tool result now.
     pub fn answer<S: Serialize + ?Sized>(self, output: &ToolOutput<'_, S>) -> Result<(), AnswerError> {
         self.responder.st.answer_tool(self.responder.prepared, self.responder.catalog, self.ticket, output)
@@ -440,6 +449,9 @@ struct Busy {
     route: Route,
     /// The catalog index of the tool (tool calls only).
     target: u32,
+    /// The request's `_meta.progressToken`, as JSON, and the last progress sent for it.
+    progress: Option<IdBuf>,
+    last_progress: Option<f64>,
 }
 
 #[derive(Clone, Copy)]
@@ -646,6 +658,8 @@ pub(crate) struct Routed {
     pub(crate) route: Route,
     pub(crate) start: usize,
     pub(crate) end: usize,
+    /// A notification sent before the final answer (the response becomes a stream).
+    pub(crate) interim: bool,
 }
 
 /// Where the data of the current event lives (read by the event while it is held).
@@ -1044,6 +1058,20 @@ impl Engine {
         r
     }
 
+    /// Sends `notifications/progress` for a ticket whose request carried
+    /// `_meta.progressToken`. `progress` must increase with every call; nothing can be
+    /// sent once the ticket is answered or cancelled.
+    pub fn notify_progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), NotifyError> {
+        self.release();
+        self.core.st.notify_progress(ticket, progress, total, message)
+    }
+
     /// Answers a ticket with an error instead of a result (see [`HostError`] for the
     /// code each variant becomes).
     pub fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
@@ -1310,6 +1338,15 @@ fn structured_conforms<S: Serialize + ?Sized>(
     (revision.is_stateless() || value.is_object()) && validator.is_valid(&value)
 }
 
+/// Writes a JSON number: integral values without a fraction (`50`, not `50.0`).
+fn write_number(out: &mut Vec<u8>, v: f64) {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        let _ = serde_json::to_writer(&mut *out, &(v as i64));
+    } else {
+        let _ = serde_json::to_writer(&mut *out, &v);
+    }
+}
+
 /// The levels `io.modelcontextprotocol/logLevel` may name.
 const LOG_LEVELS: [&str; 8] =
     ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -1394,6 +1431,16 @@ impl Core {
 
     pub(crate) fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
         self.st.answer_error(ticket, None, error)
+    }
+
+    pub(crate) fn notify_progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), NotifyError> {
+        self.st.notify_progress(ticket, progress, total, message)
     }
 
     /// The next event: a cancellation, else the pending request (marked delivered).
@@ -1975,8 +2022,26 @@ impl Core {
         };
         // `process` pauses before a frame while every slot is busy, so one is free.
         let slot = self.st.slots.iter().position(|s| s.busy.is_none())?;
+        let progress = req
+            .params
+            .and_then(|p| json::get(req.n, p, "_meta"))
+            .and_then(|m| json::get(req.n, m, "progressToken"))
+            .and_then(|t| match req.n.get(t)? {
+                Node::String(s) => IdBuf::of(IdRef::Str(s)),
+                Node::Static(StaticNode::I64(v)) => IdBuf::of(IdRef::I(*v)),
+                Node::Static(StaticNode::U64(v)) => IdBuf::of(IdRef::U(*v)),
+                _ => None,
+            });
         let s = &mut self.st.slots[slot];
-        s.busy = Some(Busy { kind, revision, id, route: self.st.route, target: target as u32 });
+        s.busy = Some(Busy {
+            kind,
+            revision,
+            id,
+            route: self.st.route,
+            target: target as u32,
+            progress,
+            last_progress: None,
+        });
         self.st.in_flight += 1;
         Some(Ticket { slot: slot as u16, generation: s.generation })
     }
@@ -2148,6 +2213,53 @@ impl State {
         }
     }
 
+    /// Writes `notifications/progress` for a live ticket whose request carried a
+    /// progress token.
+    pub(crate) fn notify_progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), NotifyError> {
+        let slot = self.slots.get_mut(ticket.slot as usize).ok_or(NotifyError::UnknownTicket)?;
+        let busy = match &mut slot.busy {
+            Some(b) if slot.generation == ticket.generation => b,
+            _ => return Err(NotifyError::UnknownTicket),
+        };
+        let Some(token) = busy.progress else { return Err(NotifyError::NoProgressToken) };
+        if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+            return Err(NotifyError::NotFinite);
+        }
+        if busy.last_progress.is_some_and(|last| progress <= last) {
+            return Err(NotifyError::NotIncreasing);
+        }
+        busy.last_progress = Some(progress);
+        let route = busy.route;
+        let out = &mut self.out;
+        let start = out.len();
+        out.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":",
+        );
+        out.extend_from_slice(token.as_bytes());
+        out.extend_from_slice(b",\"progress\":");
+        write_number(out, progress);
+        if let Some(t) = total {
+            out.extend_from_slice(b",\"total\":");
+            write_number(out, t);
+        }
+        if let Some(m) = message {
+            out.extend_from_slice(b",\"message\":");
+            json::write_str(out, m);
+        }
+        out.extend_from_slice(b"}}\n");
+        if let Route::Http { .. } = route {
+            let end = out.len();
+            self.routed.push(Routed { route, start, end, interim: true });
+        }
+        Ok(())
+    }
+
     /// The live slot of `ticket`, without freeing it.
     fn peek(&self, ticket: Ticket, kind: Kind) -> Result<Busy, AnswerError> {
         let slot = self.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
@@ -2214,7 +2326,7 @@ impl State {
     fn routed(&mut self, route: Route, start: usize) {
         if let Route::Http { .. } = route {
             let end = self.out.len();
-            self.routed.push(Routed { route, start, end });
+            self.routed.push(Routed { route, start, end, interim: false });
         }
     }
 

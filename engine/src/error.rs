@@ -62,3 +62,30 @@ pub enum HostError<'a> {
     /// `isError`, see [`crate::ToolOutput::error`].)
     Internal(&'a str),
 }
+
+/// Why a notification for a ticket was refused. Nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NotifyError {
+    /// The ticket was answered, cancelled, or never issued: nothing more is sent for it.
+    UnknownTicket,
+    /// The request carried no `_meta.progressToken`: the client did not ask for progress.
+    NoProgressToken,
+    /// `progress` must increase with every notification.
+    NotIncreasing,
+    /// `progress` and `total` must be finite numbers.
+    NotFinite,
+}
+
+impl fmt::Display for NotifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::UnknownTicket => "unknown ticket: answered, cancelled, or never issued",
+            Self::NoProgressToken => "the request asked for no progress notifications",
+            Self::NotIncreasing => "progress must increase",
+            Self::NotFinite => "progress and total must be finite",
+        })
+    }
+}
+
+impl std::error::Error for NotifyError {}

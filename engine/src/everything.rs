@@ -61,6 +61,11 @@ pub fn catalog() -> Catalog {
                 .input_schema(no_args()),
         )
         .tool(
+            Tool::new("test_tool_with_progress")
+                .description("Reports progress 0, 50 and 100 of 100, then answers.")
+                .input_schema(no_args()),
+        )
+        .tool(
             Tool::new("test_logging_tool")
                 .description("Logs at info level while it runs (only when the request asks for logs).")
                 .input_schema(no_args()),
@@ -122,7 +127,7 @@ pub fn catalog() -> Catalog {
 pub fn respond(event: Event<'_>) {
     // Answers go to live tickets just polled, so they cannot fail.
     let _ = match event {
-        Event::CallTool(call) => {
+        Event::CallTool(mut call) => {
             let name = call.tool.name.as_str();
             let args = call.arguments;
             match name {
@@ -169,6 +174,13 @@ pub fn respond(event: Event<'_>) {
                 }
                 "test_missing_capability" => {
                     call.answer(&ToolOutput::new(&[Content::text("Sampling is available.")]))
+                }
+                "test_tool_with_progress" => {
+                    // Reports are dropped when the client asked for none (no progress token).
+                    for (p, m) in [(0.0, "started"), (50.0, "halfway"), (100.0, "done")] {
+                        let _ = call.progress(p, Some(100.0), Some(m));
+                    }
+                    call.answer(&ToolOutput::new(&[Content::text("Progress tool finished.")]))
                 }
                 "test_x_mcp_header" => {
                     #[derive(serde::Deserialize)]

@@ -282,6 +282,10 @@ struct Conn {
     keep_alive: bool,
     /// The client waits for `100 Continue` before it sends the body.
     expect_continue: bool,
+    /// The request came as HTTP/1.0 (no chunked responses: no streams).
+    http10: bool,
+    /// The response is an SSE stream: its head and earlier events are written.
+    streaming: bool,
     deadline: Option<Instant>,
 }
 
@@ -415,6 +419,8 @@ impl HttpEngine {
             phase: Phase::Head,
             keep_alive: true,
             expect_continue: false,
+            http10: false,
+            streaming: false,
             deadline: None,
         };
         let slot = match self.slots.iter().position(|s| s.conn.is_none()) {
@@ -715,6 +721,22 @@ impl HttpEngine {
         r
     }
 
+    /// Sends `notifications/progress` for a ticket whose request carried
+    /// `_meta.progressToken`: the response becomes an SSE stream that carries it before the
+    /// result (see [`Engine::notify_progress`](crate::Engine::notify_progress)).
+    pub fn notify_progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), crate::NotifyError> {
+        self.tick(self.last_now);
+        let r = self.core.notify_progress(ticket, progress, total, message);
+        self.collect_answers();
+        r
+    }
+
     /// Answers a ticket with an error.
     pub fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
         self.tick(self.last_now);
@@ -724,7 +746,9 @@ impl HttpEngine {
         r
     }
 
-    /// Moves answers written for HTTP routes into their connections' output.
+    /// Moves answers written for HTTP routes into their connections' output. A
+    /// notification before the answer turns the response into an SSE stream
+    /// (`text/event-stream`, `X-Accel-Buffering: no`); the answer is then its last event.
     fn collect_answers(&mut self) {
         if self.core.st.routed.is_empty() {
             self.core.st.out.clear();
@@ -737,8 +761,27 @@ impl HttpEngine {
             if c.generation != generation || c.phase != Phase::Waiting {
                 continue;
             }
-            let msg = &self.core.st.out[r.start..r.end];
-            respond_json(c, 200, trim_newline(msg));
+            let msg = trim_newline(&self.core.st.out[r.start..r.end]);
+            if r.interim {
+                if c.http10 {
+                    continue; // an HTTP/1.0 client cannot take a stream: it gets the answer only
+                }
+                if !c.streaming {
+                    c.streaming = true;
+                    http1::write_sse_head(&mut c.out, &[], !c.keep_alive);
+                }
+                http1::write_sse_event(&mut c.out, msg);
+                continue;
+            }
+            if c.streaming {
+                http1::write_sse_event(&mut c.out, msg);
+                http1::write_chunked_end(&mut c.out);
+                c.streaming = false;
+                let close = !c.keep_alive;
+                finish(c, close);
+            } else {
+                respond_json(c, 200, msg);
+            }
             self.work.push_back(conn);
         }
         self.core.st.routed.clear();

@@ -109,7 +109,7 @@ pub use engine::{
     Arguments, CachePolicy, CacheScope, CallTool, Config, Engine, Event, GetPrompt, MAX_TICKET_ID_LEN,
     ReadResource, ServerInfo, TemplateVars, Ticket,
 };
-pub use error::{AnswerError, HostError};
+pub use error::{AnswerError, HostError, NotifyError};
 pub use revision::Revision;
 pub use time::Instant;
 pub use uritemplate::TemplateError;

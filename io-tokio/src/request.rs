@@ -15,20 +15,37 @@ pub struct ToolCall {
     pub arguments: String,
     /// The revision the request was made under.
     pub revision: Revision,
+    progress: Option<crate::work::Progress>,
 }
 
 impl ToolCall {
     /// A call of tool `name` with `arguments` (JSON object text), made under the newest
     /// revision. Useful to test a handler without an engine.
     pub fn new(name: impl Into<String>, arguments: impl Into<String>) -> Self {
-        Self { name: name.into(), arguments: arguments.into(), revision: Revision::V2026_07_28 }
+        Self {
+            name: name.into(),
+            arguments: arguments.into(),
+            revision: Revision::V2026_07_28,
+            progress: None,
+        }
     }
 
-    pub(crate) fn from_event(call: &CallTool<'_>) -> Self {
+    pub(crate) fn from_event(call: &CallTool<'_>, progress: crate::work::Progress) -> Self {
         Self {
             name: call.tool.name.clone(),
             arguments: call.arguments.raw().to_owned(),
             revision: call.revision,
+            progress: Some(progress),
+        }
+    }
+
+    /// Reports progress (`notifications/progress`) while the call runs, if the client
+    /// asked for it with a progress token; otherwise (and once the call is answered or
+    /// cancelled) the report is dropped. `progress` must increase from one report to the
+    /// next. Over HTTP the first report turns the response into an SSE stream.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(p) = &self.progress {
+            p.send(progress, total, message);
         }
     }
 

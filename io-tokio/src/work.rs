@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use mcp_engine::http::HttpEngine;
 use mcp_engine::{
-    AnswerError, Content, Engine, Event, HostError, PromptMessage, PromptOutput, ResourceContents, Ticket,
-    ToolOutput,
+    AnswerError, Content, Engine, Event, HostError, NotifyError, PromptMessage, PromptOutput,
+    ResourceContents, Ticket, ToolOutput,
 };
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -25,6 +25,12 @@ pub(crate) struct Completion {
 }
 
 enum Outcome {
+    /// A progress report; the task goes on.
+    Progress {
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
     Tool(ToolResult),
     Resource(ResourceResult),
     Prompt(PromptResult),
@@ -56,6 +62,35 @@ impl Drop for Guard {
     }
 }
 
+/// Lets a running tool call report progress to the run loop.
+#[derive(Clone)]
+pub(crate) struct Progress {
+    tx: mpsc::UnboundedSender<Completion>,
+    ticket: Ticket,
+}
+
+impl Progress {
+    pub(crate) fn send(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let outcome = Outcome::Progress { progress, total, message: message.map(str::to_owned) };
+        // The receiver is gone only once the run loop has returned.
+        let _ = self.tx.send(Completion { ticket: self.ticket, outcome });
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Progress").field("ticket", &self.ticket).finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Progress {
+    fn eq(&self, other: &Self) -> bool {
+        self.ticket == other.ticket
+    }
+}
+
+impl Eq for Progress {}
+
 /// The engines a handler's reply can be answered on.
 pub(crate) trait Answer {
     fn tool(&mut self, ticket: Ticket, output: &ToolOutput<'_, serde_json::Value>)
@@ -63,6 +98,13 @@ pub(crate) trait Answer {
     fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError>;
     fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError>;
     fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError>;
+    fn progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), NotifyError>;
 }
 
 impl Answer for Engine {
@@ -81,6 +123,15 @@ impl Answer for Engine {
     }
     fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
         self.answer_error(ticket, error)
+    }
+    fn progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), NotifyError> {
+        self.notify_progress(ticket, progress, total, message)
     }
 }
 
@@ -101,6 +152,15 @@ impl Answer for HttpEngine {
     fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
         self.answer_error(ticket, error)
     }
+    fn progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), NotifyError> {
+        self.notify_progress(ticket, progress, total, message)
+    }
 }
 
 /// The running handler tasks, by ticket, and the channel their replies come back on.
@@ -120,8 +180,8 @@ impl Drop for Tasks {
 
 impl Tasks {
     /// No tasks yet, and the receiver their replies come back on. The channel is
-    /// unbounded, but holds at most one message per running task, and the engine's
-    /// in-flight limit bounds those.
+    /// unbounded: it holds one reply per running task (the engine's in-flight limit bounds
+    /// those) plus the progress reports handlers send, which the run loop takes as they come.
     pub(crate) fn new() -> (Self, mpsc::UnboundedReceiver<Completion>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (Self { running: HashMap::new(), tx }, rx)
@@ -136,7 +196,8 @@ impl Tasks {
     pub(crate) fn dispatch<H: Handler>(&mut self, handler: &Arc<H>, event: Event<'_>) {
         match event {
             Event::CallTool(call) => {
-                let request = ToolCall::from_event(&call);
+                let progress = Progress { tx: self.tx.clone(), ticket: call.ticket };
+                let request = ToolCall::from_event(&call, progress);
                 let span = tracing::debug_span!("tools/call", tool = %request.name);
                 let h = Arc::clone(handler);
                 self.spawn(
@@ -186,6 +247,14 @@ impl Tasks {
     /// Answers a finished handler task's ticket on `engine`.
     pub(crate) fn complete(&mut self, engine: &mut impl Answer, done: Completion) {
         let Completion { ticket, outcome } = done;
+        if let Outcome::Progress { progress, total, message } = &outcome {
+            if self.running.contains_key(&ticket)
+                && let Err(e) = engine.progress(ticket, *progress, *total, message.as_deref())
+            {
+                tracing::debug!(?ticket, %e, "progress report dropped");
+            }
+            return;
+        }
         if self.running.remove(&ticket).is_none() {
             // Cancelled while its reply was on its way: the engine must not answer it.
             tracing::debug!(?ticket, "dropping the reply of a cancelled request");
@@ -217,6 +286,7 @@ impl Tasks {
                 tracing::debug!(?ticket, %failure, "handler failed");
                 engine.error(ticket, failure.as_host_error())
             }
+            Outcome::Progress { .. } => Ok(()),
             Outcome::Dropped => {
                 tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");
                 engine.error(ticket, HostError::Internal("the handler failed"))

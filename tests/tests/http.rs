@@ -754,3 +754,47 @@ fn a_slow_head_gets_408_at_the_deadline() {
     assert_eq!(r[0].status, 408);
     assert!(r[0].closes());
 }
+
+#[test]
+fn progress_turns_the_response_into_an_sse_stream() {
+    let mut c = client();
+    let mut body = req(1, "tools/call", json!({"name": "test_tool_with_progress"}));
+    body["params"]["_meta"]["progressToken"] = json!(7);
+    let out = c.feed(&post(&body, &[]), usize::MAX);
+    let text = String::from_utf8(out).unwrap();
+    let (head, chunked) = text.split_once("\r\n\r\n").unwrap();
+    let head = head.to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("content-type: text/event-stream"));
+    assert!(head.contains("x-accel-buffering: no"));
+    assert!(head.contains("transfer-encoding: chunked"));
+    // De-chunk, then read the events.
+    let mut rest = chunked.as_bytes();
+    let mut data = Vec::new();
+    loop {
+        let line_end = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size = usize::from_str_radix(std::str::from_utf8(&rest[..line_end]).unwrap(), 16).unwrap();
+        rest = &rest[line_end + 2..];
+        if size == 0 {
+            break;
+        }
+        data.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
+    }
+    let events: Vec<Value> = String::from_utf8(data)
+        .unwrap()
+        .split("\n\n")
+        .filter(|e| !e.is_empty())
+        .map(|e| serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap())
+        .collect();
+    assert_eq!(events.len(), 4, "{events:#?}");
+    for e in &events[..3] {
+        assert_eq!(e["method"], "notifications/progress");
+        assert_eq!(e["params"]["progressToken"], 7);
+    }
+    assert_eq!(events[3]["id"], 1);
+    assert_valid(Rev::V2026_07_28, "CallToolResult", &events[3]["result"]);
+    // The stream ended cleanly: the connection serves the next request.
+    let r = one(&mut c, &post(&req(2, "server/discover", json!({})), &[]));
+    assert_eq!(r.status, 200);
+}

@@ -351,3 +351,27 @@ fn official_2026_examples_decode_and_requests_are_served() {
     }
     assert!(served >= 10, "only {served} example requests found");
 }
+
+#[test]
+fn progress_notifications_precede_the_result_on_stdio() {
+    let mut p = json!({"name": "test_tool_with_progress"});
+    p["_meta"] = mcp_tests::modern_meta();
+    p["_meta"]["progressToken"] = json!("p1");
+    let input = request(1, "tools/call", p);
+    let out = run(&input);
+    assert_eq!(out.len(), 4, "{out:#?}");
+    let mut last = -1.0;
+    for n in &out[..3] {
+        assert_eq!(n["method"], "notifications/progress");
+        assert_eq!(n["params"]["progressToken"], "p1");
+        let p = n["params"]["progress"].as_f64().unwrap();
+        assert!(p > last);
+        last = p;
+        assert_valid(Rev::V2026_07_28, "ProgressNotification", n);
+    }
+    assert_eq!(out[3]["id"], 1);
+    // Without a progress token, no notification.
+    let out = run(&modern(2, "tools/call", json!({"name": "test_tool_with_progress"})));
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["id"], 2);
+}
