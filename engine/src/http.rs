@@ -35,7 +35,7 @@ pub enum AllowedOrigins {
 #[non_exhaustive]
 pub enum Authorization {
     /// The host decides on every request, from its head and peer, before the body is
-    /// read: the engine emits [`Event::Authorize`] and waits for
+    /// read: the engine emits [`HttpEvent::Authorize`] and waits for
     /// [`HttpEngine::authorize`].
     Host,
     /// Every caller may call every tool. Choose it deliberately.
@@ -93,7 +93,7 @@ impl HttpConfig {
         self
     }
     /// Whether the host also sees each body, exactly as received and before it is decoded
-    /// ([`Event::AuthorizeBody`]); default off.
+    /// ([`HttpEvent::AuthorizeBody`]); default off.
     pub fn authorize_body(&mut self, on: bool) -> &mut Self {
         self.authorize_body = on;
         self
