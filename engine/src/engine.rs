@@ -79,6 +79,7 @@ pub struct Config {
     max_buffered_output: usize,
     page_size: usize,
     server_info_meta: bool,
+    logging: bool,
     discover_cache: CachePolicy,
     tools_cache: CachePolicy,
     resources_cache: CachePolicy,
@@ -97,6 +98,7 @@ impl Config {
             max_buffered_output: 1 << 20,
             page_size: 50,
             server_info_meta: true,
+            logging: false,
             discover_cache: CachePolicy::default(),
             tools_cache: CachePolicy::default(),
             resources_cache: CachePolicy::default(),
@@ -156,6 +158,15 @@ impl Config {
     /// (default true).
     pub fn server_info_in_meta(&mut self, on: bool) -> &mut Self {
         self.server_info_meta = on;
+        self
+    }
+    /// Whether the server sends log messages (`notifications/message`, default off). On,
+    /// `logging` is advertised, `logging/setLevel` is served on session-bound streams, and
+    /// [`Engine::notify_log`] sends a message for a request whose client asked for logs
+    /// at that level (`_meta["io.modelcontextprotocol/logLevel"]` in 2026-07-28, the
+    /// stream's `logging/setLevel` before).
+    pub fn logging(&mut self, on: bool) -> &mut Self {
+        self.logging = on;
         self
     }
     /// Caching hints of `server/discover`.
@@ -291,6 +302,15 @@ pub struct CallTool<'a> {
 }
 
 impl CallTool<'_> {
+    /// Sends `notifications/message` now (see [`Engine::notify_log`]).
+    pub fn log<S: Serialize + ?Sized>(
+        &mut self,
+        level: LogLevel,
+        logger: Option<&str>,
+        data: &S,
+    ) -> Result<(), NotifyError> {
+        self.responder.st.notify_log(self.ticket, level, logger, data)
+    }
     /// Sends `notifications/progress` now (see [`Engine::notify_progress`]).
     pub fn progress(
         &mut self,
@@ -452,6 +472,8 @@ struct Busy {
     /// The request's `_meta.progressToken`, as JSON, and the last progress sent for it.
     progress: Option<IdBuf>,
     last_progress: Option<f64>,
+    /// The lowest level the client wants logs at for this request, if any.
+    log_level: Option<LogLevel>,
 }
 
 #[derive(Clone, Copy)]
@@ -565,8 +587,11 @@ struct Prepared {
     initialize: Vec<u8>,
 }
 
-fn capabilities(catalog: &Catalog) -> String {
+fn capabilities(cfg: &Config, catalog: &Catalog) -> String {
     let mut caps = serde_json::Map::new();
+    if cfg.logging {
+        caps.insert("logging".into(), serde_json::json!({}));
+    }
     if catalog.has_prompts() {
         caps.insert("prompts".into(), serde_json::json!({ "listChanged": false }));
     }
@@ -582,7 +607,7 @@ fn capabilities(catalog: &Catalog) -> String {
 impl Prepared {
     fn new(cfg: &Config, catalog: &Catalog) -> Self {
         let info = serde_json::to_string(&cfg.server_info).unwrap_or_default();
-        let caps = capabilities(catalog);
+        let caps = capabilities(cfg, catalog);
         let mut meta = Vec::new();
         if cfg.server_info_meta {
             meta.extend_from_slice(b"\"_meta\":{\"io.modelcontextprotocol/serverInfo\":");
@@ -685,6 +710,8 @@ pub(crate) struct State {
     pub(crate) delivered: bool,
     pub(crate) cancels: VecDeque<Ticket>,
     legacy: Option<Revision>,
+    /// The level `logging/setLevel` set on a session-bound stream.
+    session_log_level: Option<LogLevel>,
     initialized: bool,
     frames: u64,
 }
@@ -736,6 +763,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             delivered: false,
             cancels: VecDeque::with_capacity(cfg.max_in_flight),
             legacy: None,
+            session_log_level: None,
             initialized: false,
             frames: 0,
         },
@@ -1072,6 +1100,21 @@ impl Engine {
         self.core.st.notify_progress(ticket, progress, total, message)
     }
 
+    /// Sends `notifications/message` for a ticket, if the client asked for logs at `level`
+    /// or below on that request ([`Config::logging`] must be on): otherwise
+    /// [`NotifyError::Filtered`], and nothing is written. Nothing can be sent once the
+    /// ticket is answered or cancelled.
+    pub fn notify_log<S: Serialize + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        level: LogLevel,
+        logger: Option<&str>,
+        data: &S,
+    ) -> Result<(), NotifyError> {
+        self.release();
+        self.core.st.notify_log(ticket, level, logger, data)
+    }
+
     /// Answers a ticket with an error instead of a result (see [`HostError`] for the
     /// code each variant becomes).
     pub fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
@@ -1347,6 +1390,57 @@ fn write_number(out: &mut Vec<u8>, v: f64) {
     }
 }
 
+/// A log level (syslog severities, RFC 5424), lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum LogLevel {
+    /// `debug`
+    Debug,
+    /// `info`
+    Info,
+    /// `notice`
+    Notice,
+    /// `warning`
+    Warning,
+    /// `error`
+    Error,
+    /// `critical`
+    Critical,
+    /// `alert`
+    Alert,
+    /// `emergency`
+    Emergency,
+}
+
+impl LogLevel {
+    const ALL: [Self; 8] = [
+        Self::Debug,
+        Self::Info,
+        Self::Notice,
+        Self::Warning,
+        Self::Error,
+        Self::Critical,
+        Self::Alert,
+        Self::Emergency,
+    ];
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        LOG_LEVELS[self as usize]
+    }
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+}
+
+/// The log level a 2026-07-28 request asks for in its `_meta`.
+fn request_log_level(req: &Req<'_, '_>) -> Option<LogLevel> {
+    let n = req.n;
+    let m = req.params.and_then(|p| json::get(n, p, "_meta"))?;
+    let l = json::get(n, m, "io.modelcontextprotocol/logLevel")?;
+    LogLevel::parse(json::str_at(n, l)?)
+}
+
 /// The levels `io.modelcontextprotocol/logLevel` may name.
 const LOG_LEVELS: [&str; 8] =
     ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -1441,6 +1535,16 @@ impl Core {
         message: Option<&str>,
     ) -> Result<(), NotifyError> {
         self.st.notify_progress(ticket, progress, total, message)
+    }
+
+    pub(crate) fn notify_log<S: Serialize + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        level: LogLevel,
+        logger: Option<&str>,
+        data: &S,
+    ) -> Result<(), NotifyError> {
+        self.st.notify_log(ticket, level, logger, data)
     }
 
     /// The next event: a cancellation, else the pending request (marked delivered).
@@ -1662,7 +1766,7 @@ impl Core {
         };
         let params = json::get(n, 0, "params");
         let Some(id) = id else {
-            return self.notification(n, method, params);
+            return self.notification(n, method);
         };
         if json::get(n, 0, "_meta").is_some() {
             return self.error(
@@ -1710,6 +1814,24 @@ impl Core {
         match method {
             "server/discover" => self.discover(&req),
             "ping" if !rev.is_stateless() => self.pong(reply),
+            "logging/setLevel" if !rev.is_stateless() && self.cfg.logging => {
+                let level = req
+                    .params
+                    .and_then(|p| json::get(n, p, "level"))
+                    .and_then(|i| json::str_at(n, i))
+                    .and_then(LogLevel::parse);
+                match level {
+                    Some(level) => {
+                        self.st.session_log_level = Some(level);
+                        self.pong(reply);
+                    }
+                    None => self.error(
+                        reply,
+                        code::INVALID_PARAMS,
+                        format_args!("Invalid params: unknown log level"),
+                    ),
+                }
+            }
             "tools/list" if c.has_tools() => self.list(&req, rev, ListKind::Tools),
             "tools/call" if c.has_tools() => self.call_tool(&req, rev),
             "resources/list" if c.has_resources() => self.list(&req, rev, ListKind::Resources),
@@ -1723,11 +1845,10 @@ impl Core {
         }
     }
 
-    fn notification(&mut self, n: &[Node<'_>], method: &str, params: Option<usize>) {
+    fn notification(&mut self, n: &[Node<'_>], method: &str) {
         match method {
             "notifications/initialized" if self.st.legacy.is_some() => self.st.initialized = true,
             "notifications/cancelled" if self.mode == Mode::Stdio => {
-                let _ = params;
                 let Some(idb) = cancelled_id(n) else { return };
                 let found = self
                     .st
@@ -2041,6 +2162,11 @@ impl Core {
             target: target as u32,
             progress,
             last_progress: None,
+            log_level: if self.cfg.logging {
+                request_log_level(req).or(self.st.session_log_level)
+            } else {
+                None
+            },
         });
         self.st.in_flight += 1;
         Some(Ticket { slot: slot as u16, generation: s.generation })
@@ -2256,6 +2382,51 @@ impl State {
         if let Route::Http { .. } = route {
             let end = out.len();
             self.routed.push(Routed { route, start, end, interim: true });
+        }
+        Ok(())
+    }
+
+    /// Writes `notifications/message` for a live ticket whose client asked for logs at
+    /// `level` or below.
+    pub(crate) fn notify_log<S: Serialize + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        level: LogLevel,
+        logger: Option<&str>,
+        data: &S,
+    ) -> Result<(), NotifyError> {
+        let slot = self.slots.get(ticket.slot as usize).ok_or(NotifyError::UnknownTicket)?;
+        let busy = match slot.busy {
+            Some(b) if slot.generation == ticket.generation => b,
+            _ => return Err(NotifyError::UnknownTicket),
+        };
+        if busy.log_level.is_none_or(|wanted| level < wanted) {
+            return Err(NotifyError::Filtered);
+        }
+        let out = &mut self.out;
+        let start = out.len();
+        out.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":",
+        );
+        json::write_str(out, level.as_str());
+        if let Some(l) = logger {
+            out.extend_from_slice(b",\"logger\":");
+            json::write_str(out, l);
+        }
+        out.extend_from_slice(b",\"data\":");
+        if serde_json::to_writer(&mut *out, data).is_err() {
+            out.truncate(start);
+            return Err(NotifyError::NotFinite);
+        }
+        for b in &mut out[start..] {
+            if matches!(*b, b'\n' | b'\r') {
+                *b = b' ';
+            }
+        }
+        out.extend_from_slice(b"}}\n");
+        if let Route::Http { .. } = busy.route {
+            let end = out.len();
+            self.routed.push(Routed { route: busy.route, start, end, interim: true });
         }
         Ok(())
     }

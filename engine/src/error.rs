@@ -73,8 +73,11 @@ pub enum NotifyError {
     NoProgressToken,
     /// `progress` must increase with every notification.
     NotIncreasing,
-    /// `progress` and `total` must be finite numbers.
+    /// `progress` and `total` must be finite numbers (or the log data would not serialize).
     NotFinite,
+    /// The client asked for no log messages at this level on this request (or logging
+    /// is off in the configuration).
+    Filtered,
 }
 
 impl fmt::Display for NotifyError {
@@ -84,6 +87,7 @@ impl fmt::Display for NotifyError {
             Self::NoProgressToken => "the request asked for no progress notifications",
             Self::NotIncreasing => "progress must increase",
             Self::NotFinite => "progress and total must be finite",
+            Self::Filtered => "the client asked for no log messages at this level",
         })
     }
 }

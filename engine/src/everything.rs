@@ -6,8 +6,8 @@
 use serde_json::json;
 
 use crate::{
-    Catalog, Content, Event, HostError, Prompt, PromptArgument, PromptMessage, PromptOutput, Resource,
-    ResourceContents, ResourceTemplate, Tool, ToolOutput,
+    Catalog, Content, Event, HostError, LogLevel, Prompt, PromptArgument, PromptMessage, PromptOutput,
+    Resource, ResourceContents, ResourceTemplate, Tool, ToolOutput,
 };
 
 /// A 1×1 PNG, base64.
@@ -167,6 +167,11 @@ pub fn respond(event: Event<'_>) {
                 ])),
                 "test_error_handling" => call.answer(&ToolOutput::error(&[Content::text(ERROR_TEXT)])),
                 "test_logging_tool" => {
+                    // Sent only when the request asked for logs at `info` or below.
+                    for text in ["Tool execution started", "Tool processing data", "Tool execution completed"]
+                    {
+                        let _ = call.log(LogLevel::Info, Some("test_logging_tool"), text);
+                    }
                     call.answer(&ToolOutput::new(&[Content::text("Logging tool finished.")]))
                 }
                 "test_streaming_elicitation" => {

@@ -324,7 +324,6 @@ pub struct HttpEngine {
     slots: Vec<Slot>,
     open: usize,
     asks: std::collections::VecDeque<Ask>,
-    asked: Option<Ask>,
     work: std::collections::VecDeque<u32>,
     /// A request waits for a ticket slot: when one frees, every ready connection is retried.
     blocked: bool,
@@ -368,7 +367,6 @@ impl HttpEngine {
             slots: Vec::new(),
             open: 0,
             asks: std::collections::VecDeque::new(),
-            asked: None,
             work: std::collections::VecDeque::new(),
             blocked: false,
             last_now: Instant::ZERO,
@@ -450,9 +448,6 @@ impl HttpEngine {
             self.last_now = now;
         }
         self.core.release();
-        if self.asked.take().is_some() {
-            // The delivered authorization event's borrow has ended; nothing to free.
-        }
         self.collect_answers();
     }
 
@@ -665,7 +660,6 @@ impl HttpEngine {
             return self.core.next_event().map(HttpEvent::Mcp);
         }
         let ask = self.asks.pop_front()?;
-        self.asked = Some(ask);
         let (Ask::Head(slot) | Ask::Body(slot)) = ask;
         let generation = self.slots[slot as usize].generation;
         let c = self.slots[slot as usize].conn.as_ref()?;
@@ -733,6 +727,22 @@ impl HttpEngine {
     ) -> Result<(), crate::NotifyError> {
         self.tick(self.last_now);
         let r = self.core.notify_progress(ticket, progress, total, message);
+        self.collect_answers();
+        r
+    }
+
+    /// Sends `notifications/message` for a ticket (see
+    /// [`Engine::notify_log`](crate::Engine::notify_log)); over HTTP the response becomes
+    /// an SSE stream that carries it before the result.
+    pub fn notify_log<S: serde::Serialize + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        level: crate::LogLevel,
+        logger: Option<&str>,
+        data: &S,
+    ) -> Result<(), crate::NotifyError> {
+        self.tick(self.last_now);
+        let r = self.core.notify_log(ticket, level, logger, data);
         self.collect_answers();
         r
     }

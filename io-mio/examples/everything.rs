@@ -47,7 +47,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
+    let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
+    config.logging(true);
     let result = match mode {
         Mode::Stdio => {
             mcp_io_mio::serve_stdio(Engine::new(config, everything::catalog()), everything::respond)

@@ -38,11 +38,9 @@ async fn main() -> ExitCode {
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     // `nest_service` strips the `/mcp` prefix: the service sees `/`.
     http.endpoint("/");
-    let engine = HttpEngine::new(
-        Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION")),
-        http,
-        fixture::catalog(),
-    );
+    let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
+    config.logging(true);
+    let engine = HttpEngine::new(config, http, fixture::catalog());
     let mcp = HttpServer::new(engine, Arc::new(Everything), AllowAll).into_service();
     let app = Router::new().route("/health", get(|| async { "ok" })).nest_service("/mcp", mcp);
 

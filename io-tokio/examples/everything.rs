@@ -86,7 +86,9 @@ fn parse_args() -> Result<Mode, ExitCode> {
 }
 
 fn config() -> Config {
-    Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"))
+    let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
+    config.logging(true);
+    config
 }
 
 fn main() -> ExitCode {

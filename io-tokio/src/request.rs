@@ -39,6 +39,15 @@ impl ToolCall {
         }
     }
 
+    /// Sends a log message (`notifications/message`) while the call runs, if the client
+    /// asked for logs at `level` or below (and the engine's `Config::logging` is on);
+    /// otherwise, and once the call is answered or cancelled, the message is dropped.
+    pub fn log(&self, level: mcp_engine::LogLevel, logger: Option<&str>, data: serde_json::Value) {
+        if let Some(p) = &self.progress {
+            p.log(level, logger, data);
+        }
+    }
+
     /// Reports progress (`notifications/progress`) while the call runs, if the client
     /// asked for it with a progress token; otherwise (and once the call is answered or
     /// cancelled) the report is dropped. `progress` must increase from one report to the

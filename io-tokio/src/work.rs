@@ -31,6 +31,12 @@ enum Outcome {
         total: Option<f64>,
         message: Option<String>,
     },
+    /// A log message; the task goes on.
+    Log {
+        level: mcp_engine::LogLevel,
+        logger: Option<String>,
+        data: serde_json::Value,
+    },
     Tool(ToolResult),
     Resource(ResourceResult),
     Prompt(PromptResult),
@@ -77,6 +83,14 @@ impl Progress {
     }
 }
 
+impl Progress {
+    pub(crate) fn log(&self, level: mcp_engine::LogLevel, logger: Option<&str>, data: serde_json::Value) {
+        let outcome = Outcome::Log { level, logger: logger.map(str::to_owned), data };
+        // The receiver is gone only once the run loop has returned.
+        let _ = self.tx.send(Completion { ticket: self.ticket, outcome });
+    }
+}
+
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Progress").field("ticket", &self.ticket).finish_non_exhaustive()
@@ -104,6 +118,13 @@ pub(crate) trait Answer {
         progress: f64,
         total: Option<f64>,
         message: Option<&str>,
+    ) -> Result<(), NotifyError>;
+    fn log(
+        &mut self,
+        ticket: Ticket,
+        level: mcp_engine::LogLevel,
+        logger: Option<&str>,
+        data: &serde_json::Value,
     ) -> Result<(), NotifyError>;
 }
 
@@ -133,6 +154,15 @@ impl Answer for Engine {
     ) -> Result<(), NotifyError> {
         self.notify_progress(ticket, progress, total, message)
     }
+    fn log(
+        &mut self,
+        ticket: Ticket,
+        level: mcp_engine::LogLevel,
+        logger: Option<&str>,
+        data: &serde_json::Value,
+    ) -> Result<(), NotifyError> {
+        self.notify_log(ticket, level, logger, data)
+    }
 }
 
 impl Answer for HttpEngine {
@@ -160,6 +190,15 @@ impl Answer for HttpEngine {
         message: Option<&str>,
     ) -> Result<(), NotifyError> {
         self.notify_progress(ticket, progress, total, message)
+    }
+    fn log(
+        &mut self,
+        ticket: Ticket,
+        level: mcp_engine::LogLevel,
+        logger: Option<&str>,
+        data: &serde_json::Value,
+    ) -> Result<(), NotifyError> {
+        self.notify_log(ticket, level, logger, data)
     }
 }
 
@@ -255,6 +294,14 @@ impl Tasks {
             }
             return;
         }
+        if let Outcome::Log { level, logger, data } = &outcome {
+            if self.running.contains_key(&ticket)
+                && let Err(e) = engine.log(ticket, *level, logger.as_deref(), data)
+            {
+                tracing::trace!(?ticket, %e, "log message dropped");
+            }
+            return;
+        }
         if self.running.remove(&ticket).is_none() {
             // Cancelled while its reply was on its way: the engine must not answer it.
             tracing::debug!(?ticket, "dropping the reply of a cancelled request");
@@ -286,7 +333,7 @@ impl Tasks {
                 tracing::debug!(?ticket, %failure, "handler failed");
                 engine.error(ticket, failure.as_host_error())
             }
-            Outcome::Progress { .. } => Ok(()),
+            Outcome::Progress { .. } | Outcome::Log { .. } => Ok(()),
             Outcome::Dropped => {
                 tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");
                 engine.error(ticket, HostError::Internal("the handler failed"))

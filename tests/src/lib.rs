@@ -50,7 +50,9 @@ fn line(v: Value) -> String {
 
 /// An engine serving the `everything` fixture with default settings.
 pub fn everything_engine() -> Engine {
-    Engine::new(Config::new("mcp-engine-everything", "0.1.0"), everything::catalog())
+    let mut config = Config::new("mcp-engine-everything", "0.1.0");
+    config.logging(true);
+    Engine::new(config, everything::catalog())
 }
 
 /// Feeds `input` in chunks of the given sizes (cycled), answering every event with the

@@ -375,3 +375,39 @@ fn progress_notifications_precede_the_result_on_stdio() {
     assert_eq!(out.len(), 1);
     assert_eq!(out[0]["id"], 2);
 }
+
+#[test]
+fn log_messages_follow_the_requested_level() {
+    let call = |level: Option<&str>| {
+        let mut p = json!({"name": "test_logging_tool"});
+        p["_meta"] = mcp_tests::modern_meta();
+        if let Some(l) = level {
+            p["_meta"]["io.modelcontextprotocol/logLevel"] = json!(l);
+        }
+        request(1, "tools/call", p)
+    };
+    for (level, messages) in [(None, 0), (Some("debug"), 3), (Some("info"), 3), (Some("warning"), 0)] {
+        let out = run(&call(level));
+        assert_eq!(out.len(), messages + 1, "{level:?}: {out:#?}");
+        for m in &out[..messages] {
+            assert_eq!(m["method"], "notifications/message");
+            assert_eq!(m["params"]["level"], "info");
+            assert_valid(Rev::V2026_07_28, "LoggingMessageNotification", m);
+        }
+        assert_eq!(out[messages]["id"], 1);
+    }
+    // Session-bound: logging/setLevel sets the stream's level.
+    let input = [
+        legacy_open("2025-11-25"),
+        request(1, "tools/call", json!({"name": "test_logging_tool"})),
+        request(2, "logging/setLevel", json!({"level": "info"})),
+        request(3, "tools/call", json!({"name": "test_logging_tool"})),
+        request(4, "logging/setLevel", json!({"level": "loud"})),
+    ]
+    .concat();
+    let out = run(&input);
+    let methods: Vec<_> = out.iter().map(|o| o["method"].as_str().unwrap_or("-").to_owned()).collect();
+    assert_eq!(methods.iter().filter(|m| *m == "notifications/message").count(), 3, "{out:#?}");
+    assert_eq!(out.last().unwrap()["error"]["code"], -32602);
+    check(Rev::V2025_11_25, "EmptyResult", &out[2]);
+}
