@@ -80,6 +80,7 @@ pub struct Config {
     page_size: usize,
     server_info_meta: bool,
     logging: bool,
+    completions: bool,
     discover_cache: CachePolicy,
     tools_cache: CachePolicy,
     resources_cache: CachePolicy,
@@ -99,6 +100,7 @@ impl Config {
             page_size: 50,
             server_info_meta: true,
             logging: false,
+            completions: false,
             discover_cache: CachePolicy::default(),
             tools_cache: CachePolicy::default(),
             resources_cache: CachePolicy::default(),
@@ -167,6 +169,13 @@ impl Config {
     /// stream's `logging/setLevel` before).
     pub fn logging(&mut self, on: bool) -> &mut Self {
         self.logging = on;
+        self
+    }
+    /// Whether the host completes prompt and resource-template arguments
+    /// (`completion/complete`, default off). On, `completions` is advertised and each
+    /// request reaches the host as [`Event::Complete`].
+    pub fn completions(&mut self, on: bool) -> &mut Self {
+        self.completions = on;
         self
     }
     /// Caching hints of `server/discover`.
@@ -389,6 +398,49 @@ impl GetPrompt<'_> {
     }
 }
 
+/// What a completion is for.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum CompletionRef<'a> {
+    /// An argument of this prompt.
+    Prompt(&'a Prompt),
+    /// A variable of this resource template.
+    Template(&'a ResourceTemplate),
+}
+
+/// A completion request (`completion/complete`) the host answers with candidate values.
+///
+/// Answer it now with [`Complete::answer`], or keep [`Complete::ticket`] and answer later
+/// with [`Engine::answer_completion`].
+#[non_exhaustive]
+pub struct Complete<'a> {
+    /// The ticket, for answering later.
+    pub ticket: Ticket,
+    /// The prompt or template, as declared in the catalog.
+    pub reference: CompletionRef<'a>,
+    /// The argument (prompt) or variable (template) being completed; a declared one.
+    pub argument: &'a str,
+    /// What the user typed so far.
+    pub value: &'a str,
+    /// `context.arguments`: values already given for other arguments (`{}` if none).
+    pub context: Arguments<'a>,
+    /// The revision the request was made under.
+    pub revision: Revision,
+    responder: Responder<'a>,
+}
+
+impl Complete<'_> {
+    /// Answers now (see [`Engine::answer_completion`]).
+    pub fn answer(self, values: &[&str], total: Option<u64>, has_more: bool) -> Result<(), AnswerError> {
+        let r = self.responder;
+        r.st.answer_completion(r.prepared, self.ticket, values, total, has_more)
+    }
+    /// Answers with an error now.
+    pub fn fail(self, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.responder.st.answer_error(self.ticket, None, error)
+    }
+}
+
 macro_rules! debug_fields {
     ($t:ident: $($f:ident),*) => {
         impl fmt::Debug for $t<'_> {
@@ -401,6 +453,7 @@ macro_rules! debug_fields {
 debug_fields!(CallTool: ticket, tool, arguments, revision);
 debug_fields!(ReadResource: ticket, uri, template, variables, revision);
 debug_fields!(GetPrompt: ticket, prompt, arguments, revision);
+debug_fields!(Complete: ticket, reference, argument, value, context, revision);
 
 /// Work for the host, returned by [`Engine::poll_event`]. It borrows the engine: answer
 /// through it, or copy what must outlive it (the ticket, the arguments) and answer later.
@@ -413,6 +466,8 @@ pub enum Event<'a> {
     ReadResource(ReadResource<'a>),
     /// Render a prompt.
     GetPrompt(GetPrompt<'a>),
+    /// Complete an argument of a prompt or resource template.
+    Complete(Complete<'a>),
     /// The client cancelled this ticket. Stop the work if you can; an answer given
     /// later is discarded ([`AnswerError::UnknownTicket`]).
     Cancelled(Ticket),
@@ -425,6 +480,7 @@ impl Event<'_> {
             Self::CallTool(c) => c.ticket,
             Self::ReadResource(r) => r.ticket,
             Self::GetPrompt(p) => p.ticket,
+            Self::Complete(c) => c.ticket,
             Self::Cancelled(t) => *t,
         }
     }
@@ -435,6 +491,7 @@ enum Kind {
     Tool,
     Resource,
     Prompt,
+    Completion,
 }
 
 #[derive(Clone, Copy)]
@@ -487,6 +544,8 @@ pub(crate) enum PendingKind {
     Tool(usize),
     Resource(Option<usize>),
     Prompt(usize),
+    /// A completion for a prompt (`Ok`) or a resource template (`Err`).
+    Complete(Result<usize, usize>),
 }
 
 #[derive(Clone, Copy)]
@@ -592,6 +651,9 @@ fn capabilities(cfg: &Config, catalog: &Catalog) -> String {
     if cfg.logging {
         caps.insert("logging".into(), serde_json::json!({}));
     }
+    if cfg.completions {
+        caps.insert("completions".into(), serde_json::json!({}));
+    }
     if catalog.has_prompts() {
         caps.insert("prompts".into(), serde_json::json!({ "listChanged": false }));
     }
@@ -692,6 +754,8 @@ struct Scratch {
     args: Vec<u8>,
     uri: String,
     captures: Captures,
+    /// The argument name and value of a completion request.
+    completion: (String, String),
 }
 
 /// Output and ticket state (written by answers, also while an event is held).
@@ -771,6 +835,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             args: Vec::with_capacity(frame),
             uri: String::with_capacity(1024),
             captures: Captures::new(),
+            completion: (String::with_capacity(64), String::with_capacity(256)),
         },
         catalog,
         cfg,
@@ -1098,6 +1163,22 @@ impl Engine {
     ) -> Result<(), NotifyError> {
         self.release();
         self.core.st.notify_progress(ticket, progress, total, message)
+    }
+
+    /// Answers a completion request with candidate values, most relevant first. At most
+    /// 100 are sent; duplicates are dropped (the first kept); `total` (when known) and
+    /// `has_more` are corrected so that they never claim less than was given.
+    pub fn answer_completion(
+        &mut self,
+        ticket: Ticket,
+        values: &[&str],
+        total: Option<u64>,
+        has_more: bool,
+    ) -> Result<(), AnswerError> {
+        self.release();
+        let r = self.core.st.answer_completion(&self.core.prepared, ticket, values, total, has_more);
+        self.process();
+        r
     }
 
     /// Sends `notifications/message` for a ticket, if the client asked for logs at `level`
@@ -1547,6 +1628,16 @@ impl Core {
         self.st.notify_log(ticket, level, logger, data)
     }
 
+    pub(crate) fn answer_completion(
+        &mut self,
+        ticket: Ticket,
+        values: &[&str],
+        total: Option<u64>,
+        has_more: bool,
+    ) -> Result<(), AnswerError> {
+        self.st.answer_completion(&self.prepared, ticket, values, total, has_more)
+    }
+
     /// The next event: a cancellation, else the pending request (marked delivered).
     pub(crate) fn next_event(&mut self) -> Option<Event<'_>> {
         if let Some(t) = self.st.cancels.pop_front() {
@@ -1569,6 +1660,18 @@ impl Core {
                 ticket: p.ticket,
                 prompt: &catalog.prompts[i].prompt,
                 arguments: args,
+                revision: p.revision,
+                responder,
+            }),
+            PendingKind::Complete(target) => Event::Complete(Complete {
+                ticket: p.ticket,
+                reference: match target {
+                    Ok(i) => CompletionRef::Prompt(&catalog.prompts[i].prompt),
+                    Err(i) => CompletionRef::Template(&catalog.templates[i].template),
+                },
+                argument: &scratch.completion.0,
+                value: &scratch.completion.1,
+                context: args,
                 revision: p.revision,
                 responder,
             }),
@@ -1841,6 +1944,7 @@ impl Core {
             "resources/read" if c.has_resources() => self.read_resource(&req, rev),
             "prompts/list" if c.has_prompts() => self.list(&req, rev, ListKind::Prompts),
             "prompts/get" if c.has_prompts() => self.get_prompt(&req, rev),
+            "completion/complete" if self.cfg.completions => self.complete(&req, rev),
             _ => self.error(reply, code::METHOD_NOT_FOUND, format_args!("Method not found: {method}")),
         }
     }
@@ -2250,6 +2354,95 @@ impl Core {
         self.st.pending = Some(Pending { kind: PendingKind::Tool(ti), ticket, revision: rev });
     }
 
+    fn complete(&mut self, req: &Req<'_, '_>, rev: Revision) {
+        let n = req.n;
+        let reply = Reply::Id(req.id);
+        let get = |obj: Option<usize>, key: &str| obj.and_then(|o| json::get(n, o, key));
+        let reference = get(req.params, "ref");
+        let target = match get(reference, "type").and_then(|t| json::str_at(n, t)) {
+            Some("ref/prompt") => {
+                let Some(name) = get(reference, "name").and_then(|i| json::str_at(n, i)) else {
+                    return self.error(
+                        reply,
+                        code::INVALID_PARAMS,
+                        format_args!("Invalid params: ref.name must be a string"),
+                    );
+                };
+                match self.catalog.prompt_index(name) {
+                    Some(i) => Ok(i),
+                    None => {
+                        return self.error(
+                            reply,
+                            code::INVALID_PARAMS,
+                            format_args!("Unknown prompt: {name}"),
+                        );
+                    }
+                }
+            }
+            Some("ref/resource") => {
+                let Some(uri) = get(reference, "uri").and_then(|i| json::str_at(n, i)) else {
+                    return self.error(
+                        reply,
+                        code::INVALID_PARAMS,
+                        format_args!("Invalid params: ref.uri must be a string"),
+                    );
+                };
+                match self.catalog.templates.iter().position(|t| t.template.uri_template == uri) {
+                    Some(i) => Err(i),
+                    None => {
+                        return self.error(
+                            reply,
+                            code::INVALID_PARAMS,
+                            format_args!("Invalid params: no resource template {uri}"),
+                        );
+                    }
+                }
+            }
+            _ => {
+                return self.error(
+                    reply,
+                    code::INVALID_PARAMS,
+                    format_args!("Invalid params: ref.type must be \"ref/prompt\" or \"ref/resource\""),
+                );
+            }
+        };
+        let argument = get(req.params, "argument");
+        let name = get(argument, "name").and_then(|i| json::str_at(n, i));
+        let value = get(argument, "value").and_then(|i| json::str_at(n, i));
+        let (Some(name), Some(value)) = (name, value) else {
+            return self.error(
+                reply,
+                code::INVALID_PARAMS,
+                format_args!("Invalid params: argument must carry name and value strings"),
+            );
+        };
+        let known = match target {
+            Ok(i) => self.catalog.prompts[i].prompt.arguments.iter().any(|a| a.name == name),
+            Err(i) => self.catalog.templates[i].parsed.var_names().iter().any(|v| &**v == name),
+        };
+        if !known {
+            return self.error(
+                reply,
+                code::INVALID_PARAMS,
+                format_args!("Invalid params: unknown argument {name}"),
+            );
+        }
+        self.scratch.args.clear();
+        match get(get(req.params, "context"), "arguments") {
+            Some(a) if json::is_object(n, a) => {
+                json::write_value(n, a, &mut self.scratch.args);
+            }
+            _ => self.scratch.args.extend_from_slice(b"{}"),
+        }
+        let Some(ticket) = self.ticket(req, Kind::Completion, rev, 0) else { return };
+        let (arg, val) = &mut self.scratch.completion;
+        arg.clear();
+        arg.push_str(name);
+        val.clear();
+        val.push_str(value);
+        self.st.pending = Some(Pending { kind: PendingKind::Complete(target), ticket, revision: rev });
+    }
+
     fn read_resource(&mut self, req: &Req<'_, '_>, rev: Revision) {
         let Some(uri) = self.required_str(req, "uri") else { return };
         let Some(target) = self.catalog.resolve_uri(uri, &mut self.scratch.captures) else {
@@ -2429,6 +2622,51 @@ impl State {
             self.routed.push(Routed { route: busy.route, start, end, interim: true });
         }
         Ok(())
+    }
+
+    /// Answers a completion: at most 100 values, duplicates dropped (the first kept, in the
+    /// host's order), `total` and `hasMore` kept truthful.
+    fn answer_completion(
+        &mut self,
+        prepared: &Prepared,
+        ticket: Ticket,
+        values: &[&str],
+        total: Option<u64>,
+        has_more: bool,
+    ) -> Result<(), AnswerError> {
+        self.answer(prepared, ticket, Kind::Completion, |out, _| {
+            const MAX: usize = 100;
+            let mut kept: heapless::Vec<&str, MAX> = heapless::Vec::new();
+            let mut unique = 0u64;
+            let mut dropped = false;
+            for (i, v) in values.iter().enumerate() {
+                if values[..i].contains(v) {
+                    continue; // a duplicate (quadratic, so bounded below)
+                }
+                unique += 1;
+                if kept.push(v).is_err() {
+                    dropped = true;
+                }
+                if i >= 10_000 {
+                    dropped = true;
+                    break;
+                }
+            }
+            field(out, "completion");
+            out.extend_from_slice(b"{\"values\":");
+            serde_json::to_writer(&mut *out, &kept[..])?;
+            let total = total.map_or(unique, |t| t.max(unique));
+            out.extend_from_slice(b",\"total\":");
+            json::write_u64(out, total);
+            out.extend_from_slice(b",\"hasMore\":");
+            out.extend_from_slice(if has_more || dropped || total > kept.len() as u64 {
+                b"true"
+            } else {
+                b"false"
+            });
+            out.push(b'}');
+            Ok(None)
+        })
     }
 
     /// The live slot of `ticket`, without freeing it.

@@ -6,8 +6,8 @@
 use serde_json::json;
 
 use crate::{
-    Catalog, Content, Event, HostError, LogLevel, Prompt, PromptArgument, PromptMessage, PromptOutput,
-    Resource, ResourceContents, ResourceTemplate, Tool, ToolOutput,
+    Catalog, CompletionRef, Content, Event, HostError, LogLevel, Prompt, PromptArgument, PromptMessage,
+    PromptOutput, Resource, ResourceContents, ResourceTemplate, Tool, ToolOutput,
 };
 
 /// A 1×1 PNG, base64.
@@ -261,6 +261,18 @@ pub fn respond(event: Event<'_>) {
                 ])),
                 _ => get.fail(HostError::Internal("no handler for this prompt")),
             }
+        }
+        Event::Complete(complete) => {
+            const CANDIDATES: [&str; 4] = ["test-value-1", "test-value-2", "testing", "other"];
+            const IDS: [&str; 3] = ["1", "2", "123"];
+            let candidates: &[&str] = match complete.reference {
+                CompletionRef::Template(_) => &IDS,
+                _ => &CANDIDATES,
+            };
+            let prefix = complete.value;
+            let values: heapless::Vec<&str, 4> =
+                candidates.iter().copied().filter(|c| c.starts_with(prefix)).collect();
+            complete.answer(&values, None, false)
         }
         Event::Cancelled(_) => Ok(()),
     };

@@ -731,6 +731,22 @@ impl HttpEngine {
         r
     }
 
+    /// Answers a completion request (see
+    /// [`Engine::answer_completion`](crate::Engine::answer_completion)).
+    pub fn answer_completion(
+        &mut self,
+        ticket: Ticket,
+        values: &[&str],
+        total: Option<u64>,
+        has_more: bool,
+    ) -> Result<(), AnswerError> {
+        self.tick(self.last_now);
+        let r = self.core.answer_completion(ticket, values, total, has_more);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
     /// Sends `notifications/message` for a ticket (see
     /// [`Engine::notify_log`](crate::Engine::notify_log)); over HTTP the response becomes
     /// an SSE stream that carries it before the result.

@@ -106,8 +106,8 @@ pub use catalog::{
 };
 pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
 pub use engine::{
-    Arguments, CachePolicy, CacheScope, CallTool, Config, Engine, Event, GetPrompt, LogLevel,
-    MAX_TICKET_ID_LEN, ReadResource, ServerInfo, TemplateVars, Ticket,
+    Arguments, CachePolicy, CacheScope, CallTool, Complete, CompletionRef, Config, Engine, Event, GetPrompt,
+    LogLevel, MAX_TICKET_ID_LEN, ReadResource, ServerInfo, TemplateVars, Ticket,
 };
 pub use error::{AnswerError, HostError, NotifyError};
 pub use revision::Revision;

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         }
     };
     let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
-    config.logging(true);
+    config.logging(true).completions(true);
     let result = match mode {
         Mode::Stdio => {
             mcp_io_mio::serve_stdio(Engine::new(config, everything::catalog()), everything::respond)

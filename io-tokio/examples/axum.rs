@@ -39,7 +39,7 @@ async fn main() -> ExitCode {
     // `nest_service` strips the `/mcp` prefix: the service sees `/`.
     http.endpoint("/");
     let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
-    config.logging(true);
+    config.logging(true).completions(true);
     let engine = HttpEngine::new(config, http, fixture::catalog());
     let mcp = HttpServer::new(engine, Arc::new(Everything), AllowAll).into_service();
     let app = Router::new().route("/health", get(|| async { "ok" })).nest_service("/mcp", mcp);

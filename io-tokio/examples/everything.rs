@@ -87,7 +87,7 @@ fn parse_args() -> Result<Mode, ExitCode> {
 
 fn config() -> Config {
     let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
-    config.logging(true);
+    config.logging(true).completions(true);
     config
 }
 

@@ -12,6 +12,8 @@ pub type ToolResult = Result<ToolReply, HostFailure>;
 pub type ResourceResult = Result<ResourceReply, HostFailure>;
 /// What a prompt request resolves to.
 pub type PromptResult = Result<PromptReply, HostFailure>;
+/// What a completion request resolves to.
+pub type CompleteResult = Result<crate::reply::CompletionReply, HostFailure>;
 
 /// The work only the host can do, done asynchronously.
 ///
@@ -43,6 +45,16 @@ pub trait Handler: Send + Sync + 'static {
     fn get_prompt(&self, get: PromptGet) -> impl Future<Output = PromptResult> + Send {
         let _ = get;
         async { Err(HostFailure::internal("this server does not implement prompts/get")) }
+    }
+
+    /// Completes an argument (only called when `Config::completions` is on). The default
+    /// offers no candidates.
+    fn complete(
+        &self,
+        request: crate::request::CompletionRequest,
+    ) -> impl Future<Output = CompleteResult> + Send {
+        let _ = request;
+        async { Ok(crate::reply::CompletionReply::default()) }
     }
 }
 

@@ -131,13 +131,13 @@ mod tower;
 mod work;
 
 pub use auth::{AllowAll, AuthorizeInfo, Authorizer};
-pub use handler::{Handler, PromptResult, ResourceResult, ToolFn, ToolResult, tool_fn};
+pub use handler::{CompleteResult, Handler, PromptResult, ResourceResult, ToolFn, ToolResult, tool_fn};
 pub use http::{HttpServer, serve_http};
 pub use reply::{
-    HostFailure, OwnedBase64, OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply,
-    ResourceReply, ToolReply,
+    CompletionReply, HostFailure, OwnedBase64, OwnedContent, OwnedPromptMessage, OwnedResourceContents,
+    PromptReply, ResourceReply, ToolReply,
 };
-pub use request::{PromptGet, ResourceRead, ToolCall};
+pub use request::{CompletionRequest, CompletionTarget, PromptGet, ResourceRead, ToolCall};
 pub use serve::{serve, serve_stdio};
 #[cfg(feature = "tower")]
 pub use tower::McpService;

@@ -411,3 +411,22 @@ mod tests {
         assert!(matches!(HostFailure::from(e), HostFailure::InvalidParams(_)));
     }
 }
+
+/// Candidate values for a completion, most relevant first. The engine sends at most 100,
+/// drops duplicates and keeps `total` and `has_more` truthful.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CompletionReply {
+    /// The candidates.
+    pub values: Vec<String>,
+    /// How many candidates exist in all, if known.
+    pub total: Option<u64>,
+    /// Whether more exist than were given.
+    pub has_more: bool,
+}
+
+impl CompletionReply {
+    /// A reply with these candidates.
+    pub fn new(values: Vec<String>) -> Self {
+        Self { values, total: None, has_more: false }
+    }
+}

@@ -183,3 +183,46 @@ mod tests {
         assert_eq!(get.argument("arg2"), None);
     }
 }
+
+/// What a completion is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompletionTarget {
+    /// An argument of the prompt with this name.
+    Prompt(String),
+    /// A variable of the resource template with this uri template.
+    Template(String),
+}
+
+/// A completion request (`completion/complete`) to answer with candidate values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompletionRequest {
+    /// The prompt or template.
+    pub target: CompletionTarget,
+    /// The argument or variable being completed.
+    pub argument: String,
+    /// What the user typed so far.
+    pub value: String,
+    /// `context.arguments` as JSON object text (`{}` if none).
+    pub context: String,
+    /// The revision the request was made under.
+    pub revision: Revision,
+}
+
+impl CompletionRequest {
+    pub(crate) fn from_event(c: &mcp_engine::Complete<'_>) -> Self {
+        let target = match c.reference {
+            mcp_engine::CompletionRef::Prompt(p) => CompletionTarget::Prompt(p.name.clone()),
+            mcp_engine::CompletionRef::Template(t) => CompletionTarget::Template(t.uri_template.clone()),
+            _ => CompletionTarget::Prompt(String::new()),
+        };
+        Self {
+            target,
+            argument: c.argument.to_owned(),
+            value: c.value.to_owned(),
+            context: c.context.raw().to_owned(),
+            revision: c.revision,
+        }
+    }
+}

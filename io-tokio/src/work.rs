@@ -40,6 +40,7 @@ enum Outcome {
     Tool(ToolResult),
     Resource(ResourceResult),
     Prompt(PromptResult),
+    Complete(crate::handler::CompleteResult),
     /// The task ended without a reply: it panicked, or was aborted.
     Dropped,
 }
@@ -112,6 +113,13 @@ pub(crate) trait Answer {
     fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError>;
     fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError>;
     fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError>;
+    fn completion(
+        &mut self,
+        ticket: Ticket,
+        values: &[&str],
+        total: Option<u64>,
+        has_more: bool,
+    ) -> Result<(), AnswerError>;
     fn progress(
         &mut self,
         ticket: Ticket,
@@ -144,6 +152,15 @@ impl Answer for Engine {
     }
     fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
         self.answer_error(ticket, error)
+    }
+    fn completion(
+        &mut self,
+        ticket: Ticket,
+        values: &[&str],
+        total: Option<u64>,
+        has_more: bool,
+    ) -> Result<(), AnswerError> {
+        self.answer_completion(ticket, values, total, has_more)
     }
     fn progress(
         &mut self,
@@ -181,6 +198,15 @@ impl Answer for HttpEngine {
     }
     fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
         self.answer_error(ticket, error)
+    }
+    fn completion(
+        &mut self,
+        ticket: Ticket,
+        values: &[&str],
+        total: Option<u64>,
+        has_more: bool,
+    ) -> Result<(), AnswerError> {
+        self.answer_completion(ticket, values, total, has_more)
     }
     fn progress(
         &mut self,
@@ -262,6 +288,15 @@ impl Tasks {
                     async move { Outcome::Prompt(h.get_prompt(request).await) }.instrument(span),
                 );
             }
+            Event::Complete(complete) => {
+                let request = crate::request::CompletionRequest::from_event(&complete);
+                let span = tracing::debug_span!("completion/complete", argument = %request.argument);
+                let h = Arc::clone(handler);
+                self.spawn(
+                    complete.ticket,
+                    async move { Outcome::Complete(h.complete(request).await) }.instrument(span),
+                );
+            }
             Event::Cancelled(ticket) => match self.running.remove(&ticket) {
                 Some(task) => {
                     tracing::debug!(?ticket, "request cancelled: aborting its handler");
@@ -329,7 +364,14 @@ impl Tasks {
                 let output = PromptOutput { description: reply.description.as_deref(), messages: &messages };
                 engine.prompt(ticket, &output)
             }
-            Outcome::Tool(Err(failure)) | Outcome::Resource(Err(failure)) | Outcome::Prompt(Err(failure)) => {
+            Outcome::Complete(Ok(reply)) => {
+                let values: Vec<&str> = reply.values.iter().map(String::as_str).collect();
+                engine.completion(ticket, &values, reply.total, reply.has_more)
+            }
+            Outcome::Tool(Err(failure))
+            | Outcome::Resource(Err(failure))
+            | Outcome::Prompt(Err(failure))
+            | Outcome::Complete(Err(failure)) => {
                 tracing::debug!(?ticket, %failure, "handler failed");
                 engine.error(ticket, failure.as_host_error())
             }

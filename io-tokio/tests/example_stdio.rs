@@ -122,7 +122,7 @@ fn requests() -> Vec<String> {
 /// The engine's own answers to `input`, with the synchronous fixture handler.
 fn reference_answers(input: &str) -> BTreeMap<String, Value> {
     let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
-    config.logging(true);
+    config.logging(true).completions(true);
     let mut engine = Engine::new(config, fixture::catalog());
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];

@@ -51,7 +51,7 @@ fn line(v: Value) -> String {
 /// An engine serving the `everything` fixture with default settings.
 pub fn everything_engine() -> Engine {
     let mut config = Config::new("mcp-engine-everything", "0.1.0");
-    config.logging(true);
+    config.logging(true).completions(true);
     Engine::new(config, everything::catalog())
 }
 

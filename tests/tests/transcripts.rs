@@ -196,14 +196,7 @@ fn modern_prompts() {
 
 #[test]
 fn modern_ping_and_removed_methods_are_method_not_found() {
-    for m in [
-        "ping",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "completion/complete",
-        "unknown/method",
-    ] {
+    for m in ["ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "unknown/method"] {
         let out = run(&modern(9, m, json!({})));
         assert_eq!(out[0]["error"]["code"], -32601, "{m}");
         assert_eq!(out[0]["id"], 9);
@@ -410,4 +403,70 @@ fn log_messages_follow_the_requested_level() {
     assert_eq!(methods.iter().filter(|m| *m == "notifications/message").count(), 3, "{out:#?}");
     assert_eq!(out.last().unwrap()["error"]["code"], -32602);
     check(Rev::V2025_11_25, "EmptyResult", &out[2]);
+}
+
+#[test]
+fn completion_for_prompts_and_templates() {
+    let input = [
+        modern(1, "completion/complete", json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "argument": {"name": "arg1", "value": "test"}})),
+        modern(2, "completion/complete", json!({"ref": {"type": "ref/resource", "uri": "test://template/{id}/data"}, "argument": {"name": "id", "value": "1"}, "context": {"arguments": {}}})),
+        modern(3, "completion/complete", json!({"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "arg1", "value": ""}})),
+        modern(4, "completion/complete", json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "argument": {"name": "zzz", "value": ""}})),
+        modern(5, "completion/complete", json!({"ref": {"type": "ref/other"}, "argument": {"name": "a", "value": ""}})),
+    ]
+    .concat();
+    let out = run(&input);
+    assert_eq!(
+        out[0]["result"]["completion"],
+        json!({"values": ["test-value-1", "test-value-2", "testing"], "total": 3, "hasMore": false})
+    );
+    assert_eq!(out[1]["result"]["completion"]["values"], json!(["1", "123"]));
+    for o in &out[..2] {
+        modern_results_carry_envelope(&o["result"], false);
+        check(Rev::V2026_07_28, "CompleteResult", o);
+    }
+    for o in &out[2..] {
+        assert_eq!(o["error"]["code"], -32602, "{o}");
+    }
+    let d = run(&modern(9, "server/discover", json!({})));
+    assert!(d[0]["result"]["capabilities"]["completions"].is_object());
+}
+
+#[test]
+fn completion_answers_are_capped_deduplicated_and_truthful() {
+    use mcp_engine::{Catalog, Config, Engine, Event, Instant, Prompt, PromptArgument};
+    let mut cfg = Config::new("s", "1");
+    cfg.completions(true);
+    let catalog =
+        Catalog::builder().prompt(Prompt::new("p").argument(PromptArgument::new("a"))).build().unwrap();
+    let mut e = Engine::new(cfg, catalog);
+    let req = modern(
+        1,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": ""}}),
+    );
+    e.handle_input(Instant::ZERO, req.as_bytes());
+    let Some(Event::Complete(c)) = e.poll_event() else { panic!("a completion event") };
+    let many: Vec<String> = (0..150).map(|i| format!("v{}", i % 120)).collect();
+    let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+    c.answer(&refs, Some(5), false).unwrap();
+    let out = mcp_tests::lines(e.pending_output());
+    let completion = &out[0]["result"]["completion"];
+    assert_eq!(completion["values"].as_array().unwrap().len(), 100);
+    assert_eq!(completion["values"][0], "v0");
+    assert_eq!(completion["total"], 120, "never less than the distinct values given");
+    assert_eq!(completion["hasMore"], true);
+}
+
+#[test]
+fn completion_is_method_not_found_unless_the_host_provides_it() {
+    use mcp_engine::{Config, Engine};
+    let mut e = Engine::new(Config::new("s", "1"), mcp_engine::everything::catalog());
+    let req = modern(
+        1,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "test_simple_prompt"}, "argument": {"name": "a", "value": ""}}),
+    );
+    let out = mcp_tests::lines(&mcp_tests::drive(&mut e, req.as_bytes(), &[usize::MAX]));
+    assert_eq!(out[0]["error"]["code"], -32601);
 }
