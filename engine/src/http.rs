@@ -594,7 +594,12 @@ impl HttpEngine {
     /// When [`handle_timeout`](Self::handle_timeout) should next be called: the earliest
     /// body deadline.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.slots.iter().filter_map(|s| s.conn.as_ref()?.deadline).min()
+        self.slots
+            .iter()
+            .filter_map(|s| {
+                s.conn.as_ref().filter(|c| matches!(c.phase, Phase::Head | Phase::Body))?.deadline
+            })
+            .min()
     }
 
     /// Expires body deadlines: each connection past its deadline is answered `408` and
@@ -847,22 +852,29 @@ impl HttpEngine {
                     }
                     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                     // Decide everything while the head is borrowed, act after.
-                    let (refusal, keep_alive, expect_continue) = match c.codec.poll(&mut headers) {
+                    let (refusal, keep_alive, expect_continue, http10) = match c.codec.poll(&mut headers) {
                         Input::Partial | Input::Body(_) => return,
-                        Input::Error(e) => (Some((e.status(), &[][..])), false, false),
-                        Input::Head(head) => {
-                            (check_head(&self.http, &head), head.keep_alive, head.expect_continue)
-                        }
+                        Input::Error(e) => (Some((e.status(), &[][..])), false, false, false),
+                        Input::Head(head) => (
+                            check_head(&self.http, &head),
+                            head.keep_alive,
+                            head.expect_continue,
+                            head.minor_version == 0,
+                        ),
                     };
                     c.keep_alive = keep_alive;
                     c.expect_continue = expect_continue;
+                    c.http10 = http10;
                     if let Some((status, extra)) = refusal {
                         refuse(c, status, extra);
                         return;
                     }
                     match self.http.authorization {
                         Authorization::Host => {
+                            // The host's time to decide is not the client's: no deadline
+                            // runs meanwhile (the body's starts when it allows).
                             c.phase = Phase::Authorizing;
+                            c.deadline = None;
                             self.asks.push_back(Ask::Head(slot));
                             return;
                         }

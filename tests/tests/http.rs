@@ -798,3 +798,35 @@ fn progress_turns_the_response_into_an_sse_stream() {
     let r = one(&mut c, &post(&req(2, "server/discover", json!({})), &[]));
     assert_eq!(r.status, 200);
 }
+
+/// Found by the `http_engine` fuzz target: while the host takes its time to authorize, no
+/// deadline runs, so `poll_timeout` never names a moment that has passed.
+#[test]
+fn no_deadline_runs_while_the_host_authorizes() {
+    let mut e = HttpEngine::new(Config::new("s", "1"), config(), everything::catalog());
+    let conn = e.open(Instant::ZERO, None).unwrap();
+    e.handle_input(Instant::ZERO, conn, &post(&req(1, "server/discover", json!({})), &[]));
+    let Some(HttpEvent::Authorize(_)) = e.poll_event() else { panic!("authorization is asked") };
+    let later = Instant::ZERO + Duration::from_millis(15_100);
+    e.handle_timeout(later);
+    assert!(e.poll_timeout().is_none_or(|t| t > later), "{:?}", e.poll_timeout());
+    assert!(e.pending_output(conn).is_empty(), "no 408 while the host decides");
+    e.authorize(later, conn, Verdict::Allow);
+    assert_eq!(parse_responses(e.pending_output(conn))[0].status, 200);
+}
+
+/// Found by the `http_engine` fuzz target: an HTTP/1.0 client cannot read a chunked SSE
+/// stream, so it gets the answer alone, as JSON.
+#[test]
+fn http_1_0_gets_json_even_with_progress() {
+    let mut c = client();
+    let mut body = req(1, "tools/call", json!({"name": "test_tool_with_progress"}));
+    body["params"]["_meta"]["progressToken"] = json!(1);
+    let mut raw = post(&body, &[]);
+    let line_end = raw.iter().position(|&b| b == b'\r').unwrap();
+    raw.splice(..line_end, b"POST /mcp HTTP/1.0".iter().copied());
+    let r = one(&mut c, &raw);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.json()["id"], 1);
+}
