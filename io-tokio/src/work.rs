@@ -136,97 +136,59 @@ pub(crate) trait Answer {
     ) -> Result<(), NotifyError>;
 }
 
-impl Answer for Engine {
-    fn tool(
-        &mut self,
-        ticket: Ticket,
-        output: &ToolOutput<'_, serde_json::Value>,
-    ) -> Result<(), AnswerError> {
-        self.answer_tool(ticket, output)
-    }
-    fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
-        self.answer_resource(ticket, contents)
-    }
-    fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
-        self.answer_prompt(ticket, output)
-    }
-    fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
-        self.answer_error(ticket, error)
-    }
-    fn completion(
-        &mut self,
-        ticket: Ticket,
-        values: &[&str],
-        total: Option<u64>,
-        has_more: bool,
-    ) -> Result<(), AnswerError> {
-        self.answer_completion(ticket, values, total, has_more)
-    }
-    fn progress(
-        &mut self,
-        ticket: Ticket,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<&str>,
-    ) -> Result<(), NotifyError> {
-        self.notify_progress(ticket, progress, total, message)
-    }
-    fn log(
-        &mut self,
-        ticket: Ticket,
-        level: mcp_engine::LogLevel,
-        logger: Option<&str>,
-        data: &serde_json::Value,
-    ) -> Result<(), NotifyError> {
-        self.notify_log(ticket, level, logger, data)
-    }
+/// Both engines answer with methods of the same names: one implementation for both.
+macro_rules! answer_on {
+    ($($engine:ty),*) => {$(
+        impl Answer for $engine {
+            fn tool(
+                &mut self,
+                ticket: Ticket,
+                output: &ToolOutput<'_, serde_json::Value>,
+            ) -> Result<(), AnswerError> {
+                self.answer_tool(ticket, output)
+            }
+            fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
+                self.answer_resource(ticket, contents)
+            }
+            fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
+                self.answer_prompt(ticket, output)
+            }
+            fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
+                self.answer_error(ticket, error)
+            }
+            fn completion(
+                &mut self,
+                ticket: Ticket,
+                values: &[&str],
+                total: Option<u64>,
+                has_more: bool,
+            ) -> Result<(), AnswerError> {
+                self.answer_completion(ticket, values, total, has_more)
+            }
+            fn progress(
+                &mut self,
+                ticket: Ticket,
+                progress: f64,
+                total: Option<f64>,
+                message: Option<&str>,
+            ) -> Result<(), NotifyError> {
+                self.notify_progress(ticket, progress, total, message)
+            }
+            fn log(
+                &mut self,
+                ticket: Ticket,
+                level: mcp_engine::LogLevel,
+                logger: Option<&str>,
+                data: &serde_json::Value,
+            ) -> Result<(), NotifyError> {
+                self.notify_log(ticket, level, logger, data)
+            }
+
+        }
+    )*};
 }
 
-impl Answer for HttpEngine {
-    fn tool(
-        &mut self,
-        ticket: Ticket,
-        output: &ToolOutput<'_, serde_json::Value>,
-    ) -> Result<(), AnswerError> {
-        self.answer_tool(ticket, output)
-    }
-    fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
-        self.answer_resource(ticket, contents)
-    }
-    fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
-        self.answer_prompt(ticket, output)
-    }
-    fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
-        self.answer_error(ticket, error)
-    }
-    fn completion(
-        &mut self,
-        ticket: Ticket,
-        values: &[&str],
-        total: Option<u64>,
-        has_more: bool,
-    ) -> Result<(), AnswerError> {
-        self.answer_completion(ticket, values, total, has_more)
-    }
-    fn progress(
-        &mut self,
-        ticket: Ticket,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<&str>,
-    ) -> Result<(), NotifyError> {
-        self.notify_progress(ticket, progress, total, message)
-    }
-    fn log(
-        &mut self,
-        ticket: Ticket,
-        level: mcp_engine::LogLevel,
-        logger: Option<&str>,
-        data: &serde_json::Value,
-    ) -> Result<(), NotifyError> {
-        self.notify_log(ticket, level, logger, data)
-    }
-}
+answer_on!(Engine, HttpEngine);
 
 /// The running handler tasks, by ticket, and the channel their replies come back on.
 /// Aborts them all when dropped.
