@@ -26,7 +26,7 @@
 //! const STDIN: Token = Token(0);
 //! const STDOUT: Token = Token(1);
 //!
-//! # fn catalog() -> mcp_engine::Catalog { unimplemented!() }
+//! # fn catalog() -> mcp_engine::Catalog { mcp_engine::Catalog::empty() }
 //! let engine = Engine::new(Config::new("demo", "1.0"), catalog());
 //! let mut server = StdioServer::stdio(engine)?;
 //! let mut poll = Poll::new()?;
@@ -127,7 +127,7 @@
 //! const LISTENER: Token = Token(0);
 //! const MINE: Token = Token(1); // a source of your own, e.g. a `mio::Waker`
 //!
-//! # fn catalog() -> mcp_engine::Catalog { unimplemented!() }
+//! # fn catalog() -> mcp_engine::Catalog { mcp_engine::Catalog::empty() }
 //! let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
 //! let engine = HttpEngine::new(Config::new("demo", "1.0"), http, catalog());
 //! let listener = std::net::TcpListener::bind("127.0.0.1:3000")?;
