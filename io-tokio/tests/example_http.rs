@@ -1,46 +1,16 @@
 //! End to end: the `everything` example as a child process serving Streamable HTTP on
 //! 127.0.0.1, port 0.
 
+mod example_support;
 mod http_support;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 
+use example_support::example_binary;
 use http_support::{Conn, PATIENCE, body, first_text, patient, post};
-use serde_json::{Value, json};
-
-/// Builds the example with the cargo running these tests and returns its path.
-fn example_binary() -> &'static PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args([
-            "build",
-            "--quiet",
-            "--message-format=json",
-            "--example",
-            "everything",
-            "--manifest-path",
-            manifest,
-        ]);
-        if !cfg!(debug_assertions) {
-            cmd.arg("--release");
-        }
-        let out = cmd.stderr(Stdio::inherit()).output().expect("run cargo build");
-        assert!(out.status.success(), "cargo build --example everything failed");
-        let stdout = String::from_utf8(out.stdout).expect("cargo prints UTF-8");
-        stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "everything")
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reports the example's executable")
-    })
-}
+use serde_json::json;
 
 /// Kills the child when dropped, so a failing test leaves no server behind.
 struct Server(Child);

@@ -5,9 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{OnceLock, mpsc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use mcp_engine::{Config, Engine, everything};
@@ -18,40 +17,13 @@ use serde_json::Value;
 #[path = "../examples/fixture/mod.rs"]
 mod fixture;
 
+mod example_support;
+use example_support::example_binary;
+
 /// Hang protection only: no assertion depends on it.
 const PATIENCE: Duration = Duration::from_secs(60);
 
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
-
-/// Builds the example with the cargo running these tests and returns its path.
-fn example_binary() -> &'static PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args([
-            "build",
-            "--quiet",
-            "--message-format=json",
-            "--example",
-            "everything",
-            "--manifest-path",
-            manifest,
-        ]);
-        if !cfg!(debug_assertions) {
-            cmd.arg("--release");
-        }
-        let out = cmd.stderr(Stdio::inherit()).output().expect("run cargo build");
-        assert!(out.status.success(), "cargo build --example everything failed");
-        let stdout = String::from_utf8(out.stdout).expect("cargo prints UTF-8");
-        stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "everything")
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reports the example's executable")
-    })
-}
 
 fn requests() -> Vec<String> {
     let modern = |id: u32, method: &str, params: &str| {
