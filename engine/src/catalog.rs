@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use crate::cursor::ListKind;
 use crate::uritemplate::{Captures, TemplateError, UriTemplate};
+use crate::validate::SchemaValidator;
 use crate::xheader::{HeaderParam, XHeaderError, collect_header_params};
 
 /// An icon a client may show for an item (MCP `Icon`). Omitted on the wire for
@@ -481,7 +482,7 @@ impl Fragments {
 
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
-    pub(crate) validator: Option<jsonschema::Validator>,
+    pub(crate) validator: Option<SchemaValidator>,
     pub(crate) output_validator: Option<jsonschema::Validator>,
     #[allow(dead_code)] // read by the HTTP header matcher
     pub(crate) header_params: Vec<HeaderParam>,
@@ -501,7 +502,7 @@ pub(crate) struct TemplateEntry {
 
 pub(crate) struct PromptEntry {
     pub(crate) prompt: Prompt,
-    pub(crate) validator: jsonschema::Validator,
+    pub(crate) validator: SchemaValidator,
     pub(crate) wire: Fragments,
 }
 
@@ -729,7 +730,7 @@ impl CatalogBuilder {
                     argument: w[0].to_owned(),
                 });
             }
-            let validator = compile(&prompt.name, &prompt.argument_schema())?;
+            let validator = compile_input(&prompt.name, &prompt.argument_schema())?;
             let wire = Fragments::of(
                 &PromptWire { p: &prompt, icons: true },
                 &PromptWire { p: &prompt, icons: false },
@@ -790,6 +791,13 @@ fn compile(item: &str, schema: &Value) -> Result<jsonschema::Validator, CatalogE
         .map_err(|e| CatalogError::InvalidSchema { item: item.to_owned(), message: e.to_string() })
 }
 
+/// Compiles a schema that request arguments are validated against: for the request's tape
+/// (validity, allocation-free) and for `serde_json::Value` (error messages).
+fn compile_input(item: &str, schema: &Value) -> Result<SchemaValidator, CatalogError> {
+    SchemaValidator::new(schema)
+        .map_err(|e| CatalogError::InvalidSchema { item: item.to_owned(), message: e.to_string() })
+}
+
 fn build_tool(tool: Tool) -> Result<ToolEntry, CatalogError> {
     if !valid_tool_name(&tool.name) {
         return Err(CatalogError::InvalidToolName(tool.name));
@@ -804,7 +812,7 @@ fn build_tool(tool: Tool) -> Result<ToolEntry, CatalogError> {
             }
             let headers = collect_header_params(schema)
                 .map_err(|error| CatalogError::InvalidHeaderAnnotation { tool: tool.name.clone(), error })?;
-            (Some(compile(&tool.name, schema)?), headers)
+            (Some(compile_input(&tool.name, schema)?), headers)
         }
     };
     let output_validator = match &tool.output_schema {

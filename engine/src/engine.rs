@@ -12,7 +12,11 @@ use crate::cursor::{self, CursorError, ListKind};
 use crate::error::{AnswerError, HostError, NotifyError, code};
 use crate::http_headers;
 use crate::json;
+use crate::mrtr::{
+    self, ClientCapabilities, InputRequired, InputResponses, MAX_INPUT_REQUESTS, Method, StateError,
+};
 use crate::revision::Revision;
+use crate::subs::{self, CatalogChange, ReplaceError};
 use crate::time::Instant;
 use crate::uritemplate::Captures;
 
@@ -68,6 +72,16 @@ impl Default for CachePolicy {
     }
 }
 
+/// A key that `Debug` does not print.
+#[derive(Clone)]
+pub(crate) struct SecretKey(pub(crate) [u8; 32]);
+
+impl fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
 /// Engine settings. Every limit says what happens when it is reached.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -81,6 +95,11 @@ pub struct Config {
     server_info_meta: bool,
     logging: bool,
     completions: bool,
+    state_key: Option<SecretKey>,
+    state_ttl: core::time::Duration,
+    list_changed: bool,
+    resource_subscriptions: bool,
+    max_subscriptions: usize,
     discover_cache: CachePolicy,
     tools_cache: CachePolicy,
     resources_cache: CachePolicy,
@@ -101,6 +120,11 @@ impl Config {
             server_info_meta: true,
             logging: false,
             completions: false,
+            state_key: None,
+            state_ttl: core::time::Duration::from_secs(600),
+            list_changed: false,
+            resource_subscriptions: false,
+            max_subscriptions: 16,
             discover_cache: CachePolicy::default(),
             tools_cache: CachePolicy::default(),
             resources_cache: CachePolicy::default(),
@@ -177,6 +201,48 @@ impl Config {
     pub fn completions(&mut self, on: bool) -> &mut Self {
         self.completions = on;
         self
+    }
+    /// The secret that seals `requestState` of multi-round-trip requests (HMAC-SHA256,
+    /// [`Engine::answer_input_required`]). Without one the engine issues no
+    /// `requestState`, refuses host state, and answers `-32602` to any `requestState` it is
+    /// sent. Every server instance that may receive a retry needs the same key; draw it
+    /// from a cryptographic source and keep it out of logs.
+    pub fn request_state_key(&mut self, key: [u8; 32]) -> &mut Self {
+        self.state_key = Some(SecretKey(key));
+        self
+    }
+    /// How long a `requestState` stays valid after it is issued (default 10 minutes),
+    /// measured on the [`Instant`]s the engine is given. A retry after it is `-32602`.
+    pub fn request_state_ttl(&mut self, ttl: core::time::Duration) -> &mut Self {
+        self.state_ttl = ttl;
+        self
+    }
+    /// Whether the catalog may change while the server runs (default off). On,
+    /// `listChanged: true` is advertised for every family the catalog has, clients may open
+    /// `subscriptions/listen` streams for list changes (`2026-07-28`), and
+    /// [`Engine::replace_catalog`] notifies them (and a session-bound stdio client).
+    pub fn list_changed(&mut self, on: bool) -> &mut Self {
+        self.list_changed = on;
+        self
+    }
+    /// Whether clients may subscribe to resource updates (default off). On,
+    /// `resources.subscribe: true` is advertised (when the catalog has resources),
+    /// `subscriptions/listen` honours `resourceSubscriptions`, session-bound clients get
+    /// `resources/subscribe` and `resources/unsubscribe`, and
+    /// [`Engine::notify_resource_updated`] notifies the subscribers of a uri.
+    pub fn resource_subscriptions(&mut self, on: bool) -> &mut Self {
+        self.resource_subscriptions = on;
+        self
+    }
+    /// The most `subscriptions/listen` streams open at once (default 16, at least 1). One
+    /// more is answered `-32603` and not opened.
+    pub fn max_subscriptions(&mut self, n: usize) -> &mut Self {
+        self.max_subscriptions = n.max(1);
+        self
+    }
+    /// Whether a request-state key is set.
+    pub fn has_request_state_key(&self) -> bool {
+        self.state_key.is_some()
     }
     /// Caching hints of `server/discover`.
     pub fn discover_cache(&mut self, policy: CachePolicy) -> &mut Self {
@@ -307,10 +373,21 @@ pub struct CallTool<'a> {
     pub arguments: Arguments<'a>,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// Responses to input requests this request carries (`2026-07-28` retries; empty on
+    /// a first round), see [`Engine::answer_input_required`].
+    pub input_responses: InputResponses<'a>,
+    /// The host state of a verified `requestState`, as the host sealed it.
+    pub request_state: Option<&'a [u8]>,
+    /// The input kinds the client declared on this request (`2026-07-28`).
+    pub client: ClientCapabilities,
     responder: Responder<'a>,
 }
 
 impl CallTool<'_> {
+    /// Asks the client for input first (see [`Engine::answer_input_required`]).
+    pub fn input_required(self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
+        self.responder.st.answer_input_required(self.responder.prepared, self.ticket, input)
+    }
     /// Sends `notifications/message` now (see [`Engine::notify_log`]).
     pub fn log<S: Serialize + ?Sized>(
         &mut self,
@@ -355,10 +432,21 @@ pub struct ReadResource<'a> {
     pub variables: TemplateVars<'a>,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// Responses to input requests this request carries (`2026-07-28` retries; empty on
+    /// a first round), see [`Engine::answer_input_required`].
+    pub input_responses: InputResponses<'a>,
+    /// The host state of a verified `requestState`, as the host sealed it.
+    pub request_state: Option<&'a [u8]>,
+    /// The input kinds the client declared on this request (`2026-07-28`).
+    pub client: ClientCapabilities,
     responder: Responder<'a>,
 }
 
 impl ReadResource<'_> {
+    /// Asks the client for input first (see [`Engine::answer_input_required`]).
+    pub fn input_required(self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
+        self.responder.st.answer_input_required(self.responder.prepared, self.ticket, input)
+    }
     /// Answers with the resource's contents now (empty contents answer "not found").
     pub fn answer(self, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
         let r = self.responder;
@@ -384,10 +472,21 @@ pub struct GetPrompt<'a> {
     pub arguments: Arguments<'a>,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// Responses to input requests this request carries (`2026-07-28` retries; empty on
+    /// a first round), see [`Engine::answer_input_required`].
+    pub input_responses: InputResponses<'a>,
+    /// The host state of a verified `requestState`, as the host sealed it.
+    pub request_state: Option<&'a [u8]>,
+    /// The input kinds the client declared on this request (`2026-07-28`).
+    pub client: ClientCapabilities,
     responder: Responder<'a>,
 }
 
 impl GetPrompt<'_> {
+    /// Asks the client for input first (see [`Engine::answer_input_required`]).
+    pub fn input_required(self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
+        self.responder.st.answer_input_required(self.responder.prepared, self.ticket, input)
+    }
     /// Answers with the rendered prompt now.
     pub fn answer(self, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
         self.responder.st.answer_prompt(self.responder.prepared, self.ticket, output)
@@ -450,9 +549,9 @@ macro_rules! debug_fields {
         }
     };
 }
-debug_fields!(CallTool: ticket, tool, arguments, revision);
-debug_fields!(ReadResource: ticket, uri, template, variables, revision);
-debug_fields!(GetPrompt: ticket, prompt, arguments, revision);
+debug_fields!(CallTool: ticket, tool, arguments, revision, input_responses, request_state, client);
+debug_fields!(ReadResource: ticket, uri, template, variables, revision, input_responses, request_state, client);
+debug_fields!(GetPrompt: ticket, prompt, arguments, revision, input_responses, request_state, client);
 debug_fields!(Complete: ticket, reference, argument, value, context, revision);
 
 /// Work for the host, returned by [`Engine::poll_event`]. It borrows the engine: answer
@@ -531,6 +630,10 @@ struct Busy {
     last_progress: Option<f64>,
     /// The lowest level the client wants logs at for this request, if any.
     log_level: Option<LogLevel>,
+    /// The input kinds the client declared on this request (2026-07-28).
+    caps: ClientCapabilities,
+    /// The digest a `requestState` for this request is bound to (when a key is set).
+    digest: [u8; 32],
 }
 
 #[derive(Clone, Copy)]
@@ -644,6 +747,9 @@ struct Prepared {
     /// The body of the `initialize` result for 2025-11-25 and 2025-06-18, without
     /// `protocolVersion`.
     initialize: Vec<u8>,
+    /// The `requestState` key and lifetime.
+    state_key: Option<[u8; 32]>,
+    state_ttl: u64,
 }
 
 fn capabilities(cfg: &Config, catalog: &Catalog) -> String {
@@ -654,14 +760,19 @@ fn capabilities(cfg: &Config, catalog: &Catalog) -> String {
     if cfg.completions {
         caps.insert("completions".into(), serde_json::json!({}));
     }
+    let changes = cfg.list_changed;
     if catalog.has_prompts() {
-        caps.insert("prompts".into(), serde_json::json!({ "listChanged": false }));
+        caps.insert("prompts".into(), serde_json::json!({ "listChanged": changes }));
     }
     if catalog.has_resources() {
-        caps.insert("resources".into(), serde_json::json!({ "subscribe": false, "listChanged": false }));
+        let subscribe = cfg.resource_subscriptions;
+        caps.insert(
+            "resources".into(),
+            serde_json::json!({ "subscribe": subscribe, "listChanged": changes }),
+        );
     }
     if catalog.has_tools() {
-        caps.insert("tools".into(), serde_json::json!({ "listChanged": false }));
+        caps.insert("tools".into(), serde_json::json!({ "listChanged": changes }));
     }
     serde_json::Value::Object(caps).to_string()
 }
@@ -704,7 +815,14 @@ impl Prepared {
             initialize.extend_from_slice(b",\"instructions\":");
             json::write_str(&mut initialize, text);
         }
-        Self { meta, discover, discover_http, initialize }
+        Self {
+            meta,
+            discover,
+            discover_http,
+            initialize,
+            state_key: cfg.state_key.as_ref().map(|k| k.0),
+            state_ttl: u64::try_from(cfg.state_ttl.as_micros()).unwrap_or(u64::MAX),
+        }
     }
 }
 
@@ -747,6 +865,22 @@ pub(crate) struct Routed {
     pub(crate) end: usize,
     /// A notification sent before the final answer (the response becomes a stream).
     pub(crate) interim: bool,
+    /// The HTTP status of a final answer sent as JSON (0: 200).
+    pub(crate) status: u16,
+    /// A message of a `subscriptions/listen` stream (dropped, with the stream, when the
+    /// connection cannot take it).
+    pub(crate) sub: bool,
+}
+
+/// An open `subscriptions/listen` stream.
+pub(crate) struct Sub {
+    /// The listen request's id, as JSON (the subscription id).
+    id: IdBuf,
+    pub(crate) route: Route,
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: Vec<Box<str>>,
 }
 
 /// Where the data of the current event lives (read by the event while it is held).
@@ -756,6 +890,31 @@ struct Scratch {
     captures: Captures,
     /// The argument name and value of a completion request.
     completion: (String, String),
+    /// What the current request brings for a multi-round-trip request.
+    round: Round,
+    /// The decoded `requestState`.
+    state: Vec<u8>,
+    /// `inputResponses`: keys and values (compact JSON), back to back.
+    responses: Vec<u8>,
+}
+
+impl Round {
+    fn reset(&mut self) {
+        self.caps = ClientCapabilities::default();
+        self.host_state = None;
+        self.entries.clear();
+    }
+}
+
+/// The multi-round-trip part of the request being dispatched.
+#[derive(Default)]
+struct Round {
+    caps: ClientCapabilities,
+    digest: [u8; 32],
+    /// The host's part of a verified `requestState`, in `Scratch::state`.
+    host_state: Option<core::ops::Range<usize>>,
+    /// Key and value ranges in `Scratch::responses`.
+    entries: heapless::Vec<(core::ops::Range<usize>, core::ops::Range<usize>), MAX_INPUT_REQUESTS>,
 }
 
 /// Output and ticket state (written by answers, also while an event is held).
@@ -778,6 +937,16 @@ pub(crate) struct State {
     session_log_level: Option<LogLevel>,
     initialized: bool,
     frames: u64,
+    /// The latest time the engine was given, in microseconds.
+    pub(crate) now: u64,
+    /// Open `subscriptions/listen` streams.
+    pub(crate) subs: Vec<Sub>,
+    /// The uris a session-bound stdio client subscribed to (`resources/subscribe`).
+    legacy_uris: Vec<Box<str>>,
+    /// The request just dispatched opened a subscription (HTTP: its stream stays open).
+    pub(crate) subscribed: bool,
+    /// Advances with every catalog replacement.
+    catalog_revision: u64,
 }
 
 /// The simd-json buffers and tape, reused for every message.
@@ -830,12 +999,20 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             session_log_level: None,
             initialized: false,
             frames: 0,
+            now: 0,
+            subs: Vec::with_capacity(cfg.max_subscriptions),
+            legacy_uris: Vec::new(),
+            subscribed: false,
+            catalog_revision: 0,
         },
         scratch: Scratch {
             args: Vec::with_capacity(frame),
             uri: String::with_capacity(1024),
             captures: Captures::new(),
             completion: (String::with_capacity(64), String::with_capacity(256)),
+            round: Round::default(),
+            state: Vec::with_capacity(mrtr::MAX_SEALED_LEN + 8),
+            responses: Vec::with_capacity(frame),
         },
         catalog,
         cfg,
@@ -1004,6 +1181,7 @@ impl Engine {
         if now > self.last_now {
             self.last_now = now;
         }
+        self.core.st.now = self.last_now.as_micros();
     }
 
     /// Feeds bytes read from the client and processes every complete frame it can.
@@ -1099,7 +1277,7 @@ impl Engine {
     /// processing if output was what held it back.
     pub fn consume_output(&mut self, n: usize) {
         let c = &mut self.core.st;
-        c.out_pos = (c.out_pos + n).min(c.out.len());
+        c.out_pos = c.out_pos.saturating_add(n).min(c.out.len());
         if c.out_pos == c.out.len() {
             c.out.clear();
             c.out_pos = 0;
@@ -1203,6 +1381,84 @@ impl Engine {
         let r = self.core.st.answer_error(ticket, None, error);
         self.process();
         r
+    }
+
+    /// Answers a `tools/call`, `prompts/get` or `resources/read` ticket of a `2026-07-28`
+    /// request with `resultType: "input_required"`: the client must fulfil `input`'s
+    /// requests and retry the request with their responses (the host then sees them in
+    /// the event's `input_responses`, and its own state, verified, in `request_state`).
+    ///
+    /// Requests of a kind the client did not declare on that request are left out; when
+    /// that leaves none, the client gets `-32021` with `data.requiredCapabilities` (check
+    /// the event's `client` first to ask only for what it can give). With
+    /// [`Config::request_state_key`] the answer carries a `requestState` sealed with
+    /// HMAC-SHA256 and bound to the method, the request's name and arguments (or uri), an
+    /// expiry and the keys asked for.
+    ///
+    /// # Errors
+    ///
+    /// [`AnswerError::InputRequiredUnsupported`] for a request under an earlier revision,
+    /// [`AnswerError::WrongKind`] for a completion,
+    /// [`AnswerError::InvalidInputRequest`] for duplicate or over-long keys, too many
+    /// requests, nothing to send, or host state without a key; nothing is written and the
+    /// ticket stays open for another answer.
+    pub fn answer_input_required(
+        &mut self,
+        ticket: Ticket,
+        input: &InputRequired<'_>,
+    ) -> Result<(), AnswerError> {
+        self.release();
+        let r = self.core.st.answer_input_required(&self.core.prepared, ticket, input);
+        self.process();
+        r
+    }
+
+    /// Replaces the catalog atomically and tells the clients that watch for it which
+    /// lists changed: every `subscriptions/listen` stream that asked for that kind of
+    /// change (and, with [`Config::list_changed`] on, a session-bound client gets the
+    /// legacy `notifications/*/list_changed`). The catalog revision advances.
+    ///
+    /// Requests already handed to the host keep going; a tool call answered later is
+    /// checked against the output schema of the tool of the same name in the new catalog
+    /// (none if it is gone). List cursors stay valid (they are keys, not offsets).
+    ///
+    /// # Errors
+    ///
+    /// Refused, with nothing changed, when the new catalog adds or drops a whole family
+    /// (the advertised capabilities would change) or while an event waits to be polled.
+    pub fn replace_catalog(&mut self, catalog: Catalog) -> Result<CatalogChange, ReplaceError> {
+        self.release();
+        let r = self.core.replace_catalog(catalog);
+        self.process();
+        r
+    }
+
+    /// Sends `notifications/resources/updated` for `uri` to every subscription that
+    /// watches it or a uri it is a sub-resource of (`uri` continues the subscribed one
+    /// after `/`, `?` or `#`), and to a session-bound client that subscribed with
+    /// `resources/subscribe`. Returns how many notifications were written. Nothing is
+    /// sent unless [`Config::resource_subscriptions`] is on.
+    pub fn notify_resource_updated(&mut self, uri: &str) -> usize {
+        self.release();
+        self.core.notify_resource_updated(uri)
+    }
+
+    /// Ends every `subscriptions/listen` stream from the server's side (before a shutdown,
+    /// say): each gets its graceful result, and on stdio `notifications/cancelled` naming
+    /// it. Returns how many were ended.
+    pub fn end_subscriptions(&mut self) -> usize {
+        self.release();
+        self.core.end_subscriptions()
+    }
+
+    /// How many `subscriptions/listen` streams are open.
+    pub fn subscriptions(&self) -> usize {
+        self.core.st.subs.len()
+    }
+
+    /// The catalog revision: 0 at start, one more with every replacement.
+    pub fn catalog_revision(&self) -> u64 {
+        self.core.st.catalog_revision
     }
 
     /// Forgets the event the caller has polled: its borrow has ended by now.
@@ -1557,6 +1813,7 @@ impl Core {
     /// Cancels every ticket of `route` (its HTTP response stream closed): the host
     /// learns through [`Event::Cancelled`] and nothing more is written for it.
     pub(crate) fn cancel_route(&mut self, route: Route) {
+        self.st.subs.retain(|s| s.route != route);
         for slot in 0..self.st.slots.len() {
             let s = self.st.slots[slot];
             if s.busy.is_some_and(|b| b.route == route) {
@@ -1608,6 +1865,14 @@ impl Core {
         self.st.answer_error(ticket, None, error)
     }
 
+    pub(crate) fn answer_input_required(
+        &mut self,
+        ticket: Ticket,
+        input: &InputRequired<'_>,
+    ) -> Result<(), AnswerError> {
+        self.st.answer_input_required(&self.prepared, ticket, input)
+    }
+
     pub(crate) fn notify_progress(
         &mut self,
         ticket: Ticket,
@@ -1648,12 +1913,18 @@ impl Core {
         st.delivered = true;
         let responder = Responder { st, prepared, catalog, resources_cache: cfg.resources_cache };
         let args = Arguments { raw: core::str::from_utf8(&scratch.args).unwrap_or("{}") };
+        let input_responses = InputResponses { buf: &scratch.responses, entries: &scratch.round.entries };
+        let request_state = scratch.round.host_state.clone().and_then(|r| scratch.state.get(r));
+        let client = scratch.round.caps;
         Some(match p.kind {
             PendingKind::Tool(i) => Event::CallTool(CallTool {
                 ticket: p.ticket,
                 tool: &catalog.tools[i].tool,
                 arguments: args,
                 revision: p.revision,
+                input_responses,
+                request_state,
+                client,
                 responder,
             }),
             PendingKind::Prompt(i) => Event::GetPrompt(GetPrompt {
@@ -1661,6 +1932,9 @@ impl Core {
                 prompt: &catalog.prompts[i].prompt,
                 arguments: args,
                 revision: p.revision,
+                input_responses,
+                request_state,
+                client,
                 responder,
             }),
             PendingKind::Complete(target) => Event::Complete(Complete {
@@ -1687,6 +1961,9 @@ impl Core {
                         captures: &scratch.captures,
                     },
                     revision: p.revision,
+                    input_responses,
+                    request_state,
+                    client,
                     responder,
                 })
             }
@@ -1890,6 +2167,7 @@ impl Core {
             );
         }
         let req = Req { n, id, params };
+        self.scratch.round.reset();
         let era = match self.mode {
             Mode::Stdio => {
                 let meta = params.and_then(|p| json::get(n, p, "_meta"));
@@ -1945,6 +2223,16 @@ impl Core {
             "prompts/list" if c.has_prompts() => self.list(&req, rev, ListKind::Prompts),
             "prompts/get" if c.has_prompts() => self.get_prompt(&req, rev),
             "completion/complete" if self.cfg.completions => self.complete(&req, rev),
+            "subscriptions/listen"
+                if rev.is_stateless() && (self.cfg.list_changed || self.cfg.resource_subscriptions) =>
+            {
+                self.listen(&req)
+            }
+            "resources/subscribe" | "resources/unsubscribe"
+                if !rev.is_stateless() && self.cfg.resource_subscriptions && c.has_resources() =>
+            {
+                self.legacy_subscribe(&req, method == "resources/subscribe")
+            }
             _ => self.error(reply, code::METHOD_NOT_FOUND, format_args!("Method not found: {method}")),
         }
     }
@@ -1964,6 +2252,8 @@ impl Core {
                     self.st.free(slot);
                     self.st.cancels.push_back(Ticket { slot: slot as u16, generation });
                 }
+                // The client ends a listen stream: nothing more is sent on it.
+                self.st.subs.retain(|s| s.id.as_bytes() != idb.as_bytes());
             }
             _ => {}
         }
@@ -2271,6 +2561,8 @@ impl Core {
             } else {
                 None
             },
+            caps: self.scratch.round.caps,
+            digest: self.scratch.round.digest,
         });
         self.st.in_flight += 1;
         Some(Ticket { slot: slot as u16, generation: s.generation })
@@ -2316,7 +2608,14 @@ impl Core {
         if !self.take_arguments(req) {
             return;
         }
-        if let Some(v) = &self.catalog.tools[ti].validator {
+        // Arguments that are valid and repeat no member name are decided on the request's tape
+        // and passed on as written, without building a value. The rest take the
+        // `serde_json::Value` path: its error messages, and the last value of a repeated name.
+        let arguments = req.params.and_then(|p| json::get(req.n, p, "arguments"));
+        if let Some(v) = &self.catalog.tools[ti].validator
+            && !v.passes(req.n, arguments)
+        {
+            let v = v.value();
             let value: serde_json::Value = match serde_json::from_slice(&self.scratch.args) {
                 Ok(v) => v,
                 Err(_) => return self.error(reply, code::INTERNAL_ERROR, format_args!("Internal error")),
@@ -2349,6 +2648,9 @@ impl Core {
             // validated value holds the last one, so the arguments are rewritten from it.
             self.scratch.args.clear();
             let _ = serde_json::to_writer(&mut self.scratch.args, &value);
+        }
+        if !self.round_trip(req, rev, Method::CallTool, name) {
+            return;
         }
         let Some(ticket) = self.ticket(req, Kind::Tool, rev, ti) else { return };
         self.st.pending = Some(Pending { kind: PendingKind::Tool(ti), ticket, revision: rev });
@@ -2448,10 +2750,331 @@ impl Core {
         let Some(target) = self.catalog.resolve_uri(uri, &mut self.scratch.captures) else {
             return self.not_found(Reply::Id(req.id), rev, uri);
         };
+        self.scratch.args.clear();
+        if !self.round_trip(req, rev, Method::ReadResource, uri) {
+            return;
+        }
         let Some(ticket) = self.ticket(req, Kind::Resource, rev, 0) else { return };
         self.scratch.uri.clear();
         self.scratch.uri.push_str(uri);
         self.st.pending = Some(Pending { kind: PendingKind::Resource(target), ticket, revision: rev });
+    }
+
+    /// `subscriptions/listen`: acknowledges the subset of `params.notifications` the
+    /// server honours and keeps the stream open for later notifications.
+    fn listen(&mut self, req: &Req<'_, '_>) {
+        let (n, reply) = (req.n, Reply::Id(req.id));
+        let filter =
+            req.params.and_then(|p| json::get(n, p, "notifications")).filter(|&f| json::is_object(n, f));
+        let Some(f) = filter else {
+            return self.error(
+                reply,
+                code::INVALID_PARAMS,
+                format_args!("Invalid params: params.notifications must be an object"),
+            );
+        };
+        let Some(id) = IdBuf::of(req.id) else {
+            return self.error(
+                reply,
+                code::INVALID_REQUEST,
+                format_args!("Invalid Request: id longer than {MAX_TICKET_ID_LEN} bytes"),
+            );
+        };
+        if self.st.subs.len() >= self.cfg.max_subscriptions {
+            let max = self.cfg.max_subscriptions;
+            return self.error(
+                reply,
+                code::INTERNAL_ERROR,
+                format_args!("Internal error: too many open subscriptions (at most {max})"),
+            );
+        }
+        let wants = |key: &str| {
+            matches!(json::get(n, f, key).and_then(|i| n.get(i)), Some(Node::Static(StaticNode::Bool(true))))
+        };
+        let (c, changes) = (&self.catalog, self.cfg.list_changed);
+        let tools = changes && c.has_tools() && wants("toolsListChanged");
+        let prompts = changes && c.has_prompts() && wants("promptsListChanged");
+        let resources = changes && c.has_resources() && wants("resourcesListChanged");
+        let mut uris: Vec<Box<str>> = Vec::new();
+        let asked = json::get(n, f, "resourceSubscriptions");
+        if let Some(a) = asked {
+            let Some(Node::Array { len, .. }) = n.get(a) else {
+                return self.error(
+                    reply,
+                    code::INVALID_PARAMS,
+                    format_args!("Invalid params: resourceSubscriptions must be an array of strings"),
+                );
+            };
+            let honour = self.cfg.resource_subscriptions && self.catalog.has_resources();
+            for i in a + 1..a + 1 + len {
+                let Some(uri) = json::str_at(n, i) else {
+                    return self.error(
+                        reply,
+                        code::INVALID_PARAMS,
+                        format_args!("Invalid params: resourceSubscriptions must be an array of strings"),
+                    );
+                };
+                let known = self.catalog.resolve_uri(uri, &mut self.scratch.captures).is_some();
+                if honour
+                    && known
+                    && uris.len() < subs::MAX_SUBSCRIBED_URIS
+                    && !uris.iter().any(|u| **u == *uri)
+                {
+                    uris.push(uri.into());
+                }
+            }
+        }
+        let out = &mut self.st.out;
+        let start = out.len();
+        out.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":",
+        );
+        out.extend_from_slice(id.as_bytes());
+        out.extend_from_slice(b"},\"notifications\":{");
+        for (on, key) in [
+            (tools, "toolsListChanged"),
+            (prompts, "promptsListChanged"),
+            (resources, "resourcesListChanged"),
+        ] {
+            if on {
+                field(out, key);
+                out.extend_from_slice(b"true");
+            }
+        }
+        if asked.is_some() && self.cfg.resource_subscriptions && self.catalog.has_resources() {
+            field(out, "resourceSubscriptions");
+            let _ = serde_json::to_writer(&mut *out, &uris);
+        }
+        out.extend_from_slice(b"}}}\n");
+        let route = self.st.route;
+        if let Route::Http { .. } = route {
+            let end = out.len();
+            self.st.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
+            self.st.subscribed = true;
+        }
+        self.st.subs.push(Sub { id, route, tools, prompts, resources, uris });
+    }
+
+    /// Legacy `resources/subscribe` and `resources/unsubscribe` on a session-bound stream.
+    fn legacy_subscribe(&mut self, req: &Req<'_, '_>, subscribe: bool) {
+        let reply = Reply::Id(req.id);
+        let Some(uri) = self.required_str(req, "uri") else { return };
+        if subscribe {
+            if self.catalog.resolve_uri(uri, &mut self.scratch.captures).is_none() {
+                return self.not_found(reply, Revision::V2025_11_25, uri);
+            }
+            if !self.st.legacy_uris.iter().any(|u| &**u == uri) {
+                if self.st.legacy_uris.len() >= subs::MAX_SUBSCRIBED_URIS {
+                    let max = subs::MAX_SUBSCRIBED_URIS;
+                    return self.error(
+                        reply,
+                        code::INVALID_PARAMS,
+                        format_args!("Invalid params: at most {max} resource subscriptions"),
+                    );
+                }
+                self.st.legacy_uris.push(uri.into());
+            }
+        } else {
+            self.st.legacy_uris.retain(|u| &**u != uri);
+        }
+        self.pong(reply);
+    }
+
+    /// Replaces the catalog (see [`Engine::replace_catalog`]).
+    pub(crate) fn replace_catalog(&mut self, catalog: Catalog) -> Result<CatalogChange, ReplaceError> {
+        if self.st.pending.is_some() {
+            return Err(ReplaceError::EventPending);
+        }
+        let (old, new) = (&self.catalog, &catalog);
+        if old.has_tools() != new.has_tools()
+            || old.has_resources() != new.has_resources()
+            || old.has_prompts() != new.has_prompts()
+        {
+            return Err(ReplaceError::CapabilitiesChanged);
+        }
+        let change = CatalogChange::between(old, new);
+        // Tool calls in flight keep their tool (by name) for the output-schema check.
+        for slot in &mut self.st.slots {
+            if let Some(b) = slot.busy.as_mut().filter(|b| b.kind == Kind::Tool) {
+                let name = old.tools.get(b.target as usize).map(|t| t.tool.name.as_str());
+                b.target = name.and_then(|n| new.tool_index(n)).map_or(u32::MAX, |i| i as u32);
+            }
+        }
+        self.catalog = catalog;
+        self.st.catalog_revision += 1;
+        if self.cfg.list_changed {
+            for (on, method) in [
+                (change.tools, "notifications/tools/list_changed"),
+                (change.prompts, "notifications/prompts/list_changed"),
+                (change.resources, "notifications/resources/list_changed"),
+            ] {
+                if !on {
+                    continue;
+                }
+                if self.mode == Mode::Stdio && self.st.legacy.is_some() && self.st.initialized {
+                    let out = &mut self.st.out;
+                    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
+                    json::write_str(out, method);
+                    out.extend_from_slice(b"}\n");
+                }
+                let wants = |s: &Sub| match method {
+                    "notifications/tools/list_changed" => s.tools,
+                    "notifications/prompts/list_changed" => s.prompts,
+                    _ => s.resources,
+                };
+                self.st.publish(self.cfg.max_buffered_output, &self.prepared, wants, |out, id| {
+                    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
+                    json::write_str(out, method);
+                    out.extend_from_slice(
+                        b",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":",
+                    );
+                    out.extend_from_slice(id);
+                    out.extend_from_slice(b"}}}\n");
+                });
+            }
+        }
+        Ok(change)
+    }
+
+    /// Notifies the subscribers of `uri` (see [`Engine::notify_resource_updated`]).
+    pub(crate) fn notify_resource_updated(&mut self, uri: &str) -> usize {
+        if !self.cfg.resource_subscriptions {
+            return 0;
+        }
+        let mut sent = 0;
+        if self.mode == Mode::Stdio
+            && self.st.initialized
+            && self.st.legacy_uris.iter().any(|u| subs::uri_matches(u, uri))
+        {
+            let out = &mut self.st.out;
+            out.extend_from_slice(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":",
+            );
+            json::write_str(out, uri);
+            out.extend_from_slice(b"}}\n");
+            sent += 1;
+        }
+        let wants = |s: &Sub| s.uris.iter().any(|u| subs::uri_matches(u, uri));
+        sent += self.st.publish(self.cfg.max_buffered_output, &self.prepared, wants, |out, id| {
+            out.extend_from_slice(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":",
+            );
+            json::write_str(out, uri);
+            out.extend_from_slice(b",\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":");
+            out.extend_from_slice(id);
+            out.extend_from_slice(b"}}}\n");
+        });
+        sent
+    }
+
+    /// Ends every subscription gracefully (see [`Engine::end_subscriptions`]).
+    pub(crate) fn end_subscriptions(&mut self) -> usize {
+        let n = self.st.subs.len();
+        for sub in core::mem::take(&mut self.st.subs) {
+            self.st.teardown(&self.prepared, &sub);
+        }
+        n
+    }
+
+    /// Reads what a `2026-07-28` request that may take several rounds brings: the input
+    /// kinds its client declared, a `requestState` (verified: a forged, foreign or expired
+    /// one is `-32602`) and `inputResponses` (each response to a key the state asked for
+    /// must fit its request's kind, other keys are dropped; without a state every member
+    /// must be an object). Writes the error and returns `false` when it refuses them.
+    /// `name` and `self.scratch.args` identify the request for the state's digest.
+    fn round_trip(&mut self, req: &Req<'_, '_>, rev: Revision, method: Method, name: &str) -> bool {
+        if !rev.is_stateless() {
+            return true;
+        }
+        let (n, reply) = (req.n, Reply::Id(req.id));
+        let Some(p) = req.params else { return true };
+        if let Some(caps) = json::get(n, p, "_meta")
+            .and_then(|m| json::get(n, m, "io.modelcontextprotocol/clientCapabilities"))
+        {
+            self.scratch.round.caps = ClientCapabilities::from_tape(n, caps);
+        }
+        let key = self.prepared.state_key.as_ref();
+        if key.is_some() {
+            self.scratch.round.digest = mrtr::params_digest(method, name, &self.scratch.args);
+        }
+        let mut opened = None;
+        if let Some(si) = json::get(n, p, "requestState") {
+            let Some(text) = json::str_at(n, si) else {
+                self.error(
+                    reply,
+                    code::INVALID_PARAMS,
+                    format_args!("Invalid params: requestState must be a string"),
+                );
+                return false;
+            };
+            let digest = self.scratch.round.digest;
+            match mrtr::open(key, text, self.st.now, method, &digest, &mut self.scratch.state) {
+                Ok(o) => opened = Some(o),
+                Err(e) => {
+                    let e: StateError = e;
+                    self.error(reply, code::INVALID_PARAMS, format_args!("{}", e.message()));
+                    return false;
+                }
+            }
+        }
+        if let Some(ri) = json::get(n, p, "inputResponses") {
+            let Some(Node::Object { len, .. }) = n.get(ri) else {
+                self.error(
+                    reply,
+                    code::INVALID_PARAMS,
+                    format_args!("Invalid params: inputResponses must be an object"),
+                );
+                return false;
+            };
+            self.scratch.responses.clear();
+            let mut i = ri + 1;
+            for _ in 0..*len {
+                let (k, v) = (json::str_at(n, i).unwrap_or_default(), i + 1);
+                i = v + 1 + json::children(n, v);
+                let kind = match &opened {
+                    Some(o) => {
+                        let state = &self.scratch.state;
+                        match o.asked.iter().find(|(_, r)| state.get(r.clone()) == Some(k.as_bytes())) {
+                            Some((kind, _)) => Some(*kind),
+                            None => continue, // not asked for: ignored
+                        }
+                    }
+                    None => None,
+                };
+                let fits = match kind {
+                    Some(kind) => json::is_object(n, v) && mrtr::response_fits(n, v, kind),
+                    None => json::is_object(n, v),
+                };
+                if !fits {
+                    let what = kind.map_or("an object", |k| k.method());
+                    self.error(
+                        reply,
+                        code::INVALID_PARAMS,
+                        format_args!("Invalid params: inputResponses.{k} is not a valid response to {what}"),
+                    );
+                    return false;
+                }
+                let buf = &self.scratch.responses;
+                let seen = self
+                    .scratch
+                    .round
+                    .entries
+                    .iter()
+                    .any(|(kr, _)| buf.get(kr.clone()) == Some(k.as_bytes()));
+                if seen || self.scratch.round.entries.is_full() {
+                    continue;
+                }
+                let buf = &mut self.scratch.responses;
+                let ks = buf.len();
+                buf.extend_from_slice(k.as_bytes());
+                let vs = buf.len();
+                json::write_value(n, v, buf);
+                let ve = buf.len();
+                let _ = self.scratch.round.entries.push((ks..vs, vs..ve));
+            }
+        }
+        self.scratch.round.host_state = opened.map(|o| o.host);
+        true
     }
 
     fn not_found(&mut self, reply: Reply<'_, '_>, rev: Revision, uri: &str) {
@@ -2482,22 +3105,29 @@ impl Core {
         if !self.take_arguments(req) {
             return;
         }
-        let value: serde_json::Value = match serde_json::from_slice(&self.scratch.args) {
-            Ok(v) => v,
-            Err(_) => return self.error(reply, code::INTERNAL_ERROR, format_args!("Internal error")),
-        };
-        let v = &self.catalog.prompts[pi].validator;
-        if !v.is_valid(&value) {
-            let problems = Problems { validator: v, value: &value };
-            return write_error(
-                &mut self.st.out,
-                reply,
-                code::INVALID_PARAMS,
-                format_args!(
-                    "Invalid params: arguments of prompt {name} do not match its declared arguments: {problems}"
-                ),
-                |_| {},
-            );
+        // As for a tool: valid arguments without repeated names are decided on the tape.
+        let arguments = req.params.and_then(|p| json::get(req.n, p, "arguments"));
+        if !self.catalog.prompts[pi].validator.passes(req.n, arguments) {
+            let value: serde_json::Value = match serde_json::from_slice(&self.scratch.args) {
+                Ok(v) => v,
+                Err(_) => return self.error(reply, code::INTERNAL_ERROR, format_args!("Internal error")),
+            };
+            let v = self.catalog.prompts[pi].validator.value();
+            if !v.is_valid(&value) {
+                let problems = Problems { validator: v, value: &value };
+                return write_error(
+                    &mut self.st.out,
+                    reply,
+                    code::INVALID_PARAMS,
+                    format_args!(
+                        "Invalid params: arguments of prompt {name} do not match its declared arguments: {problems}"
+                    ),
+                    |_| {},
+                );
+            }
+        }
+        if !self.round_trip(req, rev, Method::GetPrompt, name) {
+            return;
         }
         let Some(ticket) = self.ticket(req, Kind::Prompt, rev, 0) else { return };
         self.st.pending = Some(Pending { kind: PendingKind::Prompt(pi), ticket, revision: rev });
@@ -2574,7 +3204,7 @@ impl State {
         out.extend_from_slice(b"}}\n");
         if let Route::Http { .. } = route {
             let end = out.len();
-            self.routed.push(Routed { route, start, end, interim: true });
+            self.routed.push(Routed { route, start, end, interim: true, status: 0, sub: false });
         }
         Ok(())
     }
@@ -2619,7 +3249,7 @@ impl State {
         out.extend_from_slice(b"}}\n");
         if let Route::Http { .. } = busy.route {
             let end = out.len();
-            self.routed.push(Routed { route: busy.route, start, end, interim: true });
+            self.routed.push(Routed { route: busy.route, start, end, interim: true, status: 0, sub: false });
         }
         Ok(())
     }
@@ -2731,11 +3361,89 @@ impl State {
         Ok(())
     }
 
+    /// Writes a notification for every subscription `wants` chooses (`write` gets its id);
+    /// returns how many were written. A stdio subscription whose client reads too slowly
+    /// (more than `max_buffered` bytes waiting) is ended instead; an HTTP one is dropped by
+    /// the HTTP layer when its connection holds too much unsent.
+    fn publish(
+        &mut self,
+        max_buffered: usize,
+        prepared: &Prepared,
+        wants: impl Fn(&Sub) -> bool,
+        write: impl Fn(&mut Vec<u8>, &[u8]),
+    ) -> usize {
+        let mut sent = 0;
+        let mut i = 0;
+        while i < self.subs.len() {
+            if !wants(&self.subs[i]) {
+                i += 1;
+                continue;
+            }
+            let route = self.subs[i].route;
+            if route == Route::Stdio && self.out.len() - self.out_pos > max_buffered {
+                let sub = self.subs.remove(i);
+                self.teardown(prepared, &sub);
+                continue;
+            }
+            let start = self.out.len();
+            write(&mut self.out, self.subs[i].id.as_bytes());
+            if let Route::Http { .. } = route {
+                let end = self.out.len();
+                self.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
+            }
+            sent += 1;
+            i += 1;
+        }
+        sent
+    }
+
+    /// Ends `sub` from the server's side: the graceful `SubscriptionsListenResult`, and on
+    /// stdio `notifications/cancelled` naming the listen request (DIGEST Part D item 1).
+    fn teardown(&mut self, prepared: &Prepared, sub: &Sub) {
+        let out = &mut self.out;
+        let start = out.len();
+        result_start(out, Reply::Stored(sub.id.as_bytes()));
+        out.extend_from_slice(
+            b"\"resultType\":\"complete\",\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":",
+        );
+        out.extend_from_slice(sub.id.as_bytes());
+        if let Some(info) = prepared.meta.strip_prefix(b"\"_meta\":{").and_then(|m| m.strip_suffix(b"}")) {
+            out.push(b',');
+            out.extend_from_slice(info);
+        }
+        out.extend_from_slice(b"}}}\n");
+        match sub.route {
+            Route::Stdio => {
+                out.extend_from_slice(
+                    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":",
+                );
+                out.extend_from_slice(sub.id.as_bytes());
+                out.extend_from_slice(b",\"reason\":\"The server ended the subscription.\"}}\n");
+            }
+            Route::Http { .. } => {
+                let end = out.len();
+                self.routed.push(Routed {
+                    route: sub.route,
+                    start,
+                    end,
+                    interim: false,
+                    status: 0,
+                    sub: true,
+                });
+            }
+        }
+    }
+
     /// Records that `out[start..]` is the answer for `route` (HTTP routes only).
     fn routed(&mut self, route: Route, start: usize) {
+        self.routed_with(route, start, 0);
+    }
+
+    /// [`Self::routed`] with the HTTP status of an error answer.
+    fn routed_with(&mut self, route: Route, start: usize, status: u16) {
         if let Route::Http { .. } = route {
             let end = self.out.len();
-            self.routed.push(Routed { route, start, end, interim: false });
+            self.routed.push(Routed { route, start, end, interim: false, status, sub: false });
         }
     }
 
@@ -2805,6 +3513,90 @@ impl State {
             }
             Ok(None)
         })
+    }
+
+    /// Answers a tool call, prompt or resource read with `resultType: "input_required"`:
+    /// the requests the client declared it can answer, and a sealed `requestState` when a
+    /// key is set. When the client can answer none of the requests, the answer is `-32021`
+    /// with `data.requiredCapabilities`. Refused (nothing written, ticket kept) for other
+    /// work, earlier revisions and malformed answers.
+    fn answer_input_required(
+        &mut self,
+        prepared: &Prepared,
+        ticket: Ticket,
+        ir: &InputRequired<'_>,
+    ) -> Result<(), AnswerError> {
+        let slot = self.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
+        let busy = match slot.busy {
+            Some(b) if slot.generation == ticket.generation => b,
+            _ => return Err(AnswerError::UnknownTicket),
+        };
+        let method = match busy.kind {
+            Kind::Tool => Method::CallTool,
+            Kind::Prompt => Method::GetPrompt,
+            Kind::Resource => Method::ReadResource,
+            Kind::Completion => return Err(AnswerError::WrongKind),
+        };
+        if !busy.revision.is_stateless() {
+            return Err(AnswerError::InputRequiredUnsupported);
+        }
+        mrtr::check(ir, prepared.state_key.as_ref())?;
+        let busy = self.take(ticket, None)?;
+        let reply = Reply::Stored(busy.id.as_bytes());
+        let out = &mut self.out;
+        let mark = out.len();
+        result_start(out, reply);
+        out.extend_from_slice(b"\"resultType\":\"input_required\"");
+        let mut sent = heapless::Vec::new();
+        let dropped = match mrtr::write_requests(out, ir, busy.caps, &mut sent) {
+            Ok(d) => d,
+            Err(e) => {
+                out.truncate(mark);
+                write_error(
+                    out,
+                    reply,
+                    code::INTERNAL_ERROR,
+                    format_args!("Internal error: the input requests could not be serialized ({e})"),
+                    |_| {},
+                );
+                self.routed(busy.route, mark);
+                return Ok(());
+            }
+        };
+        if sent.is_empty() && !ir.requests.is_empty() {
+            // The work cannot go on: the client can answer none of what it needs.
+            out.truncate(mark);
+            write_error(
+                out,
+                reply,
+                code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format_args!(
+                    "Missing required client capability: the request needs input the client cannot give"
+                ),
+                |out| mrtr::write_required(out, &dropped),
+            );
+            self.routed_with(busy.route, mark, 400);
+            return Ok(());
+        }
+        if let Some(key) = &prepared.state_key {
+            out.extend_from_slice(b",\"requestState\":");
+            let expiry = self.now.saturating_add(prepared.state_ttl);
+            mrtr::seal(out, key, expiry, method, &busy.digest, &sent, ir.state.unwrap_or_default());
+        }
+        if !prepared.meta.is_empty() {
+            out.push(b',');
+            out.extend_from_slice(&prepared.meta);
+        }
+        out.extend_from_slice(b"}}\n");
+        for b in &mut out[mark..] {
+            if matches!(*b, b'\n' | b'\r') {
+                *b = b' ';
+            }
+        }
+        let end = out.len();
+        out[end - 1] = b'\n';
+        self.routed(busy.route, mark);
+        Ok(())
     }
 
     fn answer_resource(

@@ -34,6 +34,12 @@ pub enum AnswerError {
     UnknownTicket,
     /// The answer does not fit the work (e.g. prompt messages for a tool call).
     WrongKind,
+    /// An input-required answer to a request made under a revision without
+    /// multi-round-trip requests (before `2026-07-28`). The ticket stays open.
+    InputRequiredUnsupported,
+    /// An input-required answer that cannot be sent (the reason says why). The ticket
+    /// stays open.
+    InvalidInputRequest(&'static str),
 }
 
 impl fmt::Display for AnswerError {
@@ -41,6 +47,10 @@ impl fmt::Display for AnswerError {
         f.write_str(match self {
             Self::UnknownTicket => "unknown ticket: already answered, cancelled, or never issued",
             Self::WrongKind => "the answer does not match the kind of work the ticket is for",
+            Self::InputRequiredUnsupported => {
+                "input-required answers need 2026-07-28; the request was made under an earlier revision"
+            }
+            Self::InvalidInputRequest(why) => why,
         })
     }
 }

@@ -286,6 +286,8 @@ struct Conn {
     http10: bool,
     /// The response is an SSE stream: its head and earlier events are written.
     streaming: bool,
+    /// A listen stream that could not take its notifications: close it now.
+    dropped: bool,
     deadline: Option<Instant>,
 }
 
@@ -419,6 +421,7 @@ impl HttpEngine {
             expect_continue: false,
             http10: false,
             streaming: false,
+            dropped: false,
             deadline: None,
         };
         let slot = match self.slots.iter().position(|s| s.conn.is_none()) {
@@ -447,6 +450,7 @@ impl HttpEngine {
         if now > self.last_now {
             self.last_now = now;
         }
+        self.core.st.now = self.last_now.as_micros();
         self.core.release();
         self.collect_answers();
     }
@@ -580,7 +584,7 @@ impl HttpEngine {
     /// Whether `conn` should be closed now: a response that ends the connection was
     /// written and sent.
     pub fn wants_close(&self, conn: ConnId) -> bool {
-        self.conn(conn).is_some_and(|c| c.phase == Phase::Closing && c.out.is_empty())
+        self.conn(conn).is_some_and(|c| c.dropped || (c.phase == Phase::Closing && c.out.is_empty()))
     }
 
     /// Connections with output to send.
@@ -777,6 +781,53 @@ impl HttpEngine {
         r
     }
 
+    /// Answers a tool call, prompt or resource read with input requests (see
+    /// [`crate::Engine::answer_input_required`]).
+    pub fn answer_input_required(
+        &mut self,
+        ticket: Ticket,
+        input: &crate::InputRequired<'_>,
+    ) -> Result<(), AnswerError> {
+        self.tick(self.last_now);
+        let r = self.core.answer_input_required(ticket, input);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Replaces the catalog (see [`crate::Engine::replace_catalog`]); listen streams that
+    /// asked for the changed lists get their notifications.
+    pub fn replace_catalog(&mut self, catalog: Catalog) -> Result<crate::CatalogChange, crate::ReplaceError> {
+        self.tick(self.last_now);
+        let r = self.core.replace_catalog(catalog);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Notifies the subscribers of `uri` (see [`crate::Engine::notify_resource_updated`]).
+    pub fn notify_resource_updated(&mut self, uri: &str) -> usize {
+        self.tick(self.last_now);
+        let n = self.core.notify_resource_updated(uri);
+        self.collect_answers();
+        n
+    }
+
+    /// Ends every listen stream with its graceful result (see
+    /// [`crate::Engine::end_subscriptions`]).
+    pub fn end_subscriptions(&mut self) -> usize {
+        self.tick(self.last_now);
+        let n = self.core.end_subscriptions();
+        self.collect_answers();
+        self.process();
+        n
+    }
+
+    /// How many `subscriptions/listen` streams are open.
+    pub fn subscriptions(&self) -> usize {
+        self.core.st.subs.len()
+    }
+
     /// Moves answers written for HTTP routes into their connections' output. A
     /// notification before the answer turns the response into an SSE stream
     /// (`text/event-stream`, `X-Accel-Buffering: no`); the answer is then its last event.
@@ -793,6 +844,15 @@ impl HttpEngine {
                 continue;
             }
             let msg = trim_newline(&self.core.st.out[r.start..r.end]);
+            if r.sub && r.interim && c.out.len() + msg.len() > MAX_UNSENT {
+                // A subscriber that does not read: dropped, never allowed to grow memory.
+                let route = r.route;
+                self.core.st.subs.retain(|s| s.route != route);
+                c.phase = Phase::Closing;
+                c.keep_alive = false;
+                c.dropped = true;
+                continue;
+            }
             if r.interim {
                 if c.http10 {
                     continue; // an HTTP/1.0 client cannot take a stream: it gets the answer only
@@ -811,7 +871,7 @@ impl HttpEngine {
                 let close = !c.keep_alive;
                 finish(c, close);
             } else {
-                respond_json(c, 200, msg);
+                respond_json(c, if r.status == 0 { 200 } else { r.status }, msg);
             }
             self.work.push_back(conn);
         }
@@ -934,6 +994,13 @@ impl HttpEngine {
         core.st.route = Route::Stdio;
         if core.st.pending.is_some() {
             c.phase = Phase::Waiting;
+            return;
+        }
+        if core.st.subscribed {
+            // A listen stream: its acknowledgement opens the SSE response, which stays open.
+            core.st.subscribed = false;
+            c.phase = Phase::Waiting;
+            self.collect_answers();
             return;
         }
         let status = if core.st.http_status == 0 { 200 } else { core.st.http_status };

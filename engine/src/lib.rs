@@ -88,14 +88,20 @@ pub mod http;
 mod http1;
 mod http_headers;
 mod json;
+pub mod mrtr;
 mod revision;
+pub mod subs;
 mod time;
 mod uritemplate;
+mod validate;
 mod xheader;
 
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use validate::fuzz_schema_differential;
 
 #[cfg(feature = "everything")]
 pub mod everything;
@@ -110,7 +116,11 @@ pub use engine::{
     LogLevel, MAX_TICKET_ID_LEN, ReadResource, ServerInfo, TemplateVars, Ticket,
 };
 pub use error::{AnswerError, HostError, NotifyError};
+pub use mrtr::{
+    ClientCapabilities, InputKind, InputRequest, InputRequestBuf, InputRequired, InputResponse, InputResponses,
+};
 pub use revision::Revision;
+pub use subs::{CatalogChange, ReplaceError};
 pub use time::Instant;
 pub use uritemplate::TemplateError;
 pub use xheader::{HeaderParam, HeaderParamKind, XHeaderError, XHeaderReason};

@@ -487,6 +487,20 @@ impl UriTemplate {
     }
 }
 
+#[cfg(fuzzing)]
+impl UriTemplate {
+    /// [`Self::matches`], telling "no match" (`Some(false)`) from a run that spent its
+    /// budget before deciding (`None`). For the fuzzing harness only.
+    pub(crate) fn matches_decided(&self, uri: &str, captures: &mut Captures) -> Option<bool> {
+        let mut budget = Budget::for_uri(uri.len());
+        match self.run(uri.as_bytes(), captures, &mut budget) {
+            Outcome::Matched => Some(true),
+            Outcome::NoMatch => Some(false),
+            Outcome::Exhausted => None,
+        }
+    }
+}
+
 /// Work allowance of one matching run: a number of candidate searches and
 /// a number of scanned bytes proportional to the uri's length, so a run
 /// costs O(uri length) whatever the input.

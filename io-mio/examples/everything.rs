@@ -12,6 +12,7 @@
 //! the actual address. Over stdio, stdout carries protocol frames only. Errors go to
 //! stderr.
 
+use std::cell::{Cell, RefCell};
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 
@@ -47,12 +48,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
-    config.logging(true).completions(true);
+    let config = everything::config();
     let result = match mode {
-        Mode::Stdio => {
-            mcp_io_mio::serve_stdio(Engine::new(config, everything::catalog()), everything::respond)
-        }
+        Mode::Stdio => serve_stdio(config),
         Mode::Http(addr) => serve_http(addr, config),
     };
     match result {
@@ -102,6 +100,62 @@ fn loopback_addr(addr: &str) -> Result<SocketAddr, String> {
     Ok(parsed)
 }
 
+/// What the trigger tools ask to publish, once their event is answered.
+enum Published {
+    Catalog(mcp_engine::Catalog),
+    Updated(&'static str),
+}
+
+/// The fixture's answers, noting what the trigger tools ask for; the server's loop
+/// publishes it after each batch of events (the engine is busy during a callback).
+#[derive(Default)]
+struct Triggers {
+    asked: RefCell<Vec<everything::Trigger>>,
+    dynamic: Cell<everything::Dynamic>,
+}
+
+impl Triggers {
+    fn respond(&self, event: mcp_engine::Event<'_>) {
+        if let mcp_engine::Event::CallTool(call) = &event
+            && let Some(t) = everything::Trigger::of(&call.tool.name)
+        {
+            self.asked.borrow_mut().push(t);
+        }
+        everything::respond(event);
+    }
+
+    fn take(&self) -> Vec<Published> {
+        let mut out = Vec::new();
+        for t in self.asked.borrow_mut().drain(..) {
+            match t.apply(self.dynamic.get()) {
+                Some(next) => {
+                    self.dynamic.set(next);
+                    out.push(Published::Catalog(everything::catalog_with(next)));
+                }
+                None => out.push(Published::Updated(everything::WATCHED)),
+            }
+        }
+        out
+    }
+}
+
+fn serve_stdio(config: Config) -> std::io::Result<()> {
+    let triggers = Triggers::default();
+    let server = mcp_io_mio::StdioServer::stdio(Engine::new(config, everything::catalog()))?;
+    server.run_with(
+        |event| triggers.respond(event),
+        |engine| {
+            for p in triggers.take() {
+                match p {
+                    // A refused replacement keeps the catalog; the fixture never adds a family.
+                    Published::Catalog(c) => _ = engine.replace_catalog(c),
+                    Published::Updated(uri) => _ = engine.notify_resource_updated(uri),
+                }
+            }
+        },
+    )
+}
+
 fn serve_http(addr: SocketAddr, config: Config) -> std::io::Result<()> {
     // Loopback only: `Host` must name localhost, and a browser's `Origin` too.
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
@@ -109,10 +163,23 @@ fn serve_http(addr: SocketAddr, config: Config) -> std::io::Result<()> {
     let engine = HttpEngine::new(config, http, everything::catalog());
     let listener = TcpListener::bind(addr)?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
-    mcp_io_mio::serve_http(listener, engine, |event| {
-        if let HttpEvent::Mcp(event) = event {
-            everything::respond(event);
-        }
-        None // `Authorization::Everyone`: no authorization events
-    })
+    let triggers = Triggers::default();
+    let server = mcp_io_mio::HttpServer::from_std(listener, engine)?;
+    server.run_with(
+        |event| {
+            if let HttpEvent::Mcp(event) = event {
+                triggers.respond(event);
+            }
+            None // `Authorization::Everyone`: no authorization events
+        },
+        |engine| {
+            for p in triggers.take() {
+                match p {
+                    // A refused replacement keeps the catalog; the fixture never adds a family.
+                    Published::Catalog(c) => _ = engine.replace_catalog(c),
+                    Published::Updated(uri) => _ = engine.notify_resource_updated(uri),
+                }
+            }
+        },
+    )
 }

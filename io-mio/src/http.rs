@@ -717,7 +717,23 @@ impl HttpServer {
     /// # Errors
     ///
     /// Those of [`register`](Self::register), [`drive`](Self::drive) and the poller.
-    pub fn run(mut self, mut host: impl FnMut(HttpEvent<'_>) -> Option<Verdict>) -> io::Result<()> {
+    pub fn run(self, host: impl FnMut(HttpEvent<'_>) -> Option<Verdict>) -> io::Result<()> {
+        self.run_with(host, |_| {})
+    }
+
+    /// [`run`](Self::run), calling `after` with the engine after every batch of work, so
+    /// that the host can act on it outside the event callback: publish what an event
+    /// asked for ([`HttpEngine::replace_catalog`], [`HttpEngine::notify_resource_updated`]),
+    /// answer tickets it kept. The server then writes what that produced.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    pub fn run_with(
+        mut self,
+        mut host: impl FnMut(HttpEvent<'_>) -> Option<Verdict>,
+        mut after: impl FnMut(&mut HttpEngine),
+    ) -> io::Result<()> {
         const LISTENER: Token = Token(0);
         let mut poll = Poll::new()?;
         let mut events = Events::with_capacity(256);
@@ -729,6 +745,8 @@ impl HttpServer {
                 Err(e) => return Err(e),
             }
             self.handle_events(poll.registry(), &events, &mut host)?;
+            after(&mut self.engine);
+            self.drive(poll.registry(), &mut host)?;
         }
     }
 }

@@ -552,7 +552,23 @@ impl StdioServer {
     /// # Errors
     ///
     /// Those of [`handle_ready`](Self::handle_ready) and of the poller.
-    pub fn run(mut self, mut host: impl FnMut(Event<'_>)) -> io::Result<()> {
+    pub fn run(self, host: impl FnMut(Event<'_>)) -> io::Result<()> {
+        self.run_with(host, |_| {})
+    }
+
+    /// [`run`](Self::run), calling `after` with the engine after every batch of work, so
+    /// that the host can act on it outside the event callback: publish what an event
+    /// asked for ([`Engine::replace_catalog`], [`Engine::notify_resource_updated`]),
+    /// answer tickets it kept. The server then writes what that produced.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    pub fn run_with(
+        mut self,
+        mut host: impl FnMut(Event<'_>),
+        mut after: impl FnMut(&mut Engine),
+    ) -> io::Result<()> {
         const READ: Token = Token(0);
         const WRITE: Token = Token(1);
         let mut poll = Poll::new()?;
@@ -571,6 +587,8 @@ impl StdioServer {
             for event in events.iter() {
                 self.handle_ready(poll.registry(), event, &mut host)?;
             }
+            after(&mut self.engine);
+            self.drive(poll.registry(), &mut host)?;
         }
         self.deregister(poll.registry())
     }

@@ -17,7 +17,6 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::get;
-use mcp_engine::Config;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_io_tokio::{AllowAll, HttpServer};
 
@@ -38,10 +37,9 @@ async fn main() -> ExitCode {
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     // `nest_service` strips the `/mcp` prefix: the service sees `/`.
     http.endpoint("/");
-    let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
-    config.logging(true).completions(true);
+    let config = mcp_engine::everything::config();
     let engine = HttpEngine::new(config, http, fixture::catalog());
-    let mcp = HttpServer::new(engine, Arc::new(Everything), AllowAll).into_service();
+    let mcp = HttpServer::new(engine, Arc::new(Everything::default()), AllowAll).into_service();
     let app = Router::new().route("/health", get(|| async { "ok" })).nest_service("/mcp", mcp);
 
     let listener = match tokio::net::TcpListener::bind(addr).await {

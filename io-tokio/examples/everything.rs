@@ -86,9 +86,7 @@ fn parse_args() -> Result<Mode, ExitCode> {
 }
 
 fn config() -> Config {
-    let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
-    config.logging(true).completions(true);
-    config
+    mcp_engine::everything::config()
 }
 
 fn main() -> ExitCode {
@@ -132,7 +130,7 @@ async fn serve_http(addr: SocketAddr) -> ExitCode {
     let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     let engine = HttpEngine::new(config(), http, fixture::catalog());
     eprintln!("listening on http://{bound}/mcp");
-    let server = HttpServer::new(engine, Arc::new(Everything), AllowAll);
+    let server = HttpServer::new(engine, Arc::new(Everything::default()), AllowAll);
     let shutdown = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
@@ -153,7 +151,7 @@ async fn serve_http(addr: SocketAddr) -> ExitCode {
 async fn stdio() -> ExitCode {
     let engine = Engine::new(config(), fixture::catalog());
     tracing::info!("serving the everything fixture on stdio");
-    match serve_stdio(engine, Arc::new(Everything)).await {
+    match serve_stdio(engine, Arc::new(Everything::default())).await {
         Ok(()) => {
             tracing::info!("client closed the stream; bye");
             ExitCode::SUCCESS

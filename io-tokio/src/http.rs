@@ -86,6 +86,9 @@ pub struct HttpServer<H, A> {
     pub(crate) auth: A,
     pub(crate) max_in_flight: usize,
     pub(crate) max_body: usize,
+    /// The channel handler replies and publications come back on (made early so that
+    /// [`HttpServer::publisher`] works before serving).
+    pub(crate) done: (mpsc::UnboundedSender<Completion>, mpsc::UnboundedReceiver<Completion>),
 }
 
 impl<H, A> std::fmt::Debug for HttpServer<H, A> {
@@ -104,7 +107,20 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     /// [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone)).
     pub fn new(engine: HttpEngine, handler: Arc<H>, auth: A) -> Self {
         let defaults = Config::new("", "");
-        Self { engine, handler, auth, max_in_flight: defaults.in_flight_limit(), max_body: 1 << 20 }
+        Self {
+            engine,
+            handler,
+            auth,
+            max_in_flight: defaults.in_flight_limit(),
+            max_body: 1 << 20,
+            done: mpsc::unbounded_channel(),
+        }
+    }
+
+    /// A [`Publisher`](crate::Publisher) to this server once it runs: replace its catalog,
+    /// announce resource updates, end its subscriptions (from any task).
+    pub fn publisher(&self) -> crate::Publisher {
+        crate::Publisher::new(self.done.0.clone())
     }
 
     /// The most requests with the handler at once. Set it to the engine's
@@ -271,7 +287,8 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
     pub(crate) fn new(
         server: HttpServer<H, A>,
     ) -> (Self, mpsc::UnboundedReceiver<Completion>, mpsc::UnboundedReceiver<VerdictMsg>) {
-        let (tasks, done_rx) = Tasks::new();
+        let (done_tx, done_rx) = server.done;
+        let tasks = Tasks::with_sender(done_tx);
         let (verdict_tx, verdict_rx) = mpsc::unbounded_channel();
         let host = Self {
             engine: server.engine,

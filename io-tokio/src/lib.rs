@@ -134,10 +134,11 @@ pub use auth::{AllowAll, AuthorizeInfo, Authorizer};
 pub use handler::{CompleteResult, Handler, PromptResult, ResourceResult, ToolFn, ToolResult, tool_fn};
 pub use http::{HttpServer, serve_http};
 pub use reply::{
-    CompletionReply, HostFailure, OwnedBase64, OwnedContent, OwnedPromptMessage, OwnedResourceContents,
-    PromptReply, ResourceReply, ToolReply,
+    CompletionReply, HostFailure, InputRequiredReply, OwnedBase64, OwnedContent, OwnedPromptMessage,
+    OwnedResourceContents, PromptReply, ResourceReply, ToolReply,
 };
-pub use request::{CompletionRequest, CompletionTarget, PromptGet, ResourceRead, ToolCall};
+pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, ResourceRead, ToolCall};
 pub use serve::{serve, serve_stdio};
 #[cfg(feature = "tower")]
 pub use tower::McpService;
+pub use work::{PublishError, Publisher};

@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use mcp_engine::{Base64, Content, HostError, PromptMessage, ResourceContents, Role};
+use mcp_engine::{Base64, Content, HostError, InputRequestBuf, PromptMessage, ResourceContents, Role};
 
 /// Binary data, owned: raw bytes or text already base64-encoded.
 ///
@@ -195,12 +195,15 @@ pub struct ToolReply {
     pub structured_content: Option<serde_json::Value>,
     /// Whether the tool failed (sent as `isError: true`).
     pub is_error: bool,
+    /// Input the client must give first: when set, the call is answered
+    /// `resultType: "input_required"` and the rest of the reply is not sent.
+    pub input_required: Option<InputRequiredReply>,
 }
 
 impl ToolReply {
     /// A successful result made of `content`.
     pub fn new(content: Vec<OwnedContent>) -> Self {
-        Self { content, structured_content: None, is_error: false }
+        Self { content, structured_content: None, is_error: false, input_required: None }
     }
     /// A successful result made of one text block.
     pub fn text(text: impl Into<String>) -> Self {
@@ -219,6 +222,12 @@ impl ToolReply {
     pub fn structured(value: serde_json::Value) -> Self {
         Self::text(value.to_string()).with_structured_content(value)
     }
+    /// Asks the client for input first (`2026-07-28` multi-round-trip requests): the
+    /// client retries the call with the responses, which the handler then finds in
+    /// [`crate::ToolCall::input_responses`].
+    pub fn input_required(input: InputRequiredReply) -> Self {
+        Self { input_required: Some(input), ..Self::default() }
+    }
     /// Sets `structuredContent`.
     pub fn with_structured_content(mut self, value: serde_json::Value) -> Self {
         self.structured_content = Some(value);
@@ -234,6 +243,8 @@ pub enum ResourceReply {
     /// There is no such resource: answered "Resource not found" (`-32602` under
     /// `2026-07-28`, `-32002` under earlier revisions).
     NotFound,
+    /// Input the client must give first (`resultType: "input_required"`).
+    InputRequired(InputRequiredReply),
 }
 
 impl ResourceReply {
@@ -290,20 +301,52 @@ pub struct PromptReply {
     pub description: Option<String>,
     /// The messages.
     pub messages: Vec<OwnedPromptMessage>,
+    /// Input the client must give first: when set, the request is answered
+    /// `resultType: "input_required"` and the messages are not sent.
+    pub input_required: Option<InputRequiredReply>,
 }
 
 impl PromptReply {
     /// A prompt made of `messages`.
     pub fn new(messages: Vec<OwnedPromptMessage>) -> Self {
-        Self { description: None, messages }
+        Self { description: None, messages, input_required: None }
     }
     /// A prompt made of one user text message.
     pub fn user_text(text: impl Into<String>) -> Self {
         Self::new(vec![OwnedPromptMessage::user(OwnedContent::text(text))])
     }
+    /// Asks the client for input first (see [`ToolReply::input_required`]).
+    pub fn input_required(input: InputRequiredReply) -> Self {
+        Self { input_required: Some(input), ..Self::default() }
+    }
     /// Sets the description.
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
+        self
+    }
+}
+
+/// Input a handler needs from the client before it can answer (a `2026-07-28`
+/// multi-round-trip request): the requests, and state the engine seals into
+/// `requestState` and hands back on the retry ([`crate::ToolCall::request_state`]).
+/// The engine leaves out requests the client did not declare it can answer, and answers
+/// `-32021` when that leaves none (check [`crate::ToolCall::client`] first).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InputRequiredReply {
+    /// The requests, each under its own key.
+    pub requests: Vec<InputRequestBuf>,
+    /// Host state (needs `Config::request_state_key`; signed, not encrypted).
+    pub state: Option<Vec<u8>>,
+}
+
+impl InputRequiredReply {
+    /// Asks for `requests`.
+    pub fn new(requests: Vec<InputRequestBuf>) -> Self {
+        Self { requests, state: None }
+    }
+    /// Adds host state.
+    pub fn with_state(mut self, state: impl Into<Vec<u8>>) -> Self {
+        self.state = Some(state.into());
         self
     }
 }

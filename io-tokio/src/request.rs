@@ -1,8 +1,53 @@
 //! Owned requests handed to a [`Handler`](crate::Handler): copies of what an engine
 //! [`Event`](mcp_engine::Event) borrowed, so they can move into a task.
 
-use mcp_engine::{CallTool, GetPrompt, ReadResource, Revision};
+use mcp_engine::{CallTool, ClientCapabilities, GetPrompt, InputResponses, ReadResource, Revision};
 use serde::Deserialize;
+
+/// What a `2026-07-28` request brings for a multi-round-trip request: the client's
+/// responses to the input a handler asked for
+/// ([`InputRequiredReply`](crate::InputRequiredReply)), the handler's own state back
+/// (verified by the engine), and the input kinds the client can answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct InputContext {
+    /// `(key, response as JSON text)`, only for keys the engine asked for (or, on a
+    /// request without `requestState`, every object the client sent).
+    pub responses: Vec<(String, String)>,
+    /// The state the handler sealed into `requestState`, verified.
+    pub request_state: Option<Vec<u8>>,
+    /// The input kinds the client declared on this request.
+    pub client: ClientCapabilities,
+}
+
+impl InputContext {
+    /// Responses, state and capabilities (to test a handler without an engine).
+    pub fn new(
+        responses: Vec<(String, String)>,
+        request_state: Option<Vec<u8>>,
+        client: ClientCapabilities,
+    ) -> Self {
+        Self { responses, request_state, client }
+    }
+
+    fn from_event(responses: InputResponses<'_>, state: Option<&[u8]>, client: ClientCapabilities) -> Self {
+        Self {
+            responses: responses.iter().map(|(k, v)| (k.to_owned(), v.raw().to_owned())).collect(),
+            request_state: state.map(<[u8]>::to_vec),
+            client,
+        }
+    }
+
+    /// The response under `key`, as JSON text.
+    pub fn response(&self, key: &str) -> Option<&str> {
+        self.responses.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// The response under `key`, deserialized (`None` if absent or not a `T`).
+    pub fn response_as<'a, T: Deserialize<'a>>(&'a self, key: &str) -> Option<T> {
+        serde_json::from_str(self.response(key)?).ok()
+    }
+}
 
 /// A tool call to perform. The engine has already checked that the tool exists and that
 /// the arguments match its input schema.
@@ -15,6 +60,8 @@ pub struct ToolCall {
     pub arguments: String,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// Multi-round-trip input (responses, state, client capabilities).
+    pub input: InputContext,
     progress: Option<crate::work::Progress>,
 }
 
@@ -26,6 +73,7 @@ impl ToolCall {
             name: name.into(),
             arguments: arguments.into(),
             revision: Revision::V2026_07_28,
+            input: InputContext::default(),
             progress: None,
         }
     }
@@ -35,6 +83,7 @@ impl ToolCall {
             name: call.tool.name.clone(),
             arguments: call.arguments.raw().to_owned(),
             revision: call.revision,
+            input: InputContext::from_event(call.input_responses, call.request_state, call.client),
             progress: Some(progress),
         }
     }
@@ -56,6 +105,12 @@ impl ToolCall {
         if let Some(p) = &self.progress {
             p.send(progress, total, message);
         }
+    }
+
+    /// A [`Publisher`](crate::Publisher) to the server running this call: replace the
+    /// catalog, announce resource updates. `None` for a call built with [`ToolCall::new`].
+    pub fn publisher(&self) -> Option<crate::Publisher> {
+        self.progress.as_ref().map(crate::work::Progress::publisher)
     }
 
     /// Deserializes the arguments into `T`. `T` may borrow strings from the call when
@@ -83,13 +138,21 @@ pub struct ResourceRead {
     pub variables: Vec<(String, String)>,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// Multi-round-trip input (responses, state, client capabilities).
+    pub input: InputContext,
 }
 
 impl ResourceRead {
     /// A read of the listed resource `uri`, made under the newest revision. Useful to test
     /// a handler without an engine.
     pub fn new(uri: impl Into<String>) -> Self {
-        Self { uri: uri.into(), template: None, variables: Vec::new(), revision: Revision::V2026_07_28 }
+        Self {
+            uri: uri.into(),
+            template: None,
+            variables: Vec::new(),
+            revision: Revision::V2026_07_28,
+            input: InputContext::default(),
+        }
     }
 
     /// Adds a template match: the template and its variables.
@@ -109,6 +172,7 @@ impl ResourceRead {
             template: read.template.map(|t| t.uri_template.clone()),
             variables: read.variables.iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect(),
             revision: read.revision,
+            input: InputContext::from_event(read.input_responses, read.request_state, read.client),
         }
     }
 
@@ -130,13 +194,20 @@ pub struct PromptGet {
     pub arguments: String,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// Multi-round-trip input (responses, state, client capabilities).
+    pub input: InputContext,
 }
 
 impl PromptGet {
     /// A request for prompt `name` with `arguments` (JSON object text), made under the
     /// newest revision. Useful to test a handler without an engine.
     pub fn new(name: impl Into<String>, arguments: impl Into<String>) -> Self {
-        Self { name: name.into(), arguments: arguments.into(), revision: Revision::V2026_07_28 }
+        Self {
+            name: name.into(),
+            arguments: arguments.into(),
+            revision: Revision::V2026_07_28,
+            input: InputContext::default(),
+        }
     }
 
     pub(crate) fn from_event(get: &GetPrompt<'_>) -> Self {
@@ -144,6 +215,7 @@ impl PromptGet {
             name: get.prompt.name.clone(),
             arguments: get.arguments.raw().to_owned(),
             revision: get.revision,
+            input: InputContext::from_event(get.input_responses, get.request_state, get.client),
         }
     }
 

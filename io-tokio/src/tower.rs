@@ -42,6 +42,13 @@ const REQUEST_QUEUE: usize = 64;
 /// [`HttpServer::max_in_flight`] requests are with the handler at once; further calls wait
 /// their turn.
 ///
+/// # Streams
+///
+/// Responses are handed over whole: an answer preceded by progress or log notifications
+/// (an SSE stream) reaches the caller once the answer is written, and a
+/// `subscriptions/listen` stream, which stays open, never completes. Serve subscriptions
+/// with [`serve_http`](crate::serve_http) instead.
+///
 /// # The path
 ///
 /// The engine compares the path the service sees with its

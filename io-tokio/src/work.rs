@@ -7,21 +7,106 @@ use std::sync::Arc;
 
 use mcp_engine::http::HttpEngine;
 use mcp_engine::{
-    AnswerError, Content, Engine, Event, HostError, NotifyError, PromptMessage, PromptOutput,
-    ResourceContents, Ticket, ToolOutput,
+    AnswerError, Catalog, CatalogChange, Content, Engine, Event, HostError, InputRequest, InputRequestBuf,
+    InputRequired, NotifyError, PromptMessage, PromptOutput, ReplaceError, ResourceContents, Ticket,
+    ToolOutput,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tracing::Instrument;
 
 use crate::handler::{Handler, PromptResult, ResourceResult, ToolResult};
-use crate::reply::{OwnedContent, OwnedPromptMessage, OwnedResourceContents, ResourceReply};
+use crate::reply::{
+    OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, ResourceReply, ToolReply,
+};
 use crate::request::{PromptGet, ResourceRead, ToolCall};
 
-/// What a handler task sends back.
+/// What a handler task (or a [`Publisher`]) sends back.
 pub(crate) struct Completion {
-    ticket: Ticket,
+    /// `None` for a publication.
+    ticket: Option<Ticket>,
     outcome: Outcome,
+}
+
+/// A change the host publishes to the engine: applied by the run loop, between events.
+pub(crate) enum Publish {
+    Catalog(Catalog, oneshot::Sender<Result<CatalogChange, ReplaceError>>),
+    ResourceUpdated(String),
+    EndSubscriptions,
+}
+
+/// Publishes catalog changes and resource updates to the clients of a running server:
+/// the server's run loop applies them to its engine between events
+/// ([`Engine::replace_catalog`], [`Engine::notify_resource_updated`],
+/// [`Engine::end_subscriptions`]). Get one from [`ToolCall::publisher`] inside a
+/// handler, or from [`HttpServer::publisher`](crate::HttpServer::publisher) before
+/// serving. Cheap to clone; it does nothing once the server has stopped.
+#[derive(Clone)]
+pub struct Publisher {
+    tx: mpsc::UnboundedSender<Completion>,
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher").field("closed", &self.tx.is_closed()).finish()
+    }
+}
+
+/// Why a publication did not take effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The engine refused it and kept what it had.
+    Refused(ReplaceError),
+    /// The server is not running (any more).
+    Stopped,
+}
+
+impl std::fmt::Display for PublishError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused(e) => write!(f, "refused: {e}"),
+            Self::Stopped => f.write_str("the server is not running"),
+        }
+    }
+}
+
+impl std::error::Error for PublishError {}
+
+impl Publisher {
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Completion>) -> Self {
+        Self { tx }
+    }
+
+    fn send(&self, p: Publish) -> bool {
+        let done = Completion { ticket: None, outcome: Outcome::Publish(p) };
+        self.tx.send(done).is_ok()
+    }
+
+    /// Replaces the engine's catalog; list-change notifications go to the subscriptions
+    /// that asked for them. Resolves once the engine applied (or refused) it.
+    pub async fn replace_catalog(&self, catalog: Catalog) -> Result<CatalogChange, PublishError> {
+        let (tx, rx) = oneshot::channel();
+        if !self.send(Publish::Catalog(catalog, tx)) {
+            return Err(PublishError::Stopped);
+        }
+        match rx.await {
+            Ok(r) => r.map_err(PublishError::Refused),
+            Err(_) => Err(PublishError::Stopped),
+        }
+    }
+
+    /// Tells the subscribers of `uri` it changed (`notifications/resources/updated`).
+    /// Returns `false` if the server is not running.
+    pub fn resource_updated(&self, uri: impl Into<String>) -> bool {
+        self.send(Publish::ResourceUpdated(uri.into()))
+    }
+
+    /// Ends every `subscriptions/listen` stream gracefully. Returns `false` if the server
+    /// is not running.
+    pub fn end_subscriptions(&self) -> bool {
+        self.send(Publish::EndSubscriptions)
+    }
 }
 
 enum Outcome {
@@ -43,6 +128,8 @@ enum Outcome {
     Complete(crate::handler::CompleteResult),
     /// The task ended without a reply: it panicked, or was aborted.
     Dropped,
+    /// Not a task's: a change the host publishes.
+    Publish(Publish),
 }
 
 /// Sends [`Outcome::Dropped`] if the task ends without sending its reply, so a panicking
@@ -56,7 +143,7 @@ impl Guard {
     fn send(mut self, outcome: Outcome) {
         if let Some(tx) = self.tx.take() {
             // The receiver is gone only once the run loop has returned.
-            let _ = tx.send(Completion { ticket: self.ticket, outcome });
+            let _ = tx.send(Completion { ticket: Some(self.ticket), outcome });
         }
     }
 }
@@ -64,7 +151,7 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         if let Some(tx) = self.tx.take() {
-            let _ = tx.send(Completion { ticket: self.ticket, outcome: Outcome::Dropped });
+            let _ = tx.send(Completion { ticket: Some(self.ticket), outcome: Outcome::Dropped });
         }
     }
 }
@@ -80,15 +167,19 @@ impl Progress {
     pub(crate) fn send(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let outcome = Outcome::Progress { progress, total, message: message.map(str::to_owned) };
         // The receiver is gone only once the run loop has returned.
-        let _ = self.tx.send(Completion { ticket: self.ticket, outcome });
+        let _ = self.tx.send(Completion { ticket: Some(self.ticket), outcome });
     }
 }
 
 impl Progress {
+    pub(crate) fn publisher(&self) -> Publisher {
+        Publisher::new(self.tx.clone())
+    }
+
     pub(crate) fn log(&self, level: mcp_engine::LogLevel, logger: Option<&str>, data: serde_json::Value) {
         let outcome = Outcome::Log { level, logger: logger.map(str::to_owned), data };
         // The receiver is gone only once the run loop has returned.
-        let _ = self.tx.send(Completion { ticket: self.ticket, outcome });
+        let _ = self.tx.send(Completion { ticket: Some(self.ticket), outcome });
     }
 }
 
@@ -113,6 +204,7 @@ pub(crate) trait Answer {
     fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError>;
     fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError>;
     fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError>;
+    fn input_required(&mut self, ticket: Ticket, input: &InputRequired<'_>) -> Result<(), AnswerError>;
     fn completion(
         &mut self,
         ticket: Ticket,
@@ -134,6 +226,7 @@ pub(crate) trait Answer {
         logger: Option<&str>,
         data: &serde_json::Value,
     ) -> Result<(), NotifyError>;
+    fn publish(&mut self, p: Publish);
 }
 
 /// Both engines answer with methods of the same names: one implementation for both.
@@ -155,6 +248,9 @@ macro_rules! answer_on {
             }
             fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
                 self.answer_error(ticket, error)
+            }
+            fn input_required(&mut self, ticket: Ticket, input: &InputRequired<'_>) -> Result<(), AnswerError> {
+                self.answer_input_required(ticket, input)
             }
             fn completion(
                 &mut self,
@@ -182,6 +278,25 @@ macro_rules! answer_on {
                 data: &serde_json::Value,
             ) -> Result<(), NotifyError> {
                 self.notify_log(ticket, level, logger, data)
+            }
+            fn publish(&mut self, p: Publish) {
+                match p {
+                    Publish::Catalog(catalog, reply) => {
+                        let r = self.replace_catalog(catalog);
+                        if let Err(e) = &r {
+                            tracing::warn!(%e, "catalog replacement refused");
+                        }
+                        let _ = reply.send(r);
+                    }
+                    Publish::ResourceUpdated(uri) => {
+                        let n = self.notify_resource_updated(&uri);
+                        tracing::debug!(%uri, subscribers = n, "resource updated");
+                    }
+                    Publish::EndSubscriptions => {
+                        let n = self.end_subscriptions();
+                        tracing::debug!(subscriptions = n, "subscriptions ended");
+                    }
+                }
             }
 
         }
@@ -211,7 +326,12 @@ impl Tasks {
     /// those) plus the progress reports handlers send, which the run loop takes as they come.
     pub(crate) fn new() -> (Self, mpsc::UnboundedReceiver<Completion>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Self { running: HashMap::new(), tx }, rx)
+        (Self::with_sender(tx), rx)
+    }
+
+    /// No tasks yet; replies go to `tx` (whose receiver the caller already has).
+    pub(crate) fn with_sender(tx: mpsc::UnboundedSender<Completion>) -> Self {
+        Self { running: HashMap::new(), tx }
     }
 
     /// Whether any task is running.
@@ -283,6 +403,11 @@ impl Tasks {
     /// Answers a finished handler task's ticket on `engine`.
     pub(crate) fn complete(&mut self, engine: &mut impl Answer, done: Completion) {
         let Completion { ticket, outcome } = done;
+        let outcome = match outcome {
+            Outcome::Publish(p) => return engine.publish(p),
+            other => other,
+        };
+        let Some(ticket) = ticket else { return };
         if let Outcome::Progress { progress, total, message } = &outcome {
             if self.running.contains_key(&ticket)
                 && let Err(e) = engine.progress(ticket, *progress, *total, message.as_deref())
@@ -305,6 +430,24 @@ impl Tasks {
             return;
         }
         let result = match outcome {
+            Outcome::Tool(Ok(ToolReply { input_required: Some(input), .. }))
+            | Outcome::Prompt(Ok(PromptReply { input_required: Some(input), .. }))
+            | Outcome::Resource(Ok(ResourceReply::InputRequired(input))) => {
+                let requests: Vec<InputRequest<'_>> =
+                    input.requests.iter().map(InputRequestBuf::as_request).collect();
+                let mut ir = InputRequired::new(&requests);
+                if let Some(state) = &input.state {
+                    ir = ir.state(state);
+                }
+                engine.input_required(ticket, &ir).or_else(|e| {
+                    // The ticket is still open: answer it rather than leave it hanging.
+                    tracing::warn!(?ticket, %e, "the engine refused an input-required reply");
+                    engine.error(
+                        ticket,
+                        HostError::Internal("the handler asked for input this request cannot carry"),
+                    )
+                })
+            }
             Outcome::Tool(Ok(reply)) => {
                 let content: Vec<Content<'_>> = reply.content.iter().map(OwnedContent::as_content).collect();
                 let output = ToolOutput {
@@ -337,7 +480,7 @@ impl Tasks {
                 tracing::debug!(?ticket, %failure, "handler failed");
                 engine.error(ticket, failure.as_host_error())
             }
-            Outcome::Progress { .. } | Outcome::Log { .. } => Ok(()),
+            Outcome::Progress { .. } | Outcome::Log { .. } | Outcome::Publish(_) => Ok(()),
             Outcome::Dropped => {
                 tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");
                 engine.error(ticket, HostError::Internal("the handler failed"))

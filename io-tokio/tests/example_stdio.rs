@@ -9,7 +9,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use mcp_engine::{Config, Engine, everything};
+use mcp_engine::{Engine, everything};
 use serde_json::Value;
 
 /// The example's catalog: the engine's fixture plus `test_x_mcp_header`.
@@ -93,8 +93,7 @@ fn requests() -> Vec<String> {
 
 /// The engine's own answers to `input`, with the synchronous fixture handler.
 fn reference_answers(input: &str) -> BTreeMap<String, Value> {
-    let mut config = Config::new("mcp-engine-everything", env!("CARGO_PKG_VERSION"));
-    config.logging(true).completions(true);
+    let config = everything::config();
     let mut engine = Engine::new(config, fixture::catalog());
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];

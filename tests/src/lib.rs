@@ -1,7 +1,9 @@
 //! Support code for the integration tests: validation against the official MCP schemas,
 //! and drivers that feed the engine and collect its output.
 
+pub mod peer;
 pub mod spec;
+pub mod wire;
 
 use mcp_engine::{Config, Engine, Instant, everything};
 use serde_json::{Value, json};

@@ -94,3 +94,62 @@ fn tokio_over_a_duplex_writes_what_the_engine_writes() {
     want.sort_by_key(key);
     assert_eq!(got, want);
 }
+
+/// An async handler asks for input with an owned reply; the retry brings the response and
+/// the handler's state back; under a legacy revision the refused reply becomes an error
+/// rather than a ticket left open.
+#[test]
+fn tokio_handlers_take_several_rounds() {
+    use mcp_engine::{Config, Engine, InputRequestBuf};
+    use mcp_io_tokio::InputRequiredReply;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut config = Config::new("s", "1");
+        config.request_state_key([1; 32]);
+        let engine = Engine::new(config, everything::catalog());
+        let handler = Arc::new(tool_fn(|call| async move {
+            match (call.input.response("k"), call.input.request_state.as_deref()) {
+                (Some(roots), Some(b"round-1")) => Ok(ToolReply::text(format!("roots: {roots}"))),
+                _ => Ok(ToolReply::input_required(
+                    InputRequiredReply::new(vec![InputRequestBuf::list_roots("k")]).with_state("round-1"),
+                )),
+            }
+        }));
+        let (client, server) = tokio::io::duplex(4096);
+        let (read_half, write_half) = tokio::io::split(server);
+        let serving = tokio::spawn(mcp_io_tokio::serve(engine, handler, read_half, write_half));
+        let (rx, mut tx) = tokio::io::split(client);
+        let mut rx = BufReader::new(rx).lines();
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": { "roots": {} }
+        });
+        let call = request(1, "tools/call", json!({ "name": "echo", "arguments": { "text": "x" }, "_meta": meta }));
+        tx.write_all(call.as_bytes()).await.unwrap();
+        let r1: serde_json::Value = serde_json::from_str(&rx.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(r1["result"]["resultType"], "input_required", "{r1}");
+        assert_eq!(r1["result"]["inputRequests"]["k"]["method"], "roots/list");
+        let retry = request(
+            2,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "text": "x" }, "_meta": meta,
+                    "requestState": r1["result"]["requestState"], "inputResponses": { "k": { "roots": [] } } }),
+        );
+        tx.write_all(retry.as_bytes()).await.unwrap();
+        let r2: serde_json::Value = serde_json::from_str(&rx.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(r2["result"]["content"][0]["text"], r#"roots: {"roots":[]}"#, "{r2}");
+
+        tx.write_all(legacy_open("2025-11-25").as_bytes()).await.unwrap();
+        let _init = rx.next_line().await.unwrap().unwrap();
+        let legacy = request(3, "tools/call", json!({ "name": "echo", "arguments": { "text": "x" } }));
+        tx.write_all(legacy.as_bytes()).await.unwrap();
+        let r3: serde_json::Value = serde_json::from_str(&rx.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(r3["id"], 3);
+        assert_eq!(r3["error"]["code"], -32603, "{r3}");
+        tx.shutdown().await.unwrap();
+        assert!(rx.next_line().await.unwrap().is_none());
+        serving.await.unwrap().unwrap();
+    });
+}

@@ -1,8 +1,34 @@
 //! Zero heap allocations per request in steady state, counted exactly.
 
-use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, Prompt, Resource, Tool, ToolOutput};
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
+use mcp_engine::{
+    Catalog, Config, Content, Engine, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput,
+    Resource, ResourceContents, ResourceTemplate, Tool, ToolOutput,
+};
 use mcp_tests::{legacy_open, modern, request};
-use serde_json::json;
+use serde_json::{Value, json};
+
+/// The input schema of the `calc` tool: the common keywords, a `$ref` and a `pattern`.
+fn calc_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "op": {"enum": ["add", "sub", "mul"]},
+            "a": {"type": "number"},
+            "b": {"type": "number", "minimum": -1e9, "maximum": 1e9},
+            "label": {"type": "string", "maxLength": 40, "pattern": "^[a-z ]*$"},
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+            "options": {"$ref": "#/$defs/options"}
+        },
+        "required": ["op", "a", "b"],
+        "additionalProperties": false,
+        "$defs": {"options": {"type": "object", "properties": {"precision": {"type": "integer"}}}}
+    })
+}
+
+fn calc_arguments() -> Value {
+    json!({"op": "add", "a": 1.5, "b": 2, "label": "sum of two", "tags": ["x", "y"], "options": {"precision": 3}})
+}
 
 fn engine() -> Engine {
     let mut b = Catalog::builder();
@@ -13,8 +39,41 @@ fn engine() -> Engine {
     Engine::new(Config::new("alloc", "1"), catalog)
 }
 
-/// Feeds `input`, answers every tool call inline with static content, drains output into
-/// a reused sink. Returns the bytes written.
+/// More than one page (50) of every list, a tool with an input schema, resources behind
+/// templates, and prompts with declared arguments.
+fn rich_catalog() -> Catalog {
+    let mut b = Catalog::builder().tool(Tool::new("calc").input_schema(calc_schema()));
+    for i in 0..60 {
+        b = b
+            .tool(Tool::new(format!("tool_{i:03}")))
+            .resource(Resource::new(format!("test://r/{i:03}"), format!("r{i}")))
+            .template(ResourceTemplate::new(format!("test://t{i:03}/{{id}}"), format!("t{i}")))
+            .prompt(
+                Prompt::new(format!("p_{i:03}"))
+                    .argument(PromptArgument::required("name"))
+                    .argument(PromptArgument::new("style")),
+            );
+    }
+    b.build().unwrap()
+}
+
+/// Answers one event inline with static content.
+fn respond(ev: Event<'_>) {
+    match ev {
+        Event::CallTool(call) => call.answer(&ToolOutput::new(&[Content::text("ok")])).unwrap(),
+        Event::ReadResource(read) => {
+            let uri = read.uri;
+            read.answer(&[ResourceContents::text(uri, Some("text/plain"), "body")]).unwrap();
+        }
+        Event::GetPrompt(get) => {
+            get.answer(&PromptOutput::new(&[PromptMessage::user(Content::text("hi"))])).unwrap();
+        }
+        _ => {}
+    }
+}
+
+/// Feeds `input`, answers every event inline with static content, drains output into a
+/// reused sink. Returns the bytes written.
 fn pump(e: &mut Engine, input: &[u8], sink: &mut [u8]) -> usize {
     let mut written = 0;
     let mut fed = 0;
@@ -24,9 +83,7 @@ fn pump(e: &mut Engine, input: &[u8], sink: &mut [u8]) -> usize {
             let mut progressed = false;
             while let Some(ev) = e.poll_event() {
                 progressed = true;
-                if let Event::CallTool(call) = ev {
-                    call.answer(&ToolOutput::new(&[Content::text("ok")])).unwrap();
-                }
+                respond(ev);
             }
             loop {
                 let n = e.poll_transmit(sink);
@@ -42,6 +99,27 @@ fn pump(e: &mut Engine, input: &[u8], sink: &mut [u8]) -> usize {
         }
     }
     written
+}
+
+/// Feeds `input` and returns the output as JSON lines (allocates: setup only).
+fn exchange(e: &mut Engine, input: &str) -> Vec<Value> {
+    let mut sink = vec![0u8; 1 << 16];
+    let mut out = Vec::new();
+    let mut fed = 0;
+    while fed < input.len() {
+        fed += e.handle_input(Instant::ZERO, &input.as_bytes()[fed..]);
+        while let Some(ev) = e.poll_event() {
+            respond(ev);
+        }
+        loop {
+            let n = e.poll_transmit(&mut sink);
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&sink[..n]);
+        }
+    }
+    mcp_tests::lines(&out)
 }
 
 fn batch() -> Vec<u8> {
@@ -88,7 +166,7 @@ fn the_paginated_tools_list_second_page_allocates_nothing() {
     let mut out = Vec::new();
     e.handle_input(Instant::ZERO, first.as_bytes());
     out.extend_from_slice(e.pending_output());
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v: Value = serde_json::from_slice(&out).unwrap();
     let cursor = v["result"]["nextCursor"].as_str().unwrap().to_owned();
     let second = modern(2, "tools/list", json!({"cursor": cursor})).into_bytes();
     pump(&mut e, &second, &mut sink);
@@ -96,4 +174,219 @@ fn the_paginated_tools_list_second_page_allocates_nothing() {
         pump(&mut e, &second, &mut sink);
     });
     assert_eq!(info.count_total, 0);
+}
+
+/// How requests are written for one protocol revision.
+#[derive(Clone, Copy, Debug)]
+enum Rev {
+    /// `2026-07-28`: every request carries `_meta`; no session.
+    Modern,
+    /// A `2025-11-25` session opened with `initialize`.
+    Legacy,
+}
+
+impl Rev {
+    fn line(self, id: i64, method: &str, params: Value) -> String {
+        match self {
+            Self::Modern => modern(id, method, params),
+            Self::Legacy => request(id, method, params),
+        }
+    }
+    fn engine(self) -> Engine {
+        let mut e = Engine::new(Config::new("alloc", "1"), rich_catalog());
+        if let Self::Legacy = self {
+            let opened = exchange(&mut e, &legacy_open("2025-11-25"));
+            assert_eq!(opened[0]["result"]["protocolVersion"], "2025-11-25");
+        }
+        e
+    }
+}
+
+/// Each request kind, sent 20 times after a warm-up, must allocate nothing. Every kind is
+/// measured (and checked to be answered with a result) before the assertion, so a failure
+/// names every path that allocates.
+fn requests_allocate_nothing(rev: Rev) {
+    let mut e = rev.engine();
+    let mut cases: Vec<(&str, String)> = vec![
+        (
+            "tools/call with input validation",
+            rev.line(1, "tools/call", json!({"name": "calc", "arguments": calc_arguments()})),
+        ),
+        (
+            "resources/read of a listed resource",
+            rev.line(2, "resources/read", json!({"uri": "test://r/007"})),
+        ),
+        (
+            "resources/read through a template",
+            rev.line(3, "resources/read", json!({"uri": "test://t005/abc"})),
+        ),
+        (
+            "prompts/get with arguments",
+            rev.line(
+                4,
+                "prompts/get",
+                json!({"name": "p_003", "arguments": {"name": "x", "style": "terse"}}),
+            ),
+        ),
+    ];
+    for (i, method) in
+        ["tools/list", "resources/list", "resources/templates/list", "prompts/list"].into_iter().enumerate()
+    {
+        let first = exchange(&mut e, &rev.line(10 + i as i64, method, json!({})));
+        let cursor = first[0]["result"]["nextCursor"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{rev:?} {method}: a first page with a cursor: {}", first[0]))
+            .to_owned();
+        cases.push((method, rev.line(20 + i as i64, method, json!({"cursor": cursor}))));
+    }
+    let mut sink = vec![0u8; 1 << 16];
+    let mut failures = Vec::new();
+    for (label, line) in &cases {
+        let answer = exchange(&mut e, line);
+        assert!(answer.len() == 1 && answer[0].get("result").is_some(), "{rev:?} {label}: {answer:?}");
+        assert_ne!(answer[0]["result"]["isError"], true, "{rev:?} {label}: {answer:?}");
+        let input = line.repeat(20).into_bytes();
+        pump(&mut e, &input, &mut sink);
+        let mut written = 0;
+        let info = allocation_counter::measure(|| {
+            written = pump(&mut e, &input, &mut sink);
+        });
+        assert!(written > 20 * 40, "{rev:?} {label}: answered ({written} bytes)");
+        if info.count_total != 0 {
+            failures.push(format!("{label}: {} allocations for 20 requests ({info:?})", info.count_total));
+        }
+    }
+    assert!(failures.is_empty(), "{rev:?}:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn modern_requests_of_every_kind_allocate_nothing() {
+    requests_allocate_nothing(Rev::Modern);
+}
+
+#[test]
+fn legacy_session_requests_of_every_kind_allocate_nothing() {
+    requests_allocate_nothing(Rev::Legacy);
+}
+
+/// Invalid arguments still get their error result (the `serde_json::Value` path, which may
+/// allocate), and arguments with a repeated name still take that path.
+#[test]
+fn invalid_and_repeated_arguments_still_take_the_value_path() {
+    let mut e = Rev::Modern.engine();
+    let bad = exchange(&mut e, &modern(1, "tools/call", json!({"name": "calc", "arguments": {"op": "div"}})));
+    assert_eq!(bad[0]["result"]["isError"], true, "{bad:?}");
+    let text = bad[0]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("Invalid arguments for tool calc: "), "{text}");
+    let bad =
+        exchange(&mut e, &modern(2, "prompts/get", json!({"name": "p_001", "arguments": {"style": "x"}})));
+    assert_eq!(bad[0]["error"]["code"], -32602, "{bad:?}");
+}
+
+/// A keep-alive connection of the HTTP engine: POST in, response out.
+struct Http {
+    e: HttpEngine,
+    conn: mcp_engine::http::ConnId,
+}
+
+impl Http {
+    fn new() -> Self {
+        let http =
+            HttpConfig::new(AllowedOrigins::List(vec!["http://localhost:3000".into()]), Authorization::Host);
+        let mut e = HttpEngine::new(Config::new("alloc", "1"), http, rich_catalog());
+        let conn = e.open(Instant::ZERO, None).unwrap();
+        Self { e, conn }
+    }
+
+    /// Feeds one request, authorizes and answers it, and drains the response into `sink`;
+    /// returns the bytes of output.
+    fn round(&mut self, raw: &[u8], sink: &mut Vec<u8>) -> usize {
+        sink.clear();
+        let mut rest = raw;
+        loop {
+            let n = self.e.handle_input(Instant::ZERO, self.conn, rest);
+            rest = &rest[n..];
+            loop {
+                let mut progressed = false;
+                while let Some(ev) = self.e.poll_event() {
+                    progressed = true;
+                    match ev {
+                        HttpEvent::Authorize(a) => {
+                            let conn = a.conn;
+                            self.e.authorize(Instant::ZERO, conn, Verdict::Allow);
+                        }
+                        HttpEvent::AuthorizeBody(a) => {
+                            let conn = a.conn;
+                            self.e.authorize_body(Instant::ZERO, conn, Verdict::Allow);
+                        }
+                        HttpEvent::Mcp(ev) => respond(ev),
+                        _ => {}
+                    }
+                }
+                let pending = self.e.pending_output(self.conn);
+                if !pending.is_empty() {
+                    sink.extend_from_slice(pending);
+                    let n = pending.len();
+                    self.e.consume_output(self.conn, n);
+                    progressed = true;
+                }
+                if !progressed {
+                    break;
+                }
+            }
+            if rest.is_empty() {
+                break;
+            }
+            assert!(n > 0, "the engine stopped taking input");
+        }
+        sink.len()
+    }
+}
+
+fn http_post(body: &Value, name: &str) -> Vec<u8> {
+    let body = body.to_string();
+    let method = serde_json::from_str::<Value>(&body).unwrap()["method"].as_str().unwrap().to_owned();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost:3000\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: {method}\r\nMcp-Name: {name}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+#[test]
+fn http_keep_alive_requests_allocate_nothing() {
+    let meta = mcp_tests::modern_meta();
+    let cases = [
+        ("tools/call with input validation", "calc", json!({"name": "calc", "arguments": calc_arguments()})),
+        ("resources/read", "test://t005/abc", json!({"uri": "test://t005/abc"})),
+        ("prompts/get", "p_003", json!({"name": "p_003", "arguments": {"name": "x"}})),
+    ];
+    let mut failures = Vec::new();
+    for (label, name, mut params) in cases {
+        let mut h = Http::new();
+        let mut sink = Vec::with_capacity(1 << 16);
+        params["_meta"] = meta.clone();
+        let method = label.split(' ').next().unwrap();
+        let raw = http_post(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}), name);
+        for _ in 0..3 {
+            h.round(&raw, &mut sink);
+        }
+        let text = String::from_utf8_lossy(&sink).into_owned();
+        assert!(text.starts_with("HTTP/1.1 200"), "{label}: {text}");
+        assert!(!text.contains("\"isError\":true") && !text.contains("\"error\""), "{label}: {text}");
+        let mut written = 0;
+        let info = allocation_counter::measure(|| {
+            for _ in 0..20 {
+                written += h.round(&raw, &mut sink);
+            }
+        });
+        assert!(written > 20 * 100, "{label}: answered ({written} bytes)");
+        assert_eq!(h.e.connections(), 1, "{label}: the connection is kept alive");
+        if info.count_total != 0 {
+            failures.push(format!("{label}: {} allocations for 20 requests ({info:?})", info.count_total));
+        }
+    }
+    assert!(failures.is_empty(), "HTTP:\n{}", failures.join("\n"));
 }

@@ -209,3 +209,20 @@ fn output_schemas_are_enforced() {
         }
     }
 }
+
+/// Found by fuzzing (op_sequence): `consume_output` with more than is pending, after a
+/// partial consume, overflowed (`out_pos + n` in `Engine::consume_output`): a panic with
+/// overflow checks; without them the read position moved back a byte, which was then sent
+/// twice.
+#[test]
+fn consuming_more_than_is_pending_after_a_partial_consume() {
+    let mut e = Engine::new(Config::new("s", "1"), Catalog::empty());
+    let ping =
+        request(1, "ping", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25"}}));
+    e.handle_input(Instant::ZERO, ping.as_bytes());
+    let len = e.pending_output().len();
+    e.consume_output(1);
+    assert_eq!(e.pending_output().len(), len - 1);
+    e.consume_output(usize::MAX);
+    assert!(e.pending_output().is_empty(), "{:?}", String::from_utf8_lossy(e.pending_output()));
+}

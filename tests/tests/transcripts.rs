@@ -93,7 +93,7 @@ fn modern_lists() {
     }
     assert_eq!(out[1]["result"]["resources"][0]["uri"], "test://static-binary");
     assert_eq!(out[2]["result"]["resourceTemplates"][0]["uriTemplate"], "test://template/{id}/data");
-    assert_eq!(out[3]["result"]["prompts"].as_array().unwrap().len(), 4);
+    assert_eq!(out[3]["result"]["prompts"].as_array().unwrap().len(), 5);
     for (i, def) in
         ["ListToolsResult", "ListResourcesResult", "ListResourceTemplatesResult", "ListPromptsResult"]
             .iter()

@@ -1,0 +1,711 @@
+//! Multi-round-trip requests (`2026-07-28`, `InputRequiredResult`).
+//!
+//! A host that cannot finish `tools/call`, `prompts/get` or `resources/read` without
+//! something from the client answers the ticket with [`InputRequired`]: input requests
+//! (`elicitation/create`, `sampling/createMessage`, `roots/list`) under keys it picks, and
+//! optionally its own state. The engine writes `resultType: "input_required"` and a
+//! `requestState` it seals with HMAC-SHA256: the method, a digest of the request's
+//! identifying params (tool or prompt name and arguments, or the uri), an expiry, the keys
+//! it asked for and the host's state. The client retries with `inputResponses` and the
+//! state; the engine verifies the state (a tampered, expired or foreign one is `-32602`),
+//! checks the responses to the keys it asked for, drops the keys it did not ask for, and
+//! hands the host its state back with the responses ([`InputResponses`]).
+
+use core::fmt;
+use core::ops::Range;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use sha2::{Digest, Sha256};
+use simd_json::Node;
+
+use crate::content::PromptMessage;
+use crate::json;
+
+/// At most this many input requests in one answer, and input responses kept per request.
+pub const MAX_INPUT_REQUESTS: usize = 16;
+/// The longest key of an input request, in bytes.
+pub const MAX_INPUT_KEY_LEN: usize = 64;
+/// The most host state bytes one `requestState` carries.
+pub const MAX_HOST_STATE_LEN: usize = 4096;
+
+const VERSION: u8 = 1;
+const TAG_LEN: usize = 32;
+/// version, method, expiry, digest, key count.
+const HEADER_LEN: usize = 1 + 1 + 8 + 32 + 1;
+/// The longest sealed state, in bytes before base64.
+pub(crate) const MAX_SEALED_LEN: usize =
+    HEADER_LEN + MAX_INPUT_REQUESTS * (2 + MAX_INPUT_KEY_LEN) + MAX_HOST_STATE_LEN + TAG_LEN;
+/// The longest `requestState` text the engine can have issued.
+const MAX_STATE_TEXT_LEN: usize = MAX_SEALED_LEN.div_ceil(3) * 4;
+
+/// What an input request asks the client for; each needs its own client capability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InputKind {
+    /// `elicitation/create` in form mode: needs `elicitation` (or `elicitation.form`).
+    Elicitation,
+    /// `elicitation/create` in url mode: needs `elicitation.url`.
+    ElicitationUrl,
+    /// `sampling/createMessage`: needs `sampling`.
+    Sampling,
+    /// `roots/list`: needs `roots`.
+    Roots,
+}
+
+impl InputKind {
+    /// The JSON-RPC method of the request.
+    pub fn method(self) -> &'static str {
+        match self {
+            Self::Elicitation | Self::ElicitationUrl => "elicitation/create",
+            Self::Sampling => "sampling/createMessage",
+            Self::Roots => "roots/list",
+        }
+    }
+
+    fn bit(self) -> u8 {
+        match self {
+            Self::Elicitation => 1,
+            Self::ElicitationUrl => 2,
+            Self::Sampling => 4,
+            Self::Roots => 8,
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Self::Elicitation => 1,
+            Self::ElicitationUrl => 2,
+            Self::Sampling => 3,
+            Self::Roots => 4,
+        }
+    }
+
+    fn from_code(c: u8) -> Option<Self> {
+        Some(match c {
+            1 => Self::Elicitation,
+            2 => Self::ElicitationUrl,
+            3 => Self::Sampling,
+            4 => Self::Roots,
+            _ => return None,
+        })
+    }
+
+    /// `data.requiredCapabilities` for a client that lacks this kind.
+    fn write_required(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(match self {
+            Self::Elicitation => b"\"elicitation\":{}".as_slice(),
+            Self::ElicitationUrl => b"\"elicitation\":{\"url\":{}}",
+            Self::Sampling => b"\"sampling\":{}",
+            Self::Roots => b"\"roots\":{}",
+        });
+    }
+}
+
+/// The input kinds a client declared in `_meta["io.modelcontextprotocol/clientCapabilities"]`
+/// of the request at hand (`2026-07-28`; empty for earlier revisions).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ClientCapabilities {
+    bits: u8,
+}
+
+impl ClientCapabilities {
+    /// No input kinds.
+    pub const NONE: Self = Self { bits: 0 };
+
+    /// These capabilities and `kind` (to build requests in tests).
+    #[must_use]
+    pub fn with(self, kind: InputKind) -> Self {
+        Self { bits: self.bits | kind.bit() }
+    }
+
+    /// Whether the client can answer an input request of `kind`.
+    pub fn supports(self, kind: InputKind) -> bool {
+        self.bits & kind.bit() != 0
+    }
+
+    /// Reads the capabilities object at node `caps`.
+    pub(crate) fn from_tape(n: &[Node<'_>], caps: usize) -> Self {
+        let mut bits = 0;
+        if json::get(n, caps, "sampling").is_some_and(|i| json::is_object(n, i)) {
+            bits |= InputKind::Sampling.bit();
+        }
+        if json::get(n, caps, "roots").is_some_and(|i| json::is_object(n, i)) {
+            bits |= InputKind::Roots.bit();
+        }
+        if let Some(e) = json::get(n, caps, "elicitation").filter(|&i| json::is_object(n, i)) {
+            // An empty object means form mode only (the revision's default).
+            let form = json::get(n, e, "form").is_some();
+            let url = json::get(n, e, "url").is_some();
+            if form || !url {
+                bits |= InputKind::Elicitation.bit();
+            }
+            if url {
+                bits |= InputKind::ElicitationUrl.bit();
+            }
+        }
+        Self { bits }
+    }
+}
+
+impl fmt::Debug for ClientCapabilities {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kinds =
+            [InputKind::Elicitation, InputKind::ElicitationUrl, InputKind::Sampling, InputKind::Roots];
+        f.debug_set().entries(kinds.iter().filter(|k| self.supports(**k))).finish()
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Body<'a> {
+    Elicit { message: &'a str, schema: &'a RawValue },
+    ElicitUrl { message: &'a str, url: &'a str, elicitation_id: &'a str },
+    Sample { messages: &'a [PromptMessage<'a>], max_tokens: u32, system_prompt: Option<&'a str> },
+    Roots,
+    Raw { kind: InputKind, params: &'a RawValue },
+}
+
+/// One request the client must fulfil before the work can go on, under a key the host
+/// picks (unique within the answer, 1 to [`MAX_INPUT_KEY_LEN`] bytes).
+#[derive(Clone, Copy)]
+pub struct InputRequest<'a> {
+    key: &'a str,
+    body: Body<'a>,
+}
+
+impl<'a> InputRequest<'a> {
+    /// `elicitation/create` in form mode: ask the user for data matching
+    /// `requested_schema` (a flat object schema, see the spec's `ElicitRequestFormParams`).
+    pub fn elicit(key: &'a str, message: &'a str, requested_schema: &'a RawValue) -> Self {
+        Self { key, body: Body::Elicit { message, schema: requested_schema } }
+    }
+
+    /// `elicitation/create` in url mode: send the user to `url`.
+    pub fn elicit_url(key: &'a str, message: &'a str, url: &'a str, elicitation_id: &'a str) -> Self {
+        Self { key, body: Body::ElicitUrl { message, url, elicitation_id } }
+    }
+
+    /// `sampling/createMessage`: ask the client's model to answer `messages`.
+    pub fn sample(key: &'a str, messages: &'a [PromptMessage<'a>], max_tokens: u32) -> Self {
+        Self { key, body: Body::Sample { messages, max_tokens, system_prompt: None } }
+    }
+
+    /// Adds a system prompt to a sampling request (no effect on other kinds).
+    #[must_use]
+    pub fn system_prompt(mut self, prompt: &'a str) -> Self {
+        if let Body::Sample { system_prompt, .. } = &mut self.body {
+            *system_prompt = Some(prompt);
+        }
+        self
+    }
+
+    /// `roots/list`: ask for the client's roots.
+    pub fn list_roots(key: &'a str) -> Self {
+        Self { key, body: Body::Roots }
+    }
+
+    /// A request of `kind` with `params` written as they are (they must be the params
+    /// object of that method; the engine does not check them).
+    pub fn raw(key: &'a str, kind: InputKind, params: &'a RawValue) -> Self {
+        Self { key, body: Body::Raw { kind, params } }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &'a str {
+        self.key
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> InputKind {
+        match self.body {
+            Body::Elicit { .. } => InputKind::Elicitation,
+            Body::ElicitUrl { .. } => InputKind::ElicitationUrl,
+            Body::Sample { .. } => InputKind::Sampling,
+            Body::Roots => InputKind::Roots,
+            Body::Raw { kind, .. } => kind,
+        }
+    }
+
+    /// Writes `{"method":..,"params":{..}}`.
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        out.extend_from_slice(b"{\"method\":");
+        json::write_str(out, self.kind().method());
+        if let Body::Raw { params, .. } = self.body {
+            out.extend_from_slice(b",\"params\":");
+            out.extend_from_slice(params.get().as_bytes());
+            out.push(b'}');
+            return Ok(());
+        }
+        out.extend_from_slice(b",\"params\":{");
+        match self.body {
+            Body::Elicit { message, schema } => {
+                out.extend_from_slice(b"\"mode\":\"form\",\"message\":");
+                json::write_str(out, message);
+                out.extend_from_slice(b",\"requestedSchema\":");
+                out.extend_from_slice(schema.get().as_bytes());
+            }
+            Body::ElicitUrl { message, url, elicitation_id } => {
+                out.extend_from_slice(b"\"mode\":\"url\",\"message\":");
+                json::write_str(out, message);
+                out.extend_from_slice(b",\"url\":");
+                json::write_str(out, url);
+                out.extend_from_slice(b",\"elicitationId\":");
+                json::write_str(out, elicitation_id);
+            }
+            Body::Sample { messages, max_tokens, system_prompt } => {
+                out.extend_from_slice(b"\"messages\":");
+                serde_json::to_writer(&mut *out, messages)?;
+                out.extend_from_slice(b",\"maxTokens\":");
+                json::write_u64(out, u64::from(max_tokens));
+                if let Some(p) = system_prompt {
+                    out.extend_from_slice(b",\"systemPrompt\":");
+                    json::write_str(out, p);
+                }
+            }
+            Body::Roots | Body::Raw { .. } => {}
+        }
+        out.extend_from_slice(b"}}");
+        Ok(())
+    }
+}
+
+impl fmt::Debug for InputRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InputRequest").field("key", &self.key).field("kind", &self.kind()).finish()
+    }
+}
+
+/// An owned input request, for hosts that build requests away from the event (async
+/// handlers, say); [`InputRequestBuf::as_request`] borrows it as an [`InputRequest`].
+#[derive(Debug, Clone)]
+pub struct InputRequestBuf {
+    key: String,
+    kind: InputKind,
+    params: Box<RawValue>,
+}
+
+impl PartialEq for InputRequestBuf {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key && self.kind == other.kind && self.params.get() == other.params.get()
+    }
+}
+
+impl Eq for InputRequestBuf {}
+
+impl InputRequestBuf {
+    /// `elicitation/create` in form mode.
+    pub fn elicit(key: impl Into<String>, message: &str, requested_schema: &serde_json::Value) -> Self {
+        let params =
+            serde_json::json!({ "mode": "form", "message": message, "requestedSchema": requested_schema });
+        Self::new(key, InputKind::Elicitation, &params)
+    }
+
+    /// `sampling/createMessage` with one user text message.
+    pub fn sample_text(key: impl Into<String>, text: &str, max_tokens: u32) -> Self {
+        let params = serde_json::json!({
+            "messages": [{ "role": "user", "content": { "type": "text", "text": text } }],
+            "maxTokens": max_tokens
+        });
+        Self::new(key, InputKind::Sampling, &params)
+    }
+
+    /// `roots/list`.
+    pub fn list_roots(key: impl Into<String>) -> Self {
+        Self::new(key, InputKind::Roots, &serde_json::json!({}))
+    }
+
+    /// A request of `kind` with these params (see [`InputRequest::raw`]).
+    pub fn new(key: impl Into<String>, kind: InputKind, params: &serde_json::Value) -> Self {
+        let params = serde_json::value::to_raw_value(params)
+            .unwrap_or_else(|_| unreachable!("a Value always serializes"));
+        Self { key: key.into(), kind, params }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> InputKind {
+        self.kind
+    }
+
+    /// The params, as JSON.
+    pub fn params(&self) -> &RawValue {
+        &self.params
+    }
+
+    /// Borrows it as an [`InputRequest`].
+    pub fn as_request(&self) -> InputRequest<'_> {
+        InputRequest::raw(&self.key, self.kind, &self.params)
+    }
+}
+
+/// An answer that asks the client for input before the work can complete
+/// (`resultType: "input_required"`), see [`crate::Engine::answer_input_required`].
+#[derive(Debug, Clone, Copy)]
+pub struct InputRequired<'a> {
+    pub(crate) requests: &'a [InputRequest<'a>],
+    pub(crate) state: Option<&'a [u8]>,
+}
+
+impl<'a> InputRequired<'a> {
+    /// Asks for `requests` (at most [`MAX_INPUT_REQUESTS`]).
+    pub fn new(requests: &'a [InputRequest<'a>]) -> Self {
+        Self { requests, state: None }
+    }
+
+    /// No input, only state: the client retries later with it (load shedding).
+    pub fn retry_later(state: &'a [u8]) -> Self {
+        Self { requests: &[], state: Some(state) }
+    }
+
+    /// Host state (at most [`MAX_HOST_STATE_LEN`] bytes) the engine seals into
+    /// `requestState` and hands back, verified, on the retry
+    /// ([`crate::CallTool::request_state`]). The client can read it (it is signed, not
+    /// encrypted): keep secrets out. Needs [`crate::Config::request_state_key`].
+    #[must_use]
+    pub fn state(mut self, state: &'a [u8]) -> Self {
+        self.state = Some(state);
+        self
+    }
+}
+
+/// The method a state is bound to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    CallTool = 1,
+    GetPrompt = 2,
+    ReadResource = 3,
+}
+
+/// A digest of what identifies a request: its method, then the tool or prompt name and the
+/// arguments as the engine re-serialized them (compact, unescaped where JSON allows), or
+/// the uri. A retry with the same params in the same member order digests the same.
+pub(crate) fn params_digest(method: Method, name: &str, args: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update([method as u8]);
+    h.update((name.len() as u64).to_le_bytes());
+    h.update(name.as_bytes());
+    h.update(args);
+    h.finalize().into()
+}
+
+/// Why a `requestState` was refused (all answered `-32602`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StateError {
+    /// Not issued by this server (bad encoding, bad tag, unknown version), or no key.
+    Forged,
+    /// Issued for another method or other params.
+    Mismatch,
+    /// Past its expiry.
+    Expired,
+}
+
+impl StateError {
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            Self::Forged => "Invalid params: requestState failed verification",
+            Self::Mismatch => "Invalid params: requestState was issued for a different request",
+            Self::Expired => "Invalid params: requestState has expired; retry the request without it",
+        }
+    }
+}
+
+/// What a verified state holds: ranges into the decoded buffer.
+#[derive(Debug, Default)]
+pub(crate) struct Opened {
+    pub(crate) asked: heapless::Vec<(InputKind, Range<usize>), MAX_INPUT_REQUESTS>,
+    pub(crate) host: Range<usize>,
+}
+
+fn mac(key: &[u8; 32]) -> Hmac<Sha256> {
+    // HMAC takes keys of any length.
+    <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap_or_else(|_| unreachable!())
+}
+
+/// Verifies `text` and decodes it into `buf`.
+pub(crate) fn open(
+    key: Option<&[u8; 32]>,
+    text: &str,
+    now_micros: u64,
+    method: Method,
+    digest: &[u8; 32],
+    buf: &mut Vec<u8>,
+) -> Result<Opened, StateError> {
+    let key = key.ok_or(StateError::Forged)?;
+    if text.len() > MAX_STATE_TEXT_LEN {
+        return Err(StateError::Forged);
+    }
+    buf.clear();
+    // `decode_vec` writes into the Vec's spare capacity (reserved up front, so no growth).
+    URL_SAFE_NO_PAD.decode_vec(text.as_bytes(), buf).map_err(|_| StateError::Forged)?;
+    if buf.len() < HEADER_LEN + TAG_LEN {
+        return Err(StateError::Forged);
+    }
+    let (payload, tag) = buf.split_at(buf.len() - TAG_LEN);
+    let mut m = mac(key);
+    m.update(payload);
+    m.verify_slice(tag).map_err(|_| StateError::Forged)?;
+    if payload[0] != VERSION {
+        return Err(StateError::Forged);
+    }
+    if payload[1] != method as u8 || payload[10..42] != digest[..] {
+        return Err(StateError::Mismatch);
+    }
+    let expiry = u64::from_le_bytes(payload[2..10].try_into().unwrap_or_default());
+    if now_micros > expiry {
+        return Err(StateError::Expired);
+    }
+    let mut opened = Opened::default();
+    let mut at = HEADER_LEN;
+    for _ in 0..payload[HEADER_LEN - 1] {
+        let (Some(&kind), Some(&len)) = (payload.get(at), payload.get(at + 1)) else {
+            return Err(StateError::Forged);
+        };
+        let kind = InputKind::from_code(kind).ok_or(StateError::Forged)?;
+        let range = at + 2..at + 2 + usize::from(len);
+        if range.end > payload.len() || opened.asked.push((kind, range.clone())).is_err() {
+            return Err(StateError::Forged);
+        }
+        at = range.end;
+    }
+    opened.host = at..payload.len();
+    Ok(opened)
+}
+
+/// Why an input-required answer was refused (nothing written, the ticket stays open).
+pub(crate) fn check(ir: &InputRequired<'_>, key: Option<&[u8; 32]>) -> Result<(), crate::AnswerError> {
+    use crate::AnswerError::InvalidInputRequest as Invalid;
+    if ir.requests.is_empty() && ir.state.is_none() {
+        return Err(Invalid("an input-required answer needs input requests or state"));
+    }
+    if ir.requests.len() > MAX_INPUT_REQUESTS {
+        return Err(Invalid("more than MAX_INPUT_REQUESTS input requests"));
+    }
+    for (i, r) in ir.requests.iter().enumerate() {
+        if r.key.is_empty() || r.key.len() > MAX_INPUT_KEY_LEN {
+            return Err(Invalid("an input request key must be 1 to MAX_INPUT_KEY_LEN bytes"));
+        }
+        if ir.requests[..i].iter().any(|o| o.key == r.key) {
+            return Err(Invalid("input request keys must be unique"));
+        }
+    }
+    if let Some(s) = ir.state {
+        if key.is_none() {
+            return Err(Invalid("host state needs Config::request_state_key"));
+        }
+        if s.len() > MAX_HOST_STATE_LEN {
+            return Err(Invalid("host state longer than MAX_HOST_STATE_LEN"));
+        }
+    }
+    Ok(())
+}
+
+/// Seals the state (`requests` are those actually sent) and writes it as a JSON string.
+pub(crate) fn seal(
+    out: &mut Vec<u8>,
+    key: &[u8; 32],
+    expiry_micros: u64,
+    method: Method,
+    digest: &[u8; 32],
+    requests: &[&InputRequest<'_>],
+    host: &[u8],
+) {
+    let mut payload = heapless::Vec::<u8, MAX_SEALED_LEN>::new();
+    let _ = payload.push(VERSION);
+    let _ = payload.push(method as u8);
+    let _ = payload.extend_from_slice(&expiry_micros.to_le_bytes());
+    let _ = payload.extend_from_slice(digest);
+    let _ = payload.push(requests.len() as u8);
+    for r in requests {
+        let _ = payload.push(r.kind().code());
+        let _ = payload.push(r.key.len() as u8);
+        let _ = payload.extend_from_slice(r.key.as_bytes());
+    }
+    let _ = payload.extend_from_slice(host);
+    let mut m = mac(key);
+    m.update(&payload);
+    let tag = m.finalize().into_bytes();
+    let _ = payload.extend_from_slice(&tag);
+    out.push(b'"');
+    let start = out.len();
+    out.resize(start + base64::encoded_len(payload.len(), false).unwrap_or(0), 0);
+    let n = URL_SAFE_NO_PAD.encode_slice(&payload, &mut out[start..]).unwrap_or(0);
+    out.truncate(start + n);
+    out.push(b'"');
+}
+
+/// Writes the body of an `InputRequiredResult` after `{"resultType":"input_required"`:
+/// `,"inputRequests":{..}` for the requests the client can answer. Returns the kinds it
+/// dropped (those the client did not declare).
+pub(crate) fn write_requests<'r, 'a>(
+    out: &mut Vec<u8>,
+    ir: &'r InputRequired<'a>,
+    caps: ClientCapabilities,
+    sent: &mut heapless::Vec<&'r InputRequest<'a>, MAX_INPUT_REQUESTS>,
+) -> Result<heapless::Vec<InputKind, 4>, serde_json::Error> {
+    let mut dropped = heapless::Vec::<InputKind, 4>::new();
+    for r in ir.requests {
+        if caps.supports(r.kind()) {
+            let _ = sent.push(r);
+        } else if !dropped.contains(&r.kind()) {
+            let _ = dropped.push(r.kind());
+        }
+    }
+    if !sent.is_empty() {
+        out.extend_from_slice(b",\"inputRequests\":{");
+        for (i, r) in sent.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            json::write_str(out, r.key);
+            out.push(b':');
+            r.write(out)?;
+        }
+        out.push(b'}');
+    }
+    Ok(dropped)
+}
+
+/// Writes `{"requiredCapabilities":{..}}` for `kinds`.
+pub(crate) fn write_required(out: &mut Vec<u8>, kinds: &[InputKind]) {
+    out.extend_from_slice(b"{\"requiredCapabilities\":{");
+    let mut first = true;
+    for (i, k) in kinds.iter().enumerate() {
+        // Form and url elicitation share the `elicitation` member.
+        if *k == InputKind::ElicitationUrl && kinds[..i].contains(&InputKind::Elicitation) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        k.write_required(out);
+    }
+    out.extend_from_slice(b"}}");
+}
+
+/// Whether `n[v]` has the shape of a response to a request of `kind` (the members the
+/// schema requires, with their types; extra members are allowed).
+pub(crate) fn response_fits(n: &[Node<'_>], v: usize, kind: InputKind) -> bool {
+    let s = |key| json::get(n, v, key).and_then(|i| json::str_at(n, i));
+    match kind {
+        InputKind::Elicitation | InputKind::ElicitationUrl => {
+            matches!(s("action"), Some("accept" | "decline" | "cancel"))
+                && json::get(n, v, "content").is_none_or(|c| json::is_object(n, c))
+        }
+        InputKind::Sampling => {
+            matches!(s("role"), Some("user" | "assistant"))
+                && s("model").is_some()
+                && json::get(n, v, "content")
+                    .is_some_and(|c| matches!(n.get(c), Some(Node::Object { .. } | Node::Array { .. })))
+        }
+        InputKind::Roots => {
+            let Some(a) = json::get(n, v, "roots") else { return false };
+            let Some(Node::Array { len, .. }) = n.get(a) else { return false };
+            let mut i = a + 1;
+            for _ in 0..*len {
+                if !json::is_object(n, i) || json::get(n, i, "uri").and_then(|u| json::str_at(n, u)).is_none()
+                {
+                    return false;
+                }
+                i += 1 + json::children(n, i);
+            }
+            true
+        }
+    }
+}
+
+/// The client's responses to input requests (`params.inputResponses`) that the host can
+/// use: with a verified `requestState`, only the keys the engine asked for (each checked
+/// against the shape its request kind requires); without one, every member that is an
+/// object. Unknown keys are dropped.
+#[derive(Clone, Copy)]
+pub struct InputResponses<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) entries: &'a [(Range<usize>, Range<usize>)],
+}
+
+impl<'a> InputResponses<'a> {
+    /// The response under `key`.
+    pub fn get(&self, key: &str) -> Option<InputResponse<'a>> {
+        self.iter().find(|(k, _)| *k == key).map(|(_, r)| r)
+    }
+
+    /// `(key, response)` pairs, in the client's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, InputResponse<'a>)> + 'a {
+        let buf = self.buf;
+        self.entries.iter().filter_map(move |(k, v)| {
+            let key = core::str::from_utf8(buf.get(k.clone())?).ok()?;
+            let raw = core::str::from_utf8(buf.get(v.clone())?).ok()?;
+            Some((key, InputResponse { raw }))
+        })
+    }
+
+    /// Number of responses.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none (a first round, or nothing usable was sent).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl fmt::Debug for InputResponses<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// One response, as compact JSON text (an `ElicitResult`, `CreateMessageResult` or
+/// `ListRootsResult` object).
+#[derive(Clone, Copy)]
+pub struct InputResponse<'a> {
+    raw: &'a str,
+}
+
+impl<'a> InputResponse<'a> {
+    /// The response as JSON text.
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+
+    /// Deserializes the response into `T`, borrowing strings where `T` allows.
+    pub fn deserialize<T: serde::Deserialize<'a>>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.raw)
+    }
+
+    /// For an accepted elicitation, the submitted `content` as JSON text.
+    pub fn accepted_content(&self) -> Option<&'a str> {
+        #[derive(serde::Deserialize)]
+        struct Elicit<'b> {
+            action: &'b str,
+            #[serde(borrow)]
+            content: Option<&'b RawValue>,
+        }
+        let e: Elicit<'a> = serde_json::from_str(self.raw).ok()?;
+        if e.action == "accept" { e.content.map(RawValue::get) } else { None }
+    }
+}
+
+impl fmt::Debug for InputResponse<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.raw)
+    }
+}
+
+impl Serialize for InputResponse<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match serde_json::from_str::<&RawValue>(self.raw) {
+            Ok(r) => r.serialize(s),
+            Err(_) => s.serialize_unit(),
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! A Streamable HTTP client for tests: raw HTTP/1.1 bytes into an [`HttpEngine`] on one
+//! connection, every event answered by a host closure, responses split back out.
+
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Verdict};
+use mcp_engine::{Catalog, Config, Event, Instant, everything};
+use serde_json::{Value, json};
+
+/// The host that answers the engine's events.
+pub type Host = Box<dyn FnMut(Event<'_>)>;
+
+/// One connection to an [`HttpEngine`].
+pub struct Client {
+    /// The engine.
+    pub e: HttpEngine,
+    /// The connection.
+    pub conn: ConnId,
+    /// The verdict every `Authorize` event gets.
+    pub verdict: Verdict,
+    /// The verdict every `AuthorizeBody` event gets.
+    pub body_verdict: Verdict,
+    /// The time passed to the engine.
+    pub now: Instant,
+    /// Answers MCP events (the `everything` fixture by default).
+    pub host: Host,
+}
+
+/// One HTTP response.
+#[derive(Debug)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body (content-length bodies only).
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The first header named `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+    /// Whether the response closes the connection.
+    pub fn closes(&self) -> bool {
+        self.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"))
+    }
+}
+
+/// Origins `http://localhost:3000`, the host authorizes.
+pub fn config() -> HttpConfig {
+    HttpConfig::new(AllowedOrigins::List(vec!["http://localhost:3000".into()]), Authorization::Host)
+}
+
+/// A client of an engine with `http` and `catalog`, answered by the fixture.
+pub fn client_with(http: HttpConfig, catalog: Catalog) -> Client {
+    client_of(Config::new("mcp-engine-everything", "0.1.0"), http, catalog, Box::new(everything::respond))
+}
+
+/// A client of an engine built from all its parts.
+pub fn client_of(config: Config, http: HttpConfig, catalog: Catalog, host: Host) -> Client {
+    let mut e = HttpEngine::new(config, http, catalog);
+    let conn = e.open(Instant::ZERO, None).unwrap();
+    Client { e, conn, verdict: Verdict::Allow, body_verdict: Verdict::Allow, now: Instant::ZERO, host }
+}
+
+/// A client of the fixture.
+pub fn client() -> Client {
+    client_with(config(), everything::catalog())
+}
+
+impl Client {
+    /// Feeds bytes (in chunks of `chunk`), answering every event; returns all output.
+    pub fn feed(&mut self, bytes: &[u8], chunk: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut rest = bytes;
+        let mut stalls = 0;
+        loop {
+            let take = rest.len().min(chunk);
+            let n = self.e.handle_input(self.now, self.conn, &rest[..take]);
+            rest = &rest[n..];
+            self.drain(&mut out);
+            if rest.is_empty() {
+                break;
+            }
+            stalls = if n == 0 { stalls + 1 } else { 0 };
+            assert!(stalls < 3, "the engine stopped taking input");
+        }
+        self.drain(&mut out);
+        out
+    }
+
+    /// Answers every event and moves all output into `out`.
+    pub fn drain(&mut self, out: &mut Vec<u8>) {
+        loop {
+            let mut progressed = false;
+            while let Some(ev) = self.e.poll_event() {
+                progressed = true;
+                match ev {
+                    HttpEvent::Authorize(a) => {
+                        let conn = a.conn;
+                        let v = self.verdict;
+                        self.e.authorize(self.now, conn, v);
+                    }
+                    HttpEvent::AuthorizeBody(a) => {
+                        let conn = a.conn;
+                        let v = self.body_verdict;
+                        self.e.authorize_body(self.now, conn, v);
+                    }
+                    HttpEvent::Mcp(ev) => (self.host)(ev),
+                    _ => {}
+                }
+            }
+            let pending = self.e.pending_output(self.conn);
+            if !pending.is_empty() {
+                out.extend_from_slice(pending);
+                let n = pending.len();
+                self.e.consume_output(self.conn, n);
+                progressed = true;
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    /// Sends raw request bytes; returns the responses.
+    pub fn send(&mut self, raw: &[u8]) -> Vec<Response> {
+        parse_responses(&self.feed(raw, usize::MAX))
+    }
+}
+
+/// Splits raw output into responses (content-length bodies only).
+pub fn parse_responses(mut raw: &[u8]) -> Vec<Response> {
+    let mut out = Vec::new();
+    while !raw.is_empty() {
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut resp = httparse::Response::new(&mut headers);
+        let httparse::Status::Complete(n) = resp.parse(raw).expect("a valid response head") else {
+            panic!("incomplete response: {}", String::from_utf8_lossy(raw));
+        };
+        let headers: Vec<(String, String)> = resp
+            .headers
+            .iter()
+            .map(|h| (h.name.to_owned(), String::from_utf8_lossy(h.value).into_owned()))
+            .collect();
+        let len: usize = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .map_or(0, |(_, v)| v.parse().unwrap());
+        out.push(Response { status: resp.code.unwrap(), headers, body: raw[n..n + len].to_vec() });
+        raw = &raw[n + len..];
+    }
+    out
+}
+
+/// The `_meta` of a request under `version`.
+pub fn meta(version: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// A POST with the headers a conforming client sends; `extra` adds or overrides.
+pub fn post(body: &Value, extra: &[(&str, &str)]) -> Vec<u8> {
+    let body = body.to_string();
+    let method = body_str(&body, "method");
+    let mut headers: Vec<(String, String)> = vec![
+        ("Host".into(), "localhost:3000".into()),
+        ("Content-Type".into(), "application/json".into()),
+        ("Accept".into(), "application/json, text/event-stream".into()),
+        ("MCP-Protocol-Version".into(), "2026-07-28".into()),
+        ("Mcp-Method".into(), method),
+    ];
+    let v: Value = serde_json::from_str(&body).unwrap();
+    if let Some(name) = v["params"]["name"].as_str().or(v["params"]["uri"].as_str()) {
+        headers.push(("Mcp-Name".into(), name.into()));
+    }
+    for (k, val) in extra {
+        headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k) || k.starts_with('+'));
+        if !val.is_empty() {
+            headers.push((k.trim_start_matches('+').into(), (*val).into()));
+        }
+    }
+    let mut s = String::from("POST /mcp HTTP/1.1\r\n");
+    for (k, v) in headers {
+        s.push_str(&format!("{k}: {v}\r\n"));
+    }
+    s.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    s.into_bytes()
+}
+
+fn body_str(body: &str, key: &str) -> String {
+    let v: Value = serde_json::from_str(body).unwrap();
+    v[key].as_str().unwrap_or("").to_owned()
+}
+
+/// A request; `_meta` is added when `params` has none.
+pub fn req(id: i64, method: &str, params: Value) -> Value {
+    let mut params = params;
+    if params.get("_meta").is_none() {
+        params["_meta"] = meta("2026-07-28");
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+/// Sends one request and returns its one response.
+pub fn one(c: &mut Client, raw: &[u8]) -> Response {
+    let mut r = c.send(raw);
+    assert_eq!(r.len(), 1, "{r:?}");
+    r.remove(0)
+}
