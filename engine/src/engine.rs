@@ -947,6 +947,8 @@ pub(crate) struct State {
     pub(crate) subscribed: bool,
     /// Advances with every catalog replacement.
     catalog_revision: u64,
+    /// The principal of the HTTP request being dispatched (see `http::Principal`).
+    pub(crate) principal: Option<[u8; 32]>,
 }
 
 /// The simd-json buffers and tape, reused for every message.
@@ -1004,6 +1006,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             legacy_uris: Vec::new(),
             subscribed: false,
             catalog_revision: 0,
+            principal: None,
         },
         scratch: Scratch {
             args: Vec::with_capacity(frame),
@@ -2557,7 +2560,11 @@ impl Core {
             progress,
             last_progress: None,
             log_level: if self.cfg.logging {
-                request_log_level(req).or(self.st.session_log_level)
+                request_log_level(req).or(if revision.is_stateless() {
+                    None
+                } else {
+                    self.st.session_log_level
+                })
             } else {
                 None
             },
@@ -2995,7 +3002,8 @@ impl Core {
         }
         let key = self.prepared.state_key.as_ref();
         if key.is_some() {
-            self.scratch.round.digest = mrtr::params_digest(method, name, &self.scratch.args);
+            let principal = self.st.principal.as_ref();
+            self.scratch.round.digest = mrtr::params_digest(method, name, &self.scratch.args, principal);
         }
         let mut opened = None;
         if let Some(si) = json::get(n, p, "requestState") {

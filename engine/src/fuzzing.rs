@@ -15,9 +15,9 @@ use crate::http::{
 use crate::http_headers::{self, BodyValue, Expected, MAX_DECODED_LEN, MismatchReason, ParamCheck};
 use crate::http1::{self, BodyKind, HttpError, Input, Limits};
 use crate::{
-    AnswerError, Catalog, Config, Content, Engine, Event, HeaderParamKind, HostError, Instant, LogLevel, Prompt,
-    PromptArgument, PromptMessage, PromptOutput, Resource, ResourceContents, ResourceTemplate, Ticket, Tool,
-    ToolOutput,
+    AnswerError, Catalog, Config, Content, Engine, Event, HeaderParamKind, HostError, Instant, LogLevel,
+    Prompt, PromptArgument, PromptMessage, PromptOutput, Resource, ResourceContents, ResourceTemplate,
+    Ticket, Tool, ToolOutput,
 };
 
 fn catalog() -> Catalog {
@@ -775,8 +775,7 @@ fn lossy(b: &[u8]) -> std::borrow::Cow<'_, str> {
 }
 
 fn check_json_rpc(msg: &[u8]) {
-    let v: Value =
-        serde_json::from_slice(msg).unwrap_or_else(|e| panic!("{e}: not JSON: {:?}", lossy(msg)));
+    let v: Value = serde_json::from_slice(msg).unwrap_or_else(|e| panic!("{e}: not JSON: {:?}", lossy(msg)));
     assert!(v.is_object() && v["jsonrpc"] == "2.0", "{v}");
 }
 
@@ -1212,9 +1211,9 @@ struct Bytes<'a> {
 
 /// Characters that matter to JSON, URIs and templates; `text` draws mostly from these.
 const TEXT_CHARS: &[char] = &[
-    'a', 'b', 'x', '0', '1', '9', ' ', '/', '-', '_', '.', ':', '?', '#', '%', '+', '=', '&', '"', '\\', '\n',
-    '\r', '\t', '\u{0}', '\u{1f}', '\u{7f}', 'é', '☃', '😀', '\u{2028}', '\u{feff}', '{', '}', '[', ']', ',',
-    'A', 'Z', '\u{80}', '\u{ffff}',
+    'a', 'b', 'x', '0', '1', '9', ' ', '/', '-', '_', '.', ':', '?', '#', '%', '+', '=', '&', '"', '\\',
+    '\n', '\r', '\t', '\u{0}', '\u{1f}', '\u{7f}', 'é', '☃', '😀', '\u{2028}', '\u{feff}', '{', '}', '[',
+    ']', ',', 'A', 'Z', '\u{80}', '\u{ffff}',
 ];
 
 impl<'a> Bytes<'a> {
@@ -1358,10 +1357,34 @@ struct Json<'b, 'a> {
 
 /// Object keys the engine looks for, and a few it does not.
 const KEYS: &[&str] = &[
-    "name", "uri", "arguments", "_meta", "cursor", "text", "a", "b", "ref", "argument", "value", "type", "level",
-    "requestId", "progressToken", "protocolVersion", "capabilities", "id", "method", "jsonrpc", "params",
-    "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities",
-    "io.modelcontextprotocol/logLevel", "sampling", "n", "context", "",
+    "name",
+    "uri",
+    "arguments",
+    "_meta",
+    "cursor",
+    "text",
+    "a",
+    "b",
+    "ref",
+    "argument",
+    "value",
+    "type",
+    "level",
+    "requestId",
+    "progressToken",
+    "protocolVersion",
+    "capabilities",
+    "id",
+    "method",
+    "jsonrpc",
+    "params",
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/logLevel",
+    "sampling",
+    "n",
+    "context",
+    "",
 ];
 
 impl Json<'_, '_> {
@@ -1409,9 +1432,22 @@ impl Json<'_, '_> {
             6 => out.extend_from_slice((self.b.u64() as i64).to_string().as_bytes()),
             7 => out.extend_from_slice(self.b.u64().to_string().as_bytes()),
             8 => {
-                const FLOATS: [&str; 10] =
-                    ["1.5", "-0", "1e3", "1E-7", "-2.5e+10", "0.1", "1e400", "-0.0", "1.7976931348623157e308", "5e-324"];
-                out.extend_from_slice(self.b.pick(&FLOATS).as_bytes());
+                const FLOATS: [&str; 10] = [
+                    "1.5",
+                    "-0",
+                    "1e3",
+                    "1E-7",
+                    "-2.5e+10",
+                    "0.1",
+                    "1e400",
+                    "-0.0",
+                    "1.7976931348623157e308",
+                    "5e-324",
+                ];
+                let f = self.b.pick(&FLOATS);
+                // Out of the range of an f64: the parser refuses it (JSON lets it).
+                self.broken |= f == "1e400";
+                out.extend_from_slice(f.as_bytes());
             }
             9..=13 => {
                 let s = self.b.text(24);
@@ -1513,7 +1549,6 @@ impl Json<'_, '_> {
         }
     }
 }
-
 
 /// The methods the engine knows, and a few it does not.
 const METHODS: &[&str] = &[
@@ -1699,7 +1734,7 @@ fn message(b: &mut Bytes<'_>, cfg: &MsgCfg<'_>) -> Frame {
             5 => members.push(("method".into(), j.str_value("ping"), Sem::Method(Some("ping".into())))),
             _ => {
                 let k = j.key();
-                if !matches!(k.as_str(), "id" | "jsonrpc" | "method" | "result" | "error") {
+                if !matches!(k.as_str(), "id" | "jsonrpc" | "method" | "result" | "error" | "params") {
                     let mut v = Vec::new();
                     j.value(&mut v, 2);
                     members.push((k, v, Sem::Other));
@@ -1719,8 +1754,10 @@ fn message(b: &mut Bytes<'_>, cfg: &MsgCfg<'_>) -> Frame {
     let (depth, broken) = (j.depth, j.broken);
 
     // The model.
-    let first_id = members.iter().find_map(|(_, _, s)| if let Sem::Id(v) = s { Some(v.clone()) } else { None });
-    let jsonrpc_ok = members.iter().find_map(|(_, _, s)| if let Sem::Jsonrpc(ok) = s { Some(*ok) } else { None });
+    let first_id =
+        members.iter().find_map(|(_, _, s)| if let Sem::Id(v) = s { Some(v.clone()) } else { None });
+    let jsonrpc_ok =
+        members.iter().find_map(|(_, _, s)| if let Sem::Jsonrpc(ok) = s { Some(*ok) } else { None });
     let first_method =
         members.iter().find_map(|(_, _, s)| if let Sem::Method(m) = s { Some(m.clone()) } else { None });
     let response = members.iter().any(|(_, _, s)| matches!(s, Sem::Response));
@@ -1867,14 +1904,17 @@ fn meta(j: &mut Json<'_, '_>, cfg: &MsgCfg<'_>, depth: usize) -> Option<(Vec<u8>
     let token = token.filter(|t| t.to_string().len() <= crate::MAX_TICKET_ID_LEN);
     if j.b.below(4) == 0 {
         let k = j.key();
-        let mut v = Vec::new();
-        j.value(&mut v, depth + 1);
-        m.push((k, v));
+        if !k.starts_with("io.") && k != "progressToken" {
+            let mut v = Vec::new();
+            j.value(&mut v, depth + 1);
+            m.push((k, v));
+        }
     }
     Some((j.object_at(depth, &m), token))
 }
 
-const LOG_LEVEL_NAMES: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+const LOG_LEVEL_NAMES: [&str; 8] =
+    ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 /// `text` with the marker, if any, somewhere in it.
 fn marked(j: &mut Json<'_, '_>, cfg: &MsgCfg<'_>) -> String {
@@ -1989,8 +2029,8 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
                 _ => p.push(("name".into(), j.str_value("p"))),
             }
             let args = match j.b.below(8) {
-                0 => None,
-                1 => Some(j.non_object(3)),
+                0 if !marked_mode => None,
+                0 | 1 => Some(j.non_object(3)),
                 2 => {
                     let m = marked(j, cfg);
                     Some(j.object_at(3, &[("a".into(), b"1".to_vec()), ("seq".into(), j.str_value(&m))]))
@@ -2015,7 +2055,9 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
         "completion/complete" => {
             let reference: Option<Vec<(String, Vec<u8>)>> = match j.b.below(7) {
                 0 => None,
-                1 | 2 => Some(vec![("type".into(), j.str_value("ref/prompt")), ("name".into(), j.str_value("p"))]),
+                1 | 2 => {
+                    Some(vec![("type".into(), j.str_value("ref/prompt")), ("name".into(), j.str_value("p"))])
+                }
                 3 => {
                     let t = j.b.text(6);
                     Some(vec![("type".into(), j.str_value("ref/prompt")), ("name".into(), j.str_value(&t))])
@@ -2038,7 +2080,8 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
                 _ => {
                     let name = j.b.pick(&["a", "b", "id", "rest", "zz", "a"]);
                     let value = marked(j, cfg);
-                    let arg = [("name".to_owned(), j.str_value(name)), ("value".to_owned(), j.str_value(&value))];
+                    let arg =
+                        [("name".to_owned(), j.str_value(name)), ("value".to_owned(), j.str_value(&value))];
                     p.push(("argument".into(), j.object_at(3, &arg)));
                 }
             }
@@ -2054,7 +2097,8 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
         }
         "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
             use crate::cursor::{self, ListKind};
-            let kinds = [ListKind::Tools, ListKind::Resources, ListKind::ResourceTemplates, ListKind::Prompts];
+            let kinds =
+                [ListKind::Tools, ListKind::Resources, ListKind::ResourceTemplates, ListKind::Prompts];
             let own = match method {
                 "tools/list" => ListKind::Tools,
                 "resources/list" => ListKind::Resources,
@@ -2067,8 +2111,20 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
                     let kind = if n == 4 { own } else { j.b.pick(&kinds) };
                     let key = match j.b.below(3) {
                         0 => j.b.text(8),
-                        _ => j.b.pick(&["plain", "typed", "needs", "out", "x://r", "x://s", "p", "q", "x://u/{a}"])
-                            .to_owned(),
+                        _ => {
+                            j.b.pick(&[
+                                "plain",
+                                "typed",
+                                "needs",
+                                "out",
+                                "x://r",
+                                "x://s",
+                                "p",
+                                "q",
+                                "x://u/{a}",
+                            ])
+                            .to_owned()
+                        }
                     };
                     let mut buf = [0u8; cursor::MAX_CURSOR_LEN];
                     if let Some(c) = cursor::encode(kind, &key, &mut buf) {
@@ -2109,7 +2165,7 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
     }
     if j.b.below(4) == 0 {
         let k = j.key();
-        if !p.iter().any(|(x, _)| *x == k) {
+        if k != "_meta" && !p.iter().any(|(x, _)| *x == k) {
             let mut v = Vec::new();
             j.value(&mut v, 3);
             p.push((k, v));
@@ -2149,7 +2205,8 @@ fn rich_catalog() -> Catalog {
 /// `error`, an error with an integer code and a string message) or a notification
 /// (progress or log, without an id). Returns the parsed value.
 fn check_line(line: &[u8]) -> Value {
-    let v: Value = serde_json::from_slice(line).unwrap_or_else(|e| panic!("{e}: not JSON: {:?}", lossy(line)));
+    let v: Value =
+        serde_json::from_slice(line).unwrap_or_else(|e| panic!("{e}: not JSON: {:?}", lossy(line)));
     let Some(obj) = v.as_object() else { panic!("not an object: {v}") };
     assert_eq!(obj.get("jsonrpc"), Some(&Value::from("2.0")), "{v}");
     match obj.get("method") {
@@ -2246,7 +2303,8 @@ pub fn jsonrpc(data: &[u8]) {
     }
     e.consume_output(n);
 
-    let mcfg = MsgCfg { depth_limit, frame_limit, id: IdPlan::Random, marker: None, token: None, ticketed: false };
+    let mcfg =
+        MsgCfg { depth_limit, frame_limit, id: IdPlan::Random, marker: None, token: None, ticketed: false };
     let frame = message(&mut b, &mcfg);
     let at_eof = b.u8() & 7 == 0;
     let mut input = frame.bytes.clone();
@@ -2275,16 +2333,21 @@ pub fn jsonrpc(data: &[u8]) {
     // The output the frame called for.
     let out = e.pending_output();
     let lines: Vec<Value> = output_lines(out).into_iter().map(check_line).collect();
-    let (notes, responses): (Vec<&Value>, Vec<&Value>) = lines.iter().partition(|v| v.get("method").is_some());
+    let (notes, responses): (Vec<&Value>, Vec<&Value>) =
+        lines.iter().partition(|v| v.get("method").is_some());
     let progress = notes.iter().filter(|v| v["method"] == "notifications/progress").count();
     assert_eq!(progress, host.progress, "progress notifications written and accepted differ");
     assert_eq!(notes.len() - progress, host.logs, "log notifications written and accepted differ");
+    let frame_text = String::from_utf8_lossy(&frame.bytes);
     for note in &notes {
         if note["method"] == "notifications/progress" {
-            assert_eq!(Some(&note["params"]["progressToken"]), frame.token.as_ref(), "{note}");
+            assert_eq!(
+                Some(&note["params"]["progressToken"]),
+                frame.token.as_ref(),
+                "{frame_text} -> {note}"
+            );
         }
     }
-    let frame_text = String::from_utf8_lossy(&frame.bytes);
     match &frame.expect {
         Expect::Nothing => assert!(lines.is_empty(), "output for a notification or response {frame_text}"),
         Expect::Anonymous => {
@@ -2392,7 +2455,10 @@ impl JsonRpcHost {
                 // Answered: a second answer is refused and writes nothing.
                 let before = e.pending_output().len();
                 assert_eq!(e.answer_error(ticket, HostError::NotFound), Err(AnswerError::UnknownTicket));
-                assert_eq!(e.notify_progress(ticket, 9.0, None, None), Err(crate::NotifyError::UnknownTicket));
+                assert_eq!(
+                    e.notify_progress(ticket, 9.0, None, None),
+                    Err(crate::NotifyError::UnknownTicket)
+                );
                 assert_eq!(e.pending_output().len(), before, "a refused answer wrote output");
             }
         }
@@ -2427,7 +2493,9 @@ impl JsonRpcHost {
             (0, _) => e.answer_error(t, HostError::Internal("late")),
             (1, EvKind::Resource) => e.answer_resource(t, &[]),
             (_, EvKind::Tool) => e.answer_tool(t, &ToolOutput::new(&text)),
-            (_, EvKind::Resource) => e.answer_resource(t, &[ResourceContents::blob("x://r", None, b"\x00\xff")]),
+            (_, EvKind::Resource) => {
+                e.answer_resource(t, &[ResourceContents::blob("x://r", None, b"\x00\xff")])
+            }
             (_, EvKind::Prompt) => e.answer_prompt(t, &PromptOutput::new(&messages)),
             (_, EvKind::Completion) => {
                 let many: Vec<String> = (0..150).map(|i| format!("v{}", i % 120)).collect();
@@ -2537,8 +2605,8 @@ pub fn cursor(data: &[u8]) {
 
 /// `decode` of `text` for every list, against an independent decoding.
 fn cursor_decode_check(text: &str) {
-    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use crate::cursor::{self, CursorError, MAX_CURSOR_KEY, MAX_CURSOR_LEN};
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     // What the cursor names: (the list, its key when valid).
     let named = URL_SAFE_NO_PAD
         .decode(text)
@@ -2570,8 +2638,8 @@ fn cursor_decode_check(text: &str) {
 /// `encode` of `key` for `kind`: refused exactly over the limit; otherwise url-safe,
 /// bounded, the base64url of `c1`, the tag and the key, and decoding to the key.
 fn cursor_encode_check(kind: crate::cursor::ListKind, key: &str) {
-    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use crate::cursor::{self, CursorError, MAX_CURSOR_KEY, MAX_CURSOR_LEN};
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let mut out = [0u8; MAX_CURSOR_LEN];
     let Some(c) = cursor::encode(kind, key, &mut out) else {
         assert!(key.len() > MAX_CURSOR_KEY, "a key of {} bytes was refused", key.len());
@@ -2655,7 +2723,8 @@ impl TemplateModel {
                     continue;
                 }
                 let next = end + literal.len();
-                let rest = if last { (next == uri.len()).then(Vec::new) } else { go(m, uri, k + 1, next, work)? };
+                let rest =
+                    if last { (next == uri.len()).then(Vec::new) } else { go(m, uri, k + 1, next, work)? };
                 if let Some(mut rest) = rest {
                     rest.insert(0, (pos as u32, end as u32));
                     return Ok(Some(rest));
@@ -2731,7 +2800,11 @@ pub fn uritemplate(data: &[u8]) {
         Err(e) => {
             let bytes = template.as_bytes();
             let brace = |offset: usize, c: u8| {
-                assert!(bytes.get(offset) == Some(&c), "{e:?} does not point at {:?} in {template:?}", char::from(c))
+                assert!(
+                    bytes.get(offset) == Some(&c),
+                    "{e:?} does not point at {:?} in {template:?}",
+                    char::from(c)
+                )
             };
             match &e {
                 E::Empty => assert!(template.is_empty()),
@@ -2797,7 +2870,8 @@ pub fn uritemplate(data: &[u8]) {
             assert_eq!(caps.len(), model.vars.len());
             let mut rebuilt = model.prefix.clone();
             let mut pos = model.prefix.len();
-            for (i, (&(var, start, end), (reserved, _, literal))) in caps.iter().zip(&model.vars).enumerate() {
+            for (i, (&(var, start, end), (reserved, _, literal))) in caps.iter().zip(&model.vars).enumerate()
+            {
                 assert_eq!(usize::from(var), i);
                 assert_eq!(start as usize, pos, "captures are not contiguous");
                 let value = uri.get(start as usize..end as usize).expect("a capture on character boundaries");
@@ -2919,8 +2993,9 @@ struct OpHarness {
     /// command may then let the engine write output for frames behind the event.
     unprocessed: bool,
     progress_value: f64,
+    /// `MCP_FUZZ_TRACE` is set: print what is sent and read.
+    trace: bool,
 }
-
 
 /// The sequence number in a marker `~N` inside `s`.
 fn marker_in(s: &str) -> Option<u64> {
@@ -2939,7 +3014,9 @@ fn host_act(ev: Event<'_>, how: u8) -> Did {
             let uri = r.uri;
             r.answer(&[ResourceContents::text(uri, None, "x")])
         }
-        (0 | 1, Event::GetPrompt(p)) => p.answer(&PromptOutput::new(&[PromptMessage::user(Content::text("x"))])),
+        (0 | 1, Event::GetPrompt(p)) => {
+            p.answer(&PromptOutput::new(&[PromptMessage::user(Content::text("x"))]))
+        }
         (0 | 1, Event::Complete(c)) => {
             let value = c.value;
             c.answer(&[value, "y"], None, false)
@@ -3005,6 +3082,7 @@ impl OpHarness {
             tickets: Vec::new(),
             unprocessed: false,
             progress_value: 1.0,
+            trace: std::env::var_os("MCP_FUZZ_TRACE").is_some(),
         }
     }
 
@@ -3017,6 +3095,9 @@ impl OpHarness {
     fn send(&mut self, mut bytes: Vec<u8>, seq: Option<u64>) {
         if !bytes.ends_with(b"\n") {
             bytes.push(b'\n');
+        }
+        if self.trace {
+            eprintln!("send {seq:?}: {}", String::from_utf8_lossy(&bytes).trim_end());
         }
         self.backlog.extend_from_slice(&bytes);
         self.queued.push_back((self.taken + self.backlog.len(), seq));
@@ -3052,7 +3133,7 @@ impl OpHarness {
             2 => Some(Value::String(format!("~p{seq}"))),
             _ => Some(Value::from(4_000_000_000u64 + seq)),
         };
-        let marker = format!("~{seq}");
+        let marker = format!("~{seq}.");
         let cfg = MsgCfg {
             depth_limit: self.depth_limit,
             frame_limit: self.frame_limit,
@@ -3073,7 +3154,8 @@ impl OpHarness {
 
     /// A request that reuses the id of an earlier one.
     fn duplicate(&mut self, b: &mut Bytes<'_>) {
-        let mut with_ids: Vec<&Value> = self.seqs.values().filter_map(|s| s.id.as_ref().map(|(_, v)| v)).collect();
+        let mut with_ids: Vec<&Value> =
+            self.seqs.values().filter_map(|s| s.id.as_ref().map(|(_, v)| v)).collect();
         if with_ids.is_empty() {
             return;
         }
@@ -3255,15 +3337,23 @@ impl OpHarness {
                     Event::Complete(c) => (EvKind::Completion, c.value),
                     Event::Cancelled(_) => unreachable!("handled above"),
                 };
-                let Some(seq) = marker_in(text) else { panic!("an event without the request's marker: {text:?}") };
-                let Some(info) = self.seqs.get(&seq) else { panic!("an event for request {seq}, never sent") };
+                let Some(seq) = marker_in(text) else {
+                    panic!("an event without the request's marker: {text:?}")
+                };
+                let Some(info) = self.seqs.get(&seq) else {
+                    panic!("an event for request {seq}, never sent")
+                };
                 let want = match kind {
                     EvKind::Tool => "tools/call",
                     EvKind::Resource => "resources/read",
                     EvKind::Prompt => "prompts/get",
                     EvKind::Completion => "completion/complete",
                 };
-                assert_eq!(info.method.as_deref(), Some(want), "an event of the wrong kind for request {seq}");
+                assert_eq!(
+                    info.method.as_deref(),
+                    Some(want),
+                    "an event of the wrong kind for request {seq}"
+                );
                 assert!(info.id.is_some(), "an event for request {seq}, which the engine must not answer");
                 assert!(!self.tickets.iter().any(|x| x.ticket == ticket), "a ticket handed out twice");
                 let has_token = info.token.is_some();
@@ -3281,7 +3371,10 @@ impl OpHarness {
                 // The host wrote one line, at the end of the output.
                 let last_line = || {
                     let out = self.e.pending_output();
-                    let start = out[..out.len().saturating_sub(1)].iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
+                    let start = out[..out.len().saturating_sub(1)]
+                        .iter()
+                        .rposition(|&c| c == b'\n')
+                        .map_or(0, |i| i + 1);
                     self.consumed + start
                 };
                 match did {
@@ -3314,7 +3407,8 @@ impl OpHarness {
 
     /// Answers a live ticket: the right kind, an error, or the wrong kind (refused).
     fn answer(&mut self, b: &mut Bytes<'_>, how: u8) {
-        let live: Vec<usize> = (0..self.tickets.len()).filter(|&i| self.tickets[i].state == TicketState::Live).collect();
+        let live: Vec<usize> =
+            (0..self.tickets.len()).filter(|&i| self.tickets[i].state == TicketState::Live).collect();
         if live.is_empty() {
             return;
         }
@@ -3363,7 +3457,8 @@ impl OpHarness {
 
     /// Commands on a ticket that is answered or cancelled: all refused, nothing written.
     fn answer_dead(&mut self, b: &mut Bytes<'_>, how: u8) {
-        let dead: Vec<usize> = (0..self.tickets.len()).filter(|&i| self.tickets[i].state != TicketState::Live).collect();
+        let dead: Vec<usize> =
+            (0..self.tickets.len()).filter(|&i| self.tickets[i].state != TicketState::Live).collect();
         if dead.is_empty() {
             return;
         }
@@ -3394,8 +3489,12 @@ impl OpHarness {
             return;
         }
         let i = b.below(self.tickets.len());
-        let (t, seq, state, last) =
-            (self.tickets[i].ticket, self.tickets[i].seq, self.tickets[i].state, self.tickets[i].last_progress);
+        let (t, seq, state, last) = (
+            self.tickets[i].ticket,
+            self.tickets[i].seq,
+            self.tickets[i].state,
+            self.tickets[i].last_progress,
+        );
         let before = self.total();
         let (r, progress) = if log {
             let level = LogLevel::parse(LOG_LEVEL_NAMES[usize::from(how & 7)]).unwrap_or(LogLevel::Info);
@@ -3426,7 +3525,10 @@ impl OpHarness {
                     assert!(how & 8 == 0, "unserializable log data was accepted");
                     self.host_lines.insert(before, HostLine::Log);
                 } else {
-                    assert!(self.seqs[&seq].token.is_some(), "progress accepted for a request without a token");
+                    assert!(
+                        self.seqs[&seq].token.is_some(),
+                        "progress accepted for a request without a token"
+                    );
                     assert!(progress > last && progress.is_finite());
                     self.tickets[i].last_progress = progress;
                     self.host_lines.insert(before, HostLine::Progress(seq));
@@ -3483,6 +3585,9 @@ impl OpHarness {
     }
 
     fn line(&mut self, start: usize, end: usize) {
+        if self.trace {
+            eprintln!("read @{start}: {}", String::from_utf8_lossy(&self.seen[start..end - 1]));
+        }
         let v = check_line(&self.seen[start..end - 1]);
         let host = self.host_lines.remove(&start);
         self.lines.push_back((start, end, host.is_some()));
@@ -3495,7 +3600,10 @@ impl OpHarness {
                     assert_eq!(Some(&token), info.token.as_ref(), "progress with another request's token");
                     assert!(info.responded_at.is_none(), "progress after the response: {v}");
                     let tr = self.tickets.iter().find(|t| t.seq == seq);
-                    assert!(tr.is_none_or(|t| t.cancelled_at.is_none_or(|c| start < c)), "progress after a cancellation");
+                    assert!(
+                        tr.is_none_or(|t| t.cancelled_at.is_none_or(|c| start < c)),
+                        "progress after a cancellation"
+                    );
                 }
                 Some(HostLine::Log) => assert_eq!(method, "notifications/message", "{v}"),
                 _ => panic!("a notification the host did not send: {v}"),
@@ -3520,7 +3628,11 @@ impl OpHarness {
         match host {
             Some(HostLine::Response(seq)) => {
                 let info = self.seqs.get_mut(&seq).unwrap_or_else(|| unreachable!("a tracked request"));
-                assert_eq!(Some(&key), info.id.as_ref().map(|(k, _)| k), "the host's answer went to another id");
+                assert_eq!(
+                    Some(&key),
+                    info.id.as_ref().map(|(k, _)| k),
+                    "the host's answer went to another id"
+                );
                 info.responded_at = Some(start);
             }
             Some(other) => panic!("{other:?} is a response: {v}"),
@@ -3530,7 +3642,10 @@ impl OpHarness {
         if self.ids.get(&key).is_some_and(|c| c.delivered == 1) {
             for t in &self.tickets {
                 let same = self.seqs.get(&t.seq).and_then(|s| s.id.as_ref()).is_some_and(|(k, _)| *k == key);
-                assert!(!(same && t.state == TicketState::Cancelled), "a response to a cancelled request: {v}");
+                assert!(
+                    !(same && t.state == TicketState::Cancelled),
+                    "a response to a cancelled request: {v}"
+                );
             }
         }
     }
@@ -3592,7 +3707,10 @@ impl OpHarness {
         assert!(self.e.is_finished(), "the stream is not finished: {:?}", self.e);
         for t in &self.tickets {
             assert_ne!(t.state, TicketState::Live);
-            assert!(!t.cancel_due || t.state == TicketState::Cancelled, "a refused ticket was never cancelled");
+            assert!(
+                !t.cancel_due || t.state == TicketState::Cancelled,
+                "a refused ticket was never cancelled"
+            );
         }
         assert!(self.host_lines.is_empty(), "host lines never seen: {:?}", self.host_lines);
         for (key, c) in &self.ids {
@@ -3651,6 +3769,9 @@ pub fn op_sequence(data: &[u8]) {
         }
         let op = b.u8();
         let arg = op >> 4;
+        if h.trace {
+            eprintln!("op {} ({arg})", op & 15);
+        }
         match op & 15 {
             0..=2 => {
                 h.request(&mut b, None);

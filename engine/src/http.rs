@@ -50,12 +50,49 @@ pub enum Authorization {
 pub enum Verdict {
     /// Proceed.
     Allow,
+    /// Proceed, acting for this principal: the engine binds the `requestState` it issues
+    /// to it, so another principal cannot replay the state (`-32602`).
+    AllowAs(Principal),
     /// `401 Unauthorized` (no or bad credentials).
     Unauthenticated,
     /// `403 Forbidden` (credentials that may not do this).
     Forbidden,
     /// `500 Internal Server Error`: the hook itself failed.
     Failed,
+}
+
+impl Verdict {
+    /// Whether the request may proceed.
+    pub fn allows(self) -> bool {
+        matches!(self, Self::Allow | Self::AllowAs(_))
+    }
+
+    fn principal(self) -> Option<Principal> {
+        match self {
+            Self::AllowAs(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// Who a request acts for, as the host's authorization established it: a SHA-256 digest
+/// of the host's identifier (a user id, a token subject), so the engine keeps 32 bytes
+/// and never the identifier itself.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Principal(pub(crate) [u8; 32]);
+
+impl Principal {
+    /// The principal the host identifies as `id`.
+    pub fn of(id: &[u8]) -> Self {
+        use sha2::Digest as _;
+        Self(sha2::Sha256::digest(id).into())
+    }
+}
+
+impl fmt::Debug for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Principal({:02x}{:02x}{:02x}{:02x}..)", self.0[0], self.0[1], self.0[2], self.0[3])
+    }
 }
 
 /// Streamable HTTP settings.
@@ -288,6 +325,8 @@ struct Conn {
     streaming: bool,
     /// A listen stream that could not take its notifications: close it now.
     dropped: bool,
+    /// The principal the host's authorization named for the current request.
+    principal: Option<Principal>,
     deadline: Option<Instant>,
 }
 
@@ -422,6 +461,7 @@ impl HttpEngine {
             http10: false,
             streaming: false,
             dropped: false,
+            principal: None,
             deadline: None,
         };
         let slot = match self.slots.iter().position(|s| s.conn.is_none()) {
@@ -627,8 +667,9 @@ impl HttpEngine {
         if c.phase != Phase::Authorizing {
             return;
         }
+        c.principal = verdict.principal();
         match verdict {
-            Verdict::Allow => {
+            Verdict::Allow | Verdict::AllowAs(_) => {
                 // The deadline counts from the request's first byte; the host's time to
                 // decide is not the client's fault, so it starts again for the body.
                 start_body(c);
@@ -651,8 +692,11 @@ impl HttpEngine {
         if c.phase != Phase::AuthorizingBody {
             return;
         }
+        if let Some(p) = verdict.principal() {
+            c.principal = Some(p);
+        }
         match verdict {
-            Verdict::Allow => c.phase = Phase::Ready,
+            Verdict::Allow | Verdict::AllowAs(_) => c.phase = Phase::Ready,
             Verdict::Unauthenticated => respond_empty(c, 401, &[("www-authenticate", "Bearer")]),
             Verdict::Forbidden => respond_empty(c, 403, &[]),
             Verdict::Failed => respond_empty(c, 500, &[]),
@@ -984,6 +1028,7 @@ impl HttpEngine {
         let core = &mut self.core;
         core.st.route = Route::Http { conn: slot, generation };
         core.st.http_status = 0;
+        core.st.principal = c.principal.take().map(|p| p.0);
         let mark = core.st.out.len();
         let (head, body) = c.codec.head_and_body_mut();
         let headers = HeaderList::parse(head);
@@ -992,6 +1037,7 @@ impl HttpEngine {
             Err(e) => core.parse_failure(&e),
         });
         core.st.route = Route::Stdio;
+        core.st.principal = None;
         if core.st.pending.is_some() {
             c.phase = Phase::Waiting;
             return;

@@ -66,10 +66,12 @@
 //! ## Allocation
 //!
 //! Buffers are allocated when the engine is built, at their working size. In steady
-//! state, `ping`, `server/discover`, `tools/list`, `resources/list`, `prompts/list` and a
-//! `tools/call` of a tool without an input schema allocate nothing (a test counts). Frames
-//! are parsed with a reused simd-json tape; output is serialized straight into a reused
-//! buffer. Validating arguments against a schema currently builds a `serde_json::Value`.
+//! state every request path allocates nothing (tests count them, both revisions, stdio and
+//! HTTP): `ping`, `server/discover`, every list page, `tools/call` with its arguments
+//! validated against the tool's input schema, `resources/read`, `prompts/get`. Frames are
+//! parsed with a reused simd-json tape; arguments are validated by `jsonschema` on that
+//! tape; output is serialized straight into a reused buffer. The `serde_json::Value` path
+//! is kept for error messages and for arguments that repeat a member name.
 //!
 //! ## Panics and errors
 //!
@@ -117,7 +119,8 @@ pub use engine::{
 };
 pub use error::{AnswerError, HostError, NotifyError};
 pub use mrtr::{
-    ClientCapabilities, InputKind, InputRequest, InputRequestBuf, InputRequired, InputResponse, InputResponses,
+    ClientCapabilities, InputKind, InputRequest, InputRequestBuf, InputRequired, InputResponse,
+    InputResponses,
 };
 pub use revision::Revision;
 pub use subs::{CatalogChange, ReplaceError};

@@ -383,11 +383,25 @@ pub(crate) enum Method {
     ReadResource = 3,
 }
 
-/// A digest of what identifies a request: its method, then the tool or prompt name and the
-/// arguments as the engine re-serialized them (compact, unescaped where JSON allows), or
-/// the uri. A retry with the same params in the same member order digests the same.
-pub(crate) fn params_digest(method: Method, name: &str, args: &[u8]) -> [u8; 32] {
+/// A digest of what identifies a request: the principal (when the host's authorization
+/// named one), its method, then the tool or prompt name and the arguments as the engine
+/// re-serialized them (compact), or the uri. A retry by the same principal with the same
+/// params in the same member order digests the same.
+pub(crate) fn params_digest(
+    method: Method,
+    name: &str,
+    args: &[u8],
+    principal: Option<&[u8; 32]>,
+) -> [u8; 32] {
     let mut h = Sha256::new();
+    // The principal an HTTP host's authorization named: a state is good for it only.
+    match principal {
+        Some(p) => {
+            h.update([1]);
+            h.update(p);
+        }
+        None => h.update([0]),
+    }
     h.update([method as u8]);
     h.update((name.len() as u64).to_le_bytes());
     h.update(name.as_bytes());

@@ -103,8 +103,9 @@ fn kind<'a>(nodes: &[Node<'a>], i: usize) -> Kind<'a> {
     }
 }
 
-/// The key and value indices of the members of the object at `obj`, in tape order.
-struct Members<'a> {
+/// The names and values of the members of a tape object, in tape order.
+#[derive(Clone)]
+pub(crate) struct Members<'a> {
     nodes: &'a [Node<'a>],
     next: usize,
     left: usize,
@@ -133,7 +134,8 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
-/// The elements of the array at `arr`, in order.
+/// The elements of a tape array, in order.
+#[derive(Clone)]
 pub(crate) struct Elements<'a> {
     nodes: &'a [Node<'a>],
     next: usize,
@@ -155,21 +157,6 @@ impl<'a> Iterator for Elements<'a> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.left, Some(self.left))
-    }
-}
-
-/// The members of a tape object (what [`json::Object::members`] yields).
-pub(crate) struct MembersIter<'a>(Members<'a>);
-
-impl<'a> Iterator for MembersIter<'a> {
-    type Item = (&'a str, TapeNode<'a>);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.0.next()
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.0.size_hint()
     }
 }
 
@@ -375,7 +362,7 @@ fn code_points(s: &str) -> u64 {
 impl<'a> json::Object<'a, TapeJson> for TapeObject<'a> {
     type Node = TapeNode<'a>;
     type MemberName = &'a str;
-    type MembersIter = MembersIter<'a>;
+    type MembersIter = Members<'a>;
 
     fn len(&self) -> usize {
         self.len
@@ -385,8 +372,8 @@ impl<'a> json::Object<'a, TapeJson> for TapeObject<'a> {
         members(self.nodes, self.i, self.len).find(|(name, _)| *name == &**key).map(|(_, v)| v)
     }
 
-    fn members(&self) -> MembersIter<'a> {
-        MembersIter(members(self.nodes, self.i, self.len))
+    fn members(&self) -> Members<'a> {
+        members(self.nodes, self.i, self.len)
     }
 
     fn try_for_each_name_node<B>(
@@ -429,12 +416,6 @@ impl<'a> json::Array<'a, TapeJson> for TapeArray<'a> {
             }
         }
         true
-    }
-}
-
-impl Clone for Elements<'_> {
-    fn clone(&self) -> Self {
-        Self { nodes: self.nodes, next: self.next, left: self.left }
     }
 }
 

@@ -386,7 +386,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
     /// Delivers a decision, or keeps an `Allow` until the in-flight limit has room.
     pub(crate) fn verdict(&mut self, msg: VerdictMsg) {
         self.authorizing.remove(&msg.conn);
-        if msg.verdict == Verdict::Allow && !self.room() {
+        if msg.verdict.allows() && !self.room() {
             self.deferred.push_back(msg);
         } else {
             self.deliver(&msg);

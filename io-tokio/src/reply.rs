@@ -224,7 +224,7 @@ impl ToolReply {
     }
     /// Asks the client for input first (`2026-07-28` multi-round-trip requests): the
     /// client retries the call with the responses, which the handler then finds in
-    /// [`crate::ToolCall::input_responses`].
+    /// [`InputContext::responses`](crate::InputContext::responses).
     pub fn input_required(input: InputRequiredReply) -> Self {
         Self { input_required: Some(input), ..Self::default() }
     }
@@ -328,9 +328,9 @@ impl PromptReply {
 
 /// Input a handler needs from the client before it can answer (a `2026-07-28`
 /// multi-round-trip request): the requests, and state the engine seals into
-/// `requestState` and hands back on the retry ([`crate::ToolCall::request_state`]).
+/// `requestState` and hands back on the retry ([`InputContext::request_state`](crate::InputContext::request_state)).
 /// The engine leaves out requests the client did not declare it can answer, and answers
-/// `-32021` when that leaves none (check [`crate::ToolCall::client`] first).
+/// `-32021` when that leaves none (check [`InputContext::client`](crate::InputContext::client) first).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InputRequiredReply {
     /// The requests, each under its own key.

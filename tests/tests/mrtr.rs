@@ -533,3 +533,38 @@ fn input_kinds_name_their_methods() {
     assert_eq!(InputKind::Sampling.method(), "sampling/createMessage");
     assert_eq!(InputKind::Roots.method(), "roots/list");
 }
+
+/// Over HTTP a host's authorization may name the principal a request acts for: a state
+/// issued to one principal is refused for another.
+#[test]
+fn a_state_is_bound_to_the_principal_the_host_named() {
+    use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    let host: Host = Box::new(everything::respond);
+    let mut c = mcp_tests::wire::client_of(fixture_config(), http, everything::catalog(), host);
+    c.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+    let tool = "test_input_required_result_request_state";
+    let call = |id: i64, extra: Value| {
+        let mut params =
+            json!({ "name": tool, "arguments": {}, "_meta": caps(json!({ "elicitation": {} })) });
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params })
+    };
+    let r1 = mcp_tests::wire::one(&mut c, &mcp_tests::wire::post(&call(1, json!({})), &[])).json();
+    let state = r1["result"]["requestState"].clone();
+    let retry = call(
+        2,
+        json!({ "requestState": state, "inputResponses": { "confirm": accept(json!({ "ok": true })) } }),
+    );
+    c.verdict = Verdict::AllowAs(Principal::of(b"mallory"));
+    let r = mcp_tests::wire::one(&mut c, &mcp_tests::wire::post(&retry, &[])).json();
+    assert_eq!(error_code(&r), -32602, "another principal: {r}");
+    c.verdict = Verdict::Allow;
+    let r = mcp_tests::wire::one(&mut c, &mcp_tests::wire::post(&retry, &[])).json();
+    assert_eq!(error_code(&r), -32602, "no principal: {r}");
+    c.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+    let r = mcp_tests::wire::one(&mut c, &mcp_tests::wire::post(&retry, &[])).json();
+    assert_eq!(result_type(&r), "complete", "the same principal: {r}");
+}

@@ -159,3 +159,28 @@ fn a_cancel_after_the_answer_changes_nothing() {
         assert!(p.poll().is_empty());
     }
 }
+
+/// Found writing `docs/features.md`: a stream's `logging/setLevel` is a session setting,
+/// so a `2026-07-28` request on the same stream that asks for no logs gets none.
+#[test]
+fn a_session_log_level_does_not_reach_stateless_requests() {
+    let (mut p, kept) = keeping(Wire::Stdio, logging());
+    let open = mcp_tests::legacy_open("2025-11-25");
+    let set = mcp_tests::request(1, "logging/setLevel", json!({ "level": "debug" }));
+    let e = p.stdio_engine();
+    for line in [open, set] {
+        e.handle_input(mcp_engine::Instant::ZERO, line.as_bytes());
+    }
+    p.poll();
+    // A legacy request on the stream: the session level applies.
+    let legacy = json!({ "name": "t" });
+    let line = mcp_tests::request(2, "tools/call", legacy);
+    p.stdio_engine().handle_input(mcp_engine::Instant::ZERO, line.as_bytes());
+    p.poll();
+    let t = kept.borrow()[0];
+    p.log(t, LogLevel::Debug, "session").unwrap();
+    // A 2026-07-28 request without `logLevel`: none.
+    p.send(3, "tools/call", with_meta(json!({})));
+    let t = kept.borrow()[1];
+    assert_eq!(p.log(t, LogLevel::Emergency, "e"), Err(NotifyError::Filtered));
+}
