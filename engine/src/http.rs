@@ -107,6 +107,7 @@ pub struct HttpConfig {
     body_deadline: Duration,
     max_head: usize,
     max_connections: usize,
+    sse_keepalive: Duration,
 }
 
 impl HttpConfig {
@@ -122,6 +123,7 @@ impl HttpConfig {
             body_deadline: Duration::from_secs(15),
             max_head: 16 * 1024,
             max_connections: 1024,
+            sse_keepalive: Duration::from_secs(15),
         }
     }
     /// The endpoint path (default `/mcp`). Other paths are answered `404`.
@@ -170,6 +172,13 @@ impl HttpConfig {
     /// Most connections open at once (default 1024). [`HttpEngine::open`] refuses more.
     pub fn max_connections(&mut self, n: usize) -> &mut Self {
         self.max_connections = n.max(1);
+        self
+    }
+    /// How long a `subscriptions/listen` stream may stay silent before the engine writes
+    /// an SSE comment (`:`) on it, so that proxies and clients do not take it for dead
+    /// (default 15 s; zero turns the comments off).
+    pub fn sse_keepalive(&mut self, every: Duration) -> &mut Self {
+        self.sse_keepalive = every;
         self
     }
 }
@@ -327,6 +336,8 @@ struct Conn {
     dropped: bool,
     /// The principal the host's authorization named for the current request.
     principal: Option<Principal>,
+    /// A listen stream: when to write a keep-alive comment if nothing else is written.
+    keepalive: Option<Instant>,
     deadline: Option<Instant>,
 }
 
@@ -462,6 +473,7 @@ impl HttpEngine {
             streaming: false,
             dropped: false,
             principal: None,
+            keepalive: None,
             deadline: None,
         };
         let slot = match self.slots.iter().position(|s| s.conn.is_none()) {
@@ -641,13 +653,19 @@ impl HttpEngine {
         self.slots
             .iter()
             .filter_map(|s| {
-                s.conn.as_ref().filter(|c| matches!(c.phase, Phase::Head | Phase::Body))?.deadline
+                let c = s.conn.as_ref()?;
+                match c.phase {
+                    Phase::Head | Phase::Body => c.deadline,
+                    Phase::Waiting => c.keepalive,
+                    _ => None,
+                }
             })
             .min()
     }
 
-    /// Expires body deadlines: each connection past its deadline is answered `408` and
-    /// ends.
+    /// Expires body deadlines (each connection past its deadline is answered `408` and
+    /// ends) and writes a keep-alive comment on each `subscriptions/listen` stream that
+    /// has been silent for [`HttpConfig::sse_keepalive`].
     pub fn handle_timeout(&mut self, now: Instant) {
         self.tick(now);
         for i in 0..self.slots.len() {
@@ -655,6 +673,9 @@ impl HttpEngine {
             if matches!(c.phase, Phase::Head | Phase::Body) && c.deadline.is_some_and(|d| d <= now) {
                 c.deadline = None;
                 refuse(c, 408, &[]);
+            } else if c.phase == Phase::Waiting && c.keepalive.is_some_and(|k| k <= now) {
+                http1::write_sse_comment(&mut c.out);
+                c.keepalive = Some(now + self.http.sse_keepalive);
             }
         }
     }
@@ -897,6 +918,8 @@ impl HttpEngine {
                 c.dropped = true;
                 continue;
             }
+            let keepalive = self.http.sse_keepalive;
+            c.keepalive = (r.sub && r.interim && !keepalive.is_zero()).then(|| self.last_now + keepalive);
             if r.interim {
                 if c.http10 {
                     continue; // an HTTP/1.0 client cannot take a stream: it gets the answer only
@@ -1190,5 +1213,6 @@ fn respond_json(c: &mut Conn, status: u16, body: &[u8]) {
 fn finish(c: &mut Conn, close: bool) {
     c.codec.finish_request();
     c.deadline = None;
+    c.keepalive = None;
     c.phase = if close { Phase::Closing } else { Phase::Head };
 }

@@ -889,6 +889,11 @@ pub(crate) fn write_sse_event(out: &mut Vec<u8>, data: &[u8]) {
     write_sse(out, None, data);
 }
 
+/// Appends one chunk holding an SSE comment line (`:`), which readers ignore: a keep-alive.
+pub(crate) fn write_sse_comment(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"2\r\n:\n\r\n");
+}
+
 /// Like [`write_sse_event`], with an `id: {id}` field first (for `Last-Event-ID` resumption).
 /// CR, LF and NUL in `id` are written as spaces.
 pub(crate) fn write_sse_event_with_id(out: &mut Vec<u8>, id: &str, data: &[u8]) {

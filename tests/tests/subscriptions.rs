@@ -416,3 +416,30 @@ fn an_http_subscriber_that_does_not_read_is_dropped() {
     let pending = h.e.pending_output(c).len();
     assert!(pending <= 64 * 1024, "bounded: {pending}");
 }
+
+#[test]
+fn a_silent_http_listen_stream_gets_keep_alive_comments() {
+    use std::time::Duration;
+    let mut h = Http::new();
+    let c = h.open();
+    h.send(
+        c,
+        &post(&body(
+            json!(1),
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } }),
+        )),
+    );
+    h.take(c);
+    let at = Instant::ZERO + Duration::from_secs(15);
+    assert_eq!(h.e.poll_timeout(), Some(at));
+    h.e.handle_timeout(Instant::ZERO + Duration::from_secs(14));
+    assert!(h.take(c).is_empty(), "not before it is due");
+    h.e.handle_timeout(at);
+    assert_eq!(h.take(c), "2\r\n:\n\r\n", "one SSE comment, in its own chunk");
+    assert_eq!(h.e.poll_timeout(), Some(at + Duration::from_secs(15)));
+    // A notification pushes the next comment back; the end of the stream stops them.
+    h.e.end_subscriptions();
+    h.take(c);
+    assert_eq!(h.e.poll_timeout(), None);
+}
