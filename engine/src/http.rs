@@ -223,6 +223,20 @@ impl<'a> HeaderList<'a> {
         let len = if ok { req.headers.len() } else { 0 };
         Self { headers, len }
     }
+    /// The headers where the codec found them (`spans`, from [`http1::Conn`]), without
+    /// parsing the head again.
+    fn from_spans(head: &'a [u8], spans: &[[u32; 4]]) -> Self {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut len = 0;
+        for (slot, &[ns, ne, vs, ve]) in headers.iter_mut().zip(spans) {
+            let name = head.get(ns as usize..ne as usize).and_then(|n| core::str::from_utf8(n).ok());
+            let value = head.get(vs as usize..ve as usize);
+            let (Some(name), Some(value)) = (name, value) else { break };
+            *slot = httparse::Header { name, value };
+            len += 1;
+        }
+        Self { headers, len }
+    }
     /// The headers, in order, repeated ones included.
     pub fn as_slice(&self) -> &[httparse::Header<'a>] {
         &self.headers[..self.len]
@@ -1053,8 +1067,8 @@ impl HttpEngine {
         core.st.http_status = 0;
         core.st.principal = c.principal.take().map(|p| p.0);
         let mark = core.st.out.len();
-        let (head, body) = c.codec.head_and_body_mut();
-        let headers = HeaderList::parse(head);
+        let (head, body, spans) = c.codec.head_body_and_spans();
+        let headers = HeaderList::from_spans(head, spans);
         self.parser.parse(body, |parsed| match parsed {
             Ok(n) => core.dispatch(n, headers.as_slice()),
             Err(e) => core.parse_failure(&e),

@@ -396,6 +396,9 @@ pub(crate) struct Conn {
     scan: HeadScan,
     /// Whether the current request lets the connection serve another one.
     keep_alive: bool,
+    /// Where each header of the current head lies (name start and end, value start and
+    /// end, from the head's first byte), so that it is not parsed twice.
+    spans: heapless::Vec<[u32; 4], { crate::http::MAX_HEADERS }>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -423,6 +426,7 @@ impl Conn {
             state: State::Head,
             scan: HeadScan::NEW,
             keep_alive: true,
+            spans: heapless::Vec::new(),
         }
     }
 
@@ -532,7 +536,7 @@ impl Conn {
         }
         let window_len = buffered.min(limits.max_head_bytes);
         let at_limit = buffered >= limits.max_head_bytes;
-        let Self { buf, start, state, scan, keep_alive, .. } = self;
+        let Self { buf, start, state, scan, keep_alive, spans, .. } = self;
         let buf: &'b Vec<u8> = buf;
         let window: &'b [u8] = &buf[*start..*start + window_len];
         let end = match scan.find_end(window) {
@@ -541,7 +545,7 @@ impl Conn {
         };
         // Check the request line as soon as it is complete, so that a bad one (e.g. an
         // unsupported version) is answered without waiting for the rest of the head.
-        if let (Some(line_end), false) = (scan.line_end, scan.line_checked) {
+        if let (Some(line_end), false, None) = (scan.line_end, scan.line_checked, end) {
             scan.line_checked = true;
             let mut no_headers: [Header<'_>; 0] = [];
             if let Err(e) = httparse::Request::new(&mut no_headers).parse(&window[..=line_end]) {
@@ -559,6 +563,13 @@ impl Conn {
                 let minor_version = req.version.unwrap_or(1);
                 let (method, path) = (req.method.unwrap_or(""), req.path.unwrap_or(""));
                 let headers: &'b [Header<'b>] = req.headers;
+                let origin = window.as_ptr() as usize;
+                spans.clear();
+                for h in headers {
+                    let (n, v) = (h.name.as_ptr() as usize - origin, h.value.as_ptr() as usize - origin);
+                    let span = [n as u32, (n + h.name.len()) as u32, v as u32, (v + h.value.len()) as u32];
+                    let _ = spans.push(span); // at most `max_headers`, which the Vec holds
+                }
                 let framing = match analyze(minor_version, headers, limits.max_body_bytes) {
                     Ok(framing) => framing,
                     Err(e) => return fail(state, e),
@@ -635,12 +646,18 @@ impl Conn {
 
     /// The raw head and the complete body, the body writable (JSON is parsed in place).
     pub(crate) fn head_and_body_mut(&mut self) -> (&[u8], &mut [u8]) {
+        let (head, body, _) = self.head_body_and_spans();
+        (head, body)
+    }
+
+    /// [`Self::head_and_body_mut`], and where the head's headers lie in it.
+    pub(crate) fn head_body_and_spans(&mut self) -> (&[u8], &mut [u8], &[[u32; 4]]) {
         match self.state {
             State::Ready { body_start, body_len, .. } => {
                 let (head, rest) = self.buf[self.start..].split_at_mut(body_start);
-                (head, &mut rest[..body_len])
+                (head, &mut rest[..body_len], &self.spans)
             }
-            _ => (&[], &mut []),
+            _ => (&[], &mut [], &[]),
         }
     }
 
