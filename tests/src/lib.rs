@@ -86,10 +86,16 @@ pub fn drive(engine: &mut Engine, input: &[u8], chunks: &[usize]) -> Vec<u8> {
 
 /// Answers every pending event with the fixture and moves all output into `out`.
 pub fn drain(engine: &mut Engine, out: &mut Vec<u8>) {
+    drain_with(engine, &mut everything::respond, out);
+}
+
+/// Hands every pending event to `host` and moves all output into `out`, until the
+/// engine rests.
+pub fn drain_with(engine: &mut Engine, host: &mut dyn FnMut(mcp_engine::Event<'_>), out: &mut Vec<u8>) {
     loop {
         let mut progressed = false;
         while let Some(ev) = engine.poll_event() {
-            everything::respond(ev);
+            host(ev);
             progressed = true;
         }
         let pending = engine.pending_output();

@@ -117,7 +117,7 @@ impl Peer {
         match self.wire {
             Wire::Stdio => {
                 let (e, host) = self.stdio.as_mut().expect("stdio");
-                drain(e, host, &mut self.raw);
+                crate::drain_with(e, host, &mut self.raw);
                 let v = lines(&self.raw);
                 self.raw.clear();
                 v
@@ -200,27 +200,7 @@ impl Peer {
         let mut fed = 0;
         while fed < bytes.len() {
             fed += e.handle_input(self.now, &bytes[fed..]);
-            drain(e, host, &mut self.raw);
-        }
-    }
-}
-
-fn drain(e: &mut Engine, host: &mut Host, out: &mut Vec<u8>) {
-    loop {
-        let mut progressed = false;
-        while let Some(ev) = e.poll_event() {
-            host(ev);
-            progressed = true;
-        }
-        let p = e.pending_output();
-        if !p.is_empty() {
-            out.extend_from_slice(p);
-            let n = p.len();
-            e.consume_output(n);
-            progressed = true;
-        }
-        if !progressed {
-            break;
+            crate::drain_with(e, host, &mut self.raw);
         }
     }
 }

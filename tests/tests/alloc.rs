@@ -1,6 +1,6 @@
 //! Zero heap allocations per request in steady state, counted exactly.
 
-use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
 use mcp_engine::{
     Catalog, Config, Content, Engine, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput,
     Resource, ResourceContents, ResourceTemplate, Tool, ToolOutput,
@@ -285,17 +285,15 @@ fn invalid_and_repeated_arguments_still_take_the_value_path() {
 
 /// A keep-alive connection of the HTTP engine: POST in, response out.
 struct Http {
-    e: HttpEngine,
-    conn: mcp_engine::http::ConnId,
+    c: mcp_tests::wire::Client,
 }
 
 impl Http {
     fn new() -> Self {
         let http =
             HttpConfig::new(AllowedOrigins::List(vec!["http://localhost:3000".into()]), Authorization::Host);
-        let mut e = HttpEngine::new(Config::new("alloc", "1"), http, rich_catalog());
-        let conn = e.open(Instant::ZERO, None).unwrap();
-        Self { e, conn }
+        let config = Config::new("alloc", "1");
+        Self { c: mcp_tests::wire::client_of(config, http, rich_catalog(), Box::new(respond)) }
     }
 
     /// Feeds one request, authorizes and answers it, and drains the response into `sink`;
@@ -304,36 +302,9 @@ impl Http {
         sink.clear();
         let mut rest = raw;
         loop {
-            let n = self.e.handle_input(Instant::ZERO, self.conn, rest);
+            let n = self.c.e.handle_input(Instant::ZERO, self.c.conn, rest);
             rest = &rest[n..];
-            loop {
-                let mut progressed = false;
-                while let Some(ev) = self.e.poll_event() {
-                    progressed = true;
-                    match ev {
-                        HttpEvent::Authorize(a) => {
-                            let conn = a.conn;
-                            self.e.authorize(Instant::ZERO, conn, Verdict::Allow);
-                        }
-                        HttpEvent::AuthorizeBody(a) => {
-                            let conn = a.conn;
-                            self.e.authorize_body(Instant::ZERO, conn, Verdict::Allow);
-                        }
-                        HttpEvent::Mcp(ev) => respond(ev),
-                        _ => {}
-                    }
-                }
-                let pending = self.e.pending_output(self.conn);
-                if !pending.is_empty() {
-                    sink.extend_from_slice(pending);
-                    let n = pending.len();
-                    self.e.consume_output(self.conn, n);
-                    progressed = true;
-                }
-                if !progressed {
-                    break;
-                }
-            }
+            self.c.drain(sink);
             if rest.is_empty() {
                 break;
             }
@@ -383,7 +354,7 @@ fn http_keep_alive_requests_allocate_nothing() {
             }
         });
         assert!(written > 20 * 100, "{label}: answered ({written} bytes)");
-        assert_eq!(h.e.connections(), 1, "{label}: the connection is kept alive");
+        assert_eq!(h.c.e.connections(), 1, "{label}: the connection is kept alive");
         if info.count_total != 0 {
             failures.push(format!("{label}: {} allocations for 20 requests ({info:?})", info.count_total));
         }

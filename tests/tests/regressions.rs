@@ -226,3 +226,30 @@ fn consuming_more_than_is_pending_after_a_partial_consume() {
     e.consume_output(usize::MAX);
     assert!(e.pending_output().is_empty(), "{:?}", String::from_utf8_lossy(e.pending_output()));
 }
+
+/// `completion/complete` takes a ticket slot like the other requests the host answers: one
+/// that arrives while every slot is busy waits for a slot. (It was served at once from
+/// behind the full slots, found no free slot in `Core::ticket`, and got no answer at all.)
+#[test]
+fn a_completion_waits_for_a_free_slot() {
+    use mcp_engine::{Prompt, PromptArgument};
+    let mut cfg = Config::new("s", "1");
+    cfg.max_in_flight(1).completions(true);
+    let catalog = Catalog::builder()
+        .tool(Tool::new("slow"))
+        .prompt(Prompt::new("p").argument(PromptArgument::required("a")))
+        .build()
+        .unwrap();
+    let mut e = Engine::new(cfg, catalog);
+    let complete = json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "x"}});
+    let input =
+        [modern("A", "tools/call", json!({"name": "slow"})), modern("B", "completion/complete", complete)].concat();
+    e.handle_input(Instant::ZERO, input.as_bytes());
+    let a = e.poll_event().expect("A reaches the host").ticket();
+    assert!(e.poll_event().is_none(), "B waits for the slot");
+    e.answer_tool(a, &ToolOutput::new(&[])).unwrap();
+    let b = e.poll_event().expect("B reaches the host once A is answered").ticket();
+    e.answer_completion(b, &["x1"], None, false).unwrap();
+    let ids: Vec<Value> = lines(e.pending_output()).into_iter().map(|v| v["id"].clone()).collect();
+    assert_eq!(ids, [json!("A"), json!("B")]);
+}
