@@ -1570,7 +1570,14 @@ impl Engine {
                 }
                 return true;
             }
-            if !blank && end - pos <= max && self.peek_frame(pos, end, at_head) {
+            // From behind, only a cancellation can be served: skip parsing any frame that
+            // cannot be one (a method name written with escapes is parsed to be sure).
+            let maybe_cancel = || {
+                let frame = &self.inbuf[pos..end];
+                memchr::memmem::find(frame, b"cancelled").is_some() || memchr::memchr(b'\\', frame).is_some()
+            };
+            if !blank && end - pos <= max && (at_head || maybe_cancel()) && self.peek_frame(pos, end, at_head)
+            {
                 if at_head {
                     self.in_start = nl + 1;
                     self.scan_from = 0;
@@ -1606,7 +1613,10 @@ impl Engine {
                 let n = &tape.0;
                 let notification = json::is_object(n, 0) && json::get(n, 0, "id").is_none();
                 let method = json::get(n, 0, "method").and_then(|m| json::str_at(n, m));
-                let ticketed = matches!(method, Some("tools/call" | "resources/read" | "prompts/get"));
+                let ticketed = matches!(
+                    method,
+                    Some("tools/call" | "resources/read" | "prompts/get" | "completion/complete")
+                );
                 // In order at the head; from behind a waiting request only a cancellation
                 // of a request that already holds a ticket (any other frame could depend on
                 // what waits before it, and a cancel of a waiting request must wait with it).
@@ -2538,8 +2548,16 @@ impl Core {
             );
             return None;
         };
-        // `process` pauses before a frame while every slot is busy, so one is free.
-        let slot = self.st.slots.iter().position(|s| s.busy.is_none())?;
+        // `process` pauses before a frame while every slot is busy, so one is free; should
+        // that ever not hold, the request is answered rather than dropped.
+        let Some(slot) = self.st.slots.iter().position(|s| s.busy.is_none()) else {
+            self.error(
+                Reply::Id(req.id),
+                code::INTERNAL_ERROR,
+                format_args!("Internal error: no free slot for this request; retry it"),
+            );
+            return None;
+        };
         let progress = req
             .params
             .and_then(|p| json::get(req.n, p, "_meta"))

@@ -309,6 +309,24 @@ fn a_cancel_is_taken_while_every_slot_is_busy() {
     assert_eq!(ids, [json!(2)]);
 }
 
+/// Frames behind a waiting request are parsed only when they may be a cancellation (a
+/// cheap byte search first); one written with escapes is still found.
+#[test]
+fn an_escaped_cancel_is_taken_from_behind_too() {
+    let mut e = tool_engine(1);
+    let cancel =
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications\\/cancel\\u006ced\",\"params\":{\"requestId\":1}}\n";
+    let input = [
+        modern(1, "tools/call", json!({"name": "t"})),
+        modern(2, "tools/call", json!({"name": "t"})),
+        cancel.into(),
+    ]
+    .concat();
+    let (_, events) = feed_collect(&mut e, &input);
+    assert_eq!(events.len(), 3, "CallTool(1), Cancelled(1), CallTool(2): {events:?}");
+    assert_eq!(events[0], events[1]);
+}
+
 #[test]
 fn requests_that_need_no_ticket_are_served_at_the_head_while_slots_are_busy() {
     let mut e = tool_engine(1);

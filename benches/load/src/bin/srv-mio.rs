@@ -1,0 +1,29 @@
+//! Our engine through the mio adapter, serving the `everything` catalog (its `echo` tool)
+//! with the engine's synchronous `everything::respond`.
+
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
+use mcp_engine::{Config, Engine, everything};
+use mcp_load::Mode;
+
+fn main() -> std::io::Result<()> {
+    let mode = mcp_load::mode("srv-mio");
+    mcp_load::serve_stats();
+    let config = Config::new("mcp-load-mio", env!("CARGO_PKG_VERSION"));
+    match mode {
+        Mode::Stdio => {
+            mcp_io_mio::serve_stdio(Engine::new(config, everything::catalog()), everything::respond)
+        }
+        Mode::Http(addr) => {
+            // As the adapter's `everything` example: loopback `Host` only, any `Origin`.
+            let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+            http.loopback(true);
+            let engine = HttpEngine::new(config, http, everything::catalog());
+            mcp_io_mio::serve_http(mcp_load::bind(addr), engine, |event| {
+                if let HttpEvent::Mcp(event) = event {
+                    everything::respond(event);
+                }
+                None
+            })
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Our engine through the tokio adapter, serving the `everything` catalog with an async
+//! handler that answers `echo` (as the adapter's `everything` example does).
+
+use std::sync::Arc;
+
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
+use mcp_engine::{Config, Engine, everything};
+use mcp_io_tokio::{AllowAll, Handler, HostFailure, HttpServer, ToolCall, ToolReply};
+use mcp_load::Mode;
+
+struct Echo;
+
+impl Handler for Echo {
+    async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostFailure> {
+        #[derive(serde::Deserialize)]
+        struct Args {
+            text: String,
+        }
+        match call.name.as_str() {
+            "echo" => {
+                let Args { text } =
+                    call.deserialize().map_err(|_| HostFailure::invalid_params("text must be a string"))?;
+                Ok(ToolReply::text(text))
+            }
+            _ => Err(HostFailure::internal("no handler for this tool")),
+        }
+    }
+}
+
+fn main() -> std::io::Result<()> {
+    let mode = mcp_load::mode("srv-tokio");
+    mcp_load::serve_stats();
+    let config = Config::new("mcp-load-tokio", env!("CARGO_PKG_VERSION"));
+    let runtime = mcp_load::tokio_runtime();
+    let result = match mode {
+        Mode::Stdio => runtime
+            .block_on(mcp_io_tokio::serve_stdio(Engine::new(config, everything::catalog()), Arc::new(Echo))),
+        Mode::Http(addr) => runtime.block_on(async {
+            // Loopback `Host` checks stay on (the default), any `Origin`.
+            let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+            let engine = HttpEngine::new(config, http, everything::catalog());
+            let std_listener = mcp_load::bind(addr);
+            std_listener.set_nonblocking(true)?;
+            let listener = tokio::net::TcpListener::from_std(std_listener)?;
+            HttpServer::new(engine, Arc::new(Echo), AllowAll).serve(listener).await
+        }),
+    };
+    // A read of stdin may still be pending: do not wait for it.
+    runtime.shutdown_background();
+    result
+}

@@ -1,0 +1,1001 @@
+//! The load driver: starts each server binary as a child process, drives it with `echo`
+//! tool calls over stdio or HTTP, and prints a markdown table of medians.
+//!
+//! ```text
+//! cargo run --release --manifest-path benches/load/Cargo.toml -- [--quick]
+//! ```
+//!
+//! See README.md beside Cargo.toml for the method.
+
+use std::collections::VecDeque;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use mcp_load::{AllocStats, STATS_ENV};
+use memchr::memmem;
+
+const USAGE: &str = "\
+usage: load [--quick] [--requests N] [--rounds R] [--servers LIST] [--scenarios LIST] [--no-build]
+
+Drives each server with tools/call `echo` requests and prints a markdown table of medians.
+
+  --quick            10,000 requests, 2 rounds (default: 100,000 requests, 5 rounds)
+  --requests N       timed requests per run
+  --rounds R         rounds; each runs every server once per scenario, in rotated order
+  --servers LIST     comma-separated, of: mio,tokio,rmcp,floor (default: all)
+  --scenarios LIST   comma-separated, of: stdio-pipelined,stdio-64,http-1,http-4 (default: all)
+  --no-build         do not build the server binaries first (they must be beside this one)
+  -h, --help         print this help";
+
+/// The text every request asks `echo` to return.
+const ECHO_TEXT: &str = "hello";
+/// What every response must contain: the echoed text as a text block's `text`.
+const MARKER: &[u8] = br#""text":"hello""#;
+/// The most one run may take before its server is killed.
+const RUN_DEADLINE: Duration = Duration::from_secs(600);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Server {
+    Mio,
+    Tokio,
+    Rmcp,
+    Floor,
+}
+
+impl Server {
+    const ALL: [Self; 4] = [Self::Mio, Self::Tokio, Self::Rmcp, Self::Floor];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Mio => "mio",
+            Self::Tokio => "tokio",
+            Self::Rmcp => "rmcp",
+            Self::Floor => "floor",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Mio => "ours, mio adapter",
+            Self::Tokio => "ours, tokio adapter",
+            Self::Rmcp => "rmcp 3.11.0",
+            Self::Floor => "floor (no parsing)",
+        }
+    }
+
+    fn binary(self) -> &'static str {
+        match self {
+            Self::Mio => "srv-mio",
+            Self::Tokio => "srv-tokio",
+            Self::Rmcp => "srv-rmcp",
+            Self::Floor => "srv-floor",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scenario {
+    /// Every request written as fast as the server takes them, responses read meanwhile.
+    StdioPipelined,
+    /// At most this many requests unanswered at once.
+    StdioWindow(usize),
+    /// This many keep-alive connections, each sending its next request once the last is
+    /// answered.
+    Http(usize),
+}
+
+impl Scenario {
+    const ALL: [Self; 4] = [Self::StdioPipelined, Self::StdioWindow(64), Self::Http(1), Self::Http(4)];
+
+    fn name(self) -> String {
+        match self {
+            Self::StdioPipelined => "stdio-pipelined".into(),
+            Self::StdioWindow(n) => format!("stdio-{n}"),
+            Self::Http(n) => format!("http-{n}"),
+        }
+    }
+
+    fn label(self) -> String {
+        match self {
+            Self::StdioPipelined => "stdio, fully pipelined".into(),
+            Self::StdioWindow(n) => format!("stdio, {n} in flight"),
+            Self::Http(1) => "HTTP keep-alive, 1 connection".into(),
+            Self::Http(n) => format!("HTTP keep-alive, {n} connections"),
+        }
+    }
+
+    fn is_stdio(self) -> bool {
+        !matches!(self, Self::Http(_))
+    }
+}
+
+struct Opts {
+    requests: usize,
+    rounds: usize,
+    servers: Vec<Server>,
+    scenarios: Vec<Scenario>,
+    build: bool,
+    quick: bool,
+}
+
+fn parse_opts() -> Result<Option<Opts>, String> {
+    let mut o = Opts {
+        requests: 100_000,
+        rounds: 5,
+        servers: Server::ALL.to_vec(),
+        scenarios: Scenario::ALL.to_vec(),
+        build: true,
+        quick: false,
+    };
+    let (mut requests, mut rounds) = (None, None);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--quick" => o.quick = true,
+            "--requests" => requests = Some(parse_count(&value("--requests")?)?),
+            "--rounds" => rounds = Some(parse_count(&value("--rounds")?)?),
+            "--servers" => {
+                o.servers = parse_list(&value("--servers")?, &Server::ALL, |s| s.name().to_owned())?;
+            }
+            "--scenarios" => o.scenarios = parse_list(&value("--scenarios")?, &Scenario::ALL, |s| s.name())?,
+            "--no-build" => o.build = false,
+            "-h" | "--help" => return Ok(None),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if o.quick {
+        (o.requests, o.rounds) = (10_000, 2);
+    }
+    o.requests = requests.unwrap_or(o.requests);
+    o.rounds = rounds.unwrap_or(o.rounds);
+    Ok(Some(o))
+}
+
+fn parse_count(s: &str) -> Result<usize, String> {
+    match s.replace('_', "").parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{s:?} is not a positive count")),
+    }
+}
+
+fn parse_list<T: Copy>(s: &str, all: &[T], name: impl Fn(&T) -> String) -> Result<Vec<T>, String> {
+    s.split(',')
+        .map(|item| {
+            all.iter().find(|t| name(t) == item).copied().ok_or_else(|| format!("unknown item {item:?}"))
+        })
+        .collect()
+}
+
+fn main() -> ExitCode {
+    let opts = match parse_opts() {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("load: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if cfg!(debug_assertions) {
+        eprintln!("load: build with --release: a debug build measures nothing useful");
+        return ExitCode::from(2);
+    }
+    match run(&opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("load: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(opts: &Opts) -> io::Result<()> {
+    let bin_dir = std::env::current_exe()?.parent().map(Path::to_path_buf).unwrap_or_default();
+    if opts.build {
+        build_servers()?;
+    }
+    for s in &opts.servers {
+        let path = bin_dir.join(s.binary());
+        if !path.is_file() {
+            return Err(io::Error::other(format!(
+                "{} is missing: build the package's binaries",
+                path.display()
+            )));
+        }
+    }
+    let warmup = (opts.requests / 10).clamp(500, 10_000);
+    let stdio = StdioLoad::new(warmup + opts.requests);
+    // Per scenario and server, one sample per round, in round order.
+    let mut results: Vec<(Scenario, Server, Vec<Sample>)> = Vec::new();
+    for &scenario in &opts.scenarios {
+        for &server in &opts.servers {
+            results.push((scenario, server, Vec::new()));
+        }
+    }
+    eprintln!(
+        "{} requests per run after {warmup} warm-up requests, {} rounds, {} cores",
+        opts.requests,
+        opts.rounds,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    for round in 0..opts.rounds {
+        for &scenario in &opts.scenarios {
+            let n = opts.servers.len();
+            for i in 0..n {
+                let server = opts.servers[(i + round) % n];
+                let job = Job { server, scenario, warmup, requests: opts.requests, stdio: &stdio };
+                let sample = job.run(&bin_dir).map_err(|e| {
+                    io::Error::new(e.kind(), format!("{} / {}: {e}", scenario.name(), server.name()))
+                })?;
+                eprintln!(
+                    concat!(
+                        "round {}/{} {:<16} {:<6} {:>10.0} req/s {:>7.2} µs CPU/req ",
+                        "{:>8.3} allocs/req {:>6.1} MiB peak"
+                    ),
+                    round + 1,
+                    opts.rounds,
+                    scenario.name(),
+                    server.name(),
+                    sample.rps,
+                    sample.cpu_us,
+                    sample.allocs,
+                    sample.rss_mib
+                );
+                if let Some(r) = results.iter_mut().find(|r| r.0 == scenario && r.1 == server) {
+                    r.2.push(sample);
+                }
+            }
+        }
+    }
+    print_report(opts, warmup, &results);
+    Ok(())
+}
+
+/// Builds the server binaries in release, beside this one: `cargo run` builds only the
+/// binary it runs.
+fn build_servers() -> io::Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let status = Command::new(cargo)
+        .args(["build", "--release", "--quiet", "--bins", "--manifest-path"])
+        .arg(&manifest)
+        .status()?;
+    if !status.success() {
+        return Err(io::Error::other(format!("building the servers failed: {status}")));
+    }
+    Ok(())
+}
+
+/// One run's measurements, per timed request.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    rps: f64,
+    /// Server CPU time (user and system, all threads), microseconds per request.
+    cpu_us: f64,
+    allocs: f64,
+    alloc_bytes: f64,
+    /// VmHWM: the server's peak resident set over its whole life.
+    rss_mib: f64,
+}
+
+/// All stdio requests of a run, ids counting from 1, as one buffer.
+struct StdioLoad {
+    bytes: Vec<u8>,
+    /// Where each line starts, and the end of the last.
+    starts: Vec<usize>,
+}
+
+impl StdioLoad {
+    fn new(lines: usize) -> Self {
+        let mut bytes = Vec::with_capacity(lines * 240);
+        let mut starts = Vec::with_capacity(lines + 1);
+        for id in 1..=lines {
+            starts.push(bytes.len());
+            bytes.extend_from_slice(request_body(id).as_bytes());
+            bytes.push(b'\n');
+        }
+        starts.push(bytes.len());
+        Self { bytes, starts }
+    }
+
+    /// Lines `from..to`, zero-based.
+    fn lines(&self, from: usize, to: usize) -> &[u8] {
+        &self.bytes[self.starts[from]..self.starts[to]]
+    }
+}
+
+/// A 2026-07-28 `tools/call` of `echo`: the revision's per-request `_meta` and no session.
+fn request_body(id: usize) -> String {
+    format!(
+        concat!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","#,
+            r#""params":{{"name":"echo","arguments":{{"text":"{}"}},"#,
+            r#""_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","#,
+            r#""io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+        ),
+        id, ECHO_TEXT
+    )
+}
+
+/// The whole HTTP request, with the 2026-07-28 standard headers.
+fn http_request(addr: SocketAddr) -> Vec<u8> {
+    let body = request_body(1);
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+struct Job<'a> {
+    server: Server,
+    scenario: Scenario,
+    warmup: usize,
+    requests: usize,
+    stdio: &'a StdioLoad,
+}
+
+/// What the driver reads of a server process at both ends of the timed window.
+struct Snapshot {
+    at: Instant,
+    cpu_ns: u64,
+    alloc: AllocStats,
+    /// `VmHWM` so far, in KiB.
+    peak_rss_kib: u64,
+}
+
+impl Job<'_> {
+    fn run(&self, bin_dir: &Path) -> io::Result<Sample> {
+        static RUN: AtomicU64 = AtomicU64::new(0);
+        let sock = std::env::temp_dir().join(format!(
+            "mcp-load-{}-{}.sock",
+            std::process::id(),
+            RUN.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_file(&sock);
+        let mut cmd = Command::new(bin_dir.join(self.server.binary()));
+        cmd.env(STATS_ENV, &sock).stderr(Stdio::piped());
+        if self.scenario.is_stdio() {
+            cmd.arg("--stdio").stdin(Stdio::piped()).stdout(Stdio::piped());
+        } else {
+            cmd.args(["--http", "127.0.0.1:0"]).stdin(Stdio::null()).stdout(Stdio::null());
+        }
+        let mut child = Proc::spawn(cmd, sock)?;
+        let result = self.drive(&mut child);
+        let result = result.map_err(|e| {
+            let tail = child.stderr_tail();
+            if tail.is_empty() { e } else { io::Error::new(e.kind(), format!("{e}; server stderr:\n{tail}")) }
+        });
+        child.finish();
+        result
+    }
+
+    fn drive(&self, p: &mut Proc) -> io::Result<Sample> {
+        p.wait_for_stats()?;
+        let (before, after) = match self.scenario {
+            Scenario::StdioPipelined | Scenario::StdioWindow(_) => self.drive_stdio(p)?,
+            Scenario::Http(conns) => {
+                let addr = p.http_addr()?;
+                self.drive_http(p, addr, conns)?
+            }
+        };
+        let n = self.requests as f64;
+        let secs = after.at.duration_since(before.at).as_secs_f64();
+        Ok(Sample {
+            rps: n / secs,
+            cpu_us: after.cpu_ns.saturating_sub(before.cpu_ns) as f64 / 1e3 / n,
+            allocs: after.alloc.allocs.saturating_sub(before.alloc.allocs) as f64 / n,
+            alloc_bytes: after.alloc.bytes.saturating_sub(before.alloc.bytes) as f64 / n,
+            rss_mib: after.peak_rss_kib as f64 / 1024.0,
+        })
+    }
+
+    fn drive_stdio(&self, p: &mut Proc) -> io::Result<(Snapshot, Snapshot)> {
+        let mut stdin = p.child.stdin.take().expect("piped stdin");
+        let mut stdout = p.child.stdout.take().expect("piped stdout");
+        let mut lines = Lines::new();
+        let (w, n) = (self.warmup, self.requests);
+        windowed(self.stdio, &mut stdin, &mut stdout, &mut lines, 0, w, 64)?;
+        let before = p.snapshot()?;
+        match self.scenario {
+            Scenario::StdioWindow(window) => {
+                windowed(self.stdio, &mut stdin, &mut stdout, &mut lines, w, w + n, window)?;
+            }
+            _ => std::thread::scope(|s| -> io::Result<()> {
+                let all = self.stdio.lines(w, w + n);
+                let writer = s.spawn(|| stdin.write_all(all));
+                let mut done = 0;
+                while done < n {
+                    done += lines.read(&mut stdout)?;
+                }
+                writer.join().expect("the writer does not panic")
+            })?,
+        }
+        let after = p.snapshot()?;
+        lines.check()?;
+        // Closing stdin ends the server.
+        drop(stdin);
+        p.child.stdout = Some(stdout);
+        Ok((before, after))
+    }
+
+    fn drive_http(&self, p: &Proc, addr: SocketAddr, conns: usize) -> io::Result<(Snapshot, Snapshot)> {
+        let request = http_request(addr);
+        let ready = Barrier::new(conns + 1);
+        let go = Barrier::new(conns + 1);
+        let failed = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..conns)
+                .map(|i| {
+                    let share = |total: usize| total / conns + usize::from(i < total % conns);
+                    let (warmup, timed) = (share(self.warmup), share(self.requests));
+                    let (request, ready, go, failed) = (&request, &ready, &go, &failed);
+                    // The connection is handed back, so that it stays open until the
+                    // closing snapshot: a server thread serving it must not exit first.
+                    s.spawn(move || -> io::Result<(Instant, HttpConn<'_>)> {
+                        let conn = HttpConn::connect(addr, request);
+                        let warmed = conn.and_then(|mut c| {
+                            (0..warmup).try_for_each(|_| c.call())?;
+                            Ok(c)
+                        });
+                        if warmed.is_err() {
+                            failed.store(true, Ordering::Relaxed);
+                        }
+                        ready.wait();
+                        go.wait();
+                        let mut c = warmed?;
+                        if failed.load(Ordering::Relaxed) {
+                            return Ok((Instant::now(), c));
+                        }
+                        (0..timed).try_for_each(|_| c.call())?;
+                        let end = Instant::now();
+                        c.check()?;
+                        Ok((end, c))
+                    })
+                })
+                .collect();
+            ready.wait();
+            let before = if failed.load(Ordering::Relaxed) { None } else { p.snapshot().ok() };
+            let start = Instant::now();
+            go.wait();
+            let mut end = start;
+            let mut open = Vec::with_capacity(conns);
+            for w in workers {
+                let (done, conn) = w.join().expect("a connection thread does not panic")?;
+                end = end.max(done);
+                open.push(conn);
+            }
+            let Some(mut before) = before else {
+                return Err(io::Error::other("warm-up failed or the server's counters could not be read"));
+            };
+            before.at = start;
+            let mut after = p.snapshot()?;
+            after.at = end;
+            drop(open);
+            Ok((before, after))
+        })
+    }
+}
+
+/// Sends lines `from..to`, keeping at most `window` unanswered, until all are answered.
+fn windowed(
+    load: &StdioLoad,
+    stdin: &mut ChildStdin,
+    stdout: &mut ChildStdout,
+    lines: &mut Lines,
+    from: usize,
+    to: usize,
+    window: usize,
+) -> io::Result<()> {
+    let mut next = to.min(from + window);
+    stdin.write_all(load.lines(from, next))?;
+    let mut done = 0;
+    while done < to - from {
+        let k = lines.read(stdout)?;
+        done += k;
+        let more = (to - next).min(k);
+        if more > 0 {
+            stdin.write_all(load.lines(next, next + more))?;
+            next += more;
+        }
+    }
+    Ok(())
+}
+
+/// Reads response lines, counting them and checking each carries the echoed text.
+struct Lines {
+    buf: Vec<u8>,
+    len: usize,
+    finder: memmem::Finder<'static>,
+    bad: u64,
+    first_bad: Option<String>,
+}
+
+impl Lines {
+    fn new() -> Self {
+        Self {
+            buf: vec![0; 256 * 1024],
+            len: 0,
+            finder: memmem::Finder::new(MARKER),
+            bad: 0,
+            first_bad: None,
+        }
+    }
+
+    /// Reads once; returns the number of complete lines that read finished.
+    fn read(&mut self, r: &mut impl Read) -> io::Result<usize> {
+        if self.len == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let n = match r.read(&mut self.buf[self.len..]) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed stdout")),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+            Err(e) => return Err(e),
+        };
+        self.len += n;
+        let Some(last) = memchr::memrchr(b'\n', &self.buf[..self.len]) else { return Ok(0) };
+        let complete = &self.buf[..=last];
+        let count = memchr::memchr_iter(b'\n', complete).count();
+        if self.finder.find_iter(complete).count() != count {
+            for line in complete.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                if self.finder.find(line).is_none() {
+                    self.bad += 1;
+                    self.first_bad.get_or_insert_with(|| String::from_utf8_lossy(line).into_owned());
+                }
+            }
+        }
+        self.buf.copy_within(last + 1..self.len, 0);
+        self.len -= last + 1;
+        Ok(count)
+    }
+
+    fn check(&self) -> io::Result<()> {
+        match &self.first_bad {
+            None => Ok(()),
+            Some(line) => Err(io::Error::other(format!(
+                "{} responses did not echo the text; the first: {}",
+                self.bad,
+                truncate(line, 400)
+            ))),
+        }
+    }
+}
+
+/// One keep-alive connection sending the same request again and again.
+struct HttpConn<'a> {
+    stream: TcpStream,
+    request: &'a [u8],
+    buf: Vec<u8>,
+    len: usize,
+    body: Vec<u8>,
+    finder: memmem::Finder<'static>,
+    bad: u64,
+    first_bad: Option<String>,
+}
+
+impl<'a> HttpConn<'a> {
+    fn connect(addr: SocketAddr, request: &'a [u8]) -> io::Result<Self> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(Self {
+            stream,
+            request,
+            buf: vec![0; 64 * 1024],
+            len: 0,
+            body: Vec::with_capacity(4096),
+            finder: memmem::Finder::new(MARKER),
+            bad: 0,
+            first_bad: None,
+        })
+    }
+
+    /// Sends the request and reads its whole response.
+    fn call(&mut self) -> io::Result<()> {
+        self.stream.write_all(self.request)?;
+        let (status, head_len, framing) = loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut resp = httparse::Response::new(&mut headers);
+            match resp.parse(&self.buf[..self.len]) {
+                Ok(httparse::Status::Complete(n)) => {
+                    let header = |name: &str| {
+                        resp.headers
+                            .iter()
+                            .find(|h| h.name.eq_ignore_ascii_case(name))
+                            .and_then(|h| std::str::from_utf8(h.value).ok())
+                    };
+                    let framing = if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+                        Framing::Chunked
+                    } else {
+                        let len = header("content-length").and_then(|v| v.trim().parse().ok());
+                        Framing::Length(len.ok_or_else(|| io::Error::other("a response without a length"))?)
+                    };
+                    break (resp.code.unwrap_or(0), n, framing);
+                }
+                Ok(httparse::Status::Partial) => self.fill()?,
+                Err(e) => return Err(io::Error::other(format!("a malformed response: {e}"))),
+            }
+        };
+        self.body.clear();
+        let mut pos = head_len;
+        match framing {
+            Framing::Length(n) => {
+                while self.len < pos + n {
+                    self.fill()?;
+                }
+                self.body.extend_from_slice(&self.buf[pos..pos + n]);
+                pos += n;
+            }
+            Framing::Chunked => loop {
+                let (start, size) = loop {
+                    match httparse::parse_chunk_size(&self.buf[pos..self.len]) {
+                        Ok(httparse::Status::Complete((i, size))) => break (pos + i, size as usize),
+                        Ok(httparse::Status::Partial) => self.fill()?,
+                        Err(_) => return Err(io::Error::other("a malformed chunk size")),
+                    }
+                };
+                while self.len < start + size + 2 {
+                    self.fill()?;
+                }
+                self.body.extend_from_slice(&self.buf[start..start + size]);
+                pos = start + size + 2;
+                if size == 0 {
+                    break;
+                }
+            },
+        }
+        if status != 200 || self.finder.find(&self.body).is_none() {
+            self.bad += 1;
+            self.first_bad.get_or_insert_with(|| format!("{status} {}", String::from_utf8_lossy(&self.body)));
+        }
+        self.buf.copy_within(pos..self.len, 0);
+        self.len -= pos;
+        Ok(())
+    }
+
+    fn fill(&mut self) -> io::Result<()> {
+        if self.len == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        match self.stream.read(&mut self.buf[self.len..])? {
+            0 => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection")),
+            n => {
+                self.len += n;
+                Ok(())
+            }
+        }
+    }
+
+    fn check(&self) -> io::Result<()> {
+        match &self.first_bad {
+            None => Ok(()),
+            Some(r) => Err(io::Error::other(format!(
+                "{} responses were not 200 with the echoed text; the first: {}",
+                self.bad,
+                truncate(r, 400)
+            ))),
+        }
+    }
+}
+
+enum Framing {
+    Length(usize),
+    Chunked,
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// A server process, its stderr collected by a thread, and a watchdog that kills it past
+/// [`RUN_DEADLINE`].
+struct Proc {
+    child: Child,
+    pid: u32,
+    sock: PathBuf,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    listening: mpsc::Receiver<SocketAddr>,
+    done: Option<mpsc::Sender<()>>,
+}
+
+impl Proc {
+    fn spawn(mut cmd: Command, sock: PathBuf) -> io::Result<Self> {
+        let mut child = cmd.spawn()?;
+        let pid = child.id();
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let (tx, listening) = mpsc::channel();
+        let err = child.stderr.take().expect("piped stderr");
+        let tail = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if let Some(addr) =
+                    line.strip_prefix("listening on http://").and_then(|r| r.strip_suffix("/mcp"))
+                {
+                    let _ = addr.parse().map(|a| tx.send(a));
+                }
+                let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+                if tail.len() == 20 {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+        });
+        let (done, stop) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(RUN_DEADLINE) {
+                eprintln!("load: run over {RUN_DEADLINE:?}: killing server {pid}");
+                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            }
+        });
+        Ok(Self { child, pid, sock, stderr, listening, done: Some(done) })
+    }
+
+    fn wait_for_stats(&mut self) -> io::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while UnixStream::connect(&self.sock).is_err() {
+            if let Some(status) = self.child.try_wait()? {
+                return Err(io::Error::other(format!("the server exited at start: {status}")));
+            }
+            if Instant::now() > deadline {
+                return Err(io::Error::other("the server's counters never came up"));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
+    }
+
+    fn http_addr(&self) -> io::Result<SocketAddr> {
+        self.listening
+            .recv_timeout(Duration::from_secs(20))
+            .map_err(|_| io::Error::other("the server never said where it listens"))
+    }
+
+    fn snapshot(&self) -> io::Result<Snapshot> {
+        let mut line = String::new();
+        UnixStream::connect(&self.sock)?.read_to_string(&mut line)?;
+        let alloc = AllocStats::parse(&line)
+            .ok_or_else(|| io::Error::other(format!("bad counters from the server: {line:?}")))?;
+        Ok(Snapshot {
+            at: Instant::now(),
+            cpu_ns: cpu_ns(self.pid)?,
+            alloc,
+            peak_rss_kib: vm_hwm_kib(self.pid)?,
+        })
+    }
+
+    fn stderr_tail(&self) -> String {
+        let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        tail.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
+    }
+
+    /// Lets a stdio server end on its own (its stdin is closed), kills an HTTP one.
+    fn finish(mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let stdio = self.child.stdout.is_some();
+        drop(self.child.stdin.take());
+        // Drain what is left so that the server is not blocked writing.
+        if let Some(mut out) = self.child.stdout.take() {
+            std::thread::spawn(move || io::copy(&mut out, &mut io::sink()));
+        }
+        if stdio {
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        drop(self.done.take());
+        let _ = std::fs::remove_file(&self.sock);
+    }
+}
+
+/// CPU time of every thread of `pid` (`/proc/PID/task/*/schedstat`: nanoseconds on the
+/// CPU), falling back to `utime + stime` of `/proc/PID/stat` (clock ticks) where schedstat
+/// is missing.
+fn cpu_ns(pid: u32) -> io::Result<u64> {
+    let mut total = 0u64;
+    let mut seen = false;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Ok(task) = task else { continue };
+        let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else { continue };
+        if let Some(ns) = stat.split_ascii_whitespace().next().and_then(|v| v.parse::<u64>().ok()) {
+            total += ns;
+            seen = true;
+        }
+    }
+    if seen {
+        return Ok(total);
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, r)| r).split_ascii_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // After the command: state is field 3, utime 14, stime 15; ticks are 10 ms here
+    // (CLK_TCK 100 on Linux).
+    Ok((ticks(11) + ticks(12)) * 10_000_000)
+}
+
+/// The peak resident set of `pid` (`VmHWM`), in KiB.
+fn vm_hwm_kib(pid: u32) -> io::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| io::Error::other("no VmHWM in /proc/PID/status"))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+type Results = [(Scenario, Server, Vec<Sample>)];
+
+/// The samples of `server` in `scenario`, one per round, in round order.
+fn samples_of(results: &Results, scenario: Scenario, server: Server) -> Option<&[Sample]> {
+    results.iter().find(|r| r.0 == scenario && r.1 == server).map(|r| r.2.as_slice())
+}
+
+/// The median over rounds of `f(num) / f(den)`, each ratio taken within one round: the
+/// A/B pairing that interleaved rounds allow, so that a slow spell of the machine weighs
+/// on both sides.
+fn paired(num: &[Sample], den: &[Sample], f: fn(&Sample) -> f64) -> f64 {
+    median(num.iter().zip(den).map(|(a, b)| f(a) / f(b)).collect())
+}
+
+fn print_report(opts: &Opts, warmup: usize, results: &Results) {
+    let med = |samples: &[Sample], f: fn(&Sample) -> f64| median(samples.iter().map(f).collect());
+    println!();
+    println!(
+        "Medians of {} rounds; {} timed `echo` calls per run after {warmup} warm-up calls; {} cores.",
+        opts.rounds,
+        opts.requests,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("Ratios to rmcp are medians of the ratios within each round.");
+    println!();
+    println!(
+        "| scenario | server | req/s | spread | × rmcp | server CPU µs/req \
+         | rmcp's CPU ÷ this | allocs/req | alloc bytes/req | peak RSS MiB |"
+    );
+    println!("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for (scenario, server, samples) in results {
+        let rps = med(samples, |s| s.rps);
+        let lo = samples.iter().map(|s| s.rps).fold(f64::INFINITY, f64::min);
+        let hi = samples.iter().map(|s| s.rps).fold(0.0, f64::max);
+        let (vs, cpu_vs) = match samples_of(results, *scenario, Server::Rmcp) {
+            Some(rmcp) if *server != Server::Rmcp => (
+                format!("{:.1}×", paired(samples, rmcp, |s| s.rps)),
+                format!("{:.1}×", paired(rmcp, samples, |s| s.cpu_us)),
+            ),
+            _ => ("–".into(), "–".into()),
+        };
+        println!(
+            "| {} | {} | {} | ±{:.0}% | {vs} | {:.2} | {cpu_vs} | {} | {:.0} | {:.1} |",
+            scenario.label(),
+            server.label(),
+            thousands(rps),
+            (hi - lo) / 2.0 / rps * 100.0,
+            med(samples, |s| s.cpu_us),
+            allocs(med(samples, |s| s.allocs)),
+            med(samples, |s| s.alloc_bytes),
+            med(samples, |s| s.rss_mib),
+        );
+    }
+    print_targets(opts, results);
+}
+
+fn print_targets(opts: &Opts, results: &Results) {
+    println!();
+    println!("Targets (issue #5):");
+    let ours = [Server::Mio, Server::Tokio];
+    for (stdio, want) in [(true, 20.0), (false, 10.0)] {
+        for server in ours {
+            let ratios: Vec<(Scenario, f64)> = opts
+                .scenarios
+                .iter()
+                .filter(|s| s.is_stdio() == stdio)
+                .filter_map(|&s| {
+                    let (a, b) = (samples_of(results, s, server)?, samples_of(results, s, Server::Rmcp)?);
+                    Some((s, paired(a, b, |x| x.rps)))
+                })
+                .collect();
+            if ratios.is_empty() {
+                continue;
+            }
+            let worst = ratios.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+            let each: Vec<String> = ratios.iter().map(|(s, r)| format!("{} {r:.1}×", s.name())).collect();
+            println!(
+                "- {} ≥ {want}× rmcp's req/s over {}: {} ({})",
+                server.label(),
+                if stdio { "stdio" } else { "HTTP" },
+                if worst >= want { "met" } else { "NOT met" },
+                each.join(", ")
+            );
+        }
+    }
+    for server in ours {
+        let per: Vec<(String, f64)> = results
+            .iter()
+            .filter(|r| r.1 == server)
+            .map(|r| (r.0.name(), median(r.2.iter().map(|s| s.allocs).collect())))
+            .collect();
+        if per.is_empty() {
+            continue;
+        }
+        let zero = per.iter().all(|(_, a)| *a == 0.0);
+        let each: Vec<String> = per.iter().map(|(s, a)| format!("{s} {}", allocs(*a))).collect();
+        println!(
+            "- {} 0 allocations per request: {} ({})",
+            server.label(),
+            if zero { "met" } else { "NOT met" },
+            each.join(", ")
+        );
+    }
+    for server in ours {
+        let Some(samples) = samples_of(results, Scenario::StdioPipelined, server) else { continue };
+        let peak = samples.iter().map(|s| s.rss_mib).fold(0.0, f64::max);
+        let verdict = if peak >= 16.0 {
+            "NOT met"
+        } else if opts.requests < 100_000 {
+            "met at this size, but the target is for 100,000 requests"
+        } else {
+            "met"
+        };
+        println!(
+            "- {} peak RSS < 16 MiB with {} requests pipelined: {verdict} (highest run {peak:.1} MiB)",
+            server.label(),
+            thousands(opts.requests as f64)
+        );
+    }
+}
+
+/// Allocations per request: exact zero, or enough decimals to tell a few allocations in
+/// the whole window (buffers growing once) from a few per request.
+fn allocs(a: f64) -> String {
+    if a == 0.0 {
+        "0".into()
+    } else if a < 0.01 {
+        format!("{a:.5}")
+    } else {
+        format!("{a:.3}")
+    }
+}
+
+fn thousands(x: f64) -> String {
+    let s = format!("{:.0}", x);
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
