@@ -1091,8 +1091,13 @@ pub struct Engine {
     scan_from: usize,
     discarding: bool,
     eof: bool,
-    /// While the ticket slots are full: bytes after `in_start` known to wait for a slot.
+    /// While the ticket slots are full: bytes after `in_start` already looked at (each
+    /// frame in them waits for a slot, or is in `held_cancels`).
     held: usize,
+    /// Where (from `in_start`) the frames in `held` that may be cancellations start: one
+    /// that names a request still waiting for a slot is looked at again each time, since
+    /// that request may have got its slot meanwhile.
+    held_cancels: heapless::Vec<usize, 8>,
     /// A copy of a frame examined while the slots are full (parsing mutates its input).
     peek: Vec<u8>,
     last_now: Instant,
@@ -1124,6 +1129,7 @@ impl Engine {
             discarding: false,
             eof: false,
             held: 0,
+            held_cancels: heapless::Vec::new(),
             peek: Vec::with_capacity(frame),
             last_now: Instant::ZERO,
             parser: Parser::new(frame + 2, cfg.max_depth),
@@ -1496,7 +1502,6 @@ impl Engine {
                 }
                 break;
             }
-            self.held = 0;
             let rest = &self.inbuf[self.in_start..];
             match memchr::memchr(b'\n', &rest[self.scan_from..]) {
                 Some(i) => {
@@ -1504,6 +1509,7 @@ impl Engine {
                     let mut end = start + self.scan_from + i;
                     self.in_start = end + 1;
                     self.scan_from = 0;
+                    self.shift_held(end + 1 - start);
                     if end > start && self.inbuf[end - 1] == b'\r' {
                         end -= 1;
                     }
@@ -1542,8 +1548,43 @@ impl Engine {
             self.inbuf.clear();
             self.in_start = 0;
             self.scan_from = 0;
-            self.held = 0;
+            self.forget_held();
         }
+    }
+
+    /// The head frame, `consumed` bytes, was taken: what was looked at behind it moves up.
+    fn shift_held(&mut self, consumed: usize) {
+        self.held = self.held.saturating_sub(consumed);
+        let mut kept = heapless::Vec::new();
+        for &c in &self.held_cancels {
+            if c >= consumed {
+                let _ = kept.push(c - consumed);
+            }
+        }
+        self.held_cancels = kept;
+    }
+
+    /// Everything after `in_start` is to be looked at again.
+    fn forget_held(&mut self) {
+        self.held = 0;
+        self.held_cancels.clear();
+    }
+
+    /// The frame at `pos..=nl` (behind the head) was taken out of order.
+    fn take_from_behind(&mut self, pos: usize, nl: usize) {
+        // Taken out of order: remove it (no allocation, a move within the buffer).
+        self.inbuf.drain(pos..=nl);
+        let (at, len) = (pos - self.in_start, nl + 1 - pos);
+        if at < self.held {
+            self.held -= len;
+        }
+        let mut kept = heapless::Vec::new();
+        for &c in &self.held_cancels {
+            if c != at {
+                let _ = kept.push(if c > at { c - len } else { c });
+            }
+        }
+        self.held_cancels = kept;
     }
 
     /// While every ticket slot is busy: frames at the head that need no ticket are served
@@ -1553,50 +1594,67 @@ impl Engine {
     /// Returns whether a frame was consumed.
     fn process_held(&mut self) -> bool {
         let max = self.core.cfg.max_frame_len;
-        let mut pos = self.in_start + self.held;
+        // The head: served in order if it needs no slot (it may have moved up since).
+        let head = self.in_start;
+        let Some(i) = memchr::memchr(b'\n', &self.inbuf[head..]) else {
+            if self.inbuf.len() - head > max + 1 {
+                // An over-long frame at the head: answered and dropped as on the normal path.
+                self.core.oversized();
+                self.in_start = self.inbuf.len();
+                self.scan_from = 0;
+                self.discarding = true;
+                self.forget_held();
+                return true;
+            }
+            return false;
+        };
+        let nl = head + i;
+        let end = if nl > head && self.inbuf[nl - 1] == b'\r' { nl - 1 } else { nl };
+        let blank = self.inbuf[head..end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'));
+        if blank || end - head > max || self.peek_frame(head, end, true) {
+            if !blank && end - head > max {
+                self.core.oversized();
+            }
+            self.in_start = nl + 1;
+            self.scan_from = 0;
+            self.shift_held(nl + 1 - head);
+            return true;
+        }
+        // Cancellations seen before, whose request may hold a slot by now.
+        for k in 0..self.held_cancels.len() {
+            let pos = self.in_start + self.held_cancels[k];
+            let Some(i) = memchr::memchr(b'\n', &self.inbuf[pos..]) else { continue };
+            let nl = pos + i;
+            let end = if nl > pos && self.inbuf[nl - 1] == b'\r' { nl - 1 } else { nl };
+            if self.peek_frame(pos, end, false) {
+                self.take_from_behind(pos, nl);
+                return true;
+            }
+        }
+        // Frames not looked at yet. From behind, only a cancellation can be served: a frame
+        // that cannot be one is not parsed (one whose text has escapes is, to be sure).
+        let mut pos = (self.in_start + self.held).max(nl + 1);
         while let Some(i) = memchr::memchr(b'\n', &self.inbuf[pos..]) {
             let nl = pos + i;
-            let at_head = pos == self.in_start;
-            let mut end = nl;
-            if end > pos && self.inbuf[end - 1] == b'\r' {
-                end -= 1;
-            }
-            let blank = self.inbuf[pos..end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'));
-            if at_head && (blank || end - pos > max) {
-                self.in_start = nl + 1;
-                self.scan_from = 0;
-                if !blank {
-                    self.core.oversized();
+            let end = if nl > pos && self.inbuf[nl - 1] == b'\r' { nl - 1 } else { nl };
+            let frame = &self.inbuf[pos..end];
+            let candidate = end - pos <= max
+                && (memchr::memmem::find(frame, b"cancelled").is_some()
+                    || memchr::memchr(b'\\', frame).is_some());
+            if candidate {
+                if self.peek_frame(pos, end, false) {
+                    self.held = pos - self.in_start;
+                    self.take_from_behind(pos, nl);
+                    return true;
                 }
-                return true;
-            }
-            // From behind, only a cancellation can be served: skip parsing any frame that
-            // cannot be one (a method name written with escapes is parsed to be sure).
-            let maybe_cancel = || {
-                let frame = &self.inbuf[pos..end];
-                memchr::memmem::find(frame, b"cancelled").is_some() || memchr::memchr(b'\\', frame).is_some()
-            };
-            if !blank && end - pos <= max && (at_head || maybe_cancel()) && self.peek_frame(pos, end, at_head)
-            {
-                if at_head {
-                    self.in_start = nl + 1;
-                    self.scan_from = 0;
-                } else {
-                    // Taken out of order: remove it (no allocation, a move within the buffer).
-                    self.inbuf.drain(pos..=nl);
+                if self.held_cancels.push(pos - self.in_start).is_err() {
+                    // Too many to remember: looked at again from here next time.
+                    self.held = pos - self.in_start;
+                    return false;
                 }
-                return true;
             }
             pos = nl + 1;
             self.held = pos - self.in_start;
-        }
-        if pos == self.in_start && self.inbuf.len() - pos > max + 1 {
-            // An over-long frame at the head: answered and dropped as on the normal path.
-            self.core.oversized();
-            self.in_start = self.inbuf.len();
-            self.scan_from = 0;
-            self.discarding = true;
-            return true;
         }
         false
     }
