@@ -227,6 +227,45 @@ pub fn input(name: &str) -> Option<Vec<u8>> {
     })
 }
 
+/// Catalog sizes of the scaling workloads (`scale/tools_call/N`, `scale/tools_list/N`).
+pub const SCALES: [usize; 4] = [1, 10, 100, 1000];
+
+/// A catalog of `n` tools, each with a small input schema.
+pub fn catalog_of(n: usize) -> Catalog {
+    let mut b = Catalog::builder();
+    for i in 0..n {
+        b = b.tool(
+            Tool::new(format!("tool_{i:04}")).description("A tool with a small input schema.").input_schema(
+                serde_json::json!({
+                    "type": "object",
+                    "properties": { "city": { "type": "string" }, "days": { "type": "integer", "minimum": 1 } }
+                }),
+            ),
+        );
+    }
+    b.build().expect("valid catalog")
+}
+
+/// How cost grows with the catalog: `scale/tools_call/N` calls the middle tool of `N`
+/// (arguments validated against its schema), `scale/tools_list/N` lists the first page
+/// (`min(N, 50)` tools).
+pub fn scaled(name: &str) -> Option<Box<dyn Workload>> {
+    let rest = name.strip_prefix("scale/")?;
+    let (what, n) = rest.split_once('/')?;
+    let n: usize = n.parse().ok().filter(|n| *n > 0)?;
+    let frame = match what {
+        "tools_call" => format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{{\"name\":\"tool_{:04}\",\"arguments\":{{\"city\":\"Oslo\",\"days\":3}},{META}}}}}\n",
+            n / 2
+        )
+        .into_bytes(),
+        "tools_list" => tools_list(),
+        _ => return None,
+    };
+    let engine = Engine::new(Config::new("bench", "1"), catalog_of(n));
+    Some(Box::new(Stdio { engine, frame, sink: vec![0; 1 << 20] }))
+}
+
 /// The engine path of candidate `name` (one of [`CANDIDATES`]).
 pub fn candidate(name: &str) -> Option<Box<dyn Workload>> {
     let bytes = input(name)?;

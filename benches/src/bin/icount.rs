@@ -7,8 +7,9 @@
 //! Setup is the same at every N, so the difference of two runs divided by the difference
 //! of their N is the cost of one operation. `.ci/icount.sh` does that for every variant.
 //! Variants: each path of `mcp_benches::CANDIDATES` (`stdio/tools_call`, ...) and its
-//! reference, the same name with `ref:` in front (`ref:stdio/tools_call`); `list` prints
-//! them, `describe` prints each path's input and output sizes.
+//! reference, the same name with `ref:` in front (`ref:stdio/tools_call`); the scaling
+//! workloads `scale/tools_call/N` and `scale/tools_list/N` (see `mcp_benches::scaled`);
+//! `list` prints the candidates, `describe` prints each path's input and output sizes.
 
 use std::process::ExitCode;
 
@@ -37,7 +38,7 @@ fn main() -> ExitCode {
     };
     let workload = match variant.strip_prefix("ref:") {
         Some(name) => reference(name),
-        None => candidate(variant),
+        None => candidate(variant).or_else(|| mcp_benches::scaled(variant)),
     };
     let Some(mut w) = workload else {
         eprintln!("unknown variant {variant:?} (`icount list` prints them)");
