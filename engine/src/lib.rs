@@ -104,6 +104,9 @@ pub mod fuzzing;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub use validate::fuzz_schema_differential;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use mrtr::fuzz_request_state;
 
 #[cfg(feature = "everything")]
 pub mod everything;

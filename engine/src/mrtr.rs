@@ -723,3 +723,69 @@ impl Serialize for InputResponse<'_> {
         }
     }
 }
+
+/// Fuzzing harness of `requestState` verification (compiled only with `--cfg fuzzing`).
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn fuzz_request_state(data: &[u8]) {
+    const KEY: [u8; 32] = [42; 32];
+    let Some((&mode, rest)) = data.split_first() else { return };
+    let digest = [mode; 32];
+    let mut buf = Vec::with_capacity(MAX_SEALED_LEN + 8);
+    if mode % 2 == 0 {
+        // Anything a client may send: never a panic, never accepted (that would be a forgery).
+        let text = String::from_utf8_lossy(rest);
+        let r = open(Some(&KEY), &text, 0, Method::CallTool, &digest, &mut buf);
+        assert!(r.is_err(), "an unsealed state verified: {text:?}");
+        return;
+    }
+    // A state the engine sealed: opens to what was sealed, and a changed byte, another
+    // method, another digest or a later time refuses it.
+    let (spec, host) = rest.split_at(rest.len().min(24));
+    let keys: Vec<String> =
+        spec.chunks(3).map(|c| format!("k{}", c.iter().map(|b| u32::from(*b)).sum::<u32>())).collect();
+    let requests: Vec<InputRequest<'_>> = keys.iter().map(|k| InputRequest::list_roots(k)).collect();
+    let host = &host[..host.len().min(MAX_HOST_STATE_LEN)];
+    let ir = InputRequired::new(&requests).state(host);
+    if check(&ir, Some(&KEY)).is_err() {
+        return; // duplicate keys: refused before anything is sealed
+    }
+    let sent: Vec<&InputRequest<'_>> = requests.iter().collect();
+    let mut out = Vec::new();
+    let expiry = u64::from(mode) * 1000;
+    seal(&mut out, &KEY, expiry, Method::GetPrompt, &digest, &sent, host);
+    let text = core::str::from_utf8(&out[1..out.len() - 1]).expect("base64url is ASCII");
+    let opened =
+        open(Some(&KEY), text, expiry, Method::GetPrompt, &digest, &mut buf).expect("a sealed state opens");
+    assert_eq!(&buf[opened.host.clone()], host);
+    assert_eq!(opened.asked.len(), keys.len());
+    for ((kind, range), key) in opened.asked.iter().zip(&keys) {
+        assert_eq!(*kind, InputKind::Roots);
+        assert_eq!(&buf[range.clone()], key.as_bytes());
+    }
+    assert_eq!(
+        open(Some(&KEY), text, expiry + 1, Method::GetPrompt, &digest, &mut buf).err(),
+        Some(StateError::Expired)
+    );
+    assert_eq!(
+        open(Some(&KEY), text, expiry, Method::CallTool, &digest, &mut buf).err(),
+        Some(StateError::Mismatch)
+    );
+    let other = [mode.wrapping_add(1); 32];
+    assert_eq!(
+        open(Some(&KEY), text, expiry, Method::GetPrompt, &other, &mut buf).err(),
+        Some(StateError::Mismatch)
+    );
+    assert_eq!(
+        open(Some(&[7; 32]), text, expiry, Method::GetPrompt, &digest, &mut buf).err(),
+        Some(StateError::Forged)
+    );
+    let mut tampered = text.as_bytes().to_vec();
+    let at = usize::from(mode) % tampered.len();
+    tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).expect("ASCII");
+    assert!(
+        open(Some(&KEY), &tampered, 0, Method::GetPrompt, &digest, &mut buf).is_err(),
+        "a changed state verified"
+    );
+}
