@@ -103,10 +103,10 @@ mod xheader;
 pub mod fuzzing;
 #[cfg(fuzzing)]
 #[doc(hidden)]
-pub use validate::fuzz_schema_differential;
+pub use mrtr::fuzz_request_state;
 #[cfg(fuzzing)]
 #[doc(hidden)]
-pub use mrtr::fuzz_request_state;
+pub use validate::fuzz_schema_differential;
 
 #[cfg(feature = "everything")]
 pub mod everything;

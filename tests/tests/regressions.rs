@@ -241,9 +241,11 @@ fn a_completion_waits_for_a_free_slot() {
         .build()
         .unwrap();
     let mut e = Engine::new(cfg, catalog);
-    let complete = json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "x"}});
+    let complete =
+        json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "x"}});
     let input =
-        [modern("A", "tools/call", json!({"name": "slow"})), modern("B", "completion/complete", complete)].concat();
+        [modern("A", "tools/call", json!({"name": "slow"})), modern("B", "completion/complete", complete)]
+            .concat();
     e.handle_input(Instant::ZERO, input.as_bytes());
     let a = e.poll_event().expect("A reaches the host").ticket();
     assert!(e.poll_event().is_none(), "B waits for the slot");
