@@ -1353,6 +1353,8 @@ struct Json<'b, 'a> {
     /// Something that makes the text invalid JSON was written (a lone surrogate, a raw
     /// control character, invalid UTF-8, a bad escape).
     broken: bool,
+    /// Prefer well-formed requests (see [`Json::choose`]).
+    bias: bool,
 }
 
 /// Object keys the engine looks for, and a few it does not.
@@ -1388,6 +1390,18 @@ const KEYS: &[&str] = &[
 ];
 
 impl Json<'_, '_> {
+    /// A choice below `n`: with `bias`, `good` most of the time (so that most generated
+    /// requests are well-formed and reach the host), else any.
+    fn choose(&mut self, n: usize, good: usize) -> usize {
+        if !self.bias {
+            return self.b.below(n);
+        }
+        match self.b.u8() {
+            v if v < 208 => good,
+            v => usize::from(v) % n,
+        }
+    }
+
     fn ws(&self, out: &mut Vec<u8>) {
         match self.style & 3 {
             0 => {}
@@ -1623,7 +1637,7 @@ struct MsgCfg<'c> {
     marker: Option<&'c str>,
     /// The progress token to send (`Random`: any).
     token: Option<Value>,
-    /// Prefer the methods that reach the host.
+    /// Prefer the methods that reach the host, and well-formed requests.
     ticketed: bool,
 }
 
@@ -1647,8 +1661,8 @@ enum Sem {
 /// the error anonymous).
 fn message(b: &mut Bytes<'_>, cfg: &MsgCfg<'_>) -> Frame {
     let style = b.u8();
-    let mut j = Json { b, style, depth: 0, max_nest: cfg.depth_limit + 2, broken: false };
-    let shape = j.b.below(32);
+    let mut j = Json { b, style, depth: 0, max_nest: cfg.depth_limit + 2, broken: false, bias: cfg.ticketed };
+    let shape = j.choose(32, 2);
     if shape < 2 {
         let mut out = Vec::new();
         if shape == 0 {
@@ -1679,7 +1693,7 @@ fn message(b: &mut Bytes<'_>, cfg: &MsgCfg<'_>) -> Frame {
         members.push(("id".into(), text, Sem::Id(valid)));
     }
     // The version.
-    match j.b.below(16) {
+    match j.choose(16, 3) {
         0 => {}
         1 => {
             let wrong = j.b.pick(&["1.0", "2.00", "", "2.0 ", "2"]);
@@ -1689,7 +1703,7 @@ fn message(b: &mut Bytes<'_>, cfg: &MsgCfg<'_>) -> Frame {
         _ => members.push(("jsonrpc".into(), j.str_value("2.0"), Sem::Jsonrpc(true))),
     }
     // The method.
-    let method = match j.b.below(16) {
+    let method = match j.choose(16, 3) {
         0 => None,
         1 => {
             let v = j.non_object(2);
@@ -1704,7 +1718,7 @@ fn message(b: &mut Bytes<'_>, cfg: &MsgCfg<'_>) -> Frame {
     if let Some(m) = &method {
         members.push(("method".into(), j.str_value(m), Sem::Method(Some(m.clone()))));
         // The params.
-        match j.b.below(10) {
+        match j.choose(10, 2) {
             0 => {}
             1 => {
                 let v = j.non_object(2);
@@ -1718,7 +1732,7 @@ fn message(b: &mut Bytes<'_>, cfg: &MsgCfg<'_>) -> Frame {
         }
     }
     // Extra members: misplaced `_meta`, response members, repeated names, noise.
-    for _ in 0..j.b.below(3) {
+    for _ in 0..j.choose(3, 0) {
         match j.b.below(8) {
             0 => {
                 let v = j.object_at(2, &[]);
@@ -1827,13 +1841,13 @@ fn random_id(j: &mut Json<'_, '_>) -> Option<(Vec<u8>, Option<Value>)> {
 
 /// `_meta`: the revision, the client capabilities, a log level, a progress token.
 fn meta(j: &mut Json<'_, '_>, cfg: &MsgCfg<'_>, depth: usize) -> Option<(Vec<u8>, Option<Value>)> {
-    match j.b.below(10) {
+    match j.choose(10, 2) {
         0 => return None,
         1 => return Some((j.non_object(depth), None)),
         _ => {}
     }
     let mut m: Vec<(String, Vec<u8>)> = Vec::new();
-    match j.b.below(8) {
+    match j.choose(8, 7) {
         0 => {}
         1 => m.push(("io.modelcontextprotocol/protocolVersion".into(), b"2026".to_vec())),
         2 => {
@@ -1845,7 +1859,7 @@ fn meta(j: &mut Json<'_, '_>, cfg: &MsgCfg<'_>, depth: usize) -> Option<(Vec<u8>
             m.push(("io.modelcontextprotocol/protocolVersion".into(), j.str_value(r)));
         }
     }
-    match j.b.below(6) {
+    match j.choose(6, 2) {
         0 => {}
         1 => m.push(("io.modelcontextprotocol/clientCapabilities".into(), j.str_value("yes"))),
         2 | 3 => {
@@ -1888,7 +1902,7 @@ fn meta(j: &mut Json<'_, '_>, cfg: &MsgCfg<'_>, depth: usize) -> Option<(Vec<u8>
                 Some(Value::from(t))
             }
             6 => {
-                let v = j.non_object(depth + 1);
+                let v = j.invalid_id(depth + 1);
                 m.push(("progressToken".into(), v));
                 None
             }
@@ -1948,7 +1962,7 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
             p.push(("clientInfo".into(), j.object_at(3, &info)));
         }
         "tools/call" => {
-            let name = match j.b.below(10) {
+            let name = match j.choose(10, 3) {
                 0 => None,
                 1 => Some(j.non_object(3)),
                 2 => {
@@ -1963,7 +1977,7 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
             if let Some(n) = name {
                 p.push(("name".into(), n));
             }
-            let args = match j.b.below(8) {
+            let args = match j.choose(8, 2) {
                 0 if !marked_mode => None,
                 0 | 1 => Some(j.non_object(3)),
                 _ => {
@@ -1995,7 +2009,7 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
             }
         }
         "resources/read" => {
-            let uri = match (j.b.below(8), marked_mode) {
+            let uri = match (j.choose(8, 2), marked_mode) {
                 (0, false) => None,
                 (0, true) | (1, false) => Some(j.non_object(3)),
                 (1, true) | (4, false) => {
@@ -2019,7 +2033,7 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
             }
         }
         "prompts/get" => {
-            match j.b.below(8) {
+            match j.choose(8, 3) {
                 0 if !marked_mode => {}
                 1 => {
                     let t = j.b.text(6);
@@ -2028,7 +2042,7 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
                 2 => p.push(("name".into(), j.str_value("q"))),
                 _ => p.push(("name".into(), j.str_value("p"))),
             }
-            let args = match j.b.below(8) {
+            let args = match j.choose(8, 5) {
                 0 if !marked_mode => None,
                 0 | 1 => Some(j.non_object(3)),
                 2 => {
@@ -2053,7 +2067,8 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
             }
         }
         "completion/complete" => {
-            let reference: Option<Vec<(String, Vec<u8>)>> = match j.b.below(7) {
+            let good = 1 + 3 * usize::from(j.b.u8() & 1);
+            let reference: Option<Vec<(String, Vec<u8>)>> = match j.choose(7, good) {
                 0 => None,
                 1 | 2 => {
                     Some(vec![("type".into(), j.str_value("ref/prompt")), ("name".into(), j.str_value("p"))])
@@ -2071,14 +2086,17 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
                     Some(vec![("type".into(), j.str_value("ref/resource")), ("uri".into(), j.str_value(&t))])
                 }
             };
+            let prompt_ref = reference.as_ref().is_some_and(|r| r.len() == 2 && r[1].0 == "name");
             if let Some(r) = reference {
                 p.push(("ref".into(), j.object_at(3, &r)));
             }
-            match j.b.below(8) {
+            match j.choose(8, 2) {
                 0 => {}
                 1 => p.push(("argument".into(), j.non_object(3))),
                 _ => {
-                    let name = j.b.pick(&["a", "b", "id", "rest", "zz", "a"]);
+                    let fits: &[&str] = if prompt_ref { &["a", "b"] } else { &["id", "rest"] };
+                    let name =
+                        if j.choose(2, 0) == 0 { j.b.pick(fits) } else { j.b.pick(&["a", "id", "zz"]) };
                     let value = marked(j, cfg);
                     let arg =
                         [("name".to_owned(), j.str_value(name)), ("value".to_owned(), j.str_value(&value))];
@@ -2157,11 +2175,11 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
         _ => {}
     }
     let mut token = None;
-    if method != "initialize" || j.b.below(4) == 0 {
-        if let Some((m, t)) = meta(j, cfg, 3) {
-            p.push(("_meta".into(), m));
-            token = t;
-        }
+    if (method != "initialize" || j.b.below(4) == 0)
+        && let Some((m, t)) = meta(j, cfg, 3)
+    {
+        p.push(("_meta".into(), m));
+        token = t;
     }
     if j.b.below(4) == 0 {
         let k = j.key();
@@ -3198,7 +3216,7 @@ impl OpHarness {
         };
         let target = seq.and_then(|s| self.seqs.get(&s)).and_then(|s| s.id.as_ref()).map(|(_, v)| v.clone());
         let style = b.u8();
-        let j = Json { b, style, depth: 0, max_nest: 0, broken: false };
+        let j = Json { b, style, depth: 0, max_nest: 0, broken: false, bias: false };
         let mut params: Vec<(String, Vec<u8>)> = Vec::new();
         match target {
             Some(v) => params.push(("requestId".into(), j.id_value(&v))),
@@ -3210,7 +3228,7 @@ impl OpHarness {
             },
         }
         params.push(("reason".into(), j.str_value("r")));
-        let mut j = Json { b: j.b, style, depth: 0, max_nest: 0, broken: false };
+        let mut j = Json { b: j.b, style, depth: 0, max_nest: 0, broken: false, bias: false };
         let p = j.object_at(2, &params);
         let members = [
             ("jsonrpc".to_owned(), j.str_value("2.0")),
@@ -3270,7 +3288,10 @@ impl OpHarness {
             return;
         }
         let n = self.e.handle_input(self.now, &self.backlog[..k]);
-        self.unprocessed = false;
+        if n > 0 {
+            // (Taking nothing, it does not process frames: the next poll does.)
+            self.unprocessed = false;
+        }
         assert!(n <= k);
         if n < k {
             assert_eq!(self.e.input_capacity(), 0, "took {n} of {k} bytes with room left");
@@ -3317,6 +3338,9 @@ impl OpHarness {
                 break;
             };
             self.unprocessed = true;
+            if self.trace {
+                eprintln!("event {ev:?}");
+            }
             if let Event::Cancelled(t) = ev {
                 let at = self.consumed + self.e.pending_output().len();
                 let Some(tr) = self.tickets.iter_mut().find(|x| x.ticket == t) else {
@@ -3740,8 +3764,8 @@ impl OpHarness {
 ///   unserializable data) on any ticket;
 /// - 12: the client reads some or all output;
 /// - 13: time passes (or a clock goes back);
-/// - 14: the client closes its side (rarely) or sends a request;
-/// - 15: `initialize` and `notifications/initialized`.
+/// - 14: the client closes its side (choice 0) or sends a request;
+/// - 15: `initialize` and `notifications/initialized` (choice 0) or a request.
 ///
 /// Then the session ends: what is left is sent, the host answers everything, the client
 /// reads everything.
@@ -3802,8 +3826,8 @@ pub fn op_sequence(data: &[u8]) {
             }
             13 => h.timeout(b.u8()),
             14 if arg == 0 => h.eof(),
-            14 => h.request(&mut b, None),
-            _ => h.initialize(&mut b),
+            15 if arg == 0 => h.initialize(&mut b),
+            _ => h.request(&mut b, None),
         }
         h.check();
     }
