@@ -12,9 +12,7 @@ use crate::cursor::{self, CursorError, ListKind};
 use crate::error::{AnswerError, HostError, NotifyError, code};
 use crate::http_headers;
 use crate::json;
-use crate::mrtr::{
-    self, ClientCapabilities, InputRequired, InputResponses, MAX_INPUT_REQUESTS, Method, StateError,
-};
+use crate::mrtr::{self, ClientCapabilities, InputRequired, InputResponses, MAX_INPUT_REQUESTS, Method};
 use crate::revision::Revision;
 use crate::subs::{self, CatalogChange, ReplaceError};
 use crate::time::Instant;
@@ -871,6 +869,9 @@ pub(crate) struct Routed {
     /// connection cannot take it).
     pub(crate) sub: bool,
 }
+
+/// Whether a subscription asked for one kind of notification.
+type SubFilter = fn(&Sub) -> bool;
 
 /// An open `subscriptions/listen` stream.
 pub(crate) struct Sub {
@@ -2302,7 +2303,7 @@ impl Core {
             "resources/subscribe" | "resources/unsubscribe"
                 if !rev.is_stateless() && self.cfg.resource_subscriptions && c.has_resources() =>
             {
-                self.legacy_subscribe(&req, method == "resources/subscribe")
+                self.legacy_subscribe(&req, rev, method == "resources/subscribe")
             }
             _ => self.error(reply, code::METHOD_NOT_FOUND, format_args!("Method not found: {method}")),
         }
@@ -2939,12 +2940,12 @@ impl Core {
     }
 
     /// Legacy `resources/subscribe` and `resources/unsubscribe` on a session-bound stream.
-    fn legacy_subscribe(&mut self, req: &Req<'_, '_>, subscribe: bool) {
+    fn legacy_subscribe(&mut self, req: &Req<'_, '_>, rev: Revision, subscribe: bool) {
         let reply = Reply::Id(req.id);
         let Some(uri) = self.required_str(req, "uri") else { return };
         if subscribe {
             if self.catalog.resolve_uri(uri, &mut self.scratch.captures).is_none() {
-                return self.not_found(reply, Revision::V2025_11_25, uri);
+                return self.not_found(reply, rev, uri);
             }
             if !self.st.legacy_uris.iter().any(|u| &**u == uri) {
                 if self.st.legacy_uris.len() >= subs::MAX_SUBSCRIBED_URIS {
@@ -2986,11 +2987,12 @@ impl Core {
         self.catalog = catalog;
         self.st.catalog_revision += 1;
         if self.cfg.list_changed {
-            for (on, method) in [
-                (change.tools, "notifications/tools/list_changed"),
-                (change.prompts, "notifications/prompts/list_changed"),
-                (change.resources, "notifications/resources/list_changed"),
-            ] {
+            let kinds: [(bool, &str, SubFilter); 3] = [
+                (change.tools, "notifications/tools/list_changed", |s| s.tools),
+                (change.prompts, "notifications/prompts/list_changed", |s| s.prompts),
+                (change.resources, "notifications/resources/list_changed", |s| s.resources),
+            ];
+            for (on, method, wants) in kinds {
                 if !on {
                     continue;
                 }
@@ -3000,11 +3002,6 @@ impl Core {
                     json::write_str(out, method);
                     out.extend_from_slice(b"}\n");
                 }
-                let wants = |s: &Sub| match method {
-                    "notifications/tools/list_changed" => s.tools,
-                    "notifications/prompts/list_changed" => s.prompts,
-                    _ => s.resources,
-                };
                 self.st.publish(self.cfg.max_buffered_output, &self.prepared, wants, |out, id| {
                     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
                     json::write_str(out, method);
@@ -3095,7 +3092,6 @@ impl Core {
             match mrtr::open(key, text, self.st.now, method, &digest, &mut self.scratch.state) {
                 Ok(o) => opened = Some(o),
                 Err(e) => {
-                    let e: StateError = e;
                     self.error(reply, code::INVALID_PARAMS, format_args!("{}", e.message()));
                     return false;
                 }
