@@ -7,6 +7,8 @@
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
+use crate::json;
+
 /// Binary data on the wire (base64, standard alphabet, padded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -297,6 +299,109 @@ impl<'a> PromptOutput<'a> {
     }
 }
 
+// Direct writers: the same bytes the `Serialize` impls above give through `serde_json`
+// (`tests::direct_writers_match_serde`), without going through a serializer. Strings
+// that need no escape (nearly all) are copied whole.
+
+impl Base64<'_> {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Encoded(text) => json::write_str(out, text),
+            // Writing into a Vec cannot fail; base64 text needs no escape.
+            Self::Bytes(_) => {
+                let _ = serde_json::to_writer(&mut *out, self);
+            }
+        }
+    }
+}
+
+impl ResourceContents<'_> {
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        let (uri, mime_type) = match self {
+            Self::Text { uri, mime_type, .. } | Self::Blob { uri, mime_type, .. } => (uri, mime_type),
+        };
+        out.extend_from_slice(b"{\"uri\":");
+        json::write_str(out, uri);
+        if let Some(m) = mime_type {
+            out.extend_from_slice(b",\"mimeType\":");
+            json::write_str(out, m);
+        }
+        match self {
+            Self::Text { text, .. } => {
+                out.extend_from_slice(b",\"text\":");
+                json::write_str(out, text);
+            }
+            Self::Blob { blob, .. } => {
+                out.extend_from_slice(b",\"blob\":");
+                blob.write_json(out);
+            }
+        }
+        out.push(b'}');
+    }
+}
+
+impl Content<'_> {
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            Self::Text { text } => {
+                out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                json::write_str(out, text);
+            }
+            Self::Image { data, mime_type } | Self::Audio { data, mime_type } => {
+                out.extend_from_slice(if matches!(self, Self::Image { .. }) {
+                    b"{\"type\":\"image\",\"data\":"
+                } else {
+                    b"{\"type\":\"audio\",\"data\":"
+                });
+                data.write_json(out);
+                out.extend_from_slice(b",\"mimeType\":");
+                json::write_str(out, mime_type);
+            }
+            Self::ResourceLink { uri, name, description, mime_type } => {
+                out.extend_from_slice(b"{\"type\":\"resource_link\",\"uri\":");
+                json::write_str(out, uri);
+                out.extend_from_slice(b",\"name\":");
+                json::write_str(out, name);
+                if let Some(d) = description {
+                    out.extend_from_slice(b",\"description\":");
+                    json::write_str(out, d);
+                }
+                if let Some(m) = mime_type {
+                    out.extend_from_slice(b",\"mimeType\":");
+                    json::write_str(out, m);
+                }
+            }
+            Self::Resource(contents) => {
+                out.extend_from_slice(b"{\"type\":\"resource\",\"resource\":");
+                contents.write_json(out);
+            }
+        }
+        out.push(b'}');
+    }
+}
+
+impl PromptMessage<'_> {
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"role\":");
+        json::write_str(out, self.role.as_str());
+        out.extend_from_slice(b",\"content\":");
+        self.content.write_json(out);
+        out.push(b'}');
+    }
+}
+
+/// Writes `items` as a JSON array, each with `write`.
+pub(crate) fn write_array<T>(out: &mut Vec<u8>, items: &[T], write: impl Fn(&T, &mut Vec<u8>)) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(item, out);
+    }
+    out.push(b']');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,5 +430,43 @@ mod tests {
             s(&Content::embedded(ResourceContents::blob("x://b", None, b"hi"))),
             r#"{"type":"resource","resource":{"uri":"x://b","blob":"aGk="}}"#
         );
+    }
+
+    #[test]
+    fn direct_writers_match_serde() {
+        let texts = ["", "hi", "12°C, light rain", "a\"b\\c\nd\u{1}", "é"];
+        let mut blocks = Vec::new();
+        for t in texts {
+            blocks.push(Content::text(t));
+            blocks.push(Content::image(t.as_bytes(), t));
+            blocks.push(Content::audio_base64(t, "audio/wav"));
+            blocks.push(Content::ResourceLink {
+                uri: t,
+                name: "n",
+                description: Some(t),
+                mime_type: Some(t),
+            });
+            blocks.push(Content::ResourceLink { uri: "x://a", name: t, description: None, mime_type: None });
+            blocks.push(Content::embedded(ResourceContents::text(t, Some(t), t)));
+            blocks.push(Content::embedded(ResourceContents::text(t, None, t)));
+            blocks.push(Content::embedded(ResourceContents::blob(t, Some("a/b"), t.as_bytes())));
+            blocks.push(Content::embedded(ResourceContents::blob_base64(t, None, t)));
+        }
+        for b in &blocks {
+            let mut out = Vec::new();
+            b.write_json(&mut out);
+            assert_eq!(out, serde_json::to_vec(b).unwrap(), "{b:?}");
+        }
+        let mut out = Vec::new();
+        write_array(&mut out, &blocks, Content::write_json);
+        assert_eq!(out, serde_json::to_vec(&blocks).unwrap());
+        let mut out = Vec::new();
+        write_array(&mut out, &blocks[..0], Content::write_json);
+        assert_eq!(out, b"[]");
+        let messages: Vec<_> =
+            blocks.iter().flat_map(|c| [PromptMessage::user(*c), PromptMessage::assistant(*c)]).collect();
+        let mut out = Vec::new();
+        write_array(&mut out, &messages, PromptMessage::write_json);
+        assert_eq!(out, serde_json::to_vec(&messages).unwrap());
     }
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use simd_json::{Buffers, Node, StaticNode, Tape};
 
 use crate::catalog::{Catalog, Prompt, ResourceTemplate, Tool};
-use crate::content::{PromptOutput, ResourceContents, ToolOutput};
+use crate::content::{self, Content, PromptMessage, PromptOutput, ResourceContents, ToolOutput};
 use crate::cursor::{self, CursorError, ListKind};
 use crate::error::{AnswerError, HostError, NotifyError, code};
 use crate::http_headers;
@@ -1845,7 +1845,7 @@ impl LogLevel {
 /// The log level a 2026-07-28 request asks for in its `_meta`.
 fn request_log_level(req: &Req<'_, '_>) -> Option<LogLevel> {
     let n = req.n;
-    let m = req.params.and_then(|p| json::get(n, p, "_meta"))?;
+    let m = req.meta?;
     let l = json::get(n, m, "io.modelcontextprotocol/logLevel")?;
     LogLevel::parse(json::str_at(n, l)?)
 }
@@ -2088,7 +2088,7 @@ impl Core {
     fn era_http(&mut self, req: &Req<'_, '_>, method: &str, headers: &[httparse::Header<'_>]) -> Option<Era> {
         let n = req.n;
         let reply = Reply::Id(req.id);
-        let meta = req.params.and_then(|p| json::get(n, p, "_meta"));
+        let meta = req.meta;
         let Some(m) = meta.filter(|&m| json::is_object(n, m)) else {
             self.refuse_meta(
                 reply,
@@ -2162,15 +2162,15 @@ impl Core {
                 );
             }
         }
+        let [jsonrpc, id, method, params, top_meta, result, error] =
+            json::members(n, 0, ["jsonrpc", "id", "method", "params", "_meta", "result", "error"]);
         // A response (result or error, no method) is never answered, whatever its id:
         // this server sends no requests, so there is nothing to match it with.
-        if json::get(n, 0, "method").is_none()
-            && (json::get(n, 0, "result").is_some() || json::get(n, 0, "error").is_some())
-        {
+        if method.is_none() && (result.is_some() || error.is_some()) {
             return;
         }
         // The id first, so every later error can echo it.
-        let id = match json::get(n, 0, "id") {
+        let id = match id {
             None => None,
             Some(i) => match n[i] {
                 Node::String(s) => Some(IdRef::Str(s)),
@@ -2186,8 +2186,8 @@ impl Core {
             },
         };
         let reply = id.map_or(Reply::None, Reply::Id);
-        if json::get(n, 0, "jsonrpc").and_then(|i| json::str_at(n, i)) != Some("2.0") {
-            if id.is_none() && json::get(n, 0, "method").is_some() {
+        if jsonrpc.and_then(|i| json::str_at(n, i)) != Some("2.0") {
+            if id.is_none() && method.is_some() {
                 return; // a notification is never answered, even a malformed one
             }
             return self.error(
@@ -2196,8 +2196,8 @@ impl Core {
                 format_args!("Invalid Request: jsonrpc must be \"2.0\""),
             );
         }
-        let Some(mi) = json::get(n, 0, "method") else {
-            if id.is_some() && (json::get(n, 0, "result").is_some() || json::get(n, 0, "error").is_some()) {
+        let Some(mi) = method else {
+            if id.is_some() && (result.is_some() || error.is_some()) {
                 return; // a response: this server sends no requests, so there is nothing to match
             }
             return self.error(
@@ -2216,11 +2216,10 @@ impl Core {
                 format_args!("Invalid Request: method must be a string"),
             );
         };
-        let params = json::get(n, 0, "params");
         let Some(id) = id else {
             return self.notification(n, method);
         };
-        if json::get(n, 0, "_meta").is_some() {
+        if top_meta.is_some() {
             return self.error(
                 reply,
                 code::INVALID_PARAMS,
@@ -2238,11 +2237,11 @@ impl Core {
                 format_args!("Invalid params: params must be an object"),
             );
         }
-        let req = Req { n, id, params };
+        let meta = params.and_then(|p| json::get(n, p, "_meta"));
+        let req = Req { n, id, params, meta };
         self.scratch.round.reset();
         let era = match self.mode {
             Mode::Stdio => {
-                let meta = params.and_then(|p| json::get(n, p, "_meta"));
                 // Matched before the revision switch: the era probe (answered bare unless its
                 // `_meta` names a revision, which is then checked like any other), the legacy
                 // opener, and a `ping` before `initialize` (the legacy lifecycle allows it).
@@ -2336,7 +2335,7 @@ impl Core {
     fn era(&mut self, req: &Req<'_, '_>) -> Option<Era> {
         let n = req.n;
         let reply = Reply::Id(req.id);
-        let meta = req.params.and_then(|p| json::get(n, p, "_meta"));
+        let meta = req.meta;
         let meta = match meta {
             Some(m) if json::is_object(n, m) => Some(m),
             Some(_) => {
@@ -2617,11 +2616,8 @@ impl Core {
             );
             return None;
         };
-        let progress = req
-            .params
-            .and_then(|p| json::get(req.n, p, "_meta"))
-            .and_then(|m| json::get(req.n, m, "progressToken"))
-            .and_then(|t| match req.n.get(t)? {
+        let progress =
+            req.meta.and_then(|m| json::get(req.n, m, "progressToken")).and_then(|t| match req.n.get(t)? {
                 Node::String(s) => IdBuf::of(IdRef::Str(s)),
                 Node::Static(StaticNode::I64(v)) => IdBuf::of(IdRef::I(*v)),
                 Node::Static(StaticNode::U64(v)) => IdBuf::of(IdRef::U(*v)),
@@ -2660,10 +2656,8 @@ impl Core {
         };
         if rev.is_stateless() && !self.catalog.tools[ti].tool.required_client_capabilities.is_empty() {
             let n = req.n;
-            let declared = req
-                .params
-                .and_then(|p| json::get(n, p, "_meta"))
-                .and_then(|m| json::get(n, m, "io.modelcontextprotocol/clientCapabilities"));
+            let declared =
+                req.meta.and_then(|m| json::get(n, m, "io.modelcontextprotocol/clientCapabilities"));
             let required = &self.catalog.tools[ti].tool.required_client_capabilities;
             if required.iter().any(|c| declared.and_then(|d| json::get(n, d, c)).is_none()) {
                 self.st.http_status = 400;
@@ -3068,8 +3062,8 @@ impl Core {
         }
         let (n, reply) = (req.n, Reply::Id(req.id));
         let Some(p) = req.params else { return true };
-        if let Some(caps) = json::get(n, p, "_meta")
-            .and_then(|m| json::get(n, m, "io.modelcontextprotocol/clientCapabilities"))
+        if let Some(caps) =
+            req.meta.and_then(|m| json::get(n, m, "io.modelcontextprotocol/clientCapabilities"))
         {
             self.scratch.round.caps = ClientCapabilities::from_tape(n, caps);
         }
@@ -3419,10 +3413,10 @@ impl State {
             Ok(cache) => {
                 // Host-serialized values (a `RawValue`, say) may hold line breaks as JSON
                 // whitespace; a frame must not. Outside strings they can only be whitespace.
-                for b in &mut out[body_start..] {
-                    if matches!(*b, b'\n' | b'\r') {
-                        *b = b' ';
-                    }
+                let mut at = body_start;
+                while let Some(p) = memchr::memchr2(b'\n', b'\r', &out[at..]) {
+                    out[at + p] = b' ';
+                    at += p + 1;
                 }
                 result_end(out, prepared, busy.revision, cache)
             }
@@ -3582,7 +3576,7 @@ impl State {
         }
         self.answer(prepared, ticket, Kind::Tool, |out, _| {
             field(out, "content");
-            serde_json::to_writer(&mut *out, output.content)?;
+            content::write_array(out, output.content, Content::write_json);
             if let Some(s) = output.structured_content {
                 field(out, "structuredContent");
                 serde_json::to_writer(&mut *out, s)?;
@@ -3691,7 +3685,7 @@ impl State {
         }
         self.answer(prepared, ticket, Kind::Resource, |out, _| {
             field(out, "contents");
-            serde_json::to_writer(&mut *out, contents)?;
+            content::write_array(out, contents, ResourceContents::write_json);
             Ok(Some(cache))
         })
     }
@@ -3708,7 +3702,7 @@ impl State {
                 json::write_str(out, d);
             }
             field(out, "messages");
-            serde_json::to_writer(&mut *out, output.messages)?;
+            content::write_array(out, output.messages, PromptMessage::write_json);
             Ok(None)
         })
     }
@@ -3725,6 +3719,8 @@ struct Req<'n, 't> {
     n: &'n [Node<'t>],
     id: IdRef<'t>,
     params: Option<usize>,
+    /// `params._meta` (any type), found once.
+    meta: Option<usize>,
 }
 
 /// At most three schema violations, each cut to 200 bytes.

@@ -29,6 +29,26 @@ pub(crate) fn get(nodes: &[Node<'_>], obj: usize, key: &str) -> Option<usize> {
     None
 }
 
+/// The indexes of the values of `keys` in the object at node `obj` (each the first
+/// occurrence, like [`get`]), found in one pass over its members.
+pub(crate) fn members<const K: usize>(nodes: &[Node<'_>], obj: usize, keys: [&str; K]) -> [Option<usize>; K] {
+    let mut found = [None; K];
+    let Some(Node::Object { len, .. }) = nodes.get(obj) else { return found };
+    let mut i = obj + 1;
+    for _ in 0..*len {
+        let Some(k) = nodes.get(i) else { break };
+        let v = i + 1;
+        if let Node::String(s) = k
+            && let Some(j) = keys.iter().position(|key| key == s)
+            && found[j].is_none()
+        {
+            found[j] = Some(v);
+        }
+        i = v + 1 + children(nodes, v);
+    }
+    found
+}
+
 /// The string at node `i`.
 pub(crate) fn str_at<'t>(nodes: &[Node<'t>], i: usize) -> Option<&'t str> {
     match nodes.get(i) {
@@ -42,15 +62,55 @@ pub(crate) fn is_object(nodes: &[Node<'_>], i: usize) -> bool {
     matches!(nodes.get(i), Some(Node::Object { .. }))
 }
 
-/// Writes `s` as a JSON string.
+/// Writes `s` as a JSON string, byte for byte what `serde_json` writes.
+///
+/// Most strings an MCP server writes need no escape; those are copied in one go, after a
+/// check of eight bytes at a time. A string that needs escaping is written by `serde_json`.
+#[inline]
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
+    if needs_escape(s.as_bytes()) {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    } else {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    }
+}
+
+/// Whether a JSON string holding `bytes` needs an escape: a quote, a backslash or a
+/// control character (below 0x20).
+fn needs_escape(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(8);
+    let mut found = 0;
+    for c in &mut chunks {
+        found |= escapes_in(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        // Pad with spaces, which need no escape.
+        let mut last = [b' '; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        found |= escapes_in(u64::from_le_bytes(last));
+    }
+    found != 0
+}
+
+/// Non-zero when one of the eight bytes of `x` needs an escape. The classic word-at-a-time
+/// tests: `(x - n·ONES) & !x & HIGHS` is non-zero exactly when a byte of `x` is below
+/// `n` (for `n` ≤ 128); a byte equal to `b` is a zero byte of `x ^ b·ONES`.
+#[inline]
+fn escapes_in(x: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u64| x.wrapping_sub(n * ONES) & !x & HIGHS;
+    below(x, 0x20) | below(x ^ (b'"' as u64 * ONES), 1) | below(x ^ (b'\\' as u64 * ONES), 1)
 }
 
 /// Writes an unsigned integer.
 pub(crate) fn write_u64(out: &mut Vec<u8>, n: u64) {
-    let _ = serde_json::to_writer(&mut *out, &n);
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// Writes the value at node `i` as compact JSON; returns the index after it.
@@ -62,13 +122,16 @@ pub(crate) fn write_value(nodes: &[Node<'_>], i: usize, out: &mut Vec<u8>) -> us
             i + 1
         }
         Some(Node::Static(st)) => {
-            let _ = match st {
-                StaticNode::I64(n) => serde_json::to_writer(&mut *out, n),
-                StaticNode::U64(n) => serde_json::to_writer(&mut *out, n),
-                StaticNode::F64(n) => serde_json::to_writer(&mut *out, n),
-                StaticNode::Bool(b) => serde_json::to_writer(&mut *out, b),
-                StaticNode::Null => serde_json::to_writer(&mut *out, &()),
-            };
+            match st {
+                StaticNode::I64(n) => out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
+                StaticNode::U64(n) => write_u64(out, *n),
+                // Writing into a Vec cannot fail; a tape holds finite numbers only.
+                StaticNode::F64(n) => {
+                    let _ = serde_json::to_writer(&mut *out, n);
+                }
+                StaticNode::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+                StaticNode::Null => out.extend_from_slice(b"null"),
+            }
             i + 1
         }
         Some(Node::Object { len, .. }) => {
@@ -111,9 +174,51 @@ mod tests {
     }
 
     #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let mut cases: Vec<String> = [
+            "",
+            "hello",
+            "12°C, light rain",
+            "a\"b",
+            "back\\slash",
+            "tab\there",
+            "nl\n",
+            "\u{1}\u{1f}\u{7f}",
+            "/",
+            "é\u{2028}\u{2029}",
+            "\u{0}",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // Every byte value that is a char on its own, alone and inside a long run.
+        for c in (0u32..0x80).filter_map(char::from_u32) {
+            cases.push(c.to_string());
+            cases.push(format!("{}{c}{}", "x".repeat(40), "y".repeat(40)));
+        }
+        // Each byte value at each position of a word, the rest plain or multi-byte text.
+        for b in 0u8..0x80 {
+            for at in 0..17 {
+                let mut v = vec![b'a'; 17];
+                v[at] = b;
+                cases.push(String::from_utf8(v).unwrap());
+                cases.push(format!("é{}ü", String::from_utf8(vec![b; at + 1]).unwrap()));
+            }
+        }
+        for s in &cases {
+            let mut ours = b"[".to_vec();
+            write_str(&mut ours, s);
+            assert_eq!(ours[1..], serde_json::to_vec(s).unwrap()[..], "{s:?}");
+        }
+    }
+
+    #[test]
     fn navigation_and_rewrite() {
         tape_of(r#"{"a":{"b":[1,-2,{"c":"x\ny"}]},"d":1.5,"e":null,"f":true}"#, |n| {
             let a = get(n, 0, "a").unwrap();
+            assert_eq!(members(n, 0, ["f", "a", "zz", "d"]), [get(n, 0, "f"), Some(a), None, get(n, 0, "d")]);
+            assert_eq!(members(n, a, ["b"]), [get(n, a, "b")]);
+            assert_eq!(members(n, get(n, 0, "d").unwrap(), ["x"]), [None]);
             assert!(is_object(n, a));
             assert_eq!(
                 get(n, 0, "d").map(|i| write_value(n, i, &mut Vec::new())),
