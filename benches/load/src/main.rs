@@ -29,7 +29,8 @@ Drives each server with tools/call `echo` requests and prints a markdown table o
   --quick            10,000 requests, 2 rounds (default: 100,000 requests, 5 rounds)
   --requests N       timed requests per run
   --rounds R         rounds; each runs every server once per scenario, in rotated order
-  --servers LIST     comma-separated, of: mio,tokio,rmcp,floor (default: all)
+  --servers LIST     comma-separated, of: mio,tokio,rmcp,rmcp-flush,floor (default: all;
+                     rmcp-flush is rmcp on hyper with pipeline_flush, HTTP only)
   --scenarios LIST   comma-separated, of: stdio-pipelined,stdio-64,http-1,http-4,
                      http-1-pipelined,http-4-pipelined (default: all)
   --depth D          requests kept unanswered on each connection in the http-*-pipelined
@@ -55,17 +56,20 @@ enum Server {
     Mio,
     Tokio,
     Rmcp,
+    /// rmcp over hyper's HTTP/1 server with `pipeline_flush` (HTTP only).
+    RmcpFlush,
     Floor,
 }
 
 impl Server {
-    const ALL: [Self; 4] = [Self::Mio, Self::Tokio, Self::Rmcp, Self::Floor];
+    const ALL: [Self; 5] = [Self::Mio, Self::Tokio, Self::Rmcp, Self::RmcpFlush, Self::Floor];
 
     fn name(self) -> &'static str {
         match self {
             Self::Mio => "mio",
             Self::Tokio => "tokio",
             Self::Rmcp => "rmcp",
+            Self::RmcpFlush => "rmcp-flush",
             Self::Floor => "floor",
         }
     }
@@ -75,6 +79,7 @@ impl Server {
             Self::Mio => "ours, mio adapter",
             Self::Tokio => "ours, tokio adapter",
             Self::Rmcp => "rmcp 3.11.0",
+            Self::RmcpFlush => "rmcp 3.11.0, hyper `pipeline_flush`",
             Self::Floor => "floor (no parsing)",
         }
     }
@@ -83,9 +88,15 @@ impl Server {
         match self {
             Self::Mio => "srv-mio",
             Self::Tokio => "srv-tokio",
-            Self::Rmcp => "srv-rmcp",
+            Self::Rmcp | Self::RmcpFlush => "srv-rmcp",
             Self::Floor => "srv-floor",
         }
+    }
+
+    /// Whether this server runs in `scenario` (the `pipeline_flush` variant differs from
+    /// plain rmcp over HTTP only).
+    fn runs(self, scenario: Scenario) -> bool {
+        !(self == Self::RmcpFlush && scenario.is_stdio())
     }
 }
 
@@ -252,7 +263,7 @@ fn run(opts: &Opts) -> io::Result<()> {
     // Per scenario and server, one sample per round, in round order.
     let mut results: Vec<(Scenario, Server, Vec<Sample>)> = Vec::new();
     for &scenario in &opts.scenarios {
-        for &server in &opts.servers {
+        for &server in opts.servers.iter().filter(|s| s.runs(scenario)) {
             results.push((scenario, server, Vec::new()));
         }
     }
@@ -264,9 +275,10 @@ fn run(opts: &Opts) -> io::Result<()> {
     );
     for round in 0..opts.rounds {
         for &scenario in &opts.scenarios {
-            let n = opts.servers.len();
+            let servers: Vec<Server> = opts.servers.iter().copied().filter(|s| s.runs(scenario)).collect();
+            let n = servers.len();
             for i in 0..n {
-                let server = opts.servers[(i + round) % n];
+                let server = servers[(i + round) % n];
                 let job = Job { server, scenario, warmup, requests: opts.requests, stdio: &stdio };
                 let sample = job.run(&bin_dir).map_err(|e| {
                     io::Error::new(e.kind(), format!("{} / {}: {e}", scenario.name(), server.name()))
@@ -463,6 +475,9 @@ impl Job<'_> {
         let _ = std::fs::remove_file(&sock);
         let mut cmd = Command::new(bin_dir.join(self.server.binary()));
         cmd.env(STATS_ENV, &sock).stderr(Stdio::piped());
+        if self.server == Server::RmcpFlush {
+            cmd.env("SRV_RMCP_PIPELINE_FLUSH", "1");
+        }
         if self.scenario.is_stdio() {
             cmd.arg("--stdio").stdin(Stdio::piped()).stdout(Stdio::piped());
         } else {
@@ -1096,14 +1111,16 @@ fn print_targets(opts: &Opts, results: &Results) {
     println!();
     println!("Targets (issue #5):");
     let ours = [Server::Mio, Server::Tokio];
-    for (stdio, want) in [(true, 20.0), (false, 10.0)] {
+    for (stdio, want, base) in
+        [(true, 20.0, Server::Rmcp), (false, 10.0, Server::Rmcp), (false, 10.0, Server::RmcpFlush)]
+    {
         for server in ours {
             let ratios: Vec<(Scenario, f64)> = opts
                 .scenarios
                 .iter()
                 .filter(|s| s.is_stdio() == stdio)
                 .filter_map(|&s| {
-                    let (a, b) = (samples_of(results, s, server)?, samples_of(results, s, Server::Rmcp)?);
+                    let (a, b) = (samples_of(results, s, server)?, samples_of(results, s, base)?);
                     Some((s, paired(a, b, |x| x.rps)))
                 })
                 .collect();
@@ -1120,8 +1137,9 @@ fn print_targets(opts: &Opts, results: &Results) {
             };
             let each: Vec<String> = ratios.iter().map(|(s, r)| format!("{} {r:.1}×", s.name())).collect();
             println!(
-                "- {} ≥ {want}× rmcp's req/s over {}: {verdict} ({})",
+                "- {} ≥ {want}× {}'s req/s over {}: {verdict} ({})",
                 server.label(),
+                base.name(),
                 if stdio { "stdio" } else { "HTTP" },
                 each.join(", ")
             );

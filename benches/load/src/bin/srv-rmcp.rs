@@ -62,6 +62,10 @@ impl ServerHandler for Echo {
     }
 }
 
+/// Set (to anything) to serve HTTP through hyper's HTTP/1 server with `pipeline_flush`
+/// instead of `axum::serve`.
+const PIPELINE_FLUSH_ENV: &str = "SRV_RMCP_PIPELINE_FLUSH";
+
 fn main() -> std::io::Result<()> {
     let mode = mcp_load::mode("srv-rmcp");
     mcp_load::serve_stats();
@@ -89,7 +93,22 @@ fn main() -> std::io::Result<()> {
                 let std_listener = mcp_load::bind(addr);
                 std_listener.set_nonblocking(true)?;
                 let listener = tokio::net::TcpListener::from_std(std_listener)?;
-                axum::serve(listener, router).await
+                if std::env::var_os(PIPELINE_FLUSH_ENV).is_none() {
+                    return axum::serve(listener, router).await;
+                }
+                // hyper's own HTTP/1 server with `pipeline_flush`: pipelined responses
+                // are written together. `axum::serve` cannot turn it on.
+                loop {
+                    let (stream, _) = listener.accept().await?;
+                    stream.set_nodelay(true)?;
+                    let service = hyper_util::service::TowerToHyperService::new(router.clone());
+                    tokio::spawn(async move {
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .pipeline_flush(true)
+                            .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
             }
         }
     });
