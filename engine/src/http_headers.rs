@@ -394,7 +394,7 @@ pub(crate) fn check<'a>(
 /// Checks every occurrence of `header`: each must decode and satisfy
 /// `matches`, and at least one must exist.
 fn check_header<'a>(
-    headers: &'a [httparse::Header<'a>],
+    headers: &[httparse::Header<'a>],
     header: HeaderName<'a>,
     body_value: BodyValue<'a>,
     matches: impl Fn(&str) -> bool,
@@ -1292,6 +1292,38 @@ mod tests {
             ("Mcp-Param-Note", b"hi"),
         ];
         assert_eq!(run(note, Some("get_weather"), &params), render(Err((Param("Note"), Unexpected))));
+    }
+
+    /// Many `Mcp-` headers besides the checked ones: the same outcomes, in the same order.
+    #[test]
+    fn many_mcp_headers() {
+        let extra: Vec<String> = (0..20).map(|i| format!("Mcp-Extra-{i}")).collect();
+        let params = [string("Region", BodyValue::Str("eu")), string("Note", BodyValue::Absent)];
+        for (tail, want) in [
+            (vec![("Mcp-Param-Region", &b"eu"[..])], Ok(())),
+            (vec![("Mcp-Param-Region", &b"us"[..])], render(Err((Param("Region"), Differs)))),
+            (vec![], render(Err((Param("Region"), Missing)))),
+            (
+                vec![("Mcp-Param-Region", &b"eu"[..]), ("mcp-param-note", &b"x"[..])],
+                render(Err((Param("Note"), Unexpected))),
+            ),
+            (vec![("MCP-METHOD", &b"tools/list"[..])], render(Err((Method, Differs)))),
+        ] {
+            for count in [0, 10, 13, 14, 20] {
+                let mut raw: Vec<(&str, &[u8])> = vec![VERSION, METHOD, NAME];
+                raw.extend(extra[..count].iter().map(|n| (n.as_str(), &b"v"[..])));
+                raw.extend_from_slice(&tail);
+                let headers = parsed(&raw);
+                let expected = Expected {
+                    protocol_version: "2026-07-28",
+                    method: "tools/call",
+                    name: Some("get_weather"),
+                    params: &params,
+                };
+                let got = check(&headers, &expected).map_err(|m| (m.header.to_string(), m.reason));
+                assert_eq!(got, want, "{count} extra headers, tail {tail:?}");
+            }
+        }
     }
 
     #[test]
