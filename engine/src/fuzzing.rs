@@ -35,6 +35,26 @@ fn catalog() -> Catalog {
         .unwrap_or_else(|e| unreachable!("the fuzz catalog is valid: {e}"))
 }
 
+/// The engine writes strings and content blocks itself; they must be `serde_json`'s bytes.
+fn writers_match_serde(text: &str) {
+    let mut ours = Vec::new();
+    crate::json::write_str(&mut ours, text);
+    assert_eq!(ours, serde_json::to_vec(text).unwrap_or_default(), "string {text:?}");
+    let half = text.char_indices().nth(text.chars().count() / 2).map_or(text.len(), |(i, _)| i);
+    let (a, b) = text.split_at(half);
+    for block in [
+        Content::text(text),
+        Content::image(a.as_bytes(), b),
+        Content::ResourceLink { uri: a, name: b, description: Some(text), mime_type: None },
+        Content::embedded(ResourceContents::text(a, Some(b), text)),
+        Content::embedded(ResourceContents::blob_base64(b, None, a)),
+    ] {
+        let mut ours = Vec::new();
+        block.write_json(&mut ours);
+        assert_eq!(ours, serde_json::to_vec(&block).unwrap_or_default(), "{block:?}");
+    }
+}
+
 /// The stdio frame decoder and everything behind it. The first byte picks the chunk size
 /// the rest is fed in; events are answered at once, every other event is deferred and
 /// answered later; every output line must be a JSON object, and feeding the same input
@@ -2278,8 +2298,10 @@ fn output_lines(out: &[u8]) -> Vec<&[u8]> {
 /// request with a valid id gets exactly one response echoing the id, a notification or a
 /// response none, anything else one error without an id; progress notifications carry
 /// the request's token, one per accepted `notify_progress`; a second answer, or a wrong
-/// kind of answer, is refused and writes nothing.
+/// kind of answer, is refused and writes nothing. Also: the engine's direct JSON writers
+/// give `serde_json`'s bytes for the input read as text (a string, each content block).
 pub fn jsonrpc(data: &[u8]) {
+    writers_match_serde(&String::from_utf8_lossy(data));
     let mut b = Bytes::new(data);
     let setup = b.u8();
     let prelude = b.u8();
