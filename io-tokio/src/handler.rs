@@ -17,7 +17,7 @@ pub type CompleteResult = Result<crate::reply::CompletionReply, HostFailure>;
 
 /// The work only the host can do, done asynchronously.
 ///
-/// [`serve`](crate::serve) runs each request's future in its own tokio task, so many run
+/// [`serve`](crate::serve) runs each request's future in a tokio task of its own, so many run
 /// at once (up to the engine's [`in_flight_limit`](mcp_engine::Config::in_flight_limit))
 /// and finish in any order. A task whose request the client cancels is aborted: the
 /// future is dropped at its next `.await`.

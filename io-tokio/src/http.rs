@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Verdict};
 use mcp_engine::{Config, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::auth::{AuthorizeInfo, Authorizer};
@@ -25,8 +25,8 @@ use crate::work::{Completion, Tasks};
 /// Bytes read from a connection at a time.
 const READ_BUF_LEN: usize = 16 * 1024;
 
-/// Read messages waiting for the engine task, all connections together.
-const READ_QUEUE: usize = 64;
+/// A write buffer larger than this is not kept for the connection's next response.
+const SPARE_CAPACITY: usize = 64 * 1024;
 
 /// How long a connection the server ends keeps draining what the client still sends,
 /// after its last response, so that the client reads that response rather than a reset.
@@ -56,10 +56,11 @@ pub async fn serve_http<H: Handler, A: Authorizer>(
 /// reader hands the engine task one buffer at a time and reads again only once the engine
 /// took all of it, so a connection whose input the engine does not take (its request is
 /// with the handler, or it pipelined more than the engine buffers) is not read further,
-/// and the bytes not taken are kept and offered again. The writer gets each response once
-/// the engine wrote it; a connection's input is offered to the engine only while nothing
-/// it was answered waits to be written, so a client that does not read its responses stops
-/// being read. Each tool call, resource read or prompt request runs in its own task, as with
+/// and the bytes not taken are kept and offered again. The engine task writes each
+/// response as far as the socket takes it without waiting, and hands the rest to the
+/// writer; a connection's input is offered to the engine only while nothing it was
+/// answered waits to be written, so a client that does not read its responses stops being
+/// read. Each tool call, resource read or prompt request runs in a task of its own, as with
 /// [`serve`](crate::serve). Closing a connection cancels its request and aborts the task;
 /// a client that shuts down only its sending side is taken to have gone away too (once the
 /// server reads the end of its input, which it does while the client's request is with the
@@ -160,14 +161,15 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
         let (host, mut done_rx, mut verdict_rx) = Host::new(self);
-        let (read_tx, mut read_rx) = mpsc::channel(READ_QUEUE);
-        let (write_tx, mut write_rx) = mpsc::unbounded_channel();
+        // Unbounded, yet it holds at most a read and a close per connection (a reader reads
+        // again only once the engine took what it read), and a write per piece of output
+        // handed to a writer.
+        let (conn_tx, mut conn_rx) = mpsc::unbounded_channel();
         let mut tcp = Tcp {
             host,
             conns: HashMap::new(),
             held: VecDeque::new(),
-            read_tx,
-            write_tx,
+            conn_tx,
             reading: true,
             accept_paused: false,
             scratch: Vec::new(),
@@ -193,8 +195,10 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
                 }
                 Some(done) = done_rx.recv() => tcp.host.complete(done),
                 Some(verdict) = verdict_rx.recv() => tcp.host.verdict(verdict),
-                Some(written) = write_rx.recv() => tcp.written(written),
-                Some(read) = read_rx.recv() => tcp.read(read),
+                Some(msg) = conn_rx.recv() => match msg {
+                    FromConn::Read(read) => tcp.read(read),
+                    FromConn::Written(written) => tcp.written(written),
+                },
                 () = tokio::time::sleep_until(timer.unwrap_or_else(tokio::time::Instant::now)), if timer.is_some() => {
                     tcp.host.handle_timeout();
                 }
@@ -440,18 +444,25 @@ impl<H, A> Drop for Host<H, A> {
     }
 }
 
+/// A message of a connection's reader or writer task.
+enum FromConn {
+    Read(Read),
+    Written(Written),
+}
+
 /// A reader task's message.
 enum Read {
-    /// `buf[..len]` was read; send the buffer back on `back` once the engine took it all.
-    Data { conn: ConnId, buf: Vec<u8>, len: usize, back: oneshot::Sender<Vec<u8>> },
+    /// `buf[..len]` was read; send the buffer back on the connection's `back` channel
+    /// once the engine took it all.
+    Data { conn: ConnId, buf: Vec<u8>, len: usize },
     /// The peer closed its side, or reading failed.
     Closed { conn: ConnId },
 }
 
 /// A writer task's message.
 enum Written {
-    /// `n` bytes were written.
-    Done { conn: ConnId, n: usize },
+    /// `buf` was written; it can take the connection's next output.
+    Done { conn: ConnId, buf: Vec<u8> },
     /// Writing failed: the connection is gone.
     Failed { conn: ConnId },
 }
@@ -461,18 +472,50 @@ struct Held {
     buf: Vec<u8>,
     pos: usize,
     len: usize,
-    back: oneshot::Sender<Vec<u8>>,
 }
 
 /// The engine task's side of a TCP connection. Dropping it ends the connection: the
-/// writer writes what it was given and shuts the socket down, the reader drains and stops.
+/// writer writes what it was given and shuts the socket down (once both hold no more
+/// `socket`), the reader drains and stops.
 struct TcpConn {
     held: Option<Held>,
+    /// Gives the reader its buffer back; dropped to stop the reader.
+    back: mpsc::Sender<Vec<u8>>,
+    /// The sending side, shared with the writer: output is written from the engine task
+    /// while the writer has nothing to write, and handed to the writer otherwise.
+    socket: Arc<OwnedWriteHalf>,
     writer: mpsc::UnboundedSender<Vec<u8>>,
     /// Bytes given to the writer and not yet written.
     unwritten: usize,
-    /// Dropped to stop the reader.
-    _stop_reader: oneshot::Sender<()>,
+    /// A buffer for output to hand to the writer, back from it.
+    spare: Vec<u8>,
+}
+
+impl TcpConn {
+    /// Writes `out` now as far as the socket takes it without waiting, and hands the rest
+    /// to the writer. Fails when the connection is gone.
+    fn write(&mut self, out: &[u8]) -> io::Result<()> {
+        let mut done = 0;
+        // While the writer has something, it writes everything, in order.
+        while self.unwritten == 0 && done < out.len() {
+            match self.socket.try_write(&out[done..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let rest = &out[done..];
+        if !rest.is_empty() {
+            let mut buf = std::mem::take(&mut self.spare);
+            buf.extend_from_slice(rest);
+            if self.writer.send(buf).is_ok() {
+                self.unwritten += rest.len();
+            }
+        }
+        Ok(())
+    }
 }
 
 struct Tcp<H, A> {
@@ -480,8 +523,8 @@ struct Tcp<H, A> {
     conns: HashMap<ConnId, TcpConn>,
     /// Connections with held input, oldest first.
     held: VecDeque<ConnId>,
-    read_tx: mpsc::Sender<Read>,
-    write_tx: mpsc::UnboundedSender<Written>,
+    /// What the readers and writers of the connections send.
+    conn_tx: mpsc::UnboundedSender<FromConn>,
     /// Whether input is offered to the engine (not once shutting down).
     reading: bool,
     /// Whether the engine refused a connection, and none ended since.
@@ -507,19 +550,21 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
             tracing::debug!(%e, "cannot set TCP_NODELAY");
         }
         let (r, w) = stream.into_split();
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let (out_tx, out_rx) = mpsc::unbounded_channel();
-        tokio::spawn(read_loop(conn, r, self.read_tx.clone(), stop_rx));
-        tokio::spawn(write_loop(conn, w, out_rx, self.write_tx.clone()));
-        self.conns.insert(conn, TcpConn { held: None, writer: out_tx, unwritten: 0, _stop_reader: stop_tx });
+        let socket = Arc::new(w);
+        let (back, back_rx) = mpsc::channel(1);
+        let (writer, out_rx) = mpsc::unbounded_channel();
+        tokio::spawn(read_loop(conn, r, self.conn_tx.clone(), back_rx));
+        tokio::spawn(write_loop(conn, Arc::clone(&socket), out_rx, self.conn_tx.clone()));
+        let c = TcpConn { held: None, back, socket, writer, unwritten: 0, spare: Vec::new() };
+        self.conns.insert(conn, c);
     }
 
     fn read(&mut self, read: Read) {
         match read {
-            Read::Data { conn, buf, len, back } => {
+            Read::Data { conn, buf, len } => {
                 let Some(c) = self.conns.get_mut(&conn) else { return };
                 tracing::trace!(?conn, bytes = len, "read");
-                c.held = Some(Held { buf, pos: 0, len, back });
+                c.held = Some(Held { buf, pos: 0, len });
                 self.held.push_back(conn);
             }
             Read::Closed { conn } => {
@@ -533,9 +578,13 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
 
     fn written(&mut self, written: Written) {
         match written {
-            Written::Done { conn, n } => {
+            Written::Done { conn, mut buf } => {
                 if let Some(c) = self.conns.get_mut(&conn) {
-                    c.unwritten -= n;
+                    c.unwritten -= buf.len();
+                    if c.spare.capacity() == 0 && buf.capacity() <= SPARE_CAPACITY {
+                        buf.clear();
+                        c.spare = buf;
+                    }
                 }
             }
             Written::Failed { conn } => {
@@ -590,8 +639,9 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
             progress |= taken > 0;
             if h.pos == h.len {
                 let h = c.held.take().expect("held input");
-                // The reader may be gone already.
-                let _ = h.back.send(h.buf);
+                // The reader waits for it (there is room: it has no other buffer), or is
+                // gone already.
+                let _ = c.back.try_send(h.buf);
             } else {
                 self.held.push_back(conn);
             }
@@ -610,17 +660,21 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
         for &conn in &conns {
             let out = self.host.engine.pending_output(conn);
             let n = out.len();
+            let mut failed = false;
             match self.conns.get_mut(&conn) {
                 Some(c) => {
                     tracing::trace!(?conn, bytes = n, "response");
-                    if c.writer.send(out.to_vec()).is_ok() {
-                        c.unwritten += n;
+                    if let Err(e) = c.write(out) {
+                        tracing::debug!(?conn, %e, "write failed");
+                        failed = true;
                     }
                 }
                 None => tracing::warn!(?conn, "output for an unknown connection"),
             }
             self.host.engine.consume_output(conn, n);
-            if self.host.engine.wants_close(conn) {
+            if failed {
+                self.close(conn);
+            } else if self.host.engine.wants_close(conn) {
                 tracing::debug!(?conn, "closing the connection");
                 self.close(conn);
             }
@@ -637,48 +691,41 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
 }
 
 /// Reads a connection, one buffer at a time: the next read starts only once the engine
-/// task gave the buffer back. Stops when `stop` fires (or its sender is dropped), then
+/// task gave the buffer back on `back`. Stops when the sender of `back` is dropped, then
 /// drains the socket for a while.
 async fn read_loop(
     conn: ConnId,
     mut r: OwnedReadHalf,
-    tx: mpsc::Sender<Read>,
-    mut stop: oneshot::Receiver<()>,
+    tx: mpsc::UnboundedSender<FromConn>,
+    mut back: mpsc::Receiver<Vec<u8>>,
 ) {
     let mut buf = vec![0; READ_BUF_LEN];
     loop {
+        // Until the buffer is sent, `back` can only be closed, never hold a buffer.
         let read = tokio::select! {
             biased;
-            _ = &mut stop => break,
+            _ = back.recv() => break,
             read = r.read(&mut buf) => read,
         };
         let len = match read {
             Ok(0) => {
-                let _ = tx.send(Read::Closed { conn }).await;
+                let _ = tx.send(FromConn::Read(Read::Closed { conn }));
                 return;
             }
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 tracing::debug!(?conn, %e, "read failed");
-                let _ = tx.send(Read::Closed { conn }).await;
+                let _ = tx.send(FromConn::Read(Read::Closed { conn }));
                 return;
             }
         };
-        let (back_tx, back_rx) = oneshot::channel();
-        let msg = Read::Data { conn, buf, len, back: back_tx };
-        tokio::select! {
-            biased;
-            _ = &mut stop => break,
-            sent = tx.send(msg) => if sent.is_err() { return },
+        if tx.send(FromConn::Read(Read::Data { conn, buf, len })).is_err() {
+            return;
         }
-        buf = tokio::select! {
-            biased;
-            _ = &mut stop => break,
-            back = back_rx => match back {
-                Ok(buf) => buf,
-                Err(_) => break,
-            },
+        buf = match back.recv().await {
+            Some(buf) => buf,
+            None => break,
         };
     }
     linger(r).await;
@@ -699,21 +746,36 @@ async fn linger(mut r: OwnedReadHalf) {
     let _ = tokio::time::timeout(LINGER, drain).await;
 }
 
-/// Writes what the engine task hands over, in order, acknowledging each piece; shuts
-/// the socket's sending side down once the engine task drops its sender.
+/// Writes what the engine task hands over, in order, handing each buffer back once
+/// written. The socket's sending side is shut down once the engine task dropped its
+/// sender and both dropped `w`.
 async fn write_loop(
     conn: ConnId,
-    mut w: OwnedWriteHalf,
+    w: Arc<OwnedWriteHalf>,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
-    tx: mpsc::UnboundedSender<Written>,
+    tx: mpsc::UnboundedSender<FromConn>,
 ) {
-    while let Some(out) = rx.recv().await {
-        if let Err(e) = w.write_all(&out).await {
+    while let Some(buf) = rx.recv().await {
+        if let Err(e) = write_all(&w, &buf).await {
             tracing::debug!(?conn, %e, "write failed");
-            let _ = tx.send(Written::Failed { conn });
+            let _ = tx.send(FromConn::Written(Written::Failed { conn }));
             return;
         }
-        let _ = tx.send(Written::Done { conn, n: out.len() });
+        let _ = tx.send(FromConn::Written(Written::Done { conn, buf }));
     }
-    let _ = w.shutdown().await;
+    // Dropping the last reference to `w` shuts the sending side down.
+}
+
+/// Writes all of `buf` to the shared `w`.
+async fn write_all(w: &OwnedWriteHalf, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        w.writable().await?;
+        match w.try_write(buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }

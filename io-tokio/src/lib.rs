@@ -20,11 +20,18 @@
 //! - With feature `tower`, `McpService` is the same endpoint as a tower `Service`, to
 //!   mount in an axum router.
 //!
-//! Each request runs in its own tokio task, so slow handlers do not hold up others and
+//! Each request runs in a tokio task of its own, so slow handlers do not hold up others and
 //! replies go out in the order they finish. At most the engine's in-flight limit
 //! ([`Config::max_in_flight`](mcp_engine::Config::max_in_flight)) run at once: while
 //! that many are unanswered the engine takes no new request, and once its one-frame
 //! input buffer is full no more input is read. A cancelled request's task is aborted.
+//!
+//! The tasks are kept and reused from one request to the next, catalog names are shared
+//! ([`Name`]) and the text of a request is copied into reused buffers ([`PooledString`]), and
+//! a reply of one content block needs no `Vec` ([`ContentBlocks`]): in steady state, a
+//! request whose handler allocates nothing makes no heap allocation, over stdio and over
+//! [`serve_http`] alike.
+//!
 //! Logging goes through [`tracing`], never to stdout.
 //!
 //! ## Example
@@ -126,6 +133,7 @@ mod http;
 mod reply;
 mod request;
 mod serve;
+mod strings;
 #[cfg(feature = "tower")]
 mod tower;
 mod work;
@@ -134,11 +142,12 @@ pub use auth::{AllowAll, AuthorizeInfo, Authorizer};
 pub use handler::{CompleteResult, Handler, PromptResult, ResourceResult, ToolFn, ToolResult, tool_fn};
 pub use http::{HttpServer, serve_http};
 pub use reply::{
-    CompletionReply, HostFailure, InputRequiredReply, OwnedBase64, OwnedContent, OwnedPromptMessage,
-    OwnedResourceContents, PromptReply, ResourceReply, ToolReply,
+    CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64, OwnedContent,
+    OwnedPromptMessage, OwnedResourceContents, PromptReply, ResourceReply, ToolReply,
 };
 pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, ResourceRead, ToolCall};
 pub use serve::{serve, serve_stdio};
+pub use strings::{Name, PooledString};
 #[cfg(feature = "tower")]
 pub use tower::McpService;
 pub use work::{PublishError, Publisher};

@@ -2,6 +2,8 @@
 //! engine's borrowed answer types.
 
 use core::fmt;
+use std::borrow::Cow;
+use std::ops::{Deref, DerefMut};
 
 use mcp_engine::{Base64, Content, HostError, InputRequestBuf, PromptMessage, ResourceContents, Role};
 
@@ -92,8 +94,8 @@ impl OwnedResourceContents {
 pub enum OwnedContent {
     /// Text.
     Text {
-        /// The text.
-        text: String,
+        /// The text: borrowed when `'static` (no copy), owned otherwise.
+        text: Cow<'static, str>,
     },
     /// An image.
     Image {
@@ -125,8 +127,8 @@ pub enum OwnedContent {
 }
 
 impl OwnedContent {
-    /// A text block.
-    pub fn text(text: impl Into<String>) -> Self {
+    /// A text block: a `&'static str` is kept as it is, a `String` moved in.
+    pub fn text(text: impl Into<Cow<'static, str>>) -> Self {
         Self::Text { text: text.into() }
     }
     /// An image from raw bytes.
@@ -176,9 +178,166 @@ impl From<String> for OwnedContent {
     }
 }
 
+/// Copies the text (use [`OwnedContent::text`] to keep a `&'static str` as it is).
 impl From<&str> for OwnedContent {
     fn from(text: &str) -> Self {
+        Self::text(text.to_owned())
+    }
+}
+
+impl From<Cow<'static, str>> for OwnedContent {
+    fn from(text: Cow<'static, str>) -> Self {
         Self::text(text)
+    }
+}
+
+/// The content blocks of a [`ToolReply`]: a list of [`OwnedContent`] that holds one block
+/// without a heap allocation, and more in a `Vec`.
+///
+/// Reads as a slice ([`Deref`]); made from a `Vec<OwnedContent>`, one `OwnedContent`, or
+/// an iterator; [`push`](Self::push) adds a block.
+#[derive(Clone, Default)]
+pub struct ContentBlocks(Blocks);
+
+#[derive(Clone)]
+enum Blocks {
+    One(OwnedContent),
+    Many(Vec<OwnedContent>),
+}
+
+impl Default for Blocks {
+    fn default() -> Self {
+        Self::Many(Vec::new())
+    }
+}
+
+impl ContentBlocks {
+    /// No blocks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `block` at the end.
+    pub fn push(&mut self, block: OwnedContent) {
+        match &mut self.0 {
+            Blocks::Many(v) if v.is_empty() => self.0 = Blocks::One(block),
+            Blocks::Many(v) => v.push(block),
+            Blocks::One(_) => {
+                let Blocks::One(first) = std::mem::take(&mut self.0) else { unreachable!() };
+                self.0 = Blocks::Many(vec![first, block]);
+            }
+        }
+    }
+
+    /// The blocks as a `Vec`.
+    pub fn into_vec(self) -> Vec<OwnedContent> {
+        match self.0 {
+            Blocks::One(block) => vec![block],
+            Blocks::Many(v) => v,
+        }
+    }
+}
+
+impl Deref for ContentBlocks {
+    type Target = [OwnedContent];
+    fn deref(&self) -> &[OwnedContent] {
+        match &self.0 {
+            Blocks::One(block) => std::slice::from_ref(block),
+            Blocks::Many(v) => v,
+        }
+    }
+}
+
+impl DerefMut for ContentBlocks {
+    fn deref_mut(&mut self) -> &mut [OwnedContent] {
+        match &mut self.0 {
+            Blocks::One(block) => std::slice::from_mut(block),
+            Blocks::Many(v) => v,
+        }
+    }
+}
+
+impl fmt::Debug for ContentBlocks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl PartialEq for ContentBlocks {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for ContentBlocks {}
+
+impl PartialEq<[OwnedContent]> for ContentBlocks {
+    fn eq(&self, other: &[OwnedContent]) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<Vec<OwnedContent>> for ContentBlocks {
+    fn eq(&self, other: &Vec<OwnedContent>) -> bool {
+        **self == **other
+    }
+}
+
+impl From<Vec<OwnedContent>> for ContentBlocks {
+    fn from(blocks: Vec<OwnedContent>) -> Self {
+        Self(Blocks::Many(blocks))
+    }
+}
+
+impl From<OwnedContent> for ContentBlocks {
+    fn from(block: OwnedContent) -> Self {
+        Self(Blocks::One(block))
+    }
+}
+
+impl<const N: usize> From<[OwnedContent; N]> for ContentBlocks {
+    fn from(blocks: [OwnedContent; N]) -> Self {
+        blocks.into_iter().collect()
+    }
+}
+
+impl FromIterator<OwnedContent> for ContentBlocks {
+    fn from_iter<I: IntoIterator<Item = OwnedContent>>(iter: I) -> Self {
+        let mut iter = iter.into_iter();
+        let Some(first) = iter.next() else { return Self::new() };
+        match iter.next() {
+            None => Self(Blocks::One(first)),
+            Some(second) => {
+                let mut v = Vec::with_capacity(2 + iter.size_hint().0);
+                v.extend([first, second]);
+                v.extend(iter);
+                Self(Blocks::Many(v))
+            }
+        }
+    }
+}
+
+impl Extend<OwnedContent> for ContentBlocks {
+    fn extend<I: IntoIterator<Item = OwnedContent>>(&mut self, iter: I) {
+        for block in iter {
+            self.push(block);
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a ContentBlocks {
+    type Item = &'a OwnedContent;
+    type IntoIter = std::slice::Iter<'a, OwnedContent>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl IntoIterator for ContentBlocks {
+    type Item = OwnedContent;
+    type IntoIter = std::vec::IntoIter<OwnedContent>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_vec().into_iter()
     }
 }
 
@@ -190,7 +349,7 @@ impl From<&str> for OwnedContent {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolReply {
     /// The content blocks.
-    pub content: Vec<OwnedContent>,
+    pub content: ContentBlocks,
     /// Structured output, sent as `structuredContent`.
     pub structured_content: Option<serde_json::Value>,
     /// Whether the tool failed (sent as `isError: true`).
@@ -201,20 +360,22 @@ pub struct ToolReply {
 }
 
 impl ToolReply {
-    /// A successful result made of `content`.
-    pub fn new(content: Vec<OwnedContent>) -> Self {
-        Self { content, structured_content: None, is_error: false, input_required: None }
+    /// A successful result made of `content`: a `Vec<OwnedContent>`, or one
+    /// [`OwnedContent`] (which needs no heap allocation).
+    pub fn new(content: impl Into<ContentBlocks>) -> Self {
+        Self { content: content.into(), structured_content: None, is_error: false, input_required: None }
     }
-    /// A successful result made of one text block.
-    pub fn text(text: impl Into<String>) -> Self {
-        Self::new(vec![OwnedContent::text(text)])
+    /// A successful result made of one text block (see [`OwnedContent::text`]: a
+    /// `&'static str` is not copied).
+    pub fn text(text: impl Into<Cow<'static, str>>) -> Self {
+        Self::new(OwnedContent::text(text))
     }
     /// A failed result (`isError: true`) made of one text block the model can read.
-    pub fn error(text: impl Into<String>) -> Self {
+    pub fn error(text: impl Into<Cow<'static, str>>) -> Self {
         Self { is_error: true, ..Self::text(text) }
     }
     /// A failed result (`isError: true`) made of `content`.
-    pub fn error_content(content: Vec<OwnedContent>) -> Self {
+    pub fn error_content(content: impl Into<ContentBlocks>) -> Self {
         Self { is_error: true, ..Self::new(content) }
     }
     /// A successful result carrying `value` as `structuredContent` and, for clients that
@@ -312,7 +473,7 @@ impl PromptReply {
         Self { description: None, messages, input_required: None }
     }
     /// A prompt made of one user text message.
-    pub fn user_text(text: impl Into<String>) -> Self {
+    pub fn user_text(text: impl Into<Cow<'static, str>>) -> Self {
         Self::new(vec![OwnedPromptMessage::user(OwnedContent::text(text))])
     }
     /// Asks the client for input first (see [`ToolReply::input_required`]).
@@ -443,6 +604,25 @@ mod tests {
             serde_json::to_string(&m.as_message()).unwrap(),
             r#"{"role":"assistant","content":{"type":"text","text":"yo"}}"#
         );
+    }
+
+    #[test]
+    fn content_blocks_hold_one_block_inline() {
+        let mut blocks = ContentBlocks::new();
+        assert!(blocks.is_empty());
+        blocks.push(OwnedContent::text("a"));
+        assert!(matches!(blocks.0, Blocks::One(_)));
+        blocks.push(OwnedContent::text("b"));
+        blocks.extend([OwnedContent::text("c")]);
+        assert_eq!(blocks, vec![OwnedContent::text("a"), OwnedContent::text("b"), OwnedContent::text("c")]);
+        assert_eq!(blocks.iter().count(), 3);
+        let one: ContentBlocks = [OwnedContent::text("x")].into();
+        assert!(matches!(one.0, Blocks::One(_)));
+        assert_eq!(one, ContentBlocks::from(vec![OwnedContent::text("x")]));
+        assert_eq!(one.into_vec(), vec![OwnedContent::text("x")]);
+        let reply = ToolReply::text("static");
+        assert!(matches!(&reply.content[0], OwnedContent::Text { text: Cow::Borrowed("static") }));
+        assert_eq!(ToolReply::new(vec![OwnedContent::text("x")]), ToolReply::text("x"));
     }
 
     #[test]

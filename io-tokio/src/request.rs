@@ -4,6 +4,8 @@
 use mcp_engine::{CallTool, ClientCapabilities, GetPrompt, InputResponses, ReadResource, Revision};
 use serde::Deserialize;
 
+use crate::strings::{Name, Names, PooledString, StringPool};
+
 /// What a `2026-07-28` request brings for a multi-round-trip request: the client's
 /// responses to the input a handler asked for
 /// ([`InputRequiredReply`](crate::InputRequiredReply)), the handler's own state back
@@ -54,10 +56,11 @@ impl InputContext {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolCall {
-    /// The tool's name, as declared in the catalog.
-    pub name: String,
-    /// The arguments as compact JSON object text (`{}` when the request had none).
-    pub arguments: String,
+    /// The tool's name, as declared in the catalog (shared with the server: no copy).
+    pub name: Name,
+    /// The arguments as compact JSON object text (`{}` when the request had none), in a
+    /// buffer the server reuses once the call is dropped.
+    pub arguments: PooledString,
     /// The revision the request was made under.
     pub revision: Revision,
     /// Multi-round-trip input (responses, state, client capabilities).
@@ -68,7 +71,7 @@ pub struct ToolCall {
 impl ToolCall {
     /// A call of tool `name` with `arguments` (JSON object text), made under the newest
     /// revision. Useful to test a handler without an engine.
-    pub fn new(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+    pub fn new(name: impl Into<Name>, arguments: impl Into<PooledString>) -> Self {
         Self {
             name: name.into(),
             arguments: arguments.into(),
@@ -78,10 +81,15 @@ impl ToolCall {
         }
     }
 
-    pub(crate) fn from_event(call: &CallTool<'_>, progress: crate::work::Progress) -> Self {
+    pub(crate) fn from_event(
+        call: &CallTool<'_>,
+        progress: crate::work::Progress,
+        names: &mut Names,
+        pool: &StringPool,
+    ) -> Self {
         Self {
-            name: call.tool.name.clone(),
-            arguments: call.arguments.raw().to_owned(),
+            name: names.get(&call.tool.name),
+            arguments: pool.copy(call.arguments.raw()),
             revision: call.revision,
             input: InputContext::from_event(call.input_responses, call.request_state, call.client),
             progress: Some(progress),
@@ -129,10 +137,11 @@ impl ToolCall {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResourceRead {
-    /// The uri asked for.
-    pub uri: String,
-    /// The uri template (`uriTemplate`) that matched, or `None` for a listed resource.
-    pub template: Option<String>,
+    /// The uri asked for, in a buffer the server reuses once the read is dropped.
+    pub uri: PooledString,
+    /// The uri template (`uriTemplate`) that matched, or `None` for a listed resource
+    /// (shared with the server: no copy).
+    pub template: Option<Name>,
     /// The template's variables, `(name, value)` in the order the template names them,
     /// as they appear in the uri (not percent-decoded). Empty for a listed resource.
     pub variables: Vec<(String, String)>,
@@ -145,7 +154,7 @@ pub struct ResourceRead {
 impl ResourceRead {
     /// A read of the listed resource `uri`, made under the newest revision. Useful to test
     /// a handler without an engine.
-    pub fn new(uri: impl Into<String>) -> Self {
+    pub fn new(uri: impl Into<PooledString>) -> Self {
         Self {
             uri: uri.into(),
             template: None,
@@ -158,7 +167,7 @@ impl ResourceRead {
     /// Adds a template match: the template and its variables.
     pub fn with_template<N: Into<String>, V: Into<String>>(
         mut self,
-        template: impl Into<String>,
+        template: impl Into<Name>,
         variables: impl IntoIterator<Item = (N, V)>,
     ) -> Self {
         self.template = Some(template.into());
@@ -166,10 +175,10 @@ impl ResourceRead {
         self
     }
 
-    pub(crate) fn from_event(read: &ReadResource<'_>) -> Self {
+    pub(crate) fn from_event(read: &ReadResource<'_>, names: &mut Names, pool: &StringPool) -> Self {
         Self {
-            uri: read.uri.to_owned(),
-            template: read.template.map(|t| t.uri_template.clone()),
+            uri: pool.copy(read.uri),
+            template: read.template.map(|t| names.get(&t.uri_template)),
             variables: read.variables.iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect(),
             revision: read.revision,
             input: InputContext::from_event(read.input_responses, read.request_state, read.client),
@@ -187,11 +196,11 @@ impl ResourceRead {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PromptGet {
-    /// The prompt's name, as declared in the catalog.
-    pub name: String,
+    /// The prompt's name, as declared in the catalog (shared with the server: no copy).
+    pub name: Name,
     /// The arguments as compact JSON object text, an object of strings (`{}` when the
-    /// request had none).
-    pub arguments: String,
+    /// request had none), in a buffer the server reuses once the request is dropped.
+    pub arguments: PooledString,
     /// The revision the request was made under.
     pub revision: Revision,
     /// Multi-round-trip input (responses, state, client capabilities).
@@ -201,7 +210,7 @@ pub struct PromptGet {
 impl PromptGet {
     /// A request for prompt `name` with `arguments` (JSON object text), made under the
     /// newest revision. Useful to test a handler without an engine.
-    pub fn new(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+    pub fn new(name: impl Into<Name>, arguments: impl Into<PooledString>) -> Self {
         Self {
             name: name.into(),
             arguments: arguments.into(),
@@ -210,10 +219,10 @@ impl PromptGet {
         }
     }
 
-    pub(crate) fn from_event(get: &GetPrompt<'_>) -> Self {
+    pub(crate) fn from_event(get: &GetPrompt<'_>, names: &mut Names, pool: &StringPool) -> Self {
         Self {
-            name: get.prompt.name.clone(),
-            arguments: get.arguments.raw().to_owned(),
+            name: names.get(&get.prompt.name),
+            arguments: pool.copy(get.arguments.raw()),
             revision: get.revision,
             input: InputContext::from_event(get.input_responses, get.request_state, get.client),
         }

@@ -1,4 +1,4 @@
-//! The run loop: one task owns the engine, handler futures run in their own tasks.
+//! The run loop: one task owns the engine, handler futures run in tasks of their own.
 
 use std::io;
 use std::ops::Range;
@@ -17,10 +17,11 @@ const READ_BUF_LEN: usize = 64 * 1024;
 /// engine's output to `writer`, and runs the work the engine hands out on `handler`.
 ///
 /// The calling task owns the engine. Each tool call, resource read or prompt request
-/// becomes a [`tokio::spawn`]ed task running the [`Handler`] future; its reply comes back
-/// over a channel and is answered on the engine, in whatever order replies finish. A
-/// request the client cancels (`notifications/cancelled`) has its task aborted and is
-/// never answered.
+/// runs its [`Handler`] future in a [`tokio::spawn`]ed task of its own (tasks are kept
+/// once their request is answered, and run the next requests); its reply comes back over
+/// a channel and is answered on the engine, in whatever order replies finish. A request
+/// the client cancels (`notifications/cancelled`) has its task aborted and is never
+/// answered.
 ///
 /// # Backpressure
 ///
@@ -28,7 +29,7 @@ const READ_BUF_LEN: usize = 64 * 1024;
 /// in-flight limit, [`Config::max_in_flight`](mcp_engine::Config::max_in_flight), is
 /// reached, or too much output waits for a slow client) the bytes it did not take are
 /// kept and offered again once it resumes, and nothing more is read meanwhile. So the
-/// number of handler tasks running at once never exceeds the in-flight limit, and at
+/// number of handler tasks (running or kept) never exceeds the in-flight limit, and at
 /// most one read buffer (64 KiB) plus the engine's one-frame input buffer are held.
 ///
 /// Output is written with cancel-safe partial writes while input is still being read,
@@ -39,8 +40,8 @@ const READ_BUF_LEN: usize = 64 * 1024;
 /// Returns `Ok(())` once `reader` hit end of file, every request was answered (or
 /// cancelled) and all output was written and flushed. `writer` is flushed but not shut
 /// down; it is dropped on return. Returns the first I/O error of `reader` or `writer`
-/// otherwise. Handler tasks still running when `serve` returns (or is dropped) are
-/// aborted.
+/// otherwise. Handler tasks still running (or kept) when `serve` returns (or is dropped)
+/// are aborted.
 ///
 /// Must run inside a tokio runtime (it spawns tasks).
 pub async fn serve<R, W, H>(engine: Engine, handler: Arc<H>, mut reader: R, mut writer: W) -> io::Result<()>

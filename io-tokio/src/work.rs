@@ -2,7 +2,6 @@
 //! aborting it when cancelled, and answering its ticket when it finishes.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 
 use mcp_engine::http::HttpEngine;
@@ -11,6 +10,7 @@ use mcp_engine::{
     InputRequired, NotifyError, PromptMessage, PromptOutput, ReplaceError, ResourceContents, Ticket,
     ToolOutput,
 };
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tracing::Instrument;
@@ -19,7 +19,8 @@ use crate::handler::{Handler, PromptResult, ResourceResult, ToolResult};
 use crate::reply::{
     OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, ResourceReply, ToolReply,
 };
-use crate::request::{PromptGet, ResourceRead, ToolCall};
+use crate::request::{CompletionRequest, PromptGet, ResourceRead, ToolCall};
+use crate::strings::{Names, StringPool};
 
 /// What a handler task (or a [`Publisher`]) sends back.
 pub(crate) struct Completion {
@@ -132,14 +133,15 @@ enum Outcome {
     Publish(Publish),
 }
 
-/// Sends [`Outcome::Dropped`] if the task ends without sending its reply, so a panicking
-/// handler is answered rather than leaving its ticket open forever.
-struct Guard {
-    tx: Option<mpsc::UnboundedSender<Completion>>,
+/// Sends [`Outcome::Dropped`] if the work ends without sending its reply (its task
+/// panicked, or was aborted), so a panicking handler is answered rather than leaving its
+/// ticket open forever.
+struct Guard<'a> {
+    tx: Option<&'a mpsc::UnboundedSender<Completion>>,
     ticket: Ticket,
 }
 
-impl Guard {
+impl Guard<'_> {
     fn send(mut self, outcome: Outcome) {
         if let Some(tx) = self.tx.take() {
             // The receiver is gone only once the run loop has returned.
@@ -148,11 +150,65 @@ impl Guard {
     }
 }
 
-impl Drop for Guard {
+impl Drop for Guard<'_> {
     fn drop(&mut self) {
         if let Some(tx) = self.tx.take() {
             let _ = tx.send(Completion { ticket: Some(self.ticket), outcome: Outcome::Dropped });
         }
+    }
+}
+
+/// The work of one request, for a worker.
+struct Job {
+    ticket: Ticket,
+    /// Made where the request was dispatched, so that it has the run loop's span as parent.
+    span: tracing::Span,
+    work: Work,
+}
+
+enum Work {
+    Tool(ToolCall),
+    Resource(ResourceRead),
+    Prompt(PromptGet),
+    Complete(CompletionRequest),
+}
+
+/// A task that runs handler futures, one request at a time, and waits for the next
+/// request in between: a request needs no task (nor a heap allocation) of its own.
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+    task: AbortHandle,
+}
+
+impl Worker {
+    fn start<H: Handler>(handler: &Arc<H>, tx: &mpsc::UnboundedSender<Completion>) -> Self {
+        // One job at a time: a worker is given one only while idle.
+        let (jobs, rx) = mpsc::channel(1);
+        let task = tokio::spawn(work(Arc::clone(handler), rx, tx.clone()));
+        Self { jobs, task: task.abort_handle() }
+    }
+}
+
+/// A worker's loop: runs each job's handler future and sends its outcome, until the
+/// run loop drops the worker (or aborts its task, to cancel the request it runs).
+async fn work<H: Handler>(
+    handler: Arc<H>,
+    mut jobs: mpsc::Receiver<Job>,
+    tx: mpsc::UnboundedSender<Completion>,
+) {
+    while let Some(Job { ticket, span, work }) = jobs.recv().await {
+        let guard = Guard { tx: Some(&tx), ticket };
+        let outcome = async {
+            match work {
+                Work::Tool(call) => Outcome::Tool(handler.call_tool(call).await),
+                Work::Resource(read) => Outcome::Resource(handler.read_resource(read).await),
+                Work::Prompt(get) => Outcome::Prompt(handler.get_prompt(get).await),
+                Work::Complete(request) => Outcome::Complete(handler.complete(request).await),
+            }
+        }
+        .instrument(span)
+        .await;
+        guard.send(outcome);
     }
 }
 
@@ -305,17 +361,52 @@ macro_rules! answer_on {
 
 answer_on!(Engine, HttpEngine);
 
-/// The running handler tasks, by ticket, and the channel their replies come back on.
-/// Aborts them all when dropped.
+/// The workers running handler futures, by ticket, the idle ones, and the channel their
+/// replies come back on. Aborts them all when dropped.
 pub(crate) struct Tasks {
-    running: HashMap<Ticket, AbortHandle>,
+    running: HashMap<Ticket, Worker>,
+    /// Workers waiting for a request: as many as ran at once, at most.
+    idle: Vec<Worker>,
     tx: mpsc::UnboundedSender<Completion>,
+    /// The catalog names handed to handlers, one shared copy each.
+    names: Names,
+    /// Buffers for the text copied out of requests, back once a handler drops them.
+    pool: StringPool,
+    /// Room for the borrowed form of a reply of several blocks, kept empty between uses.
+    scratch: Scratch,
+}
+
+/// Vectors reused, empty, for the borrowed forms of replies. They hold `'static` items
+/// between uses and are turned into vectors of borrowed items (the same layout) in place.
+#[derive(Default)]
+struct Scratch {
+    content: Vec<Content<'static>>,
+    resources: Vec<ResourceContents<'static>>,
+    messages: Vec<PromptMessage<'static>>,
+    values: Vec<&'static str>,
+}
+
+/// Evaluates `$body` with `$items`, the scratch vector `$v` turned into a vector of items
+/// of a shorter lifetime, then takes its allocation back, emptied. (Collecting a vector's
+/// `into_iter` into a vector of items of the same layout reuses its allocation: the
+/// allocation test of a reply of two blocks checks it.)
+macro_rules! with_scratch {
+    ($v:expr, |$items:ident| $body:expr) => {{
+        let mut $items: Vec<_> = std::mem::take(&mut $v).into_iter().filter_map(|_| None).collect();
+        let out = $body;
+        $items.clear();
+        $v = $items.into_iter().filter_map(|_| None).collect();
+        out
+    }};
 }
 
 impl Drop for Tasks {
     fn drop(&mut self) {
-        for (_, task) in self.running.drain() {
-            task.abort();
+        for (_, worker) in self.running.drain() {
+            worker.task.abort();
+        }
+        for worker in self.idle.drain(..) {
+            worker.task.abort();
         }
     }
 }
@@ -331,7 +422,14 @@ impl Tasks {
 
     /// No tasks yet; replies go to `tx` (whose receiver the caller already has).
     pub(crate) fn with_sender(tx: mpsc::UnboundedSender<Completion>) -> Self {
-        Self { running: HashMap::new(), tx }
+        Self {
+            running: HashMap::new(),
+            idle: Vec::new(),
+            tx,
+            names: Names::default(),
+            pool: StringPool::default(),
+            scratch: Scratch::default(),
+        }
     }
 
     /// Whether any task is running.
@@ -339,72 +437,75 @@ impl Tasks {
         self.running.is_empty()
     }
 
-    /// Starts the work of one event, or aborts the task of a cancelled one.
+    /// Starts the work of one event, or aborts the work of a cancelled one.
     pub(crate) fn dispatch<H: Handler>(&mut self, handler: &Arc<H>, event: Event<'_>) {
-        match event {
+        let (ticket, span, work) = match event {
             Event::CallTool(call) => {
                 let progress = Progress { tx: self.tx.clone(), ticket: call.ticket };
-                let request = ToolCall::from_event(&call, progress);
+                let request = ToolCall::from_event(&call, progress, &mut self.names, &self.pool);
                 let span = tracing::debug_span!("tools/call", tool = %request.name);
-                let h = Arc::clone(handler);
-                self.spawn(
-                    call.ticket,
-                    async move { Outcome::Tool(h.call_tool(request).await) }.instrument(span),
-                );
+                (call.ticket, span, Work::Tool(request))
             }
             Event::ReadResource(read) => {
-                let request = ResourceRead::from_event(&read);
+                let request = ResourceRead::from_event(&read, &mut self.names, &self.pool);
                 let span = tracing::debug_span!("resources/read", uri = %request.uri);
-                let h = Arc::clone(handler);
-                self.spawn(
-                    read.ticket,
-                    async move { Outcome::Resource(h.read_resource(request).await) }.instrument(span),
-                );
+                (read.ticket, span, Work::Resource(request))
             }
             Event::GetPrompt(get) => {
-                let request = PromptGet::from_event(&get);
+                let request = PromptGet::from_event(&get, &mut self.names, &self.pool);
                 let span = tracing::debug_span!("prompts/get", prompt = %request.name);
-                let h = Arc::clone(handler);
-                self.spawn(
-                    get.ticket,
-                    async move { Outcome::Prompt(h.get_prompt(request).await) }.instrument(span),
-                );
+                (get.ticket, span, Work::Prompt(request))
             }
             Event::Complete(complete) => {
-                let request = crate::request::CompletionRequest::from_event(&complete);
+                let request = CompletionRequest::from_event(&complete);
                 let span = tracing::debug_span!("completion/complete", argument = %request.argument);
-                let h = Arc::clone(handler);
-                self.spawn(
-                    complete.ticket,
-                    async move { Outcome::Complete(h.complete(request).await) }.instrument(span),
-                );
+                (complete.ticket, span, Work::Complete(request))
             }
-            Event::Cancelled(ticket) => match self.running.remove(&ticket) {
-                Some(task) => {
-                    tracing::debug!(?ticket, "request cancelled: aborting its handler");
-                    task.abort();
+            Event::Cancelled(ticket) => {
+                match self.running.remove(&ticket) {
+                    Some(worker) => {
+                        // Its worker goes with it (it may have finished already, its reply on
+                        // the way): a new one starts when needed.
+                        tracing::debug!(?ticket, "request cancelled: aborting its handler");
+                        worker.task.abort();
+                    }
+                    None => tracing::debug!(?ticket, "request cancelled after its reply"),
                 }
-                None => tracing::debug!(?ticket, "request cancelled after its reply"),
-            },
-            other => tracing::warn!(event = ?other, "ignoring an event this adapter does not know"),
+                return;
+            }
+            other => {
+                tracing::warn!(event = ?other, "ignoring an event this adapter does not know");
+                return;
+            }
+        };
+        let mut job = Job { ticket, span, work };
+        loop {
+            let worker = self.idle.pop().unwrap_or_else(|| Worker::start(handler, &self.tx));
+            match worker.jobs.try_send(job) {
+                Ok(()) => {
+                    self.running.insert(ticket, worker);
+                    return;
+                }
+                // Not a worker that is waiting: it is dropped, and another one tried.
+                Err(TrySendError::Full(back) | TrySendError::Closed(back)) => {
+                    worker.task.abort();
+                    job = back;
+                }
+            }
         }
-    }
-
-    fn spawn(&mut self, ticket: Ticket, work: impl Future<Output = Outcome> + Send + 'static) {
-        let guard = Guard { tx: Some(self.tx.clone()), ticket };
-        let task = tokio::spawn(async move {
-            let guard = guard;
-            let outcome = work.await;
-            guard.send(outcome);
-        });
-        self.running.insert(ticket, task.abort_handle());
     }
 
     /// Answers a finished handler task's ticket on `engine`.
     pub(crate) fn complete(&mut self, engine: &mut impl Answer, done: Completion) {
         let Completion { ticket, outcome } = done;
         let outcome = match outcome {
-            Outcome::Publish(p) => return engine.publish(p),
+            Outcome::Publish(p) => {
+                if let Publish::Catalog(..) = p {
+                    // Names of the old catalog are not needed any more.
+                    self.names.clear();
+                }
+                return engine.publish(p);
+            }
             other => other,
         };
         let Some(ticket) = ticket else { return };
@@ -424,10 +525,15 @@ impl Tasks {
             }
             return;
         }
-        if self.running.remove(&ticket).is_none() {
+        let Some(worker) = self.running.remove(&ticket) else {
             // Cancelled while its reply was on its way: the engine must not answer it.
             tracing::debug!(?ticket, "dropping the reply of a cancelled request");
             return;
+        };
+        if !matches!(outcome, Outcome::Dropped) {
+            // Done with this request, the worker waits for the next one (one that ended
+            // without a reply is gone).
+            self.idle.push(worker);
         }
         let result = match outcome {
             Outcome::Tool(Ok(ToolReply { input_required: Some(input), .. }))
@@ -449,30 +555,47 @@ impl Tasks {
                 })
             }
             Outcome::Tool(Ok(reply)) => {
-                let content: Vec<Content<'_>> = reply.content.iter().map(OwnedContent::as_content).collect();
-                let output = ToolOutput {
-                    content: &content,
-                    structured_content: reply.structured_content.as_ref(),
-                    is_error: reply.is_error,
+                let mut answer = |content: &[Content<'_>]| {
+                    let output = ToolOutput {
+                        content,
+                        structured_content: reply.structured_content.as_ref(),
+                        is_error: reply.is_error,
+                    };
+                    engine.tool(ticket, &output)
                 };
-                engine.tool(ticket, &output)
+                match &*reply.content {
+                    [one] => answer(&[one.as_content()]),
+                    many => with_scratch!(self.scratch.content, |v| {
+                        v.extend(many.iter().map(OwnedContent::as_content));
+                        answer(&v)
+                    }),
+                }
             }
-            Outcome::Resource(Ok(ResourceReply::Contents(contents))) => {
-                let contents: Vec<ResourceContents<'_>> =
-                    contents.iter().map(OwnedResourceContents::as_contents).collect();
-                engine.resource(ticket, &contents)
-            }
+            Outcome::Resource(Ok(ResourceReply::Contents(contents))) => match &*contents {
+                [one] => engine.resource(ticket, &[one.as_contents()]),
+                many => with_scratch!(self.scratch.resources, |v| {
+                    v.extend(many.iter().map(OwnedResourceContents::as_contents));
+                    engine.resource(ticket, &v)
+                }),
+            },
             Outcome::Resource(Ok(ResourceReply::NotFound)) => engine.error(ticket, HostError::NotFound),
             Outcome::Prompt(Ok(reply)) => {
-                let messages: Vec<PromptMessage<'_>> =
-                    reply.messages.iter().map(OwnedPromptMessage::as_message).collect();
-                let output = PromptOutput { description: reply.description.as_deref(), messages: &messages };
-                engine.prompt(ticket, &output)
+                let mut answer = |messages: &[PromptMessage<'_>]| {
+                    let output = PromptOutput { description: reply.description.as_deref(), messages };
+                    engine.prompt(ticket, &output)
+                };
+                match &*reply.messages {
+                    [one] => answer(&[one.as_message()]),
+                    many => with_scratch!(self.scratch.messages, |v| {
+                        v.extend(many.iter().map(OwnedPromptMessage::as_message));
+                        answer(&v)
+                    }),
+                }
             }
-            Outcome::Complete(Ok(reply)) => {
-                let values: Vec<&str> = reply.values.iter().map(String::as_str).collect();
-                engine.completion(ticket, &values, reply.total, reply.has_more)
-            }
+            Outcome::Complete(Ok(reply)) => with_scratch!(self.scratch.values, |v| {
+                v.extend(reply.values.iter().map(String::as_str));
+                engine.completion(ticket, &v, reply.total, reply.has_more)
+            }),
             Outcome::Tool(Err(failure))
             | Outcome::Resource(Err(failure))
             | Outcome::Prompt(Err(failure))

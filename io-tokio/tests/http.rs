@@ -13,7 +13,9 @@ use http_support::{
 };
 use mcp_engine::Config;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
-use mcp_io_tokio::{AllowAll, AuthorizeInfo, Authorizer, Handler, HttpServer, serve_http};
+use mcp_io_tokio::{
+    AllowAll, AuthorizeInfo, Authorizer, Handler, HttpServer, ToolCall, ToolReply, serve_http, tool_fn,
+};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -331,6 +333,41 @@ async fn a_client_that_does_not_read_stops_being_read_and_loses_nothing() {
         }
     };
     patient("the burst", async { tokio::join!(writer, read_all) }).await;
+}
+
+/// Responses larger than the socket takes at once: the server writes what it can and its
+/// writer task the rest, in order, including a response that follows on the connection.
+#[tokio::test]
+async fn responses_larger_than_the_socket_buffers_arrive_whole_and_in_order() {
+    const BIG: usize = 4 << 20;
+    let handler = Arc::new(tool_fn(|call: ToolCall| async move {
+        #[derive(serde::Deserialize)]
+        struct Echo {
+            text: String,
+        }
+        let Echo { text } = call.deserialize()?;
+        let n = if text == "big" { BIG } else { 1 };
+        Ok(ToolReply::text(text.repeat(n)))
+    }));
+    let (addr, _server) = start(handler).await;
+    let mut conn = Conn::open(addr).await;
+    for round in 0..2 {
+        // Two big ones and a small one, pipelined; nothing read for a while.
+        let burst: String = ["big", "big", "s"]
+            .iter()
+            .enumerate()
+            .map(|(i, text)| call(addr, i as u64 + 1, "echo", &json!({ "text": text })))
+            .collect();
+        conn.send(&burst).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        for (id, len) in [(1, 3 * BIG), (2, 3 * BIG), (3, 1)] {
+            let r = conn.response().await;
+            assert_eq!(r.status, 200, "round {round}");
+            let v = r.json();
+            assert_eq!(v["id"], id, "round {round}: in order");
+            assert_eq!(first_text(&v).len(), len, "round {round}: whole");
+        }
+    }
 }
 
 #[tokio::test]

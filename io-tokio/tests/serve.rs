@@ -254,6 +254,22 @@ async fn cancelling_an_unknown_or_answered_request_is_harmless() {
     assert!(client.finish().await.is_empty());
 }
 
+/// Handler tasks are reused from one request to the next; a cancelled request takes its
+/// task with it (here before the task even ran), and later requests get a new one.
+#[tokio::test]
+async fn calls_cancelled_at_once_leave_the_server_answering() {
+    let mut client = Client::start(config(), tools_catalog(&[]), Arc::new(Echoer));
+    for i in 0..20 {
+        let cancelled = call(i, "echo", &json!({ "text": "never" }));
+        client.send(&format!("{cancelled}\n{}", cancel(i))).await;
+        client.send(&call(100 + i, "echo", &json!({ "text": format!("t{i}") }))).await;
+        let r = client.recv().await;
+        assert_eq!(r["id"], 100 + i, "only the call not cancelled is answered: {r}");
+        assert_eq!(first_text(&r), format!("t{i}"));
+    }
+    assert!(client.finish().await.is_empty());
+}
+
 #[tokio::test]
 async fn end_of_input_waits_for_in_flight_answers() {
     let gated = Arc::new(Gated::new());

@@ -1,0 +1,336 @@
+//! The strings of owned requests, made without a heap allocation in steady state: catalog
+//! names shared from a per-server table ([`Name`]), and text copied out of a request
+//! into a buffer the server reuses ([`PooledString`]).
+
+use core::fmt;
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// A name from the catalog (a tool's, a prompt's, a resource template's uri template),
+/// shared: the server keeps one copy of each name and hands out references to it, so
+/// cloning one is cheap and making one allocates nothing once the name was seen.
+///
+/// Reads as a `&str` ([`as_str`](Self::as_str), [`Deref`]) and compares with string
+/// types: `call.name == "echo"`, `match call.name.as_str() { .. }`.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Name(Arc<str>);
+
+impl Name {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Name {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Name {
+    fn from(name: &str) -> Self {
+        Self(name.into())
+    }
+}
+
+impl From<String> for Name {
+    fn from(name: String) -> Self {
+        Self(name.into())
+    }
+}
+
+impl From<&String> for Name {
+    fn from(name: &String) -> Self {
+        Self(name.as_str().into())
+    }
+}
+
+impl From<Arc<str>> for Name {
+    fn from(name: Arc<str>) -> Self {
+        Self(name)
+    }
+}
+
+impl From<Name> for String {
+    fn from(name: Name) -> Self {
+        name.0.as_ref().to_owned()
+    }
+}
+
+/// A string copied out of a request (a tool's or prompt's arguments, a resource's uri),
+/// in a buffer the server takes back for the next request once this is dropped, so that
+/// making one allocates nothing in steady state.
+///
+/// Reads as a `&str` ([`as_str`](Self::as_str), [`Deref`]) and compares with string
+/// types. [`into_string`](Self::into_string) (or `String::from`) keeps the buffer.
+#[derive(Default)]
+pub struct PooledString {
+    text: String,
+    /// Where the buffer goes back to; `None` for one made outside a server.
+    pool: Option<StringPool>,
+}
+
+impl PooledString {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The text as a `String`, which the server does not get back.
+    pub fn into_string(mut self) -> String {
+        self.pool = None;
+        std::mem::take(&mut self.text)
+    }
+}
+
+impl Drop for PooledString {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            pool.put(std::mem::take(&mut self.text));
+        }
+    }
+}
+
+impl Clone for PooledString {
+    /// A copy in a buffer of its own (not the server's).
+    fn clone(&self) -> Self {
+        Self { text: self.text.clone(), pool: None }
+    }
+}
+
+impl Deref for PooledString {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl AsRef<str> for PooledString {
+    fn as_ref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl Borrow<str> for PooledString {
+    fn borrow(&self) -> &str {
+        &self.text
+    }
+}
+
+impl PartialEq for PooledString {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for PooledString {}
+
+impl Hash for PooledString {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.text.hash(state);
+    }
+}
+
+impl fmt::Debug for PooledString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.text, f)
+    }
+}
+
+impl fmt::Display for PooledString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl From<String> for PooledString {
+    fn from(text: String) -> Self {
+        Self { text, pool: None }
+    }
+}
+
+impl From<&str> for PooledString {
+    fn from(text: &str) -> Self {
+        Self { text: text.to_owned(), pool: None }
+    }
+}
+
+impl From<&String> for PooledString {
+    fn from(text: &String) -> Self {
+        Self { text: text.clone(), pool: None }
+    }
+}
+
+impl From<PooledString> for String {
+    fn from(s: PooledString) -> Self {
+        s.into_string()
+    }
+}
+
+/// Comparisons with the string types, both ways.
+macro_rules! str_eq {
+    ($($t:ty),*) => {$(
+        impl PartialEq<str> for $t {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+        impl PartialEq<&str> for $t {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+        impl PartialEq<String> for $t {
+            fn eq(&self, other: &String) -> bool {
+                self.as_str() == other.as_str()
+            }
+        }
+        impl PartialEq<$t> for str {
+            fn eq(&self, other: &$t) -> bool {
+                self == other.as_str()
+            }
+        }
+        impl PartialEq<$t> for &str {
+            fn eq(&self, other: &$t) -> bool {
+                *self == other.as_str()
+            }
+        }
+        impl PartialEq<$t> for String {
+            fn eq(&self, other: &$t) -> bool {
+                self.as_str() == other.as_str()
+            }
+        }
+    )*};
+}
+
+str_eq!(Name, PooledString);
+
+/// Buffers kept at most.
+const POOLED: usize = 256;
+
+/// A buffer larger than this is not kept (it came with an unusually large request).
+const POOLED_CAPACITY: usize = 64 * 1024;
+
+/// A new buffer holds at least this much, so that one buffer serves requests of varied
+/// sizes.
+const MIN_CAPACITY: usize = 256;
+
+/// Buffers for [`PooledString`]s, shared by a server and the requests it hands out.
+#[derive(Clone, Default)]
+pub(crate) struct StringPool(Arc<Mutex<Vec<String>>>);
+
+impl StringPool {
+    /// A copy of `text` in a pooled buffer.
+    pub(crate) fn copy(&self, text: &str) -> PooledString {
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let mut buf = kept.unwrap_or_else(|| String::with_capacity(text.len().max(MIN_CAPACITY)));
+        buf.push_str(text);
+        PooledString { text: buf, pool: Some(self.clone()) }
+    }
+
+    fn put(&self, mut buf: String) {
+        if buf.capacity() == 0 || buf.capacity() > POOLED_CAPACITY {
+            return;
+        }
+        buf.clear();
+        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() < POOLED {
+            kept.push(buf);
+        }
+    }
+}
+
+/// The names a server has handed out, one shared copy each.
+#[derive(Default)]
+pub(crate) struct Names(HashSet<Arc<str>>);
+
+/// Names kept at most; past it the table starts over (a catalog only has so many, but
+/// catalogs may be replaced any number of times).
+const NAMES: usize = 4096;
+
+impl Names {
+    /// The shared copy of `name`.
+    pub(crate) fn get(&mut self, name: &str) -> Name {
+        if let Some(shared) = self.0.get(name) {
+            return Name(Arc::clone(shared));
+        }
+        if self.0.len() >= NAMES {
+            self.0.clear();
+        }
+        let shared: Arc<str> = name.into();
+        self.0.insert(Arc::clone(&shared));
+        Name(shared)
+    }
+
+    /// Forgets every name (the catalog changed).
+    pub(crate) fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_shared_and_compare_as_strings() {
+        let mut names = Names::default();
+        let a = names.get("echo");
+        let b = names.get("echo");
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert_eq!(a, "echo");
+        assert_eq!("echo", a);
+        assert_eq!(a, String::from("echo"));
+        assert_eq!(a.as_str(), "echo");
+        assert_eq!(format!("{a} {a:?}"), "echo \"echo\"");
+        assert_eq!(String::from(a), "echo");
+    }
+
+    #[test]
+    fn pooled_strings_go_back_to_their_pool() {
+        let pool = StringPool::default();
+        let s = pool.copy("{}");
+        assert_eq!(s, "{}");
+        let ptr = s.as_ptr();
+        drop(s);
+        let again = pool.copy(r#"{"a":1}"#);
+        assert_eq!(again.as_ptr(), ptr, "the buffer is reused");
+        assert_eq!(again, r#"{"a":1}"#);
+        let cloned = again.clone();
+        assert_ne!(cloned.as_ptr(), ptr);
+        let kept = again.into_string();
+        assert_eq!(kept.as_ptr(), ptr);
+        assert!(pool.0.lock().unwrap().is_empty(), "a buffer taken out is not returned");
+        drop(cloned);
+        assert!(pool.0.lock().unwrap().is_empty(), "a clone is not the pool's");
+    }
+}
