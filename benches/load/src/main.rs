@@ -29,7 +29,8 @@ Drives each server with tools/call `echo` requests and prints a markdown table o
   --quick            10,000 requests, 2 rounds (default: 100,000 requests, 5 rounds)
   --requests N       timed requests per run
   --rounds R         rounds; each runs every server once per scenario, in rotated order
-  --servers LIST     comma-separated, of: mio,tokio,rmcp,rmcp-flush,floor (default: all;
+  --servers LIST     comma-separated, of: mio,tokio,tokio-ct,rmcp,rmcp-flush,floor (default:
+                     all; tokio-ct is the tokio adapter on a current-thread runtime,
                      rmcp-flush is rmcp on hyper with pipeline_flush, HTTP only)
   --scenarios LIST   comma-separated, of: stdio-pipelined,stdio-64,http-1,http-4,
                      http-1-pipelined,http-4-pipelined (default: all)
@@ -55,6 +56,8 @@ const RUN_DEADLINE: Duration = Duration::from_secs(600);
 enum Server {
     Mio,
     Tokio,
+    /// The tokio adapter on tokio's current-thread runtime.
+    TokioCt,
     Rmcp,
     /// rmcp over hyper's HTTP/1 server with `pipeline_flush` (HTTP only).
     RmcpFlush,
@@ -62,12 +65,13 @@ enum Server {
 }
 
 impl Server {
-    const ALL: [Self; 5] = [Self::Mio, Self::Tokio, Self::Rmcp, Self::RmcpFlush, Self::Floor];
+    const ALL: [Self; 6] = [Self::Mio, Self::Tokio, Self::TokioCt, Self::Rmcp, Self::RmcpFlush, Self::Floor];
 
     fn name(self) -> &'static str {
         match self {
             Self::Mio => "mio",
             Self::Tokio => "tokio",
+            Self::TokioCt => "tokio-ct",
             Self::Rmcp => "rmcp",
             Self::RmcpFlush => "rmcp-flush",
             Self::Floor => "floor",
@@ -78,6 +82,7 @@ impl Server {
         match self {
             Self::Mio => "ours, mio adapter",
             Self::Tokio => "ours, tokio adapter",
+            Self::TokioCt => "ours, tokio adapter, current-thread runtime",
             Self::Rmcp => "rmcp 3.11.0",
             Self::RmcpFlush => "rmcp 3.11.0, hyper `pipeline_flush`",
             Self::Floor => "floor (no parsing)",
@@ -87,7 +92,7 @@ impl Server {
     fn binary(self) -> &'static str {
         match self {
             Self::Mio => "srv-mio",
-            Self::Tokio => "srv-tokio",
+            Self::Tokio | Self::TokioCt => "srv-tokio",
             Self::Rmcp | Self::RmcpFlush => "srv-rmcp",
             Self::Floor => "srv-floor",
         }
@@ -477,6 +482,9 @@ impl Job<'_> {
         cmd.env(STATS_ENV, &sock).stderr(Stdio::piped());
         if self.server == Server::RmcpFlush {
             cmd.env("SRV_RMCP_PIPELINE_FLUSH", "1");
+        }
+        if self.server == Server::TokioCt {
+            cmd.env("SRV_TOKIO_CURRENT_THREAD", "1");
         }
         if self.scenario.is_stdio() {
             cmd.arg("--stdio").stdin(Stdio::piped()).stdout(Stdio::piped());
@@ -1110,7 +1118,7 @@ fn print_report(opts: &Opts, warmup: usize, results: &Results) {
 fn print_targets(opts: &Opts, results: &Results) {
     println!();
     println!("Targets (issue #5):");
-    let ours = [Server::Mio, Server::Tokio];
+    let ours = [Server::Mio, Server::Tokio, Server::TokioCt];
     for (stdio, want, base) in
         [(true, 20.0, Server::Rmcp), (false, 10.0, Server::Rmcp), (false, 10.0, Server::RmcpFlush)]
     {

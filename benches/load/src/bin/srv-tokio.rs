@@ -27,11 +27,19 @@ impl Handler for Echo {
     }
 }
 
+/// Set (to anything) to run on tokio's current-thread runtime instead of the
+/// multi-threaded one.
+const CURRENT_THREAD_ENV: &str = "SRV_TOKIO_CURRENT_THREAD";
+
 fn main() -> std::io::Result<()> {
     let mode = mcp_load::mode("srv-tokio");
     mcp_load::serve_stats();
     let config = Config::new("mcp-load-tokio", env!("CARGO_PKG_VERSION"));
-    let runtime = mcp_load::tokio_runtime();
+    let runtime = if std::env::var_os(CURRENT_THREAD_ENV).is_some() {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+    } else {
+        mcp_load::tokio_runtime()
+    };
     let result = match mode {
         Mode::Stdio => runtime
             .block_on(mcp_io_tokio::serve_stdio(Engine::new(config, everything::catalog()), Arc::new(Echo))),
