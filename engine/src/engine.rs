@@ -169,7 +169,9 @@ impl Config {
     }
     /// Output bytes the engine holds before it stops processing input until the caller
     /// drains some with [`Engine::poll_transmit`] (default 1 MiB). Answers to tickets are
-    /// always written; only new frames wait.
+    /// always written; only new frames wait. The output buffer reserves this much (at
+    /// most 16 MiB) plus 192 KiB when the engine is made, so a client that reads slowly
+    /// costs no reallocation; its pages are only touched as they are used.
     pub fn max_buffered_output(&mut self, bytes: usize) -> &mut Self {
         self.max_buffered_output = bytes.max(1);
         self
@@ -989,7 +991,11 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         prepared,
         mode,
         st: State {
-            out: Vec::with_capacity(64 * 1024),
+            // What a slow reader can leave buffered (the limit, past which input waits, plus
+            // the responses that crossed it and what was sent but not yet moved out):
+            // reserved at once, so a reader falling behind costs no reallocation. Pages
+            // are only touched as they are used.
+            out: Vec::with_capacity(cfg.max_buffered_output.min(16 << 20) + 192 * 1024),
             out_pos: 0,
             http_status: 200,
             route: Route::Stdio,

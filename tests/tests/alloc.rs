@@ -228,6 +228,51 @@ fn held_pipelined_requests_allocate_nothing() {
     assert_eq!(e.frames_processed(), 1 + 7 * 2_000);
 }
 
+/// A client that reads its responses slowly: the output the engine holds grows to its
+/// limit (`max_buffered_output`, after which the engine takes no more input until some
+/// is read) without the output buffer ever being reallocated, from the first round on.
+#[test]
+fn a_slow_reader_costs_no_allocation() {
+    let mut cfg = Config::new("alloc", "1");
+    cfg.max_buffered_output(256 * 1024);
+    let catalog = Catalog::builder().tool(Tool::new("t")).build().unwrap();
+    let mut e = Engine::new(cfg, catalog);
+    let input: String = (0..5_000).map(|i| modern(i, "tools/call", json!({"name": "t"}))).collect();
+    let one = modern(0, "tools/call", json!({"name": "t"}));
+    let mut sink = vec![0u8; 1 << 16];
+    pump(&mut e, one.as_bytes(), &mut sink);
+    let mut small = [0u8; 100];
+    let (mut fed, mut lines, mut paused) = (0, 0, false);
+    let info = allocation_counter::measure(|| {
+        while fed < input.len() {
+            let n = e.handle_input(Instant::ZERO, &input.as_bytes()[fed..]);
+            paused |= n == 0;
+            fed += n;
+            while let Some(ev) = e.poll_event() {
+                respond(ev);
+            }
+            // The client reads a little at a time: slower than the server writes.
+            let n = e.poll_transmit(&mut small);
+            lines += small[..n].iter().filter(|&&b| b == b'\n').count();
+        }
+    });
+    assert!(paused, "the output limit was reached");
+    assert_eq!(info.count_total, 0, "{info:?}");
+    loop {
+        let mut events = 0;
+        while let Some(ev) = e.poll_event() {
+            respond(ev);
+            events += 1;
+        }
+        let n = e.poll_transmit(&mut sink);
+        if n == 0 && events == 0 {
+            break;
+        }
+        lines += sink[..n].iter().filter(|&&b| b == b'\n').count();
+    }
+    assert_eq!(lines, 5_000, "every call answered");
+}
+
 #[test]
 fn the_paginated_tools_list_second_page_allocates_nothing() {
     let mut e = engine();
