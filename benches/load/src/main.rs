@@ -1167,8 +1167,11 @@ fn print_targets(opts: &Opts, results: &Results) {
         // The tokio server's `echo` handler owns its reply: the text it deserializes is
         // one allocation per request of its own (the adapter's count is 0, asserted by
         // io-tokio/tests/alloc.rs).
-        let whose =
-            if server == Server::Tokio { "; the echo handler's own String: 1 per request" } else { "" };
+        let whose = if matches!(server, Server::Tokio | Server::TokioCt) {
+            "; the echo handler's own String: 1 per request"
+        } else {
+            ""
+        };
         println!(
             "- {} 0 allocations per request: {} ({}{whose})",
             server.label(),
