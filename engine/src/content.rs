@@ -7,7 +7,7 @@
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::json;
+use crate::wire::json;
 
 /// Binary data on the wire (base64, standard alphabet, padded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,6 +2,14 @@
 
 use core::fmt;
 
+use crate::revision::Revision;
+use crate::wire::json;
+
+/// Longest request id the engine keeps for an outstanding ticket, in bytes of its JSON
+/// form (quotes and escapes included). A request with a longer id that needs the host is
+/// answered `-32600` at once.
+pub const MAX_TICKET_ID_LEN: usize = 128;
+
 /// JSON-RPC and MCP error codes the engine writes.
 pub mod code {
     /// Invalid JSON or invalid UTF-8.
@@ -103,3 +111,340 @@ impl fmt::Display for NotifyError {
 }
 
 impl std::error::Error for NotifyError {}
+
+/// What the peer did wrong: each variant is one refusal, with its JSON-RPC code
+/// ([`Self::code`]), the HTTP status of a response that carries it at once
+/// ([`Self::status`]), its message (`Display`) and its `data` ([`Self::write_data`]).
+/// Method handlers return it; the outbox writes it, in one place.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PeerError<'a> {
+    // The frame and the JSON-RPC envelope.
+    /// Not valid UTF-8 JSON.
+    Parse,
+    /// Nested deeper than the configured limit.
+    TooDeep(usize),
+    /// A stdio frame longer than the configured limit.
+    Oversized(usize),
+    Batch,
+    NotAnObject,
+    BadId,
+    BadJsonrpc,
+    NoMethod,
+    MethodNotString,
+    TopLevelMeta,
+    ParamsNotObject,
+    MethodNotFound(&'a str),
+    // The revision rules (`mcp::lifecycle`).
+    MetaNotObject,
+    /// No revision named, no session: `true` when the stream could open one with `initialize`.
+    MetaMissing(bool),
+    VersionNotString,
+    UnsupportedVersion {
+        requested: &'a str,
+        supported: &'static [Revision],
+    },
+    CapabilitiesMissing,
+    UnknownMetaLogLevel,
+    /// A refusal rendered into the outbox's [`Detail`] when it happened (its account
+    /// borrows what a handler cannot return): see [`Detailed`].
+    Detailed {
+        code: i32,
+        status: u16,
+    },
+    InitializeNeedsVersion,
+    AlreadyInitialized,
+    UnknownLogLevel,
+    // Method parameters.
+    NotAString(&'static str),
+    ArgumentsNotObject,
+    IdTooLong,
+    NoFreeSlot,
+    UnknownTool(&'a str),
+    /// An internal failure while checking the request.
+    Internal,
+    RefNameNotString,
+    RefUriNotString,
+    BadRefType,
+    /// A completion for a prompt the catalog does not have.
+    UnknownPrompt(&'a str),
+    /// `prompts/get` of a prompt the catalog does not have (names it in `data`).
+    PromptNotFound(&'a str),
+    NoTemplate(&'a str),
+    CompletionArgument,
+    UnknownArgument(&'a str),
+    RequestStateNotString,
+    /// A `requestState` refused (forged, foreign or expired): the reason.
+    RequestState(&'static str),
+    InputResponsesNotObject,
+    BadInputResponse {
+        key: &'a str,
+        expected: &'static str,
+    },
+    /// `-32602` under `2026-07-28`, `-32002` before; names the uri in `data`.
+    ResourceNotFound {
+        uri: &'a str,
+        stateless: bool,
+    },
+    CursorNotString,
+    CursorOtherList {
+        cursor: &'static str,
+        list: &'static str,
+    },
+    InvalidCursor,
+    NotificationsNotObject,
+    TooManySubscriptions(usize),
+    SubscriptionsNotStrings,
+    TooManyUris(usize),
+}
+
+impl PeerError<'_> {
+    /// The JSON-RPC error code.
+    pub(crate) fn code(&self) -> i32 {
+        use PeerError as E;
+        match self {
+            E::Parse => code::PARSE_ERROR,
+            E::TooDeep(_)
+            | E::Oversized(_)
+            | E::Batch
+            | E::NotAnObject
+            | E::BadId
+            | E::BadJsonrpc
+            | E::NoMethod
+            | E::MethodNotString
+            | E::AlreadyInitialized
+            | E::IdTooLong => code::INVALID_REQUEST,
+            E::MethodNotFound(_) => code::METHOD_NOT_FOUND,
+            E::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
+            E::Detailed { code, .. } => *code,
+            E::NoFreeSlot | E::Internal | E::TooManySubscriptions(_) => code::INTERNAL_ERROR,
+            E::ResourceNotFound { stateless: false, .. } => code::RESOURCE_NOT_FOUND,
+            _ => code::INVALID_PARAMS,
+        }
+    }
+
+    /// The HTTP status of a response that carries this error at once: `400` for a
+    /// refused envelope or revision, `404` for an unknown method, `200` for an error
+    /// about a method's parameters (the request was valid JSON-RPC).
+    pub(crate) fn status(&self) -> u16 {
+        use PeerError as E;
+        match self {
+            E::MethodNotFound(_) => 404,
+            E::MetaNotObject
+            | E::MetaMissing(_)
+            | E::VersionNotString
+            | E::UnsupportedVersion { .. }
+            | E::CapabilitiesMissing
+            | E::UnknownMetaLogLevel => 400,
+            E::Detailed { status, .. } => *status,
+            e if e.code() == code::INVALID_REQUEST || e.code() == code::PARSE_ERROR => 400,
+            _ => 200,
+        }
+    }
+
+    /// Writes the error's `data` value; writes nothing when it has none.
+    pub(crate) fn write_data(&self, out: &mut Vec<u8>) {
+        use PeerError as E;
+        match self {
+            E::UnsupportedVersion { requested, supported } => {
+                out.extend_from_slice(b"{\"supported\":[");
+                for (i, r) in supported.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    json::write_str(out, r.as_str());
+                }
+                out.extend_from_slice(b"],\"requested\":");
+                json::write_str(out, requested);
+                out.push(b'}');
+            }
+            E::PromptNotFound(name) => {
+                out.extend_from_slice(b"{\"name\":");
+                json::write_str(out, name);
+                out.push(b'}');
+            }
+            E::ResourceNotFound { uri, .. } => {
+                out.extend_from_slice(b"{\"uri\":");
+                json::write_str(out, uri);
+                out.push(b'}');
+            }
+            _ => {}
+        }
+    }
+}
+
+impl fmt::Display for PeerError<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use PeerError as E;
+        match self {
+            E::Parse => f.write_str("Parse error: not valid UTF-8 JSON"),
+            E::TooDeep(max) => write!(f, "Invalid Request: JSON nested deeper than {max} levels"),
+            E::Oversized(max) => write!(f, "Invalid Request: frame longer than {max} bytes"),
+            E::Batch => f.write_str("Invalid Request: batches are not supported; send one message per line"),
+            E::NotAnObject => f.write_str("Invalid Request: a message must be a JSON object"),
+            E::BadId => f.write_str("Invalid Request: id must be a string or an integer"),
+            E::BadJsonrpc => f.write_str("Invalid Request: jsonrpc must be \"2.0\""),
+            E::NoMethod => f.write_str("Invalid Request: method is missing"),
+            E::MethodNotString => f.write_str("Invalid Request: method must be a string"),
+            E::TopLevelMeta => {
+                f.write_str("Invalid params: _meta belongs inside params, not at the top level of the request")
+            }
+            E::ParamsNotObject => f.write_str("Invalid params: params must be an object"),
+            E::MethodNotFound(method) => write!(f, "Method not found: {method}"),
+            E::MetaNotObject => f.write_str("Invalid params: params._meta must be an object"),
+            E::MetaMissing(can_initialize) => {
+                f.write_str(
+                    "Invalid params: params._meta must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities",
+                )?;
+                if *can_initialize {
+                    f.write_str(" (or open the stream with initialize)")?;
+                }
+                Ok(())
+            }
+            E::VersionNotString => {
+                f.write_str("Invalid params: io.modelcontextprotocol/protocolVersion must be a string")
+            }
+            E::UnsupportedVersion { requested, .. } => write!(f, "Unsupported protocol version: {requested}"),
+            E::CapabilitiesMissing => f.write_str(
+                "Invalid params: params._meta must carry io.modelcontextprotocol/clientCapabilities as an object",
+            ),
+            E::UnknownMetaLogLevel => f.write_str("Invalid params: unknown io.modelcontextprotocol/logLevel"),
+            E::Detailed { .. } => f.write_str("(rendered in the outbox's detail)"),
+            E::InitializeNeedsVersion => f.write_str("Invalid params: initialize needs params.protocolVersion"),
+            E::AlreadyInitialized => {
+                f.write_str("Invalid Request: initialize was already received on this stream")
+            }
+            E::UnknownLogLevel => f.write_str("Invalid params: unknown log level"),
+            E::NotAString(key) => write!(f, "Invalid params: params.{key} must be a string"),
+            E::ArgumentsNotObject => f.write_str("Invalid params: params.arguments must be an object"),
+            E::IdTooLong => write!(f, "Invalid Request: id longer than {MAX_TICKET_ID_LEN} bytes"),
+            E::NoFreeSlot => f.write_str("Internal error: no free slot for this request; retry it"),
+            E::UnknownTool(name) => write!(f, "Unknown tool: {name}"),
+            E::Internal => f.write_str("Internal error"),
+            E::RefNameNotString => f.write_str("Invalid params: ref.name must be a string"),
+            E::RefUriNotString => f.write_str("Invalid params: ref.uri must be a string"),
+            E::BadRefType => f.write_str("Invalid params: ref.type must be \"ref/prompt\" or \"ref/resource\""),
+            E::UnknownPrompt(name) | E::PromptNotFound(name) => write!(f, "Unknown prompt: {name}"),
+            E::NoTemplate(uri) => write!(f, "Invalid params: no resource template {uri}"),
+            E::CompletionArgument => f.write_str("Invalid params: argument must carry name and value strings"),
+            E::UnknownArgument(name) => write!(f, "Invalid params: unknown argument {name}"),
+            E::RequestStateNotString => f.write_str("Invalid params: requestState must be a string"),
+            E::RequestState(why) => f.write_str(why),
+            E::InputResponsesNotObject => f.write_str("Invalid params: inputResponses must be an object"),
+            E::BadInputResponse { key, expected } => {
+                write!(f, "Invalid params: inputResponses.{key} is not a valid response to {expected}")
+            }
+            E::ResourceNotFound { .. } => f.write_str("Resource not found"),
+            E::CursorNotString => f.write_str("Invalid params: cursor must be a string"),
+            E::CursorOtherList { cursor, list } => {
+                write!(f, "Invalid params: this cursor belongs to {cursor}, not {list}")
+            }
+            E::InvalidCursor => f.write_str("Invalid params: invalid cursor"),
+            E::NotificationsNotObject => f.write_str("Invalid params: params.notifications must be an object"),
+            E::TooManySubscriptions(max) => {
+                write!(f, "Internal error: too many open subscriptions (at most {max})")
+            }
+            E::SubscriptionsNotStrings => {
+                f.write_str("Invalid params: resourceSubscriptions must be an array of strings")
+            }
+            E::TooManyUris(max) => write!(f, "Invalid params: at most {max} resource subscriptions"),
+        }
+    }
+}
+
+/// A refusal whose account borrows what a handler cannot return (the catalog's
+/// declarations, a value built to validate the arguments). It is rendered into a
+/// [`Detail`] when it happens, and travels on as [`PeerError::Detailed`].
+#[derive(Clone, Copy)]
+pub(crate) enum Detailed<'a> {
+    /// The tool needs client capabilities the request did not declare.
+    MissingCapability { tool: &'a str, required: &'a [String] },
+    /// Arguments that fail the tool's input schema (`2025-06-18`; later revisions answer
+    /// with a tool result the model can read).
+    ToolArguments { tool: &'a str, problems: &'a dyn fmt::Display },
+    /// Arguments that fail a prompt's declared arguments.
+    PromptArguments { prompt: &'a str, problems: &'a dyn fmt::Display },
+    /// A header that does not mirror the body: the matcher's account of it.
+    HeaderMismatch(&'a dyn fmt::Display),
+}
+
+impl Detailed<'_> {
+    fn code(&self) -> i32 {
+        match self {
+            Self::MissingCapability { .. } => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            Self::HeaderMismatch(_) => code::HEADER_MISMATCH,
+            Self::ToolArguments { .. } | Self::PromptArguments { .. } => code::INVALID_PARAMS,
+        }
+    }
+
+    fn status(&self) -> u16 {
+        match self {
+            Self::MissingCapability { .. } | Self::HeaderMismatch(_) => 400,
+            Self::ToolArguments { .. } | Self::PromptArguments { .. } => 200,
+        }
+    }
+
+    fn write_data(&self, out: &mut Vec<u8>) {
+        if let Self::MissingCapability { required, .. } = self {
+            out.extend_from_slice(b"{\"requiredCapabilities\":{");
+            for (i, c) in required.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                json::write_str(out, c);
+                out.extend_from_slice(b":{}");
+            }
+            out.extend_from_slice(b"}}");
+        }
+    }
+}
+
+impl fmt::Display for Detailed<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Detailed as E;
+        match self {
+            E::MissingCapability { tool, required } => {
+                f.write_str("Missing required client capability: tool ")?;
+                f.write_str(tool)?;
+                f.write_str(" needs ")?;
+                for (i, c) in required.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    f.write_str(c)?;
+                }
+                Ok(())
+            }
+            E::ToolArguments { tool, problems } => {
+                write!(
+                    f,
+                    "Invalid params: arguments of tool {tool} do not match its input schema: {problems}"
+                )
+            }
+            E::PromptArguments { prompt, problems } => write!(
+                f,
+                "Invalid params: arguments of prompt {prompt} do not match its declared arguments: {problems}"
+            ),
+            E::HeaderMismatch(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+/// Where a [`Detailed`] refusal is rendered: reused, so refusals allocate nothing once
+/// the buffers have grown.
+#[derive(Default)]
+pub(crate) struct Detail {
+    pub(crate) message: String,
+    pub(crate) data: Vec<u8>,
+}
+
+impl Detail {
+    /// Renders `d`; the returned error stands for it until the next rendering.
+    pub(crate) fn render(&mut self, d: Detailed<'_>) -> PeerError<'static> {
+        use core::fmt::Write as _;
+        self.message.clear();
+        let _ = write!(self.message, "{d}");
+        self.data.clear();
+        d.write_data(&mut self.data);
+        PeerError::Detailed { code: d.code(), status: d.status() }
+    }
+}

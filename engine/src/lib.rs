@@ -81,52 +81,47 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
+// Layers, lowest first; a module imports only modules listed above it (its own folder
+// included), never the crate face (docs/architecture.md has the map).
 pub mod catalog;
+mod config;
 pub mod content;
-mod cursor;
-mod engine;
 pub mod error;
 pub mod http;
-mod http1;
-mod http_headers;
-mod json;
-pub mod mrtr;
+mod jsonrpc;
+mod level;
+mod mcp;
+mod output;
 mod revision;
-pub mod subs;
+mod stdio;
 mod time;
-mod uritemplate;
-mod validate;
-mod xheader;
+mod wire;
+
+pub use mcp::{mrtr, subs};
 
 #[cfg(fuzzing)]
 #[doc(hidden)]
-pub mod fuzzing;
-#[cfg(fuzzing)]
-#[doc(hidden)]
-pub use mrtr::fuzz_request_state;
-#[cfg(fuzzing)]
-#[doc(hidden)]
-pub use validate::fuzz_schema_differential;
+pub mod internal;
 
-#[cfg(feature = "everything")]
-pub mod everything;
-
+pub use catalog::uritemplate::TemplateError;
+pub use catalog::xheader::{HeaderParam, HeaderParamKind, XHeaderError, XHeaderReason};
 pub use catalog::{
     Catalog, CatalogBuilder, CatalogError, Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool,
     ToolAnnotations,
 };
+pub use config::{CachePolicy, CacheScope, Config, ServerInfo};
 pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
-pub use engine::{
-    Arguments, CachePolicy, CacheScope, CallTool, Complete, CompletionRef, Config, Engine, Event, GetPrompt,
-    LogLevel, MAX_TICKET_ID_LEN, ReadResource, ServerInfo, TemplateVars, Ticket,
+pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError};
+pub use level::LogLevel;
+pub use mcp::event::{
+    Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, TemplateVars,
 };
-pub use error::{AnswerError, HostError, NotifyError};
-pub use mrtr::{
+pub use mcp::mrtr::{
     ClientCapabilities, InputKind, InputRequest, InputRequestBuf, InputRequired, InputResponse,
     InputResponses,
 };
+pub use mcp::subs::{CatalogChange, ReplaceError};
+pub use mcp::tickets::Ticket;
 pub use revision::Revision;
-pub use subs::{CatalogChange, ReplaceError};
+pub use stdio::Engine;
 pub use time::Instant;
-pub use uritemplate::TemplateError;
-pub use xheader::{HeaderParam, HeaderParamKind, XHeaderError, XHeaderReason};

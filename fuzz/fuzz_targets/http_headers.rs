@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcp_engine::fuzzing::http_headers(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcp_engine_fuzz::http_headers(data));

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcp_engine::fuzzing::jsonrpc(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcp_engine_fuzz::jsonrpc(data));

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcp_engine::fuzz_request_state(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcp_engine_fuzz::request_state(data));

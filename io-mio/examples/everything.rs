@@ -17,7 +17,8 @@ use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
-use mcp_engine::{Config, Engine, everything};
+use mcp_engine::{Config, Engine};
+use mcp_fixture as everything;
 
 const USAGE: &str = "\
 usage: everything [--http [ADDR] | --stdio]

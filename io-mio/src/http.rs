@@ -12,7 +12,7 @@ use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Verdict};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Registry, Token};
 
-use crate::READ_BUF_LEN;
+use crate::stdio::READ_BUF_LEN;
 
 /// Bytes one call reads at most from one connection before it yields to the others.
 const READ_BUDGET: usize = 1 << 20;
@@ -771,7 +771,8 @@ impl fmt::Debug for HttpServer {
 ///
 /// ```no_run
 /// use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
-/// use mcp_engine::{Config, everything};
+/// use mcp_engine::Config;
+/// use mcp_fixture as everything;
 ///
 /// let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
 /// let config = Config::new("demo", env!("CARGO_PKG_VERSION"));

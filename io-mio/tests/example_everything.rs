@@ -76,7 +76,7 @@ fn serves_stdio_and_exits_0_when_stdin_closes() {
         assert_eq!(text_of(&r), "hi");
 
         let r = call(&modern(3, "resources/read", json!({ "uri": "test://static-text" })));
-        assert_eq!(r["result"]["contents"][0]["text"], mcp_engine::everything::STATIC_TEXT);
+        assert_eq!(r["result"]["contents"][0]["text"], mcp_fixture::STATIC_TEXT);
 
         let r = call(&legacy_open());
         assert_eq!(r["result"]["protocolVersion"], "2025-11-25");

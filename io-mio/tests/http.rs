@@ -10,7 +10,8 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
-use mcp_engine::{Config, Content, Event, Ticket, ToolOutput, everything};
+use mcp_engine::{Config, Content, Event, Ticket, ToolOutput};
+use mcp_fixture as everything;
 use mcp_io_mio::HttpServer;
 use mio::{Events, Poll, Token, Waker};
 use support::http::{Client, echo_body, echo_post};

@@ -9,7 +9,8 @@ use std::os::fd::OwnedFd;
 use std::sync::{Arc, mpsc};
 use std::thread::{self, JoinHandle};
 
-use mcp_engine::{Config, Content, Engine, Event, Ticket, ToolOutput, everything};
+use mcp_engine::{Config, Content, Engine, Event, Ticket, ToolOutput};
+use mcp_fixture as everything;
 use mcp_io_mio::StdioServer;
 use mio::unix::pipe::{Receiver, Sender};
 use mio::{Events, Poll, Token, Waker};

@@ -37,7 +37,7 @@ async fn main() -> ExitCode {
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     // `nest_service` strips the `/mcp` prefix: the service sees `/`.
     http.endpoint("/");
-    let config = mcp_engine::everything::config();
+    let config = mcp_fixture::config();
     let engine = HttpEngine::new(config, http, fixture::catalog());
     let mcp = HttpServer::new(engine, Arc::new(Everything::default()), AllowAll).into_service();
     let app = Router::new().route("/health", get(|| async { "ok" })).nest_service("/mcp", mcp);

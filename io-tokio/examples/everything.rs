@@ -86,7 +86,7 @@ fn parse_args() -> Result<Mode, ExitCode> {
 }
 
 fn config() -> Config {
-    mcp_engine::everything::config()
+    mcp_fixture::config()
 }
 
 fn main() -> ExitCode {

@@ -3,17 +3,8 @@
 use core::fmt;
 use std::future::Future;
 
-use crate::reply::{HostFailure, PromptReply, ResourceReply, ToolReply};
-use crate::request::{PromptGet, ResourceRead, ToolCall};
-
-/// What a tool call resolves to: a reply, or a failure answered as a JSON-RPC error.
-pub type ToolResult = Result<ToolReply, HostFailure>;
-/// What a resource read resolves to.
-pub type ResourceResult = Result<ResourceReply, HostFailure>;
-/// What a prompt request resolves to.
-pub type PromptResult = Result<PromptReply, HostFailure>;
-/// What a completion request resolves to.
-pub type CompleteResult = Result<crate::reply::CompletionReply, HostFailure>;
+use crate::reply::{CompleteResult, CompletionReply, HostFailure, PromptResult, ResourceResult, ToolResult};
+use crate::request::{CompletionRequest, PromptGet, ResourceRead, ToolCall};
 
 /// The work only the host can do, done asynchronously.
 ///
@@ -49,12 +40,9 @@ pub trait Handler: Send + Sync + 'static {
 
     /// Completes an argument (only called when `Config::completions` is on). The default
     /// offers no candidates.
-    fn complete(
-        &self,
-        request: crate::request::CompletionRequest,
-    ) -> impl Future<Output = CompleteResult> + Send {
+    fn complete(&self, request: CompletionRequest) -> impl Future<Output = CompleteResult> + Send {
         let _ = request;
-        async { Ok(crate::reply::CompletionReply::default()) }
+        async { Ok(CompletionReply::default()) }
     }
 }
 

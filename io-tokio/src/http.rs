@@ -19,8 +19,9 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::auth::{AuthorizeInfo, Authorizer};
+use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
-use crate::work::{Completion, Tasks};
+use crate::work::Tasks;
 
 /// Bytes read from a connection at a time.
 const READ_BUF_LEN: usize = 16 * 1024;
@@ -118,10 +119,10 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         }
     }
 
-    /// A [`Publisher`](crate::Publisher) to this server once it runs: replace its catalog,
-    /// announce resource updates, end its subscriptions (from any task).
-    pub fn publisher(&self) -> crate::Publisher {
-        crate::Publisher::new(self.done.0.clone())
+    /// A [`Publisher`] to this server once it runs: replace its catalog, announce
+    /// resource updates, end its subscriptions (from any task).
+    pub fn publisher(&self) -> Publisher {
+        Publisher::new(self.done.0.clone())
     }
 
     /// The most requests with the handler at once. Set it to the engine's

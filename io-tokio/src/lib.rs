@@ -119,6 +119,35 @@
 //! `cargo run --release -p mcp-io-tokio --example everything -- --stdio`. The `axum`
 //! example (feature `tower`) mounts it in an axum router.
 //!
+//! ## Module map
+//!
+//! The modules of this crate (all private; their public items are re-exported here) form
+//! layers, lowest first: each imports only modules listed above it.
+//!
+//! - `strings`: the shared catalog names ([`Name`]) and the pool of reused request text
+//!   buffers ([`PooledString`]).
+//! - `auth`: deciding the HTTP engine's authorization events ([`Authorizer`],
+//!   [`AllowAll`], [`AuthorizeInfo`]).
+//! - `reply`: the owned replies a handler returns ([`ToolReply`], [`ContentBlocks`], …),
+//!   [`HostFailure`], the results a handler resolves to ([`ToolResult`], …), and their
+//!   borrowed engine forms.
+//! - `channel` (imports `reply`): the channel between handler futures and the task
+//!   driving the engine: what a handler task sends back, the progress and log reports of
+//!   a running call, and [`Publisher`] / [`PublishError`].
+//! - `request` (imports `strings`, `channel`): the owned requests handed to a handler
+//!   ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied out
+//!   of engine events.
+//! - `handler` (imports `reply`, `request`): the [`Handler`] trait and [`tool_fn`].
+//! - `work` (imports `strings`, `reply`, `channel`, `request`, `handler`): the handler
+//!   tasks every run loop shares: starting an event's work on a worker task, aborting it
+//!   when cancelled, answering its ticket on the engine when it finishes.
+//! - `serve` (imports `handler`, `work`): the stream run loop, [`serve`] and
+//!   [`serve_stdio`].
+//! - `http` (imports `auth`, `channel`, `handler`, `work`): the Streamable HTTP server
+//!   over TCP, [`HttpServer`] and [`serve_http`].
+//! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
+//!   endpoint as a tower `Service`, `McpService`.
+//!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
 //! [`Engine`]: mcp_engine::Engine
@@ -128,6 +157,7 @@
 #![warn(missing_docs)]
 
 mod auth;
+mod channel;
 mod handler;
 mod http;
 mod reply;
@@ -139,15 +169,16 @@ mod tower;
 mod work;
 
 pub use auth::{AllowAll, AuthorizeInfo, Authorizer};
-pub use handler::{CompleteResult, Handler, PromptResult, ResourceResult, ToolFn, ToolResult, tool_fn};
+pub use channel::{PublishError, Publisher};
+pub use handler::{Handler, ToolFn, tool_fn};
 pub use http::{HttpServer, serve_http};
 pub use reply::{
-    CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64, OwnedContent,
-    OwnedPromptMessage, OwnedResourceContents, PromptReply, ResourceReply, ToolReply,
+    CompleteResult, CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64,
+    OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, PromptResult, ResourceReply,
+    ResourceResult, ToolReply, ToolResult,
 };
 pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, ResourceRead, ToolCall};
 pub use serve::{serve, serve_stdio};
 pub use strings::{Name, PooledString};
 #[cfg(feature = "tower")]
 pub use tower::McpService;
-pub use work::{PublishError, Publisher};

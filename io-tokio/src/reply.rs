@@ -1,5 +1,6 @@
-//! Owned answers a [`Handler`](crate::Handler) returns, and their conversion to the
-//! engine's borrowed answer types.
+//! Owned answers a [`Handler`](crate::Handler) returns, the results it resolves to
+//! ([`ToolResult`] and the like: a reply or a [`HostFailure`]), and their conversion to
+//! the engine's borrowed answer types.
 
 use core::fmt;
 use std::borrow::Cow;
@@ -653,3 +654,12 @@ impl CompletionReply {
         Self { values, total: None, has_more: false }
     }
 }
+
+/// What a tool call resolves to: a reply, or a failure answered as a JSON-RPC error.
+pub type ToolResult = Result<ToolReply, HostFailure>;
+/// What a resource read resolves to.
+pub type ResourceResult = Result<ResourceReply, HostFailure>;
+/// What a prompt request resolves to.
+pub type PromptResult = Result<PromptReply, HostFailure>;
+/// What a completion request resolves to.
+pub type CompleteResult = Result<CompletionReply, HostFailure>;

@@ -4,6 +4,7 @@
 use mcp_engine::{CallTool, ClientCapabilities, GetPrompt, InputResponses, ReadResource, Revision};
 use serde::Deserialize;
 
+use crate::channel::{Progress, Publisher};
 use crate::strings::{Name, Names, PooledString, StringPool};
 
 /// What a `2026-07-28` request brings for a multi-round-trip request: the client's
@@ -65,7 +66,7 @@ pub struct ToolCall {
     pub revision: Revision,
     /// Multi-round-trip input (responses, state, client capabilities).
     pub input: InputContext,
-    progress: Option<crate::work::Progress>,
+    progress: Option<Progress>,
 }
 
 impl ToolCall {
@@ -83,7 +84,7 @@ impl ToolCall {
 
     pub(crate) fn from_event(
         call: &CallTool<'_>,
-        progress: crate::work::Progress,
+        progress: Progress,
         names: &mut Names,
         pool: &StringPool,
     ) -> Self {
@@ -115,10 +116,10 @@ impl ToolCall {
         }
     }
 
-    /// A [`Publisher`](crate::Publisher) to the server running this call: replace the
-    /// catalog, announce resource updates. `None` for a call built with [`ToolCall::new`].
-    pub fn publisher(&self) -> Option<crate::Publisher> {
-        self.progress.as_ref().map(crate::work::Progress::publisher)
+    /// A [`Publisher`] to the server running this call: replace the catalog, announce
+    /// resource updates. `None` for a call built with [`ToolCall::new`].
+    pub fn publisher(&self) -> Option<Publisher> {
+        self.progress.as_ref().map(Progress::publisher)
     }
 
     /// Deserializes the arguments into `T`. `T` may borrow strings from the call when

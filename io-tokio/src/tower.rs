@@ -19,8 +19,9 @@ use tokio::sync::{mpsc, oneshot};
 use tower::Service;
 
 use crate::auth::Authorizer;
+use crate::channel::Completion;
 use crate::handler::Handler;
-use crate::http::{Host, HttpServer};
+use crate::http::{Host, HttpServer, VerdictMsg};
 
 /// Requests waiting for the engine task, all callers together.
 const REQUEST_QUEUE: usize = 64;
@@ -252,8 +253,8 @@ async fn run<H: Handler, A: Authorizer>(
     mut host: Host<H, A>,
     mut requests: mpsc::Receiver<Exchange>,
     mut gone: mpsc::UnboundedReceiver<u64>,
-    mut done: mpsc::UnboundedReceiver<crate::work::Completion>,
-    mut verdicts: mpsc::UnboundedReceiver<crate::http::VerdictMsg>,
+    mut done: mpsc::UnboundedReceiver<Completion>,
+    mut verdicts: mpsc::UnboundedReceiver<VerdictMsg>,
 ) {
     let mut live: HashMap<ConnId, Live> = HashMap::new();
     let mut by_id: HashMap<u64, ConnId> = HashMap::new();

@@ -1,7 +1,7 @@
 //! End to end: the `everything` example as a child process over real stdin/stdout pipes.
 //!
 //! Its async answers are compared with the engine's own synchronous fixture answers
-//! (`mcp_engine::everything::respond`) for the same requests.
+//! (`mcp_fixture::respond`) for the same requests.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -9,7 +9,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use mcp_engine::{Engine, everything};
+use mcp_engine::Engine;
+use mcp_fixture as everything;
 use serde_json::Value;
 
 /// The example's catalog: the engine's fixture plus `test_x_mcp_header`.

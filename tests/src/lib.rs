@@ -5,7 +5,8 @@ pub mod peer;
 pub mod spec;
 pub mod wire;
 
-use mcp_engine::{Config, Engine, Instant, everything};
+use mcp_engine::{Config, Engine, Instant};
+use mcp_fixture as everything;
 use serde_json::{Value, json};
 
 /// The `_meta` a 2026-07-28 request carries.

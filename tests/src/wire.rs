@@ -2,7 +2,8 @@
 //! connection, every event answered by a host closure, responses split back out.
 
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Verdict};
-use mcp_engine::{Catalog, Config, Event, Instant, everything};
+use mcp_engine::{Catalog, Config, Event, Instant};
+use mcp_fixture as everything;
 use serde_json::{Value, json};
 
 /// The host that answers the engine's events.

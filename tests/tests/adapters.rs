@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::sync::Arc;
 
-use mcp_engine::everything;
+use mcp_fixture as everything;
 use mcp_io_tokio::{ToolReply, tool_fn};
 use mcp_tests::{drive, everything_engine, legacy_open, modern, notification, request};
 use serde_json::json;

@@ -32,7 +32,7 @@ fn transcript() -> Vec<u8> {
 fn engine() -> Engine {
     let mut cfg = Config::new("chunks", "1");
     cfg.max_frame_len(600);
-    Engine::new(cfg, mcp_engine::everything::catalog())
+    Engine::new(cfg, mcp_fixture::catalog())
 }
 
 fn whole(input: &[u8]) -> Vec<u8> {

@@ -187,7 +187,7 @@ fn errors_and_kinds() {
 fn output_backpressure_pauses_processing_until_drained() {
     let mut cfg = Config::new("s", "1");
     cfg.max_buffered_output(1);
-    let mut e = Engine::new(cfg, mcp_engine::everything::catalog());
+    let mut e = Engine::new(cfg, mcp_fixture::catalog());
     let input: String = (0..5).map(|i| modern(i, "server/discover", json!({}))).collect();
     e.handle_input(Instant::ZERO, input.as_bytes());
     assert_eq!(lines(e.pending_output()).len(), 1, "one response, then the engine waits");

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
-use mcp_engine::{Catalog, Config, Instant, Tool, everything};
+use mcp_engine::{Catalog, Config, Instant, Tool};
+use mcp_fixture as everything;
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::wire::{Response, client, client_with, config, meta, one, parse_responses, post, req};
 use serde_json::{Value, json};

@@ -229,7 +229,7 @@ fn oversized_frames_are_refused_and_the_stream_resumes() {
     input.extend_from_slice(big.as_bytes());
     input.extend_from_slice(PING_LEGACY.as_bytes());
     for chunks in [&[usize::MAX][..], &[1], &[7, 1000, 3], &[999], &[1001]] {
-        let mut e = Engine::new(cfg.clone(), mcp_engine::everything::catalog());
+        let mut e = Engine::new(cfg.clone(), mcp_fixture::catalog());
         let out = lines(&drive(&mut e, &input, chunks));
         assert_eq!(out.len(), 4, "{chunks:?}: {out:?}");
         for i in [0, 2] {

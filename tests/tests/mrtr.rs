@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use mcp_engine::{
     AnswerError, Catalog, Config, Content, Engine, Event, InputKind, InputRequest, InputRequired, Instant,
-    Prompt, Resource, ResourceContents, Ticket, Tool, ToolOutput, everything,
+    Prompt, Resource, ResourceContents, Ticket, Tool, ToolOutput,
 };
+use mcp_fixture as everything;
 use mcp_tests::peer::{Peer, WIRES, Wire, meta_with};
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::wire::Host;

@@ -132,7 +132,7 @@ fn modern_tool_calls_of_every_content_type() {
         modern_results_carry_envelope(&o["result"], false);
         check(Rev::V2026_07_28, "CallToolResult", o);
     }
-    assert_eq!(out[0]["result"]["content"][0]["text"], mcp_engine::everything::SIMPLE_TEXT);
+    assert_eq!(out[0]["result"]["content"][0]["text"], mcp_fixture::SIMPLE_TEXT);
     assert_eq!(out[1]["result"]["content"][0]["type"], "image");
     assert_eq!(out[2]["result"]["content"][0]["mimeType"], "audio/wav");
     assert_eq!(out[3]["result"]["content"][0]["resource"]["uri"], "test://embedded-resource");
@@ -154,7 +154,7 @@ fn modern_resource_reads() {
     ]
     .concat();
     let out = run(&input);
-    assert_eq!(out[0]["result"]["contents"][0]["text"], mcp_engine::everything::STATIC_TEXT);
+    assert_eq!(out[0]["result"]["contents"][0]["text"], mcp_fixture::STATIC_TEXT);
     assert_eq!(out[1]["result"]["contents"][0]["mimeType"], "image/png");
     assert!(out[1]["result"]["contents"][0]["blob"].is_string());
     assert!(out[2]["result"]["contents"][0]["text"].as_str().unwrap().contains("123"));
@@ -461,7 +461,7 @@ fn completion_answers_are_capped_deduplicated_and_truthful() {
 #[test]
 fn completion_is_method_not_found_unless_the_host_provides_it() {
     use mcp_engine::{Config, Engine};
-    let mut e = Engine::new(Config::new("s", "1"), mcp_engine::everything::catalog());
+    let mut e = Engine::new(Config::new("s", "1"), mcp_fixture::catalog());
     let req = modern(
         1,
         "completion/complete",

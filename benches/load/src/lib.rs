@@ -17,13 +17,13 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// The environment variable naming the Unix socket [`serve_stats`] listens on.
 pub const STATS_ENV: &str = "MCP_LOAD_STATS";
 
-/// The `echo` tool's input schema, as the engine's `everything` catalog declares it.
+/// The `echo` tool's input schema, as the `everything` fixture (`mcp-fixture`) declares it.
 pub const ECHO_SCHEMA: &str = concat!(
     r#"{"type":"object","properties":{"text":{"type":"string"}},"#,
     r#""required":["text"],"additionalProperties":false}"#
 );
 
-/// The `echo` tool's description, as the engine's `everything` catalog declares it.
+/// The `echo` tool's description, as the `everything` fixture (`mcp-fixture`) declares it.
 pub const ECHO_DESCRIPTION: &str = "Returns the text it is given as one text block.";
 
 /// The system allocator, counting calls and bytes.
@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn the_echo_tool_is_the_catalogs() {
-        let catalog = mcp_engine::everything::catalog();
+        let catalog = mcp_fixture::catalog();
         let echo = catalog.tool("echo").expect("the catalog has echo");
         let ours: serde_json::Value = serde_json::from_str(ECHO_SCHEMA).unwrap();
         assert_eq!(echo.input_schema.as_ref(), Some(&ours));

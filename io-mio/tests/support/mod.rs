@@ -10,7 +10,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use mcp_engine::{Config, Engine, everything};
+use mcp_engine::{Config, Engine};
+use mcp_fixture as everything;
 use mio::unix::pipe::{self, Receiver, Sender};
 use serde_json::{Value, json};
 

@@ -1,8 +1,9 @@
 //! Our engine through the mio adapter, serving the `everything` catalog (its `echo` tool)
-//! with the engine's synchronous `everything::respond`.
+//! with the fixture's synchronous `everything::respond` (crate `mcp-fixture`).
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
-use mcp_engine::{Config, Engine, everything};
+use mcp_engine::{Config, Engine};
+use mcp_fixture as everything;
 use mcp_load::Mode;
 
 fn main() -> std::io::Result<()> {

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_engine::{Config, Engine, everything};
+use mcp_engine::{Config, Engine};
+use mcp_fixture as everything;
 use mcp_io_tokio::{AllowAll, Handler, HostFailure, HttpServer, ToolCall, ToolReply};
 use mcp_load::Mode;
 

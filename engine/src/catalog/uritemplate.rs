@@ -20,10 +20,10 @@ use core::fmt;
 use memchr::memmem;
 
 /// Maximum number of variables in one template.
-pub(crate) const MAX_TEMPLATE_VARS: usize = 16;
+pub const MAX_TEMPLATE_VARS: usize = 16;
 
 /// Longest accepted template, in bytes.
-pub(crate) const MAX_TEMPLATE_LEN: usize = 2048;
+pub const MAX_TEMPLATE_LEN: usize = 2048;
 
 /// Longest accepted variable name, in bytes.
 pub(crate) const MAX_VAR_NAME_LEN: usize = 64;
@@ -46,7 +46,7 @@ pub(crate) const MATCH_SCAN_SLACK: usize = 4096;
 /// [`UriTemplate::var_names`]. Start and end always fall on UTF-8 character
 /// boundaries of the matched uri, so `&uri[start as usize..end as usize]`
 /// cannot panic.
-pub(crate) type Captures = heapless::Vec<(u8, u32, u32), MAX_TEMPLATE_VARS>;
+pub type Captures = heapless::Vec<(u8, u32, u32), MAX_TEMPLATE_VARS>;
 
 /// One variable of a parsed template and the literal that follows it.
 #[derive(Debug, Clone)]
@@ -63,7 +63,7 @@ struct Segment {
 /// A parsed resource template: a literal prefix, then alternating
 /// variables and literals.
 #[derive(Debug, Clone)]
-pub(crate) struct UriTemplate {
+pub struct UriTemplate {
     /// Literal text before the first expression (may be empty).
     prefix: Box<str>,
     /// One entry per variable, in order of appearance.
@@ -307,7 +307,7 @@ fn segment(reserved: bool, literal: &str) -> Segment {
 impl UriTemplate {
     /// Parse and check a resource template, refusing everything outside the
     /// supported subset (see the module documentation).
-    pub(crate) fn parse(template: &str) -> Result<Self, TemplateError> {
+    pub fn parse(template: &str) -> Result<Self, TemplateError> {
         if template.is_empty() {
             return Err(TemplateError::Empty);
         }
@@ -374,7 +374,7 @@ impl UriTemplate {
 
     /// The template's variable names, in order of appearance; a capture's
     /// variable index points into this slice.
-    pub(crate) fn var_names(&self) -> &[Box<str>] {
+    pub fn var_names(&self) -> &[Box<str>] {
         &self.names
     }
 
@@ -388,7 +388,7 @@ impl UriTemplate {
     /// [`MATCH_SCAN_FACTOR`] × its length + [`MATCH_SCAN_SLACK`] scanned
     /// bytes, to decide does not match: the cost of a call is linear in the
     /// uri's length whatever the input.
-    pub(crate) fn matches(&self, uri: &str, captures: &mut Captures) -> bool {
+    pub fn matches(&self, uri: &str, captures: &mut Captures) -> bool {
         let mut budget = Budget::for_uri(uri.len());
         let matched = self.run(uri.as_bytes(), captures, &mut budget) == Outcome::Matched;
         if !matched {
@@ -491,7 +491,7 @@ impl UriTemplate {
 impl UriTemplate {
     /// [`Self::matches`], telling "no match" (`Some(false)`) from a run that spent its
     /// budget before deciding (`None`). For the fuzzing harness only.
-    pub(crate) fn matches_decided(&self, uri: &str, captures: &mut Captures) -> Option<bool> {
+    pub fn matches_decided(&self, uri: &str, captures: &mut Captures) -> Option<bool> {
         let mut budget = Budget::for_uri(uri.len());
         match self.run(uri.as_bytes(), captures, &mut budget) {
             Outcome::Matched => Some(true),

@@ -14,16 +14,26 @@
 //!
 //! Everything the engine writes when it lists the catalog is serialized here, once, per
 //! protocol revision, so a `tools/list` page is a concatenation of prepared fragments.
+//!
+//! This layer owns the declarations and everything decided on them at build time:
+//! schema validation over the tape (`schema`), uri templates (`uritemplate`) and the
+//! `x-mcp-header` annotations (`xheader`). May use: `wire`, `content` and the leaf
+//! modules. May not touch: requests, tickets or transports.
+
+pub(crate) mod schema;
+#[cfg_attr(not(fuzzing), allow(unreachable_pub))] // exported by `crate::internal` under `cfg(fuzzing)`
+pub(crate) mod uritemplate;
+pub(crate) mod xheader;
 
 use core::fmt;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cursor::ListKind;
-use crate::uritemplate::{Captures, TemplateError, UriTemplate};
-use crate::validate::SchemaValidator;
-use crate::xheader::{HeaderParam, XHeaderError, collect_header_params};
+use crate::catalog::schema::SchemaValidator;
+use crate::catalog::uritemplate::{Captures, TemplateError, UriTemplate};
+use crate::catalog::xheader::{HeaderParam, XHeaderError, collect_header_params};
+use crate::wire::cursor::ListKind;
 
 /// An icon a client may show for an item (MCP `Icon`). Omitted on the wire for
 /// revision `2025-06-18`, which has no icons.
@@ -442,7 +452,7 @@ impl fmt::Display for CatalogError {
             Self::EmptyField { item, field } => write!(f, "a {item} has an empty `{field}`"),
             Self::KeyTooLong(k) => {
                 let head: String = k.chars().take(40).collect();
-                write!(f, "`{head}...` is longer than {} bytes", crate::cursor::MAX_CURSOR_KEY)
+                write!(f, "`{head}...` is longer than {} bytes", crate::wire::cursor::MAX_CURSOR_KEY)
             }
             Self::InputSchemaNotObject(n) => {
                 write!(f, "the input schema of tool `{n}` must be a JSON object with \"type\": \"object\"")
@@ -826,7 +836,7 @@ fn non_empty(item: &'static str, field: &'static str, value: &str) -> Result<(),
     if value.is_empty() {
         return Err(CatalogError::EmptyField { item, field });
     }
-    if value.len() > crate::cursor::MAX_CURSOR_KEY {
+    if value.len() > crate::wire::cursor::MAX_CURSOR_KEY {
         return Err(CatalogError::KeyTooLong(value.to_owned()));
     }
     Ok(())

@@ -26,19 +26,9 @@ const ANNOTATION: &str = "x-mcp-header";
 /// Deepest nesting of JSON objects and arrays the walk enters; a deeper
 /// schema is refused (as [`XHeaderReason::NotReachable`]) instead of risking
 /// the stack.
-pub(crate) const MAX_SCHEMA_DEPTH: usize = 128;
+pub use crate::wire::headers::HeaderParamKind;
 
-/// The JSON type a header-mirrored argument has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum HeaderParamKind {
-    /// `"type": "string"`.
-    String,
-    /// `"type": "integer"`.
-    Integer,
-    /// `"type": "boolean"`.
-    Boolean,
-}
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 128;
 
 /// One argument mirrored into an `Mcp-Param-{header}` HTTP header.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -43,12 +43,22 @@ use core::fmt::{self, Write as _};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
-use crate::xheader::HeaderParamKind;
+/// The JSON type a header-mirrored argument has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HeaderParamKind {
+    /// `"type": "string"`.
+    String,
+    /// `"type": "integer"`.
+    Integer,
+    /// `"type": "boolean"`.
+    Boolean,
+}
 
 /// Largest decoded sentinel payload, in bytes, that [`check`] accepts; a
 /// longer one fails with [`MismatchReason::TooLong`]. [`check`] decodes into
 /// a stack buffer of this size (initialized only when a sentinel occurs).
-pub(crate) const MAX_DECODED_LEN: usize = 8 * 1024;
+pub const MAX_DECODED_LEN: usize = 8 * 1024;
 
 /// Most bytes of a header or body value a [`Mismatch`] message shows.
 const SHOW_LIMIT: usize = 100;
@@ -64,7 +74,7 @@ const PARAM_PREFIX: &[u8] = b"mcp-param-";
 
 /// A body value an `Mcp-Param-*` header must mirror.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum BodyValue<'a> {
+pub enum BodyValue<'a> {
     /// The argument is not in the body.
     Absent,
     /// The argument is JSON `null`.
@@ -85,36 +95,36 @@ pub(crate) enum BodyValue<'a> {
 
 /// One expected `Mcp-Param-{header}` header.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct ParamCheck<'a> {
+pub struct ParamCheck<'a> {
     /// The `{Name}` part of the header name, as declared by the tool's
     /// `x-mcp-header` annotation (compared case-insensitively).
-    pub(crate) header: &'a str,
+    pub header: &'a str,
     /// The annotated property's declared type.
-    pub(crate) kind: HeaderParamKind,
+    pub kind: HeaderParamKind,
     /// The argument's value in the body.
-    pub(crate) value: BodyValue<'a>,
+    pub value: BodyValue<'a>,
 }
 
 /// What the body says, which the headers must mirror.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Expected<'a> {
+pub struct Expected<'a> {
     /// `params._meta["io.modelcontextprotocol/protocolVersion"]`.
-    pub(crate) protocol_version: &'a str,
+    pub protocol_version: &'a str,
     /// The JSON-RPC `method`.
-    pub(crate) method: &'a str,
+    pub method: &'a str,
     /// `params.name` (`tools/call`, `prompts/get`), `params.uri`
     /// (`resources/read`) or `params.taskId` (task methods); `None` for
     /// methods without an `Mcp-Name` header, in which case an `Mcp-Name`
     /// header is ignored.
-    pub(crate) name: Option<&'a str>,
+    pub name: Option<&'a str>,
     /// The tool's `x-mcp-header` arguments (`tools/call` only; empty
     /// otherwise).
-    pub(crate) params: &'a [ParamCheck<'a>],
+    pub params: &'a [ParamCheck<'a>],
 }
 
 /// Which mirrored header failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HeaderName<'a> {
+pub enum HeaderName<'a> {
     /// `MCP-Protocol-Version`.
     ProtocolVersion,
     /// `Mcp-Method`.
@@ -161,7 +171,7 @@ impl fmt::Display for HeaderName<'_> {
 
 /// How a mirrored header failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MismatchReason {
+pub enum MismatchReason {
     /// The header is required but absent.
     Missing,
     /// The (decoded) value is not the body's value; for `Mcp-Param-*`, also
@@ -187,14 +197,14 @@ pub(crate) enum MismatchReason {
 /// shown is cut to about 100 bytes and escaped, and formatting never
 /// allocates on its own.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Mismatch<'a> {
+pub struct Mismatch<'a> {
     /// The failing header.
     pub(crate) header: HeaderName<'a>,
     /// How it failed.
-    pub(crate) reason: MismatchReason,
+    pub reason: MismatchReason,
     /// The offending occurrence's raw value, surrounding whitespace removed;
     /// `None` when the header is missing.
-    pub(crate) header_value: Option<&'a [u8]>,
+    pub header_value: Option<&'a [u8]>,
     /// The body value the header had to mirror (a string for the standard
     /// headers).
     pub(crate) body_value: BodyValue<'a>,
@@ -211,7 +221,7 @@ impl fmt::Display for Mismatch<'_> {
             return write!(
                 f,
                 "Header mismatch: {header} header is missing; body value is {}",
-                Body(self.body_value)
+                ShownBody(self.body_value)
             );
         };
         let shown = Shown(raw);
@@ -237,21 +247,21 @@ impl fmt::Display for Mismatch<'_> {
                             f,
                             "Header mismatch: {header} header value '{text}{more}' (base64-decoded) does not match \
                              body value {}",
-                            Body(self.body_value)
+                            ShownBody(self.body_value)
                         );
                     }
                 }
                 write!(
                     f,
                     "Header mismatch: {header} header value '{shown}' does not match body value {}",
-                    Body(self.body_value)
+                    ShownBody(self.body_value)
                 )
             }
             MismatchReason::Missing => {
                 write!(
                     f,
                     "Header mismatch: {header} header is missing; body value is {}",
-                    Body(self.body_value)
+                    ShownBody(self.body_value)
                 )
             }
             MismatchReason::InvalidCharacters => {
@@ -270,7 +280,7 @@ impl fmt::Display for Mismatch<'_> {
             MismatchReason::Unexpected => write!(
                 f,
                 "Header mismatch: {header} header value '{shown}' is present but the body value is {}",
-                Body(self.body_value)
+                ShownBody(self.body_value)
             ),
         }
     }
@@ -313,9 +323,9 @@ impl fmt::Display for Shown<'_> {
 
 /// Displays a body value: strings quoted and cut like [`Shown`], other
 /// values as JSON-ish words.
-struct Body<'x>(BodyValue<'x>);
+struct ShownBody<'x>(BodyValue<'x>);
 
-impl fmt::Display for Body<'_> {
+impl fmt::Display for ShownBody<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
             BodyValue::Absent => f.write_str("absent"),
@@ -361,10 +371,7 @@ impl fmt::Display for Body<'_> {
 ///
 /// Every occurrence of a repeated header must pass. Allocates nothing; a
 /// sentinel value is decoded into a [`MAX_DECODED_LEN`]-byte stack buffer.
-pub(crate) fn check<'a>(
-    headers: &'a [httparse::Header<'a>],
-    expected: &Expected<'a>,
-) -> Result<(), Mismatch<'a>> {
+pub fn check<'a>(headers: &'a [httparse::Header<'a>], expected: &Expected<'a>) -> Result<(), Mismatch<'a>> {
     let version = expected.protocol_version;
     check_header(headers, HeaderName::ProtocolVersion, BodyValue::Str(version), |v| v == version)?;
     let method = expected.method;
@@ -576,7 +583,7 @@ fn literal(value: &[u8]) -> Result<&str, MismatchReason> {
 /// byte; [`MismatchReason::BadBase64`] for a payload that is not canonical
 /// base64 or not UTF-8; [`MismatchReason::TooLong`] when the decoded payload
 /// does not fit `scratch`.
-pub(crate) fn decode_value<'b>(raw: &'b [u8], scratch: &'b mut [u8]) -> Result<&'b str, MismatchReason> {
+pub fn decode_value<'b>(raw: &'b [u8], scratch: &'b mut [u8]) -> Result<&'b str, MismatchReason> {
     let value = trim_ows(raw);
     let Some(payload) = sentinel_payload(value) else {
         return literal(value);

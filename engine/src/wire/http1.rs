@@ -70,6 +70,9 @@
 
 use httparse::{Header, Status};
 
+/// Most headers a request may carry (`431` past it).
+pub const MAX_HEADERS: usize = 64;
+
 /// Extra raw bytes a chunked body may take beyond `max_body_bytes`: chunk-size lines,
 /// extensions, CRLFs and trailers. A body whose framing needs more (e.g. more than ~13,000
 /// one-byte chunks) is refused with [`HttpError::BodyTooLarge`].
@@ -81,13 +84,13 @@ const DRAIN_CAPACITY: usize = 64 * 1024;
 
 /// Limits of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Limits {
+pub struct Limits {
     /// Longest request head (request line, headers, final empty line), default 16 KiB.
-    pub(crate) max_head_bytes: usize,
+    pub max_head_bytes: usize,
     /// Most headers in one request, default 64 (at most the caller's header array is used).
-    pub(crate) max_headers: usize,
+    pub max_headers: usize,
     /// Largest request body (decoded), default 1 MiB.
-    pub(crate) max_body_bytes: usize,
+    pub max_body_bytes: usize,
 }
 
 impl Default for Limits {
@@ -98,7 +101,7 @@ impl Default for Limits {
 
 /// How the body of a request is framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BodyKind {
+pub enum BodyKind {
     /// No body.
     None,
     /// A body of exactly this many bytes (`Content-Length`, at most `max_body_bytes`).
@@ -109,22 +112,22 @@ pub(crate) enum BodyKind {
 
 /// A parsed request head. Header values borrow the connection buffer.
 #[derive(Debug)]
-pub(crate) struct Head<'b> {
+pub struct Head<'b> {
     /// The request method, e.g. `POST`.
-    pub(crate) method: &'b str,
+    pub method: &'b str,
     /// The request target, e.g. `/mcp?x=1`.
-    pub(crate) path: &'b str,
+    pub path: &'b str,
     /// The minor version: 0 for HTTP/1.0, 1 for HTTP/1.1. An HTTP/1.0 peer cannot read a
     /// chunked (SSE) response.
-    pub(crate) minor_version: u8,
+    pub minor_version: u8,
     /// The headers, in order (names as sent, values without surrounding whitespace).
-    pub(crate) headers: &'b [Header<'b>],
+    pub headers: &'b [Header<'b>],
     /// How the body is framed.
-    pub(crate) body: BodyKind,
+    pub body: BodyKind,
     /// Whether the connection may serve another request after this one.
-    pub(crate) keep_alive: bool,
+    pub keep_alive: bool,
     /// Whether the client waits for `100 Continue` before sending the body.
-    pub(crate) expect_continue: bool,
+    pub expect_continue: bool,
 }
 
 impl<'b> Head<'b> {
@@ -136,7 +139,7 @@ impl<'b> Head<'b> {
 
 /// What the connection produced.
 #[derive(Debug)]
-pub(crate) enum Input<'b> {
+pub enum Input<'b> {
     /// A complete head; the body (if any) follows. The caller may refuse the request now (before
     /// the body is read), answering and then calling [`Conn::discard_body`].
     Head(Head<'b>),
@@ -151,7 +154,7 @@ pub(crate) enum Input<'b> {
 
 /// Why a request cannot be served: the peer broke framing or a limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HttpError {
+pub enum HttpError {
     /// 400: malformed head, bad chunk syntax, both `Content-Length` and `Transfer-Encoding`,
     /// conflicting or malformed `Content-Length`, a transfer coding other than `chunked`, more
     /// than one `Host`.
@@ -170,7 +173,7 @@ pub(crate) enum HttpError {
 
 impl HttpError {
     /// The status code to answer with.
-    pub(crate) fn status(self) -> u16 {
+    pub fn status(self) -> u16 {
         match self {
             Self::BadRequest => 400,
             Self::HeadTooLarge | Self::TooManyHeaders => 431,
@@ -383,7 +386,7 @@ enum State {
 }
 
 /// The HTTP/1.1 codec of one connection.
-pub(crate) struct Conn {
+pub struct Conn {
     /// The limits.
     limits: Limits,
     /// Received bytes; never grown past its initial capacity.
@@ -398,7 +401,7 @@ pub(crate) struct Conn {
     keep_alive: bool,
     /// Where each header of the current head lies (name start and end, value start and
     /// end, from the head's first byte), so that it is not parsed twice.
-    spans: heapless::Vec<[u32; 4], { crate::http::MAX_HEADERS }>,
+    spans: heapless::Vec<[u32; 4], MAX_HEADERS>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -414,7 +417,7 @@ impl std::fmt::Debug for Conn {
 impl Conn {
     /// A connection with these limits; reserves its whole buffer now
     /// (`max_head_bytes + max_body_bytes + CHUNKED_FRAMING_ALLOWANCE` bytes).
-    pub(crate) fn new(limits: Limits) -> Self {
+    pub fn new(limits: Limits) -> Self {
         let size = limits
             .max_head_bytes
             .saturating_add(limits.max_body_bytes)
@@ -445,7 +448,7 @@ impl Conn {
     /// rest of it; a chunked body: the rest of its raw budget). 0 once a complete request has
     /// been returned and waits for [`Conn::finish_request`]. After an error or
     /// [`Conn::discard_body`], input is only dropped and this is a fixed positive amount.
-    pub(crate) fn capacity(&self) -> usize {
+    pub fn capacity(&self) -> usize {
         let buffered = self.buf.len() - self.start;
         match self.state {
             State::Head => self.limits.max_head_bytes.saturating_sub(buffered),
@@ -458,7 +461,7 @@ impl Conn {
 
     /// Appends received bytes (at most [`Conn::capacity`]), returns how many were taken. After
     /// an error or [`Conn::discard_body`] every byte is taken and dropped.
-    pub(crate) fn handle_bytes(&mut self, data: &[u8]) -> usize {
+    pub fn handle_bytes(&mut self, data: &[u8]) -> usize {
         if matches!(self.state, State::Failed(_) | State::Draining) {
             return data.len();
         }
@@ -484,7 +487,7 @@ impl Conn {
     /// Advances parsing. `headers` is the caller's header array (`[httparse::EMPTY_HEADER; N]`,
     /// declared where `poll` is called so that it lives as long as the returned input); at most
     /// `max_headers` of it is used.
-    pub(crate) fn poll<'b>(&'b mut self, headers: &'b mut [Header<'b>]) -> Input<'b> {
+    pub fn poll<'b>(&'b mut self, headers: &'b mut [Header<'b>]) -> Input<'b> {
         self.advance_body();
         match self.state {
             State::Head => self.poll_head(headers),
@@ -606,7 +609,7 @@ impl Conn {
     /// without [`Head::keep_alive`], or before the body is complete (the request can no longer
     /// be delimited), the connection drains instead as after [`Conn::discard_body`]: close it
     /// once the response is written. Does nothing while no head was returned or after an error.
-    pub(crate) fn finish_request(&mut self) {
+    pub fn finish_request(&mut self) {
         self.advance_body();
         match self.state {
             State::Ready { .. } if !self.keep_alive => self.discard_body(),
@@ -626,7 +629,7 @@ impl Conn {
 
     /// The current request's raw head (request line and headers), once [`Input::Head`] was
     /// returned for it; empty otherwise.
-    pub(crate) fn head_bytes(&self) -> &[u8] {
+    pub fn head_bytes(&self) -> &[u8] {
         match self.body_start() {
             Some(body_start) => &self.buf[self.start..self.start + body_start],
             None => &[],
@@ -635,7 +638,7 @@ impl Conn {
 
     /// The current request's complete body, once [`Input::Body`] was returned; empty
     /// otherwise.
-    pub(crate) fn body(&self) -> &[u8] {
+    pub fn body(&self) -> &[u8] {
         match self.state {
             State::Ready { body_start, body_len, .. } => {
                 &self.buf[self.start + body_start..self.start + body_start + body_len]
@@ -672,7 +675,7 @@ impl Conn {
     /// Discards the current request's body without reading it (used after a refusal issued at
     /// the head, which then closes the connection anyway): from now on input is taken and
     /// dropped (so the I/O layer can linger before closing) and `poll` returns `Partial`.
-    pub(crate) fn discard_body(&mut self) {
+    pub fn discard_body(&mut self) {
         if !matches!(self.state, State::Failed(_)) {
             self.state = State::Draining;
         }

@@ -1,187 +1,45 @@
 //! Streamable HTTP (MCP 2026-07-28, stateless) served by the engine: HTTP/1.1 framing,
 //! the refusal rules, header mirroring, and routing of answers to connections.
 //!
+//! This layer owns the connection table ([`HttpEngine`], this file), one exchange per
+//! connection (`exchange`: its phase, the refusals decided on a head, how a response is
+//! written), who may call (`auth`) and the settings (`config`). It is a client of the
+//! core: it hands it parsed messages through `Core::handle`, learns what each became
+//! (`Dispatched`), and routes what the outbox holds to connections. It never reads or
+//! writes the core's fields, and holds no MCP rule: those live in `mcp`.
+//!
 //! [`HttpEngine`] is the HTTP counterpart of [`Engine`](crate::Engine): the same catalog,
 //! validation and events, many connections. The adapter accepts TCP connections, calls
 //! [`HttpEngine::open`], feeds each connection's bytes to [`HttpEngine::handle_input`],
 //! writes [`HttpEngine::pending_output`] back, and closes a connection when
 //! [`HttpEngine::wants_close`] says so once its output is written.
 
+mod auth;
+mod config;
+mod exchange;
+
+pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, HeaderList, Principal, Verdict};
+pub use config::{AllowedOrigins, HttpConfig, OpenError};
+
 use core::fmt;
 use core::net::SocketAddr;
-use core::time::Duration;
 
 use crate::catalog::Catalog;
+use crate::config::Config;
 use crate::content::{PromptOutput, ResourceContents, ToolOutput};
-use crate::engine::{Config, Core, Event, Mode, Route, Ticket, new_core};
 use crate::error::{AnswerError, HostError};
-use crate::http1::{self, Input};
+use crate::jsonrpc::Parser;
+use crate::mcp::event::Event;
+use crate::mcp::tickets::Ticket;
+use crate::mcp::{Core, Dispatched, Mode, new_core};
+use crate::output::Route;
+
 use crate::time::Instant;
-
-/// Which `Origin` headers are accepted. There is no default: a server must say.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AllowedOrigins {
-    /// Any origin, or none. Choose it deliberately: browsers on other sites can then call
-    /// a server they can reach (the specification's DNS-rebinding warning).
-    Any,
-    /// Only these origins (compared exactly, e.g. `https://app.example.com`); requests
-    /// without an `Origin` header (non-browser clients) are accepted.
-    List(Vec<String>),
-}
-
-/// Who decides whether a request may proceed. There is no default: a server must say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Authorization {
-    /// The host decides on every request, from its head and peer, before the body is
-    /// read: the engine emits [`HttpEvent::Authorize`] and waits for
-    /// [`HttpEngine::authorize`].
-    Host,
-    /// Every caller may call every tool. Choose it deliberately.
-    Everyone,
-}
-
-/// The host's decision on a request ([`HttpEngine::authorize`],
-/// [`HttpEngine::authorize_body`]). Reasons are the host's to log: the caller learns only
-/// the status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Verdict {
-    /// Proceed.
-    Allow,
-    /// Proceed, acting for this principal: the engine binds the `requestState` it issues
-    /// to it, so another principal cannot replay the state (`-32602`).
-    AllowAs(Principal),
-    /// `401 Unauthorized` (no or bad credentials).
-    Unauthenticated,
-    /// `403 Forbidden` (credentials that may not do this).
-    Forbidden,
-    /// `500 Internal Server Error`: the hook itself failed.
-    Failed,
-}
-
-impl Verdict {
-    /// Whether the request may proceed.
-    pub fn allows(self) -> bool {
-        matches!(self, Self::Allow | Self::AllowAs(_))
-    }
-
-    fn principal(self) -> Option<Principal> {
-        match self {
-            Self::AllowAs(p) => Some(p),
-            _ => None,
-        }
-    }
-}
-
-/// Who a request acts for, as the host's authorization established it: a SHA-256 digest
-/// of the host's identifier (a user id, a token subject), so the engine keeps 32 bytes
-/// and never the identifier itself.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Principal(pub(crate) [u8; 32]);
-
-impl Principal {
-    /// The principal the host identifies as `id`.
-    pub fn of(id: &[u8]) -> Self {
-        use sha2::Digest as _;
-        Self(sha2::Sha256::digest(id).into())
-    }
-}
-
-impl fmt::Debug for Principal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Principal({:02x}{:02x}{:02x}{:02x}..)", self.0[0], self.0[1], self.0[2], self.0[3])
-    }
-}
-
-/// Streamable HTTP settings.
-#[derive(Debug, Clone)]
-pub struct HttpConfig {
-    endpoint: String,
-    origins: AllowedOrigins,
-    authorization: Authorization,
-    authorize_body: bool,
-    loopback: bool,
-    max_body: usize,
-    body_deadline: Duration,
-    max_head: usize,
-    max_connections: usize,
-    sse_keepalive: Duration,
-}
-
-impl HttpConfig {
-    /// Settings with the two choices that have no default.
-    pub fn new(origins: AllowedOrigins, authorization: Authorization) -> Self {
-        Self {
-            endpoint: "/mcp".to_owned(),
-            origins,
-            authorization,
-            authorize_body: false,
-            loopback: true,
-            max_body: 1 << 20,
-            body_deadline: Duration::from_secs(15),
-            max_head: 16 * 1024,
-            max_connections: 1024,
-            sse_keepalive: Duration::from_secs(15),
-        }
-    }
-    /// The endpoint path (default `/mcp`). Other paths are answered `404`.
-    pub fn endpoint(&mut self, path: impl Into<String>) -> &mut Self {
-        self.endpoint = path.into();
-        self
-    }
-    /// Whether the host also sees each body, exactly as received and before it is decoded
-    /// ([`HttpEvent::AuthorizeBody`]); default off.
-    pub fn authorize_body(&mut self, on: bool) -> &mut Self {
-        self.authorize_body = on;
-        self
-    }
-    /// Whether the server listens on loopback only, in which case the `Host` header must
-    /// name `localhost`, `127.0.0.1` or `[::1]` (any port): DNS-rebinding protection.
-    /// Default on; turn it off for a server reachable under other names.
-    pub fn loopback(&mut self, on: bool) -> &mut Self {
-        self.loopback = on;
-        self
-    }
-    /// The largest body accepted (default 1 MiB). A larger declared body is refused `413`
-    /// before any of it is read; a chunked body is refused as soon as it passes the cap.
-    pub fn max_body(&mut self, bytes: usize) -> &mut Self {
-        self.max_body = bytes.max(1);
-        self
-    }
-    /// How long a client may take to send a whole body once its head arrived (default
-    /// 15 s). Past it the request is answered `408` and the connection ends.
-    pub fn body_deadline(&mut self, d: Duration) -> &mut Self {
-        self.body_deadline = d;
-        self
-    }
-    /// The largest request head (default 16 KiB): `431` past it.
-    pub fn max_head(&mut self, bytes: usize) -> &mut Self {
-        self.max_head = bytes.max(256);
-        self
-    }
-    /// The endpoint path.
-    pub fn endpoint_path(&self) -> &str {
-        &self.endpoint
-    }
-    /// The body cap.
-    pub fn body_limit(&self) -> usize {
-        self.max_body
-    }
-    /// Most connections open at once (default 1024). [`HttpEngine::open`] refuses more.
-    pub fn max_connections(&mut self, n: usize) -> &mut Self {
-        self.max_connections = n.max(1);
-        self
-    }
-    /// How long a `subscriptions/listen` stream may stay silent before the engine writes
-    /// an SSE comment (`:`) on it, so that proxies and clients do not take it for dead
-    /// (default 15 s; zero turns the comments off).
-    pub fn sse_keepalive(&mut self, every: Duration) -> &mut Self {
-        self.sse_keepalive = every;
-        self
-    }
-}
+use crate::wire::http1::{self, Input};
+use exchange::{
+    ConnSlot, Exchange, Phase, check_head, finish, refuse, respond_empty, respond_json, start_body,
+    trim_newline,
+};
 
 /// A response read back with [`HttpEngine::response`].
 #[derive(Debug, Clone, Copy)]
@@ -208,99 +66,10 @@ pub struct ConnId {
     generation: u32,
 }
 
-/// The headers of a request head, parsed with httparse into a fixed array.
-pub struct HeaderList<'a> {
-    headers: [httparse::Header<'a>; MAX_HEADERS],
-    len: usize,
-}
-
-impl<'a> HeaderList<'a> {
-    fn parse(head: &'a [u8]) -> Self {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut headers);
-        // The head was parsed once already, so this succeeds; a failure just yields none.
-        let ok = matches!(req.parse(head), Ok(httparse::Status::Complete(_)));
-        let len = if ok { req.headers.len() } else { 0 };
-        Self { headers, len }
-    }
-    /// The headers where the codec found them (`spans`, from [`http1::Conn`]), without
-    /// parsing the head again.
-    fn from_spans(head: &'a [u8], spans: &[[u32; 4]]) -> Self {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut len = 0;
-        for (slot, &[ns, ne, vs, ve]) in headers.iter_mut().zip(spans) {
-            let name = head.get(ns as usize..ne as usize).and_then(|n| core::str::from_utf8(n).ok());
-            let value = head.get(vs as usize..ve as usize);
-            let (Some(name), Some(value)) = (name, value) else { break };
-            *slot = httparse::Header { name, value };
-            len += 1;
-        }
-        Self { headers, len }
-    }
-    /// The headers, in order, repeated ones included.
-    pub fn as_slice(&self) -> &[httparse::Header<'a>] {
-        &self.headers[..self.len]
-    }
-    /// The first value of header `name` (case-insensitive).
-    pub fn get(&self, name: &str) -> Option<&'a [u8]> {
-        self.as_slice().iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
-    }
-}
-
-impl fmt::Debug for HeaderList<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.as_slice().iter().map(|h| h.name)).finish()
-    }
-}
-
 /// Output a connection may hold unsent before its next pipelined request is parsed.
 const MAX_UNSENT: usize = 64 * 1024;
 
-/// Most headers a request may carry (`431` past it).
-pub const MAX_HEADERS: usize = 64;
-
-/// A request the host authorizes before its body is read ([`HttpEvent::Authorize`]).
-#[non_exhaustive]
-pub struct AuthorizeRequest<'a> {
-    /// The connection: pass it to [`HttpEngine::authorize`].
-    pub conn: ConnId,
-    /// The peer's address, as given to [`HttpEngine::open`].
-    pub peer: Option<SocketAddr>,
-    /// The request's headers.
-    pub headers: HeaderList<'a>,
-}
-
-impl fmt::Debug for AuthorizeRequest<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AuthorizeRequest")
-            .field("conn", &self.conn)
-            .field("peer", &self.peer)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A body the host checks before it is decoded ([`HttpEvent::AuthorizeBody`]).
-#[non_exhaustive]
-pub struct AuthorizeBody<'a> {
-    /// The connection: pass it to [`HttpEngine::authorize_body`].
-    pub conn: ConnId,
-    /// The peer's address.
-    pub peer: Option<SocketAddr>,
-    /// The request's headers.
-    pub headers: HeaderList<'a>,
-    /// The body exactly as received (de-chunked, never re-encoded): a signature over it
-    /// can be checked.
-    pub body: &'a [u8],
-}
-
-impl fmt::Debug for AuthorizeBody<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AuthorizeBody")
-            .field("conn", &self.conn)
-            .field("len", &self.body.len())
-            .finish_non_exhaustive()
-    }
-}
+pub use crate::wire::http1::MAX_HEADERS;
 
 /// Work for the host from an [`HttpEngine`].
 #[derive(Debug)]
@@ -312,52 +81,6 @@ pub enum HttpEvent<'a> {
     Authorize(AuthorizeRequest<'a>),
     /// Decide on this body; answer with [`HttpEngine::authorize_body`].
     AuthorizeBody(AuthorizeBody<'a>),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Waiting for a request head.
-    Head,
-    /// The host decides on the head.
-    Authorizing,
-    /// Reading the body (deadline armed).
-    Body,
-    /// The host decides on the body.
-    AuthorizingBody,
-    /// The body is read and allowed; it waits for a free ticket slot to be dispatched.
-    Ready,
-    /// A ticket is outstanding; its answer is the response.
-    Waiting,
-    /// A final response was written; the connection closes once it is sent.
-    Closing,
-}
-
-struct Conn {
-    generation: u32,
-    codec: http1::Conn,
-    peer: Option<SocketAddr>,
-    out: Vec<u8>,
-    phase: Phase,
-    /// Keep the connection after this request's response.
-    keep_alive: bool,
-    /// The client waits for `100 Continue` before it sends the body.
-    expect_continue: bool,
-    /// The request came as HTTP/1.0 (no chunked responses: no streams).
-    http10: bool,
-    /// The response is an SSE stream: its head and earlier events are written.
-    streaming: bool,
-    /// A listen stream that could not take its notifications: close it now.
-    dropped: bool,
-    /// The principal the host's authorization named for the current request.
-    principal: Option<Principal>,
-    /// A listen stream: when to write a keep-alive comment if nothing else is written.
-    keepalive: Option<Instant>,
-    deadline: Option<Instant>,
-}
-
-struct Slot {
-    generation: u32,
-    conn: Option<Conn>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -386,8 +109,8 @@ enum Ask {
 pub struct HttpEngine {
     http: HttpConfig,
     core: Core,
-    parser: crate::engine::Parser,
-    slots: Vec<Slot>,
+    parser: Parser,
+    slots: Vec<ConnSlot>,
     open: usize,
     asks: std::collections::VecDeque<Ask>,
     work: std::collections::VecDeque<u32>,
@@ -400,26 +123,10 @@ impl fmt::Debug for HttpEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpEngine")
             .field("open", &self.open)
-            .field("in_flight", &self.core.st.in_flight)
+            .field("in_flight", &self.core.in_flight())
             .finish()
     }
 }
-
-/// Why [`HttpEngine::open`] refused a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum OpenError {
-    /// [`HttpConfig::max_connections`] connections are open.
-    TooManyConnections,
-}
-
-impl fmt::Display for OpenError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("too many open connections")
-    }
-}
-
-impl std::error::Error for OpenError {}
 
 impl HttpEngine {
     /// A new engine serving `catalog` over Streamable HTTP.
@@ -427,7 +134,7 @@ impl HttpEngine {
         let max_len = http.max_body.max(cfg.frame_limit()) + 2;
         let depth = cfg.depth_limit();
         Self {
-            parser: crate::engine::Parser::new(max_len, depth),
+            parser: Parser::new(max_len, depth),
             core: new_core(cfg, catalog, Mode::Http),
             http,
             slots: Vec::new(),
@@ -441,12 +148,12 @@ impl HttpEngine {
 
     /// The catalog being served.
     pub fn catalog(&self) -> &Catalog {
-        &self.core.catalog
+        self.core.catalog()
     }
 
     /// The engine settings.
     pub fn config(&self) -> &Config {
-        &self.core.cfg
+        self.core.config()
     }
 
     /// The HTTP settings.
@@ -456,7 +163,7 @@ impl HttpEngine {
 
     /// Tickets handed out and not yet answered or cancelled.
     pub fn in_flight(&self) -> usize {
-        self.core.st.in_flight
+        self.core.in_flight()
     }
 
     /// Open connections.
@@ -475,7 +182,7 @@ impl HttpEngine {
             max_headers: MAX_HEADERS,
             max_body_bytes: self.http.max_body,
         };
-        let conn = Conn {
+        let conn = Exchange {
             generation: 0,
             codec: http1::Conn::new(limits),
             peer,
@@ -493,22 +200,22 @@ impl HttpEngine {
         let slot = match self.slots.iter().position(|s| s.conn.is_none()) {
             Some(i) => i,
             None => {
-                self.slots.push(Slot { generation: 0, conn: None });
+                self.slots.push(ConnSlot { generation: 0, conn: None });
                 self.slots.len() - 1
             }
         };
         let s = &mut self.slots[slot];
         s.generation = s.generation.wrapping_add(1);
-        s.conn = Some(Conn { generation: s.generation, ..conn });
+        s.conn = Some(Exchange { generation: s.generation, ..conn });
         self.open += 1;
         Ok(ConnId { slot: slot as u32, generation: s.generation })
     }
 
-    fn conn(&self, id: ConnId) -> Option<&Conn> {
+    fn conn(&self, id: ConnId) -> Option<&Exchange> {
         self.slots.get(id.slot as usize)?.conn.as_ref().filter(|c| c.generation == id.generation)
     }
 
-    fn conn_mut(&mut self, id: ConnId) -> Option<&mut Conn> {
+    fn conn_mut(&mut self, id: ConnId) -> Option<&mut Exchange> {
         self.slots.get_mut(id.slot as usize)?.conn.as_mut().filter(|c| c.generation == id.generation)
     }
 
@@ -516,7 +223,7 @@ impl HttpEngine {
         if now > self.last_now {
             self.last_now = now;
         }
-        self.core.st.now = self.last_now.as_micros();
+        self.core.set_now(self.last_now.as_micros());
         self.core.release();
         self.collect_answers();
     }
@@ -744,7 +451,7 @@ impl HttpEngine {
     pub fn poll_event(&mut self) -> Option<HttpEvent<'_>> {
         self.tick(self.last_now);
         self.process();
-        if self.core.st.pending.is_some() || !self.core.st.cancels.is_empty() {
+        if self.core.has_event() {
             return self.core.next_event().map(HttpEvent::Mcp);
         }
         let ask = self.asks.pop_front()?;
@@ -775,7 +482,7 @@ impl HttpEngine {
         output: &ToolOutput<'_, S>,
     ) -> Result<(), AnswerError> {
         self.tick(self.last_now);
-        let r = self.core.answer_tool(ticket, output);
+        let r = self.core.answers().answer_tool(ticket, output);
         self.collect_answers();
         self.process();
         r
@@ -788,7 +495,7 @@ impl HttpEngine {
         contents: &[ResourceContents<'_>],
     ) -> Result<(), AnswerError> {
         self.tick(self.last_now);
-        let r = self.core.answer_resource(ticket, contents);
+        let r = self.core.answers().answer_resource(ticket, contents);
         self.collect_answers();
         self.process();
         r
@@ -797,7 +504,7 @@ impl HttpEngine {
     /// Answers a prompt.
     pub fn answer_prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
         self.tick(self.last_now);
-        let r = self.core.answer_prompt(ticket, output);
+        let r = self.core.answers().answer_prompt(ticket, output);
         self.collect_answers();
         self.process();
         r
@@ -812,9 +519,9 @@ impl HttpEngine {
         progress: f64,
         total: Option<f64>,
         message: Option<&str>,
-    ) -> Result<(), crate::NotifyError> {
+    ) -> Result<(), crate::error::NotifyError> {
         self.tick(self.last_now);
-        let r = self.core.notify_progress(ticket, progress, total, message);
+        let r = self.core.answers().notify_progress(ticket, progress, total, message);
         self.collect_answers();
         r
     }
@@ -829,7 +536,7 @@ impl HttpEngine {
         has_more: bool,
     ) -> Result<(), AnswerError> {
         self.tick(self.last_now);
-        let r = self.core.answer_completion(ticket, values, total, has_more);
+        let r = self.core.answers().answer_completion(ticket, values, total, has_more);
         self.collect_answers();
         self.process();
         r
@@ -841,12 +548,12 @@ impl HttpEngine {
     pub fn notify_log<S: serde::Serialize + ?Sized>(
         &mut self,
         ticket: Ticket,
-        level: crate::LogLevel,
+        level: crate::level::LogLevel,
         logger: Option<&str>,
         data: &S,
-    ) -> Result<(), crate::NotifyError> {
+    ) -> Result<(), crate::error::NotifyError> {
         self.tick(self.last_now);
-        let r = self.core.notify_log(ticket, level, logger, data);
+        let r = self.core.answers().notify_log(ticket, level, logger, data);
         self.collect_answers();
         r
     }
@@ -854,7 +561,7 @@ impl HttpEngine {
     /// Answers a ticket with an error.
     pub fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
         self.tick(self.last_now);
-        let r = self.core.answer_error(ticket, error);
+        let r = self.core.answers().answer_error(ticket, None, error);
         self.collect_answers();
         self.process();
         r
@@ -865,10 +572,10 @@ impl HttpEngine {
     pub fn answer_input_required(
         &mut self,
         ticket: Ticket,
-        input: &crate::InputRequired<'_>,
+        input: &crate::mcp::mrtr::InputRequired<'_>,
     ) -> Result<(), AnswerError> {
         self.tick(self.last_now);
-        let r = self.core.answer_input_required(ticket, input);
+        let r = self.core.answers().answer_input_required(ticket, input);
         self.collect_answers();
         self.process();
         r
@@ -876,7 +583,10 @@ impl HttpEngine {
 
     /// Replaces the catalog (see [`crate::Engine::replace_catalog`]); listen streams that
     /// asked for the changed lists get their notifications.
-    pub fn replace_catalog(&mut self, catalog: Catalog) -> Result<crate::CatalogChange, crate::ReplaceError> {
+    pub fn replace_catalog(
+        &mut self,
+        catalog: Catalog,
+    ) -> Result<crate::mcp::subs::CatalogChange, crate::mcp::subs::ReplaceError> {
         self.tick(self.last_now);
         let r = self.core.replace_catalog(catalog);
         self.collect_answers();
@@ -904,34 +614,29 @@ impl HttpEngine {
 
     /// How many `subscriptions/listen` streams are open.
     pub fn subscriptions(&self) -> usize {
-        self.core.st.subs.len()
+        self.core.subscriptions()
     }
 
     /// Moves answers written for HTTP routes into their connections' output. A
     /// notification before the answer turns the response into an SSE stream
     /// (`text/event-stream`, `X-Accel-Buffering: no`); the answer is then its last event.
     fn collect_answers(&mut self) {
-        if self.core.st.routed.is_empty() {
-            self.core.st.out.clear();
-            return;
-        }
-        for i in 0..self.core.st.routed.len() {
-            let r = self.core.st.routed[i];
+        for i in 0..self.core.outbox().routed.len() {
+            let r = self.core.outbox().routed[i];
             let Route::Http { conn, generation } = r.route else { continue };
             let Some(c) = self.slots.get_mut(conn as usize).and_then(|s| s.conn.as_mut()) else { continue };
             if c.generation != generation || c.phase != Phase::Waiting {
                 continue;
             }
-            let msg = trim_newline(&self.core.st.out[r.start..r.end]);
-            if r.sub && r.interim && c.out.len() + msg.len() > MAX_UNSENT {
+            if r.sub && r.interim && c.out.len() + self.core.outbox().message(&r).len() > MAX_UNSENT {
                 // A subscriber that does not read: dropped, never allowed to grow memory.
-                let route = r.route;
-                self.core.st.subs.retain(|s| s.route != route);
+                self.core.drop_subscriptions(r.route);
                 c.phase = Phase::Closing;
                 c.keep_alive = false;
                 c.dropped = true;
                 continue;
             }
+            let msg = self.core.outbox().message(&r);
             let keepalive = self.http.sse_keepalive;
             c.keepalive = (r.sub && r.interim && !keepalive.is_zero()).then(|| self.last_now + keepalive);
             if r.interim {
@@ -956,13 +661,12 @@ impl HttpEngine {
             }
             self.work.push_back(conn);
         }
-        self.core.st.routed.clear();
-        self.core.st.out.clear();
+        self.core.outbox_mut().clear();
     }
 
     /// Advances every connection that has work, until the core holds an event.
     fn process(&mut self) {
-        if self.blocked && self.core.st.in_flight < self.core.cfg.in_flight_limit() {
+        if self.blocked && !self.core.slots_full() {
             self.blocked = false;
             for (i, s) in self.slots.iter().enumerate() {
                 if s.conn.as_ref().is_some_and(|c| c.phase == Phase::Ready) {
@@ -970,7 +674,7 @@ impl HttpEngine {
                 }
             }
         }
-        while self.core.st.pending.is_none() {
+        while !self.core.is_paused() {
             let Some(slot) = self.work.pop_front() else { break };
             self.advance(slot);
         }
@@ -979,7 +683,7 @@ impl HttpEngine {
     /// Moves one connection forward as far as it can go.
     fn advance(&mut self, slot: u32) {
         loop {
-            if self.core.st.pending.is_some() {
+            if self.core.is_paused() {
                 // Resume this connection after the event is taken.
                 self.work.push_front(slot);
                 return;
@@ -1045,7 +749,7 @@ impl HttpEngine {
                     c.phase = Phase::Ready;
                 }
                 Phase::Ready => {
-                    if self.core.st.in_flight >= self.core.cfg.in_flight_limit() {
+                    if self.core.slots_full() {
                         // Every ticket slot is busy: the request waits (its connection reads
                         // nothing more) until an answer frees one.
                         self.blocked = true;
@@ -1063,170 +767,26 @@ impl HttpEngine {
         let generation = self.slots[slot as usize].generation;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         let core = &mut self.core;
-        core.st.route = Route::Http { conn: slot, generation };
-        core.st.http_status = 0;
-        core.st.principal = c.principal.take().map(|p| p.0);
-        let mark = core.st.out.len();
+        let route = Route::Http { conn: slot, generation };
+        let principal = c.principal.take().map(|p| p.0);
+        let mark = core.outbox().out.len();
         let (head, body, spans) = c.codec.head_body_and_spans();
         let headers = HeaderList::from_spans(head, spans);
-        self.parser.parse(body, |parsed| match parsed {
-            Ok(n) => core.dispatch(n, headers.as_slice()),
-            Err(e) => core.parse_failure(&e),
-        });
-        core.st.route = Route::Stdio;
-        core.st.principal = None;
-        if core.st.pending.is_some() {
-            c.phase = Phase::Waiting;
-            return;
-        }
-        if core.st.subscribed {
-            // A listen stream: its acknowledgement opens the SSE response, which stays open.
-            core.st.subscribed = false;
-            c.phase = Phase::Waiting;
-            self.collect_answers();
-            return;
-        }
-        let status = if core.st.http_status == 0 { 200 } else { core.st.http_status };
-        if core.st.out.len() > mark {
-            let msg = trim_newline(&core.st.out[mark..]);
-            respond_json(c, status, msg);
-        } else {
+        let outcome =
+            self.parser.parse(body, |parsed| core.handle(route, principal, parsed, headers.as_slice()));
+        match outcome {
+            Dispatched::Pending => c.phase = Phase::Waiting,
+            Dispatched::Listening => {
+                // A listen stream: its acknowledgement opens the SSE response, which stays open.
+                c.phase = Phase::Waiting;
+                self.collect_answers();
+            }
+            Dispatched::Answered(status) => {
+                respond_json(c, status, trim_newline(core.outbox().written_since(mark)));
+                core.outbox_mut().discard_since(mark);
+            }
             // A notification (or a response, which a client must not send): accepted.
-            respond_empty(c, 202, &[]);
-        }
-        core.st.out.truncate(mark);
-    }
-}
-
-fn trim_newline(msg: &[u8]) -> &[u8] {
-    msg.strip_suffix(b"\n").unwrap_or(msg)
-}
-
-/// The refusals decided on a request head, before its body is read.
-fn check_head(
-    http: &HttpConfig,
-    head: &http1::Head<'_>,
-) -> Option<(u16, &'static [(&'static str, &'static str)])> {
-    let path = head.path.split('?').next().unwrap_or(head.path);
-    if path != http.endpoint {
-        return Some((404, &[]));
-    }
-    if head.method != "POST" {
-        return Some((405, &[("allow", "POST")]));
-    }
-    let headers = head.headers;
-    let header = move |name: &'static str| {
-        headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
-    };
-    if let AllowedOrigins::List(list) = &http.origins {
-        for origin in header("origin") {
-            let ok = core::str::from_utf8(origin).is_ok_and(|o| list.iter().any(|a| a == o.trim()));
-            if !ok {
-                return Some((403, &[]));
-            }
+            Dispatched::Accepted => respond_empty(c, 202, &[]),
         }
     }
-    if http.loopback {
-        let mut hosts = header("host").peekable();
-        if hosts.peek().is_none() {
-            return Some((403, &[]));
-        }
-        for host in hosts {
-            if !is_loopback_host(host) {
-                return Some((403, &[]));
-            }
-        }
-        // A browser on a rebinding page sends its own origin: it must be loopback too.
-        if http.origins == AllowedOrigins::Any {
-            for origin in header("origin") {
-                if !is_loopback_origin(origin) {
-                    return Some((403, &[]));
-                }
-            }
-        }
-    }
-    None
-}
-
-/// `localhost`, `127.0.0.1` or `[::1]`, with an optional port.
-fn is_loopback_host(host: &[u8]) -> bool {
-    let host = host.trim_ascii();
-    let name = if host.starts_with(b"[") {
-        match host.iter().position(|&b| b == b']') {
-            Some(end) => {
-                let rest = &host[end + 1..];
-                if !(rest.is_empty() || rest.starts_with(b":") && rest[1..].iter().all(u8::is_ascii_digit)) {
-                    return false;
-                }
-                &host[..=end]
-            }
-            None => return false,
-        }
-    } else {
-        match host.iter().position(|&b| b == b':') {
-            Some(colon) => {
-                if !host[colon + 1..].iter().all(u8::is_ascii_digit) {
-                    return false;
-                }
-                &host[..colon]
-            }
-            None => host,
-        }
-    };
-    name.eq_ignore_ascii_case(b"localhost") || name == b"127.0.0.1" || name == b"[::1]"
-}
-
-/// An `Origin` whose host is loopback (`http://localhost:3000`).
-fn is_loopback_origin(origin: &[u8]) -> bool {
-    let origin = origin.trim_ascii();
-    let rest = origin.strip_prefix(b"http://").or_else(|| origin.strip_prefix(b"https://")).unwrap_or(b"");
-    !rest.is_empty() && !rest.contains(&b'/') && is_loopback_host(rest)
-}
-
-/// The head is accepted: read the body (telling a client that waits for it to send).
-fn start_body(c: &mut Conn) {
-    c.phase = Phase::Body;
-    if c.expect_continue {
-        c.expect_continue = false;
-        http1::write_100_continue(&mut c.out);
-    }
-}
-
-/// A refusal issued before the body is read: `connection: close`, and the connection
-/// ends once it is sent (the unread body is never drained on behalf of a refused caller).
-fn refuse(c: &mut Conn, status: u16, extra: &[(&str, &str)]) {
-    http1::write_head(&mut c.out, status, http1::status_reason(status), None, Some(0), extra, true);
-    c.phase = Phase::Closing;
-    c.keep_alive = false;
-    c.deadline = None;
-}
-
-/// A response without body after the body was read: the connection survives unless the
-/// client asked to close it.
-fn respond_empty(c: &mut Conn, status: u16, extra: &[(&str, &str)]) {
-    let close = !c.keep_alive;
-    http1::write_head(&mut c.out, status, http1::status_reason(status), None, Some(0), extra, close);
-    finish(c, close);
-}
-
-fn respond_json(c: &mut Conn, status: u16, body: &[u8]) {
-    let close = !c.keep_alive;
-    http1::write_head(
-        &mut c.out,
-        status,
-        http1::status_reason(status),
-        Some("application/json"),
-        Some(body.len()),
-        &[],
-        close,
-    );
-    c.out.extend_from_slice(body);
-    finish(c, close);
-}
-
-fn finish(c: &mut Conn, close: bool) {
-    c.codec.finish_request();
-    c.deadline = None;
-    c.keepalive = None;
-    c.phase = if close { Phase::Closing } else { Phase::Head };
 }

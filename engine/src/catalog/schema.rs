@@ -22,7 +22,7 @@
 //! - **Repeated member names**: serde_json keeps the last value of a repeated name, and the
 //!   host then receives the arguments rewritten from that value. The tape cannot express
 //!   "last one wins" cheaply, so [`SchemaValidator::verdict`] reports
-//!   [`Verdict::Duplicates`] for any object in the instance that repeats a name, and the
+//!   [`SchemaVerdict::Duplicates`] for any object in the instance that repeats a name, and the
 //!   caller takes the `Value` path for that request.
 //! - **Error messages** are always produced by the `serde_json::Value` validator, so their
 //!   text and order are those of the old path: the tape path only decides validity.
@@ -76,7 +76,7 @@ static EMPTY_OBJECT: [Node<'static>; 1] = [Node::Object { len: 0, count: 0 }];
 
 /// The number of tape nodes below node `i` (0 for scalars).
 fn children(nodes: &[Node<'_>], i: usize) -> usize {
-    crate::json::children(nodes, i)
+    crate::wire::json::children(nodes, i)
 }
 
 /// What a tape node means, as serde_json would have parsed its written form.
@@ -465,7 +465,7 @@ fn object_repeats_a_name(nodes: &[Node<'_>], obj: usize, len: usize) -> bool {
 
 /// What the tape path decided about an instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum SchemaVerdict {
     /// Valid; the instance repeats no member name.
     Valid,
     /// Invalid; the instance repeats no member name.
@@ -495,23 +495,23 @@ impl SchemaValidator {
     }
 
     /// Decides the value at `nodes[at]` (`{}` when `at` is `None`) on the tape.
-    pub(crate) fn verdict(&self, nodes: &[Node<'_>], at: Option<usize>) -> Verdict {
+    pub(crate) fn verdict(&self, nodes: &[Node<'_>], at: Option<usize>) -> SchemaVerdict {
         let node = match at {
             Some(i) if i < nodes.len() => {
                 if has_duplicate_names(nodes, i) {
-                    return Verdict::Duplicates;
+                    return SchemaVerdict::Duplicates;
                 }
                 TapeNode { nodes, i }
             }
             _ => TapeNode { nodes: &EMPTY_OBJECT, i: 0 },
         };
-        if self.tape.is_valid(node) { Verdict::Valid } else { Verdict::Invalid }
+        if self.tape.is_valid(node) { SchemaVerdict::Valid } else { SchemaVerdict::Invalid }
     }
 
     /// Whether the value at `nodes[at]` (`{}` when `at` is `None`) is valid and repeats no
     /// member name: then it may be passed on as it is, without building a `Value`.
     pub(crate) fn passes(&self, nodes: &[Node<'_>], at: Option<usize>) -> bool {
-        self.verdict(nodes, at) == Verdict::Valid
+        self.verdict(nodes, at) == SchemaVerdict::Valid
     }
 }
 
@@ -528,7 +528,7 @@ impl std::fmt::Debug for SchemaValidator {
 mod differential {
     use serde_json::{Map, Value, json};
 
-    use super::{SchemaValidator, TapeJson, Verdict};
+    use super::{SchemaValidator, SchemaVerdict, TapeJson};
 
     /// Reads generator choices from fuzzer bytes; zeros once they run out.
     struct Choices<'a> {
@@ -839,7 +839,7 @@ mod differential {
 
     /// Whether some object in `text`'s value repeats a member name (a slow, obvious check).
     fn repeats_a_name(nodes: &[simd_json::Node<'_>], root: usize) -> bool {
-        let end = root + 1 + crate::json::children(nodes, root);
+        let end = root + 1 + crate::wire::json::children(nodes, root);
         (root..end).any(|j| {
             let simd_json::Node::Object { len, .. } = nodes[j] else { return false };
             let mut seen: Vec<&str> = Vec::new();
@@ -850,7 +850,7 @@ mod differential {
                     return true;
                 }
                 seen.push(name);
-                k += 2 + crate::json::children(nodes, k + 1);
+                k += 2 + crate::wire::json::children(nodes, k + 1);
             }
             false
         })
@@ -890,20 +890,22 @@ mod differential {
             format!(r#"{{"id":1,"arguments":{instance},"after":{{"k":[1,{{"m":null}}]}}}}"#).into_bytes();
         let Ok(tape) = simd_json::to_tape(&mut frame) else { return };
         let nodes = &tape.0;
-        let Some(at) = crate::json::get(nodes, 0, "arguments") else { return };
+        let Some(at) = crate::wire::json::get(nodes, 0, "arguments") else { return };
         // What the engine validated before: the value parsed from the tape's written form.
         let mut written = Vec::new();
-        crate::json::write_value(nodes, at, &mut written);
+        crate::wire::json::write_value(nodes, at, &mut written);
         let value: Value = serde_json::from_slice(&written).expect("the written form of a tape parses");
         assert_eq!(super::to_value(nodes, at), value, "tape to_value differs for {instance}");
 
         let expected = both.value().is_valid(&value);
         match both.verdict(nodes, Some(at)) {
-            Verdict::Duplicates => assert!(repeats_a_name(nodes, at), "false duplicate report: {instance}"),
+            SchemaVerdict::Duplicates => {
+                assert!(repeats_a_name(nodes, at), "false duplicate report: {instance}")
+            }
             verdict => {
                 assert!(!repeats_a_name(nodes, at), "missed a repeated name: {instance}");
                 assert_eq!(
-                    verdict == Verdict::Valid,
+                    verdict == SchemaVerdict::Valid,
                     expected,
                     "verdicts differ\nschema:   {schema}\ninstance: {instance}\nwritten:  {}",
                     String::from_utf8_lossy(&written)
@@ -923,7 +925,7 @@ mod tests {
     use super::differential::check;
     use super::*;
 
-    fn verdict_of(schema: &Value, instance: &str) -> Verdict {
+    fn verdict_of(schema: &Value, instance: &str) -> SchemaVerdict {
         let v = SchemaValidator::new(schema).unwrap();
         let mut b = instance.as_bytes().to_vec();
         let tape = simd_json::to_tape(&mut b).unwrap();
@@ -946,8 +948,8 @@ mod tests {
             ("1e17", true, false),
             ("1e20", true, true),
         ] {
-            assert_eq!(verdict_of(&int, text) == Verdict::Valid, integer, "{text}");
-            assert_eq!(verdict_of(&int4, text) == Verdict::Valid, integer_draft4, "{text} (draft 4)");
+            assert_eq!(verdict_of(&int, text) == SchemaVerdict::Valid, integer, "{text}");
+            assert_eq!(verdict_of(&int4, text) == SchemaVerdict::Valid, integer_draft4, "{text} (draft 4)");
             check(&int, text);
             check(&int4, text);
         }
@@ -968,23 +970,23 @@ mod tests {
     #[test]
     fn repeated_names_are_reported_not_decided() {
         let s = json!({"type": "object", "properties": {"a": {"type": "string"}}});
-        assert_eq!(verdict_of(&s, r#"{"a":"x"}"#), Verdict::Valid);
-        assert_eq!(verdict_of(&s, r#"{"a":1}"#), Verdict::Invalid);
-        assert_eq!(verdict_of(&s, r#"{"a":1,"a":"x"}"#), Verdict::Duplicates);
-        assert_eq!(verdict_of(&s, r#"{"b":[{"c":1,"c":2}]}"#), Verdict::Duplicates);
+        assert_eq!(verdict_of(&s, r#"{"a":"x"}"#), SchemaVerdict::Valid);
+        assert_eq!(verdict_of(&s, r#"{"a":1}"#), SchemaVerdict::Invalid);
+        assert_eq!(verdict_of(&s, r#"{"a":1,"a":"x"}"#), SchemaVerdict::Duplicates);
+        assert_eq!(verdict_of(&s, r#"{"b":[{"c":1,"c":2}]}"#), SchemaVerdict::Duplicates);
         let many: Vec<String> = (0..40).map(|i| format!(r#""k{i}":{i}"#)).collect();
-        assert_eq!(verdict_of(&s, &format!("{{{}}}", many.join(","))), Verdict::Valid);
+        assert_eq!(verdict_of(&s, &format!("{{{}}}", many.join(","))), SchemaVerdict::Valid);
         let repeated = format!(r#"{{{},"k17":0}}"#, many.join(","));
-        assert_eq!(verdict_of(&s, &repeated), Verdict::Duplicates);
+        assert_eq!(verdict_of(&s, &repeated), SchemaVerdict::Duplicates);
         check(&s, &repeated);
     }
 
     #[test]
     fn absent_arguments_are_an_empty_object() {
         let v = SchemaValidator::new(&json!({"type": "object", "required": ["a"]})).unwrap();
-        assert_eq!(v.verdict(&[], None), Verdict::Invalid);
+        assert_eq!(v.verdict(&[], None), SchemaVerdict::Invalid);
         let v = SchemaValidator::new(&json!({"type": "object", "maxProperties": 0})).unwrap();
-        assert_eq!(v.verdict(&[], None), Verdict::Valid);
+        assert_eq!(v.verdict(&[], None), SchemaVerdict::Valid);
     }
 
     #[test]
@@ -1036,10 +1038,10 @@ mod tests {
         .unwrap();
         let mut text = br#"{"name":"abc","n":4,"tags":["x",{"k":1.0}],"mode":"fast","opt":0.5}"#.to_vec();
         let tape = simd_json::to_tape(&mut text).unwrap();
-        assert_eq!(v.verdict(&tape.0, Some(0)), Verdict::Valid);
+        assert_eq!(v.verdict(&tape.0, Some(0)), SchemaVerdict::Valid);
         let info = allocation_counter::measure(|| {
             for _ in 0..100 {
-                assert_eq!(v.verdict(&tape.0, Some(0)), Verdict::Valid);
+                assert_eq!(v.verdict(&tape.0, Some(0)), SchemaVerdict::Valid);
             }
         });
         assert_eq!(info.count_total, 0, "{info:?}");

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use simd_json::Node;
 
 use crate::content::PromptMessage;
-use crate::json;
+use crate::wire::json;
 
 /// At most this many input requests in one answer, and input responses kept per request.
 pub const MAX_INPUT_REQUESTS: usize = 16;
@@ -160,7 +160,7 @@ impl fmt::Debug for ClientCapabilities {
 }
 
 #[derive(Clone, Copy)]
-enum Body<'a> {
+enum InputBody<'a> {
     Elicit { message: &'a str, schema: &'a RawValue },
     ElicitUrl { message: &'a str, url: &'a str, elicitation_id: &'a str },
     Sample { messages: &'a [PromptMessage<'a>], max_tokens: u32, system_prompt: Option<&'a str> },
@@ -173,30 +173,30 @@ enum Body<'a> {
 #[derive(Clone, Copy)]
 pub struct InputRequest<'a> {
     key: &'a str,
-    body: Body<'a>,
+    body: InputBody<'a>,
 }
 
 impl<'a> InputRequest<'a> {
     /// `elicitation/create` in form mode: ask the user for data matching
     /// `requested_schema` (a flat object schema, see the spec's `ElicitRequestFormParams`).
     pub fn elicit(key: &'a str, message: &'a str, requested_schema: &'a RawValue) -> Self {
-        Self { key, body: Body::Elicit { message, schema: requested_schema } }
+        Self { key, body: InputBody::Elicit { message, schema: requested_schema } }
     }
 
     /// `elicitation/create` in url mode: send the user to `url`.
     pub fn elicit_url(key: &'a str, message: &'a str, url: &'a str, elicitation_id: &'a str) -> Self {
-        Self { key, body: Body::ElicitUrl { message, url, elicitation_id } }
+        Self { key, body: InputBody::ElicitUrl { message, url, elicitation_id } }
     }
 
     /// `sampling/createMessage`: ask the client's model to answer `messages`.
     pub fn sample(key: &'a str, messages: &'a [PromptMessage<'a>], max_tokens: u32) -> Self {
-        Self { key, body: Body::Sample { messages, max_tokens, system_prompt: None } }
+        Self { key, body: InputBody::Sample { messages, max_tokens, system_prompt: None } }
     }
 
     /// Adds a system prompt to a sampling request (no effect on other kinds).
     #[must_use]
     pub fn system_prompt(mut self, prompt: &'a str) -> Self {
-        if let Body::Sample { system_prompt, .. } = &mut self.body {
+        if let InputBody::Sample { system_prompt, .. } = &mut self.body {
             *system_prompt = Some(prompt);
         }
         self
@@ -204,13 +204,13 @@ impl<'a> InputRequest<'a> {
 
     /// `roots/list`: ask for the client's roots.
     pub fn list_roots(key: &'a str) -> Self {
-        Self { key, body: Body::Roots }
+        Self { key, body: InputBody::Roots }
     }
 
     /// A request of `kind` with `params` written as they are (they must be the params
     /// object of that method; the engine does not check them).
     pub fn raw(key: &'a str, kind: InputKind, params: &'a RawValue) -> Self {
-        Self { key, body: Body::Raw { kind, params } }
+        Self { key, body: InputBody::Raw { kind, params } }
     }
 
     /// The key.
@@ -221,11 +221,11 @@ impl<'a> InputRequest<'a> {
     /// The kind.
     pub fn kind(&self) -> InputKind {
         match self.body {
-            Body::Elicit { .. } => InputKind::Elicitation,
-            Body::ElicitUrl { .. } => InputKind::ElicitationUrl,
-            Body::Sample { .. } => InputKind::Sampling,
-            Body::Roots => InputKind::Roots,
-            Body::Raw { kind, .. } => kind,
+            InputBody::Elicit { .. } => InputKind::Elicitation,
+            InputBody::ElicitUrl { .. } => InputKind::ElicitationUrl,
+            InputBody::Sample { .. } => InputKind::Sampling,
+            InputBody::Roots => InputKind::Roots,
+            InputBody::Raw { kind, .. } => kind,
         }
     }
 
@@ -233,7 +233,7 @@ impl<'a> InputRequest<'a> {
     fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         out.extend_from_slice(b"{\"method\":");
         json::write_str(out, self.kind().method());
-        if let Body::Raw { params, .. } = self.body {
+        if let InputBody::Raw { params, .. } = self.body {
             out.extend_from_slice(b",\"params\":");
             out.extend_from_slice(params.get().as_bytes());
             out.push(b'}');
@@ -241,13 +241,13 @@ impl<'a> InputRequest<'a> {
         }
         out.extend_from_slice(b",\"params\":{");
         match self.body {
-            Body::Elicit { message, schema } => {
+            InputBody::Elicit { message, schema } => {
                 out.extend_from_slice(b"\"mode\":\"form\",\"message\":");
                 json::write_str(out, message);
                 out.extend_from_slice(b",\"requestedSchema\":");
                 out.extend_from_slice(schema.get().as_bytes());
             }
-            Body::ElicitUrl { message, url, elicitation_id } => {
+            InputBody::ElicitUrl { message, url, elicitation_id } => {
                 out.extend_from_slice(b"\"mode\":\"url\",\"message\":");
                 json::write_str(out, message);
                 out.extend_from_slice(b",\"url\":");
@@ -255,7 +255,7 @@ impl<'a> InputRequest<'a> {
                 out.extend_from_slice(b",\"elicitationId\":");
                 json::write_str(out, elicitation_id);
             }
-            Body::Sample { messages, max_tokens, system_prompt } => {
+            InputBody::Sample { messages, max_tokens, system_prompt } => {
                 out.extend_from_slice(b"\"messages\":");
                 serde_json::to_writer(&mut *out, messages)?;
                 out.extend_from_slice(b",\"maxTokens\":");
@@ -265,7 +265,7 @@ impl<'a> InputRequest<'a> {
                     json::write_str(out, p);
                 }
             }
-            Body::Roots | Body::Raw { .. } => {}
+            InputBody::Roots | InputBody::Raw { .. } => {}
         }
         out.extend_from_slice(b"}}");
         Ok(())
@@ -493,8 +493,8 @@ pub(crate) fn open(
 }
 
 /// Why an input-required answer was refused (nothing written, the ticket stays open).
-pub(crate) fn check(ir: &InputRequired<'_>, key: Option<&[u8; 32]>) -> Result<(), crate::AnswerError> {
-    use crate::AnswerError::InvalidInputRequest as Invalid;
+pub(crate) fn check(ir: &InputRequired<'_>, key: Option<&[u8; 32]>) -> Result<(), crate::error::AnswerError> {
+    use crate::error::AnswerError::InvalidInputRequest as Invalid;
     if ir.requests.is_empty() && ir.state.is_none() {
         return Err(Invalid("an input-required answer needs input requests or state"));
     }

@@ -11,7 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// Which list a cursor belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListKind {
+pub enum ListKind {
     /// `tools/list`.
     Tools,
     /// `resources/list`.
@@ -67,7 +67,7 @@ const PREFIX_LEN: usize = VERSION.len() + 1;
 const PREFIX_B64_LEN: usize = 4;
 
 /// Longest item key (name/uri) a cursor can carry, in bytes.
-pub(crate) const MAX_CURSOR_KEY: usize = 1024;
+pub const MAX_CURSOR_KEY: usize = 1024;
 
 /// Length of the unpadded base64 encoding of `n` bytes.
 const fn b64_len(n: usize) -> usize {
@@ -80,11 +80,11 @@ const fn b64_len(n: usize) -> usize {
 }
 
 /// Longest encoded cursor string.
-pub(crate) const MAX_CURSOR_LEN: usize = b64_len(PREFIX_LEN + MAX_CURSOR_KEY);
+pub const MAX_CURSOR_LEN: usize = b64_len(PREFIX_LEN + MAX_CURSOR_KEY);
 
 /// Why a cursor was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CursorError {
+pub enum CursorError {
     /// Not a cursor this server issued (bad base64, wrong prefix, not
     /// UTF-8, too long, empty).
     Invalid,
@@ -94,11 +94,7 @@ pub(crate) enum CursorError {
 
 /// (hot) Encode "the page after `last_key`" for `kind` into `buf`; None if
 /// the key is longer than [`MAX_CURSOR_KEY`].
-pub(crate) fn encode<'b>(
-    kind: ListKind,
-    last_key: &str,
-    buf: &'b mut [u8; MAX_CURSOR_LEN],
-) -> Option<&'b str> {
+pub fn encode<'b>(kind: ListKind, last_key: &str, buf: &'b mut [u8; MAX_CURSOR_LEN]) -> Option<&'b str> {
     if last_key.len() > MAX_CURSOR_KEY {
         return None;
     }
@@ -113,7 +109,7 @@ pub(crate) fn encode<'b>(
 
 /// (hot) Decode a cursor for `kind` into the key it names, using `buf` as
 /// scratch.
-pub(crate) fn decode<'b>(
+pub fn decode<'b>(
     kind: ListKind,
     cursor: &str,
     buf: &'b mut [u8; MAX_CURSOR_KEY + 8],

@@ -1,0 +1,265 @@
+//! The engine's configuration: [`Config`], [`ServerInfo`], cache policies and the secret key.
+
+use core::fmt;
+
+use serde::Serialize;
+
+/// Who the server says it is (MCP `Implementation`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerInfo {
+    /// Programmatic name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// Display title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// Who may reuse a cacheable result (MCP `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheScope {
+    /// Holds nothing user-specific; shared caches may serve it to anyone.
+    Public,
+    /// Reusable only within the same authorization context.
+    Private,
+}
+
+impl CacheScope {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Public => "public",
+            Self::Private => "private",
+        }
+    }
+}
+
+/// The caching hints a family of `2026-07-28` results carries (`ttlMs`, `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachePolicy {
+    /// How long the result stays fresh, in milliseconds. `0`: stale at once.
+    pub ttl_ms: u64,
+    /// Who may reuse it.
+    pub scope: CacheScope,
+}
+
+impl Default for CachePolicy {
+    /// `0` / `"private"`: nothing is reused unless the host says so.
+    fn default() -> Self {
+        Self { ttl_ms: 0, scope: CacheScope::Private }
+    }
+}
+
+/// A key that `Debug` does not print.
+#[derive(Clone)]
+pub(crate) struct SecretKey(pub(crate) [u8; 32]);
+
+impl fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Engine settings. Every limit says what happens when it is reached.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub(crate) server_info: ServerInfo,
+    pub(crate) instructions: Option<String>,
+    pub(crate) max_frame_len: usize,
+    pub(crate) max_in_flight: usize,
+    pub(crate) max_depth: usize,
+    pub(crate) max_buffered_output: usize,
+    pub(crate) page_size: usize,
+    pub(crate) server_info_meta: bool,
+    pub(crate) logging: bool,
+    pub(crate) completions: bool,
+    pub(crate) state_key: Option<SecretKey>,
+    pub(crate) state_ttl: core::time::Duration,
+    pub(crate) list_changed: bool,
+    pub(crate) resource_subscriptions: bool,
+    pub(crate) max_subscriptions: usize,
+    pub(crate) discover_cache: CachePolicy,
+    pub(crate) tools_cache: CachePolicy,
+    pub(crate) resources_cache: CachePolicy,
+    pub(crate) prompts_cache: CachePolicy,
+}
+
+impl Config {
+    /// Defaults for a server called `name` at `version`.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            server_info: ServerInfo { name: name.into(), version: version.into(), title: None },
+            instructions: None,
+            max_frame_len: 64_000,
+            max_in_flight: 64,
+            max_depth: 64,
+            max_buffered_output: 1 << 20,
+            page_size: 50,
+            server_info_meta: true,
+            logging: false,
+            completions: false,
+            state_key: None,
+            state_ttl: core::time::Duration::from_secs(600),
+            list_changed: false,
+            resource_subscriptions: false,
+            max_subscriptions: 16,
+            discover_cache: CachePolicy::default(),
+            tools_cache: CachePolicy::default(),
+            resources_cache: CachePolicy::default(),
+            prompts_cache: CachePolicy::default(),
+        }
+    }
+    /// Display title of the server.
+    pub fn title(&mut self, title: impl Into<String>) -> &mut Self {
+        self.server_info.title = Some(title.into());
+        self
+    }
+    /// Instructions for the client, sent in `server/discover` and `initialize` results.
+    pub fn instructions(&mut self, instructions: impl Into<String>) -> &mut Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+    /// Longest stdio frame in bytes, newline excluded (default 64,000). A longer frame is
+    /// answered `-32600` with no id as soon as its length passes the limit; its remaining
+    /// bytes are discarded unread up to the next newline, where the stream resumes.
+    /// Clamped to at least 512. At most this much input (plus a line break) is buffered;
+    /// the stdio engine's input buffer takes twice that, allocated once.
+    pub fn max_frame_len(&mut self, bytes: usize) -> &mut Self {
+        self.max_frame_len = bytes.max(512);
+        self
+    }
+    /// Most tickets outstanding at once (default 64). While that many are unanswered, a
+    /// request that needs a ticket waits, and so does every frame after it, except
+    /// cancellations of requests that hold a ticket, which are taken out of order so the
+    /// client can free a slot. Frames at the head that need no ticket (a `ping`, a list)
+    /// are still served. Waiting frames stay buffered (one frame's worth of bytes); once
+    /// that buffer is full, [`Engine::handle_input`](crate::Engine::handle_input) accepts no more bytes, and a
+    /// cancellation sent after that is read only when a slot frees. Clamped to
+    /// 1..=65,535.
+    pub fn max_in_flight(&mut self, n: usize) -> &mut Self {
+        self.max_in_flight = n.clamp(1, u16::MAX as usize);
+        self
+    }
+    /// Deepest JSON nesting accepted in a frame (default 64). A deeper frame is answered
+    /// `-32600`. Clamped to 8..=128 (128 is what `serde_json`, which validates and
+    /// deserializes arguments, accepts).
+    pub fn max_depth(&mut self, depth: usize) -> &mut Self {
+        self.max_depth = depth.clamp(8, 128);
+        self
+    }
+    /// Output bytes the engine holds before it stops processing input until the caller
+    /// drains some with [`Engine::poll_transmit`](crate::Engine::poll_transmit) (default 1 MiB). Answers to tickets are
+    /// always written; only new frames wait. The output buffer reserves this much (at
+    /// most 16 MiB) plus 192 KiB when the engine is made, so a client that reads slowly
+    /// costs no reallocation; its pages are only touched as they are used.
+    pub fn max_buffered_output(&mut self, bytes: usize) -> &mut Self {
+        self.max_buffered_output = bytes.max(1);
+        self
+    }
+    /// Items per list page (default 50). Clamped to 1..=10,000.
+    pub fn page_size(&mut self, n: usize) -> &mut Self {
+        self.page_size = n.clamp(1, 10_000);
+        self
+    }
+    /// Whether `2026-07-28` results carry `_meta["io.modelcontextprotocol/serverInfo"]`
+    /// (default true).
+    pub fn server_info_in_meta(&mut self, on: bool) -> &mut Self {
+        self.server_info_meta = on;
+        self
+    }
+    /// Whether the server sends log messages (`notifications/message`, default off). On,
+    /// `logging` is advertised, `logging/setLevel` is served on session-bound streams, and
+    /// [`Engine::notify_log`](crate::Engine::notify_log) sends a message for a request whose client asked for logs
+    /// at that level (`_meta["io.modelcontextprotocol/logLevel"]` in 2026-07-28, the
+    /// stream's `logging/setLevel` before).
+    pub fn logging(&mut self, on: bool) -> &mut Self {
+        self.logging = on;
+        self
+    }
+    /// Whether the host completes prompt and resource-template arguments
+    /// (`completion/complete`, default off). On, `completions` is advertised and each
+    /// request reaches the host as [`Event::Complete`](crate::Event::Complete).
+    pub fn completions(&mut self, on: bool) -> &mut Self {
+        self.completions = on;
+        self
+    }
+    /// The secret that seals `requestState` of multi-round-trip requests (HMAC-SHA256,
+    /// [`Engine::answer_input_required`](crate::Engine::answer_input_required)). Without one the engine issues no
+    /// `requestState`, refuses host state, and answers `-32602` to any `requestState` it is
+    /// sent. Every server instance that may receive a retry needs the same key; draw it
+    /// from a cryptographic source and keep it out of logs.
+    pub fn request_state_key(&mut self, key: [u8; 32]) -> &mut Self {
+        self.state_key = Some(SecretKey(key));
+        self
+    }
+    /// How long a `requestState` stays valid after it is issued (default 10 minutes),
+    /// measured on the [`Instant`](crate::Instant)s the engine is given. A retry after it is `-32602`.
+    pub fn request_state_ttl(&mut self, ttl: core::time::Duration) -> &mut Self {
+        self.state_ttl = ttl;
+        self
+    }
+    /// Whether the catalog may change while the server runs (default off). On,
+    /// `listChanged: true` is advertised for every family the catalog has, clients may open
+    /// `subscriptions/listen` streams for list changes (`2026-07-28`), and
+    /// [`Engine::replace_catalog`](crate::Engine::replace_catalog) notifies them (and a session-bound stdio client).
+    pub fn list_changed(&mut self, on: bool) -> &mut Self {
+        self.list_changed = on;
+        self
+    }
+    /// Whether clients may subscribe to resource updates (default off). On,
+    /// `resources.subscribe: true` is advertised (when the catalog has resources),
+    /// `subscriptions/listen` honours `resourceSubscriptions`, session-bound clients get
+    /// `resources/subscribe` and `resources/unsubscribe`, and
+    /// [`Engine::notify_resource_updated`](crate::Engine::notify_resource_updated) notifies the subscribers of a uri.
+    pub fn resource_subscriptions(&mut self, on: bool) -> &mut Self {
+        self.resource_subscriptions = on;
+        self
+    }
+    /// The most `subscriptions/listen` streams open at once (default 16, at least 1). One
+    /// more is answered `-32603` and not opened.
+    pub fn max_subscriptions(&mut self, n: usize) -> &mut Self {
+        self.max_subscriptions = n.max(1);
+        self
+    }
+    /// Whether a request-state key is set.
+    pub fn has_request_state_key(&self) -> bool {
+        self.state_key.is_some()
+    }
+    /// Caching hints of `server/discover`.
+    pub fn discover_cache(&mut self, policy: CachePolicy) -> &mut Self {
+        self.discover_cache = policy;
+        self
+    }
+    /// Caching hints of `tools/list`.
+    pub fn tools_cache(&mut self, policy: CachePolicy) -> &mut Self {
+        self.tools_cache = policy;
+        self
+    }
+    /// Caching hints of `resources/list`, `resources/templates/list` and `resources/read`.
+    pub fn resources_cache(&mut self, policy: CachePolicy) -> &mut Self {
+        self.resources_cache = policy;
+        self
+    }
+    /// Caching hints of `prompts/list`.
+    pub fn prompts_cache(&mut self, policy: CachePolicy) -> &mut Self {
+        self.prompts_cache = policy;
+        self
+    }
+    /// The configured server identity.
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.server_info
+    }
+    /// The configured frame limit.
+    pub fn frame_limit(&self) -> usize {
+        self.max_frame_len
+    }
+    /// The configured JSON depth limit.
+    pub fn depth_limit(&self) -> usize {
+        self.max_depth
+    }
+    /// The configured in-flight limit.
+    pub fn in_flight_limit(&self) -> usize {
+        self.max_in_flight
+    }
+}

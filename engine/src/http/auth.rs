@@ -1,0 +1,162 @@
+//! Who may call: [`Authorization`], the host's [`Verdict`], the [`Principal`] a request
+//! acts for, and what the host sees of a request to decide ([`HeaderList`],
+//! [`AuthorizeRequest`], [`AuthorizeBody`]).
+
+use core::fmt;
+use core::net::SocketAddr;
+
+use crate::http::ConnId;
+use crate::wire::http1::MAX_HEADERS;
+
+/// Who decides whether a request may proceed. There is no default: a server must say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Authorization {
+    /// The host decides on every request, from its head and peer, before the body is
+    /// read: the engine emits [`HttpEvent::Authorize`](crate::http::HttpEvent::Authorize) and waits for
+    /// [`HttpEngine::authorize`](crate::http::HttpEngine::authorize).
+    Host,
+    /// Every caller may call every tool. Choose it deliberately.
+    Everyone,
+}
+
+/// The host's decision on a request ([`HttpEngine::authorize`](crate::http::HttpEngine::authorize),
+/// [`HttpEngine::authorize_body`](crate::http::HttpEngine::authorize_body)). Reasons are the host's to log: the caller learns only
+/// the status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Proceed.
+    Allow,
+    /// Proceed, acting for this principal: the engine binds the `requestState` it issues
+    /// to it, so another principal cannot replay the state (`-32602`).
+    AllowAs(Principal),
+    /// `401 Unauthorized` (no or bad credentials).
+    Unauthenticated,
+    /// `403 Forbidden` (credentials that may not do this).
+    Forbidden,
+    /// `500 Internal Server Error`: the hook itself failed.
+    Failed,
+}
+
+impl Verdict {
+    /// Whether the request may proceed.
+    pub fn allows(self) -> bool {
+        matches!(self, Self::Allow | Self::AllowAs(_))
+    }
+
+    pub(super) fn principal(self) -> Option<Principal> {
+        match self {
+            Self::AllowAs(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// Who a request acts for, as the host's authorization established it: a SHA-256 digest
+/// of the host's identifier (a user id, a token subject), so the engine keeps 32 bytes
+/// and never the identifier itself.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Principal(pub(crate) [u8; 32]);
+
+impl Principal {
+    /// The principal the host identifies as `id`.
+    pub fn of(id: &[u8]) -> Self {
+        use sha2::Digest as _;
+        Self(sha2::Sha256::digest(id).into())
+    }
+}
+
+impl fmt::Debug for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Principal({:02x}{:02x}{:02x}{:02x}..)", self.0[0], self.0[1], self.0[2], self.0[3])
+    }
+}
+
+/// The headers of a request head, parsed with httparse into a fixed array.
+pub struct HeaderList<'a> {
+    headers: [httparse::Header<'a>; MAX_HEADERS],
+    len: usize,
+}
+
+impl<'a> HeaderList<'a> {
+    pub(super) fn parse(head: &'a [u8]) -> Self {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut headers);
+        // The head was parsed once already, so this succeeds; a failure just yields none.
+        let ok = matches!(req.parse(head), Ok(httparse::Status::Complete(_)));
+        let len = if ok { req.headers.len() } else { 0 };
+        Self { headers, len }
+    }
+    /// The headers where the codec found them (`spans`, from [`http1::Conn`]), without
+    /// parsing the head again.
+    pub(super) fn from_spans(head: &'a [u8], spans: &[[u32; 4]]) -> Self {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut len = 0;
+        for (slot, &[ns, ne, vs, ve]) in headers.iter_mut().zip(spans) {
+            let name = head.get(ns as usize..ne as usize).and_then(|n| core::str::from_utf8(n).ok());
+            let value = head.get(vs as usize..ve as usize);
+            let (Some(name), Some(value)) = (name, value) else { break };
+            *slot = httparse::Header { name, value };
+            len += 1;
+        }
+        Self { headers, len }
+    }
+    /// The headers, in order, repeated ones included.
+    pub fn as_slice(&self) -> &[httparse::Header<'a>] {
+        &self.headers[..self.len]
+    }
+    /// The first value of header `name` (case-insensitive).
+    pub fn get(&self, name: &str) -> Option<&'a [u8]> {
+        self.as_slice().iter().find(|h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+    }
+}
+
+impl fmt::Debug for HeaderList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.as_slice().iter().map(|h| h.name)).finish()
+    }
+}
+
+/// A request the host authorizes before its body is read ([`HttpEvent::Authorize`](crate::http::HttpEvent::Authorize)).
+#[non_exhaustive]
+pub struct AuthorizeRequest<'a> {
+    /// The connection: pass it to [`HttpEngine::authorize`](crate::http::HttpEngine::authorize).
+    pub conn: ConnId,
+    /// The peer's address, as given to [`HttpEngine::open`](crate::http::HttpEngine::open).
+    pub peer: Option<SocketAddr>,
+    /// The request's headers.
+    pub headers: HeaderList<'a>,
+}
+
+impl fmt::Debug for AuthorizeRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthorizeRequest")
+            .field("conn", &self.conn)
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A body the host checks before it is decoded ([`HttpEvent::AuthorizeBody`](crate::http::HttpEvent::AuthorizeBody)).
+#[non_exhaustive]
+pub struct AuthorizeBody<'a> {
+    /// The connection: pass it to [`HttpEngine::authorize_body`](crate::http::HttpEngine::authorize_body).
+    pub conn: ConnId,
+    /// The peer's address.
+    pub peer: Option<SocketAddr>,
+    /// The request's headers.
+    pub headers: HeaderList<'a>,
+    /// The body exactly as received (de-chunked, never re-encoded): a signature over it
+    /// can be checked.
+    pub body: &'a [u8],
+}
+
+impl fmt::Debug for AuthorizeBody<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthorizeBody")
+            .field("conn", &self.conn)
+            .field("len", &self.body.len())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,122 @@
+//! Streamable HTTP settings: [`HttpConfig`], [`AllowedOrigins`], and [`OpenError`].
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::http::auth::Authorization;
+
+/// Which `Origin` headers are accepted. There is no default: a server must say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AllowedOrigins {
+    /// Any origin, or none. Choose it deliberately: browsers on other sites can then call
+    /// a server they can reach (the specification's DNS-rebinding warning).
+    Any,
+    /// Only these origins (compared exactly, e.g. `https://app.example.com`); requests
+    /// without an `Origin` header (non-browser clients) are accepted.
+    List(Vec<String>),
+}
+
+/// Streamable HTTP settings.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub(super) endpoint: String,
+    pub(super) origins: AllowedOrigins,
+    pub(super) authorization: Authorization,
+    pub(super) authorize_body: bool,
+    pub(super) loopback: bool,
+    pub(super) max_body: usize,
+    pub(super) body_deadline: Duration,
+    pub(super) max_head: usize,
+    pub(super) max_connections: usize,
+    pub(super) sse_keepalive: Duration,
+}
+
+impl HttpConfig {
+    /// Settings with the two choices that have no default.
+    pub fn new(origins: AllowedOrigins, authorization: Authorization) -> Self {
+        Self {
+            endpoint: "/mcp".to_owned(),
+            origins,
+            authorization,
+            authorize_body: false,
+            loopback: true,
+            max_body: 1 << 20,
+            body_deadline: Duration::from_secs(15),
+            max_head: 16 * 1024,
+            max_connections: 1024,
+            sse_keepalive: Duration::from_secs(15),
+        }
+    }
+    /// The endpoint path (default `/mcp`). Other paths are answered `404`.
+    pub fn endpoint(&mut self, path: impl Into<String>) -> &mut Self {
+        self.endpoint = path.into();
+        self
+    }
+    /// Whether the host also sees each body, exactly as received and before it is decoded
+    /// ([`HttpEvent::AuthorizeBody`](crate::http::HttpEvent::AuthorizeBody)); default off.
+    pub fn authorize_body(&mut self, on: bool) -> &mut Self {
+        self.authorize_body = on;
+        self
+    }
+    /// Whether the server listens on loopback only, in which case the `Host` header must
+    /// name `localhost`, `127.0.0.1` or `[::1]` (any port): DNS-rebinding protection.
+    /// Default on; turn it off for a server reachable under other names.
+    pub fn loopback(&mut self, on: bool) -> &mut Self {
+        self.loopback = on;
+        self
+    }
+    /// The largest body accepted (default 1 MiB). A larger declared body is refused `413`
+    /// before any of it is read; a chunked body is refused as soon as it passes the cap.
+    pub fn max_body(&mut self, bytes: usize) -> &mut Self {
+        self.max_body = bytes.max(1);
+        self
+    }
+    /// How long a client may take to send a whole body once its head arrived (default
+    /// 15 s). Past it the request is answered `408` and the connection ends.
+    pub fn body_deadline(&mut self, d: Duration) -> &mut Self {
+        self.body_deadline = d;
+        self
+    }
+    /// The largest request head (default 16 KiB): `431` past it.
+    pub fn max_head(&mut self, bytes: usize) -> &mut Self {
+        self.max_head = bytes.max(256);
+        self
+    }
+    /// The endpoint path.
+    pub fn endpoint_path(&self) -> &str {
+        &self.endpoint
+    }
+    /// The body cap.
+    pub fn body_limit(&self) -> usize {
+        self.max_body
+    }
+    /// Most connections open at once (default 1024). [`HttpEngine::open`](crate::http::HttpEngine::open) refuses more.
+    pub fn max_connections(&mut self, n: usize) -> &mut Self {
+        self.max_connections = n.max(1);
+        self
+    }
+    /// How long a `subscriptions/listen` stream may stay silent before the engine writes
+    /// an SSE comment (`:`) on it, so that proxies and clients do not take it for dead
+    /// (default 15 s; zero turns the comments off).
+    pub fn sse_keepalive(&mut self, every: Duration) -> &mut Self {
+        self.sse_keepalive = every;
+        self
+    }
+}
+
+/// Why [`HttpEngine::open`](crate::http::HttpEngine::open) refused a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// [`HttpConfig::max_connections`] connections are open.
+    TooManyConnections,
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("too many open connections")
+    }
+}
+
+impl std::error::Error for OpenError {}

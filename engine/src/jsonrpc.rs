@@ -1,0 +1,237 @@
+//! JSON-RPC framing shared by every layer: the reused simd-json tape ([`Parser`]), the
+//! request view ([`Req`]), ids and the reply writers.
+
+use core::fmt;
+
+use simd_json::{Buffers, Node, StaticNode, Tape};
+
+use crate::error::PeerError;
+
+use crate::wire::json;
+
+#[derive(Clone, Copy)]
+pub(crate) enum IdRef<'t> {
+    Str(&'t str),
+    I(i64),
+    U(u64),
+}
+
+impl IdRef<'_> {
+    pub(crate) fn write(self, out: &mut Vec<u8>) {
+        match self {
+            Self::Str(s) => json::write_str(out, s),
+            Self::I(n) => {
+                let _ = serde_json::to_writer(&mut *out, &n);
+            }
+            Self::U(n) => json::write_u64(out, n),
+        }
+    }
+}
+
+/// A request (or the id of one) whose response goes out now or later.
+#[derive(Clone, Copy)]
+pub(crate) enum Reply<'a, 't> {
+    /// No id could be read: the error carries none.
+    None,
+    /// The request's id, from the frame.
+    Id(IdRef<'t>),
+    /// A stored ticket id.
+    Stored(&'a [u8]),
+}
+
+impl Reply<'_, '_> {
+    pub(crate) fn write(self, out: &mut Vec<u8>) {
+        match self {
+            Self::None => {}
+            Self::Id(id) => {
+                out.extend_from_slice(b",\"id\":");
+                id.write(out);
+            }
+            Self::Stored(raw) => {
+                out.extend_from_slice(b",\"id\":");
+                out.extend_from_slice(raw);
+            }
+        }
+    }
+}
+
+/// Writes `{"jsonrpc":"2.0","id":..,"error":{..}}\n`.
+pub(crate) fn write_error(
+    out: &mut Vec<u8>,
+    reply: Reply<'_, '_>,
+    code: i32,
+    message: fmt::Arguments<'_>,
+    data: impl FnOnce(&mut Vec<u8>),
+) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+    reply.write(out);
+    out.extend_from_slice(b",\"error\":{\"code\":");
+    let _ = serde_json::to_writer(&mut *out, &code);
+    out.extend_from_slice(b",\"message\":");
+    let _ = serde::Serializer::collect_str(&mut serde_json::Serializer::new(&mut *out), &message);
+    let mark = out.len();
+    out.extend_from_slice(b",\"data\":");
+    let before = out.len();
+    data(out);
+    if out.len() == before {
+        out.truncate(mark);
+    }
+    out.extend_from_slice(b"}}\n");
+}
+
+pub(crate) fn field(out: &mut Vec<u8>, key: &str) {
+    if out.last() != Some(&b'{') {
+        out.push(b',');
+    }
+    json::write_str(out, key);
+    out.push(b':');
+}
+
+/// The simd-json buffers and tape, reused for every message.
+pub(crate) struct Parser {
+    pub(crate) buffers: Buffers,
+    pub(crate) tape: Tape<'static>,
+}
+
+impl Parser {
+    pub(crate) fn new(max_len: usize, max_depth: usize) -> Self {
+        Self { buffers: Buffers::with_max_depth(max_len, max_depth), tape: Tape(Vec::new()) }
+    }
+
+    /// Parses `bytes` in place and runs `f` over the tape (or the parse error).
+    pub(crate) fn parse<R>(
+        &mut self,
+        bytes: &mut [u8],
+        f: impl FnOnce(Result<&[Node<'_>], simd_json::Error>) -> R,
+    ) -> R {
+        let mut tape = core::mem::replace(&mut self.tape, Tape(Vec::new())).reset();
+        let r = match simd_json::fill_tape(bytes, &mut self.buffers, &mut tape) {
+            Ok(()) => f(Ok(&tape.0)),
+            Err(e) => f(Err(e)),
+        };
+        self.tape = tape.reset();
+        r
+    }
+}
+
+/// `params._meta`, decoded once: where each member the engine reads sits on the tape.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Meta {
+    /// `params._meta` itself, of any type.
+    pub(crate) at: Option<usize>,
+    /// `io.modelcontextprotocol/protocolVersion`.
+    pub(crate) version: Option<usize>,
+    /// `io.modelcontextprotocol/clientCapabilities`.
+    pub(crate) capabilities: Option<usize>,
+    /// `io.modelcontextprotocol/logLevel`.
+    pub(crate) log_level: Option<usize>,
+    /// `progressToken`.
+    pub(crate) progress_token: Option<usize>,
+}
+
+/// A request (a message with an id and a method), decoded once: every layer reads this
+/// view instead of walking the tape again for the same member.
+pub(crate) struct Req<'n, 't> {
+    pub(crate) n: &'n [Node<'t>],
+    pub(crate) id: IdRef<'t>,
+    pub(crate) method: &'t str,
+    /// `params`, an object when present.
+    pub(crate) params: Option<usize>,
+    pub(crate) meta: Meta,
+    /// `params.name`, `params.uri` and `params.arguments`, of any type.
+    pub(crate) name: Option<usize>,
+    pub(crate) uri: Option<usize>,
+    pub(crate) arguments: Option<usize>,
+}
+
+impl<'t> Req<'_, 't> {
+    /// `params.<key>` (first occurrence), of any type.
+    pub(crate) fn param(&self, key: &str) -> Option<usize> {
+        self.params.and_then(|p| json::get(self.n, p, key))
+    }
+    /// The string at tape index `at`.
+    pub(crate) fn str_at(&self, at: Option<usize>) -> Option<&'t str> {
+        at.and_then(|i| json::str_at(self.n, i))
+    }
+}
+
+/// One JSON-RPC message, decoded once.
+pub(crate) enum Message<'n, 't> {
+    Request(Req<'n, 't>),
+    /// A notification: a method and no id (`params` of any type).
+    Notification {
+        method: &'t str,
+        params: Option<usize>,
+    },
+    /// A response (this server sends no requests, so there is nothing to match it with)
+    /// or a malformed notification: never answered.
+    Ignored,
+    /// Refused before its method is looked at.
+    Refused(Reply<'static, 't>, PeerError<'t>),
+}
+
+/// Decodes the envelope of the message at the root of `n`: the members of the message
+/// and of its `params` and `params._meta` are found in one pass each.
+pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>]) -> Message<'n, 't> {
+    match n.first() {
+        Some(Node::Object { .. }) => {}
+        Some(Node::Array { .. }) => return Message::Refused(Reply::None, PeerError::Batch),
+        _ => return Message::Refused(Reply::None, PeerError::NotAnObject),
+    }
+    let [jsonrpc, id, method, params, top_meta, result, error] =
+        json::members(n, 0, ["jsonrpc", "id", "method", "params", "_meta", "result", "error"]);
+    if method.is_none() && (result.is_some() || error.is_some()) {
+        return Message::Ignored;
+    }
+    // The id first, so every later error can echo it.
+    let id = match id {
+        None => None,
+        Some(i) => match n[i] {
+            Node::String(s) => Some(IdRef::Str(s)),
+            Node::Static(StaticNode::I64(v)) => Some(IdRef::I(v)),
+            Node::Static(StaticNode::U64(v)) => Some(IdRef::U(v)),
+            _ => return Message::Refused(Reply::None, PeerError::BadId),
+        },
+    };
+    let reply = id.map_or(Reply::None, Reply::Id);
+    if jsonrpc.and_then(|i| json::str_at(n, i)) != Some("2.0") {
+        if id.is_none() && method.is_some() {
+            return Message::Ignored; // a notification is never answered, even a malformed one
+        }
+        return Message::Refused(reply, PeerError::BadJsonrpc);
+    }
+    let Some(mi) = method else {
+        return Message::Refused(reply, PeerError::NoMethod);
+    };
+    let Some(method) = json::str_at(n, mi) else {
+        if id.is_none() {
+            return Message::Ignored;
+        }
+        return Message::Refused(reply, PeerError::MethodNotString);
+    };
+    let Some(id) = id else {
+        return Message::Notification { method, params };
+    };
+    if top_meta.is_some() {
+        return Message::Refused(reply, PeerError::TopLevelMeta);
+    }
+    let [meta_at, name, uri, arguments] = match params {
+        Some(p) if json::is_object(n, p) => json::members(n, p, ["_meta", "name", "uri", "arguments"]),
+        Some(_) => return Message::Refused(reply, PeerError::ParamsNotObject),
+        None => [None; 4],
+    };
+    let mut meta = Meta { at: meta_at, ..Meta::default() };
+    if let Some(m) = meta_at {
+        [meta.version, meta.capabilities, meta.log_level, meta.progress_token] = json::members(
+            n,
+            m,
+            [
+                "io.modelcontextprotocol/protocolVersion",
+                "io.modelcontextprotocol/clientCapabilities",
+                "io.modelcontextprotocol/logLevel",
+                "progressToken",
+            ],
+        );
+    }
+    Message::Request(Req { n, id, method, params, meta, name, uri, arguments })
+}

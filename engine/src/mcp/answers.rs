@@ -1,0 +1,441 @@
+//! What answers become on the wire.
+
+use serde::Serialize;
+
+use crate::catalog::Catalog;
+use crate::config::CachePolicy;
+use crate::content::{self, Content, PromptMessage, PromptOutput, ResourceContents, ToolOutput};
+use crate::error::{AnswerError, HostError, NotifyError, code};
+use crate::jsonrpc::{Reply, field, write_error};
+use crate::level::LogLevel;
+use crate::mcp::mrtr::{self, InputRequired, Method};
+use crate::mcp::prepared::Prepared;
+use crate::mcp::tickets::Tickets;
+use crate::mcp::tickets::{Kind, Ticket};
+use crate::output::Outbox;
+use crate::output::{Route, Routed};
+use crate::revision::Revision;
+use crate::wire::json;
+
+/// Whether `structuredContent` conforms to the tool's output schema (and, before
+/// 2026-07-28, is an object as those revisions require).
+pub(crate) fn structured_conforms<S: Serialize + ?Sized>(
+    validator: &jsonschema::Validator,
+    structured: Option<&S>,
+    revision: Revision,
+) -> bool {
+    let Some(s) = structured else { return false };
+    let Ok(value) = serde_json::to_value(s) else { return false };
+    (revision.is_stateless() || value.is_object()) && validator.is_valid(&value)
+}
+
+/// Writes a JSON number: integral values without a fraction (`50`, not `50.0`).
+pub(crate) fn write_number(out: &mut Vec<u8>, v: f64) {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        let _ = serde_json::to_writer(&mut *out, &(v as i64));
+    } else {
+        let _ = serde_json::to_writer(&mut *out, &v);
+    }
+}
+
+/// Closes a result object: the `2026-07-28` envelope fields, then `}}\n`.
+pub(crate) fn result_end(out: &mut Vec<u8>, prepared: &Prepared, rev: Revision, cache: Option<CachePolicy>) {
+    if rev.is_stateless() {
+        field(out, "resultType");
+        out.extend_from_slice(b"\"complete\"");
+        if let Some(c) = cache {
+            field(out, "ttlMs");
+            json::write_u64(out, c.ttl_ms);
+            field(out, "cacheScope");
+            json::write_str(out, c.scope.as_str());
+        }
+        if !prepared.meta.is_empty() {
+            out.push(b',');
+            out.extend_from_slice(&prepared.meta);
+        }
+    }
+    out.extend_from_slice(b"}}\n");
+}
+
+/// The one place answers and notifications for tickets are written: a short-lived handle
+/// on the ticket table and the outbox ([`Core::answers`](crate::mcp::Core::answers)), used
+/// by both engines and by the events the host answers through.
+pub(crate) struct Answers<'a> {
+    pub(crate) tickets: &'a mut Tickets,
+    pub(crate) outbox: &'a mut Outbox,
+    pub(crate) prepared: &'a Prepared,
+    pub(crate) catalog: &'a Catalog,
+    pub(crate) resources_cache: CachePolicy,
+    /// The engine's latest time, in microseconds (`requestState` expiry).
+    pub(crate) now: u64,
+}
+
+impl Answers<'_> {
+    /// Writes `notifications/progress` for a live ticket whose request carried a
+    /// progress token.
+    pub(crate) fn notify_progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), NotifyError> {
+        let slot = self.tickets.slots.get_mut(ticket.slot as usize).ok_or(NotifyError::UnknownTicket)?;
+        let busy = match &mut slot.busy {
+            Some(b) if slot.generation == ticket.generation => b,
+            _ => return Err(NotifyError::UnknownTicket),
+        };
+        let Some(token) = busy.progress else { return Err(NotifyError::NoProgressToken) };
+        if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+            return Err(NotifyError::NotFinite);
+        }
+        if busy.last_progress.is_some_and(|last| progress <= last) {
+            return Err(NotifyError::NotIncreasing);
+        }
+        busy.last_progress = Some(progress);
+        let route = busy.route;
+        let out = &mut self.outbox.out;
+        let start = out.len();
+        out.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":",
+        );
+        out.extend_from_slice(token.as_bytes());
+        out.extend_from_slice(b",\"progress\":");
+        write_number(out, progress);
+        if let Some(t) = total {
+            out.extend_from_slice(b",\"total\":");
+            write_number(out, t);
+        }
+        if let Some(m) = message {
+            out.extend_from_slice(b",\"message\":");
+            json::write_str(out, m);
+        }
+        out.extend_from_slice(b"}}\n");
+        if let Route::Http { .. } = route {
+            let end = out.len();
+            self.outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: false });
+        }
+        Ok(())
+    }
+
+    /// Writes `notifications/message` for a live ticket whose client asked for logs at
+    /// `level` or below.
+    pub(crate) fn notify_log<S: Serialize + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        level: LogLevel,
+        logger: Option<&str>,
+        data: &S,
+    ) -> Result<(), NotifyError> {
+        let slot = self.tickets.slots.get(ticket.slot as usize).ok_or(NotifyError::UnknownTicket)?;
+        let busy = match slot.busy {
+            Some(b) if slot.generation == ticket.generation => b,
+            _ => return Err(NotifyError::UnknownTicket),
+        };
+        if busy.log_level.is_none_or(|wanted| level < wanted) {
+            return Err(NotifyError::Filtered);
+        }
+        let out = &mut self.outbox.out;
+        let start = out.len();
+        out.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":",
+        );
+        json::write_str(out, level.as_str());
+        if let Some(l) = logger {
+            out.extend_from_slice(b",\"logger\":");
+            json::write_str(out, l);
+        }
+        out.extend_from_slice(b",\"data\":");
+        if serde_json::to_writer(&mut *out, data).is_err() {
+            out.truncate(start);
+            return Err(NotifyError::NotFinite);
+        }
+        for b in &mut out[start..] {
+            if matches!(*b, b'\n' | b'\r') {
+                *b = b' ';
+            }
+        }
+        out.extend_from_slice(b"}}\n");
+        if let Route::Http { .. } = busy.route {
+            let end = out.len();
+            self.outbox.routed.push(Routed {
+                route: busy.route,
+                start,
+                end,
+                interim: true,
+                status: 0,
+                sub: false,
+            });
+        }
+        Ok(())
+    }
+
+    /// Answers a completion: at most 100 values, duplicates dropped (the first kept, in the
+    /// host's order), `total` and `hasMore` kept truthful.
+    pub(crate) fn answer_completion(
+        &mut self,
+        ticket: Ticket,
+        values: &[&str],
+        total: Option<u64>,
+        has_more: bool,
+    ) -> Result<(), AnswerError> {
+        self.answer(ticket, Kind::Completion, |out, _| {
+            const MAX: usize = 100;
+            let mut kept: heapless::Vec<&str, MAX> = heapless::Vec::new();
+            let mut unique = 0u64;
+            let mut dropped = false;
+            for (i, v) in values.iter().enumerate() {
+                if values[..i].contains(v) {
+                    continue; // a duplicate (quadratic, so bounded below)
+                }
+                unique += 1;
+                if kept.push(v).is_err() {
+                    dropped = true;
+                }
+                if i >= 10_000 {
+                    dropped = true;
+                    break;
+                }
+            }
+            field(out, "completion");
+            out.extend_from_slice(b"{\"values\":");
+            serde_json::to_writer(&mut *out, &kept[..])?;
+            let total = total.map_or(unique, |t| t.max(unique));
+            out.extend_from_slice(b",\"total\":");
+            json::write_u64(out, total);
+            out.extend_from_slice(b",\"hasMore\":");
+            out.extend_from_slice(if has_more || dropped || total > kept.len() as u64 {
+                b"true"
+            } else {
+                b"false"
+            });
+            out.push(b'}');
+            Ok(None)
+        })
+    }
+
+    pub(crate) fn answer(
+        &mut self,
+        ticket: Ticket,
+        kind: Kind,
+        body: impl FnOnce(&mut Vec<u8>, Revision) -> Result<Option<CachePolicy>, serde_json::Error>,
+    ) -> Result<(), AnswerError> {
+        let busy = self.tickets.take(ticket, Some(kind))?;
+        let out = &mut self.outbox.out;
+        let mark = out.len();
+        result_start(out, Reply::Stored(busy.id.as_bytes()));
+        let body_start = out.len();
+        match body(out, busy.revision) {
+            Ok(cache) => {
+                // Host-serialized values (a `RawValue`, say) may hold line breaks as JSON
+                // whitespace; a frame must not. Outside strings they can only be whitespace.
+                let mut at = body_start;
+                while let Some(p) = memchr::memchr2(b'\n', b'\r', &out[at..]) {
+                    out[at + p] = b' ';
+                    at += p + 1;
+                }
+                result_end(out, self.prepared, busy.revision, cache)
+            }
+            Err(e) => {
+                out.truncate(mark);
+                write_error(
+                    out,
+                    Reply::Stored(busy.id.as_bytes()),
+                    code::INTERNAL_ERROR,
+                    format_args!("Internal error: the result could not be serialized ({e})"),
+                    |_| {},
+                );
+            }
+        }
+        self.outbox.routed(busy.route, mark);
+        Ok(())
+    }
+
+    pub(crate) fn answer_error(
+        &mut self,
+        ticket: Ticket,
+        kind: Option<Kind>,
+        error: HostError<'_>,
+    ) -> Result<(), AnswerError> {
+        let busy = self.tickets.take(ticket, kind)?;
+        let reply = Reply::Stored(busy.id.as_bytes());
+        let out = &mut self.outbox.out;
+        let mark = out.len();
+        match error {
+            HostError::NotFound if busy.kind == Kind::Resource => {
+                let code = if busy.revision.is_stateless() {
+                    code::INVALID_PARAMS
+                } else {
+                    code::RESOURCE_NOT_FOUND
+                };
+                write_error(out, reply, code, format_args!("Resource not found"), |_| {});
+            }
+            HostError::NotFound => {
+                write_error(out, reply, code::INVALID_PARAMS, format_args!("Not found"), |_| {})
+            }
+            HostError::InvalidParams(msg) => {
+                write_error(out, reply, code::INVALID_PARAMS, format_args!("Invalid params: {msg}"), |_| {})
+            }
+            HostError::Internal(msg) => {
+                write_error(out, reply, code::INTERNAL_ERROR, format_args!("Internal error: {msg}"), |_| {})
+            }
+        }
+        self.outbox.routed(busy.route, mark);
+        Ok(())
+    }
+
+    pub(crate) fn answer_tool<S: Serialize + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        output: &ToolOutput<'_, S>,
+    ) -> Result<(), AnswerError> {
+        let busy = self.tickets.peek(ticket, Kind::Tool)?;
+        let declared = self.catalog.tools.get(busy.target as usize).and_then(|t| t.output_validator.as_ref());
+        if let Some(validator) = declared
+            && !structured_conforms(validator, output.structured_content, busy.revision)
+        {
+            // A host bug must not become invalid output: the model sees a failed call.
+            return self.answer(ticket, Kind::Tool, |out, _| {
+                out.extend_from_slice(
+                    b"\"content\":[{\"type\":\"text\",\"text\":\"Internal error: the tool's result does not match its output schema\"}],\"isError\":true",
+                );
+                Ok(None)
+            });
+        }
+        self.answer(ticket, Kind::Tool, |out, _| {
+            field(out, "content");
+            content::write_array(out, output.content, Content::write_json);
+            if let Some(s) = output.structured_content {
+                field(out, "structuredContent");
+                serde_json::to_writer(&mut *out, s)?;
+            }
+            if output.is_error {
+                field(out, "isError");
+                out.extend_from_slice(b"true");
+            }
+            Ok(None)
+        })
+    }
+
+    /// Answers a tool call, prompt or resource read with `resultType: "input_required"`:
+    /// the requests the client declared it can answer, and a sealed `requestState` when a
+    /// key is set. When the client can answer none of the requests, the answer is `-32021`
+    /// with `data.requiredCapabilities`. Refused (nothing written, ticket kept) for other
+    /// work, earlier revisions and malformed answers.
+    pub(crate) fn answer_input_required(
+        &mut self,
+        ticket: Ticket,
+        ir: &InputRequired<'_>,
+    ) -> Result<(), AnswerError> {
+        let slot = self.tickets.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
+        let busy = match slot.busy {
+            Some(b) if slot.generation == ticket.generation => b,
+            _ => return Err(AnswerError::UnknownTicket),
+        };
+        let method = match busy.kind {
+            Kind::Tool => Method::CallTool,
+            Kind::Prompt => Method::GetPrompt,
+            Kind::Resource => Method::ReadResource,
+            Kind::Completion => return Err(AnswerError::WrongKind),
+        };
+        if !busy.revision.is_stateless() {
+            return Err(AnswerError::InputRequiredUnsupported);
+        }
+        mrtr::check(ir, self.prepared.state_key.as_ref())?;
+        let busy = self.tickets.take(ticket, None)?;
+        let reply = Reply::Stored(busy.id.as_bytes());
+        let out = &mut self.outbox.out;
+        let mark = out.len();
+        result_start(out, reply);
+        out.extend_from_slice(b"\"resultType\":\"input_required\"");
+        let mut sent = heapless::Vec::new();
+        let dropped = match mrtr::write_requests(out, ir, busy.caps, &mut sent) {
+            Ok(d) => d,
+            Err(e) => {
+                out.truncate(mark);
+                write_error(
+                    out,
+                    reply,
+                    code::INTERNAL_ERROR,
+                    format_args!("Internal error: the input requests could not be serialized ({e})"),
+                    |_| {},
+                );
+                self.outbox.routed(busy.route, mark);
+                return Ok(());
+            }
+        };
+        if sent.is_empty() && !ir.requests.is_empty() {
+            // The work cannot go on: the client can answer none of what it needs.
+            out.truncate(mark);
+            write_error(
+                out,
+                reply,
+                code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format_args!(
+                    "Missing required client capability: the request needs input the client cannot give"
+                ),
+                |out| mrtr::write_required(out, &dropped),
+            );
+            self.outbox.routed_with(busy.route, mark, 400);
+            return Ok(());
+        }
+        if let Some(key) = &self.prepared.state_key {
+            out.extend_from_slice(b",\"requestState\":");
+            let expiry = self.now.saturating_add(self.prepared.state_ttl);
+            mrtr::seal(out, key, expiry, method, &busy.digest, &sent, ir.state.unwrap_or_default());
+        }
+        if !self.prepared.meta.is_empty() {
+            out.push(b',');
+            out.extend_from_slice(&self.prepared.meta);
+        }
+        out.extend_from_slice(b"}}\n");
+        for b in &mut out[mark..] {
+            if matches!(*b, b'\n' | b'\r') {
+                *b = b' ';
+            }
+        }
+        let end = out.len();
+        out[end - 1] = b'\n';
+        self.outbox.routed(busy.route, mark);
+        Ok(())
+    }
+
+    pub(crate) fn answer_resource(
+        &mut self,
+        ticket: Ticket,
+        contents: &[ResourceContents<'_>],
+    ) -> Result<(), AnswerError> {
+        if contents.is_empty() {
+            return self.answer_error(ticket, Some(Kind::Resource), HostError::NotFound);
+        }
+        let cache = self.resources_cache;
+        self.answer(ticket, Kind::Resource, |out, _| {
+            field(out, "contents");
+            content::write_array(out, contents, ResourceContents::write_json);
+            Ok(Some(cache))
+        })
+    }
+
+    pub(crate) fn answer_prompt(
+        &mut self,
+        ticket: Ticket,
+        output: &PromptOutput<'_>,
+    ) -> Result<(), AnswerError> {
+        self.answer(ticket, Kind::Prompt, |out, _| {
+            if let Some(d) = output.description {
+                field(out, "description");
+                json::write_str(out, d);
+            }
+            field(out, "messages");
+            content::write_array(out, output.messages, PromptMessage::write_json);
+            Ok(None)
+        })
+    }
+}
+
+/// Writes `{"jsonrpc":"2.0","id":..,"result":{`.
+pub(crate) fn result_start(out: &mut Vec<u8>, reply: Reply<'_, '_>) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+    reply.write(out);
+    out.extend_from_slice(b",\"result\":{");
+}

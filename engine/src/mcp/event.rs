@@ -1,0 +1,298 @@
+//! What the host is asked to do: [`Event`] and its requests, answered through the event.
+
+use core::fmt;
+
+use serde::Serialize;
+
+use crate::catalog::uritemplate::Captures;
+use crate::catalog::{Prompt, ResourceTemplate, Tool};
+use crate::content::{PromptOutput, ResourceContents, ToolOutput};
+use crate::error::{AnswerError, HostError, NotifyError};
+use crate::level::LogLevel;
+use crate::mcp::answers::Answers;
+use crate::mcp::mrtr::{ClientCapabilities, InputRequired, InputResponses};
+use crate::mcp::tickets::Ticket;
+use crate::revision::Revision;
+
+/// The arguments of a request, as compact JSON text borrowed from the engine.
+#[derive(Clone, Copy)]
+pub struct Arguments<'a> {
+    pub(crate) raw: &'a str,
+}
+
+impl<'a> Arguments<'a> {
+    /// The arguments as a JSON object text (`{}` when the request had none).
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+    /// Deserializes the arguments into `T`, borrowing strings where `T` allows.
+    pub fn deserialize<T: serde::Deserialize<'a>>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.raw)
+    }
+}
+
+impl fmt::Debug for Arguments<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.raw)
+    }
+}
+
+/// The variables a resource template matched, in the order the template names them.
+#[derive(Clone, Copy)]
+pub struct TemplateVars<'a> {
+    pub(crate) uri: &'a str,
+    pub(crate) names: &'a [Box<str>],
+    pub(crate) captures: &'a Captures,
+}
+
+impl<'a> TemplateVars<'a> {
+    /// The value of variable `name`, as it appears in the uri (not percent-decoded).
+    pub fn get(&self, name: &str) -> Option<&'a str> {
+        self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+    /// `(name, value)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        let (uri, names) = (self.uri, self.names);
+        self.captures.iter().filter_map(move |&(var, start, end)| {
+            Some((names.get(var as usize)?.as_ref(), uri.get(start as usize..end as usize)?))
+        })
+    }
+    /// Number of variables.
+    pub fn len(&self) -> usize {
+        self.captures.len()
+    }
+    /// Whether there are none (a listed resource rather than a template match).
+    pub fn is_empty(&self) -> bool {
+        self.captures.is_empty()
+    }
+}
+
+impl fmt::Debug for TemplateVars<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// A tool call the host must perform.
+///
+/// Answer it now with [`CallTool::answer`] (the arguments stay borrowed, nothing is
+/// copied), or keep [`CallTool::ticket`] and answer later with [`Engine::answer_tool`](crate::Engine::answer_tool).
+#[non_exhaustive]
+pub struct CallTool<'a> {
+    /// The ticket, for answering later.
+    pub ticket: Ticket,
+    /// The tool, as declared in the catalog.
+    pub tool: &'a Tool,
+    /// The arguments, already validated against the tool's input schema.
+    pub arguments: Arguments<'a>,
+    /// The revision the request was made under.
+    pub revision: Revision,
+    /// Responses to input requests this request carries (`2026-07-28` retries; empty on
+    /// a first round), see [`Engine::answer_input_required`](crate::Engine::answer_input_required).
+    pub input_responses: InputResponses<'a>,
+    /// The host state of a verified `requestState`, as the host sealed it.
+    pub request_state: Option<&'a [u8]>,
+    /// The input kinds the client declared on this request (`2026-07-28`).
+    pub client: ClientCapabilities,
+    pub(crate) responder: Answers<'a>,
+}
+
+impl CallTool<'_> {
+    /// Asks the client for input first (see [`Engine::answer_input_required`](crate::Engine::answer_input_required)).
+    pub fn input_required(mut self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
+        self.responder.answer_input_required(self.ticket, input)
+    }
+    /// Sends `notifications/message` now (see [`Engine::notify_log`](crate::Engine::notify_log)).
+    pub fn log<S: Serialize + ?Sized>(
+        &mut self,
+        level: LogLevel,
+        logger: Option<&str>,
+        data: &S,
+    ) -> Result<(), NotifyError> {
+        self.responder.notify_log(self.ticket, level, logger, data)
+    }
+    /// Sends `notifications/progress` now (see [`Engine::notify_progress`](crate::Engine::notify_progress)).
+    pub fn progress(
+        &mut self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), NotifyError> {
+        self.responder.notify_progress(self.ticket, progress, total, message)
+    }
+    /// Answers with a tool result now.
+    pub fn answer<S: Serialize + ?Sized>(mut self, output: &ToolOutput<'_, S>) -> Result<(), AnswerError> {
+        self.responder.answer_tool(self.ticket, output)
+    }
+    /// Answers with an error now.
+    pub fn fail(mut self, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.responder.answer_error(self.ticket, None, error)
+    }
+}
+
+/// A resource read the host must perform.
+///
+/// Answer it now with [`ReadResource::answer`], or keep [`ReadResource::ticket`] and
+/// answer later with [`Engine::answer_resource`](crate::Engine::answer_resource).
+#[non_exhaustive]
+pub struct ReadResource<'a> {
+    /// The ticket, for answering later.
+    pub ticket: Ticket,
+    /// The uri, a listed resource or a match of [`ReadResource::template`].
+    pub uri: &'a str,
+    /// The template that matched, or `None` for a listed resource.
+    pub template: Option<&'a ResourceTemplate>,
+    /// The template's variables (empty for a listed resource).
+    pub variables: TemplateVars<'a>,
+    /// The revision the request was made under.
+    pub revision: Revision,
+    /// Responses to input requests this request carries (`2026-07-28` retries; empty on
+    /// a first round), see [`Engine::answer_input_required`](crate::Engine::answer_input_required).
+    pub input_responses: InputResponses<'a>,
+    /// The host state of a verified `requestState`, as the host sealed it.
+    pub request_state: Option<&'a [u8]>,
+    /// The input kinds the client declared on this request (`2026-07-28`).
+    pub client: ClientCapabilities,
+    pub(crate) responder: Answers<'a>,
+}
+
+impl ReadResource<'_> {
+    /// Asks the client for input first (see [`Engine::answer_input_required`](crate::Engine::answer_input_required)).
+    pub fn input_required(mut self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
+        self.responder.answer_input_required(self.ticket, input)
+    }
+    /// Answers with the resource's contents now (empty contents answer "not found").
+    pub fn answer(mut self, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
+        self.responder.answer_resource(self.ticket, contents)
+    }
+    /// Answers with an error now.
+    pub fn fail(mut self, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.responder.answer_error(self.ticket, None, error)
+    }
+}
+
+/// A prompt the host must render.
+///
+/// Answer it now with [`GetPrompt::answer`], or keep [`GetPrompt::ticket`] and answer
+/// later with [`Engine::answer_prompt`](crate::Engine::answer_prompt).
+#[non_exhaustive]
+pub struct GetPrompt<'a> {
+    /// The ticket, for answering later.
+    pub ticket: Ticket,
+    /// The prompt, as declared in the catalog.
+    pub prompt: &'a Prompt,
+    /// The arguments: an object of strings, validated against the declared arguments.
+    pub arguments: Arguments<'a>,
+    /// The revision the request was made under.
+    pub revision: Revision,
+    /// Responses to input requests this request carries (`2026-07-28` retries; empty on
+    /// a first round), see [`Engine::answer_input_required`](crate::Engine::answer_input_required).
+    pub input_responses: InputResponses<'a>,
+    /// The host state of a verified `requestState`, as the host sealed it.
+    pub request_state: Option<&'a [u8]>,
+    /// The input kinds the client declared on this request (`2026-07-28`).
+    pub client: ClientCapabilities,
+    pub(crate) responder: Answers<'a>,
+}
+
+impl GetPrompt<'_> {
+    /// Asks the client for input first (see [`Engine::answer_input_required`](crate::Engine::answer_input_required)).
+    pub fn input_required(mut self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
+        self.responder.answer_input_required(self.ticket, input)
+    }
+    /// Answers with the rendered prompt now.
+    pub fn answer(mut self, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
+        self.responder.answer_prompt(self.ticket, output)
+    }
+    /// Answers with an error now.
+    pub fn fail(mut self, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.responder.answer_error(self.ticket, None, error)
+    }
+}
+
+/// What a completion is for.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum CompletionRef<'a> {
+    /// An argument of this prompt.
+    Prompt(&'a Prompt),
+    /// A variable of this resource template.
+    Template(&'a ResourceTemplate),
+}
+
+/// A completion request (`completion/complete`) the host answers with candidate values.
+///
+/// Answer it now with [`Complete::answer`], or keep [`Complete::ticket`] and answer later
+/// with [`Engine::answer_completion`](crate::Engine::answer_completion).
+#[non_exhaustive]
+pub struct Complete<'a> {
+    /// The ticket, for answering later.
+    pub ticket: Ticket,
+    /// The prompt or template, as declared in the catalog.
+    pub reference: CompletionRef<'a>,
+    /// The argument (prompt) or variable (template) being completed; a declared one.
+    pub argument: &'a str,
+    /// What the user typed so far.
+    pub value: &'a str,
+    /// `context.arguments`: values already given for other arguments (`{}` if none).
+    pub context: Arguments<'a>,
+    /// The revision the request was made under.
+    pub revision: Revision,
+    pub(crate) responder: Answers<'a>,
+}
+
+impl Complete<'_> {
+    /// Answers now (see [`Engine::answer_completion`](crate::Engine::answer_completion)).
+    pub fn answer(mut self, values: &[&str], total: Option<u64>, has_more: bool) -> Result<(), AnswerError> {
+        self.responder.answer_completion(self.ticket, values, total, has_more)
+    }
+    /// Answers with an error now.
+    pub fn fail(mut self, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.responder.answer_error(self.ticket, None, error)
+    }
+}
+
+macro_rules! debug_fields {
+    ($t:ident: $($f:ident),*) => {
+        impl fmt::Debug for $t<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($t))$(.field(stringify!($f), &self.$f))*.finish_non_exhaustive()
+            }
+        }
+    };
+}
+debug_fields!(CallTool: ticket, tool, arguments, revision, input_responses, request_state, client);
+debug_fields!(ReadResource: ticket, uri, template, variables, revision, input_responses, request_state, client);
+debug_fields!(GetPrompt: ticket, prompt, arguments, revision, input_responses, request_state, client);
+debug_fields!(Complete: ticket, reference, argument, value, context, revision);
+
+/// Work for the host, returned by [`Engine::poll_event`](crate::Engine::poll_event). It borrows the engine: answer
+/// through it, or copy what must outlive it (the ticket, the arguments) and answer later.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// Call a tool.
+    CallTool(CallTool<'a>),
+    /// Read a resource.
+    ReadResource(ReadResource<'a>),
+    /// Render a prompt.
+    GetPrompt(GetPrompt<'a>),
+    /// Complete an argument of a prompt or resource template.
+    Complete(Complete<'a>),
+    /// The client cancelled this ticket. Stop the work if you can; an answer given
+    /// later is discarded ([`AnswerError::UnknownTicket`]).
+    Cancelled(Ticket),
+}
+
+impl Event<'_> {
+    /// The ticket this event is about.
+    pub fn ticket(&self) -> Ticket {
+        match self {
+            Self::CallTool(c) => c.ticket,
+            Self::ReadResource(r) => r.ticket,
+            Self::GetPrompt(p) => p.ticket,
+            Self::Complete(c) => c.ticket,
+            Self::Cancelled(t) => *t,
+        }
+    }
+}

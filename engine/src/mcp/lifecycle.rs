@@ -1,0 +1,667 @@
+//! The lifecycle: every rule about which revision a request is served under and which
+//! methods exist under it, for stdio and HTTP alike, in one place.
+//!
+//! - [`Rules`]: what a transport allows ([`STDIO`], [`HTTP`]).
+//! - [`OPENERS`]: requests served before a revision is decided (the era probe, the
+//!   session opener, a `ping` before `initialize`).
+//! - [`revision`]: the `_meta` checks that decide the revision (one implementation for
+//!   both transports).
+//! - [`METHODS`]: which method exists under which revision and what it needs.
+//! - [`NOTIFICATIONS`]: which notifications the core acts on.
+//! - [`Session`]: what a session-bound client set up (stdio owns one; HTTP sessions will
+//!   look one up by id).
+//!
+//! `docs/architecture.md` shows these tables; a test keeps it identical to the rows here.
+
+use simd_json::{Node, StaticNode};
+
+use crate::catalog::Catalog;
+use crate::error::{Detail, Detailed, PeerError};
+use crate::jsonrpc::Req;
+use crate::level::{LOG_LEVELS, LogLevel};
+use crate::revision::Revision;
+use crate::wire::cursor::ListKind;
+use crate::wire::{headers, json};
+
+/// What a session-bound client set up on its stream (`2025-11-25` / `2025-06-18`): stdio
+/// owns one; HTTP sessions will look one up by id.
+#[derive(Debug, Default)]
+pub(crate) struct Session {
+    /// The revision `initialize` negotiated.
+    pub(crate) legacy: Option<Revision>,
+    /// The level `logging/setLevel` set.
+    pub(crate) log_level: Option<LogLevel>,
+    /// `notifications/initialized` was received.
+    pub(crate) initialized: bool,
+    /// The uris subscribed with `resources/subscribe`.
+    pub(crate) uris: Vec<Box<str>>,
+}
+
+/// Which transport the core serves: the rules differ (DIGEST A.8, beam_mcp "dual-era is a
+/// stdio fact").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Dual-era, newline-delimited JSON-RPC.
+    Stdio,
+    /// Stateless 2026-07-28 only, with mirrored headers.
+    Http,
+}
+/// What a transport allows (DIGEST A.8: dual-era is a stdio fact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rules {
+    /// The revisions a request may name in `_meta`, newest first.
+    pub(crate) supported: &'static [Revision],
+    /// `initialize` opens a session on the stream, and a request naming no revision is
+    /// served under the session's.
+    pub(crate) sessions: bool,
+    /// The `Mcp-*` and `MCP-Protocol-Version` headers must mirror the body; checked,
+    /// with `clientCapabilities`, before the revision (the conformance suite's order,
+    /// DIGEST Part D item 2).
+    pub(crate) mirrored_headers: bool,
+    /// The client cancels a request with `notifications/cancelled` (over HTTP it closes
+    /// the response stream instead).
+    pub(crate) cancel_by_message: bool,
+}
+
+/// Newline-delimited JSON-RPC: every revision, sessions opened with `initialize`.
+pub(crate) const STDIO: Rules =
+    Rules { supported: &Revision::ALL, sessions: true, mirrored_headers: false, cancel_by_message: true };
+
+/// Streamable HTTP: stateless `2026-07-28` only, headers mirrored.
+pub(crate) const HTTP: Rules = Rules {
+    supported: &[Revision::V2026_07_28],
+    sessions: false,
+    mirrored_headers: true,
+    cancel_by_message: false,
+};
+
+impl Mode {
+    /// The rules of this transport.
+    pub(crate) fn rules(self) -> &'static Rules {
+        match self {
+            Self::Stdio => &STDIO,
+            Self::Http => &HTTP,
+        }
+    }
+}
+
+/// A method the core serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    Discover,
+    Initialize,
+    Ping,
+    SetLevel,
+    List(ListKind),
+    CallTool,
+    ReadResource,
+    GetPrompt,
+    Complete,
+    Listen,
+    Subscribe,
+    Unsubscribe,
+}
+
+/// Under which revisions a method exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Eras {
+    Any,
+    /// `2026-07-28` only.
+    Stateless,
+    /// `2025-11-25` and `2025-06-18` only.
+    Session,
+}
+
+impl Eras {
+    fn admits(self, rev: Revision) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Stateless => rev.is_stateless(),
+            Self::Session => !rev.is_stateless(),
+        }
+    }
+}
+
+/// What a method needs from the configuration and the catalog (else `-32601`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Needs {
+    Nothing,
+    Tools,
+    Resources,
+    Prompts,
+    /// [`Config::logging`](crate::Config::logging).
+    Logging,
+    /// [`Config::completions`](crate::Config::completions).
+    Completions,
+    /// [`Config::list_changed`](crate::Config::list_changed) or
+    /// [`Config::resource_subscriptions`](crate::Config::resource_subscriptions).
+    Notifications,
+    /// Resources and [`Config::resource_subscriptions`](crate::Config::resource_subscriptions).
+    ResourceSubscriptions,
+}
+
+/// What the configuration and the catalog offer, as [`Needs`] asks it (fixed for an
+/// engine's life: a catalog replacement keeps every family).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Features {
+    pub(crate) tools: bool,
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
+    pub(crate) logging: bool,
+    pub(crate) completions: bool,
+    pub(crate) list_changed: bool,
+    pub(crate) resource_subscriptions: bool,
+}
+
+impl Features {
+    fn meet(&self, needs: Needs) -> bool {
+        match needs {
+            Needs::Nothing => true,
+            Needs::Tools => self.tools,
+            Needs::Resources => self.resources,
+            Needs::Prompts => self.prompts,
+            Needs::Logging => self.logging,
+            Needs::Completions => self.completions,
+            Needs::Notifications => self.list_changed || self.resource_subscriptions,
+            Needs::ResourceSubscriptions => self.resources && self.resource_subscriptions,
+        }
+    }
+}
+
+/// One row of [`METHODS`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Row {
+    pub(crate) name: &'static str,
+    pub(crate) method: Method,
+    pub(crate) eras: Eras,
+    pub(crate) needs: Needs,
+}
+
+const fn row(name: &'static str, method: Method, eras: Eras, needs: Needs) -> Row {
+    Row { name, method, eras, needs }
+}
+
+/// Every method, once the revision is decided. A method not here, or whose row does not
+/// admit the revision or whose needs are not met, is `-32601`.
+pub(crate) const METHODS: [Row; 14] = [
+    row("server/discover", Method::Discover, Eras::Any, Needs::Nothing),
+    row("ping", Method::Ping, Eras::Session, Needs::Nothing),
+    row("logging/setLevel", Method::SetLevel, Eras::Session, Needs::Logging),
+    row("tools/list", Method::List(ListKind::Tools), Eras::Any, Needs::Tools),
+    row("tools/call", Method::CallTool, Eras::Any, Needs::Tools),
+    row("resources/list", Method::List(ListKind::Resources), Eras::Any, Needs::Resources),
+    row("resources/templates/list", Method::List(ListKind::ResourceTemplates), Eras::Any, Needs::Resources),
+    row("resources/read", Method::ReadResource, Eras::Any, Needs::Resources),
+    row("prompts/list", Method::List(ListKind::Prompts), Eras::Any, Needs::Prompts),
+    row("prompts/get", Method::GetPrompt, Eras::Any, Needs::Prompts),
+    row("completion/complete", Method::Complete, Eras::Any, Needs::Completions),
+    row("subscriptions/listen", Method::Listen, Eras::Stateless, Needs::Notifications),
+    row("resources/subscribe", Method::Subscribe, Eras::Session, Needs::ResourceSubscriptions),
+    row("resources/unsubscribe", Method::Unsubscribe, Eras::Session, Needs::ResourceSubscriptions),
+];
+
+/// The method `name` under `rev`, if it exists there and `features` meet its needs.
+pub(crate) fn method(name: &str, rev: Revision, features: &Features) -> Option<Method> {
+    METHODS
+        .iter()
+        .find(|r| r.name == name)
+        .filter(|r| r.eras.admits(rev) && features.meet(r.needs))
+        .map(|r| r.method)
+}
+
+/// When an opener is served before the revision is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum When {
+    /// Always (on a transport with sessions).
+    Always,
+    /// When the request's `params._meta` is absent (else it is checked like any other).
+    NoMeta,
+    /// When `params._meta` is absent and no session is open.
+    NoMetaNoSession,
+}
+
+/// One row of [`OPENERS`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Opener {
+    pub(crate) name: &'static str,
+    pub(crate) when: When,
+    pub(crate) method: Method,
+}
+
+/// Requests served before the revision is decided, on a transport with sessions only:
+/// the era probe (answered bare), the session opener, and a `ping` before `initialize`
+/// (the session-bound lifecycle allows it).
+pub(crate) const OPENERS: [Opener; 3] = [
+    Opener { name: "server/discover", when: When::NoMeta, method: Method::Discover },
+    Opener { name: "initialize", when: When::Always, method: Method::Initialize },
+    Opener { name: "ping", when: When::NoMetaNoSession, method: Method::Ping },
+];
+
+/// The opener `req` is, if it is one under `rules`.
+pub(crate) fn opener(rules: &Rules, req: &Req<'_, '_>, session: &Session) -> Option<Method> {
+    if !rules.sessions {
+        return None;
+    }
+    let no_meta = req.meta.at.is_none();
+    OPENERS
+        .iter()
+        .find(|o| o.name == req.method)
+        .filter(|o| match o.when {
+            When::Always => true,
+            When::NoMeta => no_meta,
+            When::NoMetaNoSession => no_meta && session.legacy.is_none(),
+        })
+        .map(|o| o.method)
+}
+
+/// Decides the revision `req` is served under, or refuses it. In order:
+///
+/// 1. `params._meta`, when present, is an object;
+/// 2. it names `io.modelcontextprotocol/protocolVersion` (else the open session's
+///    revision, if the transport has sessions and one is open);
+/// 3. as a string;
+/// 4. where headers are mirrored: `clientCapabilities` is an object, then the headers
+///    mirror the body (`-32020`);
+/// 5. the revision is one the transport supports (`-32022`, listing them);
+/// 6. a session-bound revision is served as named; `2026-07-28` needs
+///    `clientCapabilities` (an object) and a known `logLevel`, if any.
+pub(crate) fn revision<'t>(
+    rules: &Rules,
+    req: &Req<'_, 't>,
+    session: &Session,
+    catalog: &Catalog,
+    headers: &'t [httparse::Header<'t>],
+    detail: &mut Detail,
+) -> Result<Revision, PeerError<'t>> {
+    let (n, meta) = (req.n, &req.meta);
+    if meta.at.is_some_and(|m| !json::is_object(n, m)) {
+        return Err(PeerError::MetaNotObject);
+    }
+    let Some(vi) = meta.version else {
+        return match session.legacy {
+            Some(r) if rules.sessions => Ok(r),
+            _ => Err(PeerError::MetaMissing(rules.sessions)),
+        };
+    };
+    let requested = json::str_at(n, vi).ok_or(PeerError::VersionNotString)?;
+    let capabilities = meta.capabilities.is_some_and(|c| json::is_object(n, c));
+    if rules.mirrored_headers {
+        if !capabilities {
+            return Err(PeerError::CapabilitiesMissing);
+        }
+        check_headers(catalog, req, requested, headers, detail)?;
+    }
+    let rev = Revision::parse(requested)
+        .filter(|r| rules.supported.contains(r))
+        .ok_or(PeerError::UnsupportedVersion { requested, supported: rules.supported })?;
+    if !rev.is_stateless() {
+        return Ok(rev);
+    }
+    if !capabilities {
+        return Err(PeerError::CapabilitiesMissing);
+    }
+    if let Some(li) = meta.log_level
+        && !json::str_at(n, li).is_some_and(|l| LOG_LEVELS.contains(&l))
+    {
+        return Err(PeerError::UnknownMetaLogLevel);
+    }
+    Ok(rev)
+}
+
+/// Runs the header matcher over what the body says.
+fn check_headers<'t>(
+    catalog: &Catalog,
+    req: &Req<'_, 't>,
+    version: &'t str,
+    headers: &'t [httparse::Header<'t>],
+    detail: &mut Detail,
+) -> Result<(), PeerError<'t>> {
+    let n = req.n;
+    let method = req.method;
+    let name = match method {
+        "tools/call" | "prompts/get" => req.str_at(req.name),
+        "resources/read" => req.str_at(req.uri),
+        _ => None,
+    };
+    let declared = match (method, name) {
+        ("tools/call", Some(tool)) => catalog.tool_header_params(tool).unwrap_or(&[]),
+        _ => &[],
+    };
+    // Checked in groups so that no tool, however many annotations it has, needs a
+    // heap-allocated list.
+    const GROUP: usize = 8;
+    let mut groups = declared.chunks(GROUP).peekable();
+    loop {
+        let mut checks: heapless::Vec<headers::ParamCheck<'_>, GROUP> = heapless::Vec::new();
+        if let Some(group) = groups.next() {
+            for param in group {
+                let value = body_value(n, req.arguments, &param.path);
+                // `GROUP` elements at most: cannot overflow.
+                let _ = checks.push(headers::ParamCheck { header: &param.header, kind: param.kind, value });
+            }
+        }
+        let expected = headers::Expected { protocol_version: version, method, name, params: &checks };
+        headers::check(headers, &expected).map_err(|m| detail.render(Detailed::HeaderMismatch(&m)))?;
+        if groups.peek().is_none() {
+            return Ok(());
+        }
+    }
+}
+
+/// The log level a `2026-07-28` request asks for in its `_meta`.
+pub(crate) fn request_log_level(req: &Req<'_, '_>) -> Option<LogLevel> {
+    LogLevel::parse(req.str_at(req.meta.log_level)?)
+}
+
+/// The body value at `path` below the `arguments` object, as the header matcher sees it.
+fn body_value<'t>(n: &[Node<'t>], args: Option<usize>, path: &[Box<str>]) -> headers::BodyValue<'t> {
+    use headers::BodyValue;
+    let Some(mut at) = args else { return BodyValue::Absent };
+    for key in path {
+        match json::get(n, at, key) {
+            Some(next) => at = next,
+            None => return BodyValue::Absent,
+        }
+    }
+    match n.get(at) {
+        Some(Node::String(s)) => BodyValue::Str(s),
+        Some(Node::Static(StaticNode::I64(v))) => BodyValue::I64(*v),
+        Some(Node::Static(StaticNode::U64(v))) => BodyValue::U64(*v),
+        Some(Node::Static(StaticNode::F64(v))) => BodyValue::F64(*v),
+        Some(Node::Static(StaticNode::Bool(b))) => BodyValue::Bool(*b),
+        Some(Node::Static(StaticNode::Null)) => BodyValue::Null,
+        _ => BodyValue::Other,
+    }
+}
+
+/// A notification the core acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Notification {
+    /// `notifications/initialized`: the session is ready (tracked, not enforced).
+    Initialized,
+    /// `notifications/cancelled`: the host learns, nothing more is sent for the request.
+    Cancelled,
+}
+
+/// When a notification is acted on (else it is ignored, as JSON-RPC asks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Heeded {
+    /// Once `initialize` opened a session.
+    InSession,
+    /// On a transport where the client cancels by message (HTTP cancels by closing the
+    /// response stream).
+    ByMessage,
+}
+
+/// Every notification the core acts on; all others are ignored.
+pub(crate) const NOTIFICATIONS: [(&str, Notification, Heeded); 2] = [
+    ("notifications/initialized", Notification::Initialized, Heeded::InSession),
+    ("notifications/cancelled", Notification::Cancelled, Heeded::ByMessage),
+];
+
+/// The notification `name` is, if the core acts on it now.
+pub(crate) fn notification(rules: &Rules, name: &str, session: &Session) -> Option<Notification> {
+    NOTIFICATIONS
+        .iter()
+        .find(|(n, ..)| *n == name)
+        .filter(|(_, _, when)| match when {
+            Heeded::InSession => session.legacy.is_some(),
+            Heeded::ByMessage => rules.cancel_by_message,
+        })
+        .map(|(_, kind, _)| *kind)
+}
+
+/// The lifecycle tables as `docs/architecture.md` shows them (kept identical by a test).
+#[cfg(test)]
+pub(crate) fn tables_markdown() -> String {
+    use core::fmt::Write as _;
+    let mut s = String::new();
+    s.push_str("| request | served before the revision is decided when |\n|---|---|\n");
+    for o in OPENERS {
+        let when = match o.when {
+            When::Always => "always (stdio)",
+            When::NoMeta => "no `params._meta` (stdio)",
+            When::NoMetaNoSession => "no `params._meta`, no session yet (stdio)",
+        };
+        let _ = writeln!(s, "| `{}` | {when} |", o.name);
+    }
+    s.push_str("\n| method | revisions | needs |\n|---|---|---|\n");
+    for r in METHODS {
+        let eras = match r.eras {
+            Eras::Any => "any",
+            Eras::Stateless => "2026-07-28",
+            Eras::Session => "2025-11-25, 2025-06-18",
+        };
+        let needs = match r.needs {
+            Needs::Nothing => "—",
+            Needs::Tools => "tools in the catalog",
+            Needs::Resources => "resources or templates in the catalog",
+            Needs::Prompts => "prompts in the catalog",
+            Needs::Logging => "`Config::logging`",
+            Needs::Completions => "`Config::completions`",
+            Needs::Notifications => "`Config::list_changed` or `Config::resource_subscriptions`",
+            Needs::ResourceSubscriptions => "resources, and `Config::resource_subscriptions`",
+        };
+        let _ = writeln!(s, "| `{}` | {eras} | {needs} |", r.name);
+    }
+    s.push_str("\n| notification | acted on when | does |\n|---|---|---|\n");
+    for (name, kind, when) in NOTIFICATIONS {
+        let when = match when {
+            Heeded::InSession => "a session is open",
+            Heeded::ByMessage => "the transport cancels by message (stdio)",
+        };
+        let does = match kind {
+            Notification::Initialized => "marks the session initialized (tracked, not enforced)",
+            Notification::Cancelled => "frees the ticket, `Event::Cancelled`; ends a listen stream it names",
+        };
+        let _ = writeln!(s, "| `{name}` | {when} | {does} |");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::{Message, Parser, decode};
+
+    const ALL: Features = Features {
+        tools: true,
+        resources: true,
+        prompts: true,
+        logging: true,
+        completions: true,
+        list_changed: true,
+        resource_subscriptions: true,
+    };
+    const NONE: Features = Features {
+        tools: false,
+        resources: false,
+        prompts: false,
+        logging: false,
+        completions: false,
+        list_changed: false,
+        resource_subscriptions: false,
+    };
+    const NEW: Revision = Revision::V2026_07_28;
+    const OLD: Revision = Revision::V2025_11_25;
+    const OLDEST: Revision = Revision::V2025_06_18;
+
+    /// `method!(name, revision, features => expected)`: one row of the method table.
+    macro_rules! method {
+        ($name:literal, $rev:expr, $f:expr => $expected:expr) => {
+            assert_eq!(method($name, $rev, &$f), $expected, "{} under {:?}", $name, $rev);
+        };
+    }
+
+    #[test]
+    fn every_method_row() {
+        use Method as M;
+        method!("server/discover", NEW, NONE => Some(M::Discover));
+        method!("server/discover", OLDEST, NONE => Some(M::Discover));
+        method!("ping", OLD, NONE => Some(M::Ping));
+        method!("ping", NEW, ALL => None);
+        method!("logging/setLevel", OLD, ALL => Some(M::SetLevel));
+        method!("logging/setLevel", OLD, Features { logging: false, ..ALL } => None);
+        method!("logging/setLevel", NEW, ALL => None);
+        method!("tools/list", NEW, ALL => Some(M::List(ListKind::Tools)));
+        method!("tools/list", OLD, Features { tools: false, ..ALL } => None);
+        method!("tools/call", OLDEST, ALL => Some(M::CallTool));
+        method!("tools/call", NEW, Features { tools: false, ..ALL } => None);
+        method!("resources/list", NEW, ALL => Some(M::List(ListKind::Resources)));
+        method!("resources/templates/list", OLD, ALL => Some(M::List(ListKind::ResourceTemplates)));
+        method!("resources/templates/list", OLD, Features { resources: false, ..ALL } => None);
+        method!("resources/read", NEW, ALL => Some(M::ReadResource));
+        method!("resources/read", NEW, Features { resources: false, ..ALL } => None);
+        method!("prompts/list", OLDEST, ALL => Some(M::List(ListKind::Prompts)));
+        method!("prompts/get", NEW, ALL => Some(M::GetPrompt));
+        method!("prompts/get", NEW, Features { prompts: false, ..ALL } => None);
+        method!("completion/complete", NEW, ALL => Some(M::Complete));
+        method!("completion/complete", OLD, Features { completions: false, ..ALL } => None);
+        method!("subscriptions/listen", NEW, Features { resource_subscriptions: false, ..ALL } => Some(M::Listen));
+        method!("subscriptions/listen", NEW, Features { list_changed: false, ..ALL } => Some(M::Listen));
+        method!("subscriptions/listen", NEW, Features { list_changed: false, resource_subscriptions: false, ..ALL } => None);
+        method!("subscriptions/listen", OLD, ALL => None);
+        method!("resources/subscribe", OLD, ALL => Some(M::Subscribe));
+        method!("resources/subscribe", NEW, ALL => None);
+        method!("resources/subscribe", OLD, Features { resource_subscriptions: false, ..ALL } => None);
+        method!("resources/unsubscribe", OLDEST, ALL => Some(M::Unsubscribe));
+        method!("resources/unsubscribe", OLDEST, Features { resources: false, ..ALL } => None);
+        // Not in the table at all.
+        method!("initialize", OLD, ALL => None);
+        method!("tools/remove", NEW, ALL => None);
+        method!("", NEW, ALL => None);
+        // Every row is reachable under some revision with every feature on.
+        for r in METHODS {
+            assert!([NEW, OLD].iter().any(|&rev| method(r.name, rev, &ALL) == Some(r.method)), "{}", r.name);
+        }
+    }
+
+    /// Runs `f` over the request decoded from `json`.
+    fn with_req(json: &str, f: impl FnOnce(&Req<'_, '_>)) {
+        let mut bytes = json.as_bytes().to_vec();
+        let mut parser = Parser::new(bytes.len() + 2, 64);
+        parser.parse(&mut bytes, |parsed| {
+            let n = parsed.expect("valid JSON");
+            let Message::Request(req) = decode(n) else { panic!("not a request: {json}") };
+            f(&req);
+        });
+    }
+
+    fn request(method: &str, meta: &str) -> String {
+        let params = if meta.is_empty() { String::new() } else { format!(r#","params":{{"_meta":{meta}}}"#) };
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}"{params}}}"#)
+    }
+
+    fn session(rev: Option<Revision>) -> Session {
+        Session { legacy: rev, ..Session::default() }
+    }
+
+    /// `opener!(rules, method, meta, session => expected)`: one row of the opener table.
+    macro_rules! opener {
+        ($rules:expr, $method:literal, $meta:literal, $session:expr => $expected:expr) => {
+            with_req(&request($method, $meta), |req| {
+                assert_eq!(opener(&$rules, req, &session($session)), $expected, "{} {}", $method, $meta);
+            });
+        };
+    }
+
+    #[test]
+    fn every_opener_row() {
+        use Method as M;
+        let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
+        opener!(STDIO, "server/discover", "", None => Some(M::Discover));
+        opener!(STDIO, "server/discover", "", Some(OLD) => Some(M::Discover));
+        with_req(&request("server/discover", meta), |req| {
+            assert_eq!(opener(&STDIO, req, &session(None)), None)
+        });
+        opener!(STDIO, "initialize", "", None => Some(M::Initialize));
+        opener!(STDIO, "initialize", "", Some(OLD) => Some(M::Initialize));
+        opener!(STDIO, "ping", "", None => Some(M::Ping));
+        opener!(STDIO, "ping", "", Some(OLD) => None);
+        opener!(STDIO, "tools/list", "", None => None);
+        // Streamable HTTP opens no session: nothing is served before the revision.
+        opener!(HTTP, "server/discover", "", None => None);
+        opener!(HTTP, "initialize", "", None => None);
+        opener!(HTTP, "ping", "", None => None);
+    }
+
+    #[test]
+    fn every_notification_row() {
+        use Notification as N;
+        let (open, fresh) = (session(Some(OLD)), session(None));
+        assert_eq!(notification(&STDIO, "notifications/initialized", &open), Some(N::Initialized));
+        assert_eq!(notification(&STDIO, "notifications/initialized", &fresh), None);
+        assert_eq!(notification(&STDIO, "notifications/cancelled", &fresh), Some(N::Cancelled));
+        assert_eq!(notification(&HTTP, "notifications/cancelled", &fresh), None);
+        assert_eq!(notification(&STDIO, "notifications/progress", &open), None);
+    }
+
+    /// `revision!(rules, meta, session, headers => expected)`: one step of the `_meta`
+    /// rules (`Ok(revision)` or the refusal's message).
+    macro_rules! revision {
+        ($rules:expr, $method:literal, $meta:literal, $session:expr, $headers:expr => $expected:expr) => {
+            with_req(&request($method, $meta), |req| {
+                let catalog = crate::catalog::Catalog::builder().build().unwrap();
+                let mut detail = Detail::default();
+                let got = revision(&$rules, req, &session($session), &catalog, $headers, &mut detail)
+                    .map_err(|e| {
+                        if matches!(e, PeerError::Detailed { .. }) {
+                            detail.message.clone()
+                        } else {
+                            e.to_string()
+                        }
+                    });
+                let expected: Result<Revision, &str> = $expected;
+                assert_eq!(got, expected.map_err(str::to_owned), "{} {}", $method, $meta);
+            });
+        };
+    }
+
+    #[test]
+    fn every_revision_rule() {
+        let none: &[httparse::Header<'_>] = &[];
+        // 1. `_meta` must be an object.
+        revision!(STDIO, "tools/list", "3", None, none => Err("Invalid params: params._meta must be an object"));
+        revision!(HTTP, "tools/list", "[]", None, none => Err("Invalid params: params._meta must be an object"));
+        // 2. A revision named, or the session's.
+        revision!(STDIO, "tools/list", "", Some(OLDEST), none => Ok(OLDEST));
+        revision!(STDIO, "tools/list", "{}", Some(OLD), none => Ok(OLD));
+        revision!(STDIO, "tools/list", "", None, none => Err("Invalid params: params._meta must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities (or open the stream with initialize)"));
+        revision!(HTTP, "tools/list", "", Some(OLD), none => Err("Invalid params: params._meta must carry io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"));
+        // 3. As a string.
+        revision!(STDIO, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":7}"#, None, none => Err("Invalid params: io.modelcontextprotocol/protocolVersion must be a string"));
+        // 4. Over HTTP, capabilities and headers come before the revision.
+        revision!(HTTP, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"1999-01-01"}"#, None, none => Err("Invalid params: params._meta must carry io.modelcontextprotocol/clientCapabilities as an object"));
+        let err = "Header mismatch: MCP-Protocol-Version header is missing; body value is '1999-01-01'";
+        revision!(HTTP, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"1999-01-01","io.modelcontextprotocol/clientCapabilities":{}}"#, None, none => Err(err));
+        // 5. A revision the transport speaks.
+        revision!(STDIO, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"1999-01-01"}"#, None, none => Err("Unsupported protocol version: 1999-01-01"));
+        let headers = [
+            httparse::Header { name: "MCP-Protocol-Version", value: b"2025-11-25" },
+            httparse::Header { name: "Mcp-Method", value: b"tools/list" },
+        ];
+        revision!(HTTP, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}"#, None, &headers => Err("Unsupported protocol version: 2025-11-25"));
+        // 6. Session-bound revisions as named; 2026-07-28 with capabilities and a known level.
+        revision!(STDIO, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}"#, Some(OLD), none => Ok(OLDEST));
+        revision!(STDIO, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#, None, none => Err("Invalid params: params._meta must carry io.modelcontextprotocol/clientCapabilities as an object"));
+        revision!(STDIO, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}"#, None, none => Err("Invalid params: params._meta must carry io.modelcontextprotocol/clientCapabilities as an object"));
+        revision!(STDIO, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}"#, None, none => Err("Invalid params: unknown io.modelcontextprotocol/logLevel"));
+        revision!(STDIO, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}"#, Some(OLD), none => Ok(NEW));
+        let headers = [
+            httparse::Header { name: "MCP-Protocol-Version", value: b"2026-07-28" },
+            httparse::Header { name: "Mcp-Method", value: b"tools/list" },
+        ];
+        revision!(HTTP, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#, None, &headers => Ok(NEW));
+    }
+
+    #[test]
+    fn the_architecture_doc_shows_these_tables() {
+        let doc = include_str!("../../../docs/architecture.md");
+        for table in tables_markdown().split("\n\n") {
+            assert!(
+                doc.contains(table.trim_end()),
+                "docs/architecture.md must show this lifecycle table as the code has it:\n{table}"
+            );
+        }
+    }
+}

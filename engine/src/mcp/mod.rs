@@ -1,0 +1,539 @@
+//! The MCP core: everything MCP means, and nothing about transport bytes.
+//!
+//! [`Core`] owns its parts and is the only place that sees every family:
+//! - [`tickets`]: the ticket table (work handed to the host), cancellations;
+//! - [`answers`]: the one handle answers and notifications are written through;
+//! - [`lifecycle`]: THE tables of revision and method rules, and the [`Session`] value;
+//! - [`streams`]: the open `subscriptions/listen` streams and their fan-out;
+//! - [`prepared`]: fragments written once per engine;
+//! - [`event`]: what the host is asked to do;
+//! - method handlers, each a file: [`requests`] (work for the host), [`lists`], [`subs`];
+//! - [`mrtr`]: multi-round-trip requests (`input_required`, `requestState`).
+//!
+//! This file holds `Core`, its interface to the transports ([`Core::handle`] in, the
+//! outbox and [`Core::next_event`] out, getters) and the dispatcher.
+//!
+//! May use: `wire`, `catalog`, `content`, `error`, `config`, `jsonrpc`, `output` and the
+//! leaf modules. May not touch: transport state (`stdio`, `http`), sockets, clocks: the
+//! transports pass time in and route what the outbox holds.
+
+pub(crate) mod answers;
+pub(crate) mod event;
+pub(crate) mod lifecycle;
+pub(crate) mod lists;
+pub mod mrtr;
+pub(crate) mod prepared;
+pub(crate) mod requests;
+pub(crate) mod streams;
+pub mod subs;
+pub(crate) mod tickets;
+
+use std::collections::VecDeque;
+
+use simd_json::Node;
+
+use crate::catalog::Catalog;
+use crate::catalog::uritemplate::Captures;
+use crate::config::Config;
+use crate::error::{Detail, PeerError};
+use crate::jsonrpc::{self, Message, Reply, Req};
+use crate::level::LogLevel;
+use crate::mcp::answers::Answers;
+use crate::mcp::answers::{result_end, result_start};
+use crate::mcp::event::{
+    Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, TemplateVars,
+};
+use crate::mcp::lifecycle::Method;
+pub(crate) use crate::mcp::lifecycle::Mode;
+use crate::mcp::lifecycle::Session;
+use crate::mcp::lifecycle::{Notification, notification};
+use crate::mcp::mrtr::InputResponses;
+use crate::mcp::mrtr::{ClientCapabilities, MAX_INPUT_REQUESTS};
+use crate::mcp::prepared::Prepared;
+use crate::mcp::streams::Subscriptions;
+use crate::mcp::tickets::Slot;
+use crate::mcp::tickets::Tickets;
+use crate::mcp::tickets::{PendingKind, Ticket, cancelled_id};
+use crate::output::{Outbox, Route};
+use crate::revision::Revision;
+use crate::wire::json;
+
+/// Everything but the input buffer and the parser, so a parsed frame (which borrows
+/// those two) can be handled with `&mut Core`.
+pub(crate) struct Core {
+    pub(crate) cfg: Config,
+    pub(crate) catalog: Catalog,
+    pub(crate) prepared: Prepared,
+    pub(crate) scratch: Scratch,
+    pub(crate) mode: Mode,
+    pub(crate) tickets: Tickets,
+    pub(crate) outbox: Outbox,
+    /// The session-bound state of the stream (stdio; HTTP serves no sessions yet).
+    pub(crate) session: Session,
+    pub(crate) subs: Subscriptions,
+    /// The route of the request being dispatched (becomes its ticket's route).
+    pub(crate) route: Route,
+    /// Frames processed (blank lines excluded).
+    pub(crate) frames: u64,
+    /// The latest time the engine was given, in microseconds.
+    pub(crate) now: u64,
+    /// Advances with every catalog replacement.
+    pub(crate) catalog_revision: u64,
+    /// The principal of the HTTP request being dispatched (see `http::Principal`).
+    pub(crate) principal: Option<[u8; 32]>,
+}
+
+/// Where the data of the current event lives (read by the event while it is held).
+pub(crate) struct Scratch {
+    pub(crate) args: Vec<u8>,
+    pub(crate) uri: String,
+    pub(crate) captures: Captures,
+    /// The argument name and value of a completion request.
+    pub(crate) completion: (String, String),
+    /// What the current request brings for a multi-round-trip request.
+    pub(crate) round: Round,
+    /// The decoded `requestState`.
+    pub(crate) state: Vec<u8>,
+    /// `inputResponses`: keys and values (compact JSON), back to back.
+    pub(crate) responses: Vec<u8>,
+}
+
+impl Round {
+    fn reset(&mut self) {
+        self.caps = ClientCapabilities::default();
+        self.host_state = None;
+        self.entries.clear();
+    }
+}
+
+/// The multi-round-trip part of the request being dispatched.
+#[derive(Default)]
+pub(crate) struct Round {
+    pub(crate) caps: ClientCapabilities,
+    pub(crate) digest: [u8; 32],
+    /// The host's part of a verified `requestState`, in `Scratch::state`.
+    pub(crate) host_state: Option<core::ops::Range<usize>>,
+    /// Key and value ranges in `Scratch::responses`.
+    pub(crate) entries: heapless::Vec<(core::ops::Range<usize>, core::ops::Range<usize>), MAX_INPUT_REQUESTS>,
+}
+
+/// A core for `mode`, with every buffer at its working size.
+pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
+    let prepared = Prepared::new(&cfg, &catalog);
+    let frame = cfg.max_frame_len;
+    let slots = vec![Slot { generation: 0, busy: None }; cfg.max_in_flight];
+    Core {
+        prepared,
+        mode,
+        // What a slow reader can leave buffered (the limit, past which input waits, plus
+        // the responses that crossed it and what was sent but not yet moved out): reserved
+        // at once, so a reader falling behind costs no reallocation. Pages are only touched
+        // as they are used.
+        outbox: Outbox {
+            out: Vec::with_capacity(cfg.max_buffered_output.min(16 << 20) + 192 * 1024),
+            out_pos: 0,
+            routed: Vec::with_capacity(cfg.max_in_flight),
+            detail: Detail::default(),
+        },
+        tickets: Tickets {
+            slots,
+            in_flight: 0,
+            pending: None,
+            delivered: false,
+            cancels: VecDeque::with_capacity(cfg.max_in_flight),
+        },
+        session: Session::default(),
+        subs: Subscriptions { list: Vec::with_capacity(cfg.max_subscriptions), subscribed: false },
+        route: Route::Stdio,
+        frames: 0,
+        now: 0,
+        catalog_revision: 0,
+        principal: None,
+        scratch: Scratch {
+            args: Vec::with_capacity(frame),
+            uri: String::with_capacity(1024),
+            captures: Captures::new(),
+            completion: (String::with_capacity(64), String::with_capacity(256)),
+            round: Round::default(),
+            state: Vec::with_capacity(mrtr::MAX_SEALED_LEN + 8),
+            responses: Vec::with_capacity(frame),
+        },
+        catalog,
+        cfg,
+    }
+}
+
+impl Core {
+    /// Forgets the delivered event (its borrow has ended).
+    pub(crate) fn release(&mut self) {
+        if self.tickets.delivered {
+            self.tickets.delivered = false;
+            self.tickets.pending = None;
+        }
+    }
+
+    // The interface the transports (stdio, HTTP) use: getters, time, and the outbox's
+    // contents. They never touch the core's fields.
+
+    /// The configuration.
+    pub(crate) fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The catalog being served.
+    pub(crate) fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The stream's session (stdio).
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Tickets handed out and not yet answered or cancelled.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.tickets.in_flight
+    }
+
+    /// Whether every ticket slot is busy.
+    pub(crate) fn slots_full(&self) -> bool {
+        self.tickets.in_flight >= self.cfg.max_in_flight
+    }
+
+    /// Whether a request waits to be polled as an event (processing is paused).
+    pub(crate) fn is_paused(&self) -> bool {
+        self.tickets.pending.is_some()
+    }
+
+    /// Whether [`Self::next_event`] has something.
+    pub(crate) fn has_event(&self) -> bool {
+        self.is_paused() || !self.tickets.cancels.is_empty()
+    }
+
+    /// Frames processed so far.
+    pub(crate) fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// Open `subscriptions/listen` streams.
+    pub(crate) fn subscriptions(&self) -> usize {
+        self.subs.list.len()
+    }
+
+    /// Ends the listen streams of `route` without a word (their connection is gone or
+    /// cannot take more).
+    pub(crate) fn drop_subscriptions(&mut self, route: Route) {
+        self.subs.list.retain(|s| s.route != route);
+    }
+
+    /// The catalog revision: one more with every replacement.
+    pub(crate) fn catalog_revision(&self) -> u64 {
+        self.catalog_revision
+    }
+
+    /// The time, in microseconds, that `requestState` expiry is measured against.
+    pub(crate) fn set_now(&mut self, micros: u64) {
+        self.now = micros;
+    }
+
+    /// The outbox (stdio: the byte stream; HTTP: messages tagged with their route).
+    pub(crate) fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    /// The outbox, to take what was sent.
+    pub(crate) fn outbox_mut(&mut self) -> &mut Outbox {
+        &mut self.outbox
+    }
+
+    /// The handle every answer and notification for a ticket goes through.
+    pub(crate) fn answers(&mut self) -> Answers<'_> {
+        Answers {
+            tickets: &mut self.tickets,
+            outbox: &mut self.outbox,
+            prepared: &self.prepared,
+            catalog: &self.catalog,
+            resources_cache: self.cfg.resources_cache,
+            now: self.now,
+        }
+    }
+
+    // ------------------------------------------------------------ events and cancellation
+    /// The next event: a cancellation, else the pending request (marked delivered).
+    pub(crate) fn next_event(&mut self) -> Option<Event<'_>> {
+        if let Some(t) = self.tickets.cancels.pop_front() {
+            return Some(Event::Cancelled(t));
+        }
+        let p = self.tickets.pending?;
+        let Self { cfg, catalog, prepared, scratch, tickets, outbox, now, .. } = self;
+        tickets.delivered = true;
+        let responder =
+            Answers { tickets, outbox, prepared, catalog, resources_cache: cfg.resources_cache, now: *now };
+        let args = Arguments { raw: core::str::from_utf8(&scratch.args).unwrap_or("{}") };
+        let input_responses = InputResponses { buf: &scratch.responses, entries: &scratch.round.entries };
+        let request_state = scratch.round.host_state.clone().and_then(|r| scratch.state.get(r));
+        let client = scratch.round.caps;
+        Some(match p.kind {
+            PendingKind::Tool(i) => Event::CallTool(CallTool {
+                ticket: p.ticket,
+                tool: &catalog.tools[i].tool,
+                arguments: args,
+                revision: p.revision,
+                input_responses,
+                request_state,
+                client,
+                responder,
+            }),
+            PendingKind::Prompt(i) => Event::GetPrompt(GetPrompt {
+                ticket: p.ticket,
+                prompt: &catalog.prompts[i].prompt,
+                arguments: args,
+                revision: p.revision,
+                input_responses,
+                request_state,
+                client,
+                responder,
+            }),
+            PendingKind::Complete(target) => Event::Complete(Complete {
+                ticket: p.ticket,
+                reference: match target {
+                    Ok(i) => CompletionRef::Prompt(&catalog.prompts[i].prompt),
+                    Err(i) => CompletionRef::Template(&catalog.templates[i].template),
+                },
+                argument: &scratch.completion.0,
+                value: &scratch.completion.1,
+                context: args,
+                revision: p.revision,
+                responder,
+            }),
+            PendingKind::Resource(t) => {
+                let entry = t.map(|t| &catalog.templates[t]);
+                Event::ReadResource(ReadResource {
+                    ticket: p.ticket,
+                    uri: &scratch.uri,
+                    template: entry.map(|e| &e.template),
+                    variables: TemplateVars {
+                        uri: &scratch.uri,
+                        names: entry.map_or(&[][..], |e| e.parsed.var_names()),
+                        captures: &scratch.captures,
+                    },
+                    revision: p.revision,
+                    input_responses,
+                    request_state,
+                    client,
+                    responder,
+                })
+            }
+        })
+    }
+    /// Cancels every ticket of `route` (its HTTP response stream closed): the host
+    /// learns through [`Event::Cancelled`] and nothing more is written for it.
+    pub(crate) fn cancel_route(&mut self, route: Route) {
+        self.subs.list.retain(|s| s.route != route);
+        for slot in 0..self.tickets.slots.len() {
+            let s = self.tickets.slots[slot];
+            if s.busy.is_some_and(|b| b.route == route) {
+                self.tickets.free(slot);
+                self.tickets.cancels.push_back(Ticket { slot: slot as u16, generation: s.generation });
+            }
+        }
+    }
+
+    /// Whether the cancellation notification `n` names a request holding a ticket.
+    pub(crate) fn cancel_is_live(&self, n: &[Node<'_>]) -> bool {
+        let Some(id) = cancelled_id(n, json::get(n, 0, "params")) else { return false };
+        self.tickets.slots.iter().any(|s| s.busy.is_some_and(|b| b.id.as_bytes() == id.as_bytes()))
+    }
+    // ------------------------------------------------------------ the lifecycle methods
+    /// Acts on a notification (never answered).
+    pub(crate) fn notification(&mut self, n: &[Node<'_>], method: &str, params: Option<usize>) {
+        match notification(self.mode.rules(), method, &self.session) {
+            Some(Notification::Initialized) => self.session.initialized = true,
+            Some(Notification::Cancelled) => {
+                let Some(idb) = cancelled_id(n, params) else { return };
+                let found = self
+                    .tickets
+                    .slots
+                    .iter()
+                    .position(|s| s.busy.is_some_and(|b| b.id.as_bytes() == idb.as_bytes()));
+                if let Some(slot) = found {
+                    let generation = self.tickets.slots[slot].generation;
+                    self.tickets.free(slot);
+                    self.tickets.cancels.push_back(Ticket { slot: slot as u16, generation });
+                }
+                // The client ends a listen stream: nothing more is sent on it.
+                self.subs.list.retain(|s| s.id.as_bytes() != idb.as_bytes());
+            }
+            None => {}
+        }
+    }
+
+    /// The session-bound `ping` answer: an empty result.
+    pub(crate) fn pong(&mut self, reply: Reply<'_, '_>) {
+        result_start(&mut self.outbox.out, reply);
+        self.outbox.out.extend_from_slice(b"}}\n");
+    }
+
+    /// `server/discover`: the revisions this transport speaks and the capabilities.
+    pub(crate) fn discover(&mut self, req: &Req<'_, '_>) {
+        let mut out = core::mem::take(&mut self.outbox.out);
+        result_start(&mut out, Reply::Id(req.id));
+        out.extend_from_slice(match self.mode {
+            Mode::Stdio => &self.prepared.discover,
+            Mode::Http => &self.prepared.discover_http,
+        });
+        result_end(&mut out, &self.prepared, Revision::V2026_07_28, Some(self.cfg.discover_cache));
+        self.outbox.out = out;
+    }
+
+    /// `initialize`: opens the stream's session under the requested revision if it is a
+    /// session-bound one we speak, else our latest.
+    pub(crate) fn initialize<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
+        let requested = req.str_at(req.param("protocolVersion")).ok_or(PeerError::InitializeNeedsVersion)?;
+        if self.session.legacy.is_some() {
+            return Err(PeerError::AlreadyInitialized);
+        }
+        let rev = Revision::parse(requested).filter(|r| !r.is_stateless()).unwrap_or(Revision::LATEST_LEGACY);
+        self.session.legacy = Some(rev);
+        let mut out = core::mem::take(&mut self.outbox.out);
+        result_start(&mut out, Reply::Id(req.id));
+        out.extend_from_slice(b"\"protocolVersion\":");
+        json::write_str(&mut out, rev.as_str());
+        out.push(b',');
+        out.extend_from_slice(&self.prepared.initialize);
+        out.extend_from_slice(b"}}\n");
+        self.outbox.out = out;
+        Ok(())
+    }
+
+    /// `logging/setLevel`: the level later requests of the session log at.
+    pub(crate) fn set_level<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
+        let level =
+            req.str_at(req.param("level")).and_then(LogLevel::parse).ok_or(PeerError::UnknownLogLevel)?;
+        self.session.log_level = Some(level);
+        self.pong(Reply::Id(req.id));
+        Ok(())
+    }
+    // ------------------------------------------------------------ the dispatcher
+
+    /// Answers a frame that is not valid JSON (or nests too deep).
+    fn parse_failure(&mut self, e: &simd_json::Error) -> u16 {
+        let e = if matches!(e.error(), simd_json::ErrorType::DepthLimitExceeded) {
+            PeerError::TooDeep(self.cfg.max_depth)
+        } else {
+            PeerError::Parse
+        };
+        self.outbox.reject(Reply::None, &e)
+    }
+
+    /// Answers a stdio frame longer than the limit.
+    pub(crate) fn oversized(&mut self) {
+        self.outbox.reject(Reply::None, &PeerError::Oversized(self.cfg.max_frame_len));
+    }
+
+    /// Serves one parsed message (or answers its parse failure) for the caller at
+    /// `route`, acting for `principal` (HTTP): the one entry point of both transports.
+    /// `headers` are the HTTP request's (empty on stdio).
+    pub(crate) fn handle<'t>(
+        &mut self,
+        route: Route,
+        principal: Option<[u8; 32]>,
+        parsed: Result<&[Node<'t>], simd_json::Error>,
+        headers: &'t [httparse::Header<'t>],
+    ) -> Dispatched {
+        self.frames += 1;
+        self.route = route;
+        self.principal = principal;
+        let outcome = match parsed {
+            Ok(n) => self.dispatch(n, headers),
+            Err(e) => Dispatched::Answered(self.parse_failure(&e)),
+        };
+        self.route = Route::Stdio;
+        self.principal = None;
+        outcome
+    }
+
+    /// Serves one message.
+    fn dispatch<'t>(&mut self, n: &[Node<'t>], headers: &'t [httparse::Header<'t>]) -> Dispatched {
+        let mark = self.outbox.out.len();
+        let status = match jsonrpc::decode(n) {
+            Message::Refused(reply, e) => self.outbox.reject(reply, &e),
+            Message::Ignored => 200,
+            Message::Notification { method, params } => {
+                self.notification(n, method, params);
+                200
+            }
+            Message::Request(req) => {
+                self.scratch.round.reset();
+                match self.serve(&req, headers) {
+                    Ok(()) => 200,
+                    Err(e) => self.outbox.reject(Reply::Id(req.id), &e),
+                }
+            }
+        };
+        if self.tickets.pending.is_some() {
+            Dispatched::Pending
+        } else if core::mem::take(&mut self.subs.subscribed) {
+            Dispatched::Listening
+        } else if self.outbox.out.len() > mark {
+            Dispatched::Answered(status)
+        } else {
+            Dispatched::Accepted
+        }
+    }
+
+    /// Decides the request's revision and method (the lifecycle tables), then runs it.
+    fn serve<'t>(
+        &mut self,
+        req: &Req<'_, 't>,
+        headers: &'t [httparse::Header<'t>],
+    ) -> Result<(), PeerError<'t>> {
+        let rules = self.mode.rules();
+        if let Some(method) = lifecycle::opener(rules, req, &self.session) {
+            return self.run(method, req, Revision::LATEST_LEGACY);
+        }
+        let rev =
+            lifecycle::revision(rules, req, &self.session, &self.catalog, headers, &mut self.outbox.detail)?;
+        let method = lifecycle::method(req.method, rev, &self.prepared.features)
+            .ok_or(PeerError::MethodNotFound(req.method))?;
+        self.run(method, req, rev)
+    }
+
+    /// Runs `method` for `req` under `rev`: the one place that sees every family.
+    fn run<'t>(&mut self, method: Method, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
+        match method {
+            Method::Discover => {
+                self.discover(req);
+                Ok(())
+            }
+            Method::Initialize => self.initialize(req),
+            Method::Ping => {
+                self.pong(Reply::Id(req.id));
+                Ok(())
+            }
+            Method::SetLevel => self.set_level(req),
+            Method::List(kind) => self.list(req, rev, kind),
+            Method::CallTool => self.call_tool(req, rev),
+            Method::ReadResource => self.read_resource(req, rev),
+            Method::GetPrompt => self.get_prompt(req, rev),
+            Method::Complete => self.complete(req, rev),
+            Method::Listen => self.listen(req),
+            Method::Subscribe => self.legacy_subscribe(req, rev, true),
+            Method::Unsubscribe => self.legacy_subscribe(req, rev, false),
+        }
+    }
+}
+
+/// What a message dispatched just now became (what the HTTP layer responds with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dispatched {
+    /// Answered at once, with the HTTP status its answer calls for.
+    Answered(u16),
+    /// Handed to the host: the answer comes with its ticket.
+    Pending,
+    /// A `subscriptions/listen` stream opened: its acknowledgement is routed, and the
+    /// stream stays open.
+    Listening,
+    /// A notification or a response: nothing to answer.
+    Accepted,
+}

@@ -1,0 +1,108 @@
+//! Values prepared once per engine from its config and catalog.
+
+use crate::catalog::Catalog;
+use crate::config::Config;
+use crate::mcp::lifecycle::{Features, HTTP, STDIO};
+use crate::revision::Revision;
+use crate::wire::json;
+
+/// Values prepared once per engine (they depend only on config and catalog).
+pub(crate) struct Prepared {
+    /// `"_meta":{"io.modelcontextprotocol/serverInfo":{..}}` or empty.
+    pub(crate) meta: Vec<u8>,
+    /// The body of the `server/discover` result, between braces (stdio: every revision).
+    pub(crate) discover: Vec<u8>,
+    /// The same over HTTP, where only `2026-07-28` is served.
+    pub(crate) discover_http: Vec<u8>,
+    /// The body of the `initialize` result for 2025-11-25 and 2025-06-18, without
+    /// `protocolVersion`.
+    pub(crate) initialize: Vec<u8>,
+    /// The `requestState` key and lifetime.
+    pub(crate) state_key: Option<[u8; 32]>,
+    pub(crate) state_ttl: u64,
+    /// What the configuration and the catalog offer, as the method table asks it.
+    pub(crate) features: Features,
+}
+
+pub(crate) fn capabilities(cfg: &Config, catalog: &Catalog) -> String {
+    let mut caps = serde_json::Map::new();
+    if cfg.logging {
+        caps.insert("logging".into(), serde_json::json!({}));
+    }
+    if cfg.completions {
+        caps.insert("completions".into(), serde_json::json!({}));
+    }
+    let changes = cfg.list_changed;
+    if catalog.has_prompts() {
+        caps.insert("prompts".into(), serde_json::json!({ "listChanged": changes }));
+    }
+    if catalog.has_resources() {
+        let subscribe = cfg.resource_subscriptions;
+        caps.insert(
+            "resources".into(),
+            serde_json::json!({ "subscribe": subscribe, "listChanged": changes }),
+        );
+    }
+    if catalog.has_tools() {
+        caps.insert("tools".into(), serde_json::json!({ "listChanged": changes }));
+    }
+    serde_json::Value::Object(caps).to_string()
+}
+
+impl Prepared {
+    pub(crate) fn new(cfg: &Config, catalog: &Catalog) -> Self {
+        let info = serde_json::to_string(&cfg.server_info).unwrap_or_default();
+        let caps = capabilities(cfg, catalog);
+        let mut meta = Vec::new();
+        if cfg.server_info_meta {
+            meta.extend_from_slice(b"\"_meta\":{\"io.modelcontextprotocol/serverInfo\":");
+            meta.extend_from_slice(info.as_bytes());
+            meta.push(b'}');
+        }
+        let discover_for = |revisions: &[Revision]| {
+            let mut discover = Vec::new();
+            discover.extend_from_slice(b"\"supportedVersions\":[");
+            for (i, r) in revisions.iter().enumerate() {
+                if i > 0 {
+                    discover.push(b',');
+                }
+                json::write_str(&mut discover, r.as_str());
+            }
+            discover.extend_from_slice(b"],\"capabilities\":");
+            discover.extend_from_slice(caps.as_bytes());
+            if let Some(text) = &cfg.instructions {
+                discover.extend_from_slice(b",\"instructions\":");
+                json::write_str(&mut discover, text);
+            }
+            discover
+        };
+        let discover = discover_for(STDIO.supported);
+        let discover_http = discover_for(HTTP.supported);
+        let mut initialize = Vec::new();
+        initialize.extend_from_slice(b"\"capabilities\":");
+        initialize.extend_from_slice(caps.as_bytes());
+        initialize.extend_from_slice(b",\"serverInfo\":");
+        initialize.extend_from_slice(info.as_bytes());
+        if let Some(text) = &cfg.instructions {
+            initialize.extend_from_slice(b",\"instructions\":");
+            json::write_str(&mut initialize, text);
+        }
+        Self {
+            meta,
+            discover,
+            discover_http,
+            initialize,
+            state_key: cfg.state_key.as_ref().map(|k| k.0),
+            state_ttl: u64::try_from(cfg.state_ttl.as_micros()).unwrap_or(u64::MAX),
+            features: Features {
+                tools: catalog.has_tools(),
+                resources: catalog.has_resources(),
+                prompts: catalog.has_prompts(),
+                logging: cfg.logging,
+                completions: cfg.completions,
+                list_changed: cfg.list_changed,
+                resource_subscriptions: cfg.resource_subscriptions,
+            },
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! Subscriptions: `subscriptions/listen` streams (`2026-07-28`) and the legacy
+//! `resources/subscribe` set of a session-bound stdio stream, and what the engine fans out
+//! to them (list changes after a catalog replacement, resource updates).
+
+use simd_json::{Node, StaticNode};
+
+use crate::catalog::Catalog;
+use crate::error::PeerError;
+use crate::jsonrpc::{Reply, Req, field};
+use crate::mcp::streams::{Sub, SubFilter, teardown};
+use crate::mcp::tickets::{IdBuf, Kind};
+use crate::mcp::{Core, Mode};
+use crate::output::{Route, Routed};
+use crate::revision::Revision;
+use crate::wire::cursor::ListKind;
+use crate::wire::json;
+
+/// The most resource uris one subscription (or a legacy session) watches; more are not
+/// honoured (left out of the acknowledgement).
+pub const MAX_SUBSCRIBED_URIS: usize = 64;
+
+/// Which lists changed in a catalog replacement.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CatalogChange {
+    /// The tool list changed (`notifications/tools/list_changed`).
+    pub tools: bool,
+    /// The resource or resource-template list changed
+    /// (`notifications/resources/list_changed`).
+    pub resources: bool,
+    /// The prompt list changed (`notifications/prompts/list_changed`).
+    pub prompts: bool,
+}
+
+impl CatalogChange {
+    /// Compares two catalogs list by list, as clients see them.
+    pub(crate) fn between(old: &Catalog, new: &Catalog) -> Self {
+        let same = |kind: ListKind| {
+            let (a, b) = (old.list_len(kind), new.list_len(kind));
+            a == b && (0..a).all(|i| old.list_fragment(kind, i, true) == new.list_fragment(kind, i, true))
+        };
+        Self {
+            tools: !same(ListKind::Tools),
+            resources: !same(ListKind::Resources) || !same(ListKind::ResourceTemplates),
+            prompts: !same(ListKind::Prompts),
+        }
+    }
+
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        !(self.tools || self.resources || self.prompts)
+    }
+}
+
+/// Why a catalog replacement was refused; the engine keeps the catalog it had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplaceError {
+    /// The new catalog adds or drops a whole family (tools, resources, prompts), which
+    /// would change the capabilities clients were told about.
+    CapabilitiesChanged,
+    /// An event is waiting to be polled; its data refers to the current catalog. Drain
+    /// [`crate::Engine::poll_event`] first.
+    EventPending,
+}
+
+impl core::fmt::Display for ReplaceError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::CapabilitiesChanged => {
+                "the new catalog adds or drops a family of items, which would change the advertised capabilities"
+            }
+            Self::EventPending => "an event is waiting to be polled; drain poll_event first",
+        })
+    }
+}
+
+impl std::error::Error for ReplaceError {}
+
+/// Whether an update of `updated` concerns a subscription to `subscribed`: the same uri,
+/// or a sub-resource of it (`subscribed` followed by `/`, `?` or `#`).
+pub(crate) fn uri_matches(subscribed: &str, updated: &str) -> bool {
+    match updated.strip_prefix(subscribed) {
+        Some("") => true,
+        Some(rest) => subscribed.ends_with('/') || rest.starts_with(['/', '?', '#']),
+        None => false,
+    }
+}
+
+impl Core {
+    /// `subscriptions/listen`: acknowledges the subset of `params.notifications` the
+    /// server honours and keeps the stream open for later notifications.
+    pub(crate) fn listen<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
+        let n = req.n;
+        let f = req
+            .param("notifications")
+            .filter(|&f| json::is_object(n, f))
+            .ok_or(PeerError::NotificationsNotObject)?;
+        let id = IdBuf::of(req.id).ok_or(PeerError::IdTooLong)?;
+        if self.subs.list.len() >= self.cfg.max_subscriptions {
+            return Err(PeerError::TooManySubscriptions(self.cfg.max_subscriptions));
+        }
+        let wants = |key: &str| {
+            matches!(json::get(n, f, key).and_then(|i| n.get(i)), Some(Node::Static(StaticNode::Bool(true))))
+        };
+        let (c, changes) = (&self.catalog, self.cfg.list_changed);
+        let tools = changes && c.has_tools() && wants("toolsListChanged");
+        let prompts = changes && c.has_prompts() && wants("promptsListChanged");
+        let resources = changes && c.has_resources() && wants("resourcesListChanged");
+        let mut uris: Vec<Box<str>> = Vec::new();
+        let asked = json::get(n, f, "resourceSubscriptions");
+        if let Some(a) = asked {
+            let Some(Node::Array { len, .. }) = n.get(a) else {
+                return Err(PeerError::SubscriptionsNotStrings);
+            };
+            let honour = self.cfg.resource_subscriptions && self.catalog.has_resources();
+            for i in a + 1..a + 1 + len {
+                let uri = json::str_at(n, i).ok_or(PeerError::SubscriptionsNotStrings)?;
+                let known = self.catalog.resolve_uri(uri, &mut self.scratch.captures).is_some();
+                if honour && known && uris.len() < MAX_SUBSCRIBED_URIS && !uris.iter().any(|u| **u == *uri) {
+                    uris.push(uri.into());
+                }
+            }
+        }
+        let out = &mut self.outbox.out;
+        let start = out.len();
+        out.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":",
+        );
+        out.extend_from_slice(id.as_bytes());
+        out.extend_from_slice(b"},\"notifications\":{");
+        for (on, key) in [
+            (tools, "toolsListChanged"),
+            (prompts, "promptsListChanged"),
+            (resources, "resourcesListChanged"),
+        ] {
+            if on {
+                field(out, key);
+                out.extend_from_slice(b"true");
+            }
+        }
+        if asked.is_some() && self.cfg.resource_subscriptions && self.catalog.has_resources() {
+            field(out, "resourceSubscriptions");
+            let _ = serde_json::to_writer(&mut *out, &uris);
+        }
+        out.extend_from_slice(b"}}}\n");
+        let route = self.route;
+        if let Route::Http { .. } = route {
+            let end = out.len();
+            self.outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
+            self.subs.subscribed = true;
+        }
+        self.subs.list.push(Sub { id, route, tools, prompts, resources, uris });
+        Ok(())
+    }
+
+    /// Legacy `resources/subscribe` and `resources/unsubscribe` on a session-bound stream.
+    pub(crate) fn legacy_subscribe<'t>(
+        &mut self,
+        req: &Req<'_, 't>,
+        rev: Revision,
+        subscribe: bool,
+    ) -> Result<(), PeerError<'t>> {
+        let uri = req.str_at(req.uri).ok_or(PeerError::NotAString("uri"))?;
+        if subscribe {
+            if self.catalog.resolve_uri(uri, &mut self.scratch.captures).is_none() {
+                return Err(PeerError::ResourceNotFound { uri, stateless: rev.is_stateless() });
+            }
+            if !self.session.uris.iter().any(|u| &**u == uri) {
+                if self.session.uris.len() >= MAX_SUBSCRIBED_URIS {
+                    return Err(PeerError::TooManyUris(MAX_SUBSCRIBED_URIS));
+                }
+                self.session.uris.push(uri.into());
+            }
+        } else {
+            self.session.uris.retain(|u| &**u != uri);
+        }
+        self.pong(Reply::Id(req.id));
+        Ok(())
+    }
+
+    /// Replaces the catalog (see [`Engine::replace_catalog`]).
+    pub(crate) fn replace_catalog(&mut self, catalog: Catalog) -> Result<CatalogChange, ReplaceError> {
+        if self.tickets.pending.is_some() {
+            return Err(ReplaceError::EventPending);
+        }
+        let (old, new) = (&self.catalog, &catalog);
+        if old.has_tools() != new.has_tools()
+            || old.has_resources() != new.has_resources()
+            || old.has_prompts() != new.has_prompts()
+        {
+            return Err(ReplaceError::CapabilitiesChanged);
+        }
+        let change = CatalogChange::between(old, new);
+        // Tool calls in flight keep their tool (by name) for the output-schema check.
+        for slot in &mut self.tickets.slots {
+            if let Some(b) = slot.busy.as_mut().filter(|b| b.kind == Kind::Tool) {
+                let name = old.tools.get(b.target as usize).map(|t| t.tool.name.as_str());
+                b.target = name.and_then(|n| new.tool_index(n)).map_or(u32::MAX, |i| i as u32);
+            }
+        }
+        self.catalog = catalog;
+        self.catalog_revision += 1;
+        if self.cfg.list_changed {
+            let kinds: [(bool, &str, SubFilter); 3] = [
+                (change.tools, "notifications/tools/list_changed", |s| s.tools),
+                (change.prompts, "notifications/prompts/list_changed", |s| s.prompts),
+                (change.resources, "notifications/resources/list_changed", |s| s.resources),
+            ];
+            for (on, method, wants) in kinds {
+                if !on {
+                    continue;
+                }
+                if self.mode == Mode::Stdio && self.session.legacy.is_some() && self.session.initialized {
+                    let out = &mut self.outbox.out;
+                    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
+                    json::write_str(out, method);
+                    out.extend_from_slice(b"}\n");
+                }
+                self.subs.publish(
+                    &mut self.outbox,
+                    self.cfg.max_buffered_output,
+                    &self.prepared,
+                    wants,
+                    |out, id| {
+                        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
+                        json::write_str(out, method);
+                        out.extend_from_slice(
+                            b",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":",
+                        );
+                        out.extend_from_slice(id);
+                        out.extend_from_slice(b"}}}\n");
+                    },
+                );
+            }
+        }
+        Ok(change)
+    }
+
+    /// Notifies the subscribers of `uri` (see [`Engine::notify_resource_updated`]).
+    pub(crate) fn notify_resource_updated(&mut self, uri: &str) -> usize {
+        if !self.cfg.resource_subscriptions {
+            return 0;
+        }
+        let mut sent = 0;
+        if self.mode == Mode::Stdio
+            && self.session.initialized
+            && self.session.uris.iter().any(|u| uri_matches(u, uri))
+        {
+            let out = &mut self.outbox.out;
+            out.extend_from_slice(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":",
+            );
+            json::write_str(out, uri);
+            out.extend_from_slice(b"}}\n");
+            sent += 1;
+        }
+        let wants = |s: &Sub| s.uris.iter().any(|u| uri_matches(u, uri));
+        sent += self.subs.publish(
+            &mut self.outbox,
+            self.cfg.max_buffered_output,
+            &self.prepared,
+            wants,
+            |out, id| {
+                out.extend_from_slice(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":",
+            );
+                json::write_str(out, uri);
+                out.extend_from_slice(b",\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":");
+                out.extend_from_slice(id);
+                out.extend_from_slice(b"}}}\n");
+            },
+        );
+        sent
+    }
+
+    /// Ends every subscription gracefully (see [`Engine::end_subscriptions`]).
+    pub(crate) fn end_subscriptions(&mut self) -> usize {
+        let n = self.subs.list.len();
+        for sub in core::mem::take(&mut self.subs.list) {
+            teardown(&mut self.outbox, &self.prepared, &sub);
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri_matches;
+
+    #[test]
+    fn sub_resources_match_at_a_boundary() {
+        assert!(uri_matches("file:///a", "file:///a"));
+        assert!(uri_matches("file:///a", "file:///a/b"));
+        assert!(uri_matches("file:///a", "file:///a#x"));
+        assert!(uri_matches("file:///a/", "file:///a/b"));
+        assert!(!uri_matches("file:///a", "file:///ab"));
+        assert!(!uri_matches("file:///a/b", "file:///a"));
+    }
+}

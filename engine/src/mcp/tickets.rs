@@ -1,0 +1,155 @@
+//! Ticket slots: the work handed to the host and not yet answered, cancel routing.
+
+use simd_json::{Node, StaticNode};
+
+use crate::error::AnswerError;
+use crate::jsonrpc::IdRef;
+use crate::level::LogLevel;
+use crate::mcp::mrtr::ClientCapabilities;
+use std::collections::VecDeque;
+
+use crate::error::MAX_TICKET_ID_LEN;
+use crate::output::Route;
+use crate::revision::Revision;
+use crate::wire::json;
+
+/// A handle on work the engine asked the host to do. Answer it once: through the event
+/// while it is held ([`CallTool::answer`](crate::CallTool::answer), ...), or later with [`Engine::answer_tool`](crate::Engine::answer_tool),
+/// [`Engine::answer_resource`](crate::Engine::answer_resource), [`Engine::answer_prompt`](crate::Engine::answer_prompt) or [`Engine::answer_error`](crate::Engine::answer_error). Tickets are small `Copy` values and may be moved to any
+/// thread or event loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ticket {
+    pub(crate) slot: u16,
+    pub(crate) generation: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Tool,
+    Resource,
+    Prompt,
+    Completion,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct IdBuf {
+    pub(crate) len: u8,
+    pub(crate) bytes: [u8; MAX_TICKET_ID_LEN],
+}
+
+impl IdBuf {
+    pub(crate) fn of(id: IdRef<'_>) -> Option<Self> {
+        let mut bytes = [0u8; MAX_TICKET_ID_LEN];
+        let mut cur = std::io::Cursor::new(&mut bytes[..]);
+        let ok = match id {
+            IdRef::Str(s) => serde_json::to_writer(&mut cur, s),
+            IdRef::I(n) => serde_json::to_writer(&mut cur, &n),
+            IdRef::U(n) => serde_json::to_writer(&mut cur, &n),
+        };
+        let len = cur.position() as usize;
+        ok.ok()?;
+        Some(Self { len: len as u8, bytes })
+    }
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct Busy {
+    pub(crate) kind: Kind,
+    pub(crate) revision: Revision,
+    pub(crate) id: IdBuf,
+    pub(crate) route: Route,
+    /// The catalog index of the tool (tool calls only).
+    pub(crate) target: u32,
+    /// The request's `_meta.progressToken`, as JSON, and the last progress sent for it.
+    pub(crate) progress: Option<IdBuf>,
+    pub(crate) last_progress: Option<f64>,
+    /// The lowest level the client wants logs at for this request, if any.
+    pub(crate) log_level: Option<LogLevel>,
+    /// The input kinds the client declared on this request (2026-07-28).
+    pub(crate) caps: ClientCapabilities,
+    /// The digest a `requestState` for this request is bound to (when a key is set).
+    pub(crate) digest: [u8; 32],
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct Slot {
+    pub(crate) generation: u32,
+    pub(crate) busy: Option<Busy>,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum PendingKind {
+    Tool(usize),
+    Resource(Option<usize>),
+    Prompt(usize),
+    /// A completion for a prompt (`Ok`) or a resource template (`Err`).
+    Complete(Result<usize, usize>),
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct Pending {
+    pub(crate) kind: PendingKind,
+    pub(crate) ticket: Ticket,
+    pub(crate) revision: Revision,
+}
+
+/// The request id a `notifications/cancelled` frame names (its `params` at `params`),
+/// in its stored form.
+pub(crate) fn cancelled_id(n: &[Node<'_>], params: Option<usize>) -> Option<IdBuf> {
+    let p = params?;
+    let ri = json::get(n, p, "requestId")?;
+    let id = match n.get(ri)? {
+        Node::String(s) => IdRef::Str(s),
+        Node::Static(StaticNode::I64(v)) => IdRef::I(*v),
+        Node::Static(StaticNode::U64(v)) => IdRef::U(*v),
+        _ => return None,
+    };
+    IdBuf::of(id)
+}
+
+/// The ticket table: one slot per request the host may hold, the event waiting to be
+/// polled, and the cancellations to report.
+pub(crate) struct Tickets {
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) in_flight: usize,
+    pub(crate) pending: Option<Pending>,
+    pub(crate) delivered: bool,
+    pub(crate) cancels: VecDeque<Ticket>,
+}
+
+impl Tickets {
+    pub(crate) fn free(&mut self, slot: usize) {
+        let s = &mut self.slots[slot];
+        if s.busy.take().is_some() {
+            s.generation = s.generation.wrapping_add(1);
+            self.in_flight -= 1;
+        }
+    }
+
+    /// The live slot of `ticket`, without freeing it.
+    pub(crate) fn peek(&self, ticket: Ticket, kind: Kind) -> Result<Busy, AnswerError> {
+        let slot = self.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
+        match slot.busy {
+            Some(b) if slot.generation == ticket.generation && b.kind == kind => Ok(b),
+            Some(b) if slot.generation == ticket.generation && b.kind != kind => Err(AnswerError::WrongKind),
+            _ => Err(AnswerError::UnknownTicket),
+        }
+    }
+
+    /// Frees the slot of `ticket` if it is live and of kind `kind`.
+    pub(crate) fn take(&mut self, ticket: Ticket, kind: Option<Kind>) -> Result<Busy, AnswerError> {
+        let slot = self.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
+        let busy = match slot.busy {
+            Some(b) if slot.generation == ticket.generation => b,
+            _ => return Err(AnswerError::UnknownTicket),
+        };
+        if kind.is_some_and(|k| k != busy.kind) {
+            return Err(AnswerError::WrongKind);
+        }
+        self.free(ticket.slot as usize);
+        Ok(busy)
+    }
+}

@@ -1,0 +1,36 @@
+//! The fuzz harnesses of `mcp-engine`. Each target in `fuzz_targets/` is a one-line call
+//! into one of these functions.
+//!
+//! The harnesses drive the engine through its public API wherever it suffices, and
+//! through `mcp_engine::internal` (the internals they need, exported only under
+//! `--cfg fuzzing`, which `cargo fuzz` sets) otherwise: build them with `cargo fuzz`.
+
+mod common;
+mod cursor;
+mod http_codec;
+mod http_engine;
+mod http_headers;
+mod jsonrpc;
+mod op_sequence;
+mod stdio;
+mod uritemplate;
+
+pub use cursor::cursor;
+pub use http_codec::http_codec;
+pub use http_engine::http_engine;
+pub use http_headers::http_headers;
+pub use jsonrpc::jsonrpc;
+pub use op_sequence::op_sequence;
+pub use stdio::stdio_frames;
+pub use uritemplate::uritemplate;
+
+/// `requestState` sealing and verification; the harness lives with the sealing code.
+pub fn request_state(data: &[u8]) {
+    mcp_engine::internal::fuzz_request_state(data);
+}
+
+/// The engine's tape schema validator against `jsonschema`; the harness lives with the
+/// validator (its unit tests run it too).
+pub fn schema_differential(data: &[u8]) {
+    mcp_engine::internal::fuzz_schema_differential(data);
+}

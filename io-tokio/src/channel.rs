@@ -1,0 +1,171 @@
+//! The channel between handler futures and the task driving the engine: what a handler
+//! task sends back ([`Completion`], [`Outcome`]), and the handles a handler (or the host)
+//! sends on it with ([`Progress`], [`Publisher`]).
+
+use mcp_engine::{Catalog, CatalogChange, ReplaceError, Ticket};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::reply::{CompleteResult, PromptResult, ResourceResult, ToolResult};
+
+/// What a handler task (or a [`Publisher`]) sends back.
+pub(crate) struct Completion {
+    /// `None` for a publication.
+    pub(crate) ticket: Option<Ticket>,
+    pub(crate) outcome: Outcome,
+}
+
+/// A change the host publishes to the engine: applied by the run loop, between events.
+pub(crate) enum Publish {
+    Catalog(Catalog, oneshot::Sender<Result<CatalogChange, ReplaceError>>),
+    ResourceUpdated(String),
+    EndSubscriptions,
+}
+
+/// Publishes catalog changes and resource updates to the clients of a running server:
+/// the server's run loop applies them to its engine between events
+/// ([`Engine::replace_catalog`], [`Engine::notify_resource_updated`],
+/// [`Engine::end_subscriptions`]). Get one from [`ToolCall::publisher`] inside a
+/// handler, or from [`HttpServer::publisher`](crate::HttpServer::publisher) before
+/// serving. Cheap to clone; it does nothing once the server has stopped.
+///
+/// [`Engine::replace_catalog`]: mcp_engine::Engine::replace_catalog
+/// [`Engine::notify_resource_updated`]: mcp_engine::Engine::notify_resource_updated
+/// [`Engine::end_subscriptions`]: mcp_engine::Engine::end_subscriptions
+/// [`ToolCall::publisher`]: crate::ToolCall::publisher
+#[derive(Clone)]
+pub struct Publisher {
+    tx: mpsc::UnboundedSender<Completion>,
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher").field("closed", &self.tx.is_closed()).finish()
+    }
+}
+
+/// Why a publication did not take effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The engine refused it and kept what it had.
+    Refused(ReplaceError),
+    /// The server is not running (any more).
+    Stopped,
+}
+
+impl std::fmt::Display for PublishError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused(e) => write!(f, "refused: {e}"),
+            Self::Stopped => f.write_str("the server is not running"),
+        }
+    }
+}
+
+impl std::error::Error for PublishError {}
+
+impl Publisher {
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Completion>) -> Self {
+        Self { tx }
+    }
+
+    fn send(&self, p: Publish) -> bool {
+        let done = Completion { ticket: None, outcome: Outcome::Publish(p) };
+        self.tx.send(done).is_ok()
+    }
+
+    /// Replaces the engine's catalog; list-change notifications go to the subscriptions
+    /// that asked for them. Resolves once the engine applied (or refused) it.
+    pub async fn replace_catalog(&self, catalog: Catalog) -> Result<CatalogChange, PublishError> {
+        let (tx, rx) = oneshot::channel();
+        if !self.send(Publish::Catalog(catalog, tx)) {
+            return Err(PublishError::Stopped);
+        }
+        match rx.await {
+            Ok(r) => r.map_err(PublishError::Refused),
+            Err(_) => Err(PublishError::Stopped),
+        }
+    }
+
+    /// Tells the subscribers of `uri` it changed (`notifications/resources/updated`).
+    /// Returns `false` if the server is not running.
+    pub fn resource_updated(&self, uri: impl Into<String>) -> bool {
+        self.send(Publish::ResourceUpdated(uri.into()))
+    }
+
+    /// Ends every `subscriptions/listen` stream gracefully. Returns `false` if the server
+    /// is not running.
+    pub fn end_subscriptions(&self) -> bool {
+        self.send(Publish::EndSubscriptions)
+    }
+}
+
+/// What a [`Completion`] carries.
+pub(crate) enum Outcome {
+    /// A progress report; the task goes on.
+    Progress {
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// A log message; the task goes on.
+    Log {
+        level: mcp_engine::LogLevel,
+        logger: Option<String>,
+        data: serde_json::Value,
+    },
+    Tool(ToolResult),
+    Resource(ResourceResult),
+    Prompt(PromptResult),
+    Complete(CompleteResult),
+    /// The task ended without a reply: it panicked, or was aborted.
+    Dropped,
+    /// Not a task's: a change the host publishes.
+    Publish(Publish),
+}
+
+/// Lets a running tool call report progress to the run loop.
+#[derive(Clone)]
+pub(crate) struct Progress {
+    tx: mpsc::UnboundedSender<Completion>,
+    ticket: Ticket,
+}
+
+impl Progress {
+    /// The reports of the request `ticket`, sent on `tx`.
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Completion>, ticket: Ticket) -> Self {
+        Self { tx, ticket }
+    }
+
+    pub(crate) fn send(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let outcome = Outcome::Progress { progress, total, message: message.map(str::to_owned) };
+        // The receiver is gone only once the run loop has returned.
+        let _ = self.tx.send(Completion { ticket: Some(self.ticket), outcome });
+    }
+}
+
+impl Progress {
+    pub(crate) fn publisher(&self) -> Publisher {
+        Publisher::new(self.tx.clone())
+    }
+
+    pub(crate) fn log(&self, level: mcp_engine::LogLevel, logger: Option<&str>, data: serde_json::Value) {
+        let outcome = Outcome::Log { level, logger: logger.map(str::to_owned), data };
+        // The receiver is gone only once the run loop has returned.
+        let _ = self.tx.send(Completion { ticket: Some(self.ticket), outcome });
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Progress").field("ticket", &self.ticket).finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Progress {
+    fn eq(&self, other: &Self) -> bool {
+        self.ticket == other.ticket
+    }
+}
+
+impl Eq for Progress {}
