@@ -1,32 +1,14 @@
-//! The layering rule of `docs/architecture.md`, checked on the source: a module imports
-//! only modules of a lower layer or of its own folder (never the crate face, never a
-//! higher layer), and the imports inside a folder form no cycle.
+//! The layering rule of `docs/architecture.md`, checked on a crate's source: a module
+//! imports only modules of a lower layer or of its own folder (never the crate face, never
+//! a higher layer), and the imports inside a folder form no cycle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The layers, lowest first (`docs/architecture.md`, "Module map").
-const LAYERS: &[&[&str]] = &[
-    &["time", "revision", "level"],
-    &["wire"],
-    &["content"],
-    &["catalog"],
-    &["config", "error"],
-    &["jsonrpc"],
-    &["output"],
-    &["mcp"],
-    &["stdio"],
-    &["http"],
-    &["internal"],
-];
-
-fn rank(top: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&top))
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
+/// Every `.rs` file below `dir`.
+pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
         if path.is_dir() {
             rust_files(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
@@ -36,8 +18,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The module path of a file below `src` (`mcp/mod.rs` -> `mcp`, `wire/json.rs` -> `wire::json`).
-fn module_of(src: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(src).unwrap().with_extension("");
+pub fn module_of(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap_or(file).with_extension("");
     let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let parts: Vec<&str> = parts.iter().map(String::as_str).filter(|p| *p != "mod").collect();
     parts.join("::")
@@ -78,24 +60,25 @@ fn crate_paths(text: &str) -> BTreeSet<(String, Option<String>)> {
     found
 }
 
-#[test]
-fn modules_import_only_lower_layers_and_no_folder_has_a_cycle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Checks the crate whose sources are in `src` against `layers` (lowest first; each a
+/// list of top-level modules); returns the problems found (none: the rule holds).
+pub fn check(src: &Path, layers: &[&[&str]]) -> Vec<String> {
+    let rank = |top: &str| layers.iter().position(|l| l.contains(&top));
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    rust_files(src, &mut files);
     let mut problems = Vec::new();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
-        let module = module_of(&src, file);
+        let module = module_of(src, file);
         if module == "lib" {
             continue; // the face: declares and re-exports
         }
-        let top = module.split("::").next().unwrap().to_owned();
+        let top = module.split("::").next().unwrap_or_default().to_owned();
         let Some(own) = rank(&top) else {
-            problems.push(format!("{module}: not in a layer of this test (add it where it belongs)"));
+            problems.push(format!("{module}: not in a layer (add it where it belongs)"));
             continue;
         };
-        let text = std::fs::read_to_string(file).unwrap();
+        let text = std::fs::read_to_string(file).unwrap_or_default();
         for (a, b) in crate_paths(&text) {
             if a.is_empty() {
                 continue;
@@ -108,7 +91,7 @@ fn modules_import_only_lower_layers_and_no_folder_has_a_cycle() {
                 }
                 Some(_) if a == top => {
                     let target = match &b {
-                        Some(b) if files.iter().any(|f| module_of(&src, f) == format!("{a}::{b}")) => {
+                        Some(b) if files.iter().any(|f| module_of(src, f) == format!("{a}::{b}")) => {
                             format!("{a}::{b}")
                         }
                         _ => a.clone(),
@@ -121,46 +104,31 @@ fn modules_import_only_lower_layers_and_no_folder_has_a_cycle() {
             }
         }
     }
-    // No cycle inside a folder.
-    fn visit(
-        m: &str,
-        edges: &BTreeMap<String, BTreeSet<String>>,
-        stack: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-        problems: &mut Vec<String>,
-    ) {
-        if done.contains(m) {
-            return;
-        }
-        if let Some(i) = stack.iter().position(|s| s == m) {
-            problems.push(format!("import cycle: {} -> {m}", stack[i..].join(" -> ")));
-            return;
-        }
-        stack.push(m.to_owned());
-        for next in edges.get(m).into_iter().flatten() {
-            visit(next, edges, stack, done, problems);
-        }
-        stack.pop();
-        done.insert(m.to_owned());
-    }
     let mut done = BTreeSet::new();
     for m in edges.keys() {
         visit(m, &edges, &mut Vec::new(), &mut done, &mut problems);
     }
-    assert!(problems.is_empty(), "layering problems:\n{}", problems.join("\n"));
+    problems
 }
 
-#[test]
-fn the_architecture_doc_maps_every_file() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let doc = std::fs::read_to_string(root.join("../docs/architecture.md")).unwrap();
-    let src = root.join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let missing: Vec<String> = files
-        .iter()
-        .map(|f| f.strip_prefix(&src).unwrap().to_string_lossy().into_owned())
-        .filter(|rel| !doc.contains(&format!("`{rel}`")))
-        .collect();
-    assert!(missing.is_empty(), "docs/architecture.md's module map does not name: {missing:?}");
+fn visit(
+    m: &str,
+    edges: &BTreeMap<String, BTreeSet<String>>,
+    stack: &mut Vec<String>,
+    done: &mut BTreeSet<String>,
+    problems: &mut Vec<String>,
+) {
+    if done.contains(m) {
+        return;
+    }
+    if let Some(i) = stack.iter().position(|s| s == m) {
+        problems.push(format!("import cycle: {} -> {m}", stack[i..].join(" -> ")));
+        return;
+    }
+    stack.push(m.to_owned());
+    for next in edges.get(m).into_iter().flatten() {
+        visit(next, edges, stack, done, problems);
+    }
+    stack.pop();
+    done.insert(m.to_owned());
 }
