@@ -10,7 +10,6 @@ use mcp_engine::{Engine, Event, Instant};
 use mio::unix::pipe::{Receiver, Sender};
 use mio::{Events, Interest, Poll, Registry, Token};
 
-
 /// Size of the buffer bytes are read into.
 pub(crate) const READ_BUF_LEN: usize = 64 * 1024;
 
