@@ -67,7 +67,7 @@ pub(crate) fn is_object(nodes: &[Node<'_>], i: usize) -> bool {
 /// Most strings an MCP server writes need no escape; those are copied in one go, after a
 /// check of eight bytes at a time. A string that needs escaping is written by `serde_json`.
 #[inline]
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
     if needs_escape(s.as_bytes()) {
         // Writing into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut *out, s);
