@@ -95,6 +95,7 @@ mod output;
 mod revision;
 mod stdio;
 mod time;
+mod timer;
 mod wire;
 
 pub use mcp::{mrtr, subs};

@@ -5,6 +5,9 @@ use core::time::Duration;
 
 use crate::http::auth::Authorization;
 
+/// The shortest timeout a setting takes.
+const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+
 /// Which `Origin` headers are accepted. There is no default: a server must say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -27,6 +30,9 @@ pub struct HttpConfig {
     pub(super) loopback: bool,
     pub(super) max_body: usize,
     pub(super) body_deadline: Duration,
+    pub(super) head_timeout: Duration,
+    pub(super) idle_timeout: Duration,
+    pub(super) write_timeout: Duration,
     pub(super) max_head: usize,
     pub(super) max_connections: usize,
     pub(super) sse_keepalive: Duration,
@@ -43,6 +49,9 @@ impl HttpConfig {
             loopback: true,
             max_body: 1 << 20,
             body_deadline: Duration::from_secs(15),
+            head_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
             max_head: 16 * 1024,
             max_connections: 1024,
             sse_keepalive: Duration::from_secs(15),
@@ -72,10 +81,34 @@ impl HttpConfig {
         self.max_body = bytes.max(1);
         self
     }
-    /// How long a client may take to send a whole body once its head arrived (default
-    /// 15 s). Past it the request is answered `408` and the connection ends.
+    /// How long a client may take to send a body once its head is complete (default 15 s;
+    /// when the host authorizes heads, once the host allowed it). Past it the request is
+    /// answered `408` and the connection ends. At least 1 ms.
     pub fn body_deadline(&mut self, d: Duration) -> &mut Self {
-        self.body_deadline = d;
+        self.body_deadline = d.max(MIN_TIMEOUT);
+        self
+    }
+    /// How long a client may take to complete a request head (default 10 s): counted from
+    /// [`HttpEngine::open`](crate::http::HttpEngine::open) for a connection's first request
+    /// (waiting for the first byte counts), and from the first byte for a later one. Past
+    /// it a connection that sent part of a head is answered `408` and ends; one that sent
+    /// nothing is closed without a response. At least 1 ms.
+    pub fn head_timeout(&mut self, d: Duration) -> &mut Self {
+        self.head_timeout = d.max(MIN_TIMEOUT);
+        self
+    }
+    /// How long a keep-alive connection may wait for its next request once its last
+    /// response was sent (default 30 s). Past it the connection is closed without a
+    /// response (RFC 9112 §9.5). At least 1 ms.
+    pub fn idle_timeout(&mut self, d: Duration) -> &mut Self {
+        self.idle_timeout = d.max(MIN_TIMEOUT);
+        self
+    }
+    /// How long output may wait unsent without any of it being taken by the peer
+    /// (default 30 s): a peer that stops reading is closed without more output, its
+    /// request cancelled. At least 1 ms.
+    pub fn write_timeout(&mut self, d: Duration) -> &mut Self {
+        self.write_timeout = d.max(MIN_TIMEOUT);
         self
     }
     /// The largest request head (default 16 KiB): `431` past it.
@@ -91,7 +124,11 @@ impl HttpConfig {
     pub fn body_limit(&self) -> usize {
         self.max_body
     }
-    /// Most connections open at once (default 1024). [`HttpEngine::open`](crate::http::HttpEngine::open) refuses more.
+    /// Most connections open at once (default 1024). At the limit,
+    /// [`HttpEngine::open`](crate::http::HttpEngine::open) makes room by ending the
+    /// connection that has waited longest without a request in flight or a stream open
+    /// (idle keep-alive, or a head not yet complete), and refuses the new one only when
+    /// every connection is busy.
     pub fn max_connections(&mut self, n: usize) -> &mut Self {
         self.max_connections = n.max(1);
         self
@@ -109,7 +146,8 @@ impl HttpConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum OpenError {
-    /// [`HttpConfig::max_connections`] connections are open.
+    /// [`HttpConfig::max_connections`] connections are open, each with a request in
+    /// flight or a stream open.
     TooManyConnections,
 }
 

@@ -1,6 +1,7 @@
-//! One exchange per connection: the phase machine's state, the refusals decided on a
-//! request head before dispatch (path, method, `Origin`, `Host`), and how a response is
-//! written and the connection finished.
+//! One exchange per connection: the phase machine's state, its deadlines, the refusals
+//! decided on a request head before dispatch (path, method, `Origin`, `Host`), and how a
+//! response is written (HTTP/1.1 bytes, or a structured response for a host that frames
+//! it) and the connection finished.
 
 use core::net::SocketAddr;
 
@@ -27,11 +28,26 @@ pub(super) enum Phase {
     Closing,
 }
 
+/// How a connection's responses are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Framing {
+    /// HTTP/1.1 bytes, for a socket.
+    Wire,
+    /// A structured response (head, body bytes or SSE events) for a host that frames it
+    /// itself ([`HttpEngine::handle_request`](crate::http::HttpEngine::handle_request)).
+    Embedded,
+}
+
 pub(super) struct Exchange {
     pub(super) generation: u32,
     pub(super) codec: http1::Conn,
     pub(super) peer: Option<SocketAddr>,
+    /// What is to be sent: HTTP/1.1 bytes ([`Framing::Wire`]), or the body / SSE event text
+    /// ([`Framing::Embedded`]).
     pub(super) out: Vec<u8>,
+    pub(super) framing: Framing,
+    /// An embedded exchange's response head, once decided.
+    pub(super) head: Option<ResponseHead>,
     pub(super) phase: Phase,
     /// Keep the connection after this request's response.
     pub(super) keep_alive: bool,
@@ -47,12 +63,198 @@ pub(super) struct Exchange {
     pub(super) principal: Option<Principal>,
     /// A listen stream: when to write a keep-alive comment if nothing else is written.
     pub(super) keepalive: Option<Instant>,
+    /// The current request's deadline (head, or head and body).
     pub(super) deadline: Option<Instant>,
+    /// When the connection was opened.
+    pub(super) opened: Instant,
+    /// Requests finished on this connection.
+    pub(super) served: u32,
+    /// Since when the connection waits for a request with nothing to send (its idle
+    /// timeout counts from here).
+    pub(super) idle_since: Instant,
+    /// When output last became pending or was last taken by the peer (the write timeout
+    /// counts from here while output is pending).
+    pub(super) write_since: Instant,
+}
+
+impl Exchange {
+    /// A new connection opened at `now`.
+    pub(super) fn new(codec: http1::Conn, peer: Option<SocketAddr>, now: Instant, framing: Framing) -> Self {
+        Self {
+            generation: 0,
+            codec,
+            peer,
+            out: Vec::new(),
+            framing,
+            head: None,
+            phase: Phase::Head,
+            keep_alive: true,
+            expect_continue: false,
+            http10: false,
+            streaming: false,
+            dropped: false,
+            principal: None,
+            keepalive: None,
+            deadline: None,
+            opened: now,
+            served: 0,
+            idle_since: now,
+            write_since: now,
+        }
+    }
+
+    /// The earliest deadline the connection has now, given the settings.
+    pub(super) fn due(&self, http: &HttpConfig) -> Option<Instant> {
+        let write = (!self.out.is_empty() && self.framing == Framing::Wire)
+            .then(|| self.write_since + http.write_timeout);
+        let phase = match self.phase {
+            Phase::Head if self.codec.is_idle() && self.out.is_empty() => match self.framing {
+                Framing::Embedded => None,
+                Framing::Wire if self.served == 0 => Some(self.opened + http.head_timeout),
+                Framing::Wire => Some(self.idle_since + http.idle_timeout),
+            },
+            // Pipelined bytes or a partial head: the request's deadline.
+            Phase::Head | Phase::Body => self.deadline,
+            Phase::Waiting => self.keepalive,
+            Phase::Authorizing | Phase::AuthorizingBody | Phase::Ready | Phase::Closing => None,
+        };
+        match (write, phase) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether the connection may be ended to make room for a new one: no request in
+    /// flight, no stream, nothing to send.
+    pub(super) fn sheddable(&self) -> bool {
+        self.phase == Phase::Head && self.out.is_empty() && self.framing == Framing::Wire
+    }
+
+    /// Output is about to be written: the write timeout counts from now if none was
+    /// pending.
+    fn will_write(&mut self, now: Instant) {
+        if self.out.is_empty() {
+            self.write_since = now;
+        }
+    }
+
+    /// A response head (and `len` body bytes to follow, through [`Exchange::body`]).
+    pub(super) fn write_head(
+        &mut self,
+        now: Instant,
+        status: u16,
+        content_type: Option<&'static str>,
+        len: usize,
+        extra: &[(&'static str, &'static str)],
+        close: bool,
+    ) {
+        self.will_write(now);
+        match self.framing {
+            Framing::Wire => http1::write_head(
+                &mut self.out,
+                status,
+                http1::status_reason(status),
+                content_type,
+                Some(len),
+                extra,
+                close,
+            ),
+            Framing::Embedded => self.head = Some(ResponseHead::new(status, content_type, extra, false)),
+        }
+    }
+
+    /// Body bytes after [`Exchange::write_head`].
+    pub(super) fn body(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+
+    /// The head of an SSE response.
+    pub(super) fn write_sse_head(&mut self, now: Instant, close: bool) {
+        self.will_write(now);
+        match self.framing {
+            Framing::Wire => http1::write_sse_head(&mut self.out, &[], close),
+            Framing::Embedded => {
+                self.head = Some(ResponseHead::new(200, Some("text/event-stream"), SSE_HEADERS, true));
+            }
+        }
+    }
+
+    /// One SSE event holding `data`.
+    pub(super) fn write_sse_event(&mut self, now: Instant, data: &[u8]) {
+        self.will_write(now);
+        match self.framing {
+            Framing::Wire => http1::write_sse_event(&mut self.out, data),
+            Framing::Embedded => http1::push_sse_event(&mut self.out, None, data),
+        }
+    }
+
+    /// An SSE comment (a keep-alive).
+    pub(super) fn write_sse_comment(&mut self, now: Instant) {
+        self.will_write(now);
+        match self.framing {
+            Framing::Wire => http1::write_sse_comment(&mut self.out),
+            Framing::Embedded => self.out.extend_from_slice(b":\n"),
+        }
+    }
+
+    /// The end of an SSE response.
+    pub(super) fn write_sse_end(&mut self, now: Instant) {
+        if self.framing == Framing::Wire {
+            self.will_write(now);
+            http1::write_chunked_end(&mut self.out);
+        }
+    }
+}
+
+/// The headers of an SSE response besides its content type.
+const SSE_HEADERS: &[(&str, &str)] = &[("cache-control", "no-cache"), ("x-accel-buffering", "no")];
+
+/// The head of a response given to a host that frames it itself: see
+/// [`HttpEngine::response`](crate::http::HttpEngine::response).
+#[derive(Debug, Clone)]
+pub struct ResponseHead {
+    /// The status code.
+    pub status: u16,
+    headers: heapless::Vec<(&'static str, &'static str), 6>,
+    /// Whether the body is an SSE stream (`text/event-stream`), whose events come as the
+    /// engine produces them, rather than a body complete at once.
+    pub stream: bool,
+}
+
+impl ResponseHead {
+    fn new(
+        status: u16,
+        content_type: Option<&'static str>,
+        extra: &[(&'static str, &'static str)],
+        stream: bool,
+    ) -> Self {
+        let mut headers = heapless::Vec::new();
+        if let Some(ct) = content_type {
+            let _ = headers.push(("content-type", ct));
+        }
+        for &h in extra {
+            // At most a few headers are ever set; the array holds them.
+            let _ = headers.push(h);
+        }
+        Self { status, headers, stream }
+    }
+
+    /// The headers, framing headers (`content-length`, `transfer-encoding`, `connection`)
+    /// excluded: the host frames the body.
+    pub fn headers(&self) -> &[(&'static str, &'static str)] {
+        &self.headers
+    }
 }
 
 pub(super) struct ConnSlot {
     pub(super) generation: u32,
     pub(super) conn: Option<Exchange>,
+    /// The list of sheddable connections, in the order they became sheddable.
+    pub(super) prev: u32,
+    pub(super) next: u32,
+    pub(super) linked: bool,
+    /// In the engine's list of connections with output.
+    pub(super) sending: bool,
 }
 
 pub(super) fn trim_newline(msg: &[u8]) -> &[u8] {
@@ -140,19 +342,23 @@ pub(super) fn is_loopback_origin(origin: &[u8]) -> bool {
     !rest.is_empty() && !rest.contains(&b'/') && is_loopback_host(rest)
 }
 
-/// The head is accepted: read the body (telling a client that waits for it to send).
-pub(super) fn start_body(c: &mut Exchange) {
+/// The head is accepted: read the body (telling a client that waits for it to send; a
+/// host that frames responses itself does that on its own).
+pub(super) fn start_body(c: &mut Exchange, now: Instant) {
     c.phase = Phase::Body;
     if c.expect_continue {
         c.expect_continue = false;
-        http1::write_100_continue(&mut c.out);
+        if c.framing == Framing::Wire {
+            c.will_write(now);
+            http1::write_100_continue(&mut c.out);
+        }
     }
 }
 
 /// A refusal issued before the body is read: `connection: close`, and the connection
 /// ends once it is sent (the unread body is never drained on behalf of a refused caller).
-pub(super) fn refuse(c: &mut Exchange, status: u16, extra: &[(&str, &str)]) {
-    http1::write_head(&mut c.out, status, http1::status_reason(status), None, Some(0), extra, true);
+pub(super) fn refuse(c: &mut Exchange, now: Instant, status: u16, extra: &[(&'static str, &'static str)]) {
+    c.write_head(now, status, None, 0, extra, true);
     c.phase = Phase::Closing;
     c.keep_alive = false;
     c.deadline = None;
@@ -160,30 +366,29 @@ pub(super) fn refuse(c: &mut Exchange, status: u16, extra: &[(&str, &str)]) {
 
 /// A response without body after the body was read: the connection survives unless the
 /// client asked to close it.
-pub(super) fn respond_empty(c: &mut Exchange, status: u16, extra: &[(&str, &str)]) {
+pub(super) fn respond_empty(
+    c: &mut Exchange,
+    now: Instant,
+    status: u16,
+    extra: &[(&'static str, &'static str)],
+) {
     let close = !c.keep_alive;
-    http1::write_head(&mut c.out, status, http1::status_reason(status), None, Some(0), extra, close);
-    finish(c, close);
+    c.write_head(now, status, None, 0, extra, close);
+    finish(c, now, close);
 }
 
-pub(super) fn respond_json(c: &mut Exchange, status: u16, body: &[u8]) {
+pub(super) fn respond_json(c: &mut Exchange, now: Instant, status: u16, body: &[u8]) {
     let close = !c.keep_alive;
-    http1::write_head(
-        &mut c.out,
-        status,
-        http1::status_reason(status),
-        Some("application/json"),
-        Some(body.len()),
-        &[],
-        close,
-    );
-    c.out.extend_from_slice(body);
-    finish(c, close);
+    c.write_head(now, status, Some("application/json"), body.len(), &[], close);
+    c.body(body);
+    finish(c, now, close);
 }
 
-pub(super) fn finish(c: &mut Exchange, close: bool) {
+pub(super) fn finish(c: &mut Exchange, now: Instant, close: bool) {
     c.codec.finish_request();
     c.deadline = None;
     c.keepalive = None;
+    c.served = c.served.saturating_add(1);
+    c.idle_since = now;
     c.phase = if close { Phase::Closing } else { Phase::Head };
 }

@@ -16,10 +16,12 @@
 
 mod auth;
 mod config;
+mod conns;
 mod exchange;
 
 pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, HeaderList, Principal, Verdict};
 pub use config::{AllowedOrigins, HttpConfig, OpenError};
+pub use exchange::ResponseHead;
 
 use core::fmt;
 use core::net::SocketAddr;
@@ -35,28 +37,47 @@ use crate::mcp::{Core, Dispatched, Mode, new_core};
 use crate::output::Route;
 
 use crate::time::Instant;
+use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
 use exchange::{
-    ConnSlot, Exchange, Phase, check_head, finish, refuse, respond_empty, respond_json, start_body,
+    ConnSlot, Exchange, Framing, Phase, check_head, finish, refuse, respond_empty, respond_json, start_body,
     trim_newline,
 };
 
-/// A response read back with [`HttpEngine::response`].
+/// The response of an exchange started with [`HttpEngine::handle_request`], read with
+/// [`HttpEngine::response`].
 #[derive(Debug, Clone, Copy)]
 pub struct Response<'a> {
+    /// The status code, headers, and whether the body is a stream.
+    pub head: &'a ResponseHead,
     /// The status code.
     pub status: u16,
-    headers: [(&'a str, &'a [u8]); 16],
-    len: usize,
-    /// The body.
+    /// Body bytes produced and not yet taken with
+    /// [`consume_output`](HttpEngine::consume_output): the whole body of a plain
+    /// response; for a stream, the SSE events so far (`data: ...` lines and the empty
+    /// line that ends each, comments as `:` lines).
     pub body: &'a [u8],
+    /// Whether the response is complete: no more body will follow what `body` holds.
+    pub complete: bool,
 }
 
-impl<'a> Response<'a> {
-    /// The headers, framing headers (`content-length`, `connection`) included.
-    pub fn headers(&self) -> &[(&'a str, &'a [u8])] {
-        &self.headers[..self.len]
+impl Response<'_> {
+    /// The headers (no framing headers: the host frames the body).
+    pub fn headers(&self) -> &[(&'static str, &'static str)] {
+        self.head.headers()
     }
+}
+
+/// What [`HttpEngine::buffer_use`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BufferUse {
+    /// Bytes of request and output buffers the open connections hold (their capacity).
+    pub held: usize,
+    /// Connections that hold any buffer.
+    pub holding: usize,
+    /// Bytes of spare buffers kept for reuse.
+    pub pooled: usize,
 }
 
 /// A connection of an [`HttpEngine`].
@@ -103,9 +124,24 @@ enum Ask {
 /// ([`Config::max_in_flight`](crate::Config::max_in_flight)), a request that was read
 /// waits for a slot before it is dispatched, and its connection reads nothing more.
 ///
-/// Each request (head and body) must arrive within [`HttpConfig::body_deadline`] of its
-/// first byte, or it is answered `408` and the connection ends. An idle keep-alive
-/// connection has no timer here: closing idle connections is the adapter's choice.
+/// Every connection has a deadline whenever the peer is the one to act (see `docs/http.md`):
+/// a head within [`HttpConfig::head_timeout`] (from [`open`](Self::open) for the first
+/// request, waiting for the first byte included), a whole request within
+/// [`HttpConfig::body_deadline`] of its first byte, the next request of a keep-alive
+/// connection within [`HttpConfig::idle_timeout`], and output taken by the peer within
+/// [`HttpConfig::write_timeout`]. The deadlines live in one timer table:
+/// [`poll_timeout`](Self::poll_timeout) is its earliest entry, and
+/// [`handle_timeout`](Self::handle_timeout) acts on the connections past theirs. A
+/// connection the engine ends on its own without a response to send (idle, shed, a peer
+/// that stopped reading) is forgotten at once and reported by
+/// [`poll_ended`](Self::poll_ended): close its socket.
+///
+/// At [`HttpConfig::max_connections`], [`open`](Self::open) ends the connection that has
+/// waited longest with no request in flight, no stream and nothing to send, and refuses
+/// the new one only when there is none. A connection holds a request buffer only while it
+/// receives a request and an output buffer only while it has something to send; both come
+/// from pools of reused buffers, so an idle connection costs a few hundred bytes and the
+/// steady state allocates nothing.
 pub struct HttpEngine {
     http: HttpConfig,
     core: Core,
@@ -117,6 +153,20 @@ pub struct HttpEngine {
     /// A request waits for a ticket slot: when one frees, every ready connection is retried.
     blocked: bool,
     last_now: Instant,
+    /// Every connection's next deadline.
+    timers: Timers,
+    /// The sheddable connections (`ConnSlot::prev`/`next`), oldest first.
+    shed_head: u32,
+    shed_tail: u32,
+    /// Spare request and output buffers.
+    bufs: Vec<Vec<u8>>,
+    outs: Vec<Vec<u8>>,
+    /// Connections the engine ended and forgot, for the adapter to close.
+    ended: std::collections::VecDeque<ConnId>,
+    /// Slots without a connection.
+    free: Vec<u32>,
+    /// Slots that had output to send when last settled (`ConnSlot::sending`).
+    sending: Vec<u32>,
 }
 
 impl fmt::Debug for HttpEngine {
@@ -143,6 +193,14 @@ impl HttpEngine {
             work: std::collections::VecDeque::new(),
             blocked: false,
             last_now: Instant::ZERO,
+            timers: Timers::new(),
+            shed_head: conns::NONE,
+            shed_tail: conns::NONE,
+            bufs: Vec::new(),
+            outs: Vec::new(),
+            ended: std::collections::VecDeque::new(),
+            free: Vec::new(),
+            sending: Vec::new(),
         }
     }
 
@@ -171,10 +229,36 @@ impl HttpEngine {
         self.open
     }
 
-    /// A new connection from `peer`.
+    /// The buffer memory the connections hold and the pools keep (a diagnostic: it
+    /// visits every connection).
+    pub fn buffer_use(&self) -> BufferUse {
+        let mut held = 0;
+        let mut holding = 0;
+        for c in self.slots.iter().filter_map(|s| s.conn.as_ref()) {
+            let n = c.codec.buffer_capacity() + c.out.capacity();
+            held += n;
+            holding += usize::from(n > 0);
+        }
+        let pooled = self.bufs.iter().chain(&self.outs).map(Vec::capacity).sum();
+        BufferUse { held, holding, pooled }
+    }
+
+    /// A new connection from `peer`. At [`HttpConfig::max_connections`] the connection
+    /// that has waited longest with nothing in flight is ended to make room (reported by
+    /// [`poll_ended`](Self::poll_ended)); when every connection is busy, the new one is
+    /// refused.
     pub fn open(&mut self, now: Instant, peer: Option<SocketAddr>) -> Result<ConnId, OpenError> {
+        self.open_as(now, peer, Framing::Wire)
+    }
+
+    fn open_as(
+        &mut self,
+        now: Instant,
+        peer: Option<SocketAddr>,
+        framing: Framing,
+    ) -> Result<ConnId, OpenError> {
         self.tick(now);
-        if self.open >= self.http.max_connections {
+        if self.open >= self.http.max_connections && !self.shed_one() {
             return Err(OpenError::TooManyConnections);
         }
         let limits = http1::Limits {
@@ -182,33 +266,28 @@ impl HttpEngine {
             max_headers: MAX_HEADERS,
             max_body_bytes: self.http.max_body,
         };
-        let conn = Exchange {
-            generation: 0,
-            codec: http1::Conn::new(limits),
-            peer,
-            out: Vec::new(),
-            phase: Phase::Head,
-            keep_alive: true,
-            expect_continue: false,
-            http10: false,
-            streaming: false,
-            dropped: false,
-            principal: None,
-            keepalive: None,
-            deadline: None,
-        };
-        let slot = match self.slots.iter().position(|s| s.conn.is_none()) {
-            Some(i) => i,
+        let conn = Exchange::new(http1::Conn::new(limits), peer, self.last_now, framing);
+        let slot = match self.free.pop() {
+            Some(i) => i as usize,
             None => {
-                self.slots.push(ConnSlot { generation: 0, conn: None });
+                self.slots.push(ConnSlot {
+                    generation: 0,
+                    conn: None,
+                    prev: conns::NONE,
+                    next: conns::NONE,
+                    linked: false,
+                    sending: false,
+                });
                 self.slots.len() - 1
             }
         };
         let s = &mut self.slots[slot];
         s.generation = s.generation.wrapping_add(1);
-        s.conn = Some(Exchange { generation: s.generation, ..conn });
+        let generation = s.generation;
+        s.conn = Some(Exchange { generation, ..conn });
         self.open += 1;
-        Ok(ConnId { slot: slot as u32, generation: s.generation })
+        self.settle(slot as u32);
+        Ok(ConnId { slot: slot as u32, generation })
     }
 
     fn conn(&self, id: ConnId) -> Option<&Exchange> {
@@ -216,7 +295,7 @@ impl HttpEngine {
     }
 
     fn conn_mut(&mut self, id: ConnId) -> Option<&mut Exchange> {
-        self.slots.get_mut(id.slot as usize)?.conn.as_mut().filter(|c| c.generation == id.generation)
+        conn_in(&mut self.slots, id)
     }
 
     fn tick(&mut self, now: Instant) {
@@ -226,23 +305,38 @@ impl HttpEngine {
         self.core.set_now(self.last_now.as_micros());
         self.core.release();
         self.collect_answers();
+        self.prune_sending();
     }
 
     /// Feeds bytes received on `conn`; returns how many were taken (the rest waits until
     /// the connection's current request is answered).
     pub fn handle_input(&mut self, now: Instant, conn: ConnId, data: &[u8]) -> usize {
         self.tick(now);
-        let deadline = self.last_now + self.http.body_deadline;
-        let Some(c) = self.conn_mut(conn) else { return 0 };
+        let now = self.last_now;
+        let head_timeout = self.http.head_timeout;
+        let Some(c) = self.slots.get_mut(conn.slot as usize).and_then(|s| s.conn.as_mut()) else { return 0 };
+        if c.generation != conn.generation {
+            return 0;
+        }
         if c.phase == Phase::Closing {
             return data.len(); // refused already: what follows is dropped unread
         }
+        if c.codec.buffer_capacity() == 0
+            && let Some(buf) = self.bufs.pop()
+            && let Some(buf) = c.codec.give_buffer(buf)
+        {
+            self.bufs.push(buf);
+        }
+        let idle = c.codec.is_idle();
         let n = c.codec.handle_bytes(data);
-        if c.phase == Phase::Head && n > 0 && c.deadline.is_none() {
-            // The whole request (head and body) must arrive within the deadline.
-            c.deadline = Some(deadline);
+        if c.phase == Phase::Head && n > 0 && idle {
+            // A request starts: its head is due within the head timeout, counted from
+            // `open` for the first request.
+            let head_from = if c.served == 0 { c.opened } else { now };
+            c.deadline = Some(head_from + head_timeout);
         }
         self.work.push_back(conn.slot);
+        self.settle(conn.slot);
         self.process();
         n
     }
@@ -254,12 +348,17 @@ impl HttpEngine {
         if self.conn(conn).is_none() {
             return;
         }
-        self.core.cancel_route(Route::Http { conn: conn.slot, generation: conn.generation });
-        self.asks.retain(|a| !matches!(a, Ask::Head(s) | Ask::Body(s) if *s == conn.slot));
-        let s = &mut self.slots[conn.slot as usize];
-        s.conn = None;
-        self.open -= 1;
+        self.forget(conn.slot);
         self.process();
+    }
+
+    /// A connection the engine ended on its own and forgot, with nothing left to send:
+    /// close its socket. Connections end this way when they are shed to make room
+    /// ([`open`](Self::open)), sit idle past their timeout, or stop taking output (see
+    /// [`HttpEngine`]); a connection that ends with a response to send (a `408`, a
+    /// refusal) is reported by [`wants_close`](Self::wants_close) once it is sent.
+    pub fn poll_ended(&mut self) -> Option<ConnId> {
+        self.ended.pop_front()
     }
 
     /// Serves a request that was already parsed elsewhere (a hyper or axum host): every
@@ -280,7 +379,7 @@ impl HttpEngine {
         headers: &[(&str, &[u8])],
         body: &[u8],
     ) -> Result<ConnId, OpenError> {
-        let conn = self.open(now, peer)?;
+        let conn = self.open_as(now, peer, Framing::Embedded)?;
         let mut head = Vec::with_capacity(256);
         head.extend_from_slice(method.as_bytes());
         head.push(b' ');
@@ -314,27 +413,27 @@ impl HttpEngine {
         Ok(conn)
     }
 
-    /// The complete response of an exchange started with
-    /// [`handle_request`](Self::handle_request) (or of any connection whose output holds
-    /// one), once it is written.
+    /// The response of an exchange started with [`handle_request`](Self::handle_request),
+    /// once its head is decided: the status, the headers, and the body produced so far.
+    /// A plain response is complete at once; a stream (`text/event-stream`) grows as the
+    /// engine writes events (progress, log messages, listen notifications, keep-alives):
+    /// send [`Response::body`], take it with [`consume_output`](Self::consume_output), and
+    /// ask again after the next input or command, until [`Response::complete`]. `None`
+    /// before the head is decided, and for connections opened with [`open`](Self::open)
+    /// (their output is HTTP/1.1 bytes: [`pending_output`](Self::pending_output)).
+    ///
+    /// An exchange that has a stream can also end from [`poll_ended`](Self::poll_ended)
+    /// (its listener dropped for not reading, or its output not taken within the write
+    /// timeout): end the body there.
     pub fn response(&self, conn: ConnId) -> Option<Response<'_>> {
-        let out = self.pending_output(conn);
-        let mut headers = [httparse::EMPTY_HEADER; 16];
-        let mut resp = httparse::Response::new(&mut headers);
-        let Ok(httparse::Status::Complete(head_len)) = resp.parse(out) else { return None };
-        let status = resp.code?;
-        let mut list = [("", &b""[..]); 16];
-        let mut len = 0;
-        let mut body_len = 0;
-        for h in resp.headers.iter() {
-            if h.name.eq_ignore_ascii_case("content-length") {
-                body_len = core::str::from_utf8(h.value).ok()?.trim().parse().ok()?;
-            }
-            list[len] = (h.name, h.value);
-            len += 1;
-        }
-        let body = out.get(head_len..head_len + body_len)?;
-        Some(Response { status, headers: list, len, body })
+        let c = self.conn(conn)?;
+        let head = c.head.as_ref()?;
+        Some(Response {
+            head,
+            status: head.status,
+            body: &c.out,
+            complete: c.phase == Phase::Closing || c.dropped,
+        })
     }
 
     /// The bytes to send on `conn`.
@@ -342,16 +441,26 @@ impl HttpEngine {
         self.conn(conn).map_or(&[], |c| &c.out)
     }
 
-    /// Marks `n` bytes of `conn`'s output as sent.
+    /// Marks `n` bytes of `conn`'s output as sent (or, for a
+    /// [`handle_request`](Self::handle_request) exchange, taken by the host).
     pub fn consume_output(&mut self, conn: ConnId, n: usize) {
+        let now = self.last_now;
         let Some(c) = self.conn_mut(conn) else { return };
         let n = n.min(c.out.len());
+        if n == 0 {
+            return;
+        }
         let was_full = c.out.len() >= MAX_UNSENT;
         c.out.drain(..n);
+        c.write_since = now;
+        if c.out.is_empty() && c.phase == Phase::Head {
+            c.idle_since = now;
+        }
         if was_full && c.out.len() < MAX_UNSENT {
             self.work.push_back(conn.slot);
-            self.process();
         }
+        self.settle(conn.slot);
+        self.process();
     }
 
     /// Whether `conn` should be closed now: a response that ends the connection was
@@ -360,69 +469,59 @@ impl HttpEngine {
         self.conn(conn).is_some_and(|c| c.dropped || (c.phase == Phase::Closing && c.out.is_empty()))
     }
 
-    /// Connections with output to send.
+    /// Connections with output to send (found without scanning every connection).
     pub fn writable(&self) -> impl Iterator<Item = ConnId> + '_ {
-        self.slots.iter().enumerate().filter_map(|(i, s)| {
-            let c = s.conn.as_ref()?;
-            (!c.out.is_empty()).then_some(ConnId { slot: i as u32, generation: c.generation })
+        self.sending.iter().filter_map(|&i| {
+            let c = self.slots[i as usize].conn.as_ref()?;
+            (!c.out.is_empty()).then_some(ConnId { slot: i, generation: c.generation })
         })
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) should next be called: the earliest
-    /// body deadline.
+    /// deadline of any connection.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.slots
-            .iter()
-            .filter_map(|s| {
-                let c = s.conn.as_ref()?;
-                match c.phase {
-                    Phase::Head | Phase::Body => c.deadline,
-                    Phase::Waiting => c.keepalive,
-                    _ => None,
-                }
-            })
-            .min()
+        self.timers.next()
     }
 
-    /// Expires body deadlines (each connection past its deadline is answered `408` and
-    /// ends) and writes a keep-alive comment on each `subscriptions/listen` stream that
-    /// has been silent for [`HttpConfig::sse_keepalive`].
+    /// Acts on every connection past its deadline: a request not complete in time is
+    /// answered `408` and the connection ends; a connection idle past its timeout, or
+    /// whose peer took no output within the write timeout, is ended without a response
+    /// (see [`poll_ended`](Self::poll_ended)); a `subscriptions/listen` stream silent for
+    /// [`HttpConfig::sse_keepalive`] gets a keep-alive comment.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.tick(now);
-        for i in 0..self.slots.len() {
-            let Some(c) = self.slots[i].conn.as_mut() else { continue };
-            if matches!(c.phase, Phase::Head | Phase::Body) && c.deadline.is_some_and(|d| d <= now) {
-                c.deadline = None;
-                refuse(c, 408, &[]);
-            } else if c.phase == Phase::Waiting && c.keepalive.is_some_and(|k| k <= now) {
-                http1::write_sse_comment(&mut c.out);
-                c.keepalive = Some(now + self.http.sse_keepalive);
-            }
+        let now = self.last_now;
+        while let Some(slot) = self.timers.pop_due(now) {
+            self.expire(slot, now);
         }
+        self.process();
     }
 
     /// Answers an [`HttpEvent::Authorize`].
     pub fn authorize(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
         self.tick(now);
+        let now = self.last_now;
         let body_phase = self.http.body_deadline;
-        let Some(c) = self.conn_mut(conn) else { return };
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
         if c.phase != Phase::Authorizing {
             return;
         }
         c.principal = verdict.principal();
+        conns::lend_out(&mut self.outs, c);
         match verdict {
             Verdict::Allow | Verdict::AllowAs(_) => {
                 // The deadline counts from the request's first byte; the host's time to
                 // decide is not the client's fault, so it starts again for the body.
-                start_body(c);
+                start_body(c, now);
                 c.deadline = Some(now + body_phase);
                 self.work.push_back(conn.slot);
             }
             // Refused before the body is read: the connection ends.
-            Verdict::Unauthenticated => refuse(c, 401, &[("www-authenticate", "Bearer")]),
-            Verdict::Forbidden => refuse(c, 403, &[]),
-            Verdict::Failed => refuse(c, 500, &[]),
+            Verdict::Unauthenticated => refuse(c, now, 401, &[("www-authenticate", "Bearer")]),
+            Verdict::Forbidden => refuse(c, now, 403, &[]),
+            Verdict::Failed => refuse(c, now, 500, &[]),
         }
+        self.settle(conn.slot);
         self.process();
     }
 
@@ -430,20 +529,23 @@ impl HttpEngine {
     /// body was read, so the next request can follow.
     pub fn authorize_body(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
         self.tick(now);
-        let Some(c) = self.conn_mut(conn) else { return };
+        let now = self.last_now;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
         if c.phase != Phase::AuthorizingBody {
             return;
         }
         if let Some(p) = verdict.principal() {
             c.principal = Some(p);
         }
+        conns::lend_out(&mut self.outs, c);
         match verdict {
             Verdict::Allow | Verdict::AllowAs(_) => c.phase = Phase::Ready,
-            Verdict::Unauthenticated => respond_empty(c, 401, &[("www-authenticate", "Bearer")]),
-            Verdict::Forbidden => respond_empty(c, 403, &[]),
-            Verdict::Failed => respond_empty(c, 500, &[]),
+            Verdict::Unauthenticated => respond_empty(c, now, 401, &[("www-authenticate", "Bearer")]),
+            Verdict::Forbidden => respond_empty(c, now, 403, &[]),
+            Verdict::Failed => respond_empty(c, now, 500, &[]),
         }
         self.work.push_back(conn.slot);
+        self.settle(conn.slot);
         self.process();
     }
 
@@ -621,6 +723,7 @@ impl HttpEngine {
     /// notification before the answer turns the response into an SSE stream
     /// (`text/event-stream`, `X-Accel-Buffering: no`); the answer is then its last event.
     fn collect_answers(&mut self) {
+        let now = self.last_now;
         for i in 0..self.core.outbox().routed.len() {
             let r = self.core.outbox().routed[i];
             let Route::Http { conn, generation } = r.route else { continue };
@@ -634,32 +737,37 @@ impl HttpEngine {
                 c.phase = Phase::Closing;
                 c.keep_alive = false;
                 c.dropped = true;
+                self.settle(conn);
                 continue;
             }
+            conns::lend_out(&mut self.outs, c);
             let msg = self.core.outbox().message(&r);
             let keepalive = self.http.sse_keepalive;
-            c.keepalive = (r.sub && r.interim && !keepalive.is_zero()).then(|| self.last_now + keepalive);
+            c.keepalive = (r.sub && r.interim && !keepalive.is_zero()).then(|| now + keepalive);
             if r.interim {
                 if c.http10 {
                     continue; // an HTTP/1.0 client cannot take a stream: it gets the answer only
                 }
                 if !c.streaming {
                     c.streaming = true;
-                    http1::write_sse_head(&mut c.out, &[], !c.keep_alive);
+                    let close = !c.keep_alive;
+                    c.write_sse_head(now, close);
                 }
-                http1::write_sse_event(&mut c.out, msg);
+                c.write_sse_event(now, msg);
+                self.settle(conn);
                 continue;
             }
             if c.streaming {
-                http1::write_sse_event(&mut c.out, msg);
-                http1::write_chunked_end(&mut c.out);
+                c.write_sse_event(now, msg);
+                c.write_sse_end(now);
                 c.streaming = false;
                 let close = !c.keep_alive;
-                finish(c, close);
+                finish(c, now, close);
             } else {
-                respond_json(c, if r.status == 0 { 200 } else { r.status }, msg);
+                respond_json(c, now, if r.status == 0 { 200 } else { r.status }, msg);
             }
             self.work.push_back(conn);
+            self.settle(conn);
         }
         self.core.outbox_mut().clear();
     }
@@ -680,14 +788,20 @@ impl HttpEngine {
         }
     }
 
-    /// Moves one connection forward as far as it can go.
+    /// Moves one connection forward as far as it can go, and re-arms its deadline.
     fn advance(&mut self, slot: u32) {
+        self.step(slot);
+        self.settle(slot);
+    }
+
+    fn step(&mut self, slot: u32) {
         loop {
             if self.core.is_paused() {
                 // Resume this connection after the event is taken.
                 self.work.push_front(slot);
                 return;
             }
+            let now = self.last_now;
             let Some(c) = self.slots.get_mut(slot as usize).and_then(|s| s.conn.as_mut()) else { return };
             match c.phase {
                 Phase::Head => {
@@ -710,8 +824,9 @@ impl HttpEngine {
                     c.keep_alive = keep_alive;
                     c.expect_continue = expect_continue;
                     c.http10 = http10;
+                    conns::lend_out(&mut self.outs, c);
                     if let Some((status, extra)) = refusal {
-                        refuse(c, status, extra);
+                        refuse(c, now, status, extra);
                         return;
                     }
                     match self.http.authorization {
@@ -724,8 +839,8 @@ impl HttpEngine {
                             return;
                         }
                         Authorization::Everyone => {
-                            c.phase = Phase::Body;
-                            c.deadline = Some(self.last_now + self.http.body_deadline);
+                            start_body(c, now);
+                            c.deadline = Some(now + self.http.body_deadline);
                         }
                     }
                 }
@@ -737,7 +852,7 @@ impl HttpEngine {
                         Input::Body(_) => None,
                     };
                     if let Some(e) = error {
-                        refuse(c, e.status(), &[]);
+                        refuse(c, now, e.status(), &[]);
                         return;
                     }
                     c.deadline = None;
@@ -766,6 +881,7 @@ impl HttpEngine {
     fn dispatch(&mut self, slot: u32) {
         let generation = self.slots[slot as usize].generation;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        conns::lend_out(&mut self.outs, c);
         let core = &mut self.core;
         let route = Route::Http { conn: slot, generation };
         let principal = c.principal.take().map(|p| p.0);
@@ -782,11 +898,16 @@ impl HttpEngine {
                 self.collect_answers();
             }
             Dispatched::Answered(status) => {
-                respond_json(c, status, trim_newline(core.outbox().written_since(mark)));
+                respond_json(c, self.last_now, status, trim_newline(core.outbox().written_since(mark)));
                 core.outbox_mut().discard_since(mark);
             }
             // A notification (or a response, which a client must not send): accepted.
-            Dispatched::Accepted => respond_empty(c, 202, &[]),
+            Dispatched::Accepted => respond_empty(c, self.last_now, 202, &[]),
         }
     }
+}
+
+/// The connection `id` names in `slots`, if it is still open.
+fn conn_in(slots: &mut [ConnSlot], id: ConnId) -> Option<&mut Exchange> {
+    slots.get_mut(id.slot as usize)?.conn.as_mut().filter(|c| c.generation == id.generation)
 }

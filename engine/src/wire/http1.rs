@@ -29,11 +29,15 @@
 //!
 //! # Design
 //!
-//! - **One buffer, reserved once.** [`Conn::new`] reserves `max_head_bytes + max_body_bytes +`
-//!   [`CHUNKED_FRAMING_ALLOWANCE`] bytes; the codec never grows it (every limit below bounds what it
-//!   takes), so after construction nothing is allocated: heads borrow the buffer, chunked bodies
-//!   are de-chunked in place, finished requests are dropped by moving an offset, and pipelined
-//!   bytes are moved to the front only when the room behind them runs out.
+//! - **One buffer, grown on demand, lent out between requests.** [`Conn::new`] reserves
+//!   nothing; the buffer grows (doubling) as a request needs it, never past `max_head_bytes +
+//!   max_body_bytes +` [`CHUNKED_FRAMING_ALLOWANCE`] bytes (every limit below bounds what it
+//!   takes). Heads borrow the buffer, chunked bodies are de-chunked in place, finished requests
+//!   are dropped by moving an offset, and pipelined bytes are moved to the front only when the
+//!   room behind them runs out. Between requests the owner may take the empty buffer back
+//!   ([`Conn::take_buffer`]) and lend one again before the next bytes
+//!   ([`Conn::give_buffer`]), so an idle connection holds none and a pool of reused buffers
+//!   makes the steady state allocation-free.
 //! - **Limits on bytes seen, not on parse outcomes.** A head must end within its first
 //!   `max_head_bytes` bytes (leading empty lines included); a chunked body may not grow past
 //!   `max_body_bytes` decoded bytes nor `max_body_bytes + CHUNKED_FRAMING_ALLOWANCE` raw bytes.
@@ -77,6 +81,9 @@ pub const MAX_HEADERS: usize = 64;
 /// extensions, CRLFs and trailers. A body whose framing needs more (e.g. more than ~13,000
 /// one-byte chunks) is refused with [`HttpError::BodyTooLarge`].
 pub(crate) const CHUNKED_FRAMING_ALLOWANCE: usize = 64 * 1024;
+
+/// The first size a buffer grows to.
+const MIN_BUFFER: usize = 1024;
 
 /// What [`Conn::capacity`] reports while the connection only drops input (after an error or
 /// [`Conn::discard_body`]): enough for an I/O layer to keep reading during a lingering close.
@@ -415,16 +422,12 @@ impl std::fmt::Debug for Conn {
 }
 
 impl Conn {
-    /// A connection with these limits; reserves its whole buffer now
-    /// (`max_head_bytes + max_body_bytes + CHUNKED_FRAMING_ALLOWANCE` bytes).
+    /// A connection with these limits. It reserves nothing: its buffer grows as requests
+    /// need it, up to [`Conn::max_buffer`] bytes.
     pub fn new(limits: Limits) -> Self {
-        let size = limits
-            .max_head_bytes
-            .saturating_add(limits.max_body_bytes)
-            .saturating_add(CHUNKED_FRAMING_ALLOWANCE);
         Self {
             limits,
-            buf: Vec::with_capacity(size),
+            buf: Vec::new(),
             start: 0,
             state: State::Head,
             scan: HeadScan::NEW,
@@ -472,10 +475,57 @@ impl Conn {
             self.buf.truncate(buffered);
             self.start = 0;
         }
-        // The limits keep a request within the reserved buffer; never grow it regardless.
-        take = take.min(self.buf.capacity() - self.buf.len());
+        let max = self.max_buffer();
+        if self.buf.len() + take > self.buf.capacity() {
+            // Grow by doubling, within the bound the limits set.
+            let want = (self.buf.len() + take).max(self.buf.capacity() * 2).max(MIN_BUFFER).min(max);
+            self.buf.reserve_exact(want - self.buf.len());
+        }
+        take = take.min(max.saturating_sub(self.buf.len()));
         self.buf.extend_from_slice(&data[..take]);
         take
+    }
+
+    /// The most bytes the buffer ever holds: `max_head_bytes + max_body_bytes +`
+    /// [`CHUNKED_FRAMING_ALLOWANCE`].
+    pub fn max_buffer(&self) -> usize {
+        self.limits
+            .max_head_bytes
+            .saturating_add(self.limits.max_body_bytes)
+            .saturating_add(CHUNKED_FRAMING_ALLOWANCE)
+    }
+
+    /// The buffer, if no request is in progress and no byte of a next one is held (the
+    /// connection waits for a head, or drains): the connection keeps an empty one and takes
+    /// the next it is given, or grows its own. `None` while it holds bytes or has no
+    /// buffer.
+    pub fn take_buffer(&mut self) -> Option<Vec<u8>> {
+        let idle = matches!(self.state, State::Head | State::Draining | State::Failed(_));
+        if !idle || self.buf.len() != self.start || self.buf.capacity() == 0 {
+            return None;
+        }
+        self.start = 0;
+        self.scan = HeadScan::NEW;
+        let mut buf = core::mem::take(&mut self.buf);
+        buf.clear();
+        Some(buf)
+    }
+
+    /// Lends the connection a buffer (cleared first) for its next bytes, if it has none;
+    /// gives it back otherwise.
+    pub fn give_buffer(&mut self, mut buf: Vec<u8>) -> Option<Vec<u8>> {
+        if self.buf.capacity() != 0 {
+            return Some(buf);
+        }
+        buf.clear();
+        self.buf = buf;
+        self.start = 0;
+        None
+    }
+
+    /// The capacity of the buffer held now.
+    pub fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
     }
 
     /// Whether no request is in progress and no byte of a next one was received: the peer may
@@ -920,24 +970,33 @@ pub(crate) fn write_sse_event_with_id(out: &mut Vec<u8>, id: &str, data: &[u8]) 
     write_sse(out, Some(id), data);
 }
 
+/// The `data:` field name of an SSE event.
+const SSE_FIELD: &[u8] = b"data: ";
+
 /// Appends one chunk holding an SSE event.
 fn write_sse(out: &mut Vec<u8>, id: Option<&str>, data: &[u8]) {
-    const FIELD: &[u8] = b"data: ";
     let mut len = id.map_or(0, |id| 4 + id.len() + 1) + 1;
-    for_each_line(data, |line| len += FIELD.len() + line.len() + 1);
+    for_each_line(data, |line| len += SSE_FIELD.len() + line.len() + 1);
     push_hex(out, len);
     out.extend_from_slice(b"\r\n");
+    push_sse_event(out, id, data);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends an SSE event without chunked framing (`id: {id}\n` when given, a `data: ` line
+/// per line of `data`, the empty line), for a host that frames the stream itself.
+pub(crate) fn push_sse_event(out: &mut Vec<u8>, id: Option<&str>, data: &[u8]) {
     if let Some(id) = id {
         out.extend_from_slice(b"id: ");
         push_text(out, id);
         out.push(b'\n');
     }
     for_each_line(data, |line| {
-        out.extend_from_slice(FIELD);
+        out.extend_from_slice(SSE_FIELD);
         out.extend_from_slice(line);
         out.push(b'\n');
     });
-    out.extend_from_slice(b"\n\r\n");
+    out.push(b'\n');
 }
 
 /// Calls `f` with each line of `data`, split at CRLF, CR or LF (one empty line for empty data).
@@ -1020,7 +1079,7 @@ mod tests {
     /// events and how many bytes the connection took.
     fn feed_pieces(limits: Limits, pieces: &[&[u8]]) -> (Vec<Ev>, usize) {
         let mut conn = Conn::new(limits);
-        let reserved = conn.buf.capacity();
+        let bound = conn.max_buffer();
         let (mut events, mut taken) = (Vec::new(), 0);
         for piece in pieces {
             let mut off = 0;
@@ -1032,7 +1091,7 @@ mod tests {
                     taken += n;
                 }
                 off += n;
-                assert_eq!(conn.buf.capacity(), reserved, "the buffer never grows");
+                assert!(conn.buf.capacity() <= bound, "the buffer never grows past its bound");
                 if drain(&mut conn, &mut events) {
                     return (events, taken);
                 }
@@ -1617,6 +1676,8 @@ mod tests {
             POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4\r\n\":1}\r\n0\r\n\r\n\
             GET /mcp HTTP/1.1\r\nHost: h\r\nAccept: text/event-stream\r\n\r\n";
         let mut conn = Conn::new(Limits::default());
+        // The steady state: the connection holds a buffer lent from a pool.
+        assert!(conn.give_buffer(Vec::with_capacity(conn.max_buffer())).is_none());
         let mut out = Vec::with_capacity(64 * 1024);
         let info = allocation_counter::measure(|| {
             for round in 0..300 {

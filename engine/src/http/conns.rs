@@ -1,0 +1,193 @@
+//! The connection table's bookkeeping: after every change to a connection, [`settle`]
+//! re-arms its deadline in the timer table, keeps the list of sheddable connections
+//! (oldest first) and the list of connections with output, and returns the buffers it does
+//! not need to the pools; [`expire`] acts on a deadline that passed; [`shed_one`] and
+//! [`forget`] end connections.
+//!
+//! [`settle`]: HttpEngine::settle
+//! [`expire`]: HttpEngine::expire
+//! [`shed_one`]: HttpEngine::shed_one
+//! [`forget`]: HttpEngine::forget
+
+use super::exchange::{Exchange, Framing, Phase, refuse};
+use super::{Ask, ConnId, HttpEngine};
+use crate::output::Route;
+use crate::time::Instant;
+
+/// No slot (the end of a list).
+pub(super) const NONE: u32 = u32::MAX;
+
+/// Spare buffers kept per pool; more are freed.
+const POOL_KEEP: usize = 64;
+
+/// A buffer that grew larger than this is freed rather than pooled, so that connections
+/// that hold a pooled buffer while they wait (a slow head) never pin large ones.
+const POOL_MAX_CAPACITY: usize = 64 * 1024;
+
+/// Puts `buf` back into `pool`, or frees it.
+fn recycle(pool: &mut Vec<Vec<u8>>, mut buf: Vec<u8>) {
+    if pool.len() < POOL_KEEP && buf.capacity() <= POOL_MAX_CAPACITY {
+        buf.clear();
+        pool.push(buf);
+    }
+}
+
+/// Gives `c` an output buffer from `pool` if it has none.
+pub(super) fn lend_out(pool: &mut Vec<Vec<u8>>, c: &mut Exchange) {
+    if c.out.capacity() == 0
+        && let Some(buf) = pool.pop()
+    {
+        c.out = buf;
+    }
+}
+
+impl HttpEngine {
+    /// Brings the table's view of `slot` up to date with the connection's state.
+    pub(super) fn settle(&mut self, slot: u32) {
+        let now = self.last_now;
+        let Some(s) = self.slots.get_mut(slot as usize) else { return };
+        let Some(c) = s.conn.as_mut() else {
+            self.timers.set(slot, None);
+            self.unlink(slot);
+            return;
+        };
+        if c.phase == Phase::Head && c.deadline.is_none() && !c.codec.is_idle() {
+            // Bytes of a next request arrived while the last one was served: its head is
+            // due from now.
+            c.deadline = Some(now + self.http.head_timeout);
+        }
+        if matches!(c.phase, Phase::Head | Phase::Closing)
+            && let Some(buf) = c.codec.take_buffer()
+        {
+            recycle(&mut self.bufs, buf);
+        }
+        if c.out.is_empty() && c.out.capacity() != 0 {
+            recycle(&mut self.outs, core::mem::take(&mut c.out));
+        }
+        if !c.out.is_empty() && !s.sending {
+            s.sending = true;
+            self.sending.push(slot);
+        }
+        let due = c.due(&self.http);
+        let sheddable = c.sheddable();
+        self.timers.set(slot, due);
+        if sheddable != self.slots[slot as usize].linked {
+            if sheddable {
+                self.link(slot);
+            } else {
+                self.unlink(slot);
+            }
+        }
+    }
+
+    /// Acts on `slot`'s deadline, which passed at `now`.
+    pub(super) fn expire(&mut self, slot: u32, now: Instant) {
+        let (write_timeout, keepalive) = (self.http.write_timeout, self.http.sse_keepalive);
+        let Some(c) = self.slots.get_mut(slot as usize).and_then(|s| s.conn.as_mut()) else { return };
+        let id = ConnId { slot, generation: c.generation };
+        let stalled = c.framing == Framing::Wire && !c.out.is_empty() && c.write_since + write_timeout <= now;
+        if stalled || (c.phase == Phase::Head && c.codec.is_idle() && c.out.is_empty()) {
+            // A peer that takes no output, or a connection idle past its timeout: there
+            // is nothing to say to it.
+            self.end(slot, id);
+            return;
+        }
+        match c.phase {
+            Phase::Head | Phase::Body if c.deadline.is_some_and(|d| d <= now) => {
+                lend_out(&mut self.outs, c);
+                refuse(c, now, 408, &[]);
+            }
+            Phase::Waiting if c.keepalive.is_some_and(|k| k <= now) => {
+                lend_out(&mut self.outs, c);
+                c.write_sse_comment(now);
+                c.keepalive = Some(now + keepalive);
+            }
+            _ => {}
+        }
+        self.settle(slot);
+    }
+
+    /// Ends the connection that has been sheddable longest, if any, to make room.
+    pub(super) fn shed_one(&mut self) -> bool {
+        let slot = self.shed_head;
+        let Some(generation) =
+            self.slots.get(slot as usize).and_then(|s| s.conn.as_ref()).map(|c| c.generation)
+        else {
+            return false;
+        };
+        self.end(slot, ConnId { slot, generation });
+        true
+    }
+
+    /// Forgets a connection the engine ends on its own, and reports it.
+    fn end(&mut self, slot: u32, id: ConnId) {
+        self.forget(slot);
+        self.ended.push_back(id);
+    }
+
+    /// Forgets the connection in `slot`: its request is cancelled, its buffers pooled.
+    pub(super) fn forget(&mut self, slot: u32) {
+        let Some(s) = self.slots.get_mut(slot as usize) else { return };
+        let Some(mut c) = s.conn.take() else { return };
+        self.core.cancel_route(Route::Http { conn: slot, generation: c.generation });
+        self.asks.retain(|a| !matches!(a, Ask::Head(s) | Ask::Body(s) if *s == slot));
+        c.codec.discard_body();
+        if let Some(buf) = c.codec.take_buffer() {
+            recycle(&mut self.bufs, buf);
+        }
+        if c.out.capacity() != 0 {
+            recycle(&mut self.outs, core::mem::take(&mut c.out));
+        }
+        self.open -= 1;
+        self.free.push(slot);
+        self.timers.set(slot, None);
+        self.unlink(slot);
+    }
+
+    /// Drops from the output list the connections that have nothing to send.
+    pub(super) fn prune_sending(&mut self) {
+        let slots = &mut self.slots;
+        self.sending.retain(|&i| {
+            let s = &mut slots[i as usize];
+            let keep = s.conn.as_ref().is_some_and(|c| !c.out.is_empty());
+            s.sending = keep;
+            keep
+        });
+    }
+
+    /// Appends `slot` to the sheddable list.
+    fn link(&mut self, slot: u32) {
+        let tail = self.shed_tail;
+        {
+            let s = &mut self.slots[slot as usize];
+            s.prev = tail;
+            s.next = NONE;
+            s.linked = true;
+        }
+        match tail {
+            NONE => self.shed_head = slot,
+            t => self.slots[t as usize].next = slot,
+        }
+        self.shed_tail = slot;
+    }
+
+    /// Takes `slot` out of the sheddable list, if it is in it.
+    fn unlink(&mut self, slot: u32) {
+        let Some(s) = self.slots.get_mut(slot as usize) else { return };
+        if !s.linked {
+            return;
+        }
+        let (prev, next) = (s.prev, s.next);
+        s.linked = false;
+        s.prev = NONE;
+        s.next = NONE;
+        match prev {
+            NONE => self.shed_head = next,
+            p => self.slots[p as usize].next = next,
+        }
+        match next {
+            NONE => self.shed_tail = prev,
+            n => self.slots[n as usize].prev = prev,
+        }
+    }
+}

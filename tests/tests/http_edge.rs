@@ -1,0 +1,215 @@
+//! The hardened HTTP edge of the engine: every connection has a deadline whenever the
+//! peer is the one to act (head, body, keep-alive idle, write progress), connections are
+//! shed instead of refused at the limit, and idle connections hold no buffers.
+
+use std::time::Duration;
+
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
+use mcp_engine::{Config, Instant};
+use mcp_fixture as everything;
+use mcp_tests::wire::{parse_responses, post, req};
+use serde_json::json;
+
+fn at(secs: u64) -> Instant {
+    Instant::ZERO + Duration::from_secs(secs)
+}
+
+fn engine_with(http: HttpConfig) -> HttpEngine {
+    HttpEngine::new(Config::new("s", "1"), http, everything::catalog())
+}
+
+fn engine() -> HttpEngine {
+    engine_with(HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone))
+}
+
+/// Answers every event with the fixture.
+fn drain(e: &mut HttpEngine) {
+    while let Some(ev) = e.poll_event() {
+        if let HttpEvent::Mcp(ev) = ev {
+            everything::respond(ev);
+        }
+    }
+}
+
+/// Sends a `server/discover` on `conn` at `now`, answers it, and returns the output (not
+/// consumed).
+fn discover(e: &mut HttpEngine, now: Instant, conn: ConnId) -> Vec<u8> {
+    let raw = post(&req(1, "server/discover", json!({})), &[]);
+    assert_eq!(e.handle_input(now, conn, &raw), raw.len());
+    drain(e);
+    e.pending_output(conn).to_vec()
+}
+
+fn ended(e: &mut HttpEngine) -> Vec<ConnId> {
+    std::iter::from_fn(|| e.poll_ended()).collect()
+}
+
+#[test]
+fn a_connection_that_sends_nothing_is_closed_at_the_head_timeout() {
+    let mut e = engine();
+    let conn = e.open(at(0), None).unwrap();
+    assert_eq!(e.poll_timeout(), Some(at(10)), "waiting for the first byte counts");
+    e.handle_timeout(at(9));
+    assert!(ended(&mut e).is_empty());
+    e.handle_timeout(at(10));
+    assert_eq!(ended(&mut e), vec![conn], "closed without a response");
+    assert!(e.pending_output(conn).is_empty());
+    assert_eq!(e.connections(), 0);
+    assert_eq!(e.poll_timeout(), None);
+    // The adapter's close of a forgotten connection is harmless.
+    e.handle_closed(at(10), conn);
+}
+
+#[test]
+fn a_dripping_head_is_answered_408_at_the_head_timeout_counted_from_open() {
+    let mut e = engine();
+    let conn = e.open(at(0), None).unwrap();
+    let raw = post(&req(1, "server/discover", json!({})), &[]);
+    // One byte a second: the head never completes in time.
+    for (i, b) in raw.iter().take(9).enumerate() {
+        assert_eq!(e.handle_input(at(i as u64 + 1), conn, std::slice::from_ref(b)), 1);
+        assert_eq!(e.poll_timeout(), Some(at(10)), "bytes do not extend the deadline");
+    }
+    e.handle_timeout(at(10));
+    let r = parse_responses(e.pending_output(conn));
+    assert_eq!(r[0].status, 408);
+    assert!(r[0].closes());
+    let n = e.pending_output(conn).len();
+    e.consume_output(conn, n);
+    assert!(e.wants_close(conn));
+}
+
+#[test]
+fn a_keep_alive_connection_is_closed_after_the_idle_timeout() {
+    let mut e = engine();
+    let conn = e.open(at(0), None).unwrap();
+    let out = discover(&mut e, at(1), conn);
+    assert_eq!(parse_responses(&out)[0].status, 200);
+    // The response is not taken yet: the write timeout runs, not the idle one.
+    assert_eq!(e.poll_timeout(), Some(at(31)));
+    e.consume_output(conn, out.len());
+    assert_eq!(e.poll_timeout(), Some(at(31)), "30 s of idleness from the response sent");
+    // A second request at 20 s restarts the clock at its response.
+    let out = discover(&mut e, at(20), conn);
+    e.consume_output(conn, out.len());
+    assert_eq!(e.poll_timeout(), Some(at(50)));
+    e.handle_timeout(at(49));
+    assert!(ended(&mut e).is_empty());
+    e.handle_timeout(at(50));
+    assert_eq!(ended(&mut e), vec![conn]);
+    assert_eq!(e.connections(), 0);
+}
+
+#[test]
+fn a_peer_that_stops_reading_is_closed_at_the_write_timeout() {
+    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    http.write_timeout(Duration::from_secs(5));
+    let mut e = engine_with(http);
+    let conn = e.open(at(0), None).unwrap();
+    let out = discover(&mut e, at(1), conn);
+    assert_eq!(e.poll_timeout(), Some(at(6)));
+    // Progress (a part of the output taken) restarts the clock.
+    e.handle_timeout(at(4));
+    e.consume_output(conn, 10);
+    assert_eq!(e.poll_timeout(), Some(at(9)));
+    e.handle_timeout(at(9));
+    assert_eq!(ended(&mut e), vec![conn], "closed without writing more");
+    assert!(e.pending_output(conn).is_empty());
+    assert!(out.len() > 10);
+}
+
+#[test]
+fn pipelined_bytes_of_a_next_request_get_a_head_deadline() {
+    let mut e = engine();
+    let conn = e.open(at(0), None).unwrap();
+    let mut raw = post(&req(1, "server/discover", json!({})), &[]);
+    raw.extend_from_slice(b"POST /mcp HTTP/1.1\r\nHost: loc");
+    assert_eq!(e.handle_input(at(1), conn, &raw), raw.len());
+    drain(&mut e);
+    let n = e.pending_output(conn).len();
+    e.consume_output(conn, n);
+    // The partial second head is due 10 s after it began to be read.
+    assert_eq!(e.poll_timeout(), Some(at(11)));
+    e.handle_timeout(at(11));
+    assert_eq!(parse_responses(e.pending_output(conn))[0].status, 408);
+}
+
+#[test]
+fn at_the_connection_limit_the_oldest_idle_connection_is_shed() {
+    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    http.max_connections(3);
+    let mut e = engine_with(http);
+    let a = e.open(at(0), None).unwrap(); // idle, never sent a byte
+    let b = e.open(at(0), None).unwrap(); // a partial head
+    let c = e.open(at(0), None).unwrap(); // a request in flight (a slow tool)
+    assert_eq!(e.handle_input(at(1), b, b"POST /mcp HT"), 12);
+    let slow = post(&req(1, "tools/call", json!({"name": "test_tool_with_progress"})), &[]);
+    assert_eq!(e.handle_input(at(1), c, &slow), slow.len());
+    let ticket = match e.poll_event() {
+        Some(HttpEvent::Mcp(ev)) => ev.ticket(),
+        other => panic!("{other:?}"),
+    };
+    // The fourth connection takes the place of `a` (sheddable longest), then of `b`.
+    let d = e.open(at(2), None).unwrap();
+    assert_eq!(ended(&mut e), vec![a]);
+    let f = e.open(at(2), None).unwrap();
+    assert_eq!(ended(&mut e), vec![b]);
+    assert_eq!(e.connections(), 3);
+    // `d` and `f` are sheddable too; make them busy: now nothing can be shed.
+    for conn in [d, f] {
+        assert_eq!(e.handle_input(at(3), conn, &slow), slow.len());
+        assert!(matches!(e.poll_event(), Some(HttpEvent::Mcp(_))));
+    }
+    assert!(e.open(at(3), None).is_err(), "every connection is busy: refused");
+    assert!(ended(&mut e).is_empty());
+    // The request in flight on `c` was never touched.
+    e.answer_error(ticket, mcp_engine::HostError::Internal("x")).unwrap();
+    let r = parse_responses(e.pending_output(c));
+    assert_eq!(r[0].status, 200);
+}
+
+#[test]
+fn an_idle_connection_holds_no_buffer() {
+    let mut e = engine();
+    let conns: Vec<ConnId> = (0..50).map(|_| e.open(at(0), None).unwrap()).collect();
+    assert_eq!(e.buffer_use().holding, 0, "opening reserves nothing");
+    for &conn in &conns {
+        let out = discover(&mut e, at(1), conn);
+        e.consume_output(conn, out.len());
+    }
+    let use_ = e.buffer_use();
+    assert_eq!((use_.held, use_.holding), (0, 0), "every buffer went back to the pool: {use_:?}");
+    assert!(use_.pooled > 0);
+    // Serving one request at a time needs one buffer of each kind.
+    assert!(use_.pooled <= 2 * 64 * 1024, "{use_:?}");
+}
+
+#[test]
+fn expect_100_continue_is_answered_when_everyone_may_call() {
+    let mut e = engine();
+    let conn = e.open(at(0), None).unwrap();
+    let mut raw = post(&req(1, "server/discover", json!({})), &[("Expect", "100-continue")]);
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let body = raw.split_off(split);
+    assert_eq!(e.handle_input(at(0), conn, &raw), raw.len());
+    assert_eq!(e.pending_output(conn), b"HTTP/1.1 100 Continue\r\n\r\n");
+    let n = e.pending_output(conn).len();
+    e.consume_output(conn, n);
+    assert_eq!(e.handle_input(at(0), conn, &body), body.len());
+    drain(&mut e);
+    assert_eq!(parse_responses(e.pending_output(conn))[0].status, 200);
+}
+
+#[test]
+fn many_deadlines_fire_in_order_and_only_once() {
+    let mut e = engine();
+    let conns: Vec<ConnId> =
+        (0..200u64).map(|i| e.open(Instant::ZERO + Duration::from_millis(i), None).unwrap()).collect();
+    let mut seen = Vec::new();
+    for ms in (0..=10_300u64).step_by(50) {
+        e.handle_timeout(Instant::ZERO + Duration::from_millis(ms));
+        seen.extend(ended(&mut e));
+    }
+    assert_eq!(seen, conns, "each connection once, oldest first");
+    assert_eq!(e.poll_timeout(), None);
+}
