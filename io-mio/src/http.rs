@@ -433,6 +433,7 @@ impl HttpServer {
             self.batch.clear();
             progress |= drain(&mut self.engine, now, host);
             progress |= self.flush_all(registry, now);
+            progress |= self.reap(registry, now);
             if !progress {
                 return Ok(());
             }
@@ -625,6 +626,20 @@ impl HttpServer {
         progress
     }
 
+    /// Closes the connections the engine ended on its own (shed for room, idle past their
+    /// timeout, a peer that stopped reading): it has nothing more to say on them. Returns
+    /// whether there were any.
+    fn reap(&mut self, registry: &Registry, now: Instant) -> bool {
+        let mut any = false;
+        while let Some(id) = self.engine.poll_ended() {
+            any = true;
+            if let Some(idx) = self.by_id.get(&id).copied() {
+                self.close(registry, idx, now);
+            }
+        }
+        any
+    }
+
     /// Applies `next` to connection `idx`.
     fn finish(&mut self, registry: &Registry, idx: usize, next: Next, now: Instant) {
         match next {
@@ -689,7 +704,7 @@ impl HttpServer {
     }
 
     /// How long the caller's [`Poll::poll`] may sleep before the server needs
-    /// [`drive`](Self::drive) for a timer (a body deadline of the engine, or the end of
+    /// [`drive`](Self::drive) for a timer (a deadline of the engine, or the end of
     /// a [`LINGER`]): `None` when none is armed, `Some(Duration::ZERO)` when one is due.
     pub fn poll_timeout(&self) -> Option<Duration> {
         let linger = self.lingering.front().map(|&(deadline, ..)| deadline);

@@ -173,11 +173,12 @@
 //!
 //! What the server does with the sockets:
 //!
-//! - **Accepting**: until the listener would block. While the token range is used up,
-//!   the engine refuses connections
-//!   ([`max_connections`](mcp_engine::http::HttpConfig::max_connections); the one it
-//!   refused is then held, unserved) or the process is out of file descriptors
-//!   (`EMFILE`), new connections wait in the kernel's backlog until one closes.
+//! - **Accepting**: until the listener would block. At
+//!   [`max_connections`](mcp_engine::http::HttpConfig::max_connections) the engine makes
+//!   room by ending the connection idle longest (the server closes it); while the token
+//!   range is used up, every connection is busy and the engine refuses (the one it refused
+//!   is then held, unserved), or the process is out of file descriptors (`EMFILE`), new
+//!   connections wait in the kernel's backlog until one closes.
 //! - **Reading**: until the socket would block, into one buffer shared by all
 //!   connections, offering each chunk to [`HttpEngine::handle_input`]. Bytes the engine
 //!   does not take yet (a pipelined request behind one the host has not answered) are
@@ -196,26 +197,24 @@
 //!   down its sending side once the response is written, then reads and discards what
 //!   the client still sends until the client closes or [`LINGER`] passes: closing
 //!   with unread bytes would make the kernel reset the connection, which can destroy
-//!   the response (a `413`, say) before the client reads it.
+//!   the response (a `413`, say) before the client reads it. A connection the engine
+//!   ends with nothing to send ([`HttpEngine::poll_ended`]: idle past its timeout, shed
+//!   for room, a client that stopped reading) is closed at once.
 //! - **Time**: as for stdio, microseconds since the server was created. Timers (the
-//!   engine's body deadlines, lingering) are served by the next call after
-//!   [`HttpServer::poll_timeout`]: poll with it.
+//!   engine's head, body, idle and write deadlines, SSE keep-alives, lingering) are
+//!   served by the next call after [`HttpServer::poll_timeout`]: poll with it.
 //!
 //! Limits of the HTTP server:
 //!
 //! - [`serve_http`] and [`HttpServer::run`] call the host only when a socket is ready:
 //!   MCP events and authorizations must be answered inside the callback there.
-//! - The engine times out a request whose body is slow, not a client that is slow to
-//!   send a head or idles on a kept-alive connection: such connections stay open (up
-//!   to `max_connections`) until the client closes them.
-//! - A client that sends `Expect: 100-continue` gets no interim `100 Continue`; clients
-//!   send the body anyway after a wait of their own (one second for curl).
 //!
 //! [mio]: https://docs.rs/mio
 //! [`HttpEngine`]: mcp_engine::http::HttpEngine
 //! [`HttpEngine::handle_input`]: mcp_engine::http::HttpEngine::handle_input
 //! [`HttpEngine::handle_closed`]: mcp_engine::http::HttpEngine::handle_closed
 //! [`HttpEngine::wants_close`]: mcp_engine::http::HttpEngine::wants_close
+//! [`HttpEngine::poll_ended`]: mcp_engine::http::HttpEngine::poll_ended
 //! [`HttpEngine::authorize`]: mcp_engine::http::HttpEngine::authorize
 //! [`HttpEngine::authorize_body`]: mcp_engine::http::HttpEngine::authorize_body
 //! [`HttpEvent::Authorize`]: mcp_engine::http::HttpEvent::Authorize

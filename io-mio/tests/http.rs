@@ -305,7 +305,7 @@ fn refusals_of_the_engine_reach_the_client() {
 }
 
 #[test]
-fn connections_over_the_limit_wait_for_a_free_slot() {
+fn at_the_limit_the_connection_idle_longest_makes_room() {
     within(|| {
         let mut http = open_config();
         http.max_connections(2);
@@ -314,13 +314,40 @@ fn connections_over_the_limit_wait_for_a_free_slot() {
         let mut second = Client::connect(addr);
         assert_eq!(first.call(&echo_post(addr, 1, "a", "")).echo_text(1), "a");
         assert_eq!(second.call(&echo_post(addr, 2, "b", "")).echo_text(2), "b");
-        // A third connection is accepted by the kernel; the server serves it once one of
-        // the first two closes.
+        // A third connection is served at once: the first (idle longest) is closed.
         let mut third = Client::connect(addr);
-        third.send(&echo_post(addr, 3, "c", ""));
-        drop(first);
-        assert_eq!(third.recv().echo_text(3), "c");
+        assert_eq!(third.call(&echo_post(addr, 3, "c", "")).echo_text(3), "c");
+        assert!(first.is_closed_by_server());
         assert_eq!(second.call(&echo_post(addr, 4, "d", "")).echo_text(4), "d");
+    });
+}
+
+#[test]
+fn a_connection_that_sends_nothing_is_closed_at_the_head_timeout() {
+    within(|| {
+        let mut http = open_config();
+        http.head_timeout(Duration::from_millis(50));
+        let addr = spawn_server(engine_with(http));
+        let mut silent = Client::connect(addr);
+        assert!(silent.is_closed_by_server(), "closed without a response");
+        // A dripping head gets 408 at the same deadline.
+        let mut slow = Client::connect(addr);
+        slow.send(b"POST /mcp HTTP/1.1\r\nHo");
+        let r = slow.recv();
+        assert_eq!(r.status, 408, "{r:?}");
+        assert!(slow.is_closed_by_server());
+    });
+}
+
+#[test]
+fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
+    within(|| {
+        let mut http = open_config();
+        http.idle_timeout(Duration::from_millis(50));
+        let addr = spawn_server(engine_with(http));
+        let mut client = Client::connect(addr);
+        assert_eq!(client.call(&echo_post(addr, 1, "a", "")).echo_text(1), "a");
+        assert!(client.is_closed_by_server());
     });
 }
 
