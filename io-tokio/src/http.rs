@@ -12,10 +12,9 @@ use std::time::Duration;
 
 use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Verdict};
 use mcp_engine::{Config, Instant};
-use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
 use crate::auth::{AuthorizeInfo, Authorizer};
@@ -23,11 +22,12 @@ use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
 use crate::work::Tasks;
 
-/// Bytes read from a connection at a time.
-const READ_BUF_LEN: usize = 16 * 1024;
+/// The one buffer every connection is read into (by the engine task).
+const READ_BUF_LEN: usize = 64 * 1024;
 
-/// A write buffer larger than this is not kept for the connection's next response.
-const SPARE_CAPACITY: usize = 64 * 1024;
+/// Bytes one readiness report reads at most from one connection before it yields to the
+/// others.
+const READ_BUDGET: usize = 1 << 20;
 
 /// How long a connection the server ends keeps draining what the client still sends,
 /// after its last response, so that the client reads that response rather than a reset.
@@ -53,20 +53,22 @@ pub async fn serve_http<H: Handler, A: Authorizer>(
 ///
 /// # Design
 ///
-/// One task owns the engine. Each TCP connection has a reader task and a writer task: the
-/// reader hands the engine task one buffer at a time and reads again only once the engine
-/// took all of it, so a connection whose input the engine does not take (its request is
-/// with the handler, or it pipelined more than the engine buffers) is not read further,
-/// and the bytes not taken are kept and offered again. The engine task writes each
-/// response as far as the socket takes it without waiting, and hands the rest to the
-/// writer; a connection's input is offered to the engine only while nothing it was
-/// answered waits to be written, so a client that does not read its responses stops being
-/// read. Each tool call, resource read or prompt request runs in a task of its own, as with
-/// [`serve`](crate::serve). Closing a connection cancels its request and aborts the task;
-/// a client that shuts down only its sending side is taken to have gone away too (once the
-/// server reads the end of its input, which it does while the client's request is with the
-/// handler, not while the server holds input it has not offered to the engine yet).
-/// The engine's body deadlines run on a timer.
+/// One task owns the engine and does all the reading and writing, into one read buffer
+/// for every connection. Each TCP connection has a watcher task that only waits for the
+/// readiness the engine task asks for (readable while the connection's input is wanted,
+/// writable while its output waits for the socket) and reports it once. A connection is
+/// read only while the engine takes its bytes: bytes the engine does not take yet (a
+/// pipelined request behind one the handler works on) are held for that connection, which
+/// is not read further until they are taken, nor while output it was answered waits to be
+/// written, so a client that does not read its responses stops being read. Output leaves
+/// the engine only as far as the socket takes it ([`HttpEngine::consume_output`] of what
+/// was written), so the engine's bound on unsent output (the slow-subscriber rule) and its
+/// write timeout hold. Each tool call, resource read or prompt request runs in a task of
+/// its own, as with [`serve`](crate::serve). Closing a connection cancels its request and
+/// aborts the task; a client that shuts down only its sending side is taken to have gone
+/// away too (once the server reads the end of its input). The engine's timers (head,
+/// body, keep-alive idle and write deadlines, SSE keep-alives) run on one timer; the
+/// connections the engine ends on its own ([`HttpEngine::poll_ended`]) are closed.
 ///
 /// A connection the engine ends (`connection: close`, a refusal, a `408`) has its response
 /// written, its sending side shut down, and what the client still sends drained for up to
@@ -77,10 +79,12 @@ pub async fn serve_http<H: Handler, A: Authorizer>(
 ///
 /// At most [`max_in_flight`](Self::max_in_flight) requests are with the handler at once:
 /// at that many, no input is offered to the engine and no request authorized, until one
-/// finishes. Each connection holds at most one read buffer (16 KiB) besides the engine's
-/// own request buffer. [`HttpConfig::max_connections`](mcp_engine::http::HttpConfig::max_connections)
-/// bounds the connections: past it, an accepted connection is closed at once and the
-/// listener is not polled again until a connection ends.
+/// finishes. A waiting connection holds no buffer of its own (only bytes the engine has
+/// not taken yet, at most one read). At
+/// [`HttpConfig::max_connections`](mcp_engine::http::HttpConfig::max_connections) the
+/// engine makes room by ending the connection idle longest; when every connection is
+/// busy, an accepted connection is closed at once and the listener is not polled again
+/// until a connection ends.
 #[must_use = "an HttpServer does nothing until served"]
 pub struct HttpServer<H, A> {
     pub(crate) engine: HttpEngine,
@@ -162,18 +166,18 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
         let (host, mut done_rx, mut verdict_rx) = Host::new(self);
-        // Unbounded, yet it holds at most a read and a close per connection (a reader reads
-        // again only once the engine took what it read), and a write per piece of output
-        // handed to a writer.
+        // Unbounded, yet it holds at most two reports per connection: a watcher reports a
+        // readiness once, until the engine task asks for it again.
         let (conn_tx, mut conn_rx) = mpsc::unbounded_channel();
         let mut tcp = Tcp {
             host,
             conns: HashMap::new(),
-            held: VecDeque::new(),
+            waiting: VecDeque::new(),
             conn_tx,
             reading: true,
             accept_paused: false,
             scratch: Vec::new(),
+            buf: vec![0; READ_BUF_LEN].into_boxed_slice(),
         };
         let mut shutdown = std::pin::pin!(shutdown);
         let mut shutting_down = false;
@@ -196,10 +200,7 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
                 }
                 Some(done) = done_rx.recv() => tcp.host.complete(done),
                 Some(verdict) = verdict_rx.recv() => tcp.host.verdict(verdict),
-                Some(msg) = conn_rx.recv() => match msg {
-                    FromConn::Read(read) => tcp.read(read),
-                    FromConn::Written(written) => tcp.written(written),
-                },
+                Some(ready) = conn_rx.recv() => tcp.ready(ready),
                 () = tokio::time::sleep_until(timer.unwrap_or_else(tokio::time::Instant::now)), if timer.is_some() => {
                     tcp.host.handle_timeout();
                 }
@@ -445,97 +446,72 @@ impl<H, A> Drop for Host<H, A> {
     }
 }
 
-/// A message of a connection's reader or writer task.
-enum FromConn {
-    Read(Read),
-    Written(Written),
+/// A watcher's report: `conn`'s socket is ready for what the engine task asked.
+struct Ready {
+    conn: ConnId,
+    read: bool,
+    write: bool,
 }
 
-/// A reader task's message.
-enum Read {
-    /// `buf[..len]` was read; send the buffer back on the connection's `back` channel
-    /// once the engine took it all.
-    Data { conn: ConnId, buf: Vec<u8>, len: usize },
-    /// The peer closed its side, or reading failed.
-    Closed { conn: ConnId },
+/// What the engine task waits for on a connection (see [`watch_loop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Want {
+    /// Report when the socket may have bytes.
+    read: bool,
+    /// Report when the socket may take bytes.
+    write: bool,
+    /// The engine is done: shut the sending side down and drain what the client still
+    /// sends for a while.
+    linger: bool,
 }
 
-/// A writer task's message.
-enum Written {
-    /// `buf` was written; it can take the connection's next output.
-    Done { conn: ConnId, buf: Vec<u8> },
-    /// Writing failed: the connection is gone.
-    Failed { conn: ConnId },
-}
-
-/// Input read but not yet taken by the engine.
-struct Held {
-    buf: Vec<u8>,
-    pos: usize,
-    len: usize,
-}
-
-/// The engine task's side of a TCP connection. Dropping it ends the connection: the
-/// writer writes what it was given and shuts the socket down (once both hold no more
-/// `socket`), the reader drains and stops.
+/// The engine task's side of a TCP connection. Dropping it ends the connection: its
+/// watcher stops and the socket closes.
 struct TcpConn {
-    held: Option<Held>,
-    /// Gives the reader its buffer back; dropped to stop the reader.
-    back: mpsc::Sender<Vec<u8>>,
-    /// The sending side, shared with the writer: output is written from the engine task
-    /// while the writer has nothing to write, and handed to the writer otherwise.
-    socket: Arc<OwnedWriteHalf>,
-    writer: mpsc::UnboundedSender<Vec<u8>>,
-    /// Bytes given to the writer and not yet written.
-    unwritten: usize,
-    /// A buffer for output to hand to the writer, back from it.
-    spare: Vec<u8>,
+    r: Arc<OwnedReadHalf>,
+    w: Arc<OwnedWriteHalf>,
+    want: watch::Sender<Want>,
+    /// What the watcher waits for now.
+    armed: Want,
+    /// Bytes read and not yet taken by the engine (a pipelined request behind one the
+    /// handler works on): the connection is not read while there are any.
+    held: Vec<u8>,
+    held_at: usize,
+    /// The watcher reported the socket readable and it was not read to `WouldBlock`
+    /// since.
+    readable: bool,
+    /// A write would have blocked: output waits for the watcher's report.
+    write_blocked: bool,
+    /// Listed in [`Tcp::waiting`].
+    queued: bool,
 }
 
 impl TcpConn {
-    /// Writes `out` now as far as the socket takes it without waiting, and hands the rest
-    /// to the writer. Fails when the connection is gone.
-    fn write(&mut self, out: &[u8]) -> io::Result<()> {
-        let mut done = 0;
-        // While the writer has something, it writes everything, in order.
-        while self.unwritten == 0 && done < out.len() {
-            match self.socket.try_write(&out[done..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let rest = &out[done..];
-        if !rest.is_empty() {
-            let mut buf = std::mem::take(&mut self.spare);
-            buf.extend_from_slice(rest);
-            if self.writer.send(buf).is_ok() {
-                self.unwritten += rest.len();
-            }
-        }
-        Ok(())
+    /// Whether the connection has input to offer the engine.
+    fn has_input(&self) -> bool {
+        self.held_at < self.held.len() || self.readable
     }
 }
 
 struct Tcp<H, A> {
     host: Host<H, A>,
     conns: HashMap<ConnId, TcpConn>,
-    /// Connections with held input, oldest first.
-    held: VecDeque<ConnId>,
-    /// What the readers and writers of the connections send.
-    conn_tx: mpsc::UnboundedSender<FromConn>,
+    /// Connections with input to offer (held bytes, or a readable socket), oldest first.
+    waiting: VecDeque<ConnId>,
+    /// What the watchers report.
+    conn_tx: mpsc::UnboundedSender<Ready>,
     /// Whether input is offered to the engine (not once shutting down).
     reading: bool,
     /// Whether the engine refused a connection, and none ended since.
     accept_paused: bool,
     scratch: Vec<ConnId>,
+    /// The buffer every read goes to.
+    buf: Box<[u8]>,
 }
 
 impl<H: Handler, A: Authorizer> Tcp<H, A> {
-    /// Opens a connection on the engine and starts its reader and writer. When the engine
-    /// refuses it (too many connections), closes it and pauses accepting.
+    /// Opens a connection on the engine and starts its watcher. When the engine refuses
+    /// it (every connection is busy), closes it and pauses accepting.
     fn open(&mut self, stream: tokio::net::TcpStream, peer: SocketAddr) {
         let now = self.host.now();
         let conn = match self.host.engine.open(now, Some(peer)) {
@@ -551,49 +527,48 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
             tracing::debug!(%e, "cannot set TCP_NODELAY");
         }
         let (r, w) = stream.into_split();
-        let socket = Arc::new(w);
-        let (back, back_rx) = mpsc::channel(1);
-        let (writer, out_rx) = mpsc::unbounded_channel();
-        tokio::spawn(read_loop(conn, r, self.conn_tx.clone(), back_rx));
-        tokio::spawn(write_loop(conn, Arc::clone(&socket), out_rx, self.conn_tx.clone()));
-        let c = TcpConn { held: None, back, socket, writer, unwritten: 0, spare: Vec::new() };
+        let (r, w) = (Arc::new(r), Arc::new(w));
+        let armed = Want { read: true, ..Want::default() };
+        let (want, want_rx) = watch::channel(armed);
+        tokio::spawn(watch_loop(conn, Arc::clone(&r), Arc::clone(&w), want_rx, self.conn_tx.clone()));
+        let c = TcpConn {
+            r,
+            w,
+            want,
+            armed,
+            held: Vec::new(),
+            held_at: 0,
+            readable: false,
+            write_blocked: false,
+            queued: false,
+        };
         self.conns.insert(conn, c);
     }
 
-    fn read(&mut self, read: Read) {
-        match read {
-            Read::Data { conn, buf, len } => {
-                let Some(c) = self.conns.get_mut(&conn) else { return };
-                tracing::trace!(?conn, bytes = len, "read");
-                c.held = Some(Held { buf, pos: 0, len });
-                self.held.push_back(conn);
-            }
-            Read::Closed { conn } => {
-                if self.conns.contains_key(&conn) {
-                    tracing::debug!(?conn, "peer closed the connection");
-                    self.close(conn);
-                }
+    /// A watcher's report.
+    fn ready(&mut self, ready: Ready) {
+        let Some(c) = self.conns.get_mut(&ready.conn) else { return };
+        if ready.write {
+            c.armed.write = false;
+            c.write_blocked = false;
+        }
+        if ready.read {
+            c.armed.read = false;
+            c.readable = true;
+            if !c.queued {
+                c.queued = true;
+                self.waiting.push_back(ready.conn);
             }
         }
     }
 
-    fn written(&mut self, written: Written) {
-        match written {
-            Written::Done { conn, mut buf } => {
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    c.unwritten -= buf.len();
-                    if c.spare.capacity() == 0 && buf.capacity() <= SPARE_CAPACITY {
-                        buf.clear();
-                        c.spare = buf;
-                    }
-                }
-            }
-            Written::Failed { conn } => {
-                if self.conns.contains_key(&conn) {
-                    tracing::debug!(?conn, "writing failed");
-                    self.close(conn);
-                }
-            }
+    /// Tells `conn`'s watcher what to wait for now.
+    fn sync(&mut self, conn: ConnId) {
+        let Some(c) = self.conns.get_mut(&conn) else { return };
+        let want = Want { read: !c.has_input(), write: c.write_blocked, linger: false };
+        if want != c.armed {
+            c.armed = want;
+            c.want.send_replace(want);
         }
     }
 
@@ -604,179 +579,257 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
         self.accept_paused = false;
     }
 
-    /// Runs the engine until it rests: kept decisions, held input, events, output,
-    /// closes.
+    /// The engine is done with `conn` and its output is written: forget it there, shut
+    /// the sending side down and let the watcher drain what the client still sends, so
+    /// that the client reads the response rather than a reset.
+    fn linger(&mut self, conn: ConnId) {
+        self.host.closed(conn);
+        if let Some(c) = self.conns.remove(&conn) {
+            c.want.send_replace(Want { linger: true, ..Want::default() });
+        }
+        self.accept_paused = false;
+    }
+
+    /// Closes the connections the engine ended on its own (shed for room, idle past
+    /// their timeout, a client that stopped reading). Returns whether there were any.
+    fn reap(&mut self) -> bool {
+        let mut any = false;
+        while let Some(conn) = self.host.engine.poll_ended() {
+            any = true;
+            tracing::debug!(?conn, "the engine ended the connection");
+            self.close(conn);
+        }
+        any
+    }
+
+    /// Runs the engine until it rests: kept decisions, input, events, output, closes.
     fn pump(&mut self) {
         loop {
             let mut progress = self.host.deliver_deferred();
-            progress |= self.offer_held();
+            progress |= self.offer_input();
             progress |= self.host.drain();
             progress |= self.flush();
+            progress |= self.reap();
             if !progress {
                 break;
             }
         }
     }
 
-    /// Offers held input to the engine, oldest first, where allowed. Returns whether the
-    /// engine took any.
-    fn offer_held(&mut self) -> bool {
+    /// Offers waiting input to the engine, oldest first, where allowed. Returns whether
+    /// the engine took any.
+    fn offer_input(&mut self) -> bool {
         let mut progress = false;
-        for _ in 0..self.held.len() {
+        for _ in 0..self.waiting.len() {
             if !self.reading || !self.host.room() {
                 break;
             }
-            let Some(conn) = self.held.pop_front() else { break };
+            let Some(conn) = self.waiting.pop_front() else { break };
             let Some(c) = self.conns.get_mut(&conn) else { continue };
-            let Some(h) = c.held.as_mut() else { continue };
-            if c.unwritten > 0 {
-                // A response still waits to be written: read no further for now.
-                self.held.push_back(conn);
+            c.queued = false;
+            if !c.has_input() {
                 continue;
             }
-            let now = self.host.now();
-            let taken = self.host.engine.handle_input(now, conn, &h.buf[h.pos..h.len]);
-            h.pos += taken;
-            progress |= taken > 0;
-            if h.pos == h.len {
-                let h = c.held.take().expect("held input");
-                // The reader waits for it (there is room: it has no other buffer), or is
-                // gone already.
-                let _ = c.back.try_send(h.buf);
-            } else {
-                self.held.push_back(conn);
+            if !self.host.engine.pending_output(conn).is_empty() {
+                // A response still waits to be written: read no further for now.
+                c.queued = true;
+                self.waiting.push_back(conn);
+                continue;
             }
-            self.host.drain();
-            self.flush();
+            progress |= self.input(conn);
+            self.sync(conn);
         }
         progress
     }
 
-    /// Hands every connection's output to its writer and ends the connections the engine
-    /// is done with. Returns whether there was any output.
+    /// Moves `conn`'s held bytes, then what its socket has, into the engine. Returns
+    /// whether the engine took any.
+    fn input(&mut self, conn: ConnId) -> bool {
+        let now = self.host.now();
+        let mut progress = false;
+        let Some(c) = self.conns.get_mut(&conn) else { return false };
+        if c.held_at < c.held.len() {
+            let n = self.host.engine.handle_input(now, conn, &c.held[c.held_at..]);
+            c.held_at += n;
+            progress = n > 0;
+            if c.held_at < c.held.len() {
+                // The engine waits for an answer first; offered again once one is written.
+                c.queued = true;
+                self.waiting.push_back(conn);
+                return progress;
+            }
+            c.held = Vec::new();
+            c.held_at = 0;
+        }
+        let mut budget = READ_BUDGET;
+        let mut buf = std::mem::take(&mut self.buf);
+        while budget > 0 {
+            let Some(c) = self.conns.get_mut(&conn) else { break };
+            if !c.readable || !self.host.engine.pending_output(conn).is_empty() {
+                break;
+            }
+            match c.r.try_read(&mut buf) {
+                Ok(0) => {
+                    tracing::debug!(?conn, "peer closed the connection");
+                    self.close(conn);
+                    break;
+                }
+                Ok(n) => {
+                    budget = budget.saturating_sub(n);
+                    tracing::trace!(?conn, bytes = n, "read");
+                    let taken = self.host.engine.handle_input(now, conn, &buf[..n]);
+                    progress = true;
+                    if taken < n {
+                        c.held.extend_from_slice(&buf[taken..n]);
+                        c.held_at = 0;
+                    }
+                    self.host.drain();
+                    self.flush();
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => c.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::debug!(?conn, %e, "read failed");
+                    self.close(conn);
+                    break;
+                }
+            }
+        }
+        self.buf = buf;
+        if let Some(c) = self.conns.get_mut(&conn)
+            && c.has_input()
+            && !c.queued
+        {
+            // The budget ran out, or output or held bytes hold the rest back.
+            c.queued = true;
+            self.waiting.push_back(conn);
+        }
+        progress
+    }
+
+    /// Writes every connection's output as far as its socket takes it, and ends the
+    /// connections the engine is done with. Returns whether anything was written.
     fn flush(&mut self) -> bool {
         let mut conns = std::mem::take(&mut self.scratch);
         conns.clear();
         conns.extend(self.host.engine.writable());
+        let mut progress = false;
         for &conn in &conns {
-            let out = self.host.engine.pending_output(conn);
-            let n = out.len();
+            let Some(c) = self.conns.get_mut(&conn) else {
+                tracing::warn!(?conn, "output for an unknown connection");
+                continue;
+            };
+            if c.write_blocked {
+                continue;
+            }
             let mut failed = false;
-            match self.conns.get_mut(&conn) {
-                Some(c) => {
-                    tracing::trace!(?conn, bytes = n, "response");
-                    if let Err(e) = c.write(out) {
+            loop {
+                let out = self.host.engine.pending_output(conn);
+                if out.is_empty() {
+                    break;
+                }
+                match c.w.try_write(out) {
+                    Ok(0) => failed = true,
+                    Ok(n) => {
+                        tracing::trace!(?conn, bytes = n, "written");
+                        // Only what the socket took leaves the engine: its limits on
+                        // unsent output and its write timeout hold.
+                        self.host.engine.consume_output(conn, n);
+                        progress = true;
+                        continue;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => c.write_blocked = true,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
                         tracing::debug!(?conn, %e, "write failed");
                         failed = true;
                     }
                 }
-                None => tracing::warn!(?conn, "output for an unknown connection"),
+                break;
             }
-            self.host.engine.consume_output(conn, n);
             if failed {
                 self.close(conn);
             } else if self.host.engine.wants_close(conn) {
                 tracing::debug!(?conn, "closing the connection");
-                self.close(conn);
+                self.linger(conn);
+            } else {
+                if c.has_input() && !c.queued && self.host.engine.pending_output(conn).is_empty() {
+                    // Output no longer holds its input back.
+                    c.queued = true;
+                    self.waiting.push_back(conn);
+                }
+                self.sync(conn);
             }
         }
-        let any = !conns.is_empty();
         self.scratch = conns;
-        any
+        progress
     }
 
     /// Whether shutting down may finish: nothing with the handler, nothing left to write.
     fn drained(&self) -> bool {
-        self.host.idle() && self.conns.values().all(|c| c.unwritten == 0)
+        self.host.idle() && self.conns.keys().all(|&c| self.host.engine.pending_output(c).is_empty())
     }
 }
 
-/// Reads a connection, one buffer at a time: the next read starts only once the engine
-/// task gave the buffer back on `back`. Stops when the sender of `back` is dropped, then
-/// drains the socket for a while.
-async fn read_loop(
+/// Waits on a connection's socket for what the engine task asks (`want`) and reports
+/// each readiness once, until asked again; the engine task does the reading and writing
+/// itself, into one buffer for all connections, so a connection holds no buffer while it
+/// waits. Stops when the engine task drops its side, or lingers when asked to: the
+/// sending side is shut down (once the engine task dropped its half too) and what the
+/// client still sends is drained until it closes or [`LINGER`] passes.
+async fn watch_loop(
     conn: ConnId,
-    mut r: OwnedReadHalf,
-    tx: mpsc::UnboundedSender<FromConn>,
-    mut back: mpsc::Receiver<Vec<u8>>,
+    r: Arc<OwnedReadHalf>,
+    w: Arc<OwnedWriteHalf>,
+    mut want: watch::Receiver<Want>,
+    tx: mpsc::UnboundedSender<Ready>,
 ) {
-    let mut buf = vec![0; READ_BUF_LEN];
+    let mut cur = *want.borrow_and_update();
     loop {
-        // Until the buffer is sent, `back` can only be closed, never hold a buffer.
-        let read = tokio::select! {
-            biased;
-            _ = back.recv() => break,
-            read = r.read(&mut buf) => read,
-        };
-        let len = match read {
-            Ok(0) => {
-                let _ = tx.send(FromConn::Read(Read::Closed { conn }));
-                return;
-            }
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                tracing::debug!(?conn, %e, "read failed");
-                let _ = tx.send(FromConn::Read(Read::Closed { conn }));
-                return;
-            }
-        };
-        if tx.send(FromConn::Read(Read::Data { conn, buf, len })).is_err() {
+        if cur.linger {
+            drop(w);
+            linger(&r).await;
             return;
         }
-        buf = match back.recv().await {
-            Some(buf) => buf,
-            None => break,
-        };
+        tokio::select! {
+            biased;
+            changed = want.changed() => {
+                if changed.is_err() && !want.borrow().linger {
+                    return; // the engine task closed the connection
+                }
+                cur = *want.borrow_and_update();
+            }
+            _ = r.readable(), if cur.read => {
+                cur.read = false;
+                if tx.send(Ready { conn, read: true, write: false }).is_err() {
+                    return;
+                }
+            }
+            _ = w.writable(), if cur.write => {
+                cur.write = false;
+                if tx.send(Ready { conn, read: false, write: true }).is_err() {
+                    return;
+                }
+            }
+        }
     }
-    linger(r).await;
 }
 
 /// Reads and drops what the client still sends, until it closes or [`LINGER`] passes.
-async fn linger(mut r: OwnedReadHalf) {
-    let mut sink = vec![0; 4096];
+async fn linger(r: &OwnedReadHalf) {
     let drain = async {
+        let mut sink = [0u8; 1024];
         loop {
-            match r.read(&mut sink).await {
+            if r.readable().await.is_err() {
+                break;
+            }
+            match r.try_read(&mut sink) {
                 Ok(0) => break,
-                Err(e) if e.kind() != io::ErrorKind::Interrupted => break,
-                _ => {}
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
+                Err(_) => break,
             }
         }
     };
     let _ = tokio::time::timeout(LINGER, drain).await;
-}
-
-/// Writes what the engine task hands over, in order, handing each buffer back once
-/// written. The socket's sending side is shut down once the engine task dropped its
-/// sender and both dropped `w`.
-async fn write_loop(
-    conn: ConnId,
-    w: Arc<OwnedWriteHalf>,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
-    tx: mpsc::UnboundedSender<FromConn>,
-) {
-    while let Some(buf) = rx.recv().await {
-        if let Err(e) = write_all(&w, &buf).await {
-            tracing::debug!(?conn, %e, "write failed");
-            let _ = tx.send(FromConn::Written(Written::Failed { conn }));
-            return;
-        }
-        let _ = tx.send(FromConn::Written(Written::Done { conn, buf }));
-    }
-    // Dropping the last reference to `w` shuts the sending side down.
-}
-
-/// Writes all of `buf` to the shared `w`.
-async fn write_all(w: &OwnedWriteHalf, mut buf: &[u8]) -> io::Result<()> {
-    while !buf.is_empty() {
-        w.writable().await?;
-        match w.try_write(buf) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => buf = &buf[n..],
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }

@@ -406,3 +406,45 @@ async fn serve_http_runs_until_dropped() {
     server.abort();
     let _ = tokio::time::timeout(PATIENCE, server).await;
 }
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_closed_at_the_head_timeout() {
+    let mut http = open_http();
+    http.head_timeout(Duration::from_millis(100));
+    let (addr, _server) = start_with(config(), http, Probe::new(), AllowAll, |s| s).await;
+    let mut silent = Conn::open(addr).await;
+    assert!(silent.closed_by_server().await, "closed without a response");
+    // A dripping head gets 408 at the same deadline.
+    let mut slow = Conn::open(addr).await;
+    slow.send("POST /mcp HTTP/1.1\r\nHo").await;
+    let r = slow.response().await;
+    assert_eq!(r.status, 408);
+    assert!(slow.closed_by_server().await);
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_at_the_idle_timeout() {
+    let mut http = open_http();
+    http.idle_timeout(Duration::from_millis(100));
+    let (addr, _server) = start_with(config(), http, Probe::new(), AllowAll, |s| s).await;
+    let mut conn = Conn::open(addr).await;
+    let r = conn.call(1, "echo", &json!({ "text": "a" })).await;
+    assert_eq!(first_text(&r.json()), "a");
+    assert!(conn.closed_by_server().await);
+}
+
+#[tokio::test]
+async fn at_the_limit_the_connection_idle_longest_makes_room() {
+    let mut http = open_http();
+    http.max_connections(2);
+    let (addr, _server) = start_with(config(), http, Probe::new(), AllowAll, |s| s).await;
+    let mut first = Conn::open(addr).await;
+    let mut second = Conn::open(addr).await;
+    assert_eq!(first_text(&first.call(1, "echo", &json!({ "text": "a" })).await.json()), "a");
+    assert_eq!(first_text(&second.call(2, "echo", &json!({ "text": "b" })).await.json()), "b");
+    // A third connection is served at once: the first (idle longest) is closed.
+    let mut third = Conn::open(addr).await;
+    assert_eq!(first_text(&third.call(3, "echo", &json!({ "text": "c" })).await.json()), "c");
+    assert!(first.closed_by_server().await);
+    assert_eq!(first_text(&second.call(4, "echo", &json!({ "text": "d" })).await.json()), "d");
+}
