@@ -181,4 +181,4 @@ pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, 
 pub use serve::{serve, serve_stdio};
 pub use strings::{Name, PooledString};
 #[cfg(feature = "tower")]
-pub use tower::McpService;
+pub use tower::{McpBody, McpService};

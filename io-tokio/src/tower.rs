@@ -13,7 +13,7 @@ use bytes::{Buf, Bytes};
 use http::header::{HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode};
 use http_body::Body;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use mcp_engine::http::{ConnId, HttpEngine};
 use tokio::sync::{mpsc, oneshot};
 use tower::Service;
@@ -36,19 +36,22 @@ const REQUEST_QUEUE: usize = 64;
 /// runs the handlers, as for `serve_http`; the service is a cheap [`Clone`] handle to it.
 ///
 /// Each call collects the body (at most the engine's body cap plus one byte: past the
-/// cap the engine answers `413`, see [`HttpServer::max_body`]), waits for the answer and
-/// returns it as an [`http::Response`] (hop-by-hop and framing headers such as
-/// `connection` are left to the host's server). Dropping the call's future before it is
-/// answered cancels the request: its handler task is aborted. At most
-/// [`HttpServer::max_in_flight`] requests are with the handler at once; further calls wait
-/// their turn.
+/// cap the engine answers `413`, see [`HttpServer::max_body`]), waits for the response
+/// head and returns an [`http::Response`] with a [`McpBody`] (framing headers are left to
+/// the host's server, and so is `100 Continue`, which hyper sends when the body is first
+/// read). Dropping the call's future before it is answered cancels the request: its
+/// handler task is aborted. At most [`HttpServer::max_in_flight`] requests are with the
+/// handler at once; further calls wait their turn.
 ///
 /// # Streams
 ///
-/// Responses are handed over whole: an answer preceded by progress or log notifications
-/// (an SSE stream) reaches the caller once the answer is written, and a
-/// `subscriptions/listen` stream, which stays open, never completes. Serve subscriptions
-/// with [`serve_http`](crate::serve_http) instead.
+/// An answer preceded by progress or log notifications, and a `subscriptions/listen`
+/// stream, is a `text/event-stream` response whose body yields each SSE event as the
+/// engine writes it (keep-alive comments included) and ends when the engine ends the
+/// stream. The body takes from the engine only what the caller reads (a few events
+/// ahead), so the engine's bound on unsent output applies: a listener that stops reading
+/// is dropped. Dropping the body before its end cancels the request (or ends the listen
+/// stream), exactly as closing the connection does over [`serve_http`](crate::serve_http).
 ///
 /// # The path
 ///
@@ -109,7 +112,7 @@ impl McpService {
         HttpServer::new(engine, handler, auth).into_service()
     }
 
-    async fn call_engine<B>(self, req: Request<B>) -> Response<Full<Bytes>>
+    async fn call_engine<B>(self, req: Request<B>) -> Response<McpBody>
     where
         B: Body + Send,
         B::Data: Send,
@@ -140,7 +143,10 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         let (host, done_rx, verdict_rx) = Host::new(self);
         let (requests, requests_rx) = mpsc::channel(REQUEST_QUEUE);
         let (gone, gone_rx) = mpsc::unbounded_channel();
-        tokio::spawn(run(host, requests_rx, gone_rx, done_rx, verdict_rx));
+        let (demand, demand_rx) = mpsc::unbounded_channel();
+        let task =
+            EngineTask { host, live: HashMap::new(), by_id: HashMap::new(), gone: gone.clone(), demand };
+        tokio::spawn(run(task, requests_rx, gone_rx, demand_rx, done_rx, verdict_rx));
         McpService { requests, gone, next_id: Arc::new(AtomicU64::new(0)), max_body }
     }
 }
@@ -150,7 +156,7 @@ where
     B: Body + Send + 'static,
     B::Data: Send,
 {
-    type Response = Response<Full<Bytes>>;
+    type Response = Response<McpBody>;
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
 
@@ -170,7 +176,7 @@ struct Exchange {
     peer: Option<SocketAddr>,
     parts: http::request::Parts,
     body: Bytes,
-    reply: oneshot::Sender<Response<Full<Bytes>>>,
+    reply: oneshot::Sender<Response<McpBody>>,
 }
 
 /// Tells the engine task that call `id` was dropped, unless disarmed.
@@ -211,28 +217,107 @@ async fn collect<B: Body>(body: B, limit: usize) -> Result<Bytes, ()> {
     Ok(out.into())
 }
 
-fn plain(status: StatusCode) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::new()));
+fn plain(status: StatusCode) -> Response<McpBody> {
+    let mut response = Response::new(McpBody::full(Bytes::new()));
     *response.status_mut() = status;
     response
 }
 
-/// Headers of the engine's HTTP/1.1 response that belong to its framing, not to the
-/// response: the host's server writes its own.
-fn is_framing(name: &str) -> bool {
-    ["connection", "content-length", "transfer-encoding", "keep-alive"]
-        .iter()
-        .any(|h| name.eq_ignore_ascii_case(h))
+/// SSE events handed to a stream's body ahead of what the caller has read.
+const STREAM_AHEAD: usize = 4;
+
+/// The body of a [`McpService`] response: the whole JSON body at once, or, for a
+/// `text/event-stream` response, each SSE event as the engine writes it. Dropping a
+/// stream's body before its end cancels its request.
+pub struct McpBody {
+    inner: Inner,
 }
 
-fn to_http(r: &mcp_engine::http::Response<'_>) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::copy_from_slice(r.body)));
-    *response.status_mut() = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    for &(name, value) in r.headers() {
-        if is_framing(name) {
-            continue;
+enum Inner {
+    Full(Option<Bytes>),
+    Stream(StreamBody),
+}
+
+struct StreamBody {
+    events: mpsc::Receiver<Bytes>,
+    /// Asks the engine task for more once `events` runs dry.
+    demand: mpsc::UnboundedSender<u64>,
+    id: u64,
+    asked: bool,
+    /// Cancels the request if the body is dropped before its end.
+    guard: Option<GoneGuard>,
+}
+
+impl McpBody {
+    fn full(bytes: Bytes) -> Self {
+        Self { inner: Inner::Full(Some(bytes)) }
+    }
+}
+
+impl std::fmt::Debug for McpBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.inner {
+            Inner::Full(b) => {
+                f.debug_struct("McpBody").field("len", &b.as_ref().map_or(0, Bytes::len)).finish()
+            }
+            Inner::Stream(s) => f.debug_struct("McpBody").field("stream", &s.id).finish(),
         }
-        match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(value)) {
+    }
+}
+
+impl Body for McpBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        match &mut self.get_mut().inner {
+            Inner::Full(bytes) => {
+                Poll::Ready(bytes.take().filter(|b| !b.is_empty()).map(|b| Ok(http_body::Frame::data(b))))
+            }
+            Inner::Stream(s) => match s.events.poll_recv(cx) {
+                Poll::Ready(Some(event)) => {
+                    s.asked = false;
+                    Poll::Ready(Some(Ok(http_body::Frame::data(event))))
+                }
+                Poll::Ready(None) => {
+                    // The engine ended the stream: nothing to cancel.
+                    if let Some(guard) = s.guard.take() {
+                        guard.disarm();
+                    }
+                    Poll::Ready(None)
+                }
+                Poll::Pending => {
+                    if !s.asked {
+                        s.asked = true;
+                        let _ = s.demand.send(s.id);
+                    }
+                    Poll::Pending
+                }
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(&self.inner, Inner::Full(None))
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match &self.inner {
+            Inner::Full(b) => http_body::SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+            Inner::Stream(_) => http_body::SizeHint::default(),
+        }
+    }
+}
+
+/// The head of an engine response as an [`http::Response`].
+fn to_http(head: &mcp_engine::http::ResponseHead, body: McpBody) -> Response<McpBody> {
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::from_u16(head.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    for &(name, value) in head.headers() {
+        match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
             (Ok(name), Ok(value)) => {
                 response.headers_mut().append(name, value);
             }
@@ -245,113 +330,178 @@ fn to_http(r: &mcp_engine::http::Response<'_>) -> Response<Full<Bytes>> {
 /// A call the engine is working on.
 struct Live {
     id: u64,
-    reply: oneshot::Sender<Response<Full<Bytes>>>,
+    /// Until the head is decided.
+    reply: Option<oneshot::Sender<Response<McpBody>>>,
+    /// A stream's events, once its head was sent.
+    events: Option<mpsc::Sender<Bytes>>,
 }
 
-/// The engine task of a [`McpService`].
+/// The engine task of a [`McpService`]: the engine, and the calls it works on.
+struct EngineTask<H, A> {
+    host: Host<H, A>,
+    live: HashMap<ConnId, Live>,
+    by_id: HashMap<u64, ConnId>,
+    gone: mpsc::UnboundedSender<u64>,
+    demand: mpsc::UnboundedSender<u64>,
+}
+
 async fn run<H: Handler, A: Authorizer>(
-    mut host: Host<H, A>,
+    mut task: EngineTask<H, A>,
     mut requests: mpsc::Receiver<Exchange>,
     mut gone: mpsc::UnboundedReceiver<u64>,
+    mut demand: mpsc::UnboundedReceiver<u64>,
     mut done: mpsc::UnboundedReceiver<Completion>,
     mut verdicts: mpsc::UnboundedReceiver<VerdictMsg>,
 ) {
-    let mut live: HashMap<ConnId, Live> = HashMap::new();
-    let mut by_id: HashMap<u64, ConnId> = HashMap::new();
     let mut open = true;
-    let mut answered = Vec::new();
+    let mut scratch = Vec::new();
     tracing::debug!("serving HTTP requests from a tower service");
     loop {
-        pump(&mut host, &mut live, &mut by_id, &mut answered);
-        if !open && live.is_empty() {
+        task.pump(&mut scratch);
+        if !open && task.live.is_empty() {
             tracing::debug!("every service handle is gone; stopping");
             return;
         }
-        let timer = host.next_timeout();
+        let timer = task.host.next_timeout();
         tokio::select! {
             biased;
-            Some(completion) = done.recv() => host.complete(completion),
-            Some(verdict) = verdicts.recv() => host.verdict(verdict),
-            Some(id) = gone.recv() => {
-                if let Some(conn) = by_id.remove(&id) {
-                    tracing::debug!(?conn, "the caller went away: cancelling");
-                    live.remove(&conn);
-                    host.closed(conn);
-                }
-            }
-            exchange = requests.recv(), if open && host.room() => match exchange {
-                Some(exchange) => start(&mut host, &mut live, &mut by_id, exchange),
+            Some(completion) = done.recv() => task.host.complete(completion),
+            Some(verdict) = verdicts.recv() => task.host.verdict(verdict),
+            Some(id) = gone.recv() => task.gone(id),
+            // Room in a stream's body: the next pump moves more.
+            Some(_) = demand.recv() => {}
+            exchange = requests.recv(), if open && task.host.room() => match exchange {
+                Some(exchange) => task.start(exchange),
                 None => open = false,
             },
             () = tokio::time::sleep_until(timer.unwrap_or_else(tokio::time::Instant::now)), if timer.is_some() => {
-                host.handle_timeout();
+                task.host.handle_timeout();
             }
         }
     }
 }
 
-/// Gives one request to the engine.
-fn start<H: Handler, A: Authorizer>(
-    host: &mut Host<H, A>,
-    live: &mut HashMap<ConnId, Live>,
-    by_id: &mut HashMap<u64, ConnId>,
-    exchange: Exchange,
-) {
-    let Exchange { id, peer, parts, body, reply } = exchange;
-    if reply.is_closed() {
-        return; // the caller went away while it waited its turn
-    }
-    let mut headers: Vec<(&str, &[u8])> =
-        parts.headers.iter().map(|(name, value)| (name.as_str(), value.as_bytes())).collect();
-    // HTTP/2 carries the host in the uri, not in a `Host` header.
-    let authority = parts.uri.authority().map(|a| a.as_str());
-    if let (false, Some(authority)) = (parts.headers.contains_key(http::header::HOST), authority) {
-        headers.push(("host", authority.as_bytes()));
-    }
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let now = host.now();
-    match host.engine.handle_request(now, peer, parts.method.as_str(), path, &headers, &body) {
-        Ok(conn) => {
-            live.insert(conn, Live { id, reply });
-            by_id.insert(id, conn);
+impl<H: Handler, A: Authorizer> EngineTask<H, A> {
+    /// Gives one request to the engine.
+    fn start(&mut self, exchange: Exchange) {
+        let Exchange { id, peer, parts, body, reply } = exchange;
+        if reply.is_closed() {
+            return; // the caller went away while it waited its turn
         }
-        Err(e) => {
-            tracing::warn!(%e, "request refused");
-            let _ = reply.send(plain(StatusCode::SERVICE_UNAVAILABLE));
+        let mut headers: Vec<(&str, &[u8])> =
+            parts.headers.iter().map(|(name, value)| (name.as_str(), value.as_bytes())).collect();
+        // HTTP/2 carries the host in the uri, not in a `Host` header.
+        let authority = parts.uri.authority().map(|a| a.as_str());
+        if let (false, Some(authority)) = (parts.headers.contains_key(http::header::HOST), authority) {
+            headers.push(("host", authority.as_bytes()));
+        }
+        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        let now = self.host.now();
+        match self.host.engine.handle_request(now, peer, parts.method.as_str(), path, &headers, &body) {
+            Ok(conn) => {
+                self.live.insert(conn, Live { id, reply: Some(reply), events: None });
+                self.by_id.insert(id, conn);
+            }
+            Err(e) => {
+                tracing::warn!(%e, "request refused");
+                let _ = reply.send(plain(StatusCode::SERVICE_UNAVAILABLE));
+            }
         }
     }
-}
 
-/// Runs the engine until it rests, sending each finished response to its caller.
-fn pump<H: Handler, A: Authorizer>(
-    host: &mut Host<H, A>,
-    live: &mut HashMap<ConnId, Live>,
-    by_id: &mut HashMap<u64, ConnId>,
-    answered: &mut Vec<ConnId>,
-) {
-    loop {
-        let mut progress = host.deliver_deferred();
-        progress |= host.drain();
-        answered.clear();
-        answered.extend(host.engine.writable());
-        for &conn in answered.iter() {
-            let Some(response) = host.engine.response(conn).map(|r| to_http(&r)) else {
-                continue; // not complete yet
-            };
+    /// The caller of `id` dropped its call or its stream: cancel what is left.
+    fn gone(&mut self, id: u64) {
+        if let Some(conn) = self.by_id.remove(&id) {
+            tracing::debug!(?conn, "the caller went away: cancelling");
+            self.live.remove(&conn);
+            self.host.closed(conn);
+        }
+    }
+
+    /// Ends the exchange `conn` (its response is complete, or its caller is gone).
+    fn finish(&mut self, conn: ConnId) {
+        if let Some(l) = self.live.remove(&conn) {
+            self.by_id.remove(&l.id);
+        }
+        self.host.closed(conn);
+    }
+
+    /// Runs the engine until it rests, handing each response head and each stream's
+    /// events to its caller.
+    fn pump(&mut self, scratch: &mut Vec<ConnId>) {
+        loop {
+            let mut progress = self.host.deliver_deferred();
+            progress |= self.host.drain();
+            while let Some(conn) = self.host.engine.poll_ended() {
+                // A stream the engine ended (a listener dropped for not reading).
+                progress = true;
+                self.finish(conn);
+            }
+            scratch.clear();
+            scratch.extend(self.live.keys().copied());
+            for &conn in scratch.iter() {
+                progress |= self.forward(conn);
+            }
+            if !progress {
+                break;
+            }
+        }
+    }
+
+    /// Moves what the engine has for `conn` to its caller. Returns whether anything moved.
+    fn forward(&mut self, conn: ConnId) -> bool {
+        let Some(live) = self.live.get_mut(&conn) else { return false };
+        let Some(r) = self.host.engine.response(conn) else { return false };
+        let mut progress = false;
+        if let Some(reply) = live.reply.take() {
             progress = true;
-            match live.remove(&conn) {
-                Some(l) => {
-                    by_id.remove(&l.id);
-                    tracing::trace!(?conn, status = response.status().as_u16(), "answered");
-                    // The caller may have gone meanwhile.
-                    let _ = l.reply.send(response);
-                }
-                None => tracing::warn!(?conn, "a response for no caller"),
+            if !r.head.stream {
+                tracing::trace!(?conn, status = r.status, "answered");
+                let _ = reply.send(to_http(r.head, McpBody::full(Bytes::copy_from_slice(r.body))));
+                self.finish(conn);
+                return true;
             }
-            host.closed(conn);
+            let (tx, rx) = mpsc::channel(STREAM_AHEAD);
+            let guard = GoneGuard { id: live.id, tx: Some(self.gone.clone()) };
+            let body = StreamBody {
+                events: rx,
+                demand: self.demand.clone(),
+                id: live.id,
+                asked: false,
+                guard: Some(guard),
+            };
+            tracing::trace!(?conn, "streaming");
+            if reply.send(to_http(r.head, McpBody { inner: Inner::Stream(body) })).is_err() {
+                // The caller went away before the head: its body's guard cancels.
+                return true;
+            }
+            live.events = Some(tx);
         }
-        if !progress {
-            break;
+        let Some(events) = live.events.as_ref() else { return progress };
+        let Some(r) = self.host.engine.response(conn) else { return progress };
+        if !r.body.is_empty() {
+            let n = r.body.len();
+            match events.try_send(Bytes::copy_from_slice(r.body)) {
+                Ok(()) => {
+                    self.host.engine.consume_output(conn, n);
+                    progress = true;
+                }
+                // The caller reads slowly: more once it asks.
+                Err(mpsc::error::TrySendError::Full(_)) => return progress,
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    self.finish(conn);
+                    return true;
+                }
+            }
         }
+        if let Some(r) = self.host.engine.response(conn)
+            && r.complete
+            && r.body.is_empty()
+        {
+            // The stream is over: dropping its sender ends the body.
+            self.finish(conn);
+            progress = true;
+        }
+        progress
     }
 }

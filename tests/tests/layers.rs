@@ -21,6 +21,7 @@ fn engine_modules_import_only_lower_layers() {
         "engine",
         &[
             &["time", "revision", "level"],
+            &["timer"],
             &["wire"],
             &["content"],
             &["catalog"],

@@ -441,5 +441,7 @@ fn a_silent_http_listen_stream_gets_keep_alive_comments() {
     // A notification pushes the next comment back; the end of the stream stops them.
     h.e.end_subscriptions();
     h.take(c);
-    assert_eq!(h.e.poll_timeout(), None);
+    // No more comments: the connection now waits for its next request, for the idle
+    // timeout (30 s) since the end of the stream.
+    assert_eq!(h.e.poll_timeout(), Some(at + Duration::from_secs(30)));
 }
