@@ -317,7 +317,7 @@ impl fmt::Debug for ReadResource<'_> {
         let mut d = f.debug_struct("ReadResource");
         d.field("ticket", &self.ticket);
         match self.template {
-            None => d.field("uri", &self.uri),
+            None => d.field("uri", &self.uri).field("template", &None::<&str>),
             Some(t) => d.field("uri", &Redacted("bytes", self.uri.len())).field("template", &t.uri_template),
         };
         d.field("variables", &self.variables)
