@@ -230,3 +230,40 @@ fn a_listed_resource_read_prints_its_uri_in_debug() {
     let seen = seen.borrow();
     assert!(seen[0].contains("uri: \"x://listed\"") && seen[0].contains("template: None"), "{seen:?}");
 }
+
+/// The tokio adapter's `ResourceRead` carries the decoded variables and the exploded pairs.
+#[test]
+fn the_tokio_adapter_hands_decoded_variables_and_query_pairs() {
+    use std::sync::Arc;
+
+    use mcp_io_tokio::{Handler, ResourceRead, ResourceReply, ResourceResult};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    struct Echo;
+    impl Handler for Echo {
+        async fn read_resource(&self, read: ResourceRead) -> ResourceResult {
+            let text = format!("{:?} {:?}", read.variables, read.query_pairs);
+            Ok(ResourceReply::text(read.uri.to_string(), None, text))
+        }
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let out = rt.block_on(async {
+        let (client, server) = tokio::io::duplex(4096);
+        let (read_half, write_half) = tokio::io::split(server);
+        let engine = Engine::new(Config::new("s", "1"), template_catalog());
+        let serving = tokio::spawn(mcp_io_tokio::serve(engine, Arc::new(Echo), read_half, write_half));
+        let (mut rx, mut tx) = tokio::io::split(client);
+        let uri = "s://search?x=%2A&q=caf%C3%A9&x=2";
+        tx.write_all(mcp_tests::modern(1, "resources/read", json!({ "uri": uri })).as_bytes()).await.unwrap();
+        tx.shutdown().await.unwrap();
+        let mut out = Vec::new();
+        rx.read_to_end(&mut out).await.unwrap();
+        serving.await.unwrap().unwrap();
+        out
+    });
+    let out = lines(&out);
+    assert_eq!(
+        out[0]["result"]["contents"][0]["text"], r#"[("q", "café")] [("x", "*"), ("x", "2")]"#,
+        "{out:?}"
+    );
+}

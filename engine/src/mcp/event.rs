@@ -51,7 +51,8 @@ pub struct TemplateVars<'a> {
 
 impl<'a> TemplateVars<'a> {
     /// The decoded value of variable `name`; `None` if the template has no such variable,
-    /// or the uri left it undefined (a query variable missing from the query).
+    /// the uri left it undefined (a query variable missing from the query), or it is the
+    /// exploded query variable (its pairs are in [`TemplateVars::pairs`]).
     pub fn get(&self, name: &str) -> Option<&'a str> {
         self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
