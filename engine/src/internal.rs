@@ -8,7 +8,9 @@ pub use crate::catalog::schema::fuzz_schema_differential;
 pub use crate::mcp::mrtr::fuzz_request_state;
 
 // Resource templates.
-pub use crate::catalog::uritemplate::{Captures, MAX_TEMPLATE_LEN, MAX_TEMPLATE_VARS, UriTemplate};
+pub use crate::catalog::uritemplate::{
+    Captures, MAX_PATH_EXPRESSIONS, MAX_QUERY_PAIRS, MAX_TEMPLATE_LEN, MAX_TEMPLATE_VARS, UriTemplate,
+};
 
 // Pagination cursors.
 pub use crate::wire::cursor::{

@@ -143,9 +143,12 @@ pub struct ResourceRead {
     /// The uri template (`uriTemplate`) that matched, or `None` for a listed resource
     /// (shared with the server: no copy).
     pub template: Option<Name>,
-    /// The template's variables, `(name, value)` in the order the template names them,
-    /// as they appear in the uri (not percent-decoded). Empty for a listed resource.
+    /// The template's defined variables, `(name, value)` in the order the template names
+    /// them, percent-decoded (see [`mcp_engine::TemplateVars`]). Empty for a listed resource.
     pub variables: Vec<(String, String)>,
+    /// The decoded `(key, value)` pairs an exploded query variable (`{?name*}`) collected,
+    /// in uri order. Empty when the template has none.
+    pub query_pairs: Vec<(String, String)>,
     /// The revision the request was made under.
     pub revision: Revision,
     /// Multi-round-trip input (responses, state, client capabilities).
@@ -160,6 +163,7 @@ impl ResourceRead {
             uri: uri.into(),
             template: None,
             variables: Vec::new(),
+            query_pairs: Vec::new(),
             revision: Revision::V2026_07_28,
             input: InputContext::default(),
         }
@@ -181,6 +185,7 @@ impl ResourceRead {
             uri: pool.copy(read.uri),
             template: read.template.map(|t| names.get(&t.uri_template)),
             variables: read.variables.iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect(),
+            query_pairs: read.variables.pairs().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
             revision: read.revision,
             input: InputContext::from_event(read.input_responses, read.request_state, read.client),
         }

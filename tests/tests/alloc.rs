@@ -42,7 +42,9 @@ fn engine() -> Engine {
 /// More than one page (50) of every list, a tool with an input schema, resources behind
 /// templates, and prompts with declared arguments.
 fn rich_catalog() -> Catalog {
-    let mut b = Catalog::builder().tool(Tool::new("calc").input_schema(calc_schema()));
+    let mut b = Catalog::builder()
+        .tool(Tool::new("calc").input_schema(calc_schema()))
+        .template(ResourceTemplate::new("test://q/{id}{?page,rest*}", "query"));
     for i in 0..60 {
         b = b
             .tool(Tool::new(format!("tool_{i:03}")))
@@ -63,7 +65,10 @@ fn respond(ev: Event<'_>) {
         Event::CallTool(call) => call.answer(&ToolOutput::new(&[Content::text("ok")])).unwrap(),
         Event::ReadResource(read) => {
             let uri = read.uri;
-            read.answer(&[ResourceContents::text(uri, Some("text/plain"), "body")]).unwrap();
+            // The host reads the decoded variables and pairs: no allocation either.
+            let vars = read.variables;
+            let body = vars.iter().chain(vars.pairs()).last().map_or("body", |(_, v)| v);
+            read.answer(&[ResourceContents::text(uri, Some("text/plain"), body)]).unwrap();
         }
         Event::GetPrompt(get) => {
             get.answer(&PromptOutput::new(&[PromptMessage::user(Content::text("hi"))])).unwrap();
@@ -334,6 +339,10 @@ fn requests_allocate_nothing(rev: Rev) {
         (
             "resources/read through a template",
             rev.line(3, "resources/read", json!({"uri": "test://t005/abc"})),
+        ),
+        (
+            "resources/read through a template with escapes and a query",
+            rev.line(3, "resources/read", json!({"uri": "test://q/caf%C3%A9?x=%20y&page=2"})),
         ),
         (
             "prompts/get with arguments",

@@ -8,7 +8,8 @@
 //!
 //! Building refuses, with a [`CatalogError`] naming the item, every mistake that would
 //! otherwise surface as a protocol fault at request time: repeated names or uris, a
-//! template using an expression other than `{var}` or `{+var}`, a tool input schema whose
+//! template outside the supported RFC 6570 subset (`{var}`, `{+var}`, prefix modifiers,
+//! one trailing `{?a,b,rest*}`; see `uritemplate`) or with an ambiguous layout, a tool input schema whose
 //! root is not `"type": "object"`, a schema that does not compile, and an invalid
 //! `x-mcp-header` annotation.
 //!
@@ -231,8 +232,25 @@ impl Resource {
 
 /// A family of resources named by an RFC 6570 template (MCP `ResourceTemplate`).
 ///
-/// Only two expressions are accepted: `{var}`, which matches one non-empty path segment
-/// (no `/`), and `{+var}`, which matches one or more characters across segments.
+/// The accepted subset, refused at [`CatalogBuilder::build`] otherwise
+/// ([`CatalogError::InvalidTemplate`]):
+///
+/// * `{var}` matches a non-empty value of unreserved characters (`A-Z a-z 0-9 - . _ ~`)
+///   and percent escapes: what RFC 6570 simple expansion produces, so no raw `/ ? #` and
+///   no other reserved character;
+/// * `{+var}` matches a non-empty value that may also hold reserved characters, `/`
+///   included;
+/// * `{var:3}`, `{+var:3}`: at most 3 characters after decoding;
+/// * one query expression at the end, `{?q,limit}` (each variable optional, in any order,
+///   at most once) with at most one exploded variable, `{?rest*}`, that collects the
+///   other pairs.
+///
+/// At most 16 path expressions and 32 variables, every name once; two path expressions
+/// need literal text between them. Values reach the host percent-decoded (strictly: a
+/// malformed escape or invalid UTF-8 is no match) through [`TemplateVars`](crate::TemplateVars),
+/// and a value that is a traversal (`.`, `..`, a `{var}` holding `/` or `%2F`, a `.`/`..`
+/// segment in a `{+var}` or query value) is no match: the read is answered "resource not
+/// found" and the host sees nothing. `docs/features.md` has the whole rule set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceTemplate {
     /// The template, e.g. `file:///{+path}`.
@@ -637,7 +655,8 @@ impl Catalog {
     }
 
     /// Resolves a uri to a readable target: a listed resource, or the first listed
-    /// template (in uri-template order) that matches, with its captures.
+    /// template (in uri-template order) that matches, with its decoded captures (a
+    /// template whose rules a value breaks, say a `..`, does not match).
     pub(crate) fn resolve_uri(&self, uri: &str, captures: &mut Captures) -> Option<Option<usize>> {
         if !is_uri_text(uri) {
             return None;
@@ -1061,7 +1080,15 @@ mod tests {
 
     #[test]
     fn templates_and_header_annotations_are_checked_at_build() {
-        for bad in ["x://{a,b}", "x://{#frag}", "x://{a}{b}", "x://{id:3}", "x://no-variables", "x://{"] {
+        for bad in [
+            "x://{a,b}",
+            "x://{#frag}",
+            "x://{a}{b}",
+            "x://{id:0}",
+            "x://{?q}/x",
+            "x://no-variables",
+            "x://{",
+        ] {
             let e = Catalog::builder().template(ResourceTemplate::new(bad, "t")).build().unwrap_err();
             assert!(
                 matches!(&e, CatalogError::InvalidTemplate { template, .. } if template == bad),
@@ -1069,6 +1096,12 @@ mod tests {
             );
         }
         assert!(Catalog::builder().template(ResourceTemplate::new("x://{a}/{+rest}", "t")).build().is_ok());
+        assert!(
+            Catalog::builder()
+                .template(ResourceTemplate::new("x://{id:3}/{+p}{?q,rest*}", "t"))
+                .build()
+                .is_ok()
+        );
         let bad_header = json!({
             "type": "object",
             "properties": { "n": { "type": "number", "x-mcp-header": "N" } }

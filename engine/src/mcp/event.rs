@@ -32,45 +32,87 @@ impl<'a> Arguments<'a> {
 }
 
 impl fmt::Debug for Arguments<'_> {
+    /// The byte length only: argument values stay out of logs.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.raw)
+        f.debug_struct("Arguments").field("len", &self.raw.len()).finish()
     }
 }
 
-/// The variables a resource template matched, in the order the template names them.
+/// The variables a resource template matched, percent-decoded.
+///
+/// Every value has passed the template's rules (see [`ResourceTemplate`]): strictly
+/// decoded UTF-8, no `.`/`..` traversal, no `/` in a `{name}` value, within its prefix
+/// bound. The text lives in a buffer the engine reuses; nothing is allocated per request.
 #[derive(Clone, Copy)]
 pub struct TemplateVars<'a> {
-    pub(crate) uri: &'a str,
     pub(crate) names: &'a [Box<str>],
     pub(crate) captures: &'a Captures,
 }
 
 impl<'a> TemplateVars<'a> {
-    /// The value of variable `name`, as it appears in the uri (not percent-decoded).
+    /// The decoded value of variable `name`; `None` if the template has no such variable,
+    /// the uri left it undefined (a query variable missing from the query), or it is the
+    /// exploded query variable (its pairs are in [`TemplateVars::pairs`]).
     pub fn get(&self, name: &str) -> Option<&'a str> {
         self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
-    /// `(name, value)` pairs.
+    /// `(name, decoded value)` of every defined variable, in the order the template
+    /// names them.
     pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
-        let (uri, names) = (self.uri, self.names);
-        self.captures.iter().filter_map(move |&(var, start, end)| {
-            Some((names.get(var as usize)?.as_ref(), uri.get(start as usize..end as usize)?))
-        })
+        let names = self.names;
+        self.captures
+            .vars()
+            .filter_map(move |(var, _, value)| Some((names.get(usize::from(var))?.as_ref(), value)))
     }
-    /// Number of variables.
+    /// The decoded `(key, value)` pairs an exploded query variable (`{?name*}`) collected:
+    /// the query's pairs that name no other variable, in uri order (keys may repeat).
+    pub fn pairs(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.captures.pairs()
+    }
+    /// Number of defined variables (the exploded pairs are not counted).
     pub fn len(&self) -> usize {
         self.captures.len()
     }
-    /// Whether there are none (a listed resource rather than a template match).
+    /// Whether no variable is defined (a listed resource, or a template match whose
+    /// variables are all undefined query variables).
     pub fn is_empty(&self) -> bool {
         self.captures.is_empty()
     }
 }
 
 impl fmt::Debug for TemplateVars<'_> {
+    /// The names of the defined variables and the number of exploded pairs; no value.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.iter()).finish()
+        struct Names<'v>(TemplateVars<'v>);
+        impl fmt::Debug for Names<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_list().entries(self.0.iter().map(|(n, _)| n)).finish()
+            }
+        }
+        f.debug_struct("TemplateVars")
+            .field("names", &Names(*self))
+            .field("pairs", &self.pairs().count())
+            .finish()
     }
+}
+
+/// Stand-in, in `Debug` output, for what must not reach logs: its size only.
+struct Redacted(&'static str, usize);
+
+impl fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} {}>", self.1, self.0)
+    }
+}
+
+/// `Debug` of `inputResponses`: how many, no content.
+fn responses(r: &InputResponses<'_>) -> Redacted {
+    Redacted("responses", r.len())
+}
+
+/// `Debug` of a `requestState`'s host part: its byte length, no content.
+fn state(s: &Option<&[u8]>) -> Option<Redacted> {
+    s.map(|s| Redacted("bytes", s.len()))
 }
 
 /// A tool call the host must perform.
@@ -252,19 +294,72 @@ impl Complete<'_> {
     }
 }
 
-macro_rules! debug_fields {
-    ($t:ident: $($f:ident),*) => {
-        impl fmt::Debug for $t<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.debug_struct(stringify!($t))$(.field(stringify!($f), &self.$f))*.finish_non_exhaustive()
-            }
-        }
-    };
+// `Debug` of the events prints what identifies the work (ticket, tool, prompt, template,
+// revision) and only the size of what the client sent: argument values, `inputResponses`,
+// `requestState` and the text being completed stay out of logs.
+impl fmt::Debug for CallTool<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallTool")
+            .field("ticket", &self.ticket)
+            .field("tool", &self.tool.name)
+            .field("arguments", &self.arguments)
+            .field("revision", &self.revision)
+            .field("input_responses", &responses(&self.input_responses))
+            .field("request_state", &state(&self.request_state))
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
 }
-debug_fields!(CallTool: ticket, tool, arguments, revision, input_responses, request_state, client);
-debug_fields!(ReadResource: ticket, uri, template, variables, revision, input_responses, request_state, client);
-debug_fields!(GetPrompt: ticket, prompt, arguments, revision, input_responses, request_state, client);
-debug_fields!(Complete: ticket, reference, argument, value, context, revision);
+
+impl fmt::Debug for ReadResource<'_> {
+    /// A listed resource's uri is printed; a template match's is not (it holds the
+    /// variables' values), only its length.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("ReadResource");
+        d.field("ticket", &self.ticket);
+        match self.template {
+            None => d.field("uri", &self.uri).field("template", &None::<&str>),
+            Some(t) => d.field("uri", &Redacted("bytes", self.uri.len())).field("template", &t.uri_template),
+        };
+        d.field("variables", &self.variables)
+            .field("revision", &self.revision)
+            .field("input_responses", &responses(&self.input_responses))
+            .field("request_state", &state(&self.request_state))
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for GetPrompt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GetPrompt")
+            .field("ticket", &self.ticket)
+            .field("prompt", &self.prompt.name)
+            .field("arguments", &self.arguments)
+            .field("revision", &self.revision)
+            .field("input_responses", &responses(&self.input_responses))
+            .field("request_state", &state(&self.request_state))
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for Complete<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let reference = match self.reference {
+            CompletionRef::Prompt(p) => ("prompt", p.name.as_str()),
+            CompletionRef::Template(t) => ("template", t.uri_template.as_str()),
+        };
+        f.debug_struct("Complete")
+            .field("ticket", &self.ticket)
+            .field("reference", &reference)
+            .field("argument", &self.argument)
+            .field("value", &Redacted("bytes", self.value.len()))
+            .field("context", &self.context)
+            .field("revision", &self.revision)
+            .finish_non_exhaustive()
+    }
+}
 
 /// Work for the host, returned by [`Engine::poll_event`](crate::Engine::poll_event). It borrows the engine: answer
 /// through it, or copy what must outlive it (the ticket, the arguments) and answer later.

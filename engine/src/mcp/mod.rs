@@ -152,7 +152,8 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         scratch: Scratch {
             args: Vec::with_capacity(frame),
             uri: String::with_capacity(1024),
-            captures: Captures::new(),
+            // The decoded template variables: no longer than the uri.
+            captures: Captures::with_capacity(1024),
             completion: (String::with_capacity(64), String::with_capacity(256)),
             round: Round::default(),
             state: Vec::with_capacity(mrtr::MAX_SEALED_LEN + 8),
@@ -313,7 +314,6 @@ impl Core {
                     uri: &scratch.uri,
                     template: entry.map(|e| &e.template),
                     variables: TemplateVars {
-                        uri: &scratch.uri,
                         names: entry.map_or(&[][..], |e| e.parsed.var_names()),
                         captures: &scratch.captures,
                     },
