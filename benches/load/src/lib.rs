@@ -158,6 +158,12 @@ pub fn bind(addr: SocketAddr) -> std::net::TcpListener {
     listener
 }
 
+/// `SRV_MAX_CONNECTIONS`: the engine's connection limit for the held-connections
+/// benchmark (`held`), which holds more than the default.
+pub fn max_connections() -> Option<usize> {
+    std::env::var("SRV_MAX_CONNECTIONS").ok()?.parse().ok()
+}
+
 /// A tokio runtime as both tokio-based servers use it: multi-threaded (one worker per
 /// core), with I/O and timers.
 ///

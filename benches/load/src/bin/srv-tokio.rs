@@ -46,7 +46,10 @@ fn main() -> std::io::Result<()> {
             .block_on(mcp_io_tokio::serve_stdio(Engine::new(config, everything::catalog()), Arc::new(Echo))),
         Mode::Http(addr) => runtime.block_on(async {
             // Loopback `Host` checks stay on (the default), any `Origin`.
-            let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+            let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+            if let Some(n) = mcp_load::max_connections() {
+                http.max_connections(n);
+            }
             let engine = HttpEngine::new(config, http, everything::catalog());
             let std_listener = mcp_load::bind(addr);
             std_listener.set_nonblocking(true)?;

@@ -1,0 +1,269 @@
+//! The held-connections benchmark: a server (`srv-mio` or `srv-tokio`) holds many idle and
+//! many dripping connections, opened by a second process (`held --hold`), while this
+//! process opens a fresh connection every 100 ms and sends one `tools/call`. It reports
+//! the probes' latency, the server's resident memory, and when the server closed the held
+//! connections.
+//!
+//! ```text
+//! cargo run --release --manifest-path benches/load/Cargo.toml --bin held -- \
+//!     [--servers mio,tokio] [--idle N] [--drip N] [--no-build]
+//! ```
+//!
+//! The server runs with its defaults (head timeout 10 s) except `max_connections`, raised
+//! so that it holds every connection (`SRV_MAX_CONNECTIONS`). Idle connections send
+//! nothing; dripping ones send a request head one byte every 500 ms, never finishing it.
+//! Both must be closed by the head timeout (a dripping one after a `408`). The open-file
+//! limit here is 20,000 per process and cannot be raised, so the holders live in a
+//! process of their own.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long after the head timeout a held connection may still be open before it counts
+/// as not closed by its deadline (the server's timer runs late under load).
+const SLACK: Duration = Duration::from_secs(3);
+/// The server's head timeout (its default).
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// A probe every this often.
+const PROBE_EVERY: Duration = Duration::from_millis(100);
+/// One byte of the dripping heads every this often.
+const DRIP_EVERY: Duration = Duration::from_millis(500);
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--hold") {
+        return hold(&args[1..]);
+    }
+    let mut servers = vec!["mio".to_owned(), "tokio".to_owned()];
+    let (mut idle, mut drip, mut build) = (8000usize, 8000usize, true);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--servers" => servers = it.next().expect("a list").split(',').map(str::to_owned).collect(),
+            "--idle" => idle = it.next().and_then(|n| n.parse().ok()).expect("a count"),
+            "--drip" => drip = it.next().and_then(|n| n.parse().ok()).expect("a count"),
+            "--no-build" => build = false,
+            other => {
+                eprintln!("unknown argument {other}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if build {
+        let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let ok = Command::new(cargo)
+            .args(["build", "--release", "--quiet", "--bins", "--manifest-path", manifest])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("building the servers failed");
+            return ExitCode::FAILURE;
+        }
+    }
+    println!("| server | held (idle + dripping) | probes answered | p50 | p99 | max | server RSS held | server peak RSS | held closed by deadline |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut ok = true;
+    for server in &servers {
+        match run(server, idle, drip) {
+            Ok(row) => {
+                ok &= row.passed;
+                println!("{}", row.line);
+            }
+            Err(e) => {
+                eprintln!("{server}: {e}");
+                ok = false;
+            }
+        }
+    }
+    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+struct Row {
+    line: String,
+    passed: bool,
+}
+
+fn run(server: &str, idle: usize, drip: usize) -> io::Result<Row> {
+    let bin_dir = std::env::current_exe()?.parent().expect("a directory").to_owned();
+    let mut child = Command::new(bin_dir.join(format!("srv-{server}")))
+        .args(["--http", "127.0.0.1:0"])
+        .env("SRV_MAX_CONNECTIONS", (idle + drip + 1000).to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line)?;
+    let addr: SocketAddr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .and_then(|l| l.strip_suffix("/mcp"))
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| io::Error::other(format!("no address in {line:?}")))?;
+    std::thread::spawn(move || io::copy(&mut stderr, &mut io::sink()));
+    let result = measure(server, addr, pid, idle, drip);
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+fn measure(server: &str, addr: SocketAddr, pid: u32, idle: usize, drip: usize) -> io::Result<Row> {
+    let exe = std::env::current_exe()?;
+    let mut holder = Command::new(exe)
+        .args(["--hold", &addr.to_string(), &idle.to_string(), &drip.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut out = BufReader::new(holder.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    // The holder says when every connection is open.
+    out.read_line(&mut line)?;
+    if line.trim() != "held" {
+        return Err(io::Error::other(format!("the holder failed: {line:?}")));
+    }
+    let held_at = Instant::now();
+    let rss_held = rss(pid, "VmRSS:");
+    // Probe while the connections are held (until just before their deadline).
+    let mut latencies = Vec::new();
+    let mut failed = 0;
+    let mut next = Instant::now();
+    let mut id = 0u64;
+    while held_at.elapsed() < HEAD_TIMEOUT - Duration::from_secs(2) {
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        next += PROBE_EVERY;
+        id += 1;
+        match probe(addr, id) {
+            Ok(d) => latencies.push(d),
+            Err(e) => {
+                eprintln!("{server}: probe {id} failed: {e}");
+                failed += 1;
+            }
+        }
+    }
+    let rss_peak = rss(pid, "VmHWM:");
+    line.clear();
+    out.read_line(&mut line)?;
+    let _ = holder.wait();
+    // "closed N of M, late L, max_after_ms X"
+    let parts: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    let [closed, total, late, max_ms] = parts[..] else {
+        return Err(io::Error::other(format!("the holder's report: {line:?}")));
+    };
+    latencies.sort();
+    let pct = |p: f64| latencies.get(((latencies.len() as f64 * p).ceil() as usize).saturating_sub(1)).copied();
+    let ms = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.2} ms", d.as_secs_f64() * 1e3));
+    let passed = failed == 0 && closed == total && late == 0;
+    let line = format!(
+        "| {server} | {} ({idle} + {drip}) | {} of {} | {} | {} | {} | {} MiB | {} MiB | {closed} of {total} (latest {:.1} s after open; {late} late) |",
+        idle + drip,
+        latencies.len(),
+        latencies.len() + failed,
+        ms(pct(0.5)),
+        ms(pct(0.99)),
+        ms(latencies.last().copied()),
+        rss_held / 1024,
+        rss_peak / 1024,
+        max_ms as f64 / 1e3,
+    );
+    Ok(Row { line, passed })
+}
+
+/// A `/proc/PID/status` field in KiB.
+fn rss(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// One fresh connection, one `tools/call`, its response read: the time it took.
+fn probe(addr: SocketAddr, id: u64) -> io::Result<Duration> {
+    let start = Instant::now();
+    let mut s = TcpStream::connect(addr)?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hello"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes())?;
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp)?;
+    let d = start.elapsed();
+    let text = String::from_utf8_lossy(&resp);
+    if !text.starts_with("HTTP/1.1 200") || !text.contains(r#""text":"hello""#) {
+        return Err(io::Error::other(format!("unexpected response: {text:?}")));
+    }
+    Ok(d)
+}
+
+/// The holder process: opens `idle` connections that send nothing and `drip` that send a
+/// head one byte at a time, says `held`, then watches for the server closing each, and
+/// reports `closed N of M late L max_after_ms X` (late: open past the head timeout plus
+/// slack).
+fn hold(args: &[String]) -> ExitCode {
+    let addr: SocketAddr = args[0].parse().expect("an address");
+    let idle: usize = args[1].parse().expect("a count");
+    let drip: usize = args[2].parse().expect("a count");
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nX-Slow: ");
+    let mut conns: Vec<(TcpStream, Instant, bool, Option<Duration>)> = Vec::with_capacity(idle + drip);
+    for i in 0..idle + drip {
+        let s = match TcpStream::connect(addr) {
+            Ok(s) => s,
+            Err(e) => {
+                println!("connect {i} failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        s.set_nonblocking(true).expect("non-blocking");
+        conns.push((s, Instant::now(), i >= idle, None));
+    }
+    println!("held");
+    let _ = io::stdout().flush();
+    let mut buf = [0u8; 512];
+    let mut sent = 0usize;
+    let mut next_drip = Instant::now();
+    let start = Instant::now();
+    loop {
+        if Instant::now() >= next_drip {
+            next_drip += DRIP_EVERY;
+            let byte = head.as_bytes()[sent % head.len()];
+            sent += 1;
+            for (s, _, dripping, closed) in conns.iter_mut() {
+                if *dripping && closed.is_none() {
+                    let _ = s.write(&[byte]);
+                }
+            }
+        }
+        let mut open = 0;
+        for (s, opened, _, closed) in conns.iter_mut() {
+            if closed.is_some() {
+                continue;
+            }
+            match s.read(&mut buf) {
+                Ok(0) => *closed = Some(opened.elapsed()),
+                Ok(_) => open += 1, // the 408; the close follows
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => open += 1,
+                Err(_) => *closed = Some(opened.elapsed()),
+            }
+        }
+        if open == 0 || start.elapsed() > HEAD_TIMEOUT + SLACK + Duration::from_secs(5) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let closed = conns.iter().filter(|c| c.3.is_some()).count();
+    let late = conns.iter().filter(|c| c.3.is_none_or(|d| d > HEAD_TIMEOUT + SLACK)).count();
+    let max = conns.iter().filter_map(|c| c.3).max().unwrap_or_default();
+    println!("closed {closed} of {} late {late} max_after_ms {}", conns.len(), max.as_millis());
+    ExitCode::SUCCESS
+}
