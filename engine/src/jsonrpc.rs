@@ -172,7 +172,14 @@ pub(crate) enum Message<'n, 't> {
 
 /// Decodes the envelope of the message at the root of `n`: the members of the message
 /// and of its `params` and `params._meta` are found in one pass each.
-pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>]) -> Message<'n, 't> {
+///
+/// One value for one name: a request whose top level repeats a member name is `-32600`
+/// (without id when the repeated name is `id`), one whose `params` repeat a member name
+/// in any object at any depth is `-32602`, before any member of `params` is read by
+/// anyone; a notification that does either is ignored. So the header matcher, the schema
+/// validator and the host can never see different values for one name. `names` is the
+/// reused buffer of that check (see [`json::Names`] for its bound).
+pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>], names: &mut json::Names) -> Message<'n, 't> {
     match n.first() {
         Some(Node::Object { .. }) => {}
         Some(Node::Array { .. }) => return Message::Refused(Reply::None, PeerError::Batch),
@@ -194,6 +201,13 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>]) -> Message<'n, 't> {
         },
     };
     let reply = id.map_or(Reply::None, Reply::Id);
+    if let Some(name) = names.repeated_at(n, 0) {
+        if id.is_none() && method.is_some() {
+            return Message::Ignored;
+        }
+        let reply = if name == "id" { Reply::None } else { reply };
+        return Message::Refused(reply, PeerError::RepeatedMember(name));
+    }
     if jsonrpc.and_then(|i| json::str_at(n, i)) != Some("2.0") {
         if id.is_none() && method.is_some() {
             return Message::Ignored; // a notification is never answered, even a malformed one
@@ -210,13 +224,21 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>]) -> Message<'n, 't> {
         return Message::Refused(reply, PeerError::MethodNotString);
     };
     let Some(id) = id else {
+        if params.is_some_and(|p| names.repeated_below(n, p).is_some()) {
+            return Message::Ignored;
+        }
         return Message::Notification { method, params };
     };
     if top_meta.is_some() {
         return Message::Refused(reply, PeerError::TopLevelMeta);
     }
     let [meta_at, name, uri, arguments] = match params {
-        Some(p) if json::is_object(n, p) => json::members(n, p, ["_meta", "name", "uri", "arguments"]),
+        Some(p) if json::is_object(n, p) => {
+            if let Some(repeated) = names.repeated_below(n, p) {
+                return Message::Refused(reply, PeerError::RepeatedParam(repeated));
+            }
+            json::members(n, p, ["_meta", "name", "uri", "arguments"])
+        }
         Some(_) => return Message::Refused(reply, PeerError::ParamsNotObject),
         None => [None; 4],
     };

@@ -96,6 +96,8 @@ pub(crate) struct Scratch {
     pub(crate) state: Vec<u8>,
     /// `inputResponses`: keys and values (compact JSON), back to back.
     pub(crate) responses: Vec<u8>,
+    /// The buffer of the repeated-member-name check (`jsonrpc::decode`).
+    pub(crate) names: json::Names,
 }
 
 impl Round {
@@ -116,6 +118,9 @@ pub(crate) struct Round {
     /// Key and value ranges in `Scratch::responses`.
     pub(crate) entries: heapless::Vec<(core::ops::Range<usize>, core::ops::Range<usize>), MAX_INPUT_REQUESTS>,
 }
+
+/// Members of one object the repeated-name check holds without growing its buffer (16 KiB).
+const NAMES_RESERVED: usize = 1024;
 
 /// A core for `mode`, with every buffer at its working size.
 pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
@@ -157,6 +162,8 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             round: Round::default(),
             state: Vec::with_capacity(mrtr::MAX_SEALED_LEN + 8),
             responses: Vec::with_capacity(frame),
+            // Objects of up to this many members are checked without growing it.
+            names: json::Names::with_capacity(NAMES_RESERVED.min(frame / 4 + 1)),
         },
         catalog,
         cfg,
@@ -456,7 +463,7 @@ impl Core {
     /// Serves one message.
     fn dispatch<'t>(&mut self, n: &[Node<'t>], headers: &'t [httparse::Header<'t>]) -> Dispatched {
         let mark = self.outbox.out.len();
-        let status = match jsonrpc::decode(n) {
+        let status = match jsonrpc::decode(n, &mut self.scratch.names) {
             Message::Refused(reply, e) => self.outbox.reject(reply, &e),
             Message::Ignored => 200,
             Message::Notification { method, params } => {
