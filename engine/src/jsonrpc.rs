@@ -173,7 +173,8 @@ pub(crate) enum Message<'n, 't> {
 /// Decodes the envelope of the message at the root of `n`: the members of the message
 /// and of its `params` and `params._meta` are found in one pass each.
 ///
-/// One value for one name: a request whose top level repeats a member name is `-32600`
+/// One value for one name: a request whose top level repeats a member name the envelope
+/// reads (`jsonrpc`, `id`, `method`, `params`, `_meta`, `result`, `error`) is `-32600`
 /// (without id when the repeated name is `id`), one whose `params` repeat a member name
 /// in any object at any depth is `-32602`, before any member of `params` is read by
 /// anyone; a notification that does either is ignored. So the header matcher, the schema
@@ -185,8 +186,13 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>], names: &mut json::Names) -> Mess
         Some(Node::Array { .. }) => return Message::Refused(Reply::None, PeerError::Batch),
         _ => return Message::Refused(Reply::None, PeerError::NotAnObject),
     }
-    let [jsonrpc, id, method, params, top_meta, result, error] =
-        json::members(n, 0, ["jsonrpc", "id", "method", "params", "_meta", "result", "error"]);
+    // A repeated member the envelope reads is refused below, once the id is known.
+    const ENVELOPE: [&str; 7] = ["jsonrpc", "id", "method", "params", "_meta", "result", "error"];
+    let (repeated, found) = match json::members_once(n, 0, ENVELOPE) {
+        Ok(found) => (None, found),
+        Err(name) => (Some(name), json::members(n, 0, ENVELOPE)),
+    };
+    let [jsonrpc, id, method, params, top_meta, result, error] = found;
     if method.is_none() && (result.is_some() || error.is_some()) {
         return Message::Ignored;
     }
@@ -201,7 +207,7 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>], names: &mut json::Names) -> Mess
         },
     };
     let reply = id.map_or(Reply::None, Reply::Id);
-    if let Some(name) = names.repeated_at(n, 0) {
+    if let Some(name) = repeated {
         if id.is_none() && method.is_some() {
             return Message::Ignored;
         }

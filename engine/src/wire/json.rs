@@ -92,6 +92,7 @@ impl Names {
 
     /// A member name the object at node `obj` itself repeats (objects below it are not
     /// looked at), if one is.
+    #[cfg(test)]
     pub(crate) fn repeated_at<'t>(&mut self, nodes: &[Node<'t>], obj: usize) -> Option<&'t str> {
         match nodes.get(obj) {
             Some(Node::Object { len, .. }) if *len > 1 => self.repeated_in(nodes, obj, *len),
@@ -105,15 +106,25 @@ impl Names {
             _ => "",
         };
         if len <= PAIRWISE_MAX {
-            let mut names = [""; PAIRWISE_MAX];
+            // Each key against those before it, by fingerprint first: the strings are
+            // compared only when length, first and last byte agree.
+            let mut prints = [0u64; PAIRWISE_MAX];
+            let mut at = [0usize; PAIRWISE_MAX];
             let mut k = obj + 1;
-            for slot in &mut names[..len] {
-                *slot = name(k);
+            for m in 0..len {
+                let s = name(k);
+                let print = fingerprint(s);
+                for p in 0..m {
+                    if prints[p] == print && name(at[p]) == s {
+                        return Some(s);
+                    }
+                }
+                prints[m] = print;
+                at[m] = k;
                 let v = k + 1;
                 k = v + 1 + children(nodes, v);
             }
-            let names = &names[..len];
-            return names.iter().enumerate().find(|(i, a)| names[i + 1..].contains(a)).map(|(_, a)| *a);
+            return None;
         }
         self.keys.clear();
         let mut k = obj + 1;
@@ -133,6 +144,43 @@ impl Names {
             .windows(2)
             .find(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1) && name(w[0].2 as usize) == name(w[1].2 as usize))
             .map(|w| name(w[0].2 as usize))
+    }
+}
+
+/// Like [`members`], but a key of `keys` that the object repeats is an error (its name).
+/// Costs what [`members`] costs: the one pass notices a second occurrence.
+pub(crate) fn members_once<'t, const K: usize>(
+    nodes: &[Node<'t>],
+    obj: usize,
+    keys: [&str; K],
+) -> Result<[Option<usize>; K], &'t str> {
+    let mut found = [None; K];
+    let Some(Node::Object { len, .. }) = nodes.get(obj) else { return Ok(found) };
+    let mut i = obj + 1;
+    for _ in 0..*len {
+        let Some(k) = nodes.get(i) else { break };
+        let v = i + 1;
+        if let Node::String(s) = k
+            && let Some(j) = keys.iter().position(|key| key == s)
+        {
+            if found[j].is_some() {
+                return Err(s);
+            }
+            found[j] = Some(v);
+        }
+        i = v + 1 + children(nodes, v);
+    }
+    Ok(found)
+}
+
+/// Equal for equal strings: the length, the first and the last byte.
+#[inline]
+fn fingerprint(s: &str) -> u64 {
+    let b = s.as_bytes();
+    match b {
+        [] => 0,
+        [first, .., last] => (b.len() as u64) << 16 | u64::from(*first) << 8 | u64::from(*last),
+        [only] => 1 << 16 | u64::from(*only) << 8 | u64::from(*only),
     }
 }
 
@@ -327,6 +375,21 @@ mod tests {
             assert_eq!(names.repeated_below(n, 0), Some("z"));
             let b = get(n, 0, "b").unwrap();
             assert_eq!(names.repeated_below(n, b), None, "a subtree is checked alone");
+        });
+        // Empty and one-byte names, and names that agree on length, first and last byte.
+        for (text, repeated) in [
+            (r#"{"":1,"":2}"#, Some("")),
+            (r#"{"a":1,"b":2,"a":3}"#, Some("a")),
+            (r#"{"axb":1,"ayb":2}"#, None),
+            (r#"{"":1,"a":2}"#, None),
+        ] {
+            tape_of(text, |n| assert_eq!(names.repeated_at(n, 0), repeated, "{text}"));
+        }
+        // The envelope's pass: a repeated key it looks for is an error, others are not.
+        tape_of(r#"{"id":1,"x":1,"x":2,"method":"m","id":2}"#, |n| {
+            assert_eq!(members_once(n, 0, ["method", "id"]), Err("id"));
+            assert_eq!(members_once(n, 0, ["method", "x"]), Err("x"));
+            assert_eq!(members_once(n, 0, ["method"]), Ok([get(n, 0, "method")]));
         });
         // Scalars and empty containers repeat nothing.
         tape_of(r#"[[],{},1,"a"]"#, |n| assert_eq!(names.repeated_below(n, 0), None));
