@@ -137,6 +137,8 @@ pub(crate) enum PeerError<'a> {
     RepeatedMember(&'a str),
     /// An object in `params` repeats a member name (the name).
     RepeatedParam(&'a str),
+    /// The request's id is the id of a request still in flight on the same route.
+    IdInUse,
     MethodNotFound(&'a str),
     // The revision rules (`mcp::lifecycle`).
     MetaNotObject,
@@ -217,6 +219,7 @@ impl PeerError<'_> {
             | E::MethodNotString
             | E::AlreadyInitialized
             | E::RepeatedMember(_)
+            | E::IdInUse
             | E::IdTooLong => code::INVALID_REQUEST,
             E::MethodNotFound(_) => code::METHOD_NOT_FOUND,
             E::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
@@ -302,6 +305,9 @@ impl fmt::Display for PeerError<'_> {
                 f,
                 "Invalid params: the member name \"{}\" appears more than once in an object of params",
                 Capped(name)
+            ),
+            E::IdInUse => f.write_str(
+                "Invalid Request: this id is already in use by a request in flight; wait for its answer or use another id",
             ),
             E::MethodNotFound(method) => write!(f, "Method not found: {method}"),
             E::MetaNotObject => f.write_str("Invalid params: params._meta must be an object"),
@@ -509,5 +515,7 @@ mod tests {
         assert_eq!(PeerError::RepeatedParam("a").status(), 400);
         assert_eq!(PeerError::RepeatedParam("a").code(), code::INVALID_PARAMS);
         assert_eq!(PeerError::RepeatedMember("a").code(), code::INVALID_REQUEST);
+        assert_eq!(PeerError::IdInUse.code(), code::INVALID_REQUEST);
+        assert_eq!(PeerError::IdInUse.status(), 400);
     }
 }

@@ -470,6 +470,9 @@ impl Core {
                 self.notification(n, method, params);
                 200
             }
+            Message::Request(req) if self.id_in_flight(&req) => {
+                self.outbox.reject(Reply::Id(req.id), &PeerError::IdInUse)
+            }
             Message::Request(req) => {
                 self.scratch.round.reset();
                 match self.serve(&req, headers) {
@@ -487,6 +490,20 @@ impl Core {
         } else {
             Dispatched::Accepted
         }
+    }
+
+    /// Whether `req`'s id is that of a request still in flight on the same route (a
+    /// ticket or an open listen stream): two answers must never share an id. Over HTTP a
+    /// route is one connection, which serves one request at a time, so ids are per
+    /// connection there.
+    fn id_in_flight(&self, req: &Req<'_, '_>) -> bool {
+        if self.tickets.in_flight == 0 && self.subs.list.is_empty() {
+            return false;
+        }
+        // An id too long for a slot is in no slot.
+        let Some(id) = tickets::IdBuf::of(req.id) else { return false };
+        self.tickets.id_in_flight(&id, self.route)
+            || self.subs.list.iter().any(|s| s.route == self.route && s.id.as_bytes() == id.as_bytes())
     }
 
     /// Decides the request's revision and method (the lifecycle tables), then runs it.

@@ -129,6 +129,13 @@ impl Tickets {
         }
     }
 
+    /// Whether a live ticket of `route` holds request id `id`.
+    pub(crate) fn id_in_flight(&self, id: &IdBuf, route: Route) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.busy.as_ref().is_some_and(|b| b.route == route && b.id.as_bytes() == id.as_bytes()))
+    }
+
     /// The live slot of `ticket`, without freeing it.
     pub(crate) fn peek(&self, ticket: Ticket, kind: Kind) -> Result<Busy, AnswerError> {
         let slot = self.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
