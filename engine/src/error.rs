@@ -10,6 +10,11 @@ use crate::wire::json;
 /// answered `-32600` at once.
 pub const MAX_TICKET_ID_LEN: usize = 128;
 
+/// Longest uri a `resources/read` ticket keeps, in bytes, for the `data.uri` of a
+/// "Resource not found" the host reports ([`HostError::NotFound`]); a longer uri is cut
+/// on a char boundary. Fixed, so per-ticket memory does not depend on client input.
+pub(crate) const MAX_NOT_FOUND_URI_LEN: usize = 256;
+
 /// JSON-RPC and MCP error codes the engine writes.
 pub mod code {
     /// Invalid JSON or invalid UTF-8.
@@ -72,7 +77,9 @@ impl std::error::Error for AnswerError {}
 #[non_exhaustive]
 pub enum HostError<'a> {
     /// The thing asked for does not exist. For a resource read this is "Resource not
-    /// found": `-32602` under `2026-07-28`, `-32002` under earlier revisions.
+    /// found": `-32602` under `2026-07-28`, `-32002` under earlier revisions, with
+    /// `data.uri`: the requested uri, its first 256 bytes at most (cut on a char
+    /// boundary) when it is longer.
     NotFound,
     /// The request is wrong in a way the catalog could not see: `-32602`.
     InvalidParams(&'a str),

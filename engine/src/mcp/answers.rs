@@ -268,7 +268,13 @@ impl Answers<'_> {
                 } else {
                     code::RESOURCE_NOT_FOUND
                 };
-                write_error(out, reply, code, format_args!("Resource not found"), |_| {});
+                // The uri the slot kept for this read (the slot was freed just now).
+                let uri = self.tickets.uri(ticket.slot as usize);
+                write_error(out, reply, code, format_args!("Resource not found"), |out| {
+                    out.extend_from_slice(b"{\"uri\":");
+                    json::write_str(out, uri);
+                    out.push(b'}');
+                });
             }
             HostError::NotFound => {
                 write_error(out, reply, code::INVALID_PARAMS, format_args!("Not found"), |_| {})

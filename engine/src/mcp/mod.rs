@@ -146,6 +146,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             pending: None,
             delivered: false,
             cancels: VecDeque::with_capacity(cfg.max_in_flight),
+            uris: vec![heapless::String::new(); cfg.max_in_flight],
         },
         session: Session::default(),
         subs: Subscriptions { list: Vec::with_capacity(cfg.max_subscriptions), subscribed: false },

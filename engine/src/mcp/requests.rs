@@ -182,6 +182,9 @@ impl Core {
         self.scratch.args.clear();
         self.round_trip(req, rev, Method::ReadResource, uri)?;
         self.hand_over(req, PendingKind::Resource(target), rev)?;
+        if let Some(p) = self.tickets.pending {
+            self.tickets.keep_uri(p.ticket.slot as usize, uri);
+        }
         self.scratch.uri.clear();
         self.scratch.uri.push_str(uri);
         Ok(())
