@@ -355,7 +355,7 @@ impl Answers<'_> {
         result_start(out, reply);
         out.extend_from_slice(b"\"resultType\":\"input_required\"");
         let mut sent = heapless::Vec::new();
-        let dropped = match mrtr::write_requests(out, ir, busy.caps, &mut sent) {
+        let missing = match mrtr::write_requests(out, ir, busy.caps, &mut sent) {
             Ok(d) => d,
             Err(e) => {
                 out.truncate(mark);
@@ -380,7 +380,7 @@ impl Answers<'_> {
                 format_args!(
                     "Missing required client capability: the request needs input the client cannot give"
                 ),
-                |out| mrtr::write_required(out, &dropped),
+                |out| mrtr::write_required(out, missing),
             );
             self.outbox.routed_with(busy.route, mark, 400);
             return Ok(());
