@@ -175,7 +175,7 @@ pub(crate) enum Message<'n, 't> {
 ///
 /// One value for one name: a request whose top level repeats a member name the envelope
 /// reads (`jsonrpc`, `id`, `method`, `params`, `_meta`, `result`, `error`) is `-32600`
-/// (without id when the repeated name is `id`), one whose `params` repeat a member name
+/// (echoing the first id, as every other error does), one whose `params` repeat a member name
 /// in any object at any depth is `-32602`, before any member of `params` is read by
 /// anyone; a notification that does either is ignored. So the header matcher, the schema
 /// validator and the host can never see different values for one name. `names` is the
@@ -211,7 +211,6 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>], names: &mut json::Names) -> Mess
         if id.is_none() && method.is_some() {
             return Message::Ignored;
         }
-        let reply = if name == "id" { Reply::None } else { reply };
         return Message::Refused(reply, PeerError::RepeatedMember(name));
     }
     if jsonrpc.and_then(|i| json::str_at(n, i)) != Some("2.0") {

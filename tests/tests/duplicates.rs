@@ -143,7 +143,11 @@ fn repeated_top_level_members_are_invalid_requests() {
     let cases = [
         (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"ping","params":{}}"#, Some(1)),
         (r#"{"jsonrpc":"2.0","id":1,"params":{},"method":"tools/list","params":{"a":1}}"#, Some(1)),
-        (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#, None),
+        // The first id is echoed, as for every other refusal.
+        (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#, Some(1)),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"ping","id":[]}"#, Some(1)),
+        // No id: nothing to echo.
+        (r#"{"jsonrpc":"2.0","params":{},"params":{}}"#, None),
     ];
     for (input, id) in cases {
         let (out, events) = stdio(&format!("{input}\n"));
@@ -152,7 +156,7 @@ fn repeated_top_level_members_are_invalid_requests() {
         assert_eq!(out[0]["error"]["code"], -32600, "{input}: {}", out[0]);
         match id {
             Some(id) => assert_eq!(out[0]["id"], id, "{input}"),
-            None => assert!(out[0].get("id").is_none(), "which id is meant cannot be told: {}", out[0]),
+            None => assert!(out[0].get("id").is_none(), "no id to echo: {}", out[0]),
         }
     }
 }
