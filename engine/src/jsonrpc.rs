@@ -20,9 +20,7 @@ impl IdRef<'_> {
     pub(crate) fn write(self, out: &mut Vec<u8>) {
         match self {
             Self::Str(s) => json::write_str(out, s),
-            Self::I(n) => {
-                let _ = serde_json::to_writer(&mut *out, &n);
-            }
+            Self::I(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
             Self::U(n) => json::write_u64(out, n),
         }
     }
@@ -187,10 +185,12 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>], names: &mut json::Names) -> Mess
         _ => return Message::Refused(Reply::None, PeerError::NotAnObject),
     }
     // A repeated member the envelope reads is refused below, once the id is known.
-    const ENVELOPE: [&str; 7] = ["jsonrpc", "id", "method", "params", "_meta", "result", "error"];
-    let (repeated, found) = match json::members_once(n, 0, ENVELOPE) {
+    let (repeated, found) = match json::members_by(n, 0, envelope_slot) {
         Ok(found) => (None, found),
-        Err(name) => (Some(name), json::members(n, 0, ENVELOPE)),
+        Err(name) => {
+            const ENVELOPE: [&str; 7] = ["jsonrpc", "id", "method", "params", "_meta", "result", "error"];
+            (Some(name), json::members(n, 0, ENVELOPE))
+        }
     };
     let [jsonrpc, id, method, params, top_meta, result, error] = found;
     if method.is_none() && (result.is_some() || error.is_some()) {
@@ -242,23 +242,52 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>], names: &mut json::Names) -> Mess
             if let Some(repeated) = names.repeated_below(n, p) {
                 return Message::Refused(reply, PeerError::RepeatedParam(repeated));
             }
-            json::members(n, p, ["_meta", "name", "uri", "arguments"])
+            json::members_by(n, p, params_slot).unwrap_or_default()
         }
         Some(_) => return Message::Refused(reply, PeerError::ParamsNotObject),
         None => [None; 4],
     };
     let mut meta = Meta { at: meta_at, ..Meta::default() };
     if let Some(m) = meta_at {
-        [meta.version, meta.capabilities, meta.log_level, meta.progress_token] = json::members(
-            n,
-            m,
-            [
-                "io.modelcontextprotocol/protocolVersion",
-                "io.modelcontextprotocol/clientCapabilities",
-                "io.modelcontextprotocol/logLevel",
-                "progressToken",
-            ],
-        );
+        [meta.version, meta.capabilities, meta.log_level, meta.progress_token] =
+            json::members_by(n, m, meta_slot).unwrap_or_default();
     }
     Message::Request(Req { n, id, method, params, meta, name, uri, arguments })
+}
+
+/// Where each member of a message goes (`decode`).
+fn envelope_slot(name: &str) -> Option<usize> {
+    Some(match name {
+        "jsonrpc" => 0,
+        "id" => 1,
+        "method" => 2,
+        "params" => 3,
+        "_meta" => 4,
+        "result" => 5,
+        "error" => 6,
+        _ => return None,
+    })
+}
+
+/// Where each member of `params` every layer reads goes (`decode`; repeated names were
+/// refused before).
+fn params_slot(name: &str) -> Option<usize> {
+    Some(match name {
+        "_meta" => 0,
+        "name" => 1,
+        "uri" => 2,
+        "arguments" => 3,
+        _ => return None,
+    })
+}
+
+/// Where each member of `params._meta` the engine reads goes (`decode`).
+fn meta_slot(name: &str) -> Option<usize> {
+    Some(match name {
+        "io.modelcontextprotocol/protocolVersion" => 0,
+        "io.modelcontextprotocol/clientCapabilities" => 1,
+        "io.modelcontextprotocol/logLevel" => 2,
+        "progressToken" => 3,
+        _ => return None,
+    })
 }
