@@ -151,6 +151,7 @@ impl Names {
 /// `slot(name)` is where a member's value goes (`None`: a member nobody reads). A second
 /// member for one slot is an error (its name). One pass; a `match` on the name is cheaper
 /// than comparing it with each key in turn.
+#[inline(always)]
 pub(crate) fn members_by<'t, const K: usize>(
     nodes: &[Node<'t>],
     obj: usize,
@@ -245,9 +246,13 @@ fn escapes_in(x: u64) -> u64 {
     below(x, 0x20) | below(x ^ (b'"' as u64 * ONES), 1) | below(x ^ (b'\\' as u64 * ONES), 1)
 }
 
-/// Writes an unsigned integer.
+/// Writes an unsigned integer (one digit, the common request id, without formatting).
 pub(crate) fn write_u64(out: &mut Vec<u8>, n: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    if n < 10 {
+        out.push(b'0' + n as u8);
+    } else {
+        out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    }
 }
 
 /// Writes the value at node `i` as compact JSON; returns the index after it.
@@ -346,6 +351,15 @@ mod tests {
             let mut ours = b"[".to_vec();
             write_str(&mut ours, s);
             assert_eq!(ours[1..], serde_json::to_vec(s).unwrap()[..], "{s:?}");
+        }
+    }
+
+    #[test]
+    fn integers_are_written_as_display_writes_them() {
+        for n in (0..=120).chain([999, 1000, u64::from(u32::MAX), u64::MAX]) {
+            let mut out = Vec::new();
+            write_u64(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
         }
     }
 
