@@ -127,6 +127,8 @@ impl Names {
             return None;
         }
         self.keys.clear();
+        // At most once per larger object than any before: one allocation, not a doubling.
+        self.keys.reserve(len);
         let mut k = obj + 1;
         for _ in 0..len {
             let s = name(k);
