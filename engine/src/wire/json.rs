@@ -105,6 +105,11 @@ impl Names {
             Some(Node::String(s)) => *s,
             _ => "",
         };
+        if len == 2 {
+            // The most common case, without the arrays below.
+            let (a, b) = (name(obj + 1), name(obj + 3 + children(nodes, obj + 2)));
+            return (fingerprint(a) == fingerprint(b) && a == b).then_some(a);
+        }
         if len <= PAIRWISE_MAX {
             // Each key against those before it, by fingerprint first: the strings are
             // compared only when length, first and last byte agree.
@@ -400,6 +405,8 @@ mod tests {
             (r#"{"a":1,"b":2,"a":3}"#, Some("a")),
             (r#"{"axb":1,"ayb":2}"#, None),
             (r#"{"":1,"a":2}"#, None),
+            (r#"{"a":{"x":[1,{"y":2}]},"a":2}"#, Some("a")),
+            (r#"{"a":{"x":[1,{"y":2}]},"b":2}"#, None),
         ] {
             tape_of(text, |n| assert_eq!(names.repeated_at(n, 0), repeated, "{text}"));
         }
