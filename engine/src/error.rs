@@ -10,6 +10,11 @@ use crate::wire::json;
 /// answered `-32600` at once.
 pub const MAX_TICKET_ID_LEN: usize = 128;
 
+/// Longest uri a `resources/read` ticket keeps, in bytes, for the `data.uri` of a
+/// "Resource not found" the host reports ([`HostError::NotFound`]); a longer uri is cut
+/// on a char boundary. Fixed, so per-ticket memory does not depend on client input.
+pub(crate) const MAX_NOT_FOUND_URI_LEN: usize = 256;
+
 /// JSON-RPC and MCP error codes the engine writes.
 pub mod code {
     /// Invalid JSON or invalid UTF-8.
@@ -72,7 +77,9 @@ impl std::error::Error for AnswerError {}
 #[non_exhaustive]
 pub enum HostError<'a> {
     /// The thing asked for does not exist. For a resource read this is "Resource not
-    /// found": `-32602` under `2026-07-28`, `-32002` under earlier revisions.
+    /// found": `-32602` under `2026-07-28`, `-32002` under earlier revisions, with
+    /// `data.uri`: the requested uri, its first 256 bytes at most (cut on a char
+    /// boundary) when it is longer.
     NotFound,
     /// The request is wrong in a way the catalog could not see: `-32602`.
     InvalidParams(&'a str),
@@ -133,6 +140,12 @@ pub(crate) enum PeerError<'a> {
     MethodNotString,
     TopLevelMeta,
     ParamsNotObject,
+    /// The message repeats a member name at its top level (the name).
+    RepeatedMember(&'a str),
+    /// An object in `params` repeats a member name (the name).
+    RepeatedParam(&'a str),
+    /// The request's id is the id of a request still in flight on the same route.
+    IdInUse,
     MethodNotFound(&'a str),
     // The revision rules (`mcp::lifecycle`).
     MetaNotObject,
@@ -212,6 +225,8 @@ impl PeerError<'_> {
             | E::NoMethod
             | E::MethodNotString
             | E::AlreadyInitialized
+            | E::RepeatedMember(_)
+            | E::IdInUse
             | E::IdTooLong => code::INVALID_REQUEST,
             E::MethodNotFound(_) => code::METHOD_NOT_FOUND,
             E::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
@@ -234,7 +249,8 @@ impl PeerError<'_> {
             | E::VersionNotString
             | E::UnsupportedVersion { .. }
             | E::CapabilitiesMissing
-            | E::UnknownMetaLogLevel => 400,
+            | E::UnknownMetaLogLevel
+            | E::RepeatedParam(_) => 400,
             E::Detailed { status, .. } => *status,
             e if e.code() == code::INVALID_REQUEST || e.code() == code::PARSE_ERROR => 400,
             _ => 200,
@@ -289,6 +305,17 @@ impl fmt::Display for PeerError<'_> {
                 f.write_str("Invalid params: _meta belongs inside params, not at the top level of the request")
             }
             E::ParamsNotObject => f.write_str("Invalid params: params must be an object"),
+            E::RepeatedMember(name) => {
+                write!(f, "Invalid Request: the member name \"{}\" appears more than once", Capped(name))
+            }
+            E::RepeatedParam(name) => write!(
+                f,
+                "Invalid params: the member name \"{}\" appears more than once in an object of params",
+                Capped(name)
+            ),
+            E::IdInUse => f.write_str(
+                "Invalid Request: this id is already in use by a request in flight; wait for its answer or use another id",
+            ),
             E::MethodNotFound(method) => write!(f, "Method not found: {method}"),
             E::MetaNotObject => f.write_str("Invalid params: params._meta must be an object"),
             E::MetaMissing(can_initialize) => {
@@ -349,6 +376,36 @@ impl fmt::Display for PeerError<'_> {
             E::TooManyUris(max) => write!(f, "Invalid params: at most {max} resource subscriptions"),
         }
     }
+}
+
+/// The longest member name an error message quotes, in bytes; a longer one is cut on a
+/// char boundary and ends with `...`.
+pub(crate) const MAX_QUOTED_NAME_LEN: usize = 64;
+
+/// A name as an error message quotes it: at most [`MAX_QUOTED_NAME_LEN`] bytes.
+struct Capped<'a>(&'a str);
+
+impl fmt::Display for Capped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0;
+        if s.len() <= MAX_QUOTED_NAME_LEN {
+            return f.write_str(s);
+        }
+        f.write_str(cut(s, MAX_QUOTED_NAME_LEN))?;
+        f.write_str("...")
+    }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a char boundary.
+pub(crate) fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut at = max;
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    &s[..at]
 }
 
 /// A refusal whose account borrows what a handler cannot return (the catalog's
@@ -446,5 +503,26 @@ impl Detail {
         self.data.clear();
         d.write_data(&mut self.data);
         PeerError::Detailed { code: d.code(), status: d.status() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_are_quoted_cut_on_a_char_boundary() {
+        assert_eq!(cut("héllo", 2), "h");
+        assert_eq!(cut("héllo", 3), "hé");
+        assert_eq!(cut("abc", 10), "abc");
+        let long = "é".repeat(40);
+        let message = PeerError::RepeatedParam(&long).to_string();
+        let quoted = message.split('"').nth(1).unwrap();
+        assert_eq!(quoted, format!("{}...", "é".repeat(MAX_QUOTED_NAME_LEN / 2)));
+        assert_eq!(PeerError::RepeatedParam("a").status(), 400);
+        assert_eq!(PeerError::RepeatedParam("a").code(), code::INVALID_PARAMS);
+        assert_eq!(PeerError::RepeatedMember("a").code(), code::INVALID_REQUEST);
+        assert_eq!(PeerError::IdInUse.code(), code::INVALID_REQUEST);
+        assert_eq!(PeerError::IdInUse.status(), 400);
     }
 }

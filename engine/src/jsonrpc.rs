@@ -20,9 +20,7 @@ impl IdRef<'_> {
     pub(crate) fn write(self, out: &mut Vec<u8>) {
         match self {
             Self::Str(s) => json::write_str(out, s),
-            Self::I(n) => {
-                let _ = serde_json::to_writer(&mut *out, &n);
-            }
+            Self::I(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
             Self::U(n) => json::write_u64(out, n),
         }
     }
@@ -172,14 +170,29 @@ pub(crate) enum Message<'n, 't> {
 
 /// Decodes the envelope of the message at the root of `n`: the members of the message
 /// and of its `params` and `params._meta` are found in one pass each.
-pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>]) -> Message<'n, 't> {
+///
+/// One value for one name: a request whose top level repeats a member name the envelope
+/// reads (`jsonrpc`, `id`, `method`, `params`, `_meta`, `result`, `error`) is `-32600`
+/// (echoing the first id, as every other error does), one whose `params` repeat a member name
+/// in any object at any depth is `-32602`, before any member of `params` is read by
+/// anyone; a notification that does either is ignored. So the header matcher, the schema
+/// validator and the host can never see different values for one name. `names` is the
+/// reused buffer of that check (see [`json::Names`] for its bound).
+pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>], names: &mut json::Names) -> Message<'n, 't> {
     match n.first() {
         Some(Node::Object { .. }) => {}
         Some(Node::Array { .. }) => return Message::Refused(Reply::None, PeerError::Batch),
         _ => return Message::Refused(Reply::None, PeerError::NotAnObject),
     }
-    let [jsonrpc, id, method, params, top_meta, result, error] =
-        json::members(n, 0, ["jsonrpc", "id", "method", "params", "_meta", "result", "error"]);
+    // A repeated member the envelope reads is refused below, once the id is known.
+    let (repeated, found) = match json::members_by(n, 0, envelope_slot) {
+        Ok(found) => (None, found),
+        Err(name) => {
+            const ENVELOPE: [&str; 7] = ["jsonrpc", "id", "method", "params", "_meta", "result", "error"];
+            (Some(name), json::members(n, 0, ENVELOPE))
+        }
+    };
+    let [jsonrpc, id, method, params, top_meta, result, error] = found;
     if method.is_none() && (result.is_some() || error.is_some()) {
         return Message::Ignored;
     }
@@ -194,6 +207,12 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>]) -> Message<'n, 't> {
         },
     };
     let reply = id.map_or(Reply::None, Reply::Id);
+    if let Some(name) = repeated {
+        if id.is_none() && method.is_some() {
+            return Message::Ignored;
+        }
+        return Message::Refused(reply, PeerError::RepeatedMember(name));
+    }
     if jsonrpc.and_then(|i| json::str_at(n, i)) != Some("2.0") {
         if id.is_none() && method.is_some() {
             return Message::Ignored; // a notification is never answered, even a malformed one
@@ -210,28 +229,65 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>]) -> Message<'n, 't> {
         return Message::Refused(reply, PeerError::MethodNotString);
     };
     let Some(id) = id else {
+        if params.is_some_and(|p| names.repeated_below(n, p).is_some()) {
+            return Message::Ignored;
+        }
         return Message::Notification { method, params };
     };
     if top_meta.is_some() {
         return Message::Refused(reply, PeerError::TopLevelMeta);
     }
     let [meta_at, name, uri, arguments] = match params {
-        Some(p) if json::is_object(n, p) => json::members(n, p, ["_meta", "name", "uri", "arguments"]),
+        Some(p) if json::is_object(n, p) => {
+            if let Some(repeated) = names.repeated_below(n, p) {
+                return Message::Refused(reply, PeerError::RepeatedParam(repeated));
+            }
+            json::members_by(n, p, params_slot).unwrap_or_default()
+        }
         Some(_) => return Message::Refused(reply, PeerError::ParamsNotObject),
         None => [None; 4],
     };
     let mut meta = Meta { at: meta_at, ..Meta::default() };
     if let Some(m) = meta_at {
-        [meta.version, meta.capabilities, meta.log_level, meta.progress_token] = json::members(
-            n,
-            m,
-            [
-                "io.modelcontextprotocol/protocolVersion",
-                "io.modelcontextprotocol/clientCapabilities",
-                "io.modelcontextprotocol/logLevel",
-                "progressToken",
-            ],
-        );
+        [meta.version, meta.capabilities, meta.log_level, meta.progress_token] =
+            json::members_by(n, m, meta_slot).unwrap_or_default();
     }
     Message::Request(Req { n, id, method, params, meta, name, uri, arguments })
+}
+
+/// Where each member of a message goes (`decode`).
+fn envelope_slot(name: &str) -> Option<usize> {
+    Some(match name {
+        "jsonrpc" => 0,
+        "id" => 1,
+        "method" => 2,
+        "params" => 3,
+        "_meta" => 4,
+        "result" => 5,
+        "error" => 6,
+        _ => return None,
+    })
+}
+
+/// Where each member of `params` every layer reads goes (`decode`; repeated names were
+/// refused before).
+fn params_slot(name: &str) -> Option<usize> {
+    Some(match name {
+        "_meta" => 0,
+        "name" => 1,
+        "uri" => 2,
+        "arguments" => 3,
+        _ => return None,
+    })
+}
+
+/// Where each member of `params._meta` the engine reads goes (`decode`).
+fn meta_slot(name: &str) -> Option<usize> {
+    Some(match name {
+        "io.modelcontextprotocol/protocolVersion" => 0,
+        "io.modelcontextprotocol/clientCapabilities" => 1,
+        "io.modelcontextprotocol/logLevel" => 2,
+        "progressToken" => 3,
+        _ => return None,
+    })
 }

@@ -71,7 +71,7 @@
 //! validated against the tool's input schema, `resources/read`, `prompts/get`. Frames are
 //! parsed with a reused simd-json tape; arguments are validated by `jsonschema` on that
 //! tape; output is serialized straight into a reused buffer. The `serde_json::Value` path
-//! is kept for error messages and for arguments that repeat a member name.
+//! is kept for error messages (a request that repeats a member name is refused).
 //!
 //! ## Panics and errors
 //!

@@ -1,17 +1,32 @@
 //! Owned requests handed to a [`Handler`](crate::Handler): copies of what an engine
 //! [`Event`](mcp_engine::Event) borrowed, so they can move into a task.
 
+use core::fmt;
+
 use mcp_engine::{CallTool, ClientCapabilities, GetPrompt, InputResponses, ReadResource, Revision};
 use serde::Deserialize;
 
 use crate::channel::{Progress, Publisher};
 use crate::strings::{Name, Names, PooledString, StringPool};
 
+/// A value `Debug` output must not show (arguments, responses, state): its length.
+struct Bytes(usize);
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} bytes>", self.0)
+    }
+}
+
 /// What a `2026-07-28` request brings for a multi-round-trip request: the client's
 /// responses to the input a handler asked for
 /// ([`InputRequiredReply`](crate::InputRequiredReply)), the handler's own state back
 /// (verified by the engine), and the input kinds the client can answer.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// `Debug` shows the keys of the responses and the byte lengths of the responses and of
+/// the state, never their contents (they carry what users typed, and state the client
+/// can read anyway but logs should not).
+#[derive(Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct InputContext {
     /// `(key, response as JSON text)`, only for keys the engine asked for (or, on a
@@ -21,6 +36,18 @@ pub struct InputContext {
     pub request_state: Option<Vec<u8>>,
     /// The input kinds the client declared on this request.
     pub client: ClientCapabilities,
+}
+
+impl fmt::Debug for InputContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let responses: Vec<(&str, Bytes)> =
+            self.responses.iter().map(|(k, v)| (k.as_str(), Bytes(v.len()))).collect();
+        f.debug_struct("InputContext")
+            .field("responses", &responses)
+            .field("request_state", &self.request_state.as_ref().map(|s| Bytes(s.len())))
+            .field("client", &self.client)
+            .finish()
+    }
 }
 
 impl InputContext {
@@ -54,7 +81,9 @@ impl InputContext {
 
 /// A tool call to perform. The engine has already checked that the tool exists and that
 /// the arguments match its input schema.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `Debug` shows the byte length of the arguments, not their values.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolCall {
     /// The tool's name, as declared in the catalog (shared with the server: no copy).
@@ -67,6 +96,18 @@ pub struct ToolCall {
     /// Multi-round-trip input (responses, state, client capabilities).
     pub input: InputContext,
     progress: Option<Progress>,
+}
+
+impl fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolCall")
+            .field("name", &self.name)
+            .field("arguments", &Bytes(self.arguments.len()))
+            .field("revision", &self.revision)
+            .field("input", &self.input)
+            .field("progress", &self.progress)
+            .finish()
+    }
 }
 
 impl ToolCall {
@@ -135,6 +176,9 @@ impl ToolCall {
 
 /// A resource read to perform. The engine has already checked that the uri is listed or
 /// matches a template of the catalog.
+///
+/// `Debug` shows the uri and template variables, and of the multi-round-trip input only
+/// byte lengths ([`InputContext`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResourceRead {
@@ -199,7 +243,9 @@ impl ResourceRead {
 
 /// A prompt to render. The engine has already checked that the prompt exists and that
 /// the arguments are strings matching its declared arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `Debug` shows the byte length of the arguments, not their values.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PromptGet {
     /// The prompt's name, as declared in the catalog (shared with the server: no copy).
@@ -211,6 +257,17 @@ pub struct PromptGet {
     pub revision: Revision,
     /// Multi-round-trip input (responses, state, client capabilities).
     pub input: InputContext,
+}
+
+impl fmt::Debug for PromptGet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PromptGet")
+            .field("name", &self.name)
+            .field("arguments", &Bytes(self.arguments.len()))
+            .field("revision", &self.revision)
+            .field("input", &self.input)
+            .finish()
+    }
 }
 
 impl PromptGet {
@@ -269,6 +326,49 @@ mod tests {
         assert_eq!(get.argument("arg1").as_deref(), Some("one"));
         assert_eq!(get.argument("arg2"), None);
     }
+
+    #[test]
+    fn debug_output_shows_lengths_not_values() {
+        let secret = "hunter2-secret";
+        let response = format!(r#"{{"action":"accept","content":{{"pw":"{secret}"}}}}"#);
+        let state = format!("state-{secret}").into_bytes();
+        let input = InputContext::new(
+            vec![("pw".to_owned(), response.clone())],
+            Some(state.clone()),
+            ClientCapabilities::NONE,
+        );
+        let arguments = format!(r#"{{"password":"{secret}"}}"#);
+        let mut call = ToolCall::new("login", arguments.as_str());
+        call.input = input.clone();
+        let mut get = PromptGet::new("p", arguments.as_str());
+        get.input = input.clone();
+        let mut read = ResourceRead::new("x://r");
+        read.input = input;
+        let context = format!(r#"{{"other":"{secret}"}}"#);
+        let completion = CompletionRequest {
+            target: CompletionTarget::Prompt("p".into()),
+            argument: "arg".into(),
+            value: secret.into(),
+            context: context.clone(),
+            revision: Revision::V2026_07_28,
+        };
+        let shown = [format!("{call:?}"), format!("{get:?}"), format!("{read:?}"), format!("{completion:?}")];
+        for s in &shown {
+            assert!(!s.contains("hunter2"), "a value leaks into Debug: {s}");
+        }
+        let args = format!("arguments: <{} bytes>", arguments.len());
+        let responses = format!("responses: [(\"pw\", <{} bytes>)]", response.len());
+        let state = format!("request_state: Some(<{} bytes>)", state.len());
+        for s in &shown[..3] {
+            assert!(s.contains(&responses) && s.contains(&state), "{s}");
+        }
+        assert!(shown[0].contains("\"login\"") && shown[0].contains(&args), "{}", shown[0]);
+        assert!(shown[1].contains(&args), "{}", shown[1]);
+        assert!(shown[2].contains("\"x://r\""), "the uri shows: {}", shown[2]);
+        let value = format!("value: <{} bytes>", secret.len());
+        let context = format!("context: <{} bytes>", context.len());
+        assert!(shown[3].contains(&value) && shown[3].contains(&context), "{}", shown[3]);
+    }
 }
 
 /// What a completion is for.
@@ -282,7 +382,10 @@ pub enum CompletionTarget {
 }
 
 /// A completion request (`completion/complete`) to answer with candidate values.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `Debug` shows the byte lengths of what the user typed and of the context arguments,
+/// not their values.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CompletionRequest {
     /// The prompt or template.
@@ -295,6 +398,18 @@ pub struct CompletionRequest {
     pub context: String,
     /// The revision the request was made under.
     pub revision: Revision,
+}
+
+impl fmt::Debug for CompletionRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompletionRequest")
+            .field("target", &self.target)
+            .field("argument", &self.argument)
+            .field("value", &Bytes(self.value.len()))
+            .field("context", &Bytes(self.context.len()))
+            .field("revision", &self.revision)
+            .finish()
+    }
 }
 
 impl CompletionRequest {

@@ -268,7 +268,13 @@ impl Answers<'_> {
                 } else {
                     code::RESOURCE_NOT_FOUND
                 };
-                write_error(out, reply, code, format_args!("Resource not found"), |_| {});
+                // The uri the slot kept for this read (the slot was freed just now).
+                let uri = self.tickets.uri(ticket.slot as usize);
+                write_error(out, reply, code, format_args!("Resource not found"), |out| {
+                    out.extend_from_slice(b"{\"uri\":");
+                    json::write_str(out, uri);
+                    out.push(b'}');
+                });
             }
             HostError::NotFound => {
                 write_error(out, reply, code::INVALID_PARAMS, format_args!("Not found"), |_| {})
@@ -349,7 +355,7 @@ impl Answers<'_> {
         result_start(out, reply);
         out.extend_from_slice(b"\"resultType\":\"input_required\"");
         let mut sent = heapless::Vec::new();
-        let dropped = match mrtr::write_requests(out, ir, busy.caps, &mut sent) {
+        let missing = match mrtr::write_requests(out, ir, busy.caps, &mut sent) {
             Ok(d) => d,
             Err(e) => {
                 out.truncate(mark);
@@ -374,7 +380,7 @@ impl Answers<'_> {
                 format_args!(
                     "Missing required client capability: the request needs input the client cannot give"
                 ),
-                |out| mrtr::write_required(out, &dropped),
+                |out| mrtr::write_required(out, missing),
             );
             self.outbox.routed_with(busy.route, mark, 400);
             return Ok(());

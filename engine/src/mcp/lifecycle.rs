@@ -542,7 +542,9 @@ mod tests {
         let mut parser = Parser::new(bytes.len() + 2, 64);
         parser.parse(&mut bytes, |parsed| {
             let n = parsed.expect("valid JSON");
-            let Message::Request(req) = decode(n) else { panic!("not a request: {json}") };
+            let Message::Request(req) = decode(n, &mut json::Names::with_capacity(0)) else {
+                panic!("not a request: {json}")
+            };
             f(&req);
         });
     }

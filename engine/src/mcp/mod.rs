@@ -96,6 +96,8 @@ pub(crate) struct Scratch {
     pub(crate) state: Vec<u8>,
     /// `inputResponses`: keys and values (compact JSON), back to back.
     pub(crate) responses: Vec<u8>,
+    /// The buffer of the repeated-member-name check (`jsonrpc::decode`).
+    pub(crate) names: json::Names,
 }
 
 impl Round {
@@ -116,6 +118,9 @@ pub(crate) struct Round {
     /// Key and value ranges in `Scratch::responses`.
     pub(crate) entries: heapless::Vec<(core::ops::Range<usize>, core::ops::Range<usize>), MAX_INPUT_REQUESTS>,
 }
+
+/// Members of one object the repeated-name check holds without growing its buffer (16 KiB).
+const NAMES_RESERVED: usize = 1024;
 
 /// A core for `mode`, with every buffer at its working size.
 pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
@@ -141,6 +146,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             pending: None,
             delivered: false,
             cancels: VecDeque::with_capacity(cfg.max_in_flight),
+            uris: vec![heapless::String::new(); cfg.max_in_flight],
         },
         session: Session::default(),
         subs: Subscriptions { list: Vec::with_capacity(cfg.max_subscriptions), subscribed: false },
@@ -158,6 +164,8 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             round: Round::default(),
             state: Vec::with_capacity(mrtr::MAX_SEALED_LEN + 8),
             responses: Vec::with_capacity(frame),
+            // Objects of up to this many members are checked without growing it.
+            names: json::Names::with_capacity(NAMES_RESERVED.min(frame / 4 + 1)),
         },
         catalog,
         cfg,
@@ -456,12 +464,15 @@ impl Core {
     /// Serves one message.
     fn dispatch<'t>(&mut self, n: &[Node<'t>], headers: &'t [httparse::Header<'t>]) -> Dispatched {
         let mark = self.outbox.out.len();
-        let status = match jsonrpc::decode(n) {
+        let status = match jsonrpc::decode(n, &mut self.scratch.names) {
             Message::Refused(reply, e) => self.outbox.reject(reply, &e),
             Message::Ignored => 200,
             Message::Notification { method, params } => {
                 self.notification(n, method, params);
                 200
+            }
+            Message::Request(req) if self.id_in_flight(&req) => {
+                self.outbox.reject(Reply::Id(req.id), &PeerError::IdInUse)
             }
             Message::Request(req) => {
                 self.scratch.round.reset();
@@ -480,6 +491,20 @@ impl Core {
         } else {
             Dispatched::Accepted
         }
+    }
+
+    /// Whether `req`'s id is that of a request still in flight on the same route (a
+    /// ticket or an open listen stream): two answers must never share an id. Over HTTP a
+    /// route is one connection, which serves one request at a time, so ids are per
+    /// connection there.
+    fn id_in_flight(&self, req: &Req<'_, '_>) -> bool {
+        if self.tickets.in_flight == 0 && self.subs.list.is_empty() {
+            return false;
+        }
+        // An id too long for a slot is in no slot.
+        let Some(id) = tickets::IdBuf::of(req.id) else { return false };
+        self.tickets.id_in_flight(&id, self.route)
+            || self.subs.list.iter().any(|s| s.route == self.route && s.id.as_bytes() == id.as_bytes())
     }
 
     /// Decides the request's revision and method (the lifecycle tables), then runs it.

@@ -50,7 +50,9 @@ pub enum InputKind {
     Elicitation,
     /// `elicitation/create` in url mode: needs `elicitation.url`.
     ElicitationUrl,
-    /// `sampling/createMessage`: needs `sampling`.
+    /// `sampling/createMessage`: needs `sampling`; one that carries `tools` or
+    /// `toolChoice` also needs `sampling.tools`, and one whose `includeContext` is not
+    /// `"none"` also needs `sampling.context`.
     Sampling,
     /// `roots/list`: needs `roots`.
     Roots,
@@ -93,17 +95,12 @@ impl InputKind {
             _ => return None,
         })
     }
-
-    /// `data.requiredCapabilities` for a client that lacks this kind.
-    fn write_required(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(match self {
-            Self::Elicitation => b"\"elicitation\":{}".as_slice(),
-            Self::ElicitationUrl => b"\"elicitation\":{\"url\":{}}",
-            Self::Sampling => b"\"sampling\":{}",
-            Self::Roots => b"\"roots\":{}",
-        });
-    }
 }
+
+/// `sampling.tools`: sampling requests that carry `tools` or `toolChoice`.
+const SAMPLING_TOOLS: u8 = 16;
+/// `sampling.context`: sampling requests whose `includeContext` is not `"none"`.
+const SAMPLING_CONTEXT: u8 = 32;
 
 /// The input kinds a client declared in `_meta["io.modelcontextprotocol/clientCapabilities"]`
 /// of the request at hand (`2026-07-28`; empty for earlier revisions).
@@ -122,16 +119,49 @@ impl ClientCapabilities {
         Self { bits: self.bits | kind.bit() }
     }
 
-    /// Whether the client can answer an input request of `kind`.
+    /// These capabilities and `sampling.tools` (implies `sampling`).
+    #[must_use]
+    pub fn with_sampling_tools(self) -> Self {
+        Self { bits: self.bits | InputKind::Sampling.bit() | SAMPLING_TOOLS }
+    }
+
+    /// These capabilities and `sampling.context` (implies `sampling`).
+    #[must_use]
+    pub fn with_sampling_context(self) -> Self {
+        Self { bits: self.bits | InputKind::Sampling.bit() | SAMPLING_CONTEXT }
+    }
+
+    /// Whether the client can answer an input request of `kind` (for sampling: one that
+    /// uses neither tools nor context, see [`Self::sampling_tools`] and
+    /// [`Self::sampling_context`]).
     pub fn supports(self, kind: InputKind) -> bool {
         self.bits & kind.bit() != 0
+    }
+
+    /// Whether the client declared `sampling.tools`: it can answer sampling requests that
+    /// carry `tools` or `toolChoice`.
+    pub fn sampling_tools(self) -> bool {
+        self.bits & SAMPLING_TOOLS != 0
+    }
+
+    /// Whether the client declared `sampling.context`: it can answer sampling requests
+    /// whose `includeContext` is `"thisServer"` or `"allServers"`.
+    pub fn sampling_context(self) -> bool {
+        self.bits & SAMPLING_CONTEXT != 0
     }
 
     /// Reads the capabilities object at node `caps`.
     pub(crate) fn from_tape(n: &[Node<'_>], caps: usize) -> Self {
         let mut bits = 0;
-        if json::get(n, caps, "sampling").is_some_and(|i| json::is_object(n, i)) {
+        if let Some(s) = json::get(n, caps, "sampling").filter(|&i| json::is_object(n, i)) {
             bits |= InputKind::Sampling.bit();
+            let [tools, context] = json::members(n, s, ["tools", "context"]);
+            if tools.is_some_and(|i| json::is_object(n, i)) {
+                bits |= SAMPLING_TOOLS;
+            }
+            if context.is_some_and(|i| json::is_object(n, i)) {
+                bits |= SAMPLING_CONTEXT;
+            }
         }
         if json::get(n, caps, "roots").is_some_and(|i| json::is_object(n, i)) {
             bits |= InputKind::Roots.bit();
@@ -153,9 +183,23 @@ impl ClientCapabilities {
 
 impl fmt::Debug for ClientCapabilities {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kinds =
-            [InputKind::Elicitation, InputKind::ElicitationUrl, InputKind::Sampling, InputKind::Roots];
-        f.debug_set().entries(kinds.iter().filter(|k| self.supports(**k))).finish()
+        let names = [
+            (InputKind::Elicitation.bit(), "Elicitation"),
+            (InputKind::ElicitationUrl.bit(), "ElicitationUrl"),
+            (InputKind::Sampling.bit(), "Sampling"),
+            (SAMPLING_TOOLS, "SamplingTools"),
+            (SAMPLING_CONTEXT, "SamplingContext"),
+            (InputKind::Roots.bit(), "Roots"),
+        ];
+        /// A name printed as it is (no quotes), like a unit variant.
+        struct Bare(&'static str);
+        impl fmt::Debug for Bare {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        let set = names.iter().filter(|(bit, _)| self.bits & bit != 0).map(|(_, name)| Bare(name));
+        f.debug_set().entries(set).finish()
     }
 }
 
@@ -227,6 +271,33 @@ impl<'a> InputRequest<'a> {
             InputBody::Roots => InputKind::Roots,
             InputBody::Raw { kind, .. } => kind,
         }
+    }
+
+    /// The capability bits a client needs to answer this request: its kind's, and for a
+    /// sampling request with raw params that carry `tools`/`toolChoice` or an
+    /// `includeContext` other than `"none"`, `sampling.tools` / `sampling.context`.
+    fn needs(&self) -> u8 {
+        let kind = self.kind();
+        let InputBody::Raw { kind: InputKind::Sampling, params } = self.body else { return kind.bit() };
+        #[derive(serde::Deserialize)]
+        struct Uses<'b> {
+            tools: Option<serde::de::IgnoredAny>,
+            #[serde(rename = "toolChoice")]
+            tool_choice: Option<serde::de::IgnoredAny>,
+            #[serde(rename = "includeContext", borrow)]
+            include_context: Option<std::borrow::Cow<'b, str>>,
+        }
+        let mut needs = kind.bit();
+        // Params that are not an object are not sampling params: nothing more is asked.
+        if let Ok(u) = serde_json::from_str::<Uses<'_>>(params.get()) {
+            if u.tools.is_some() || u.tool_choice.is_some() {
+                needs |= SAMPLING_TOOLS;
+            }
+            if u.include_context.is_some_and(|c| c != "none") {
+                needs |= SAMPLING_CONTEXT;
+            }
+        }
+        needs
     }
 
     /// Writes `{"method":..,"params":{..}}`.
@@ -554,21 +625,27 @@ pub(crate) fn seal(
     out.push(b'"');
 }
 
+/// The client capabilities that the requests left out of an answer needed and the
+/// client did not declare.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Missing(u8);
+
 /// Writes the body of an `InputRequiredResult` after `{"resultType":"input_required"`:
-/// `,"inputRequests":{..}` for the requests the client can answer. Returns the kinds it
-/// dropped (those the client did not declare).
+/// `,"inputRequests":{..}` for the requests the client can answer (it declared every
+/// capability each needs). Returns what the dropped ones needed and the client lacks.
 pub(crate) fn write_requests<'r, 'a>(
     out: &mut Vec<u8>,
     ir: &'r InputRequired<'a>,
     caps: ClientCapabilities,
     sent: &mut heapless::Vec<&'r InputRequest<'a>, MAX_INPUT_REQUESTS>,
-) -> Result<heapless::Vec<InputKind, 4>, serde_json::Error> {
-    let mut dropped = heapless::Vec::<InputKind, 4>::new();
+) -> Result<Missing, serde_json::Error> {
+    let mut missing = 0;
     for r in ir.requests {
-        if caps.supports(r.kind()) {
+        let needs = r.needs();
+        if caps.bits & needs == needs {
             let _ = sent.push(r);
-        } else if !dropped.contains(&r.kind()) {
-            let _ = dropped.push(r.kind());
+        } else {
+            missing |= needs & !caps.bits;
         }
     }
     if !sent.is_empty() {
@@ -583,23 +660,41 @@ pub(crate) fn write_requests<'r, 'a>(
         }
         out.push(b'}');
     }
-    Ok(dropped)
+    Ok(Missing(missing))
 }
 
-/// Writes `{"requiredCapabilities":{..}}` for `kinds`.
-pub(crate) fn write_required(out: &mut Vec<u8>, kinds: &[InputKind]) {
+/// Writes `{"requiredCapabilities":{..}}` (a `ClientCapabilities` object) for `missing`:
+/// each top-level capability once, with the sub-capabilities it lacks inside.
+pub(crate) fn write_required(out: &mut Vec<u8>, missing: Missing) {
+    let m = missing.0;
+    let has = |bit: u8| m & bit != 0;
     out.extend_from_slice(b"{\"requiredCapabilities\":{");
-    let mut first = true;
-    for (i, k) in kinds.iter().enumerate() {
-        // Form and url elicitation share the `elicitation` member.
-        if *k == InputKind::ElicitationUrl && kinds[..i].contains(&InputKind::Elicitation) {
-            continue;
-        }
-        if !first {
+    let mut members: heapless::Vec<&[u8], 3> = heapless::Vec::new();
+    let (form, url) = (has(InputKind::Elicitation.bit()), has(InputKind::ElicitationUrl.bit()));
+    if form || url {
+        let _ = members.push(match (form, url) {
+            (true, false) => b"\"elicitation\":{}".as_slice(),
+            (false, true) => b"\"elicitation\":{\"url\":{}}",
+            _ => b"\"elicitation\":{\"form\":{},\"url\":{}}",
+        });
+    }
+    let (tools, context) = (has(SAMPLING_TOOLS), has(SAMPLING_CONTEXT));
+    if has(InputKind::Sampling.bit()) || tools || context {
+        let _ = members.push(match (tools, context) {
+            (false, false) => b"\"sampling\":{}".as_slice(),
+            (true, false) => b"\"sampling\":{\"tools\":{}}",
+            (false, true) => b"\"sampling\":{\"context\":{}}",
+            (true, true) => b"\"sampling\":{\"context\":{},\"tools\":{}}",
+        });
+    }
+    if has(InputKind::Roots.bit()) {
+        let _ = members.push(b"\"roots\":{}");
+    }
+    for (i, member) in members.iter().enumerate() {
+        if i > 0 {
             out.push(b',');
         }
-        first = false;
-        k.write_required(out);
+        out.extend_from_slice(member);
     }
     out.extend_from_slice(b"}}");
 }

@@ -88,9 +88,9 @@ impl Core {
             }
         }
         self.take_arguments(req)?;
-        // Arguments that are valid and repeat no member name are decided on the request's tape
-        // and passed on as written, without building a value. The rest take the
-        // `serde_json::Value` path: its error messages, and the last value of a repeated name.
+        // Arguments repeat no member name (`jsonrpc::decode` refuses that), so they are
+        // decided on the request's tape and passed on as written, without building a value.
+        // Invalid ones take the `serde_json::Value` path for its error messages.
         if let Some(v) = &self.catalog.tools[ti].validator
             && !v.passes(req.n, req.arguments)
         {
@@ -116,10 +116,6 @@ impl Core {
                 self.outbox.out = out;
                 return Ok(());
             }
-            // The host gets exactly what was validated: with repeated member names the
-            // validated value holds the last one, so the arguments are rewritten from it.
-            self.scratch.args.clear();
-            let _ = serde_json::to_writer(&mut self.scratch.args, &value);
         }
         self.round_trip(req, rev, Method::CallTool, name)?;
         self.hand_over(req, PendingKind::Tool(ti), rev)
@@ -186,6 +182,9 @@ impl Core {
         self.scratch.args.clear();
         self.round_trip(req, rev, Method::ReadResource, uri)?;
         self.hand_over(req, PendingKind::Resource(target), rev)?;
+        if let Some(p) = self.tickets.pending {
+            self.tickets.keep_uri(p.ticket.slot as usize, uri);
+        }
         self.scratch.uri.clear();
         self.scratch.uri.push_str(uri);
         Ok(())
@@ -282,7 +281,7 @@ impl Core {
         let name = req.str_at(req.name).ok_or(PeerError::NotAString("name"))?;
         let pi = self.catalog.prompt_index(name).ok_or(PeerError::PromptNotFound(name))?;
         self.take_arguments(req)?;
-        // As for a tool: valid arguments without repeated names are decided on the tape.
+        // As for a tool: decided on the tape, the `Value` path only for error messages.
         if !self.catalog.prompts[pi].validator.passes(req.n, req.arguments) {
             let value: serde_json::Value =
                 serde_json::from_slice(&self.scratch.args).map_err(|_| PeerError::Internal)?;

@@ -8,7 +8,7 @@ use crate::level::LogLevel;
 use crate::mcp::mrtr::ClientCapabilities;
 use std::collections::VecDeque;
 
-use crate::error::MAX_TICKET_ID_LEN;
+use crate::error::{MAX_NOT_FOUND_URI_LEN, MAX_TICKET_ID_LEN, cut};
 use crate::output::Route;
 use crate::revision::Revision;
 use crate::wire::json;
@@ -118,6 +118,10 @@ pub(crate) struct Tickets {
     pub(crate) pending: Option<Pending>,
     pub(crate) delivered: bool,
     pub(crate) cancels: VecDeque<Ticket>,
+    /// Per slot: the uri of its `resources/read` (cut to [`MAX_NOT_FOUND_URI_LEN`]), for
+    /// the `data.uri` of a "Resource not found" the host reports. Kept beside the slots so
+    /// that copying a [`Busy`] stays cheap.
+    pub(crate) uris: Vec<heapless::String<MAX_NOT_FOUND_URI_LEN>>,
 }
 
 impl Tickets {
@@ -127,6 +131,27 @@ impl Tickets {
             s.generation = s.generation.wrapping_add(1);
             self.in_flight -= 1;
         }
+    }
+
+    /// Keeps `uri` (its first [`MAX_NOT_FOUND_URI_LEN`] bytes) for the read of `slot`.
+    pub(crate) fn keep_uri(&mut self, slot: usize, uri: &str) {
+        if let Some(u) = self.uris.get_mut(slot) {
+            u.clear();
+            let _ = u.push_str(cut(uri, MAX_NOT_FOUND_URI_LEN));
+        }
+    }
+
+    /// The uri kept for the read of `slot` (still there right after the slot is freed,
+    /// until the slot is taken again).
+    pub(crate) fn uri(&self, slot: usize) -> &str {
+        self.uris.get(slot).map_or("", |u| u.as_str())
+    }
+
+    /// Whether a live ticket of `route` holds request id `id`.
+    pub(crate) fn id_in_flight(&self, id: &IdBuf, route: Route) -> bool {
+        self.slots
+            .iter()
+            .any(|s| s.busy.as_ref().is_some_and(|b| b.route == route && b.id.as_bytes() == id.as_bytes()))
     }
 
     /// The live slot of `ticket`, without freeing it.

@@ -62,8 +62,12 @@
 //! - `Content-Length`: ASCII digits only; repeated headers must carry the same value.
 //! - `Transfer-Encoding`: exactly one header whose value is `chunked` (HTTP/1.1 only); anything
 //!   else, or `Transfer-Encoding` together with `Content-Length`, is [`HttpError::BadRequest`].
-//! - Chunk lines end with CRLF (a bare LF is refused, as is any control byte); chunk extensions
-//!   are ignored; trailer fields are checked for syntax and discarded.
+//! - Chunk lines end with CRLF (a bare LF is refused, as is any control byte). A chunk-size
+//!   line is exactly RFC 9112 §7.1: `1*HEXDIG *( BWS ";" BWS token [ BWS "=" BWS ( token /
+//!   quoted-string ) ] ) CRLF`, so whitespace appears only around an extension's `;` or `=`,
+//!   never before the size or at the end of the line; anything else is
+//!   [`HttpError::BadRequest`]. Extensions are then ignored; trailer fields are checked for
+//!   syntax and discarded.
 //! - Leading empty lines before a request line are ignored (RFC 9112 §2.2).
 //! - `keep_alive`: HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
 //!   `Connection: keep-alive` (and no `close`).
@@ -268,10 +272,10 @@ impl HeadScan {
 enum Step {
     /// In the chunk size; `digits` tells whether a hex digit was seen.
     Size { size: u64, digits: bool },
-    /// Whitespace after the chunk size.
+    /// Whitespace after the chunk size (BWS: a `;` must follow).
     SizeWs(u64),
-    /// In a chunk extension (ignored).
-    Ext(u64),
+    /// In a chunk extension (checked, then ignored).
+    Ext(u64, Ext),
     /// Saw the CR ending a chunk-size line.
     SizeLf(u64),
     /// In chunk data, this many bytes left.
@@ -290,6 +294,63 @@ enum Step {
     TrailerLf,
     /// Saw the CR of the final empty line.
     EndLf,
+}
+
+/// Where a chunk-size line stands within its extensions (RFC 9112 §7.1.1):
+/// `chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )`,
+/// `chunk-ext-name = token`, `chunk-ext-val = token / quoted-string`. Whitespace is
+/// allowed only around a `;` or `=`, so the line ends right after a name or a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ext {
+    /// After `;` (and whitespace): a name must come.
+    BeforeName,
+    /// In a name.
+    Name,
+    /// Whitespace after a name: `=` or `;` must follow.
+    AfterName,
+    /// After `=` (and whitespace): a value must come.
+    BeforeValue,
+    /// In a token value.
+    Token,
+    /// In a quoted-string value.
+    Quoted,
+    /// After a backslash in a quoted-string.
+    Escape,
+    /// Right after the closing quote of a value.
+    Closed,
+    /// Whitespace after a value: `;` must follow.
+    AfterValue,
+}
+
+impl Ext {
+    /// The next step on byte `b`, `None` to refuse the line. `CR` is handled by the caller
+    /// ([`Self::may_end`]).
+    fn step(self, b: u8) -> Option<Self> {
+        let ws = b == b' ' || b == b'\t';
+        Some(match self {
+            Self::BeforeName if ws => Self::BeforeName,
+            Self::BeforeName | Self::Name if is_tchar(b) => Self::Name,
+            Self::Name | Self::AfterName if ws => Self::AfterName,
+            Self::Name | Self::AfterName if b == b'=' => Self::BeforeValue,
+            Self::BeforeValue if ws => Self::BeforeValue,
+            Self::BeforeValue if b == b'"' => Self::Quoted,
+            Self::BeforeValue | Self::Token if is_tchar(b) => Self::Token,
+            Self::Token | Self::Closed | Self::AfterValue if ws => Self::AfterValue,
+            Self::Name | Self::AfterName | Self::Token | Self::Closed | Self::AfterValue if b == b';' => {
+                Self::BeforeName
+            }
+            Self::Quoted if b == b'"' => Self::Closed,
+            Self::Quoted if b == b'\\' => Self::Escape,
+            // qdtext: HTAB, SP, VCHAR but `"` and `\`, obs-text.
+            Self::Quoted | Self::Escape if is_field_char(b) => Self::Quoted,
+            _ => return None,
+        })
+    }
+
+    /// Whether the line may end here: right after a name or a value.
+    fn may_end(self) -> bool {
+        matches!(self, Self::Name | Self::Token | Self::Closed)
+    }
 }
 
 /// The state of a chunked body being decoded in place (offsets relative to the request start).
@@ -338,11 +399,15 @@ impl Dechunk {
                     Step::Size { size, digits: true }
                 }
                 (Step::Size { size, digits: true } | Step::SizeWs(size), b' ' | b'\t') => Step::SizeWs(size),
-                (Step::Size { size, digits: true } | Step::SizeWs(size), b';') => Step::Ext(size),
-                (Step::Size { size, digits: true } | Step::SizeWs(size) | Step::Ext(size), b'\r') => {
-                    Step::SizeLf(size)
+                (Step::Size { size, digits: true } | Step::SizeWs(size), b';') => {
+                    Step::Ext(size, Ext::BeforeName)
                 }
-                (Step::Ext(size), b) if is_field_char(b) => Step::Ext(size),
+                (Step::Size { size, digits: true }, b'\r') => Step::SizeLf(size),
+                (Step::Ext(size, e), b'\r') if e.may_end() => Step::SizeLf(size),
+                (Step::Ext(size, e), b) => match e.step(b) {
+                    Some(e) => Step::Ext(size, e),
+                    None => return Err(HttpError::BadRequest),
+                },
                 (Step::SizeLf(0), b'\n') => Step::TrailerStart,
                 (Step::SizeLf(size), b'\n') => Step::Data(size),
                 (Step::DataCr, b'\r') => Step::DataLf,
@@ -1192,6 +1257,87 @@ mod tests {
         ];
         assert_eq!(feed(Limits::default(), req).0, expected);
         assert_eq!(feed_bytewise(Limits::default(), req).0, expected);
+    }
+
+    /// RFC 9112 §7.1 chunk-size lines, one row each: the line (without its CRLF) and
+    /// whether it is accepted. Each is fed as the first chunk of `hi`, whole and byte by
+    /// byte; a refusal is a 400 (`BadRequest`).
+    #[test]
+    fn chunk_size_lines_follow_rfc_9112() {
+        let table: &[(&[u8], bool)] = &[
+            (b"2", true),
+            (b"02", true),
+            (b"0002", true),
+            (b"2;a", true),
+            (b"2;a=b", true),
+            (b"2;a=\"b c\"", true),
+            (b"2;a=\"q\\\"uote\"", true),
+            (b"2;a=\"\"", true),
+            (b"2;a;b=c;d", true),
+            (b"2 ;a", true),
+            (b"2\t;a", true),
+            (b"2; a", true),
+            (b"2 ; a = b", true),
+            (b"2;a =b", true),
+            (b"2;a= b", true),
+            (b"2;a=b ;c", true),
+            (b"2;a=\"b\" ;c", true),
+            (b"2;a=\"b\";c", true),
+            (b"2;!#$%&'*+-.^_`|~=!#$%&'*+-.^_`|~", true),
+            // Whitespace trailing a bare size, or the line, or leading it.
+            (b"2 ", false),
+            (b"2\t", false),
+            (b" 2", false),
+            (b"\t2", false),
+            (b"2;a ", false),
+            (b"2;a=b ", false),
+            (b"2;a=\"b\" ", false),
+            (b"2 ;", false),
+            // Extensions without a name or a value, or with bad characters.
+            (b"2;", false),
+            (b"2;;a", false),
+            (b"2;=b", false),
+            (b"2;a=", false),
+            (b"2;a= ", false),
+            (b"2;a b", false),
+            (b"2;a=b c", false),
+            (b"2;a=\"b", false),
+            (b"2;a=\"b\"c", false),
+            (b"2;a=b\"c\"", false),
+            (b"2;a==b", false),
+            (b"2;a=b=c", false),
+            (b"2;a(b)", false),
+            (b"2;a=\"\x01\"", false),
+            (b"2;a=\x7f", false),
+            // The size itself.
+            (b"", false),
+            (b";a", false),
+            (b"2 2", false),
+            (b"x2", false),
+            (b"+2", false),
+            (b"0x2", false),
+        ];
+        let head = b"POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n";
+        for &(line, ok) in table {
+            let req = [head.as_slice(), line, b"\r\nhi\r\n0\r\n\r\n"].concat();
+            let expected = if ok {
+                vec![head_ev_chunked_to("/c"), body(b"hi")]
+            } else {
+                vec![head_ev_chunked_to("/c"), err(HttpError::BadRequest)]
+            };
+            let shown = String::from_utf8_lossy(line);
+            assert_eq!(feed(Limits::default(), &req).0, expected, "{shown:?}");
+            assert_eq!(feed_bytewise(Limits::default(), &req).0, expected, "{shown:?} byte by byte");
+            // The last chunk follows the same rule (the size `2` becomes `0`).
+            if line.first() == Some(&b'2') && line.get(1).is_none_or(|b| !b.is_ascii_hexdigit()) {
+                let last = [head.as_slice(), b"2\r\nhi\r\n0", &line[1..], b"\r\n\r\n"].concat();
+                assert_eq!(feed(Limits::default(), &last).0, expected, "last chunk {shown:?}");
+            }
+        }
+    }
+
+    fn head_ev_chunked_to(path: &str) -> Ev {
+        head("POST", path, BodyKind::Chunked, true)
     }
 
     #[test]

@@ -49,6 +49,151 @@ pub(crate) fn members<const K: usize>(nodes: &[Node<'_>], obj: usize, keys: [&st
     found
 }
 
+/// Objects of up to this many members are checked for a repeated name pair by pair (at
+/// most 28 comparisons, no buffer); larger ones are sorted in [`Names`]' buffer.
+const PAIRWISE_MAX: usize = 8;
+
+/// Finds repeated member names: one value for one name.
+///
+/// Bound: one pass over the nodes checked, plus, per object, either at most 28 string
+/// comparisons (up to [`PAIRWISE_MAX`] members) or a sort of its members by (first eight
+/// bytes, length), with full comparisons only between keys that agree on both. Every
+/// comparison reads at most the shorter key, and each key meets O(log n) others in the
+/// sort, so a frame of `B` bytes costs O(B log B) whatever its keys (100k keys sharing a
+/// long prefix included). The buffer holds one 16-byte entry per member of the largest
+/// object checked so far (at most `B / 4`: a member takes at least `"":0,`); it is
+/// reserved up front and only grows for an object larger than that reservation.
+pub(crate) struct Names {
+    /// `(first eight bytes big-endian, length, tape index of the key)` per member.
+    keys: Vec<(u64, u32, u32)>,
+}
+
+impl Names {
+    /// A checker whose buffer holds `members` entries without growing.
+    pub(crate) fn with_capacity(members: usize) -> Self {
+        Self { keys: Vec::with_capacity(members) }
+    }
+
+    /// A member name repeated in any object at or below node `root`, if one is.
+    pub(crate) fn repeated_below<'t>(&mut self, nodes: &[Node<'t>], root: usize) -> Option<&'t str> {
+        let end = (root + 1 + children(nodes, root)).min(nodes.len());
+        let mut j = root;
+        while j < end {
+            if let Node::Object { len, .. } = nodes[j]
+                && len > 1
+                && let Some(name) = self.repeated_in(nodes, j, len)
+            {
+                return Some(name);
+            }
+            j += 1;
+        }
+        None
+    }
+
+    /// A member name the object at node `obj` itself repeats (objects below it are not
+    /// looked at), if one is.
+    #[cfg(test)]
+    pub(crate) fn repeated_at<'t>(&mut self, nodes: &[Node<'t>], obj: usize) -> Option<&'t str> {
+        match nodes.get(obj) {
+            Some(Node::Object { len, .. }) if *len > 1 => self.repeated_in(nodes, obj, *len),
+            _ => None,
+        }
+    }
+
+    fn repeated_in<'t>(&mut self, nodes: &[Node<'t>], obj: usize, len: usize) -> Option<&'t str> {
+        let name = |k: usize| match nodes.get(k) {
+            Some(Node::String(s)) => *s,
+            _ => "",
+        };
+        if len == 2 {
+            // The most common case, without the arrays below.
+            let (a, b) = (name(obj + 1), name(obj + 3 + children(nodes, obj + 2)));
+            return (fingerprint(a) == fingerprint(b) && a == b).then_some(a);
+        }
+        if len <= PAIRWISE_MAX {
+            // Each key against those before it, by fingerprint first: the strings are
+            // compared only when length, first and last byte agree.
+            let mut prints = [0u64; PAIRWISE_MAX];
+            let mut at = [0usize; PAIRWISE_MAX];
+            let mut k = obj + 1;
+            for m in 0..len {
+                let s = name(k);
+                let print = fingerprint(s);
+                for p in 0..m {
+                    if prints[p] == print && name(at[p]) == s {
+                        return Some(s);
+                    }
+                }
+                prints[m] = print;
+                at[m] = k;
+                let v = k + 1;
+                k = v + 1 + children(nodes, v);
+            }
+            return None;
+        }
+        self.keys.clear();
+        // At most once per larger object than any before: one allocation, not a doubling.
+        self.keys.reserve(len);
+        let mut k = obj + 1;
+        for _ in 0..len {
+            let s = name(k);
+            let mut head = [0u8; 8];
+            let n = s.len().min(8);
+            head[..n].copy_from_slice(&s.as_bytes()[..n]);
+            self.keys.push((u64::from_be_bytes(head), s.len() as u32, k as u32));
+            let v = k + 1;
+            k = v + 1 + children(nodes, v);
+        }
+        self.keys.sort_unstable_by(|a, b| {
+            (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| name(a.2 as usize).cmp(name(b.2 as usize)))
+        });
+        self.keys
+            .windows(2)
+            .find(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1) && name(w[0].2 as usize) == name(w[1].2 as usize))
+            .map(|w| name(w[0].2 as usize))
+    }
+}
+
+/// The indexes of the values of the members `slot` picks in the object at node `obj`:
+/// `slot(name)` is where a member's value goes (`None`: a member nobody reads). A second
+/// member for one slot is an error (its name). One pass; a `match` on the name is cheaper
+/// than comparing it with each key in turn.
+#[inline(always)]
+pub(crate) fn members_by<'t, const K: usize>(
+    nodes: &[Node<'t>],
+    obj: usize,
+    slot: impl Fn(&str) -> Option<usize>,
+) -> Result<[Option<usize>; K], &'t str> {
+    let mut found = [None; K];
+    let Some(Node::Object { len, .. }) = nodes.get(obj) else { return Ok(found) };
+    let mut i = obj + 1;
+    for _ in 0..*len {
+        let Some(k) = nodes.get(i) else { break };
+        let v = i + 1;
+        if let Node::String(s) = k
+            && let Some(f) = slot(s).and_then(|j| found.get_mut(j))
+        {
+            if f.is_some() {
+                return Err(s);
+            }
+            *f = Some(v);
+        }
+        i = v + 1 + children(nodes, v);
+    }
+    Ok(found)
+}
+
+/// Equal for equal strings: the length, the first and the last byte.
+#[inline]
+fn fingerprint(s: &str) -> u64 {
+    let b = s.as_bytes();
+    match b {
+        [] => 0,
+        [first, .., last] => (b.len() as u64) << 16 | u64::from(*first) << 8 | u64::from(*last),
+        [only] => 1 << 16 | u64::from(*only) << 8 | u64::from(*only),
+    }
+}
+
 /// The string at node `i`.
 pub(crate) fn str_at<'t>(nodes: &[Node<'t>], i: usize) -> Option<&'t str> {
     match nodes.get(i) {
@@ -108,9 +253,13 @@ fn escapes_in(x: u64) -> u64 {
     below(x, 0x20) | below(x ^ (b'"' as u64 * ONES), 1) | below(x ^ (b'\\' as u64 * ONES), 1)
 }
 
-/// Writes an unsigned integer.
+/// Writes an unsigned integer (one digit, the common request id, without formatting).
 pub(crate) fn write_u64(out: &mut Vec<u8>, n: u64) {
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    if n < 10 {
+        out.push(b'0' + n as u8);
+    } else {
+        out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    }
 }
 
 /// Writes the value at node `i` as compact JSON; returns the index after it.
@@ -210,6 +359,67 @@ mod tests {
             write_str(&mut ours, s);
             assert_eq!(ours[1..], serde_json::to_vec(s).unwrap()[..], "{s:?}");
         }
+    }
+
+    #[test]
+    fn integers_are_written_as_display_writes_them() {
+        for n in (0..=120).chain([999, 1000, u64::from(u32::MAX), u64::MAX]) {
+            let mut out = Vec::new();
+            write_u64(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+    }
+
+    #[test]
+    fn repeated_names_are_found_at_every_size() {
+        let mut names = Names::with_capacity(4);
+        let object = |members: &[String]| format!("{{{}}}", members.join(","));
+        for len in [2usize, 3, 8, 9, 16, 100, 5000] {
+            let distinct: Vec<String> = (0..len).map(|i| format!("\"key-{i}\":{{\"key-0\":{i}}}")).collect();
+            tape_of(&object(&distinct), |n| {
+                assert_eq!(names.repeated_at(n, 0), None, "{len} distinct");
+                assert_eq!(names.repeated_below(n, 0), None, "{len} distinct, below");
+            });
+            for at in [0, len / 2, len - 1] {
+                let mut repeated = distinct.clone();
+                repeated.push(format!("\"key-{at}\":null"));
+                tape_of(&object(&repeated), |n| {
+                    let want = format!("key-{at}");
+                    assert_eq!(names.repeated_at(n, 0), Some(want.as_str()), "{len} members, key-{at} again");
+                });
+            }
+        }
+        // Keys that agree on their first eight bytes and length, and differ after.
+        let same_head: Vec<String> = (0..20).map(|i| format!("\"abcdefgh-{:02}\":0", i)).collect();
+        tape_of(&object(&same_head), |n| assert_eq!(names.repeated_at(n, 0), None));
+        // Deep inside arrays, and not in the object at the root itself.
+        tape_of(r#"{"a":[1,[{"x":1},{"y":{"z":1,"z":2}}]],"b":{"z":1}}"#, |n| {
+            assert_eq!(names.repeated_at(n, 0), None);
+            assert_eq!(names.repeated_below(n, 0), Some("z"));
+            let b = get(n, 0, "b").unwrap();
+            assert_eq!(names.repeated_below(n, b), None, "a subtree is checked alone");
+        });
+        // Empty and one-byte names, and names that agree on length, first and last byte.
+        for (text, repeated) in [
+            (r#"{"":1,"":2}"#, Some("")),
+            (r#"{"a":1,"b":2,"a":3}"#, Some("a")),
+            (r#"{"axb":1,"ayb":2}"#, None),
+            (r#"{"":1,"a":2}"#, None),
+            (r#"{"a":{"x":[1,{"y":2}]},"a":2}"#, Some("a")),
+            (r#"{"a":{"x":[1,{"y":2}]},"b":2}"#, None),
+        ] {
+            tape_of(text, |n| assert_eq!(names.repeated_at(n, 0), repeated, "{text}"));
+        }
+        // The envelope's pass: a repeated key it looks for is an error, others are not.
+        tape_of(r#"{"id":1,"x":1,"x":2,"method":"m","id":2}"#, |n| {
+            let slot = |keys: &'static [&'static str]| move |s: &str| keys.iter().position(|k| *k == s);
+            assert_eq!(members_by::<2>(n, 0, slot(&["method", "id"])), Err("id"));
+            assert_eq!(members_by::<2>(n, 0, slot(&["method", "x"])), Err("x"));
+            assert_eq!(members_by::<1>(n, 0, slot(&["method"])), Ok([get(n, 0, "method")]));
+            assert_eq!(members_by::<1>(n, 0, |_| Some(7)), Ok([None]), "a slot past the end is nobody's");
+        });
+        // Scalars and empty containers repeat nothing.
+        tape_of(r#"[[],{},1,"a"]"#, |n| assert_eq!(names.repeated_below(n, 0), None));
     }
 
     #[test]
