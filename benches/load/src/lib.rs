@@ -152,7 +152,17 @@ pub fn mode(server: &str) -> Mode {
 ///
 /// When `addr` cannot be bound.
 pub fn bind(addr: SocketAddr) -> std::net::TcpListener {
-    let listener = std::net::TcpListener::bind(addr).unwrap_or_else(|e| panic!("cannot bind {addr}: {e}"));
+    // The standard library listens with a backlog of 128: a burst of connections (the
+    // held-connections benchmark opens 16,000) then waits on SYN retransmissions. The
+    // kernel caps this at `net.core.somaxconn`.
+    let listen = || -> std::io::Result<std::net::TcpListener> {
+        let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+        socket.set_reuse_address(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(4096)?;
+        Ok(socket.into())
+    };
+    let listener = listen().unwrap_or_else(|e| panic!("cannot bind {addr}: {e}"));
     let bound = listener.local_addr().expect("a bound listener has an address");
     eprintln!("listening on http://{bound}/mcp");
     listener
