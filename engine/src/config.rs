@@ -79,6 +79,7 @@ pub struct Config {
     pub(crate) list_changed: bool,
     pub(crate) resource_subscriptions: bool,
     pub(crate) max_subscriptions: usize,
+    pub(crate) max_subscriptions_per_peer: usize,
     pub(crate) discover_cache: CachePolicy,
     pub(crate) tools_cache: CachePolicy,
     pub(crate) resources_cache: CachePolicy,
@@ -104,6 +105,7 @@ impl Config {
             list_changed: false,
             resource_subscriptions: false,
             max_subscriptions: 16,
+            max_subscriptions_per_peer: 4,
             discover_cache: CachePolicy::default(),
             tools_cache: CachePolicy::default(),
             resources_cache: CachePolicy::default(),
@@ -214,6 +216,14 @@ impl Config {
     /// [`Engine::notify_resource_updated`](crate::Engine::notify_resource_updated) notifies the subscribers of a uri.
     pub fn resource_subscriptions(&mut self, on: bool) -> &mut Self {
         self.resource_subscriptions = on;
+        self
+    }
+    /// The most `subscriptions/listen` streams one peer may hold open at once (default 4,
+    /// at least 1): on one stdio stream or HTTP connection, or for one principal the host
+    /// named (`Verdict::AllowAs`). One more is answered `-32603` and not opened, so that one
+    /// client cannot take every stream of [`max_subscriptions`](Self::max_subscriptions).
+    pub fn max_subscriptions_per_peer(&mut self, n: usize) -> &mut Self {
+        self.max_subscriptions_per_peer = n.max(1);
         self
     }
     /// The most `subscriptions/listen` streams open at once (default 16, at least 1). One

@@ -206,6 +206,10 @@ pub(crate) enum PeerError<'a> {
     InvalidCursor,
     NotificationsNotObject,
     TooManySubscriptions(usize),
+    /// More listen streams for one peer (connection or principal) than allowed.
+    TooManySubscriptionsForPeer(usize),
+    /// A listen stream on a response that cannot carry one (HTTP/1.0).
+    ListenNeedsStream,
     SubscriptionsNotStrings,
     TooManyUris(usize),
 }
@@ -227,11 +231,14 @@ impl PeerError<'_> {
             | E::AlreadyInitialized
             | E::RepeatedMember(_)
             | E::IdInUse
-            | E::IdTooLong => code::INVALID_REQUEST,
+            | E::IdTooLong
+            | E::ListenNeedsStream => code::INVALID_REQUEST,
             E::MethodNotFound(_) => code::METHOD_NOT_FOUND,
             E::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
             E::Detailed { code, .. } => *code,
-            E::NoFreeSlot | E::Internal | E::TooManySubscriptions(_) => code::INTERNAL_ERROR,
+            E::NoFreeSlot | E::Internal | E::TooManySubscriptions(_) | E::TooManySubscriptionsForPeer(_) => {
+                code::INTERNAL_ERROR
+            }
             E::ResourceNotFound { stateless: false, .. } => code::RESOURCE_NOT_FOUND,
             _ => code::INVALID_PARAMS,
         }
@@ -370,6 +377,12 @@ impl fmt::Display for PeerError<'_> {
             E::TooManySubscriptions(max) => {
                 write!(f, "Internal error: too many open subscriptions (at most {max})")
             }
+            E::TooManySubscriptionsForPeer(max) => {
+                write!(f, "Internal error: too many open subscriptions for this client (at most {max})")
+            }
+            E::ListenNeedsStream => f.write_str(
+                "Invalid Request: subscriptions/listen needs a stream, which an HTTP/1.0 response cannot carry",
+            ),
             E::SubscriptionsNotStrings => {
                 f.write_str("Invalid params: resourceSubscriptions must be an array of strings")
             }

@@ -213,3 +213,61 @@ fn many_deadlines_fire_in_order_and_only_once() {
     assert_eq!(seen, conns, "each connection once, oldest first");
     assert_eq!(e.poll_timeout(), None);
 }
+
+fn listen_body(id: i64) -> serde_json::Value {
+    req(id, "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } }))
+}
+
+#[test]
+fn a_listen_over_http_1_0_is_refused() {
+    let mut cfg = Config::new("s", "1");
+    cfg.list_changed(true);
+    let mut e = HttpEngine::new(
+        cfg,
+        HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone),
+        everything::catalog(),
+    );
+    let conn = e.open(at(0), None).unwrap();
+    let raw = String::from_utf8(post(&listen_body(1), &[])).unwrap().replacen("HTTP/1.1", "HTTP/1.0", 1);
+    assert_eq!(e.handle_input(at(0), conn, raw.as_bytes()), raw.len());
+    drain(&mut e);
+    let r = parse_responses(e.pending_output(conn));
+    assert_eq!(r[0].status, 400);
+    let v = r[0].json();
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("HTTP/1.0"), "{v}");
+    assert_eq!(e.subscriptions(), 0, "no stream was opened");
+}
+
+#[test]
+fn one_principal_cannot_take_every_listen_stream() {
+    use mcp_engine::http::{Principal, Verdict};
+    let mut cfg = Config::new("s", "1");
+    cfg.list_changed(true).max_subscriptions_per_peer(2);
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    let mut e = HttpEngine::new(cfg, http, everything::catalog());
+    let mut listen = |e: &mut HttpEngine, who: &str| {
+        let conn = e.open(at(0), None).unwrap();
+        let raw = post(&listen_body(1), &[]);
+        e.handle_input(at(0), conn, &raw);
+        while let Some(ev) = e.poll_event() {
+            if let HttpEvent::Authorize(a) = ev {
+                let c = a.conn;
+                e.authorize(at(0), c, Verdict::AllowAs(Principal::of(who.as_bytes())));
+            }
+        }
+        String::from_utf8(e.pending_output(conn).to_vec()).unwrap()
+    };
+    for _ in 0..2 {
+        let out = listen(&mut e, "alice");
+        assert!(out.contains("text/event-stream"), "a stream opens: {out}");
+    }
+    assert_eq!(e.subscriptions(), 2);
+    let refused = parse_responses(listen(&mut e, "alice").as_bytes());
+    assert_eq!(refused[0].status, 200, "a method error");
+    assert_eq!(refused[0].json()["error"]["code"], -32603);
+    assert_eq!(e.subscriptions(), 2);
+    // Another principal still gets one.
+    listen(&mut e, "bob");
+    assert_eq!(e.subscriptions(), 3);
+}

@@ -885,6 +885,9 @@ impl HttpEngine {
         let core = &mut self.core;
         let route = Route::Http { conn: slot, generation };
         let principal = c.principal.take().map(|p| p.0);
+        if c.http10 {
+            core.set_no_stream();
+        }
         let mark = core.outbox().out.len();
         let (head, body, spans) = c.codec.head_body_and_spans();
         let headers = HeaderList::from_spans(head, spans);

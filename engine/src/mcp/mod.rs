@@ -81,6 +81,8 @@ pub(crate) struct Core {
     pub(crate) catalog_revision: u64,
     /// The principal of the HTTP request being dispatched (see `http::Principal`).
     pub(crate) principal: Option<[u8; 32]>,
+    /// The response of the request being dispatched cannot be a stream (HTTP/1.0).
+    pub(crate) no_stream: bool,
 }
 
 /// Where the data of the current event lives (read by the event while it is held).
@@ -155,6 +157,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         now: 0,
         catalog_revision: 0,
         principal: None,
+        no_stream: false,
         scratch: Scratch {
             args: Vec::with_capacity(frame),
             uri: String::with_capacity(1024),
@@ -458,7 +461,14 @@ impl Core {
         };
         self.route = Route::Stdio;
         self.principal = None;
+        self.no_stream = false;
         outcome
+    }
+
+    /// Says that the response of the next message handled cannot be a stream (an
+    /// HTTP/1.0 request): a `subscriptions/listen` is then refused. Reset by `handle`.
+    pub(crate) fn set_no_stream(&mut self) {
+        self.no_stream = true;
     }
 
     /// Serves one message.

@@ -14,6 +14,8 @@ pub(crate) struct Sub {
     /// The listen request's id, as JSON (the subscription id).
     pub(crate) id: IdBuf,
     pub(crate) route: Route,
+    /// The principal the listen request acted for (HTTP), for the per-peer limit.
+    pub(crate) principal: Option<[u8; 32]>,
     pub(crate) tools: bool,
     pub(crate) prompts: bool,
     pub(crate) resources: bool,

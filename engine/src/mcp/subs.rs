@@ -97,8 +97,16 @@ impl Core {
             .filter(|&f| json::is_object(n, f))
             .ok_or(PeerError::NotificationsNotObject)?;
         let id = IdBuf::of(req.id).ok_or(PeerError::IdTooLong)?;
+        if self.no_stream {
+            return Err(PeerError::ListenNeedsStream);
+        }
         if self.subs.list.len() >= self.cfg.max_subscriptions {
             return Err(PeerError::TooManySubscriptions(self.cfg.max_subscriptions));
+        }
+        let (route, principal) = (self.route, self.principal);
+        let same_peer = |s: &&Sub| s.route == route || (principal.is_some() && s.principal == principal);
+        if self.subs.list.iter().filter(same_peer).count() >= self.cfg.max_subscriptions_per_peer {
+            return Err(PeerError::TooManySubscriptionsForPeer(self.cfg.max_subscriptions_per_peer));
         }
         let wants = |key: &str| {
             matches!(json::get(n, f, key).and_then(|i| n.get(i)), Some(Node::Static(StaticNode::Bool(true))))
@@ -116,8 +124,12 @@ impl Core {
             let honour = self.cfg.resource_subscriptions && self.catalog.has_resources();
             for i in a + 1..a + 1 + len {
                 let uri = json::str_at(n, i).ok_or(PeerError::SubscriptionsNotStrings)?;
-                let known = self.catalog.resolve_uri(uri, &mut self.scratch.captures).is_some();
-                if honour && known && uris.len() < MAX_SUBSCRIBED_URIS && !uris.iter().any(|u| **u == *uri) {
+                // Only uris that can be honoured are matched against the catalog: at most
+                // `MAX_SUBSCRIBED_URIS` of them, none while resource subscriptions are off.
+                if !honour || uris.len() >= MAX_SUBSCRIBED_URIS || uris.iter().any(|u| **u == *uri) {
+                    continue;
+                }
+                if self.catalog.resolve_uri(uri, &mut self.scratch.captures).is_some() {
                     uris.push(uri.into());
                 }
             }
@@ -150,7 +162,7 @@ impl Core {
             self.outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
             self.subs.subscribed = true;
         }
-        self.subs.list.push(Sub { id, route, tools, prompts, resources, uris });
+        self.subs.list.push(Sub { id, route, principal, tools, prompts, resources, uris });
         Ok(())
     }
 
