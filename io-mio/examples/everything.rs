@@ -13,7 +13,7 @@
 //! stderr.
 
 use std::cell::{Cell, RefCell};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
@@ -35,6 +35,15 @@ const DEFAULT_ADDR: &str = "127.0.0.1:3000";
 enum Mode {
     Http(SocketAddr),
     Stdio,
+}
+
+/// Raises this process's open-file soft limit to its hard limit, so that the server can
+/// hold as many connections as the system lets it (the default soft limit is often 1,024,
+/// the engine's default `max_connections`).
+fn raise_open_file_limit() {
+    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
+        eprintln!("cannot raise the open-file limit: {e}");
+    }
 }
 
 fn main() -> ExitCode {
@@ -162,10 +171,12 @@ fn serve_http(addr: SocketAddr, config: Config) -> std::io::Result<()> {
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     http.loopback(true);
     let engine = HttpEngine::new(config, http, everything::catalog());
-    let listener = TcpListener::bind(addr)?;
+    raise_open_file_limit();
+    // mio listens with a backlog of 1,024 (the standard library's is 128).
+    let listener = mio::net::TcpListener::bind(addr)?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
     let triggers = Triggers::default();
-    let server = mcp_io_mio::HttpServer::from_std(listener, engine)?;
+    let server = mcp_io_mio::HttpServer::new(listener, engine);
     server.run_with(
         |event| {
             if let HttpEvent::Mcp(event) = event {

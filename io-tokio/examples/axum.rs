@@ -34,6 +34,10 @@ async fn main() -> ExitCode {
         }
     };
 
+    // Hold as many connections as the system allows (the soft limit is often 1,024).
+    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
+        eprintln!("cannot raise the open-file limit: {e}");
+    }
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     // `nest_service` strips the `/mcp` prefix: the service sees `/`.
     http.endpoint("/");

@@ -89,6 +89,15 @@ fn config() -> Config {
     mcp_fixture::config()
 }
 
+/// Raises this process's open-file soft limit to its hard limit, so that the server can
+/// hold as many connections as the system lets it (the default soft limit is often 1,024,
+/// the engine's default `max_connections`).
+fn raise_open_file_limit() {
+    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
+        eprintln!("cannot raise the open-file limit: {e}");
+    }
+}
+
 fn main() -> ExitCode {
     let mode = match parse_args() {
         Ok(mode) => mode,
@@ -118,6 +127,7 @@ fn main() -> ExitCode {
 }
 
 async fn serve_http(addr: SocketAddr) -> ExitCode {
+    raise_open_file_limit();
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(listener) => listener,
         Err(e) => {
