@@ -34,13 +34,19 @@ struct Peer {
     head_len: usize,
     /// A whole request was sent and its response has not appeared yet.
     awaiting: bool,
+    /// Output bytes the peer read so far, and how many the engine had produced when the
+    /// request in flight was sent in full (its response is what comes after).
+    read: usize,
+    mark: usize,
 }
 
 impl Peer {
     /// Whether the engine may not shed this connection: a request in flight or being
     /// received past its head, or output unsent.
     fn busy(&self, e: &HttpEngine) -> bool {
-        self.awaiting || !e.pending_output(self.id).is_empty() || (!self.req.is_empty() && self.sent >= self.head_len)
+        self.awaiting
+            || !e.pending_output(self.id).is_empty()
+            || (!self.req.is_empty() && self.sent >= self.head_len)
     }
 }
 
@@ -80,14 +86,14 @@ fn drain(e: &mut HttpEngine, peers: &mut [Peer]) {
         let Some(ev) = e.poll_event() else { break };
         let HttpEvent::Mcp(ev) = ev else { continue };
         if let Event::CallTool(call) = ev {
-            if call.name() == "fast" {
+            if call.tool.name == "fast" {
                 let _ = call.answer(&ToolOutput::new(&[Content::text("x")]));
                 continue;
             }
             let serial = serde_json::from_str::<serde_json::Value>(call.arguments.raw())
                 .ok()
                 .and_then(|v| v["peer"].as_u64());
-            let ticket = call.ticket();
+            let ticket = call.ticket;
             let p = peers.iter_mut().find(|p| Some(u64::from(p.serial)) == serial);
             let p = p.expect("a call comes from a connection that is open");
             assert!(p.ticket.is_none(), "one request at a time per connection");
@@ -116,6 +122,8 @@ pub fn http_timers(data: &[u8]) {
                         sent: 0,
                         head_len: 0,
                         awaiting: false,
+                        read: 0,
+                        mark: 0,
                     });
                     next_serial += 1;
                 }
@@ -123,7 +131,17 @@ pub fn http_timers(data: &[u8]) {
                     // Refused only when every connection is busy.
                     assert_eq!(e.connections(), MAX_CONNECTIONS);
                     for p in &peers {
-                        assert!(p.busy(&e), "an idle connection was not shed");
+                        assert!(
+                            p.busy(&e),
+                            "an idle connection was not shed: serial {} ticket {:?} awaiting {} sent {}/{} head {} out {}",
+                            p.serial,
+                            p.ticket,
+                            p.awaiting,
+                            p.sent,
+                            p.req.len(),
+                            p.head_len,
+                            e.pending_output(p.id).len()
+                        );
                     }
                 }
             },
@@ -131,17 +149,21 @@ pub fn http_timers(data: &[u8]) {
                 // Send some (1) or all (2) of a request.
                 let p = &mut peers[k];
                 if p.req.is_empty() && !p.awaiting {
+                    p.sent = 0;
                     p.req = request(p.serial, next_id, if arg & 2 == 0 { "slow" } else { "fast" });
                     p.head_len = p.req.windows(4).position(|w| w == b"\r\n\r\n").map_or(0, |i| i + 4);
                     p.sent = 0;
                     next_id += 1;
                 }
-                let rest = p.req.len() - p.sent;
+                let rest = p.req.len().saturating_sub(p.sent);
                 let n = if code % 8 == 1 { usize::from(arg >> 2).min(rest) } else { rest };
-                p.sent += e.handle_input(now, p.id, &p.req[p.sent..p.sent + n]);
+                if !p.req.is_empty() {
+                    p.sent += e.handle_input(now, p.id, &p.req[p.sent..p.sent + n]);
+                }
                 if !p.req.is_empty() && p.sent == p.req.len() {
                     p.req.clear();
                     p.awaiting = true;
+                    p.mark = p.read + e.pending_output(p.id).len();
                 }
             }
             3 => {
@@ -172,17 +194,19 @@ pub fn http_timers(data: &[u8]) {
         }
         drain(&mut e, &mut peers);
         for p in peers.iter_mut() {
-            if p.awaiting && p.ticket.is_none() && !e.pending_output(p.id).is_empty() {
+            if p.awaiting && p.ticket.is_none() && p.read + e.pending_output(p.id).len() > p.mark {
                 p.awaiting = false; // its response was written
             }
             if p.reading {
                 let n = e.pending_output(p.id).len();
+                p.read += n;
                 e.consume_output(p.id, n);
             }
         }
         drain(&mut e, &mut peers);
         while let Some(ended) = e.poll_ended() {
-            let i = peers.iter().position(|p| p.id == ended).expect("an ended connection is one that was open");
+            let i =
+                peers.iter().position(|p| p.id == ended).expect("an ended connection is one that was open");
             let p = peers.swap_remove(i);
             // A request in flight is only given up when its peer stopped reading.
             assert!(!(p.awaiting && p.reading), "a request in flight was dropped");
