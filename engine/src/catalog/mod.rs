@@ -546,7 +546,7 @@ pub struct Catalog {
     resource_uris: KeyIndex,
     /// A SHA-256 digest of each list as it is served (by `ListKind::index`): list cursors
     /// are bound to it, so a cursor of a list whose contents changed is refused.
-    list_digests: [[u8; 32]; 4],
+    list_digests: Box<[[u8; 32]; 4]>,
 }
 
 /// The positions of a list's items by key (a name or a uri), hashed at build, so that a
@@ -607,7 +607,7 @@ impl Catalog {
             tool_names: KeyIndex::default(),
             prompt_names: KeyIndex::default(),
             resource_uris: KeyIndex::default(),
-            list_digests: [[0; 32]; 4],
+            list_digests: Box::new([[0; 32]; 4]),
         }
         .with_digests()
     }
@@ -703,7 +703,8 @@ impl Catalog {
         &self.list_digests
     }
     /// Computes [`Self::list_digests`]: each list's length, then each item's key and
-    /// fragment (as the latest revision serves it), length-prefixed.
+    /// fragment (as the latest revision serves it), length-prefixed. Boxed, so that a
+    /// `Catalog` stays small to move.
     fn with_digests(mut self) -> Self {
         use sha2::Digest as _;
         for kind in ListKind::ALL {
@@ -835,7 +836,7 @@ impl CatalogBuilder {
             resources,
             templates,
             prompts,
-            list_digests: [[0; 32]; 4],
+            list_digests: Box::new([[0; 32]; 4]),
         }
         .with_digests())
     }
