@@ -78,7 +78,10 @@ use crate::wire::json;
 ///
 /// Every input takes `now`, a monotonic [`Instant`] the caller reads from its clock.
 /// The engine never reads a clock; over stdio it arms no timer, so
-/// [`poll_timeout`](Self::poll_timeout) is `None`.
+/// [`poll_timeout`](Self::poll_timeout) is `None`. What it seals for clients to bring back
+/// (`requestState`, list cursors) expires on the wall clock the caller gives it with
+/// [`set_wall_clock`](Self::set_wall_clock) (a [`UnixTime`]), so that another process can
+/// judge it.
 ///
 /// # Errors and panics
 ///
