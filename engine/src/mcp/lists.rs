@@ -39,7 +39,7 @@ impl Core {
             Some(c) => match self
                 .prepared
                 .cursor_key
-                .as_ref()
+                .as_mut()
                 .map(|k| cursor::open(k, kind, c, &binding, clock, life))
             {
                 Some(Ok(offset)) if (offset as usize) <= len => offset as usize,
@@ -72,7 +72,7 @@ impl Core {
             out.extend_from_slice(self.catalog.list_fragment(kind, i, rev.has_icons()).as_bytes());
         }
         out.push(b']');
-        if let Some(key) = self.prepared.cursor_key.as_ref().filter(|_| end < len) {
+        if let Some(key) = self.prepared.cursor_key.as_mut().filter(|_| end < len) {
             let mut buf = [0u8; cursor::CURSOR_LEN];
             let offset = u32::try_from(end).unwrap_or(u32::MAX);
             let next = cursor::seal(key, kind, offset, clock.expiry(life), &binding, &mut buf);

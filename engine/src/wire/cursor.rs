@@ -115,15 +115,48 @@ pub enum CursorError {
     Expired,
 }
 
-/// The key cursors are sealed with: HMAC-SHA256 keyed once, cloned for each cursor.
+/// The key cursors are sealed with: HMAC-SHA256 keyed once, and for each list the state
+/// after the first message block (the label, the page size and the list's digest),
+/// computed again only when one of those changes. A cursor then costs two SHA-256
+/// compressions: the rest of the message, and the outer hash.
 #[derive(Clone)]
-pub struct CursorKey(Hmac<Sha256>);
+pub struct CursorKey {
+    mac: Hmac<Sha256>,
+    lists: [Option<Prefixed>; 4],
+}
+
+/// The HMAC state after the first block of a list's cursors, and what it holds.
+#[derive(Clone)]
+struct Prefixed {
+    page_size: u32,
+    digest: [u8; 32],
+    mac: Hmac<Sha256>,
+}
 
 impl CursorKey {
     /// The key for the engine's 32-byte secret.
     pub fn new(secret: &[u8; 32]) -> Self {
         // HMAC takes keys of any length.
-        Self(<Hmac<Sha256> as KeyInit>::new_from_slice(secret).unwrap_or_else(|_| unreachable!()))
+        let mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret).unwrap_or_else(|_| unreachable!());
+        Self { mac, lists: [None, None, None, None] }
+    }
+
+    /// The state for `kind` under `b`, past the first block.
+    fn prefixed(&mut self, kind: ListKind, b: &Binding<'_>) -> Hmac<Sha256> {
+        let digest = &b.lists[kind.index()];
+        let slot = &mut self.lists[kind.index()];
+        if let Some(p) = slot.as_ref().filter(|p| p.page_size == b.page_size && p.digest == *digest) {
+            return p.mac.clone();
+        }
+        // One whole block: the label, the page size, the digest, zeros.
+        let mut block = [0u8; 64];
+        block[..LABEL.len()].copy_from_slice(LABEL);
+        block[LABEL.len()..LABEL.len() + 4].copy_from_slice(&b.page_size.to_le_bytes());
+        block[LABEL.len() + 4..LABEL.len() + 36].copy_from_slice(digest);
+        let mut mac = self.mac.clone();
+        mac.update(&block);
+        *slot = Some(Prefixed { page_size: b.page_size, digest: *digest, mac: mac.clone() });
+        mac
     }
 }
 
@@ -146,12 +179,12 @@ pub struct Binding<'a> {
     pub lists: &'a [[u8; 32]; 4],
 }
 
-/// The tag of `body` under `binding` (for the list `kind`).
-fn tag(key: &CursorKey, kind: ListKind, body: &[u8; BODY_LEN], b: &Binding<'_>) -> Hmac<Sha256> {
-    let mut m = key.0.clone();
-    m.update(LABEL);
+/// The tag of `body` under `binding` (for the list `kind`): HMAC over one block of the
+/// label, page size and list digest ([`CursorKey::prefixed`]), then the body, the
+/// revision and the principal.
+fn tag(key: &mut CursorKey, kind: ListKind, body: &[u8; BODY_LEN], b: &Binding<'_>) -> Hmac<Sha256> {
+    let mut m = key.prefixed(kind, b);
     m.update(body);
-    m.update(&b.page_size.to_le_bytes());
     // Revision strings are short (`2026-07-28`); the length keeps the fields apart.
     m.update(&[b.revision.len().min(255) as u8]);
     m.update(b.revision.as_bytes());
@@ -162,13 +195,12 @@ fn tag(key: &CursorKey, kind: ListKind, body: &[u8; BODY_LEN], b: &Binding<'_>) 
         }
         None => m.update(&[0]),
     }
-    m.update(&b.lists[kind.index()]);
     m
 }
 
 /// (hot) Seals "the page of `kind` from item `offset`", expiring at `expiry`, into `buf`.
 pub fn seal<'b>(
-    key: &CursorKey,
+    key: &mut CursorKey,
     kind: ListKind,
     offset: u32,
     expiry: Expiry,
@@ -191,7 +223,7 @@ pub fn seal<'b>(
 /// (hot) Opens a cursor for `kind`: the offset it names, if it is one this server sealed
 /// for this binding and it holds at `clock`.
 pub fn open(
-    key: &CursorKey,
+    key: &mut CursorKey,
     kind: ListKind,
     cursor: &str,
     binding: &Binding<'_>,
@@ -238,7 +270,7 @@ pub fn open(
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub fn fuzz_cursor(data: &[u8]) {
-    let key = CursorKey::new(&[42; 32]);
+    let mut key = CursorKey::new(&[42; 32]);
     let Some((&mode, rest)) = data.split_first() else { return };
     let kind = ListKind::ALL[usize::from(mode >> 1) & 3];
     let lists = [[1; 32], [2; 32], [3; 32], [4; 32]];
@@ -249,7 +281,7 @@ pub fn fuzz_cursor(data: &[u8]) {
         for clock in [Clock { mono: 0, wall: None }, Clock { mono: 0, wall: Some(0) }] {
             for k in ListKind::ALL {
                 assert_eq!(
-                    open(&key, k, &text, &b, clock, life).ok(),
+                    open(&mut key, k, &text, &b, clock, life).ok(),
                     None,
                     "a cursor nobody sealed opened: {text:?}"
                 );
@@ -273,18 +305,18 @@ pub fn fuzz_cursor(data: &[u8]) {
     let clock = |t: u64| if wall { Clock { mono: 0, wall: Some(t) } } else { Clock { mono: t, wall: None } };
     let expiry = clock(now).expiry(life);
     let mut buf = [0u8; CURSOR_LEN];
-    let text = seal(&key, kind, offset, expiry, &b, &mut buf).to_owned();
+    let text = seal(&mut key, kind, offset, expiry, &b, &mut buf).to_owned();
     assert_eq!(text.len(), CURSOR_LEN);
     assert!(text.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'), "{text:?}");
-    assert_eq!(open(&key, kind, &text, &b, clock(now), life), Ok(offset));
+    assert_eq!(open(&mut key, kind, &text, &b, clock(now), life), Ok(offset));
     let last = if wall { now + life.ttl + life.skew } else { now + life.ttl };
-    assert_eq!(open(&key, kind, &text, &b, clock(last), life), Ok(offset));
-    assert_eq!(open(&key, kind, &text, &b, clock(last + 1), life), Err(CursorError::Expired));
+    assert_eq!(open(&mut key, kind, &text, &b, clock(last), life), Ok(offset));
+    assert_eq!(open(&mut key, kind, &text, &b, clock(last + 1), life), Err(CursorError::Expired));
     let other_clock =
         if wall { Clock { mono: now, wall: None } } else { Clock { mono: now, wall: Some(now) } };
-    assert_eq!(open(&key, kind, &text, &b, other_clock, life), Err(CursorError::Expired));
+    assert_eq!(open(&mut key, kind, &text, &b, other_clock, life), Err(CursorError::Expired));
     for k in ListKind::ALL.into_iter().filter(|&k| k != kind) {
-        assert_eq!(open(&key, k, &text, &b, clock(now), life), Err(CursorError::OtherList(kind)));
+        assert_eq!(open(&mut key, k, &text, &b, clock(now), life), Err(CursorError::OtherList(kind)));
     }
     let other_principal = [mode.wrapping_add(1); 32];
     let mut other_lists = lists;
@@ -297,15 +329,15 @@ pub fn fuzz_cursor(data: &[u8]) {
         Binding { lists: &other_lists, ..b },
     ];
     for c in &changed {
-        assert_eq!(open(&key, kind, &text, c, clock(now), life), Err(CursorError::Invalid), "{c:?}");
+        assert_eq!(open(&mut key, kind, &text, c, clock(now), life), Err(CursorError::Invalid), "{c:?}");
     }
-    let other_key = CursorKey::new(&[7; 32]);
-    assert_eq!(open(&other_key, kind, &text, &b, clock(now), life), Err(CursorError::Invalid));
+    let mut other_key = CursorKey::new(&[7; 32]);
+    assert_eq!(open(&mut other_key, kind, &text, &b, clock(now), life), Err(CursorError::Invalid));
     let mut spoiled = text.into_bytes();
     let at = usize::from(mode) % spoiled.len();
     spoiled[at] = if spoiled[at] == b'A' { b'B' } else { b'A' };
     let spoiled = String::from_utf8(spoiled).unwrap_or_default();
-    assert!(open(&key, kind, &spoiled, &b, clock(now), life).is_err(), "a changed cursor opened");
+    assert!(open(&mut key, kind, &spoiled, &b, clock(now), life).is_err(), "a changed cursor opened");
 }
 
 #[cfg(test)]
@@ -326,7 +358,7 @@ mod tests {
 
     fn sealed(kind: ListKind, offset: u32, b: &Binding<'_>, clock: Clock) -> String {
         let mut buf = [0u8; CURSOR_LEN];
-        seal(&key(), kind, offset, clock.expiry(LIFE), b, &mut buf).to_owned()
+        seal(&mut key(), kind, offset, clock.expiry(LIFE), b, &mut buf).to_owned()
     }
 
     #[test]
@@ -337,7 +369,7 @@ mod tests {
                 let c = sealed(kind, offset, &binding(), LOCAL);
                 assert_eq!(c.len(), CURSOR_LEN);
                 assert!(c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'), "{c}");
-                assert_eq!(open(&key(), kind, &c, &binding(), LOCAL, LIFE), Ok(offset));
+                assert_eq!(open(&mut key(), kind, &c, &binding(), LOCAL, LIFE), Ok(offset));
             }
             assert_eq!(ListKind::ALL[kind.index()], kind);
             assert_eq!(ListKind::from_tag(kind.tag()), Some(kind));
@@ -350,7 +382,7 @@ mod tests {
             let c = sealed(a, 3, &binding(), LOCAL);
             for b in ListKind::ALL {
                 let want = if a == b { Ok(3) } else { Err(CursorError::OtherList(a)) };
-                assert_eq!(open(&key(), b, &c, &binding(), LOCAL, LIFE), want);
+                assert_eq!(open(&mut key(), b, &c, &binding(), LOCAL, LIFE), want);
             }
         }
     }
@@ -361,7 +393,7 @@ mod tests {
         let q = [6u8; 32];
         let base = Binding { principal: Some(&p), ..binding() };
         let c = sealed(ListKind::Tools, 7, &base, LOCAL);
-        assert_eq!(open(&key(), ListKind::Tools, &c, &base, LOCAL, LIFE), Ok(7));
+        assert_eq!(open(&mut key(), ListKind::Tools, &c, &base, LOCAL, LIFE), Ok(7));
         let mut lists = LISTS;
         lists[0][31] ^= 1;
         let mut others = LISTS;
@@ -374,10 +406,10 @@ mod tests {
             ("this list", Binding { lists: &lists, ..base }, Err(CursorError::Invalid)),
             ("another list", Binding { lists: &others, ..base }, Ok(7)),
         ] {
-            assert_eq!(open(&key(), ListKind::Tools, &c, &b, LOCAL, LIFE), want, "{what}");
+            assert_eq!(open(&mut key(), ListKind::Tools, &c, &b, LOCAL, LIFE), want, "{what}");
         }
         assert_eq!(
-            open(&CursorKey::new(&[8; 32]), ListKind::Tools, &c, &base, LOCAL, LIFE),
+            open(&mut CursorKey::new(&[8; 32]), ListKind::Tools, &c, &base, LOCAL, LIFE),
             Err(CursorError::Invalid)
         );
     }
@@ -389,7 +421,7 @@ mod tests {
         for i in 0..raw.len() * 8 {
             raw[i / 8] ^= 1 << (i % 8);
             let text = URL_SAFE_NO_PAD.encode(&raw);
-            assert!(open(&key(), ListKind::Prompts, &text, &binding(), LOCAL, LIFE).is_err(), "bit {i}");
+            assert!(open(&mut key(), ListKind::Prompts, &text, &binding(), LOCAL, LIFE).is_err(), "bit {i}");
             raw[i / 8] ^= 1 << (i % 8);
         }
     }
@@ -402,14 +434,14 @@ mod tests {
         let std = c.replace('-', "+").replace('_', "/");
         for bad in ["", "!!!!", "a", "é", &c[..39], &padded, &format!("{c}A"), &long, &"A".repeat(40)] {
             assert_eq!(
-                open(&key(), ListKind::Tools, bad, &binding(), LOCAL, LIFE),
+                open(&mut key(), ListKind::Tools, bad, &binding(), LOCAL, LIFE),
                 Err(CursorError::Invalid),
                 "{bad:?}"
             );
         }
         if std != c {
             assert_eq!(
-                open(&key(), ListKind::Tools, &std, &binding(), LOCAL, LIFE),
+                open(&mut key(), ListKind::Tools, &std, &binding(), LOCAL, LIFE),
                 Err(CursorError::Invalid)
             );
         }
@@ -420,12 +452,12 @@ mod tests {
         let wall = Clock { mono: 0, wall: Some(1_000_000) };
         let c = sealed(ListKind::Resources, 4, &binding(), wall);
         let at = |w| Clock { mono: 0, wall: Some(w) };
-        let open_at = |clock| open(&key(), ListKind::Resources, &c, &binding(), clock, LIFE);
+        let open_at = |clock| open(&mut key(), ListKind::Resources, &c, &binding(), clock, LIFE);
         assert_eq!(open_at(at(1_001_010)), Ok(4));
         assert_eq!(open_at(at(1_001_011)), Err(CursorError::Expired));
         assert_eq!(open_at(LOCAL), Err(CursorError::Expired), "no wall clock to judge it on");
         let local = sealed(ListKind::Resources, 4, &binding(), LOCAL);
-        let open_local = |clock| open(&key(), ListKind::Resources, &local, &binding(), clock, LIFE);
+        let open_local = |clock| open(&mut key(), ListKind::Resources, &local, &binding(), clock, LIFE);
         assert_eq!(open_local(Clock { mono: 1_005, wall: None }), Ok(4));
         assert_eq!(open_local(Clock { mono: 1_006, wall: None }), Err(CursorError::Expired));
         assert_eq!(open_local(at(0)), Err(CursorError::Expired), "sealed before the wall clock was set");
