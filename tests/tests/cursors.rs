@@ -434,3 +434,59 @@ fn request_state_from_a_clock_too_far_ahead_is_refused() {
         refused(&retry(&mut peer(w, Some(further)), &state), "expired");
     }
 }
+
+// ---------------------------------------------------------------- the adapters
+
+/// Judges a cursor an adapter issued: an engine without a wall clock refuses it (so it was
+/// sealed on the wall clock), one whose wall clock reads the system's accepts it (the
+/// only reliance on real time: less than the cursor's five minutes between the two).
+fn judge_adapter_cursor(out: &[u8]) {
+    let v = lines(out);
+    let cursor = v[0]["result"]["nextCursor"].as_str().unwrap_or_else(|| panic!("{v:?}")).to_owned();
+    let line = list_line("tools/list", Some(&cursor));
+    refused(&send(&mut engine(None), Instant::ZERO, &line), "expired");
+    let now = UnixTime::from_system_time(std::time::SystemTime::now());
+    let v = send(&mut engine(Some(now)), Instant::ZERO, &line);
+    assert_eq!(page(&v, "tools"), ["tool_02", "tool_03"], "{v}");
+}
+
+#[test]
+fn the_mio_adapter_seals_on_the_wall_clock() {
+    use std::io::{Read, Write};
+    let (client_tx, server_rx) = mio::unix::pipe::new().unwrap();
+    let (server_tx, client_rx) = mio::unix::pipe::new().unwrap();
+    client_tx.set_nonblocking(false).unwrap();
+    client_rx.set_nonblocking(false).unwrap();
+    let server = mcp_io_mio::StdioServer::new(engine(None), server_rx, server_tx).unwrap();
+    let handle = std::thread::spawn(move || server.run(|_| {}));
+    let mut tx = std::fs::File::from(std::os::fd::OwnedFd::from(client_tx));
+    tx.write_all(list_line("tools/list", None).as_bytes()).unwrap();
+    drop(tx);
+    let mut rx = std::fs::File::from(std::os::fd::OwnedFd::from(client_rx));
+    let mut out = Vec::new();
+    rx.read_to_end(&mut out).unwrap();
+    handle.join().unwrap().unwrap();
+    judge_adapter_cursor(&out);
+}
+
+#[test]
+fn the_tokio_adapter_seals_on_the_wall_clock() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let out = rt.block_on(async {
+        let (client, server) = tokio::io::duplex(4096);
+        let (read_half, write_half) = tokio::io::split(server);
+        let handler = std::sync::Arc::new(mcp_io_tokio::tool_fn(|_call| async move {
+            Ok(mcp_io_tokio::ToolReply::text("unused"))
+        }));
+        let serving = tokio::spawn(mcp_io_tokio::serve(engine(None), handler, read_half, write_half));
+        let (mut rx, mut tx) = tokio::io::split(client);
+        tx.write_all(list_line("tools/list", None).as_bytes()).await.unwrap();
+        tx.shutdown().await.unwrap();
+        let mut out = Vec::new();
+        rx.read_to_end(&mut out).await.unwrap();
+        serving.await.unwrap().unwrap();
+        out
+    });
+    judge_adapter_cursor(&out);
+}
