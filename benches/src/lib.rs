@@ -13,6 +13,14 @@ pub fn engine() -> Engine {
     Engine::new(Config::new("bench", "1"), catalog())
 }
 
+/// The configuration of the list workloads: defaults and a secret key, so that a page
+/// ends with a sealed cursor (without a key each list is one page).
+pub fn list_config() -> Config {
+    let mut c = Config::new("bench", "1");
+    c.secret_key([7; 32]);
+    c
+}
+
 /// The catalog both engines serve: 100 tools without input schema.
 pub fn catalog() -> Catalog {
     let mut b = Catalog::builder();
@@ -262,7 +270,8 @@ pub fn scaled(name: &str) -> Option<Box<dyn Workload>> {
         "tools_list" => tools_list(),
         _ => return None,
     };
-    let engine = Engine::new(Config::new("bench", "1"), catalog_of(n));
+    let config = if what == "tools_list" { list_config() } else { Config::new("bench", "1") };
+    let engine = Engine::new(config, catalog_of(n));
     Some(Box::new(Stdio { engine, frame, sink: vec![0; 1 << 20] }))
 }
 
@@ -273,7 +282,9 @@ pub fn candidate(name: &str) -> Option<Box<dyn Workload>> {
         let (engine, conn) = http_engine();
         Box::new(Http { engine, conn, request: bytes, sink: Vec::with_capacity(1 << 16) })
     } else {
-        Box::new(Stdio { engine: engine(), frame: bytes, sink: vec![0; 1 << 16] })
+        let engine =
+            if name == "stdio/tools_list" { Engine::new(list_config(), catalog()) } else { engine() };
+        Box::new(Stdio { engine, frame: bytes, sink: vec![0; 1 << 16] })
     })
 }
 
@@ -300,7 +311,9 @@ mod tests {
             sink
         } else {
             let mut sink = vec![0; 1 << 16];
-            let n = dispatch(&mut engine(), &request, &mut sink);
+            let mut e =
+                if name == "stdio/tools_list" { Engine::new(list_config(), catalog()) } else { engine() };
+            let n = dispatch(&mut e, &request, &mut sink);
             sink.truncate(n);
             sink
         };

@@ -76,6 +76,8 @@ pub struct Config {
     pub(crate) completions: bool,
     pub(crate) state_key: Option<SecretKey>,
     pub(crate) state_ttl: core::time::Duration,
+    pub(crate) cursor_ttl: core::time::Duration,
+    pub(crate) clock_skew: core::time::Duration,
     pub(crate) list_changed: bool,
     pub(crate) resource_subscriptions: bool,
     pub(crate) max_subscriptions: usize,
@@ -102,6 +104,8 @@ impl Config {
             completions: false,
             state_key: None,
             state_ttl: core::time::Duration::from_secs(600),
+            cursor_ttl: core::time::Duration::from_secs(600),
+            clock_skew: core::time::Duration::from_secs(30),
             list_changed: false,
             resource_subscriptions: false,
             max_subscriptions: 16,
@@ -159,7 +163,9 @@ impl Config {
         self.max_buffered_output = bytes.max(1);
         self
     }
-    /// Items per list page (default 50). Clamped to 1..=10,000.
+    /// Items per list page (default 50). Clamped to 1..=10,000. A list longer than a page
+    /// ends its page with a `nextCursor` sealed with the [secret key](Self::secret_key);
+    /// without a key no cursor can be sealed, so each list is served whole, in one page.
     pub fn page_size(&mut self, n: usize) -> &mut Self {
         self.page_size = n.clamp(1, 10_000);
         self
@@ -186,19 +192,48 @@ impl Config {
         self.completions = on;
         self
     }
-    /// The secret that seals `requestState` of multi-round-trip requests (HMAC-SHA256,
-    /// [`Engine::answer_input_required`](crate::Engine::answer_input_required)). Without one the engine issues no
-    /// `requestState`, refuses host state, and answers `-32602` to any `requestState` it is
-    /// sent. Every server instance that may receive a retry needs the same key; draw it
-    /// from a cryptographic source and keep it out of logs.
-    pub fn request_state_key(&mut self, key: [u8; 32]) -> &mut Self {
+    /// The secret that seals what the engine hands clients to bring back (HMAC-SHA256):
+    /// the `requestState` of multi-round-trip requests
+    /// ([`Engine::answer_input_required`](crate::Engine::answer_input_required)) and list
+    /// cursors (`nextCursor`). Without one the engine issues no `requestState`, refuses
+    /// host state, and answers `-32602` to any `requestState` it is sent; and it serves
+    /// each list whole, with no cursor (any cursor it is sent is `-32602`). Every server
+    /// instance that may receive a retry or a next-page request needs the same key; draw
+    /// it from a cryptographic source and keep it out of logs.
+    pub fn secret_key(&mut self, key: [u8; 32]) -> &mut Self {
         self.state_key = Some(SecretKey(key));
         self
     }
-    /// How long a `requestState` stays valid after it is issued (default 10 minutes),
-    /// measured on the [`Instant`](crate::Instant)s the engine is given. A retry after it is `-32602`.
+    /// The same as [`Self::secret_key`] (its older name).
+    pub fn request_state_key(&mut self, key: [u8; 32]) -> &mut Self {
+        self.secret_key(key)
+    }
+    /// How long a `requestState` stays valid after it is issued (default 10 minutes). A
+    /// retry after it is `-32602`. Measured on the wall clock once the host has set it
+    /// ([`Engine::set_wall_clock`](crate::Engine::set_wall_clock)), with the
+    /// [skew allowance](Self::clock_skew); until then on the [`Instant`](crate::Instant)s
+    /// the engine is given, which only this engine can judge (see `docs/decisions.md`).
     pub fn request_state_ttl(&mut self, ttl: core::time::Duration) -> &mut Self {
         self.state_ttl = ttl;
+        self
+    }
+    /// How long a list cursor (`nextCursor`) stays valid after it is issued (default 10
+    /// minutes, clamped to 1 second..=24 hours). A cursor sent after it is `-32602`, and the
+    /// client lists again from the first page. Measured like
+    /// [`Self::request_state_ttl`].
+    pub fn cursor_ttl(&mut self, ttl: core::time::Duration) -> &mut Self {
+        self.cursor_ttl =
+            ttl.clamp(core::time::Duration::from_secs(1), core::time::Duration::from_secs(86_400));
+        self
+    }
+    /// How far apart the wall clocks of the server instances that share a
+    /// [secret key](Self::secret_key) may be (default 30 seconds, clamped to at most 10
+    /// minutes). A `requestState` or cursor sealed on the wall clock is accepted until its
+    /// expiry plus this, and refused if its expiry is further ahead than its lifetime plus
+    /// this (sealed by a clock that far ahead). Not applied to expiries on
+    /// [`Instant`](crate::Instant)s, which come from this engine's one clock.
+    pub fn clock_skew(&mut self, skew: core::time::Duration) -> &mut Self {
+        self.clock_skew = skew.min(core::time::Duration::from_secs(600));
         self
     }
     /// Whether the catalog may change while the server runs (default off). On,
@@ -232,7 +267,7 @@ impl Config {
         self.max_subscriptions = n.max(1);
         self
     }
-    /// Whether a request-state key is set.
+    /// Whether a secret key is set ([`Self::secret_key`]).
     pub fn has_request_state_key(&self) -> bool {
         self.state_key.is_some()
     }

@@ -204,6 +204,8 @@ pub(crate) enum PeerError<'a> {
         list: &'static str,
     },
     InvalidCursor,
+    /// A cursor this server issued, past its lifetime.
+    CursorExpired,
     NotificationsNotObject,
     TooManySubscriptions(usize),
     /// More listen streams for one peer (connection or principal) than allowed.
@@ -372,7 +374,10 @@ impl fmt::Display for PeerError<'_> {
             E::CursorOtherList { cursor, list } => {
                 write!(f, "Invalid params: this cursor belongs to {cursor}, not {list}")
             }
-            E::InvalidCursor => f.write_str("Invalid params: invalid cursor"),
+            E::InvalidCursor => f.write_str(
+                "Invalid params: invalid cursor (not issued for this caller, revision and list as it is now); list again without it",
+            ),
+            E::CursorExpired => f.write_str("Invalid params: this cursor has expired; list again without it"),
             E::NotificationsNotObject => f.write_str("Invalid params: params.notifications must be an object"),
             E::TooManySubscriptions(max) => {
                 write!(f, "Internal error: too many open subscriptions (at most {max})")

@@ -1,11 +1,12 @@
 //! The internals the fuzz harnesses (the `mcp-engine-fuzz` crate in `fuzz/`) need beyond
 //! the public API, exported only under `--cfg fuzzing` (which `cargo fuzz` sets). Not an
 //! API: nothing here is stable. Re-exports only; every harness lives in the fuzz crate
-//! but the two below that need the deepest internals.
+//! but the three below that need the deepest internals.
 
 // The harnesses that stay with the code they check.
 pub use crate::catalog::schema::fuzz_schema_differential;
 pub use crate::mcp::mrtr::fuzz_request_state;
+pub use crate::wire::cursor::fuzz_cursor;
 
 // Resource templates.
 pub use crate::catalog::uritemplate::{
@@ -13,9 +14,7 @@ pub use crate::catalog::uritemplate::{
 };
 
 // Pagination cursors.
-pub use crate::wire::cursor::{
-    CursorError, ListKind, MAX_CURSOR_KEY, MAX_CURSOR_LEN, decode as decode_cursor, encode as encode_cursor,
-};
+pub use crate::wire::cursor::{CURSOR_LEN, CursorError, ListKind};
 
 // The MCP header matcher.
 pub use crate::wire::headers::{

@@ -125,4 +125,4 @@ pub use mcp::subs::{CatalogChange, ReplaceError};
 pub use mcp::tickets::Ticket;
 pub use revision::Revision;
 pub use stdio::Engine;
-pub use time::Instant;
+pub use time::{Instant, UnixTime};

@@ -19,7 +19,7 @@ use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
 use crate::revision::Revision;
-use crate::time::Instant;
+use crate::time::{Instant, UnixTime};
 use crate::wire::json;
 
 /// The MCP server state machine.
@@ -78,7 +78,10 @@ use crate::wire::json;
 ///
 /// Every input takes `now`, a monotonic [`Instant`] the caller reads from its clock.
 /// The engine never reads a clock; over stdio it arms no timer, so
-/// [`poll_timeout`](Self::poll_timeout) is `None`.
+/// [`poll_timeout`](Self::poll_timeout) is `None`. What it seals for clients to bring back
+/// (`requestState`, list cursors) expires on the wall clock the caller gives it with
+/// [`set_wall_clock`](Self::set_wall_clock) (a [`UnixTime`]), so that another process can
+/// judge it.
 ///
 /// # Errors and panics
 ///
@@ -264,6 +267,21 @@ impl Engine {
     /// Advances timers to `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.clamp_now(now);
+    }
+
+    /// Sets the wall clock: at `now` it reads `wall` (say
+    /// `UnixTime::from_system_time(SystemTime::now())`, read at the same moment as
+    /// `now`). From then on it advances with the `Instant`s the engine is given, until it
+    /// is set again; set it whenever you pass time in (the adapters do). Once it is set,
+    /// the `requestState` and list cursors the engine seals expire on it (microseconds
+    /// since the Unix epoch, judged with [`Config::clock_skew`](crate::Config::clock_skew)),
+    /// so another process with the same key, or this one after a restart, judges them the
+    /// same way. Until it is set they expire on the `Instant`s, which only this engine can
+    /// judge, and a token sealed on one clock is refused (`-32602`) by an engine that
+    /// judges on the other.
+    pub fn set_wall_clock(&mut self, now: Instant, wall: UnixTime) {
+        self.clamp_now(now);
+        self.core.set_wall_clock(wall.as_micros());
     }
 
     /// The next piece of work for the host, or `None` when there is none.

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use mcp_engine::internal::{ListKind, MAX_CURSOR_LEN, encode_cursor, write_json_str};
+use mcp_engine::internal::{CURSOR_LEN, ListKind, write_json_str};
 use mcp_engine::{
     AnswerError, Catalog, Config, Content, Engine, Event, HostError, Instant, LogLevel, MAX_TICKET_ID_LEN,
     NotifyError, PromptMessage, PromptOutput, ResourceContents, Ticket, Tool, ToolOutput,
@@ -846,27 +846,24 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
                 0..=3 => {}
                 n @ (4 | 5) => {
                     let kind = if n == 4 { own } else { j.b.pick(&kinds) };
-                    let key = match j.b.below(3) {
-                        0 => j.b.text(8),
-                        _ => {
-                            j.b.pick(&[
-                                "plain",
-                                "typed",
-                                "needs",
-                                "out",
-                                "x://r",
-                                "x://s",
-                                "p",
-                                "q",
-                                "x://u/{a}",
-                            ])
-                            .to_owned()
-                        }
+                    // Cursor-shaped (the version byte, the list's tag, then anything, as
+                    // 40 base64url characters): what a client forging one would send. It
+                    // must be refused, not panic, whatever the list.
+                    let tag = match kind {
+                        ListKind::Tools => b't',
+                        ListKind::Resources => b'r',
+                        ListKind::ResourceTemplates => b'u',
+                        ListKind::Prompts => b'p',
                     };
-                    let mut buf = [0u8; MAX_CURSOR_LEN];
-                    if let Some(c) = encode_cursor(kind, &key, &mut buf) {
-                        p.push(("cursor".into(), j.str_value(c)));
+                    let mut raw = [0u8; 30];
+                    raw[0] = 2 | (j.b.u8() & 0x80);
+                    raw[1] = tag;
+                    for b in &mut raw[2..] {
+                        *b = j.b.u8();
                     }
+                    let c = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, raw);
+                    debug_assert_eq!(c.len(), CURSOR_LEN);
+                    p.push(("cursor".into(), j.str_value(&c)));
                 }
                 6 => {
                     let t = j.b.text(12);
@@ -944,6 +941,7 @@ pub fn jsonrpc(data: &[u8]) {
         .logging(setup & 0x10 != 0)
         .completions(setup & 0x20 != 0)
         .page_size(1 + usize::from(prelude >> 6))
+        .secret_key([0x11; 32])
         .server_info_in_meta(prelude & 0x20 == 0);
     let mut e = Engine::new(cfg, rich_catalog());
 

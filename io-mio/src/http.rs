@@ -410,6 +410,7 @@ impl HttpServer {
         }
         let host: &mut Host<'_> = &mut host;
         let now = self.now();
+        self.engine.set_wall_clock(now, mcp_engine::UnixTime::from_system_time(std::time::SystemTime::now()));
         self.epoch += 1;
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.engine.handle_timeout(now);

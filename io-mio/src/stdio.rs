@@ -165,6 +165,7 @@ impl StdioServer {
     /// As [`handle_ready`](Self::handle_ready).
     pub fn drive(&mut self, registry: &Registry, mut host: impl FnMut(Event<'_>)) -> io::Result<()> {
         let now = self.now();
+        self.engine.set_wall_clock(now, mcp_engine::UnixTime::from_system_time(std::time::SystemTime::now()));
         if self.engine.poll_timeout().is_some_and(|t| t <= now) {
             self.engine.handle_timeout(now);
         }

@@ -310,8 +310,11 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
         (host, done_rx, verdict_rx)
     }
 
-    pub(crate) fn now(&self) -> Instant {
-        Instant::from_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+    /// The engine's time, and the wall clock set to match it.
+    pub(crate) fn now(&mut self) -> Instant {
+        let now = Instant::from_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX));
+        self.engine.set_wall_clock(now, mcp_engine::UnixTime::from_system_time(std::time::SystemTime::now()));
+        now
     }
 
     /// Whether the engine may start one more request without passing the in-flight limit.

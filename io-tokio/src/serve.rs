@@ -158,6 +158,8 @@ impl<H: Handler> Driver<H> {
     fn pump(&mut self) {
         loop {
             let now = self.now();
+            self.engine
+                .set_wall_clock(now, mcp_engine::UnixTime::from_system_time(std::time::SystemTime::now()));
             let mut progress = false;
             if !self.held.is_empty() {
                 let taken = self.engine.handle_input(now, &self.read_buf[self.held.clone()]);

@@ -36,7 +36,14 @@ fn engine() -> Engine {
         b = b.tool(Tool::new(format!("tool_{i:03}")).description("a tool without an input schema"));
     }
     let catalog = b.resource(Resource::new("test://r", "r")).prompt(Prompt::new("p")).build().unwrap();
-    Engine::new(Config::new("alloc", "1"), catalog)
+    Engine::new(keyed(), catalog)
+}
+
+/// The test configuration with a secret key (list cursors are sealed with it).
+fn keyed() -> Config {
+    let mut c = Config::new("alloc", "1");
+    c.secret_key([3; 32]);
+    c
 }
 
 /// More than one page (50) of every list, a tool with an input schema, resources behind
@@ -313,7 +320,7 @@ impl Rev {
         }
     }
     fn engine(self) -> Engine {
-        let mut e = Engine::new(Config::new("alloc", "1"), rich_catalog());
+        let mut e = Engine::new(keyed(), rich_catalog());
         if let Self::Legacy = self {
             let opened = exchange(&mut e, &legacy_open("2025-11-25"));
             assert_eq!(opened[0]["result"]["protocolVersion"], "2025-11-25");
@@ -416,7 +423,7 @@ impl Http {
     fn new() -> Self {
         let http =
             HttpConfig::new(AllowedOrigins::List(vec!["http://localhost:3000".into()]), Authorization::Host);
-        let config = Config::new("alloc", "1");
+        let config = keyed();
         Self { c: mcp_tests::wire::client_of(config, http, rich_catalog(), Box::new(respond)) }
     }
 

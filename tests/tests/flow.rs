@@ -212,7 +212,7 @@ fn pagination_walks_every_item_once_and_cursors_name_their_list() {
         b.build().unwrap()
     };
     let mut cfg = Config::new("s", "1");
-    cfg.page_size(3);
+    cfg.page_size(3).secret_key([1; 32]);
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
     let mut pages = 0;
@@ -248,9 +248,10 @@ fn pagination_walks_every_item_once_and_cursors_name_their_list() {
 }
 
 #[test]
-fn keyset_cursors_do_not_skip_items_when_the_catalog_changes() {
-    // A cursor names the last item seen, not an offset: after an item before it is
-    // removed, the next page still starts right after it.
+fn cursors_of_a_list_that_changed_are_refused() {
+    // A cursor names an offset into the list as it was: once an item before it is
+    // removed, the offset means something else, so the cursor is refused (-32602) and the
+    // client lists again from the start (tests/tests/cursors.rs has every binding).
     let build = |names: &[&str]| {
         let mut b = Catalog::builder();
         for n in names {
@@ -259,13 +260,17 @@ fn keyset_cursors_do_not_skip_items_when_the_catalog_changes() {
         b.build().unwrap()
     };
     let mut cfg = Config::new("s", "1");
-    cfg.page_size(2);
+    cfg.page_size(2).secret_key([1; 32]);
     let mut e = Engine::new(cfg.clone(), build(&["a", "b", "c", "d"]));
     let out = lines(&drive(&mut e, modern(1, "tools/list", json!({})).as_bytes(), &[usize::MAX]));
     let cursor = out[0]["result"]["nextCursor"].as_str().unwrap().to_owned();
-    let mut e = Engine::new(cfg, build(&["b", "c", "d"]));
-    let out =
-        lines(&drive(&mut e, modern(2, "tools/list", json!({"cursor": cursor})).as_bytes(), &[usize::MAX]));
+    let next = modern(2, "tools/list", json!({"cursor": cursor}));
+    let mut e = Engine::new(cfg.clone(), build(&["b", "c", "d"]));
+    let out = lines(&drive(&mut e, next.as_bytes(), &[usize::MAX]));
+    assert_eq!(out[0]["error"]["code"], -32602, "{}", out[0]);
+    // The same list in another engine with the same key: the walk goes on.
+    let mut e = Engine::new(cfg, build(&["a", "b", "c", "d"]));
+    let out = lines(&drive(&mut e, next.as_bytes(), &[usize::MAX]));
     let names: Vec<_> =
         out[0]["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
     assert_eq!(names, [json!("c"), json!("d")]);

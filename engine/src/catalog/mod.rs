@@ -544,6 +544,9 @@ pub struct Catalog {
     tool_names: KeyIndex,
     prompt_names: KeyIndex,
     resource_uris: KeyIndex,
+    /// A SHA-256 digest of each list as it is served (by `ListKind::index`): list cursors
+    /// are bound to it, so a cursor of a list whose contents changed is refused.
+    list_digests: Box<[[u8; 32]; 4]>,
 }
 
 /// The positions of a list's items by key (a name or a uri), hashed at build, so that a
@@ -604,7 +607,9 @@ impl Catalog {
             tool_names: KeyIndex::default(),
             prompt_names: KeyIndex::default(),
             resource_uris: KeyIndex::default(),
+            list_digests: Box::new([[0; 32]; 4]),
         }
+        .with_digests()
     }
 
     /// The tools, sorted by name.
@@ -693,19 +698,28 @@ impl Catalog {
             ListKind::Prompts => self.prompts[i].wire.for_revision(icons),
         }
     }
-    /// Index of the first item whose key sorts after `key` (keyset pagination).
-    pub(crate) fn list_after(&self, kind: ListKind, key: &str) -> usize {
-        let n = self.list_len(kind);
-        let (mut lo, mut hi) = (0, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.list_key(kind, mid) <= key {
-                lo = mid + 1;
-            } else {
-                hi = mid;
+    /// The digest of each list as it is served, by `ListKind::index`.
+    pub(crate) fn list_digests(&self) -> &[[u8; 32]; 4] {
+        &self.list_digests
+    }
+    /// Computes [`Self::list_digests`]: each list's length, then each item's key and
+    /// fragment (as the latest revision serves it), length-prefixed. Boxed, so that a
+    /// `Catalog` stays small to move.
+    fn with_digests(mut self) -> Self {
+        use sha2::Digest as _;
+        for kind in ListKind::ALL {
+            let mut h = sha2::Sha256::new();
+            let n = self.list_len(kind);
+            h.update((n as u64).to_le_bytes());
+            for i in 0..n {
+                for part in [self.list_key(kind, i), self.list_fragment(kind, i, true)] {
+                    h.update((part.len() as u64).to_le_bytes());
+                    h.update(part.as_bytes());
+                }
             }
+            self.list_digests[kind.index()] = h.finalize().into();
         }
-        lo
+        self
     }
 }
 
@@ -822,7 +836,9 @@ impl CatalogBuilder {
             resources,
             templates,
             prompts,
-        })
+            list_digests: Box::new([[0; 32]; 4]),
+        }
+        .with_digests())
     }
 }
 
@@ -1153,9 +1169,13 @@ mod tests {
             c.list_fragment(ListKind::Tools, 0, true),
             r#"{"name":"a","inputSchema":{"type":"object"}}"#
         );
-        assert_eq!(c.list_after(ListKind::Tools, "a"), 1);
-        assert_eq!(c.list_after(ListKind::Tools, ""), 0);
-        assert_eq!(c.list_after(ListKind::Tools, "zz"), 2);
+        // The digest of a list changes with its contents, and only its own.
+        let d = Catalog::builder().tool(Tool::new("b")).tool(Tool::new("a")).build().unwrap();
+        assert_ne!(c.list_digests()[0], d.list_digests()[0]);
+        assert_eq!(c.list_digests()[1..], d.list_digests()[1..]);
+        let same =
+            Catalog::builder().tool(Tool::new("a")).tool(Tool::new("b").icon(Icon::new("https://x/i.png")));
+        assert_eq!(same.build().unwrap().list_digests(), c.list_digests());
     }
 
     #[test]

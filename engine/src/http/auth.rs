@@ -28,8 +28,8 @@ pub enum Authorization {
 pub enum Verdict {
     /// Proceed.
     Allow,
-    /// Proceed, acting for this principal: the engine binds the `requestState` it issues
-    /// to it, so another principal cannot replay the state (`-32602`).
+    /// Proceed, acting for this principal: the engine binds the `requestState` and the
+    /// list cursors it issues to it, so another principal cannot replay them (`-32602`).
     AllowAs(Principal),
     /// `401 Unauthorized` (no or bad credentials).
     Unauthenticated,

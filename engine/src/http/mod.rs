@@ -36,7 +36,7 @@ use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Dispatched, Mode, new_core};
 use crate::output::Route;
 
-use crate::time::Instant;
+use crate::time::{Instant, UnixTime};
 use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
 use exchange::{
@@ -495,6 +495,25 @@ impl HttpEngine {
             self.expire(slot, now);
         }
         self.process();
+    }
+
+    /// Sets the wall clock (as [`Engine::set_wall_clock`](crate::Engine::set_wall_clock)):
+    /// at `now` it reads `wall` (say
+    /// `UnixTime::from_system_time(SystemTime::now())`, read at the same moment as
+    /// `now`). From then on it advances with the `Instant`s the engine is given, until it
+    /// is set again; set it whenever you pass time in (the adapters do). Once it is set,
+    /// the `requestState` and list cursors the engine seals expire on it (microseconds
+    /// since the Unix epoch, judged with [`Config::clock_skew`](crate::Config::clock_skew)),
+    /// so another process with the same key, or this one after a restart, judges them the
+    /// same way. Until it is set they expire on the `Instant`s, which only this engine can
+    /// judge, and a token sealed on one clock is refused (`-32602`) by an engine that
+    /// judges on the other.
+    pub fn set_wall_clock(&mut self, now: Instant, wall: UnixTime) {
+        if now > self.last_now {
+            self.last_now = now;
+        }
+        self.core.set_now(self.last_now.as_micros());
+        self.core.set_wall_clock(wall.as_micros());
     }
 
     /// Answers an [`HttpEvent::Authorize`].

@@ -15,6 +15,7 @@ use crate::mcp::tickets::{Kind, Ticket};
 use crate::output::Outbox;
 use crate::output::{Route, Routed};
 use crate::revision::Revision;
+use crate::time::Clock;
 use crate::wire::json;
 
 /// Whether `structuredContent` conforms to the tool's output schema (and, before
@@ -66,8 +67,8 @@ pub(crate) struct Answers<'a> {
     pub(crate) prepared: &'a Prepared,
     pub(crate) catalog: &'a Catalog,
     pub(crate) resources_cache: CachePolicy,
-    /// The engine's latest time, in microseconds (`requestState` expiry).
-    pub(crate) now: u64,
+    /// The engine's clocks at its latest time (`requestState` expiry).
+    pub(crate) clock: Clock,
 }
 
 impl Answers<'_> {
@@ -387,7 +388,7 @@ impl Answers<'_> {
         }
         if let Some(key) = &self.prepared.state_key {
             out.extend_from_slice(b",\"requestState\":");
-            let expiry = self.now.saturating_add(self.prepared.state_ttl);
+            let expiry = self.clock.expiry(self.prepared.state_life);
             mrtr::seal(out, key, expiry, method, &busy.digest, &sent, ir.state.unwrap_or_default());
         }
         if !self.prepared.meta.is_empty() {

@@ -1,16 +1,18 @@
-//! The four list methods.
+//! The four list methods: pages of the prepared fragments, and the sealed cursors
+//! (`wire::cursor`) that name the next page, bound to the caller (the principal), the
+//! page size, the revision and the list's contents, and expiring (`Config::cursor_ttl`).
 
 use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req, field};
 use crate::mcp::Core;
 use crate::mcp::answers::{result_end, result_start};
 use crate::revision::Revision;
-use crate::wire::cursor::{self, CursorError, ListKind};
+use crate::wire::cursor::{self, Binding, CursorError, ListKind};
 use crate::wire::json;
 
 impl Core {
-    /// A list page: from the item after the cursor's key, `page_size` items, and the
-    /// cursor of the next page.
+    /// A list page: from the offset the cursor names, `page_size` items (the whole list
+    /// without a secret key), and the cursor of the next page.
     pub(crate) fn list<'t>(
         &mut self,
         req: &Req<'_, 't>,
@@ -23,23 +25,34 @@ impl Core {
             Some(ci) => Some(json::str_at(req.n, ci).ok_or(PeerError::CursorNotString)?),
         };
         let len = self.catalog.list_len(kind);
+        let page_size = u32::try_from(self.cfg.page_size).unwrap_or(u32::MAX);
+        let binding = Binding {
+            page_size,
+            revision: rev.as_str(),
+            principal: self.principal.as_ref(),
+            lists: self.catalog.list_digests(),
+        };
+        let (clock, life) = (self.clock(), self.prepared.cursor_life);
         let start = match cursor {
             None => 0,
-            Some(c) => {
-                let mut buf = [0u8; cursor::MAX_CURSOR_KEY + 8];
-                match cursor::decode(kind, c, &mut buf) {
-                    Ok(key) => self.catalog.list_after(kind, key),
-                    Err(CursorError::OtherList(other)) => {
-                        return Err(PeerError::CursorOtherList {
-                            cursor: other.method(),
-                            list: kind.method(),
-                        });
-                    }
-                    Err(CursorError::Invalid) => return Err(PeerError::InvalidCursor),
+            // Without a key no cursor was issued: any cursor is not ours.
+            Some(c) => match self
+                .prepared
+                .cursor_key
+                .as_mut()
+                .map(|k| cursor::open(k, kind, c, &binding, clock, life))
+            {
+                Some(Ok(offset)) if (offset as usize) <= len => offset as usize,
+                Some(Err(CursorError::OtherList(other))) => {
+                    return Err(PeerError::CursorOtherList { cursor: other.method(), list: kind.method() });
                 }
-            }
+                Some(Err(CursorError::Expired)) => return Err(PeerError::CursorExpired),
+                _ => return Err(PeerError::InvalidCursor),
+            },
         };
-        let end = (start + self.cfg.page_size).min(len);
+        // Without a key, no cursor can be sealed: the list is served whole.
+        let page = if self.prepared.cursor_key.is_some() { self.cfg.page_size } else { len };
+        let end = start.saturating_add(page).min(len);
         let mut out = core::mem::take(&mut self.outbox.out);
         result_start(&mut out, reply);
         field(
@@ -59,12 +72,15 @@ impl Core {
             out.extend_from_slice(self.catalog.list_fragment(kind, i, rev.has_icons()).as_bytes());
         }
         out.push(b']');
-        if end < len && end > 0 {
-            let mut buf = [0u8; cursor::MAX_CURSOR_LEN];
-            if let Some(next) = cursor::encode(kind, self.catalog.list_key(kind, end - 1), &mut buf) {
-                field(&mut out, "nextCursor");
-                json::write_str(&mut out, next);
-            }
+        if let Some(key) = self.prepared.cursor_key.as_mut().filter(|_| end < len) {
+            let mut buf = [0u8; cursor::CURSOR_LEN];
+            let offset = u32::try_from(end).unwrap_or(u32::MAX);
+            let next = cursor::seal(key, kind, offset, clock.expiry(life), &binding, &mut buf);
+            field(&mut out, "nextCursor");
+            // Base64url: nothing to escape.
+            out.push(b'"');
+            out.extend_from_slice(next.as_bytes());
+            out.push(b'"');
         }
         let cache = match kind {
             ListKind::Tools => self.cfg.tools_cache,

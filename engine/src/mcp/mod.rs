@@ -56,6 +56,7 @@ use crate::mcp::tickets::Tickets;
 use crate::mcp::tickets::{PendingKind, Ticket, cancelled_id};
 use crate::output::{Outbox, Route};
 use crate::revision::Revision;
+use crate::time::Clock;
 use crate::wire::json;
 
 /// Everything but the input buffer and the parser, so a parsed frame (which borrows
@@ -77,6 +78,9 @@ pub(crate) struct Core {
     pub(crate) frames: u64,
     /// The latest time the engine was given, in microseconds.
     pub(crate) now: u64,
+    /// The wall clock the host set (microseconds since the Unix epoch) and the `now` it
+    /// was set at: the wall clock reads that plus the time since.
+    pub(crate) wall: Option<(u64, u64)>,
     /// Advances with every catalog replacement.
     pub(crate) catalog_revision: u64,
     /// The principal of the HTTP request being dispatched (see `http::Principal`).
@@ -155,6 +159,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         route: Route::Stdio,
         frames: 0,
         now: 0,
+        wall: None,
         catalog_revision: 0,
         principal: None,
         no_stream: false,
@@ -243,9 +248,21 @@ impl Core {
         self.catalog_revision
     }
 
-    /// The time, in microseconds, that `requestState` expiry is measured against.
+    /// The engine's time, in microseconds (never earlier than before: the transports
+    /// clamp it).
     pub(crate) fn set_now(&mut self, micros: u64) {
         self.now = micros;
+    }
+
+    /// The wall clock reads `unix_micros` at the current `now`; it advances with `now`
+    /// until it is set again.
+    pub(crate) fn set_wall_clock(&mut self, unix_micros: u64) {
+        self.wall = Some((unix_micros, self.now));
+    }
+
+    /// The clocks `requestState` and cursor expiry are sealed and judged on.
+    pub(crate) fn clock(&self) -> Clock {
+        Clock { mono: self.now, wall: self.wall.map(|(w, at)| w.saturating_add(self.now.saturating_sub(at))) }
     }
 
     /// The outbox (stdio: the byte stream; HTTP: messages tagged with their route).
@@ -260,13 +277,14 @@ impl Core {
 
     /// The handle every answer and notification for a ticket goes through.
     pub(crate) fn answers(&mut self) -> Answers<'_> {
+        let clock = self.clock();
         Answers {
             tickets: &mut self.tickets,
             outbox: &mut self.outbox,
             prepared: &self.prepared,
             catalog: &self.catalog,
             resources_cache: self.cfg.resources_cache,
-            now: self.now,
+            clock,
         }
     }
 
@@ -277,10 +295,11 @@ impl Core {
             return Some(Event::Cancelled(t));
         }
         let p = self.tickets.pending?;
-        let Self { cfg, catalog, prepared, scratch, tickets, outbox, now, .. } = self;
+        let clock = self.clock();
+        let Self { cfg, catalog, prepared, scratch, tickets, outbox, .. } = self;
         tickets.delivered = true;
         let responder =
-            Answers { tickets, outbox, prepared, catalog, resources_cache: cfg.resources_cache, now: *now };
+            Answers { tickets, outbox, prepared, catalog, resources_cache: cfg.resources_cache, clock };
         let args = Arguments { raw: core::str::from_utf8(&scratch.args).unwrap_or("{}") };
         let input_responses = InputResponses { buf: &scratch.responses, entries: &scratch.round.entries };
         let request_state = scratch.round.host_state.clone().and_then(|r| scratch.state.get(r));

@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 use simd_json::Node;
 
 use crate::content::PromptMessage;
+use crate::time::{Clock, Expiry, Lifetime};
 use crate::wire::json;
 
 /// At most this many input requests in one answer, and input responses kept per request.
@@ -32,7 +33,10 @@ pub const MAX_INPUT_KEY_LEN: usize = 64;
 /// The most host state bytes one `requestState` carries.
 pub const MAX_HOST_STATE_LEN: usize = 4096;
 
-const VERSION: u8 = 1;
+/// The format version (byte 0, low seven bits; `0x80` set: the expiry is on the wall
+/// clock, microseconds since the Unix epoch, else on the engine's `Instant`s).
+const VERSION: u8 = 2;
+const WALL: u8 = 0x80;
 const TAG_LEN: usize = 32;
 /// version, method, expiry, digest, key count.
 const HEADER_LEN: usize = 1 + 1 + 8 + 32 + 1;
@@ -517,7 +521,8 @@ fn mac(key: &[u8; 32]) -> Hmac<Sha256> {
 pub(crate) fn open(
     key: Option<&[u8; 32]>,
     text: &str,
-    now_micros: u64,
+    clock: Clock,
+    life: Lifetime,
     method: Method,
     digest: &[u8; 32],
     buf: &mut Vec<u8>,
@@ -536,14 +541,14 @@ pub(crate) fn open(
     let mut m = mac(key);
     m.update(payload);
     m.verify_slice(tag).map_err(|_| StateError::Forged)?;
-    if payload[0] != VERSION {
+    if payload[0] & !WALL != VERSION {
         return Err(StateError::Forged);
     }
     if payload[1] != method as u8 || payload[10..42] != digest[..] {
         return Err(StateError::Mismatch);
     }
-    let expiry = u64::from_le_bytes(payload[2..10].try_into().unwrap_or_default());
-    if now_micros > expiry {
+    let at = u64::from_le_bytes(payload[2..10].try_into().unwrap_or_default());
+    if !clock.holds(Expiry { wall: payload[0] & WALL != 0, at }, life) {
         return Err(StateError::Expired);
     }
     let mut opened = Opened::default();
@@ -595,16 +600,16 @@ pub(crate) fn check(ir: &InputRequired<'_>, key: Option<&[u8; 32]>) -> Result<()
 pub(crate) fn seal(
     out: &mut Vec<u8>,
     key: &[u8; 32],
-    expiry_micros: u64,
+    expiry: Expiry,
     method: Method,
     digest: &[u8; 32],
     requests: &[&InputRequest<'_>],
     host: &[u8],
 ) {
     let mut payload = heapless::Vec::<u8, MAX_SEALED_LEN>::new();
-    let _ = payload.push(VERSION);
+    let _ = payload.push(VERSION | if expiry.wall { WALL } else { 0 });
     let _ = payload.push(method as u8);
-    let _ = payload.extend_from_slice(&expiry_micros.to_le_bytes());
+    let _ = payload.extend_from_slice(&expiry.at.to_le_bytes());
     let _ = payload.extend_from_slice(digest);
     let _ = payload.push(requests.len() as u8);
     for r in requests {
@@ -824,13 +829,14 @@ impl Serialize for InputResponse<'_> {
 #[doc(hidden)]
 pub fn fuzz_request_state(data: &[u8]) {
     const KEY: [u8; 32] = [42; 32];
+    const LIFE: Lifetime = Lifetime { ttl: 600_000_000, skew: 30_000_000 };
     let Some((&mode, rest)) = data.split_first() else { return };
     let digest = [mode; 32];
     let mut buf = Vec::with_capacity(MAX_SEALED_LEN + 8);
     if mode % 2 == 0 {
         // Anything a client may send: never a panic, never accepted (that would be a forgery).
         let text = String::from_utf8_lossy(rest);
-        let r = open(Some(&KEY), &text, 0, Method::CallTool, &digest, &mut buf);
+        let r = open(Some(&KEY), &text, Clock::default(), LIFE, Method::CallTool, &digest, &mut buf);
         assert!(r.is_err(), "an unsealed state verified: {text:?}");
         return;
     }
@@ -847,11 +853,16 @@ pub fn fuzz_request_state(data: &[u8]) {
     }
     let sent: Vec<&InputRequest<'_>> = requests.iter().collect();
     let mut out = Vec::new();
-    let expiry = u64::from(mode) * 1000;
+    // Odd modes with 0x10 set seal on the wall clock, the others on the Instants.
+    let wall = mode & 0x10 != 0;
+    let t = u64::from(mode) * 1000;
+    let clock = |t: u64| if wall { Clock { mono: 0, wall: Some(t) } } else { Clock { mono: t, wall: None } };
+    let expiry = clock(t).expiry(LIFE);
+    let last = if wall { expiry.at + LIFE.skew } else { expiry.at };
     seal(&mut out, &KEY, expiry, Method::GetPrompt, &digest, &sent, host);
     let text = core::str::from_utf8(&out[1..out.len() - 1]).expect("base64url is ASCII");
-    let opened =
-        open(Some(&KEY), text, expiry, Method::GetPrompt, &digest, &mut buf).expect("a sealed state opens");
+    let opened = open(Some(&KEY), text, clock(last), LIFE, Method::GetPrompt, &digest, &mut buf)
+        .expect("a sealed state opens until its expiry");
     assert_eq!(&buf[opened.host.clone()], host);
     assert_eq!(opened.asked.len(), keys.len());
     for ((kind, range), key) in opened.asked.iter().zip(&keys) {
@@ -859,20 +870,25 @@ pub fn fuzz_request_state(data: &[u8]) {
         assert_eq!(&buf[range.clone()], key.as_bytes());
     }
     assert_eq!(
-        open(Some(&KEY), text, expiry + 1, Method::GetPrompt, &digest, &mut buf).err(),
+        open(Some(&KEY), text, clock(last + 1), LIFE, Method::GetPrompt, &digest, &mut buf).err(),
+        Some(StateError::Expired)
+    );
+    let other_clock = if wall { Clock { mono: t, wall: None } } else { Clock { mono: t, wall: Some(t) } };
+    assert_eq!(
+        open(Some(&KEY), text, other_clock, LIFE, Method::GetPrompt, &digest, &mut buf).err(),
         Some(StateError::Expired)
     );
     assert_eq!(
-        open(Some(&KEY), text, expiry, Method::CallTool, &digest, &mut buf).err(),
+        open(Some(&KEY), text, clock(t), LIFE, Method::CallTool, &digest, &mut buf).err(),
         Some(StateError::Mismatch)
     );
     let other = [mode.wrapping_add(1); 32];
     assert_eq!(
-        open(Some(&KEY), text, expiry, Method::GetPrompt, &other, &mut buf).err(),
+        open(Some(&KEY), text, clock(t), LIFE, Method::GetPrompt, &other, &mut buf).err(),
         Some(StateError::Mismatch)
     );
     assert_eq!(
-        open(Some(&[7; 32]), text, expiry, Method::GetPrompt, &digest, &mut buf).err(),
+        open(Some(&[7; 32]), text, clock(t), LIFE, Method::GetPrompt, &digest, &mut buf).err(),
         Some(StateError::Forged)
     );
     let mut tampered = text.as_bytes().to_vec();
@@ -880,7 +896,7 @@ pub fn fuzz_request_state(data: &[u8]) {
     tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).expect("ASCII");
     assert!(
-        open(Some(&KEY), &tampered, 0, Method::GetPrompt, &digest, &mut buf).is_err(),
+        open(Some(&KEY), &tampered, clock(t), LIFE, Method::GetPrompt, &digest, &mut buf).is_err(),
         "a changed state verified"
     );
 }

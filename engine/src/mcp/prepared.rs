@@ -4,6 +4,8 @@ use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::mcp::lifecycle::{Features, HTTP, STDIO};
 use crate::revision::Revision;
+use crate::time::Lifetime;
+use crate::wire::cursor::CursorKey;
 use crate::wire::json;
 
 /// Values prepared once per engine (they depend only on config and catalog).
@@ -19,7 +21,10 @@ pub(crate) struct Prepared {
     pub(crate) initialize: Vec<u8>,
     /// The `requestState` key and lifetime.
     pub(crate) state_key: Option<[u8; 32]>,
-    pub(crate) state_ttl: u64,
+    pub(crate) state_life: Lifetime,
+    /// The key list cursors are sealed with (the same secret), and their lifetime.
+    pub(crate) cursor_key: Option<CursorKey>,
+    pub(crate) cursor_life: Lifetime,
     /// What the configuration and the catalog offer, as the method table asks it.
     pub(crate) features: Features,
 }
@@ -93,7 +98,9 @@ impl Prepared {
             discover_http,
             initialize,
             state_key: cfg.state_key.as_ref().map(|k| k.0),
-            state_ttl: u64::try_from(cfg.state_ttl.as_micros()).unwrap_or(u64::MAX),
+            state_life: Lifetime { ttl: micros(cfg.state_ttl), skew: micros(cfg.clock_skew) },
+            cursor_key: cfg.state_key.as_ref().map(|k| CursorKey::new(&k.0)),
+            cursor_life: Lifetime { ttl: micros(cfg.cursor_ttl), skew: micros(cfg.clock_skew) },
             features: Features {
                 tools: catalog.has_tools(),
                 resources: catalog.has_resources(),
@@ -105,4 +112,9 @@ impl Prepared {
             },
         }
     }
+}
+
+/// A duration in microseconds (saturating).
+fn micros(d: core::time::Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

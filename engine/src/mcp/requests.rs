@@ -221,7 +221,8 @@ impl Core {
         if let Some(si) = state_at {
             let text = json::str_at(n, si).ok_or(PeerError::RequestStateNotString)?;
             let digest = self.scratch.round.digest;
-            let o = mrtr::open(key, text, self.now, method, &digest, &mut self.scratch.state)
+            let (clock, life) = (self.clock(), self.prepared.state_life);
+            let o = mrtr::open(key, text, clock, life, method, &digest, &mut self.scratch.state)
                 .map_err(|e| PeerError::RequestState(e.message()))?;
             opened = Some(o);
         }

@@ -1,13 +1,29 @@
-//! Opaque keyset pagination cursors.
+//! Sealed pagination cursors.
 //!
-//! A cursor names "the page after item `key`" of one list. On the wire it is
-//! base64url without padding of a three-byte versioned prefix (`c1` plus one
-//! tag byte naming the list) followed by the UTF-8 key. Encoding and decoding
-//! work in caller-provided buffers and never allocate. Decoding is strict:
-//! the base64 must be canonical, the prefix known and the key valid UTF-8.
+//! A cursor names "the page from item `offset`" of one list, for one caller. On the wire
+//! it is exactly [`CURSOR_LEN`] characters of base64url without padding of 30 bytes:
+//!
+//! | bytes | what |
+//! |---|---|
+//! | 0 | format version `2`, plus `0x80` when the expiry is on the wall clock |
+//! | 1 | the list: `t` tools, `r` resources, `u` resource templates, `p` prompts |
+//! | 2..6 | the offset of the page's first item, u32 little-endian |
+//! | 6..14 | the expiry, u64 little-endian microseconds (wall clock: since the Unix epoch) |
+//! | 14..30 | HMAC-SHA256 tag, truncated to 16 bytes |
+//!
+//! The tag is computed with the engine's secret key over a label (`mcp-engine/cursor`),
+//! bytes 0..14, and what the cursor is bound to without carrying it ([`Binding`]): the
+//! page size, the protocol revision, the principal (or none) and the digest of the list
+//! as the catalog holds it. A cursor opens only if every one of those is the same when
+//! it comes back, its tag verifies, and it has not expired (see [`Clock::holds`]).
+//! Sealing and opening work in fixed buffers and never allocate.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+use crate::time::{Clock, Expiry, Lifetime};
 
 /// Which list a cursor belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +39,9 @@ pub enum ListKind {
 }
 
 impl ListKind {
+    /// Every list kind, in [`ListKind::index`] order.
+    pub const ALL: [Self; 4] = [Self::Tools, Self::Resources, Self::ResourceTemplates, Self::Prompts];
+
     /// The JSON-RPC method that lists this kind.
     pub(crate) fn method(self) -> &'static str {
         match self {
@@ -30,6 +49,16 @@ impl ListKind {
             Self::Resources => "resources/list",
             Self::ResourceTemplates => "resources/templates/list",
             Self::Prompts => "prompts/list",
+        }
+    }
+
+    /// The position of this kind in [`ListKind::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            Self::Tools => 0,
+            Self::Resources => 1,
+            Self::ResourceTemplates => 2,
+            Self::Prompts => 3,
         }
     }
 
@@ -55,209 +84,382 @@ impl ListKind {
     }
 }
 
-/// Version marker that starts every decoded cursor.
-const VERSION: &[u8; 2] = b"c1";
+/// The format version (byte 0, low seven bits).
+const VERSION: u8 = 2;
+/// Byte 0's flag: the expiry is on the wall clock.
+const WALL: u8 = 0x80;
+/// The bytes before the tag.
+const BODY_LEN: usize = 14;
+/// The truncated tag.
+const TAG_LEN: usize = 16;
+/// The decoded cursor.
+const RAW_LEN: usize = BODY_LEN + TAG_LEN;
+/// What the tag starts with: no other token sealed with the same key starts so.
+const LABEL: &[u8] = b"mcp-engine/cursor";
 
-/// Length of the decoded prefix: the version marker plus one tag byte.
-/// Three bytes encode to exactly four base64 characters, so the prefix and
-/// the key can be encoded separately and concatenated.
-const PREFIX_LEN: usize = VERSION.len() + 1;
+/// Length of every cursor the engine issues, in characters.
+pub const CURSOR_LEN: usize = RAW_LEN / 3 * 4;
 
-/// Length of the base64 prefix encoding (no padding, three bytes → four).
-const PREFIX_B64_LEN: usize = 4;
-
-/// Longest item key (name/uri) a cursor can carry, in bytes.
+/// Longest item key (name or uri) the catalog accepts, in bytes.
 pub const MAX_CURSOR_KEY: usize = 1024;
-
-/// Length of the unpadded base64 encoding of `n` bytes.
-const fn b64_len(n: usize) -> usize {
-    n / 3 * 4
-        + match n % 3 {
-            0 => 0,
-            1 => 2,
-            _ => 3,
-        }
-}
-
-/// Longest encoded cursor string.
-pub const MAX_CURSOR_LEN: usize = b64_len(PREFIX_LEN + MAX_CURSOR_KEY);
 
 /// Why a cursor was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CursorError {
-    /// Not a cursor this server issued (bad base64, wrong prefix, not
-    /// UTF-8, too long, empty).
+    /// Not a cursor this server issued for this caller, page size, revision and list
+    /// contents (bad base64, wrong length or version, a tag that does not verify).
     Invalid,
-    /// A well-formed cursor, but for another list.
+    /// A cursor this server issued, but for another list.
     OtherList(ListKind),
+    /// A cursor this server issued, past its expiry (or sealed on another clock).
+    Expired,
 }
 
-/// (hot) Encode "the page after `last_key`" for `kind` into `buf`; None if
-/// the key is longer than [`MAX_CURSOR_KEY`].
-pub fn encode<'b>(kind: ListKind, last_key: &str, buf: &'b mut [u8; MAX_CURSOR_LEN]) -> Option<&'b str> {
-    if last_key.len() > MAX_CURSOR_KEY {
-        return None;
+/// The key cursors are sealed with: HMAC-SHA256 keyed once, and for each list the state
+/// after the first message block (the label, the page size and the list's digest),
+/// computed again only when one of those changes. A cursor then costs two SHA-256
+/// compressions: the rest of the message, and the outer hash.
+#[derive(Clone)]
+pub struct CursorKey {
+    mac: Hmac<Sha256>,
+    lists: [Option<Prefixed>; 4],
+}
+
+/// The HMAC state after the first block of a list's cursors, and what it holds.
+#[derive(Clone)]
+struct Prefixed {
+    page_size: u32,
+    digest: [u8; 32],
+    mac: Hmac<Sha256>,
+}
+
+impl CursorKey {
+    /// The key for the engine's 32-byte secret.
+    pub fn new(secret: &[u8; 32]) -> Self {
+        // HMAC takes keys of any length.
+        let mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret).unwrap_or_else(|_| unreachable!());
+        Self { mac, lists: [None, None, None, None] }
     }
-    let [v0, v1] = *VERSION;
-    let prefix = [v0, v1, kind.tag()];
-    let (head, tail) = buf.split_at_mut(PREFIX_B64_LEN);
-    let n_head = URL_SAFE_NO_PAD.encode_slice(prefix, head).ok()?;
-    let n_tail = URL_SAFE_NO_PAD.encode_slice(last_key.as_bytes(), tail).ok()?;
-    let out = buf.get(..n_head + n_tail)?;
-    core::str::from_utf8(out).ok()
+
+    /// The state for `kind` under `b`, past the first block.
+    fn prefixed(&mut self, kind: ListKind, b: &Binding<'_>) -> Hmac<Sha256> {
+        let digest = &b.lists[kind.index()];
+        let slot = &mut self.lists[kind.index()];
+        if let Some(p) = slot.as_ref().filter(|p| p.page_size == b.page_size && p.digest == *digest) {
+            return p.mac.clone();
+        }
+        // One whole block: the label, the page size, the digest, zeros.
+        let mut block = [0u8; 64];
+        block[..LABEL.len()].copy_from_slice(LABEL);
+        block[LABEL.len()..LABEL.len() + 4].copy_from_slice(&b.page_size.to_le_bytes());
+        block[LABEL.len() + 4..LABEL.len() + 36].copy_from_slice(digest);
+        let mut mac = self.mac.clone();
+        mac.update(&block);
+        *slot = Some(Prefixed { page_size: b.page_size, digest: *digest, mac: mac.clone() });
+        mac
+    }
 }
 
-/// (hot) Decode a cursor for `kind` into the key it names, using `buf` as
-/// scratch.
-pub fn decode<'b>(
+impl core::fmt::Debug for CursorKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("CursorKey(<redacted>)")
+    }
+}
+
+/// What a cursor is bound to without carrying it.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding<'a> {
+    /// Items per page.
+    pub page_size: u32,
+    /// The protocol revision the list is served under.
+    pub revision: &'a str,
+    /// The principal the request acts for (HTTP `Verdict::AllowAs`), or none.
+    pub principal: Option<&'a [u8; 32]>,
+    /// The digest of each list as the catalog holds it, by [`ListKind::index`].
+    pub lists: &'a [[u8; 32]; 4],
+}
+
+/// The tag of `body` under `binding` (for the list `kind`): HMAC over one block of the
+/// label, page size and list digest ([`CursorKey::prefixed`]), then the body, the
+/// revision and the principal.
+fn tag(key: &mut CursorKey, kind: ListKind, body: &[u8; BODY_LEN], b: &Binding<'_>) -> Hmac<Sha256> {
+    let mut m = key.prefixed(kind, b);
+    m.update(body);
+    // Revision strings are short (`2026-07-28`); the length keeps the fields apart.
+    m.update(&[b.revision.len().min(255) as u8]);
+    m.update(b.revision.as_bytes());
+    match b.principal {
+        Some(p) => {
+            m.update(&[1]);
+            m.update(p);
+        }
+        None => m.update(&[0]),
+    }
+    m
+}
+
+/// (hot) Seals "the page of `kind` from item `offset`", expiring at `expiry`, into `buf`.
+pub fn seal<'b>(
+    key: &mut CursorKey,
+    kind: ListKind,
+    offset: u32,
+    expiry: Expiry,
+    binding: &Binding<'_>,
+    buf: &'b mut [u8; CURSOR_LEN],
+) -> &'b str {
+    let mut raw = [0u8; RAW_LEN];
+    let (body, mac) = raw.split_at_mut(BODY_LEN);
+    let body: &mut [u8; BODY_LEN] = body.try_into().unwrap_or_else(|_| unreachable!());
+    body[0] = VERSION | if expiry.wall { WALL } else { 0 };
+    body[1] = kind.tag();
+    body[2..6].copy_from_slice(&offset.to_le_bytes());
+    body[6..14].copy_from_slice(&expiry.at.to_le_bytes());
+    let full = tag(key, kind, body, binding).finalize().into_bytes();
+    mac.copy_from_slice(&full[..TAG_LEN]);
+    let n = URL_SAFE_NO_PAD.encode_slice(raw, buf).unwrap_or(0);
+    core::str::from_utf8(&buf[..n]).unwrap_or_default()
+}
+
+/// (hot) Opens a cursor for `kind`: the offset it names, if it is one this server sealed
+/// for this binding and it holds at `clock`.
+pub fn open(
+    key: &mut CursorKey,
     kind: ListKind,
     cursor: &str,
-    buf: &'b mut [u8; MAX_CURSOR_KEY + 8],
-) -> Result<&'b str, CursorError> {
-    if cursor.is_empty() || cursor.len() > MAX_CURSOR_LEN {
+    binding: &Binding<'_>,
+    clock: Clock,
+    life: Lifetime,
+) -> Result<u32, CursorError> {
+    if cursor.len() != CURSOR_LEN {
         return Err(CursorError::Invalid);
     }
-    let n = URL_SAFE_NO_PAD.decode_slice(cursor.as_bytes(), buf).map_err(|_| CursorError::Invalid)?;
-    let payload = buf.get(..n).ok_or(CursorError::Invalid)?;
-    let Some((prefix, key)) = payload.split_at_checked(PREFIX_LEN) else {
+    let mut raw = [0u8; RAW_LEN + 3];
+    let n = URL_SAFE_NO_PAD.decode_slice(cursor.as_bytes(), &mut raw).map_err(|_| CursorError::Invalid)?;
+    if n != RAW_LEN {
         return Err(CursorError::Invalid);
+    }
+    let (body, mac) = raw[..RAW_LEN].split_at(BODY_LEN);
+    let body: &[u8; BODY_LEN] = body.try_into().map_err(|_| CursorError::Invalid)?;
+    if body[0] & !WALL != VERSION {
+        return Err(CursorError::Invalid);
+    }
+    let named = ListKind::from_tag(body[1]).ok_or(CursorError::Invalid)?;
+    tag(key, named, body, binding).verify_truncated_left(mac).map_err(|_| CursorError::Invalid)?;
+    if named != kind {
+        return Err(CursorError::OtherList(named));
+    }
+    let mut at = [0u8; 8];
+    at.copy_from_slice(&body[6..14]);
+    let expiry = Expiry { wall: body[0] & WALL != 0, at: u64::from_le_bytes(at) };
+    if !clock.holds(expiry, life) {
+        return Err(CursorError::Expired);
+    }
+    let mut offset = [0u8; 4];
+    offset.copy_from_slice(&body[2..6]);
+    Ok(u32::from_le_bytes(offset))
+}
+
+/// Fuzzing harness of cursor sealing and opening (compiled only with `--cfg fuzzing`).
+///
+/// Input: a mode byte, then the rest. Even modes: the rest, as text, is a cursor a client
+/// made up; it must never open (that would be a forgery), for any list. Odd modes: a
+/// cursor sealed from the rest (offset, expiry, the binding's fields); it opens to its
+/// offset for its list and binding until its expiry, names its list to the others, and
+/// is refused after any one change: a byte of the text, the key, the page size, the
+/// revision, the principal, the list's digest, a later time, the other clock.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn fuzz_cursor(data: &[u8]) {
+    let mut key = CursorKey::new(&[42; 32]);
+    let Some((&mode, rest)) = data.split_first() else { return };
+    let kind = ListKind::ALL[usize::from(mode >> 1) & 3];
+    let lists = [[1; 32], [2; 32], [3; 32], [4; 32]];
+    let life = Lifetime { ttl: 1_000, skew: 10 };
+    if mode % 2 == 0 {
+        let text = String::from_utf8_lossy(rest);
+        let b = Binding { page_size: 50, revision: "2026-07-28", principal: None, lists: &lists };
+        for clock in [Clock { mono: 0, wall: None }, Clock { mono: 0, wall: Some(0) }] {
+            for k in ListKind::ALL {
+                assert_eq!(
+                    open(&mut key, k, &text, &b, clock, life).ok(),
+                    None,
+                    "a cursor nobody sealed opened: {text:?}"
+                );
+            }
+        }
+        return;
+    }
+    let mut b8 = [0u8; 8];
+    let take = rest.len().min(8);
+    b8[..take].copy_from_slice(&rest[..take]);
+    let offset = u32::from_le_bytes([b8[0], b8[1], b8[2], b8[3]]);
+    let now = u64::from(u32::from_le_bytes([b8[4], b8[5], b8[6], b8[7]]));
+    let wall = mode & 0x10 != 0;
+    let principal = [mode; 32];
+    let b = Binding {
+        page_size: u32::from(mode),
+        revision: if mode & 0x20 != 0 { "2025-11-25" } else { "2026-07-28" },
+        principal: (mode & 0x40 != 0).then_some(&principal),
+        lists: &lists,
     };
-    let [v0, v1, tag] = *prefix else {
-        return Err(CursorError::Invalid);
-    };
-    if [v0, v1] != *VERSION {
-        return Err(CursorError::Invalid);
+    let clock = |t: u64| if wall { Clock { mono: 0, wall: Some(t) } } else { Clock { mono: t, wall: None } };
+    let expiry = clock(now).expiry(life);
+    let mut buf = [0u8; CURSOR_LEN];
+    let text = seal(&mut key, kind, offset, expiry, &b, &mut buf).to_owned();
+    assert_eq!(text.len(), CURSOR_LEN);
+    assert!(text.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'), "{text:?}");
+    assert_eq!(open(&mut key, kind, &text, &b, clock(now), life), Ok(offset));
+    let last = if wall { now + life.ttl + life.skew } else { now + life.ttl };
+    assert_eq!(open(&mut key, kind, &text, &b, clock(last), life), Ok(offset));
+    assert_eq!(open(&mut key, kind, &text, &b, clock(last + 1), life), Err(CursorError::Expired));
+    let other_clock =
+        if wall { Clock { mono: now, wall: None } } else { Clock { mono: now, wall: Some(now) } };
+    assert_eq!(open(&mut key, kind, &text, &b, other_clock, life), Err(CursorError::Expired));
+    for k in ListKind::ALL.into_iter().filter(|&k| k != kind) {
+        assert_eq!(open(&mut key, k, &text, &b, clock(now), life), Err(CursorError::OtherList(kind)));
     }
-    match ListKind::from_tag(tag) {
-        None => return Err(CursorError::Invalid),
-        Some(k) if k != kind => return Err(CursorError::OtherList(k)),
-        Some(_) => {}
+    let other_principal = [mode.wrapping_add(1); 32];
+    let mut other_lists = lists;
+    other_lists[kind.index()][0] ^= 1;
+    let changed = [
+        Binding { page_size: b.page_size + 1, ..b },
+        Binding { revision: "2025-06-18", ..b },
+        Binding { principal: Some(&other_principal), ..b },
+        Binding { principal: if b.principal.is_some() { None } else { Some(&other_principal) }, ..b },
+        Binding { lists: &other_lists, ..b },
+    ];
+    for c in &changed {
+        assert_eq!(open(&mut key, kind, &text, c, clock(now), life), Err(CursorError::Invalid), "{c:?}");
     }
-    if key.len() > MAX_CURSOR_KEY {
-        return Err(CursorError::Invalid);
-    }
-    core::str::from_utf8(key).map_err(|_| CursorError::Invalid)
+    let mut other_key = CursorKey::new(&[7; 32]);
+    assert_eq!(open(&mut other_key, kind, &text, &b, clock(now), life), Err(CursorError::Invalid));
+    let mut spoiled = text.into_bytes();
+    let at = usize::from(mode) % spoiled.len();
+    spoiled[at] = if spoiled[at] == b'A' { b'B' } else { b'A' };
+    let spoiled = String::from_utf8(spoiled).unwrap_or_default();
+    assert!(open(&mut key, kind, &spoiled, &b, clock(now), life).is_err(), "a changed cursor opened");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every list kind.
-    const KINDS: [ListKind; 4] =
-        [ListKind::Tools, ListKind::Resources, ListKind::ResourceTemplates, ListKind::Prompts];
+    const LISTS: [[u8; 32]; 4] = [[1; 32], [2; 32], [3; 32], [4; 32]];
+    const LIFE: Lifetime = Lifetime { ttl: 1_000, skew: 10 };
+    const LOCAL: Clock = Clock { mono: 5, wall: None };
 
-    /// Encode into an owned string.
-    fn enc(kind: ListKind, key: &str) -> Option<String> {
-        let mut buf = [0u8; MAX_CURSOR_LEN];
-        encode(kind, key, &mut buf).map(str::to_owned)
+    fn key() -> CursorKey {
+        CursorKey::new(&[9; 32])
     }
 
-    /// Decode into an owned string.
-    fn dec(kind: ListKind, cursor: &str) -> Result<String, CursorError> {
-        let mut buf = [0u8; MAX_CURSOR_KEY + 8];
-        decode(kind, cursor, &mut buf).map(str::to_owned)
+    fn binding() -> Binding<'static> {
+        Binding { page_size: 50, revision: "2026-07-28", principal: None, lists: &LISTS }
     }
 
-    /// Base64url-encode arbitrary bytes (test helper; allocates).
-    fn raw(bytes: &[u8]) -> String {
-        URL_SAFE_NO_PAD.encode(bytes)
+    fn sealed(kind: ListKind, offset: u32, b: &Binding<'_>, clock: Clock) -> String {
+        let mut buf = [0u8; CURSOR_LEN];
+        seal(&mut key(), kind, offset, clock.expiry(LIFE), b, &mut buf).to_owned()
     }
 
     #[test]
-    fn limits() {
-        assert_eq!(Some(MAX_CURSOR_LEN), base64::encoded_len(PREFIX_LEN + MAX_CURSOR_KEY, false));
-        assert_eq!(Some(PREFIX_B64_LEN), base64::encoded_len(PREFIX_LEN, false));
-        for n in 0..10 {
-            assert_eq!(Some(b64_len(n)), base64::encoded_len(n, false));
-        }
-        assert_eq!(MAX_CURSOR_LEN, 1370);
-    }
-
-    #[test]
-    fn methods() {
-        assert_eq!(ListKind::Tools.method(), "tools/list");
-        assert_eq!(ListKind::Resources.method(), "resources/list");
-        assert_eq!(ListKind::ResourceTemplates.method(), "resources/templates/list");
-        assert_eq!(ListKind::Prompts.method(), "prompts/list");
-        for k in KINDS {
-            assert_eq!(ListKind::from_tag(k.tag()), Some(k));
+    fn a_cursor_is_forty_url_safe_characters() {
+        assert_eq!(CURSOR_LEN, 40);
+        for kind in ListKind::ALL {
+            for offset in [0, 1, 50, u32::MAX] {
+                let c = sealed(kind, offset, &binding(), LOCAL);
+                assert_eq!(c.len(), CURSOR_LEN);
+                assert!(c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'), "{c}");
+                assert_eq!(open(&mut key(), kind, &c, &binding(), LOCAL, LIFE), Ok(offset));
+            }
+            assert_eq!(ListKind::ALL[kind.index()], kind);
+            assert_eq!(ListKind::from_tag(kind.tag()), Some(kind));
         }
     }
 
     #[test]
-    fn round_trip_each_kind() {
-        for k in KINDS {
-            for key in ["echo", "file:///a/b?c=d#e", "ünïcødé ☃", "", "a"] {
-                let c = enc(k, key).expect("encodes");
-                assert!(c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
-                assert_eq!(dec(k, &c), Ok(key.to_owned()));
+    fn a_cursor_names_its_list_to_the_others() {
+        for a in ListKind::ALL {
+            let c = sealed(a, 3, &binding(), LOCAL);
+            for b in ListKind::ALL {
+                let want = if a == b { Ok(3) } else { Err(CursorError::OtherList(a)) };
+                assert_eq!(open(&mut key(), b, &c, &binding(), LOCAL, LIFE), want);
             }
         }
     }
 
     #[test]
-    fn wrong_list() {
-        for a in KINDS {
-            let c = enc(a, "x").expect("encodes");
-            for b in KINDS {
-                let want = if a == b { Ok("x".to_owned()) } else { Err(CursorError::OtherList(a)) };
-                assert_eq!(dec(b, &c), want);
-            }
+    fn every_binding_is_checked() {
+        let p = [5u8; 32];
+        let q = [6u8; 32];
+        let base = Binding { principal: Some(&p), ..binding() };
+        let c = sealed(ListKind::Tools, 7, &base, LOCAL);
+        assert_eq!(open(&mut key(), ListKind::Tools, &c, &base, LOCAL, LIFE), Ok(7));
+        let mut lists = LISTS;
+        lists[0][31] ^= 1;
+        let mut others = LISTS;
+        others[1][0] ^= 1;
+        for (what, b, want) in [
+            ("page size", Binding { page_size: 51, ..base }, Err(CursorError::Invalid)),
+            ("revision", Binding { revision: "2025-11-25", ..base }, Err(CursorError::Invalid)),
+            ("principal", Binding { principal: Some(&q), ..base }, Err(CursorError::Invalid)),
+            ("no principal", Binding { principal: None, ..base }, Err(CursorError::Invalid)),
+            ("this list", Binding { lists: &lists, ..base }, Err(CursorError::Invalid)),
+            ("another list", Binding { lists: &others, ..base }, Ok(7)),
+        ] {
+            assert_eq!(open(&mut key(), ListKind::Tools, &c, &b, LOCAL, LIFE), want, "{what}");
+        }
+        assert_eq!(
+            open(&mut CursorKey::new(&[8; 32]), ListKind::Tools, &c, &base, LOCAL, LIFE),
+            Err(CursorError::Invalid)
+        );
+    }
+
+    #[test]
+    fn every_flipped_bit_is_refused() {
+        let c = sealed(ListKind::Prompts, 2, &binding(), LOCAL);
+        let mut raw = URL_SAFE_NO_PAD.decode(&c).unwrap();
+        for i in 0..raw.len() * 8 {
+            raw[i / 8] ^= 1 << (i % 8);
+            let text = URL_SAFE_NO_PAD.encode(&raw);
+            assert!(open(&mut key(), ListKind::Prompts, &text, &binding(), LOCAL, LIFE).is_err(), "bit {i}");
+            raw[i / 8] ^= 1 << (i % 8);
         }
     }
 
     #[test]
-    fn garbage_and_empty() {
-        let k = ListKind::Tools;
-        for bad in ["", "!!!!", "====", "YzF0eA==", "YzF0eA=", " YzF0eA", "YzF0eA\n", "a", "é"] {
-            assert_eq!(dec(k, bad), Err(CursorError::Invalid), "{bad:?}");
-        }
-        // Valid base64, wrong version, unknown tag, too short.
-        assert_eq!(dec(k, &raw(b"c2tx")), Err(CursorError::Invalid));
-        assert_eq!(dec(k, &raw(b"c1zx")), Err(CursorError::Invalid));
-        assert_eq!(dec(k, &raw(b"c1")), Err(CursorError::Invalid));
-        assert_eq!(dec(k, &raw(b"")), Err(CursorError::Invalid));
-        assert_eq!(dec(k, &raw(b"c1t")), Ok(String::new()));
-        // Non-canonical trailing bits: "YzF0eA" is canonical, "YzF0eB" is not.
-        assert_eq!(dec(k, "YzF0eA"), Ok("x".to_owned()));
-        assert_eq!(dec(k, "YzF0eB"), Err(CursorError::Invalid));
-        // Standard (non-url) alphabet characters are refused.
-        let c = raw(b"c1t\xfb\xff");
-        assert!(c.contains('-') || c.contains('_'));
+    fn garbage_is_invalid() {
+        let c = sealed(ListKind::Tools, 2, &binding(), LOCAL);
+        let long = "A".repeat(100_000);
+        let padded = format!("{c}==");
         let std = c.replace('-', "+").replace('_', "/");
-        assert_eq!(dec(k, &std), Err(CursorError::Invalid));
-    }
-
-    #[test]
-    fn non_utf8_payload() {
-        let k = ListKind::Prompts;
-        assert_eq!(dec(k, &raw(b"c1p\xff\xfe")), Err(CursorError::Invalid));
-        assert_eq!(dec(k, &raw(b"c1p\xc3")), Err(CursorError::Invalid));
-    }
-
-    #[test]
-    fn max_and_over_long() {
-        let k = ListKind::Resources;
-        let max = "k".repeat(MAX_CURSOR_KEY);
-        let c = enc(k, &max).expect("max key encodes");
-        assert_eq!(c.len(), MAX_CURSOR_LEN);
-        assert_eq!(dec(k, &c), Ok(max.clone()));
-        // Multi-byte characters up to the byte limit.
-        let wide = "é".repeat(MAX_CURSOR_KEY / 2);
-        assert_eq!(dec(k, &enc(k, &wide).expect("encodes")), Ok(wide));
-        let over = format!("{max}k");
-        assert_eq!(enc(k, &over), None);
-        // A hand-made over-long cursor is refused before decoding.
-        let mut long = b"c1r".to_vec();
-        long.extend_from_slice(over.as_bytes());
-        assert_eq!(dec(k, &raw(&long)), Err(CursorError::Invalid));
-        assert_eq!(dec(k, &"A".repeat(MAX_CURSOR_LEN + 1)), Err(CursorError::Invalid));
-        assert_eq!(dec(k, &"A".repeat(100_000)), Err(CursorError::Invalid));
-        // Every length up to the maximum fits the scratch buffer.
-        for len in (0..=MAX_CURSOR_LEN).step_by(7).chain([MAX_CURSOR_LEN - 1, MAX_CURSOR_LEN]) {
-            let s = "A".repeat(len);
-            let _ = dec(k, &s);
+        for bad in ["", "!!!!", "a", "é", &c[..39], &padded, &format!("{c}A"), &long, &"A".repeat(40)] {
+            assert_eq!(
+                open(&mut key(), ListKind::Tools, bad, &binding(), LOCAL, LIFE),
+                Err(CursorError::Invalid),
+                "{bad:?}"
+            );
         }
+        if std != c {
+            assert_eq!(
+                open(&mut key(), ListKind::Tools, &std, &binding(), LOCAL, LIFE),
+                Err(CursorError::Invalid)
+            );
+        }
+    }
+
+    #[test]
+    fn expiry_on_each_clock() {
+        let wall = Clock { mono: 0, wall: Some(1_000_000) };
+        let c = sealed(ListKind::Resources, 4, &binding(), wall);
+        let at = |w| Clock { mono: 0, wall: Some(w) };
+        let open_at = |clock| open(&mut key(), ListKind::Resources, &c, &binding(), clock, LIFE);
+        assert_eq!(open_at(at(1_001_010)), Ok(4));
+        assert_eq!(open_at(at(1_001_011)), Err(CursorError::Expired));
+        assert_eq!(open_at(LOCAL), Err(CursorError::Expired), "no wall clock to judge it on");
+        let local = sealed(ListKind::Resources, 4, &binding(), LOCAL);
+        let open_local = |clock| open(&mut key(), ListKind::Resources, &local, &binding(), clock, LIFE);
+        assert_eq!(open_local(Clock { mono: 1_005, wall: None }), Ok(4));
+        assert_eq!(open_local(Clock { mono: 1_006, wall: None }), Err(CursorError::Expired));
+        assert_eq!(open_local(at(0)), Err(CursorError::Expired), "sealed before the wall clock was set");
     }
 }
