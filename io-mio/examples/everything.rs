@@ -112,7 +112,7 @@ fn loopback_addr(addr: &str) -> Result<SocketAddr, String> {
 
 /// What the trigger tools ask to publish, once their event is answered.
 enum Published {
-    Catalog(mcp_engine::Catalog),
+    Catalog(Box<mcp_engine::Catalog>),
     Updated(&'static str),
 }
 
@@ -140,7 +140,7 @@ impl Triggers {
             match t.apply(self.dynamic.get()) {
                 Some(next) => {
                     self.dynamic.set(next);
-                    out.push(Published::Catalog(everything::catalog_with(next)));
+                    out.push(Published::Catalog(Box::new(everything::catalog_with(next))));
                 }
                 None => out.push(Published::Updated(everything::WATCHED)),
             }
@@ -158,7 +158,7 @@ fn serve_stdio(config: Config) -> std::io::Result<()> {
             for p in triggers.take() {
                 match p {
                     // A refused replacement keeps the catalog; the fixture never adds a family.
-                    Published::Catalog(c) => _ = engine.replace_catalog(c),
+                    Published::Catalog(c) => _ = engine.replace_catalog(*c),
                     Published::Updated(uri) => _ = engine.notify_resource_updated(uri),
                 }
             }
@@ -188,7 +188,7 @@ fn serve_http(addr: SocketAddr, config: Config) -> std::io::Result<()> {
             for p in triggers.take() {
                 match p {
                     // A refused replacement keeps the catalog; the fixture never adds a family.
-                    Published::Catalog(c) => _ = engine.replace_catalog(c),
+                    Published::Catalog(c) => _ = engine.replace_catalog(*c),
                     Published::Updated(uri) => _ = engine.notify_resource_updated(uri),
                 }
             }

@@ -16,7 +16,7 @@ pub(crate) struct Completion {
 
 /// A change the host publishes to the engine: applied by the run loop, between events.
 pub(crate) enum Publish {
-    Catalog(Catalog, oneshot::Sender<Result<CatalogChange, ReplaceError>>),
+    Catalog(Box<Catalog>, oneshot::Sender<Result<CatalogChange, ReplaceError>>),
     ResourceUpdated(String),
     EndSubscriptions,
 }
@@ -78,7 +78,7 @@ impl Publisher {
     /// that asked for them. Resolves once the engine applied (or refused) it.
     pub async fn replace_catalog(&self, catalog: Catalog) -> Result<CatalogChange, PublishError> {
         let (tx, rx) = oneshot::channel();
-        if !self.send(Publish::Catalog(catalog, tx)) {
+        if !self.send(Publish::Catalog(Box::new(catalog), tx)) {
             return Err(PublishError::Stopped);
         }
         match rx.await {

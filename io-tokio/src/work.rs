@@ -186,7 +186,7 @@ macro_rules! answer_on {
             fn publish(&mut self, p: Publish) {
                 match p {
                     Publish::Catalog(catalog, reply) => {
-                        let r = self.replace_catalog(catalog);
+                        let r = self.replace_catalog(*catalog);
                         if let Err(e) = &r {
                             tracing::warn!(%e, "catalog replacement refused");
                         }

@@ -246,7 +246,7 @@ fn one_principal_cannot_take_every_listen_stream() {
     cfg.list_changed(true).max_subscriptions_per_peer(2);
     let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
     let mut e = HttpEngine::new(cfg, http, everything::catalog());
-    let mut listen = |e: &mut HttpEngine, who: &str| {
+    let listen = |e: &mut HttpEngine, who: &str| {
         let conn = e.open(at(0), None).unwrap();
         let raw = post(&listen_body(1), &[]);
         e.handle_input(at(0), conn, &raw);
