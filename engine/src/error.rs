@@ -103,6 +103,10 @@ pub enum NotifyError {
     /// The client asked for no log messages at this level on this request (or logging
     /// is off in the configuration).
     Filtered,
+    /// The client has not read what was sent before (stdio: more than
+    /// `Config::max_buffered_output` waits; HTTP: 64 KiB waits on the request's
+    /// connection): the notification is not written. Try again later, or send less.
+    Backpressure,
 }
 
 impl fmt::Display for NotifyError {
@@ -113,6 +117,7 @@ impl fmt::Display for NotifyError {
             Self::NotIncreasing => "progress must increase",
             Self::NotFinite => "progress and total must be finite",
             Self::Filtered => "the client asked for no log messages at this level",
+            Self::Backpressure => "the client has not read what was sent before",
         })
     }
 }

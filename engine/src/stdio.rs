@@ -366,6 +366,9 @@ impl Engine {
         message: Option<&str>,
     ) -> Result<(), NotifyError> {
         self.release();
+        if self.core.route_of(ticket).is_some() && self.core.output_backlogged() {
+            return Err(NotifyError::Backpressure);
+        }
         self.core.answers().notify_progress(ticket, progress, total, message)
     }
 
@@ -397,6 +400,9 @@ impl Engine {
         data: &S,
     ) -> Result<(), NotifyError> {
         self.release();
+        if self.core.route_of(ticket).is_some() && self.core.output_backlogged() {
+            return Err(NotifyError::Backpressure);
+        }
         self.core.answers().notify_log(ticket, level, logger, data)
     }
 

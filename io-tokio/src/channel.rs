@@ -2,6 +2,9 @@
 //! task sends back ([`Completion`], [`Outcome`]), and the handles a handler (or the host)
 //! sends on it with ([`Progress`], [`Publisher`]).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use mcp_engine::{Catalog, CatalogChange, ReplaceError, Ticket};
 use tokio::sync::{mpsc, oneshot};
 
@@ -107,12 +110,15 @@ pub(crate) enum Outcome {
         progress: f64,
         total: Option<f64>,
         message: Option<String>,
+        /// Counts the report as queued until the run loop has handled it.
+        _permit: Permit,
     },
     /// A log message; the task goes on.
     Log {
         level: mcp_engine::LogLevel,
         logger: Option<String>,
         data: serde_json::Value,
+        _permit: Permit,
     },
     Tool(ToolResult),
     Resource(ResourceResult),
@@ -124,23 +130,54 @@ pub(crate) enum Outcome {
     Publish(Publish),
 }
 
+/// Reports (progress and log messages) of all running calls that may wait for the run
+/// loop at once; more are dropped (the handler sees `false`), so a handler that reports in
+/// a tight loop cannot grow the channel without bound.
+pub(crate) const MAX_QUEUED_REPORTS: usize = 1024;
+
+/// One queued report of a call; dropping it (once the run loop handled the report) frees
+/// its place.
+pub(crate) struct Permit(Arc<AtomicUsize>);
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Lets a running tool call report progress to the run loop.
 #[derive(Clone)]
 pub(crate) struct Progress {
     tx: mpsc::UnboundedSender<Completion>,
     ticket: Ticket,
+    queued: Arc<AtomicUsize>,
 }
 
 impl Progress {
-    /// The reports of the request `ticket`, sent on `tx`.
-    pub(crate) fn new(tx: mpsc::UnboundedSender<Completion>, ticket: Ticket) -> Self {
-        Self { tx, ticket }
+    /// The reports of the request `ticket`, sent on `tx`; `queued` counts the reports of
+    /// every call waiting for the run loop.
+    pub(crate) fn new(
+        tx: mpsc::UnboundedSender<Completion>,
+        ticket: Ticket,
+        queued: Arc<AtomicUsize>,
+    ) -> Self {
+        Self { tx, ticket, queued }
     }
 
-    pub(crate) fn send(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let outcome = Outcome::Progress { progress, total, message: message.map(str::to_owned) };
+    /// A place for one more report, if fewer than [`MAX_QUEUED_REPORTS`] wait.
+    fn permit(&self) -> Option<Permit> {
+        if self.queued.fetch_add(1, Ordering::AcqRel) >= MAX_QUEUED_REPORTS {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Permit(Arc::clone(&self.queued)))
+    }
+
+    pub(crate) fn send(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        let Some(permit) = self.permit() else { return false };
+        let outcome = Outcome::Progress { progress, total, message: message.map(str::to_owned), _permit: permit };
         // The receiver is gone only once the run loop has returned.
-        let _ = self.tx.send(Completion { ticket: Some(self.ticket), outcome });
+        self.tx.send(Completion { ticket: Some(self.ticket), outcome }).is_ok()
     }
 }
 
@@ -149,10 +186,16 @@ impl Progress {
         Publisher::new(self.tx.clone())
     }
 
-    pub(crate) fn log(&self, level: mcp_engine::LogLevel, logger: Option<&str>, data: serde_json::Value) {
-        let outcome = Outcome::Log { level, logger: logger.map(str::to_owned), data };
+    pub(crate) fn log(
+        &self,
+        level: mcp_engine::LogLevel,
+        logger: Option<&str>,
+        data: serde_json::Value,
+    ) -> bool {
+        let Some(permit) = self.permit() else { return false };
+        let outcome = Outcome::Log { level, logger: logger.map(str::to_owned), data, _permit: permit };
         // The receiver is gone only once the run loop has returned.
-        let _ = self.tx.send(Completion { ticket: Some(self.ticket), outcome });
+        self.tx.send(Completion { ticket: Some(self.ticket), outcome }).is_ok()
     }
 }
 

@@ -141,20 +141,21 @@ impl ToolCall {
     /// Sends a log message (`notifications/message`) while the call runs, if the client
     /// asked for logs at `level` or below (and the engine's `Config::logging` is on);
     /// otherwise, and once the call is answered or cancelled, the message is dropped.
-    pub fn log(&self, level: mcp_engine::LogLevel, logger: Option<&str>, data: serde_json::Value) {
-        if let Some(p) = &self.progress {
-            p.log(level, logger, data);
-        }
+    /// Returns whether the message was queued for the server: `false` for a call made
+    /// without a server, or while 1,024 reports of the running calls wait for the server's
+    /// loop (the channel is bounded; the report is dropped). The server may still drop it (the
+    /// client asked for no logs at this level, or has not read 64 KiB sent before).
+    pub fn log(&self, level: mcp_engine::LogLevel, logger: Option<&str>, data: serde_json::Value) -> bool {
+        self.progress.as_ref().is_some_and(|p| p.log(level, logger, data))
     }
 
     /// Reports progress (`notifications/progress`) while the call runs, if the client
     /// asked for it with a progress token; otherwise (and once the call is answered or
     /// cancelled) the report is dropped. `progress` must increase from one report to the
-    /// next. Over HTTP the first report turns the response into an SSE stream.
-    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        if let Some(p) = &self.progress {
-            p.send(progress, total, message);
-        }
+    /// next. Over HTTP the first report turns the response into an SSE stream. Returns
+    /// whether the report was queued, as for [`log`](Self::log).
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        self.progress.as_ref().is_some_and(|p| p.send(progress, total, message))
     }
 
     /// A [`Publisher`] to the server running this call: replace the catalog, announce

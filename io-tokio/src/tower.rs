@@ -316,7 +316,7 @@ impl Body for McpBody {
 fn to_http(head: &mcp_engine::http::ResponseHead, body: McpBody) -> Response<McpBody> {
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::from_u16(head.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    for &(name, value) in head.headers() {
+    for (name, value) in head.headers() {
         match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
             (Ok(name), Ok(value)) => {
                 response.headers_mut().append(name, value);

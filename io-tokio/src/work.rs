@@ -222,6 +222,8 @@ pub(crate) struct Tasks {
     pool: StringPool,
     /// Room for the borrowed form of a reply of several blocks, kept empty between uses.
     scratch: Scratch,
+    /// Progress and log reports of every running call waiting for the run loop.
+    reports: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Vectors reused, empty, for the borrowed forms of replies. They hold `'static` items
@@ -277,6 +279,7 @@ impl Tasks {
             names: Names::default(),
             pool: StringPool::default(),
             scratch: Scratch::default(),
+            reports: Arc::default(),
         }
     }
 
@@ -289,7 +292,7 @@ impl Tasks {
     pub(crate) fn dispatch<H: Handler>(&mut self, handler: &Arc<H>, event: Event<'_>) {
         let (ticket, span, work) = match event {
             Event::CallTool(call) => {
-                let progress = Progress::new(self.tx.clone(), call.ticket);
+                let progress = Progress::new(self.tx.clone(), call.ticket, Arc::clone(&self.reports));
                 let request = ToolCall::from_event(&call, progress, &mut self.names, &self.pool);
                 let span = tracing::debug_span!("tools/call", tool = %request.name);
                 (call.ticket, span, Work::Tool(request))
@@ -357,7 +360,7 @@ impl Tasks {
             other => other,
         };
         let Some(ticket) = ticket else { return };
-        if let Outcome::Progress { progress, total, message } = &outcome {
+        if let Outcome::Progress { progress, total, message, .. } = &outcome {
             if self.running.contains_key(&ticket)
                 && let Err(e) = engine.progress(ticket, *progress, *total, message.as_deref())
             {
@@ -365,7 +368,7 @@ impl Tasks {
             }
             return;
         }
-        if let Outcome::Log { level, logger, data } = &outcome {
+        if let Outcome::Log { level, logger, data, .. } = &outcome {
             if self.running.contains_key(&ticket)
                 && let Err(e) = engine.log(ticket, *level, logger.as_deref(), data)
             {

@@ -479,3 +479,36 @@ async fn structured_tool_replies_carry_structured_content() {
     assert_eq!(first_text(&r), r#"{"sum":3}"#);
     assert!(client.finish().await.is_empty());
 }
+
+/// Reports in a tight loop: how many the server queued.
+struct Chatty(AtomicUsize);
+
+impl Handler for Chatty {
+    async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostFailure> {
+        // No await between the reports: the server's loop cannot take any meanwhile.
+        let queued = (0..5000).filter(|&i| call.progress(f64::from(i + 1), None, None)).count();
+        self.0.store(queued, Ordering::SeqCst);
+        Ok(ToolReply::text(queued.to_string()))
+    }
+}
+
+#[tokio::test]
+async fn a_handler_reporting_in_a_tight_loop_is_bounded() {
+    let handler = Arc::new(Chatty(AtomicUsize::new(0)));
+    let mut client = Client::start(config(), tools_catalog(&["chatty"]), Arc::clone(&handler));
+    let mut req: Value = serde_json::from_str(&call(1, "chatty", &json!({}))).expect("JSON");
+    req["params"]["_meta"]["progressToken"] = json!("p");
+    client.send(&req.to_string()).await;
+    let mut progress = 0;
+    let result = loop {
+        let v = client.recv().await;
+        if v["method"] == "notifications/progress" {
+            progress += 1;
+        } else {
+            break v;
+        }
+    };
+    assert_eq!(first_text(&result), "1024", "{result}");
+    assert_eq!(handler.0.load(Ordering::SeqCst), 1024);
+    assert_eq!(progress, 1024, "every queued report reached the client");
+}

@@ -271,3 +271,107 @@ fn one_principal_cannot_take_every_listen_stream() {
     listen(&mut e, "bob");
     assert_eq!(e.subscriptions(), 3);
 }
+
+fn browser_engine() -> HttpEngine {
+    let origins = AllowedOrigins::List(vec!["http://localhost:3000".into()]);
+    engine_with(HttpConfig::new(origins, Authorization::Everyone))
+}
+
+#[test]
+fn a_cors_preflight_from_an_allowed_origin_is_answered() {
+    let mut e = browser_engine();
+    let conn = e.open(at(0), None).unwrap();
+    let raw = b"OPTIONS /mcp HTTP/1.1\r\nHost: localhost:3000\r\nOrigin: http://localhost:3000\r\n\
+        Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: mcp-method, mcp-name, content-type\r\n\r\n";
+    assert_eq!(e.handle_input(at(0), conn, raw), raw.len());
+    let r = parse_responses(e.pending_output(conn));
+    assert_eq!(r[0].status, 204);
+    assert_eq!(r[0].header("access-control-allow-origin"), Some("http://localhost:3000"));
+    assert_eq!(r[0].header("access-control-allow-methods"), Some("POST"));
+    assert!(r[0].header("access-control-allow-headers").is_some_and(|h| h.contains("authorization")));
+    assert!(r[0].header("access-control-expose-headers").is_some_and(|h| h.contains("mcp-session-id")));
+    assert_eq!(r[0].header("content-length"), None, "a 204 has no content-length");
+}
+
+#[test]
+fn a_cors_preflight_from_another_origin_or_without_a_list_is_refused() {
+    let preflight = |origin: &str| {
+        format!(
+            "OPTIONS /mcp HTTP/1.1\r\nHost: localhost:3000\r\nOrigin: {origin}\r\n\
+             Access-Control-Request-Method: POST\r\n\r\n"
+        )
+    };
+    let mut e = browser_engine();
+    let conn = e.open(at(0), None).unwrap();
+    let raw = preflight("https://evil.example");
+    e.handle_input(at(0), conn, raw.as_bytes());
+    let r = parse_responses(e.pending_output(conn));
+    assert_eq!(r[0].status, 403);
+    assert_eq!(r[0].header("access-control-allow-origin"), None);
+    // No allow-list (any origin): no CORS at all, OPTIONS is not served.
+    let mut e = engine();
+    let conn = e.open(at(0), None).unwrap();
+    let raw = preflight("http://localhost:3000");
+    e.handle_input(at(0), conn, raw.as_bytes());
+    let r = parse_responses(e.pending_output(conn));
+    assert_eq!(r[0].status, 405);
+}
+
+#[test]
+fn responses_to_an_allowed_origin_carry_the_cors_headers() {
+    let mut e = browser_engine();
+    let conn = e.open(at(0), None).unwrap();
+    let raw = post(&req(1, "server/discover", json!({})), &[("Origin", "http://localhost:3000")]);
+    e.handle_input(at(0), conn, &raw);
+    drain(&mut e);
+    let out = e.pending_output(conn).to_vec();
+    let r = parse_responses(&out);
+    assert_eq!(r[0].status, 200);
+    assert_eq!(r[0].header("access-control-allow-origin"), Some("http://localhost:3000"));
+    assert_eq!(r[0].header("vary"), Some("origin"));
+    e.consume_output(conn, out.len());
+    // The next request, without an Origin (not a browser): no CORS headers.
+    let raw = post(&req(2, "server/discover", json!({})), &[]);
+    e.handle_input(at(0), conn, &raw);
+    drain(&mut e);
+    let r = parse_responses(e.pending_output(conn));
+    assert_eq!(r[0].status, 200);
+    assert_eq!(r[0].header("access-control-allow-origin"), None);
+}
+
+#[test]
+fn log_messages_past_the_unsent_bound_are_refused_with_backpressure() {
+    let mut cfg = Config::new("s", "1");
+    cfg.logging(true);
+    let mut e = HttpEngine::new(
+        cfg,
+        HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone),
+        everything::catalog(),
+    );
+    let conn = e.open(at(0), None).unwrap();
+    let mut body = req(1, "tools/call", json!({"name": "test_tool_with_progress"}));
+    body["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
+    let raw = post(&body, &[]);
+    e.handle_input(at(0), conn, &raw);
+    let ticket = match e.poll_event() {
+        Some(HttpEvent::Mcp(ev)) => ev.ticket(),
+        other => panic!("{other:?}"),
+    };
+    let big = "x".repeat(8 * 1024);
+    let mut sent = 0;
+    // The peer reads nothing: once 64 KiB wait, the handler is told.
+    let refused = loop {
+        match e.notify_log(ticket, mcp_engine::LogLevel::Info, None, &big) {
+            Ok(()) => sent += 1,
+            Err(err) => break err,
+        }
+        assert!(sent < 100, "never refused");
+    };
+    assert_eq!(refused, mcp_engine::NotifyError::Backpressure);
+    assert!((8..=9).contains(&sent), "{sent} sent before the bound");
+    assert!(e.pending_output(conn).len() < 64 * 1024 + 9 * 1024);
+    // Once the peer reads, messages go out again.
+    let n = e.pending_output(conn).len();
+    e.consume_output(conn, n);
+    assert_eq!(e.notify_log(ticket, mcp_engine::LogLevel::Info, None, &big), Ok(()));
+}

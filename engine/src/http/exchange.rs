@@ -4,6 +4,7 @@
 //! it) and the connection finished.
 
 use core::net::SocketAddr;
+use std::sync::Arc;
 
 use crate::http::auth::Principal;
 use crate::http::config::{AllowedOrigins, HttpConfig};
@@ -75,6 +76,9 @@ pub(super) struct Exchange {
     /// When output last became pending or was last taken by the peer (the write timeout
     /// counts from here while output is pending).
     pub(super) write_since: Instant,
+    /// The current request came from this allowed `Origin` (an allow-list is configured):
+    /// its response carries the CORS headers.
+    pub(super) cors: Option<Arc<str>>,
 }
 
 impl Exchange {
@@ -100,7 +104,25 @@ impl Exchange {
             served: 0,
             idle_since: now,
             write_since: now,
+            cors: None,
         }
+    }
+
+    /// `extra` and, for a request from an allowed origin, the CORS response headers.
+    fn with_cors<'e>(
+        cors: Option<&'e str>,
+        extra: &[(&'e str, &'e str)],
+    ) -> heapless::Vec<(&'e str, &'e str), 12> {
+        let mut all: heapless::Vec<(&str, &str), 12> = heapless::Vec::new();
+        for &h in extra {
+            let _ = all.push(h); // at most a few
+        }
+        if let Some(origin) = cors {
+            let _ = all.push(("access-control-allow-origin", origin));
+            let _ = all.push(("access-control-expose-headers", CORS_EXPOSE));
+            let _ = all.push(("vary", "origin"));
+        }
+        all
     }
 
     /// The earliest deadline the connection has now, given the settings.
@@ -149,17 +171,17 @@ impl Exchange {
         close: bool,
     ) {
         self.will_write(now);
+        // A 204 carries no `content-length` (RFC 9110 §8.6).
+        let len = (status != 204).then_some(len);
         match self.framing {
-            Framing::Wire => http1::write_head(
-                &mut self.out,
-                status,
-                http1::status_reason(status),
-                content_type,
-                Some(len),
-                extra,
-                close,
-            ),
-            Framing::Embedded => self.head = Some(ResponseHead::new(status, content_type, extra, false)),
+            Framing::Wire => {
+                let extra = Self::with_cors(self.cors.as_deref(), extra);
+                let reason = http1::status_reason(status);
+                http1::write_head(&mut self.out, status, reason, content_type, len, &extra, close);
+            }
+            Framing::Embedded => {
+                self.head = Some(ResponseHead::new(status, content_type, extra, false, self.cors.clone()));
+            }
         }
     }
 
@@ -172,9 +194,13 @@ impl Exchange {
     pub(super) fn write_sse_head(&mut self, now: Instant, close: bool) {
         self.will_write(now);
         match self.framing {
-            Framing::Wire => http1::write_sse_head(&mut self.out, &[], close),
+            Framing::Wire => {
+                let extra = Self::with_cors(self.cors.as_deref(), &[]);
+                http1::write_sse_head(&mut self.out, &extra, close);
+            }
             Framing::Embedded => {
-                self.head = Some(ResponseHead::new(200, Some("text/event-stream"), SSE_HEADERS, true));
+                let cors = self.cors.clone();
+                self.head = Some(ResponseHead::new(200, Some("text/event-stream"), SSE_HEADERS, true, cors));
             }
         }
     }
@@ -209,13 +235,32 @@ impl Exchange {
 /// The headers of an SSE response besides its content type.
 const SSE_HEADERS: &[(&str, &str)] = &[("cache-control", "no-cache"), ("x-accel-buffering", "no")];
 
+/// The response headers a browser script on an allowed origin may read.
+const CORS_EXPOSE: &str = "mcp-session-id, mcp-protocol-version";
+
+/// The answer to a CORS preflight from an allowed origin (with the origin itself): `POST`
+/// and any request header (`*`; `authorization` must be named, the wildcard never covers
+/// it), for ten minutes.
+pub(super) const PREFLIGHT: &[(&str, &str)] = &[
+    ("access-control-allow-methods", "POST"),
+    ("access-control-allow-headers", "*, authorization"),
+    ("access-control-max-age", "600"),
+];
+
+/// A header value of a [`ResponseHead`].
+#[derive(Debug, Clone)]
+enum Text {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
 /// The head of a response given to a host that frames it itself: see
 /// [`HttpEngine::response`](crate::http::HttpEngine::response).
 #[derive(Debug, Clone)]
 pub struct ResponseHead {
     /// The status code.
     pub status: u16,
-    headers: heapless::Vec<(&'static str, &'static str), 6>,
+    headers: heapless::Vec<(&'static str, Text), 9>,
     /// Whether the body is an SSE stream (`text/event-stream`), whose events come as the
     /// engine produces them, rather than a body complete at once.
     pub stream: bool,
@@ -227,22 +272,34 @@ impl ResponseHead {
         content_type: Option<&'static str>,
         extra: &[(&'static str, &'static str)],
         stream: bool,
+        cors: Option<Arc<str>>,
     ) -> Self {
         let mut headers = heapless::Vec::new();
         if let Some(ct) = content_type {
-            let _ = headers.push(("content-type", ct));
+            let _ = headers.push(("content-type", Text::Static(ct)));
         }
-        for &h in extra {
+        for &(name, value) in extra {
             // At most a few headers are ever set; the array holds them.
-            let _ = headers.push(h);
+            let _ = headers.push((name, Text::Static(value)));
+        }
+        if let Some(origin) = cors {
+            let _ = headers.push(("access-control-allow-origin", Text::Shared(origin)));
+            let _ = headers.push(("access-control-expose-headers", Text::Static(CORS_EXPOSE)));
+            let _ = headers.push(("vary", Text::Static("origin")));
         }
         Self { status, headers, stream }
     }
 
     /// The headers, framing headers (`content-length`, `transfer-encoding`, `connection`)
     /// excluded: the host frames the body.
-    pub fn headers(&self) -> &[(&'static str, &'static str)] {
-        &self.headers
+    pub fn headers(&self) -> impl Iterator<Item = (&'static str, &str)> + '_ {
+        self.headers.iter().map(|(name, value)| {
+            let value = match value {
+                Text::Static(v) => v,
+                Text::Shared(v) => &**v,
+            };
+            (*name, value)
+        })
     }
 }
 
@@ -270,13 +327,18 @@ pub(super) fn check_head(
     if path != http.endpoint {
         return Some((404, &[]));
     }
-    if head.method != "POST" {
-        return Some((405, &[("allow", "POST")]));
-    }
     let headers = head.headers;
     let header = move |name: &'static str| {
         headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
     };
+    // A CORS preflight: only with an allow-list, answered once the origin passed below.
+    let preflight = head.method == "OPTIONS"
+        && matches!(http.origins, AllowedOrigins::List(_))
+        && header("origin").next().is_some()
+        && header("access-control-request-method").next().is_some();
+    if head.method != "POST" && !preflight {
+        return Some((405, &[("allow", "POST")]));
+    }
     if let AllowedOrigins::List(list) = &http.origins {
         for origin in header("origin") {
             let ok = core::str::from_utf8(origin).is_ok_and(|o| list.iter().any(|a| a == o.trim()));
@@ -304,7 +366,22 @@ pub(super) fn check_head(
             }
         }
     }
+    if preflight {
+        return Some((204, PREFLIGHT));
+    }
     None
+}
+
+/// The index in the allow-list of the request's `Origin`, when a list is configured and
+/// the request carries one `Origin` that is in it.
+pub(super) fn allowed_origin(http: &HttpConfig, head: &http1::Head<'_>) -> Option<usize> {
+    let AllowedOrigins::List(list) = &http.origins else { return None };
+    let mut origins = head.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("origin"));
+    let origin = core::str::from_utf8(origins.next()?.value).ok()?.trim();
+    if origins.next().is_some() {
+        return None;
+    }
+    list.iter().position(|a| a == origin)
 }
 
 /// `localhost`, `127.0.0.1` or `[::1]`, with an optional port.
@@ -388,6 +465,7 @@ pub(super) fn finish(c: &mut Exchange, now: Instant, close: bool) {
     c.codec.finish_request();
     c.deadline = None;
     c.keepalive = None;
+    c.cors = None;
     c.served = c.served.saturating_add(1);
     c.idle_since = now;
     c.phase = if close { Phase::Closing } else { Phase::Head };

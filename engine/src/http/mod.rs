@@ -40,8 +40,8 @@ use crate::time::{Instant, UnixTime};
 use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
 use exchange::{
-    ConnSlot, Exchange, Framing, Phase, check_head, finish, refuse, respond_empty, respond_json, start_body,
-    trim_newline,
+    ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, refuse, respond_empty,
+    respond_json, start_body, trim_newline,
 };
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
@@ -63,7 +63,7 @@ pub struct Response<'a> {
 
 impl Response<'_> {
     /// The headers (no framing headers: the host frames the body).
-    pub fn headers(&self) -> &[(&'static str, &'static str)] {
+    pub fn headers(&self) -> impl Iterator<Item = (&'static str, &str)> + '_ {
         self.head.headers()
     }
 }
@@ -167,6 +167,8 @@ pub struct HttpEngine {
     free: Vec<u32>,
     /// Slots that had output to send when last settled (`ConnSlot::sending`).
     sending: Vec<u32>,
+    /// The origin allow-list, shared with the responses that name an origin.
+    cors_origins: Vec<std::sync::Arc<str>>,
 }
 
 impl fmt::Debug for HttpEngine {
@@ -183,6 +185,10 @@ impl HttpEngine {
     pub fn new(cfg: Config, http: HttpConfig, catalog: Catalog) -> Self {
         let max_len = http.max_body.max(cfg.frame_limit()) + 2;
         let depth = cfg.depth_limit();
+        let cors_origins = match &http.origins {
+            AllowedOrigins::List(list) => list.iter().map(|o| std::sync::Arc::from(o.as_str())).collect(),
+            AllowedOrigins::Any => Vec::new(),
+        };
         Self {
             parser: Parser::new(max_len, depth),
             core: new_core(cfg, catalog, Mode::Http),
@@ -201,6 +207,7 @@ impl HttpEngine {
             ended: std::collections::VecDeque::new(),
             free: Vec::new(),
             sending: Vec::new(),
+            cors_origins,
         }
     }
 
@@ -642,6 +649,9 @@ impl HttpEngine {
         message: Option<&str>,
     ) -> Result<(), crate::error::NotifyError> {
         self.tick(self.last_now);
+        if self.backlogged(ticket) {
+            return Err(crate::error::NotifyError::Backpressure);
+        }
         let r = self.core.answers().notify_progress(ticket, progress, total, message);
         self.collect_answers();
         r
@@ -674,6 +684,9 @@ impl HttpEngine {
         data: &S,
     ) -> Result<(), crate::error::NotifyError> {
         self.tick(self.last_now);
+        if self.backlogged(ticket) {
+            return Err(crate::error::NotifyError::Backpressure);
+        }
         let r = self.core.answers().notify_log(ticket, level, logger, data);
         self.collect_answers();
         r
@@ -731,6 +744,12 @@ impl HttpEngine {
         self.collect_answers();
         self.process();
         n
+    }
+
+    /// Whether the connection `ticket` answers on holds 64 KiB or more unsent.
+    fn backlogged(&self, ticket: Ticket) -> bool {
+        let Some(Route::Http { conn, generation }) = self.core.route_of(ticket) else { return false };
+        self.conn(ConnId { slot: conn, generation }).is_some_and(|c| c.out.len() >= MAX_UNSENT)
     }
 
     /// How many `subscriptions/listen` streams are open.
@@ -830,16 +849,19 @@ impl HttpEngine {
                     }
                     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                     // Decide everything while the head is borrowed, act after.
-                    let (refusal, keep_alive, expect_continue, http10) = match c.codec.poll(&mut headers) {
-                        Input::Partial | Input::Body(_) => return,
-                        Input::Error(e) => (Some((e.status(), &[][..])), false, false, false),
-                        Input::Head(head) => (
-                            check_head(&self.http, &head),
-                            head.keep_alive,
-                            head.expect_continue,
-                            head.minor_version == 0,
-                        ),
-                    };
+                    let (refusal, keep_alive, expect_continue, http10, cors) =
+                        match c.codec.poll(&mut headers) {
+                            Input::Partial | Input::Body(_) => return,
+                            Input::Error(e) => (Some((e.status(), &[][..])), false, false, false, None),
+                            Input::Head(head) => (
+                                check_head(&self.http, &head),
+                                head.keep_alive,
+                                head.expect_continue,
+                                head.minor_version == 0,
+                                allowed_origin(&self.http, &head),
+                            ),
+                        };
+                    c.cors = cors.and_then(|i| self.cors_origins.get(i)).cloned();
                     c.keep_alive = keep_alive;
                     c.expect_continue = expect_continue;
                     c.http10 = http10;

@@ -265,6 +265,16 @@ impl Core {
         Clock { mono: self.now, wall: self.wall.map(|(w, at)| w.saturating_add(self.now.saturating_sub(at))) }
     }
 
+    /// The route a live ticket answers on.
+    pub(crate) fn route_of(&self, ticket: Ticket) -> Option<Route> {
+        self.tickets.route_of(ticket)
+    }
+
+    /// Whether the stdio output holds `max_buffered_output` or more unread.
+    pub(crate) fn output_backlogged(&self) -> bool {
+        self.outbox.buffered() >= self.cfg.max_buffered_output
+    }
+
     /// The outbox (stdio: the byte stream; HTTP: messages tagged with their route).
     pub(crate) fn outbox(&self) -> &Outbox {
         &self.outbox

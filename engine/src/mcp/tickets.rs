@@ -147,6 +147,12 @@ impl Tickets {
         self.uris.get(slot).map_or("", |u| u.as_str())
     }
 
+    /// The route of a live ticket.
+    pub(crate) fn route_of(&self, ticket: Ticket) -> Option<Route> {
+        let slot = self.slots.get(ticket.slot as usize)?;
+        slot.busy.filter(|_| slot.generation == ticket.generation).map(|b| b.route)
+    }
+
     /// Whether a live ticket of `route` holds request id `id`.
     pub(crate) fn id_in_flight(&self, id: &IdBuf, route: Route) -> bool {
         self.slots
