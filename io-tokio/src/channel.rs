@@ -175,7 +175,8 @@ impl Progress {
 
     pub(crate) fn send(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
         let Some(permit) = self.permit() else { return false };
-        let outcome = Outcome::Progress { progress, total, message: message.map(str::to_owned), _permit: permit };
+        let outcome =
+            Outcome::Progress { progress, total, message: message.map(str::to_owned), _permit: permit };
         // The receiver is gone only once the run loop has returned.
         self.tx.send(Completion { ticket: Some(self.ticket), outcome }).is_ok()
     }
