@@ -58,6 +58,8 @@ struct Peer {
     closed: bool,
     /// The peer does not read its output.
     paused: bool,
+    /// An exchange of `handle_request`: its response is structured, not HTTP/1.1 bytes.
+    embedded: bool,
     /// A codec of the harness's own, fed the bytes the engine took: the request heads, in
     /// order, to match with the responses.
     shadow: Conn,
@@ -77,6 +79,7 @@ impl Peer {
             chunked: None,
             closed: false,
             paused: false,
+            embedded: false,
             shadow: Conn::new(ENGINE_LIMITS),
             requests: Vec::new(),
             answered: 0,
@@ -284,6 +287,7 @@ pub fn http_engine(data: &[u8]) {
                 h.now = h.now + Duration::from_millis(u64::from(d) * 100);
                 h.e.handle_timeout(h.now);
                 h.check_timeout();
+                h.reap();
             }
             5 => {
                 let (sel, rest) = take_byte(ops);
@@ -358,6 +362,8 @@ impl EngineHarness {
         }
         match self.e.open(self.now, None) {
             Ok(id) => {
+                // At the limit, the engine made room by ending an idle connection.
+                self.reap();
                 assert!(self.count() < self.max_connections);
                 assert!(!self.stale.contains(&id), "a new connection got a closed one's id");
                 self.peers[k] = Some(Peer::new(id));
@@ -377,6 +383,19 @@ impl EngineHarness {
         }
         if let Some(p) = self.peers[k].as_mut() {
             p.backlog.extend_from_slice(bytes);
+        }
+    }
+
+    /// Forgets the connections the engine ended on its own (shed for room, idle past a
+    /// timeout, a peer that took no output): each was one the harness held open.
+    fn reap(&mut self) {
+        while let Some(id) = self.e.poll_ended() {
+            let k = self.peers.iter().position(|p| p.as_ref().is_some_and(|p| p.id == id));
+            let k = k.expect("an ended connection is one that was open");
+            self.peers[k] = None;
+            self.stale.push(id);
+            self.asks.retain(|(c, _)| *c != id);
+            assert!(self.e.pending_output(id).is_empty() && !self.e.wants_close(id));
         }
     }
 
@@ -420,8 +439,9 @@ impl EngineHarness {
         let headers: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
         match self.e.handle_request(self.now, None, method, path, &headers, body) {
             Ok(id) => {
+                self.reap();
                 assert!(self.count() < self.max_connections);
-                self.peers[k] = Some(Peer::new(id));
+                self.peers[k] = Some(Peer { embedded: true, ..Peer::new(id) });
             }
             Err(_) => assert_eq!(self.count(), self.max_connections),
         }
@@ -550,6 +570,7 @@ impl EngineHarness {
             assert!(round < 10_000, "the engine never settles");
             let mut moved = false;
             self.poll_events();
+            self.reap();
             for k in 0..PEERS {
                 let Some(p) = self.peers[k].as_mut() else { continue };
                 if !p.backlog.is_empty() {
@@ -566,9 +587,21 @@ impl EngineHarness {
                 if p.paused {
                     continue;
                 }
-                let _ = self.e.response(p.id);
-                let out = self.e.pending_output(p.id);
-                if !out.is_empty() {
+                if p.embedded {
+                    // A structured response: a status, and JSON unless it is a stream.
+                    if let Some(r) = self.e.response(p.id) {
+                        assert!((100..600).contains(&r.status), "status {}", r.status);
+                        if !r.head.stream && r.complete && !r.body.is_empty() {
+                            let json = serde_json::from_slice::<Value>(r.body);
+                            assert!(json.is_ok(), "not JSON: {:?}", lossy(r.body));
+                        }
+                        let (n, complete) = (r.body.len(), r.complete);
+                        self.e.consume_output(p.id, n);
+                        moved |= n > 0;
+                        p.closed = complete;
+                    }
+                } else if !self.e.pending_output(p.id).is_empty() {
+                    let out = self.e.pending_output(p.id);
                     p.transcript.extend_from_slice(out);
                     let n = out.len();
                     self.e.consume_output(p.id, n);

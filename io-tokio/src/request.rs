@@ -178,9 +178,10 @@ impl ToolCall {
 /// A resource read to perform. The engine has already checked that the uri is listed or
 /// matches a template of the catalog.
 ///
-/// `Debug` shows the uri and template variables, and of the multi-round-trip input only
-/// byte lengths ([`InputContext`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `Debug` shows the template, the variable names and byte lengths: never the uri or a
+/// variable's value (they can carry what the client sent), and of the multi-round-trip
+/// input only byte lengths ([`InputContext`]).
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResourceRead {
     /// The uri asked for, in a buffer the server reuses once the read is dropped.
@@ -198,6 +199,20 @@ pub struct ResourceRead {
     pub revision: Revision,
     /// Multi-round-trip input (responses, state, client capabilities).
     pub input: InputContext,
+}
+
+impl std::fmt::Debug for ResourceRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.variables.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("ResourceRead")
+            .field("uri_len", &self.uri.len())
+            .field("template", &self.template)
+            .field("variables", &names)
+            .field("query_pairs", &self.query_pairs.len())
+            .field("revision", &self.revision)
+            .field("input", &self.input)
+            .finish()
+    }
 }
 
 impl ResourceRead {
@@ -343,7 +358,8 @@ mod tests {
         call.input = input.clone();
         let mut get = PromptGet::new("p", arguments.as_str());
         get.input = input.clone();
-        let mut read = ResourceRead::new("x://r");
+        let mut read = ResourceRead::new(format!("x://r/{secret}").as_str());
+        read.variables.push(("key".into(), secret.into()));
         read.input = input;
         let context = format!(r#"{{"other":"{secret}"}}"#);
         let completion = CompletionRequest {
@@ -365,7 +381,11 @@ mod tests {
         }
         assert!(shown[0].contains("\"login\"") && shown[0].contains(&args), "{}", shown[0]);
         assert!(shown[1].contains(&args), "{}", shown[1]);
-        assert!(shown[2].contains("\"x://r\""), "the uri shows: {}", shown[2]);
+        assert!(
+            shown[2].contains("uri_len") && shown[2].contains("\"key\""),
+            "sizes and names show: {}",
+            shown[2]
+        );
         let value = format!("value: <{} bytes>", secret.len());
         let context = format!("context: <{} bytes>", context.len());
         assert!(shown[3].contains(&value) && shown[3].contains(&context), "{}", shown[3]);

@@ -299,7 +299,9 @@ impl Tasks {
             }
             Event::ReadResource(read) => {
                 let request = ResourceRead::from_event(&read, &mut self.names, &self.pool);
-                let span = tracing::debug_span!("resources/read", uri = %request.uri);
+                // The scheme only: a full uri can carry what the client sent.
+                let scheme = request.uri.split_once(':').map_or("", |(s, _)| s);
+                let span = tracing::debug_span!("resources/read", scheme, uri_len = request.uri.len());
                 (read.ticket, span, Work::Resource(request))
             }
             Event::GetPrompt(get) => {
