@@ -375,3 +375,29 @@ fn log_messages_past_the_unsent_bound_are_refused_with_backpressure() {
     e.consume_output(conn, n);
     assert_eq!(e.notify_log(ticket, mcp_engine::LogLevel::Info, None, &big), Ok(()));
 }
+
+#[test]
+fn a_request_blocked_behind_unread_output_is_served_once_the_client_reads() {
+    let mut e = engine();
+    let conn = e.open(at(0), None).unwrap();
+    let mut sent = 0;
+    // The client sends requests without reading until the engine stops parsing them.
+    let mut id = 1;
+    while e.pending_output(conn).len() < 64 * 1024 {
+        let raw = post(&req(id, "tools/call", json!({"name": "echo", "arguments": {"text": "hi"}})), &[]);
+        assert_eq!(e.handle_input(at(0), conn, &raw), raw.len());
+        drain(&mut e);
+        id += 1;
+        sent += 1;
+    }
+    let before = e.pending_output(conn).len();
+    let raw = post(&req(id, "tools/call", json!({"name": "echo", "arguments": {"text": "last"}})), &[]);
+    assert_eq!(e.handle_input(at(0), conn, &raw), raw.len(), "taken, not parsed");
+    drain(&mut e);
+    assert_eq!(e.pending_output(conn).len(), before, "not answered while 64 KiB wait");
+    e.consume_output(conn, before);
+    drain(&mut e);
+    let r = parse_responses(e.pending_output(conn));
+    assert_eq!(r.len(), 1, "the blocked request is answered once the client reads ({sent} before)");
+    assert_eq!(r[0].json()["result"]["content"][0]["text"], "last");
+}
