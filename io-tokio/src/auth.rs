@@ -29,8 +29,24 @@ impl AuthorizeInfo {
         Self { peer, headers: headers.into_iter().map(|(n, v)| (n.into(), v.into())).collect() }
     }
 
-    pub(crate) fn from_engine(peer: Option<SocketAddr>, headers: &HeaderList<'_>) -> Self {
-        Self::new(peer, headers.as_slice().iter().map(|h| (h.name, h.value)))
+    /// Refills `self` with the engine's view of a request, reusing the strings and
+    /// vectors it already holds: a request with no more headers than an earlier one
+    /// allocates nothing.
+    pub(crate) fn refill(&mut self, peer: Option<SocketAddr>, headers: &HeaderList<'_>) {
+        self.peer = peer;
+        let headers = headers.as_slice();
+        self.headers.truncate(headers.len());
+        for (i, h) in headers.iter().enumerate() {
+            match self.headers.get_mut(i) {
+                Some((name, value)) => {
+                    name.clear();
+                    name.push_str(h.name);
+                    value.clear();
+                    value.extend_from_slice(h.value);
+                }
+                None => self.headers.push((h.name.to_owned(), h.value.to_vec())),
+            }
+        }
     }
 
     /// The first value of header `name` (case-insensitive).
@@ -77,6 +93,12 @@ impl fmt::Debug for AuthorizeInfo {
 /// in its own task, aborted if the client goes away. An authorizer that panics refuses
 /// with [`Verdict::Failed`] (`500`).
 ///
+/// An authorizer that can decide without waiting also says so through
+/// [`authorize_now`](Self::authorize_now) (and [`authorize_body_now`](Self::authorize_body_now)):
+/// such a decision costs no allocation (the request's headers are lent from a reused
+/// [`AuthorizeInfo`], the body is borrowed), where a future is boxed. Closures and
+/// [`AllowAll`] do this.
+///
 /// A closure `Fn(&AuthorizeInfo) -> Verdict` is an authorizer (with bodies always
 /// allowed), and so is [`AllowAll`] (for engines configured with
 /// [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone), which never
@@ -103,6 +125,20 @@ pub trait Authorizer: Send + Sync + 'static {
         let _ = (request, body);
         std::future::ready(Verdict::Allow)
     }
+
+    /// Decides on a head at once, if this authorizer can; `None` (the default) asks
+    /// [`authorize`](Self::authorize). When it returns `Some`, `authorize` is not called.
+    fn authorize_now(&self, request: &AuthorizeInfo) -> Option<Verdict> {
+        let _ = request;
+        None
+    }
+
+    /// Decides on a body at once, if this authorizer can; `None` (the default) asks
+    /// [`authorize_body`](Self::authorize_body).
+    fn authorize_body_now(&self, request: &AuthorizeInfo, body: &[u8]) -> Option<Verdict> {
+        let _ = (request, body);
+        None
+    }
 }
 
 impl<F> Authorizer for F
@@ -111,6 +147,14 @@ where
 {
     fn authorize(&self, request: &AuthorizeInfo) -> impl Future<Output = Verdict> + Send {
         std::future::ready(self(request))
+    }
+
+    fn authorize_now(&self, request: &AuthorizeInfo) -> Option<Verdict> {
+        Some(self(request))
+    }
+
+    fn authorize_body_now(&self, _: &AuthorizeInfo, _: &[u8]) -> Option<Verdict> {
+        Some(Verdict::Allow)
     }
 }
 
@@ -123,6 +167,14 @@ impl Authorizer for AllowAll {
     fn authorize(&self, request: &AuthorizeInfo) -> impl Future<Output = Verdict> + Send {
         let _ = request;
         std::future::ready(Verdict::Allow)
+    }
+
+    fn authorize_now(&self, _: &AuthorizeInfo) -> Option<Verdict> {
+        Some(Verdict::Allow)
+    }
+
+    fn authorize_body_now(&self, _: &AuthorizeInfo, _: &[u8]) -> Option<Verdict> {
+        Some(Verdict::Allow)
     }
 }
 

@@ -272,6 +272,14 @@ impl Drop for VerdictGuard {
 
 type BoxVerdict = Pin<Box<dyn Future<Output = Verdict> + Send>>;
 
+/// What an `Authorize` or `AuthorizeBody` event leads to.
+enum Ask {
+    /// The authorizer decided at once.
+    Now(VerdictMsg),
+    /// Its future decides: the connection, the head and the body (for a body check).
+    Later(ConnId, AuthorizeInfo, Option<Vec<u8>>),
+}
+
 /// The engine and what runs its work: handler tasks, authorization tasks, the clock. Used
 /// by the TCP loop and the tower service's task alike.
 pub(crate) struct Host<H, A> {
@@ -282,6 +290,8 @@ pub(crate) struct Host<H, A> {
     verdict_tx: mpsc::UnboundedSender<VerdictMsg>,
     /// Authorization tasks still deciding, by connection.
     authorizing: HashMap<ConnId, AbortHandle>,
+    /// The request an authorizer is asked about at once, refilled in place.
+    asking: AuthorizeInfo,
     /// Allowed requests waiting for room under the in-flight limit.
     deferred: VecDeque<VerdictMsg>,
     max_in_flight: usize,
@@ -303,6 +313,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             tasks,
             verdict_tx,
             authorizing: HashMap::new(),
+            asking: AuthorizeInfo::new(None, core::iter::empty::<(String, Vec<u8>)>()),
             deferred: VecDeque::new(),
             max_in_flight: server.max_in_flight,
             start: tokio::time::Instant::now(),
@@ -343,6 +354,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
     pub(crate) fn drain(&mut self) -> bool {
         let mut any = false;
         loop {
+            // A decision taken at once (no allocation), or an owned copy for a task.
             let ask = match self.engine.poll_event() {
                 None => break,
                 Some(HttpEvent::Mcp(event)) => {
@@ -350,21 +362,29 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                     None
                 }
                 Some(HttpEvent::Authorize(req)) => {
-                    Some((req.conn, AuthorizeInfo::from_engine(req.peer, &req.headers), None))
+                    self.asking.refill(req.peer, &req.headers);
+                    Some(match self.auth.authorize_now(&self.asking) {
+                        Some(verdict) => Ask::Now(VerdictMsg { conn: req.conn, body: false, verdict }),
+                        None => Ask::Later(req.conn, self.asking.clone(), None),
+                    })
                 }
-                Some(HttpEvent::AuthorizeBody(req)) => Some((
-                    req.conn,
-                    AuthorizeInfo::from_engine(req.peer, &req.headers),
-                    Some(req.body.to_vec()),
-                )),
+                Some(HttpEvent::AuthorizeBody(req)) => {
+                    self.asking.refill(req.peer, &req.headers);
+                    Some(match self.auth.authorize_body_now(&self.asking, req.body) {
+                        Some(verdict) => Ask::Now(VerdictMsg { conn: req.conn, body: true, verdict }),
+                        None => Ask::Later(req.conn, self.asking.clone(), Some(req.body.to_vec())),
+                    })
+                }
                 Some(other) => {
                     tracing::warn!(event = ?other, "ignoring an event this adapter does not know");
                     None
                 }
             };
             any = true;
-            if let Some((conn, info, body)) = ask {
-                self.authorize(conn, info, body);
+            match ask {
+                None => {}
+                Some(Ask::Now(msg)) => self.verdict(msg),
+                Some(Ask::Later(conn, info, body)) => self.authorize(conn, info, body),
             }
         }
         any
