@@ -11,13 +11,20 @@
 //! free one) and prints `listening on http://ADDR/mcp` on stderr once it is bound, with
 //! the actual address. Over stdio, stdout carries protocol frames only. Errors go to
 //! stderr.
+//!
+//! The two slow tools (`test_tool_with_progress`, `test_logging_tool`) keep their
+//! ticket and send each notification 50 ms after the previous one, then the result,
+//! from the loop's own timer (`run_timed`): a client sees them arrive one by one, as the
+//! conformance tool descriptions ask, without a thread.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
-use mcp_engine::{Config, Engine};
+use mcp_engine::{Config, Content, Engine, LogLevel, Ticket, ToolOutput};
 use mcp_fixture as everything;
 
 const USAGE: &str = "\
@@ -116,20 +123,103 @@ enum Published {
     Updated(&'static str),
 }
 
-/// The fixture's answers, noting what the trigger tools ask for; the server's loop
-/// publishes it after each batch of events (the engine is busy during a callback).
+/// The time between a slow tool's messages.
+const PACE: Duration = Duration::from_millis(50);
+
+/// One message of a slow tool.
+#[derive(Clone, Copy)]
+enum Step {
+    Progress(f64, &'static str),
+    Log(&'static str),
+    Answer(&'static str),
+}
+
+const PROGRESS_STEPS: [Step; 4] = [
+    Step::Progress(0.0, "started"),
+    Step::Progress(50.0, "halfway"),
+    Step::Progress(100.0, "done"),
+    Step::Answer("Progress tool finished."),
+];
+
+const LOGGING_STEPS: [Step; 4] = [
+    Step::Log("Tool execution started"),
+    Step::Log("Tool processing data"),
+    Step::Log("Tool execution completed"),
+    Step::Answer("Logging tool finished."),
+];
+
+/// A slow tool's call: its ticket, the messages still to send, when the next one is due.
+struct Paced {
+    ticket: Ticket,
+    steps: VecDeque<Step>,
+    due: Option<Instant>,
+}
+
+/// What both engines do for a kept ticket.
+trait Sink {
+    fn step(&mut self, ticket: Ticket, step: Step);
+}
+
+impl Sink for Engine {
+    fn step(&mut self, ticket: Ticket, step: Step) {
+        // A report the client did not ask for (no progress token, a log level above
+        // `info`) is dropped by the engine; so is anything for a cancelled ticket.
+        let _ = match step {
+            Step::Progress(p, m) => self.notify_progress(ticket, p, Some(100.0), Some(m)).map_err(drop),
+            Step::Log(text) => {
+                self.notify_log(ticket, LogLevel::Info, Some("test_logging_tool"), text).map_err(drop)
+            }
+            Step::Answer(text) => {
+                self.answer_tool(ticket, &ToolOutput::new(&[Content::text(text)])).map_err(drop)
+            }
+        };
+    }
+}
+
+impl Sink for HttpEngine {
+    fn step(&mut self, ticket: Ticket, step: Step) {
+        let _ = match step {
+            Step::Progress(p, m) => self.notify_progress(ticket, p, Some(100.0), Some(m)).map_err(drop),
+            Step::Log(text) => {
+                self.notify_log(ticket, LogLevel::Info, Some("test_logging_tool"), text).map_err(drop)
+            }
+            Step::Answer(text) => {
+                self.answer_tool(ticket, &ToolOutput::new(&[Content::text(text)])).map_err(drop)
+            }
+        };
+    }
+}
+
+/// The fixture's answers, noting what the trigger tools ask for and keeping the slow
+/// tools' tickets; the server's loop publishes and paces them after each batch of events
+/// (the engine is busy during a callback).
 #[derive(Default)]
 struct Triggers {
     asked: RefCell<Vec<everything::Trigger>>,
     dynamic: Cell<everything::Dynamic>,
+    paced: RefCell<Vec<Paced>>,
 }
 
 impl Triggers {
     fn respond(&self, event: mcp_engine::Event<'_>) {
-        if let mcp_engine::Event::CallTool(call) = &event
-            && let Some(t) = everything::Trigger::of(&call.tool.name)
-        {
-            self.asked.borrow_mut().push(t);
+        match &event {
+            mcp_engine::Event::CallTool(call) => {
+                let steps = match call.tool.name.as_str() {
+                    "test_tool_with_progress" => Some(PROGRESS_STEPS),
+                    "test_logging_tool" => Some(LOGGING_STEPS),
+                    _ => None,
+                };
+                if let Some(steps) = steps {
+                    let steps = steps.into_iter().collect();
+                    self.paced.borrow_mut().push(Paced { ticket: call.ticket, steps, due: None });
+                    return; // answered from `pace`
+                }
+                if let Some(t) = everything::Trigger::of(&call.tool.name) {
+                    self.asked.borrow_mut().push(t);
+                }
+            }
+            mcp_engine::Event::Cancelled(ticket) => self.paced.borrow_mut().retain(|p| p.ticket != *ticket),
+            _ => {}
         }
         everything::respond(event);
     }
@@ -147,14 +237,30 @@ impl Triggers {
         }
         out
     }
+
+    /// Sends the slow tools' messages that are due (a new call's first at once), and
+    /// says when the next one is.
+    fn pace(&self, engine: &mut impl Sink, now: Instant) -> Option<Instant> {
+        let mut paced = self.paced.borrow_mut();
+        for p in paced.iter_mut() {
+            if p.due.is_none_or(|due| due <= now)
+                && let Some(step) = p.steps.pop_front()
+            {
+                engine.step(p.ticket, step);
+                p.due = Some(now + PACE);
+            }
+        }
+        paced.retain(|p| !p.steps.is_empty());
+        paced.iter().filter_map(|p| p.due).min()
+    }
 }
 
 fn serve_stdio(config: Config) -> std::io::Result<()> {
     let triggers = Triggers::default();
     let server = mcp_io_mio::StdioServer::stdio(Engine::new(config, everything::catalog()))?;
-    server.run_with(
+    server.run_timed(
         |event| triggers.respond(event),
-        |engine| {
+        |engine, now| {
             for p in triggers.take() {
                 match p {
                     // A refused replacement keeps the catalog; the fixture never adds a family.
@@ -162,6 +268,7 @@ fn serve_stdio(config: Config) -> std::io::Result<()> {
                     Published::Updated(uri) => _ = engine.notify_resource_updated(uri),
                 }
             }
+            triggers.pace(engine, now)
         },
     )
 }
@@ -177,14 +284,14 @@ fn serve_http(addr: SocketAddr, config: Config) -> std::io::Result<()> {
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
     let triggers = Triggers::default();
     let server = mcp_io_mio::HttpServer::new(listener, engine);
-    server.run_with(
+    server.run_timed(
         |event| {
             if let HttpEvent::Mcp(event) = event {
                 triggers.respond(event);
             }
             None // `Authorization::Everyone`: no authorization events
         },
-        |engine| {
+        |engine, now| {
             for p in triggers.take() {
                 match p {
                     // A refused replacement keeps the catalog; the fixture never adds a family.
@@ -192,6 +299,7 @@ fn serve_http(addr: SocketAddr, config: Config) -> std::io::Result<()> {
                     Published::Updated(uri) => _ = engine.notify_resource_updated(uri),
                 }
             }
+            triggers.pace(engine, now)
         },
     )
 }

@@ -746,22 +746,44 @@ impl HttpServer {
     ///
     /// As [`run`](Self::run).
     pub fn run_with(
+        self,
+        host: impl FnMut(HttpEvent<'_>) -> Option<Verdict>,
+        mut after: impl FnMut(&mut HttpEngine),
+    ) -> io::Result<()> {
+        self.run_timed(host, |engine, _| {
+            after(engine);
+            None
+        })
+    }
+
+    /// [`run_with`](Self::run_with) for a host with timers of its own: `after` gets the
+    /// current time too and returns when it wants to be called next (`None`: only after
+    /// the next batch of work). The loop wakes at that time even if no socket is ready,
+    /// so a host can pace what it sends for a ticket it kept (a slow tool's progress
+    /// notifications, say) without a thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    pub fn run_timed(
         mut self,
         mut host: impl FnMut(HttpEvent<'_>) -> Option<Verdict>,
-        mut after: impl FnMut(&mut HttpEngine),
+        mut after: impl FnMut(&mut HttpEngine, std::time::Instant) -> Option<std::time::Instant>,
     ) -> io::Result<()> {
         const LISTENER: Token = Token(0);
         let mut poll = Poll::new()?;
         let mut events = Events::with_capacity(256);
         self.register(poll.registry(), LISTENER, 1..usize::MAX)?;
+        let mut wake: Option<std::time::Instant> = None;
         loop {
-            match poll.poll(&mut events, self.poll_timeout()) {
+            let timeout = crate::wake::earliest(self.poll_timeout(), wake);
+            match poll.poll(&mut events, timeout) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
             self.handle_events(poll.registry(), &events, &mut host)?;
-            after(&mut self.engine);
+            wake = after(&mut self.engine, std::time::Instant::now());
             self.drive(poll.registry(), &mut host)?;
         }
     }

@@ -235,6 +235,7 @@
 // `http` (the Streamable HTTP server; uses `stdio`'s buffer size). This file is the face.
 mod http;
 mod stdio;
+mod wake;
 
 pub use http::{HttpServer, LINGER, serve_http};
 pub use stdio::{StdioServer, serve_stdio};

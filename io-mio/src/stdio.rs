@@ -338,10 +338,25 @@ impl StdioServer {
     /// # Errors
     ///
     /// As [`run`](Self::run).
-    pub fn run_with(
+    pub fn run_with(self, host: impl FnMut(Event<'_>), mut after: impl FnMut(&mut Engine)) -> io::Result<()> {
+        self.run_timed(host, |engine, _| {
+            after(engine);
+            None
+        })
+    }
+
+    /// [`run_with`](Self::run_with) for a host with timers of its own: `after` gets the
+    /// current time too and returns when it wants to be called next (`None`: only after
+    /// the next batch of work). The loop wakes at that time even if no descriptor is
+    /// ready, so a host can pace what it sends for a ticket it kept.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    pub fn run_timed(
         mut self,
         mut host: impl FnMut(Event<'_>),
-        mut after: impl FnMut(&mut Engine),
+        mut after: impl FnMut(&mut Engine, std::time::Instant) -> Option<std::time::Instant>,
     ) -> io::Result<()> {
         const READ: Token = Token(0);
         const WRITE: Token = Token(1);
@@ -349,8 +364,9 @@ impl StdioServer {
         let mut events = Events::with_capacity(8);
         self.register(poll.registry(), READ, WRITE)?;
         self.drive(poll.registry(), &mut host)?;
+        let mut wake: Option<std::time::Instant> = None;
         while !self.is_finished() {
-            match poll.poll(&mut events, self.poll_timeout()) {
+            match poll.poll(&mut events, crate::wake::earliest(self.poll_timeout(), wake)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -361,7 +377,7 @@ impl StdioServer {
             for event in events.iter() {
                 self.handle_ready(poll.registry(), event, &mut host)?;
             }
-            after(&mut self.engine);
+            wake = after(&mut self.engine, std::time::Instant::now());
             self.drive(poll.registry(), &mut host)?;
         }
         self.deregister(poll.registry())

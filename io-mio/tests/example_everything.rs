@@ -92,6 +92,65 @@ fn serves_stdio_and_exits_0_when_stdin_closes() {
     });
 }
 
+/// The slow tools keep their ticket and send each message from the loop's timer
+/// (`StdioServer::run_timed`), while the client sends nothing more: every message comes,
+/// in order, then the result. (Without the loop waking on the host's time, nothing after
+/// the first message would ever be sent, and `within` would fail the test.)
+#[test]
+fn slow_tools_send_their_messages_one_by_one_from_the_loops_timer() {
+    let bin = example();
+    within(move || {
+        let mut child = Command::new(bin)
+            .arg("--stdio")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn the example");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut next = || -> Value {
+            let mut line = String::new();
+            stdout.read_line(&mut line).expect("read");
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+        };
+
+        let mut meta = support::meta();
+        meta["progressToken"] = json!("p1");
+        let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": "test_tool_with_progress", "arguments": {}, "_meta": meta } });
+        stdin.write_all(format!("{call}\n").as_bytes()).expect("write");
+        for (progress, message) in [(0.0, "started"), (50.0, "halfway"), (100.0, "done")] {
+            let n = next();
+            assert_eq!(n["method"], "notifications/progress", "{n}");
+            assert_eq!(n["params"]["progressToken"], "p1");
+            assert_eq!(n["params"]["progress"], progress);
+            assert_eq!(n["params"]["message"], message);
+        }
+        let r = next();
+        assert_eq!(r["id"], 1);
+        assert_eq!(text_of(&r), "Progress tool finished.");
+
+        let mut meta = support::meta();
+        meta["io.modelcontextprotocol/logLevel"] = json!("info");
+        let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": { "name": "test_logging_tool", "arguments": {}, "_meta": meta } });
+        stdin.write_all(format!("{call}\n").as_bytes()).expect("write");
+        for text in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
+            let n = next();
+            assert_eq!(n["method"], "notifications/message", "{n}");
+            assert_eq!(n["params"]["level"], "info");
+            assert_eq!(n["params"]["data"], text);
+        }
+        let r = next();
+        assert_eq!(r["id"], 2);
+        assert_eq!(text_of(&r), "Logging tool finished.");
+
+        drop(stdin);
+        assert!(child.wait().expect("wait").success());
+    });
+}
+
 #[test]
 fn pipelined_requests_then_eof() {
     let bin = example();
