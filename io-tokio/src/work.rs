@@ -194,7 +194,9 @@ macro_rules! answer_on {
                     }
                     Publish::ResourceUpdated(uri) => {
                         let n = self.notify_resource_updated(&uri);
-                        tracing::debug!(%uri, subscribers = n, "resource updated");
+                        // The scheme only, as for reads: the host's uri may name private things.
+                        let scheme = uri.split_once(':').map_or("", |(s, _)| s);
+                        tracing::debug!(scheme, uri_len = uri.len(), subscribers = n, "resource updated");
                     }
                     Publish::EndSubscriptions => {
                         let n = self.end_subscriptions();

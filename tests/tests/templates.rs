@@ -145,7 +145,10 @@ fn debug_host(seen: Rc<RefCell<Vec<String>>>) -> Host {
                 let _ = call.input_required(&InputRequired::new(&reqs).state(STATE));
             }
             Event::CallTool(call) => {
+                // The responses' own `Debug` (a host may log them): keys and sizes.
+                let responses = format!("{:?}", call.input_responses);
                 let _ = call.answer(&ToolOutput::new(&[Content::text("done")]));
+                seen.borrow_mut().push(responses);
             }
             Event::GetPrompt(p) => {
                 let _ = p.answer(&PromptOutput::new(&[]));
@@ -194,8 +197,10 @@ fn event_debug_prints_no_argument_values_input_responses_or_request_state() {
         );
         assert!(r.get("result").is_some(), "{w:?}: {r}");
 
-        let seen = seen.borrow();
-        assert_eq!(seen.len(), 5, "{w:?}: {seen:?}");
+        let mut seen = seen.borrow_mut();
+        assert_eq!(seen.len(), 6, "{w:?}: {seen:?}");
+        let responses = seen.remove(2);
+        assert!(responses.starts_with("{\"k\": <") && responses.ends_with(" bytes>}"), "{w:?}: {responses}");
         let state_text = String::from_utf8_lossy(STATE);
         for text in seen.iter() {
             assert!(!text.contains(SECRET), "{w:?}: a value reached Debug: {text}");

@@ -773,6 +773,8 @@ impl<'a> InputResponses<'a> {
 }
 
 impl fmt::Debug for InputResponses<'_> {
+    /// The keys and the size of each response: a response carries what the user typed
+    /// or the model wrote, so its text is left out (use [`InputResponse::raw`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
     }
@@ -810,8 +812,9 @@ impl<'a> InputResponse<'a> {
 }
 
 impl fmt::Debug for InputResponse<'_> {
+    /// Its size only (see [`InputResponses`]'s `Debug`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.raw)
+        write!(f, "<{} bytes>", self.raw.len())
     }
 }
 
