@@ -510,6 +510,13 @@ impl Engine {
 
     /// Processes complete frames until the buffer is exhausted or the engine pauses.
     fn process(&mut self) {
+        // Nothing buffered (the buffer is reset whenever it is emptied, so nothing is
+        // held either): the common case after every poll and consume.
+        if self.inbuf.is_empty() {
+            debug_assert!(self.in_start == 0 && self.scan_from == 0 && self.held == 0);
+            debug_assert!(self.held_cancels.is_empty());
+            return;
+        }
         let max = self.core.config().max_frame_len;
         loop {
             let c = &self.core;
@@ -575,6 +582,9 @@ impl Engine {
     /// The head frame, `consumed` bytes, was taken: what was looked at behind it moves up.
     fn shift_held(&mut self, consumed: usize) {
         self.held = self.held.saturating_sub(consumed);
+        if self.held_cancels.is_empty() {
+            return;
+        }
         let mut kept = heapless::Vec::new();
         for &c in &self.held_cancels {
             if c >= consumed {
