@@ -509,9 +509,26 @@ impl Engine {
     }
 
     /// Processes complete frames until the buffer is exhausted or the engine pauses.
+    #[inline]
     fn process(&mut self) {
+        // Nothing buffered (the buffer is reset whenever it is emptied, so nothing is
+        // held either): the common case after every poll and consume, decided without
+        // a call.
+        if self.inbuf.is_empty() {
+            debug_assert!(self.in_start == 0 && self.scan_from == 0 && self.held == 0);
+            debug_assert!(self.held_cancels.is_empty());
+            return;
+        }
+        self.process_buffered();
+    }
+
+    fn process_buffered(&mut self) {
         let max = self.core.config().max_frame_len;
         loop {
+            if self.in_start == self.inbuf.len() {
+                // Every byte taken: no frame to look for, none held.
+                break;
+            }
             let c = &self.core;
             if c.tickets.pending.is_some() || c.outbox.buffered() >= c.cfg.max_buffered_output {
                 break;
@@ -575,6 +592,9 @@ impl Engine {
     /// The head frame, `consumed` bytes, was taken: what was looked at behind it moves up.
     fn shift_held(&mut self, consumed: usize) {
         self.held = self.held.saturating_sub(consumed);
+        if self.held_cancels.is_empty() {
+            return;
+        }
         let mut kept = heapless::Vec::new();
         for &c in &self.held_cancels {
             if c >= consumed {

@@ -503,19 +503,21 @@ impl Core {
     /// Serves one message.
     fn dispatch<'t>(&mut self, n: &[Node<'t>], headers: &'t [httparse::Header<'t>]) -> Dispatched {
         let mark = self.outbox.out.len();
-        let status = match jsonrpc::decode(n, &mut self.scratch.names) {
-            Message::Refused(reply, e) => self.outbox.reject(reply, &e),
+        // Matched by reference: the request view is not moved out of the message.
+        let message = jsonrpc::decode(n, &mut self.scratch.names);
+        let status = match &message {
+            Message::Refused(reply, e) => self.outbox.reject(*reply, e),
             Message::Ignored => 200,
-            Message::Notification { method, params } => {
+            &Message::Notification { method, params } => {
                 self.notification(n, method, params);
                 200
             }
-            Message::Request(req) if self.id_in_flight(&req) => {
+            Message::Request(req) if self.id_in_flight(req) => {
                 self.outbox.reject(Reply::Id(req.id), &PeerError::IdInUse)
             }
             Message::Request(req) => {
                 self.scratch.round.reset();
-                match self.serve(&req, headers) {
+                match self.serve(req, headers) {
                     Ok(()) => 200,
                     Err(e) => self.outbox.reject(Reply::Id(req.id), &e),
                 }

@@ -78,7 +78,9 @@ impl Names {
     pub(crate) fn repeated_below<'t>(&mut self, nodes: &[Node<'t>], root: usize) -> Option<&'t str> {
         let end = (root + 1 + children(nodes, root)).min(nodes.len());
         let mut j = root;
-        while j < end {
+        // An object that can repeat a name has two members: it takes five nodes (itself,
+        // two keys, two values), so none starts in the last four.
+        while j + 5 <= end {
             if let Node::Object { len, .. } = nodes[j]
                 && len > 1
                 && let Some(name) = self.repeated_in(nodes, j, len)
