@@ -231,7 +231,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-// Module map, lowest first: `stdio` (the stdio server and the shared read-buffer size),
+// Module map, lowest first: `wake` (the host's own wake-up times in the private loops),
+// `stdio` (the stdio server and the shared read-buffer size),
 // `http` (the Streamable HTTP server; uses `stdio`'s buffer size). This file is the face.
 mod http;
 mod stdio;

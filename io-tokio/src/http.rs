@@ -12,14 +12,14 @@ use std::time::Duration;
 
 use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Verdict};
 use mcp_engine::{Config, Instant};
-use tokio::net::TcpListener;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{mpsc, watch};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::auth::{AuthorizeInfo, Authorizer};
 use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
+use crate::readiness::{Ready, ReadyQueue};
 use crate::work::Tasks;
 
 /// The one buffer every connection is read into (by the engine task).
@@ -54,9 +54,11 @@ pub async fn serve_http<H: Handler, A: Authorizer>(
 /// # Design
 ///
 /// One task owns the engine and does all the reading and writing, into one read buffer
-/// for every connection. Each TCP connection has a watcher task that only waits for the
-/// readiness the engine task asks for (readable while the connection's input is wanted,
-/// writable while its output waits for the socket) and reports it once. A connection is
+/// for every connection. It waits on every socket itself: each connection registers a
+/// waker of its own for the readiness the engine task waits for (readable while the
+/// connection's input is wanted, writable while its output waits for the socket), which
+/// queues the connection's id when it fires; a burst of reports from thousands of
+/// connections is taken in one pass, with no task per connection. A connection is
 /// read only while the engine takes its bytes: bytes the engine does not take yet (a
 /// pipelined request behind one the handler works on) are held for that connection, which
 /// is not read further until they are taken, nor while output it was answered waits to be
@@ -166,14 +168,13 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
         let (host, mut done_rx, mut verdict_rx) = Host::new(self);
-        // Unbounded, yet it holds at most two reports per connection: a watcher reports a
-        // readiness once, until the engine task asks for it again.
-        let (conn_tx, mut conn_rx) = mpsc::unbounded_channel();
+        let ready = Arc::new(ReadyQueue::default());
         let mut tcp = Tcp {
             host,
             conns: HashMap::new(),
             waiting: VecDeque::new(),
-            conn_tx,
+            ready: Arc::clone(&ready),
+            reports: Vec::new(),
             reading: true,
             accept_paused: false,
             scratch: Vec::new(),
@@ -200,7 +201,9 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
                 }
                 Some(done) = done_rx.recv() => tcp.host.complete(done),
                 Some(verdict) = verdict_rx.recv() => tcp.host.verdict(verdict),
-                Some(ready) = conn_rx.recv() => tcp.ready(ready),
+                // Every report queued, before one pump: a burst of readiness (thousands
+                // of slow clients each sending a byte) costs one pass of the loop.
+                () = ready.wait() => tcp.take_ready(),
                 () = tokio::time::sleep_until(timer.unwrap_or_else(tokio::time::Instant::now)), if timer.is_some() => {
                     tcp.host.handle_timeout();
                 }
@@ -469,41 +472,22 @@ impl<H, A> Drop for Host<H, A> {
     }
 }
 
-/// A watcher's report: `conn`'s socket is ready for what the engine task asked.
-struct Ready {
-    conn: ConnId,
-    read: bool,
-    write: bool,
-}
-
-/// What the engine task waits for on a connection (see [`watch_loop`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Want {
-    /// Report when the socket may have bytes.
-    read: bool,
-    /// Report when the socket may take bytes.
-    write: bool,
-    /// The engine is done: shut the sending side down and drain what the client still
-    /// sends for a while.
-    linger: bool,
-}
-
-/// The engine task's side of a TCP connection. Dropping it ends the connection: its
-/// watcher stops and the socket closes.
+/// The engine task's side of a TCP connection. Dropping it closes the socket.
 struct TcpConn {
-    r: Arc<OwnedReadHalf>,
-    w: Arc<OwnedWriteHalf>,
-    want: watch::Sender<Want>,
-    /// What the watcher waits for now.
-    armed: Want,
+    stream: TcpStream,
+    /// Report this connection readable, or writable (see [`ReadyQueue`]).
+    read_waker: Waker,
+    write_waker: Waker,
+    /// A waker is registered for that direction and has not fired since.
+    armed_read: bool,
+    armed_write: bool,
     /// Bytes read and not yet taken by the engine (a pipelined request behind one the
     /// handler works on): the connection is not read while there are any.
     held: Vec<u8>,
     held_at: usize,
-    /// The watcher reported the socket readable and it was not read to `WouldBlock`
-    /// since.
+    /// The socket was reported readable and not read to `WouldBlock` since.
     readable: bool,
-    /// A write would have blocked: output waits for the watcher's report.
+    /// A write would have blocked: output waits for the socket's report.
     write_blocked: bool,
     /// Listed in [`Tcp::waiting`].
     queued: bool,
@@ -521,8 +505,10 @@ struct Tcp<H, A> {
     conns: HashMap<ConnId, TcpConn>,
     /// Connections with input to offer (held bytes, or a readable socket), oldest first.
     waiting: VecDeque<ConnId>,
-    /// What the watchers report.
-    conn_tx: mpsc::UnboundedSender<Ready>,
+    /// What the sockets report.
+    ready: Arc<ReadyQueue>,
+    /// Reports taken from [`ready`](Self::ready), reused.
+    reports: Vec<Ready>,
     /// Whether input is offered to the engine (not once shutting down).
     reading: bool,
     /// Whether the engine refused a connection, and none ended since.
@@ -533,9 +519,9 @@ struct Tcp<H, A> {
 }
 
 impl<H: Handler, A: Authorizer> Tcp<H, A> {
-    /// Opens a connection on the engine and starts its watcher. When the engine refuses
+    /// Opens a connection on the engine and waits for its first bytes. When the engine refuses
     /// it (every connection is busy), closes it and pauses accepting.
-    fn open(&mut self, stream: tokio::net::TcpStream, peer: SocketAddr) {
+    fn open(&mut self, stream: TcpStream, peer: SocketAddr) {
         let now = self.host.now();
         let conn = match self.host.engine.open(now, Some(peer)) {
             Ok(conn) => conn,
@@ -549,16 +535,12 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(%e, "cannot set TCP_NODELAY");
         }
-        let (r, w) = stream.into_split();
-        let (r, w) = (Arc::new(r), Arc::new(w));
-        let armed = Want { read: true, ..Want::default() };
-        let (want, want_rx) = watch::channel(armed);
-        tokio::spawn(watch_loop(conn, Arc::clone(&r), Arc::clone(&w), want_rx, self.conn_tx.clone()));
         let c = TcpConn {
-            r,
-            w,
-            want,
-            armed,
+            stream,
+            read_waker: self.ready.waker(conn, true),
+            write_waker: self.ready.waker(conn, false),
+            armed_read: false,
+            armed_write: false,
             held: Vec::new(),
             held_at: 0,
             readable: false,
@@ -566,32 +548,47 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
             queued: false,
         };
         self.conns.insert(conn, c);
+        self.sync(conn);
     }
 
-    /// A watcher's report.
-    fn ready(&mut self, ready: Ready) {
-        let Some(c) = self.conns.get_mut(&ready.conn) else { return };
-        if ready.write {
-            c.armed.write = false;
-            c.write_blocked = false;
-        }
-        if ready.read {
-            c.armed.read = false;
-            c.readable = true;
-            if !c.queued {
-                c.queued = true;
-                self.waiting.push_back(ready.conn);
+    /// Takes the sockets' reports.
+    fn take_ready(&mut self) {
+        let mut reports = std::mem::take(&mut self.reports);
+        self.ready.take(&mut reports);
+        for ready in reports.drain(..) {
+            let Some(c) = self.conns.get_mut(&ready.conn) else { continue };
+            if ready.read {
+                c.armed_read = false;
+                c.readable = true;
+                if !c.queued {
+                    c.queued = true;
+                    self.waiting.push_back(ready.conn);
+                }
+            } else {
+                c.armed_write = false;
+                c.write_blocked = false;
             }
         }
+        self.reports = reports;
     }
 
-    /// Tells `conn`'s watcher what to wait for now.
+    /// Registers `conn`'s wakers for what the engine task waits for now: bytes when it
+    /// has no input, room when a write would have blocked. A socket ready at once is
+    /// reported through the queue like any other.
     fn sync(&mut self, conn: ConnId) {
         let Some(c) = self.conns.get_mut(&conn) else { return };
-        let want = Want { read: !c.has_input(), write: c.write_blocked, linger: false };
-        if want != c.armed {
-            c.armed = want;
-            c.want.send_replace(want);
+        if !c.has_input() && !c.armed_read {
+            match c.stream.poll_read_ready(&mut Context::from_waker(&c.read_waker)) {
+                Poll::Pending => c.armed_read = true,
+                // Ready, or an error the next read reports.
+                Poll::Ready(_) => self.ready.push(Ready { conn, read: true }),
+            }
+        }
+        if c.write_blocked && !c.armed_write {
+            match c.stream.poll_write_ready(&mut Context::from_waker(&c.write_waker)) {
+                Poll::Pending => c.armed_write = true,
+                Poll::Ready(_) => self.ready.push(Ready { conn, read: false }),
+            }
         }
     }
 
@@ -603,12 +600,12 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
     }
 
     /// The engine is done with `conn` and its output is written: forget it there, shut
-    /// the sending side down and let the watcher drain what the client still sends, so
+    /// the sending side down and drain (in a task) what the client still sends, so
     /// that the client reads the response rather than a reset.
     fn linger(&mut self, conn: ConnId) {
         self.host.closed(conn);
         if let Some(c) = self.conns.remove(&conn) {
-            c.want.send_replace(Want { linger: true, ..Want::default() });
+            tokio::spawn(linger(c.stream));
         }
         self.accept_paused = false;
     }
@@ -691,7 +688,7 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
             if !c.readable || !self.host.engine.pending_output(conn).is_empty() {
                 break;
             }
-            match c.r.try_read(&mut buf) {
+            match c.stream.try_read(&mut buf) {
                 Ok(0) => {
                     tracing::debug!(?conn, "peer closed the connection");
                     self.close(conn);
@@ -751,7 +748,7 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
                 if out.is_empty() {
                     break;
                 }
-                match c.w.try_write(out) {
+                match c.stream.try_write(out) {
                     Ok(0) => failed = true,
                     Ok(n) => {
                         tracing::trace!(?conn, bytes = n, "written");
@@ -794,52 +791,12 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
     }
 }
 
-/// Waits on a connection's socket for what the engine task asks (`want`) and reports
-/// each readiness once, until asked again; the engine task does the reading and writing
-/// itself, into one buffer for all connections, so a connection holds no buffer while it
-/// waits. Stops when the engine task drops its side, or lingers when asked to: the
-/// sending side is shut down (once the engine task dropped its half too) and what the
-/// client still sends is drained until it closes or [`LINGER`] passes.
-async fn watch_loop(
-    conn: ConnId,
-    r: Arc<OwnedReadHalf>,
-    w: Arc<OwnedWriteHalf>,
-    mut want: watch::Receiver<Want>,
-    tx: mpsc::UnboundedSender<Ready>,
-) {
-    let mut cur = *want.borrow_and_update();
-    loop {
-        if cur.linger {
-            drop(w);
-            linger(&r).await;
-            return;
-        }
-        tokio::select! {
-            biased;
-            changed = want.changed() => {
-                if changed.is_err() && !want.borrow().linger {
-                    return; // the engine task closed the connection
-                }
-                cur = *want.borrow_and_update();
-            }
-            _ = r.readable(), if cur.read => {
-                cur.read = false;
-                if tx.send(Ready { conn, read: true, write: false }).is_err() {
-                    return;
-                }
-            }
-            _ = w.writable(), if cur.write => {
-                cur.write = false;
-                if tx.send(Ready { conn, read: false, write: true }).is_err() {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// Reads and drops what the client still sends, until it closes or [`LINGER`] passes.
-async fn linger(r: &OwnedReadHalf) {
+/// Shuts the sending side of a connection the server is done with down, then reads and
+/// drops what the client still sends, until it closes or [`LINGER`] passes.
+async fn linger(stream: TcpStream) {
+    let mut stream = stream;
+    let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
+    let r = &stream;
     let drain = async {
         let mut sink = [0u8; 1024];
         loop {

@@ -131,6 +131,8 @@
 //! - `reply`: the owned replies a handler returns ([`ToolReply`], [`ContentBlocks`], …),
 //!   [`HostFailure`], the results a handler resolves to ([`ToolResult`], …), and their
 //!   borrowed engine forms.
+//! - `readiness`: the per-connection wakers through which the HTTP server's engine task
+//!   waits on every socket itself, and the queue they report to.
 //! - `channel` (imports `reply`): the channel between handler futures and the task
 //!   driving the engine: what a handler task sends back, the progress and log reports of
 //!   a running call, and [`Publisher`] / [`PublishError`].
@@ -143,7 +145,7 @@
 //!   when cancelled, answering its ticket on the engine when it finishes.
 //! - `serve` (imports `handler`, `work`): the stream run loop, [`serve`] and
 //!   [`serve_stdio`].
-//! - `http` (imports `auth`, `channel`, `handler`, `work`): the Streamable HTTP server
+//! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `work`): the Streamable HTTP server
 //!   over TCP, [`HttpServer`] and [`serve_http`].
 //! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
 //!   endpoint as a tower `Service`, `McpService`.
@@ -160,6 +162,7 @@ mod auth;
 mod channel;
 mod handler;
 mod http;
+mod readiness;
 mod reply;
 mod request;
 mod serve;

@@ -828,7 +828,8 @@ fn deploy_host(ev: Event<'_>, tx: &mut Tx) {
     let responses: Vec<&str> = call.input_responses.iter().map(|(k, _)| k).collect();
     let state = call.request_state.map(|s| String::from_utf8_lossy(s).into_owned());
     // Written out here: their `Debug` gives sizes only (it may end up in a log).
-    let shown: Vec<String> = call.input_responses.iter().map(|(k, r)| format!("{k:?}: {}", r.raw())).collect();
+    let shown: Vec<String> =
+        call.input_responses.iter().map(|(k, r)| format!("{k:?}: {}", r.raw())).collect();
     tx.host(format!(
         "poll_event() -> Event::CallTool {{ tool: {:?}, arguments: {}, input_responses: {{{}}}, request_state: {:?}, client: {:?} }}",
         call.tool.name,

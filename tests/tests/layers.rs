@@ -42,7 +42,7 @@ fn io_tokio_modules_import_only_lower_layers() {
     assert_layers(
         "io-tokio",
         &[
-            &["strings", "auth", "reply"],
+            &["strings", "auth", "reply", "readiness"],
             &["channel"],
             &["request"],
             &["handler"],
@@ -55,7 +55,7 @@ fn io_tokio_modules_import_only_lower_layers() {
 
 #[test]
 fn io_mio_modules_import_only_lower_layers() {
-    assert_layers("io-mio", &[&["stdio"], &["http"]]);
+    assert_layers("io-mio", &[&["wake"], &["stdio"], &["http"]]);
 }
 
 #[test]

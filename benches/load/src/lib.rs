@@ -168,6 +168,15 @@ pub fn bind(addr: SocketAddr) -> std::net::TcpListener {
     listener
 }
 
+/// Raises this process's open-file soft limit to its hard limit (the held-connections
+/// benchmark holds thousands of sockets) and returns the limit now in force.
+pub fn raise_open_file_limit() -> u64 {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(n) => n,
+        Err(_) => rlimit::Resource::NOFILE.get().map_or(1024, |(soft, _)| soft),
+    }
+}
+
 /// `SRV_MAX_CONNECTIONS`: the engine's connection limit for the held-connections
 /// benchmark (`held`), which holds more than the default.
 pub fn max_connections() -> Option<usize> {

@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 const SLACK: Duration = Duration::from_secs(3);
 /// The server's head timeout (its default).
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long after the holder has connected everything probing starts.
+const SETTLE: Duration = Duration::from_millis(500);
 /// A probe every this often.
 const PROBE_EVERY: Duration = Duration::from_millis(100);
 /// One byte of the dripping heads every this often.
@@ -34,6 +36,7 @@ const DRIP_EVERY: Duration = Duration::from_millis(500);
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let limit = mcp_load::raise_open_file_limit();
     if args.first().map(String::as_str) == Some("--hold") {
         return hold(&args[1..]);
     }
@@ -52,11 +55,26 @@ fn main() -> ExitCode {
             }
         }
     }
+    // Each process holds every connection (the holder's end, the server's end), plus
+    // probes and files: scale the counts down where the open-file limit is lower.
+    let room = usize::try_from(limit).unwrap_or(usize::MAX).saturating_sub(1100);
+    if idle + drip > room {
+        let (asked_idle, asked_drip) = (idle, drip);
+        idle = room * asked_idle / (asked_idle + asked_drip);
+        drip = room - idle;
+        eprintln!(
+            "note: the open-file limit is {limit}: holding {idle} + {drip} instead of {asked_idle} + {asked_drip}"
+        );
+    }
     if build {
         let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let ok = Command::new(cargo)
-            .args(["build", "--release", "--quiet", "--bins", "--manifest-path", manifest])
+        let mut build = Command::new(cargo);
+        build.args(["build", "--release", "--quiet", "--manifest-path", manifest, "--bin", "held"]);
+        for server in &servers {
+            build.args(["--bin", &format!("srv-{server}")]);
+        }
+        let ok = build
             .status()
             .is_ok_and(|s| s.success());
         if !ok {
@@ -130,6 +148,10 @@ fn measure(server: &str, addr: SocketAddr, pid: u32, idle: usize, drip: usize) -
     };
     // The first held connection's deadline: until then, every connection is held.
     let first_deadline = Instant::now() + HEAD_TIMEOUT - Duration::from_millis(since_first);
+    // `connect` returns once the kernel queued a connection, before the server accepted
+    // it: give the server a moment to take the last of them (the first probe would
+    // otherwise measure the accept queue, 15-20 ms here, not a server holding them).
+    std::thread::sleep(SETTLE);
     let rss_held = rss(pid, "VmRSS:");
     // Probe while every connection is held, and on while the server closes them.
     let mut latencies = Vec::new();

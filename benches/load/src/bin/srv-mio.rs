@@ -9,6 +9,7 @@ use mcp_load::Mode;
 fn main() -> std::io::Result<()> {
     let mode = mcp_load::mode("srv-mio");
     mcp_load::serve_stats();
+    mcp_load::raise_open_file_limit();
     let config = Config::new("mcp-load-mio", env!("CARGO_PKG_VERSION"));
     match mode {
         Mode::Stdio => {

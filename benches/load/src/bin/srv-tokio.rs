@@ -35,6 +35,7 @@ const CURRENT_THREAD_ENV: &str = "SRV_TOKIO_CURRENT_THREAD";
 fn main() -> std::io::Result<()> {
     let mode = mcp_load::mode("srv-tokio");
     mcp_load::serve_stats();
+    mcp_load::raise_open_file_limit();
     let config = Config::new("mcp-load-tokio", env!("CARGO_PKG_VERSION"));
     let runtime = if std::env::var_os(CURRENT_THREAD_ENV).is_some() {
         tokio::runtime::Builder::new_current_thread().enable_all().build()?
