@@ -285,10 +285,7 @@ pub fn http_engine(data: &[u8]) {
                 let (d, rest) = take_byte(ops);
                 ops = rest;
                 h.now = h.now + Duration::from_millis(u64::from(d) * 100);
-                // At most `EXPIRE_BATCH` connections per call (see http_timers).
-                for _ in 0..h.e.connections() / mcp_engine::http::EXPIRE_BATCH + 1 {
-                    h.e.handle_timeout(h.now);
-                }
+                h.e.handle_timeout(h.now);
                 h.check_timeout();
                 h.reap();
             }

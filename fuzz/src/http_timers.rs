@@ -2,9 +2,8 @@
 //! partial and whole requests, slow peers, tickets held by the host, timeouts, closes.
 //!
 //! Invariants checked after every step:
-//! - no deadline is left in the past once `handle_timeout(now)` was called as often as
-//!   the open connections need (at most `EXPIRE_BATCH` per call): no connection outlives
-//!   its deadline, and `poll_timeout` never goes backwards past `now`;
+//! - no deadline is left in the past after `handle_timeout(now)` (no connection outlives
+//!   its deadline), and `poll_timeout` never goes backwards past `now`;
 //! - the engine never holds more connections than `max_connections`, and `open` refuses
 //!   only when every connection is busy (a request in flight, or output unsent);
 //! - a connection the engine ends on its own (`poll_ended`) is one that is open, had no
@@ -176,12 +175,7 @@ pub fn http_timers(data: &[u8]) {
                     _ => Duration::from_millis(1000 * u64::from(arg & 63)),
                 };
                 now = now + step;
-                // One call acts on at most `EXPIRE_BATCH` connections: call again while
-                // one is due, as an adapter does; each connection is due once per `now`.
-                let calls = e.connections() / mcp_engine::http::EXPIRE_BATCH + 1;
-                for _ in 0..calls {
-                    e.handle_timeout(now);
-                }
+                e.handle_timeout(now);
                 assert!(e.poll_timeout().is_none_or(|t| t > now), "a deadline was left in the past");
             }
             4 if !peers.is_empty() => peers[k].reading = !peers[k].reading,

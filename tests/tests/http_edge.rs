@@ -214,34 +214,6 @@ fn many_deadlines_fire_in_order_and_only_once() {
     assert_eq!(e.poll_timeout(), None);
 }
 
-/// Thousands of connections timing out at once are acted on in batches, oldest first:
-/// between two calls the host does its other work (a fresh request is served).
-#[test]
-fn a_mass_timeout_is_handled_in_batches_with_work_between() {
-    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-    http.max_connections(2_000);
-    let mut e = engine_with(http);
-    let n = 2 * mcp_engine::http::EXPIRE_BATCH + 10;
-    let conns: Vec<ConnId> = (0..n).map(|_| e.open(at(0), None).unwrap()).collect();
-    let mut seen = Vec::new();
-    let mut calls = 0;
-    while e.poll_timeout().is_some_and(|t| t <= at(10)) {
-        e.handle_timeout(at(10));
-        calls += 1;
-        let batch = ended(&mut e);
-        assert!(batch.len() <= mcp_engine::http::EXPIRE_BATCH, "call {calls}: {}", batch.len());
-        seen.extend(batch);
-        // Work between the batches: a request on a fresh connection is answered.
-        let fresh = e.open(at(10), None).unwrap();
-        let out = discover(&mut e, at(10), fresh);
-        assert_eq!(parse_responses(&out)[0].status, 200, "call {calls}");
-        e.handle_closed(at(10), fresh);
-    }
-    assert_eq!(calls, 3);
-    assert_eq!(seen, conns, "each once, oldest first");
-    assert_eq!(e.connections(), 0);
-}
-
 fn listen_body(id: i64) -> serde_json::Value {
     req(id, "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } }))
 }

@@ -87,9 +87,6 @@ pub struct ConnId {
     generation: u32,
 }
 
-/// Connections one [`HttpEngine::handle_timeout`] call acts on at most.
-pub const EXPIRE_BATCH: usize = 256;
-
 /// Output a connection may hold unsent before its next pipelined request is parsed.
 const MAX_UNSENT: usize = 64 * 1024;
 
@@ -498,16 +495,10 @@ impl HttpEngine {
     /// whose peer took no output within the write timeout, is ended without a response
     /// (see [`poll_ended`](Self::poll_ended)); a `subscriptions/listen` stream silent for
     /// [`HttpConfig::sse_keepalive`] gets a keep-alive comment.
-    ///
-    /// One call acts on at most [`EXPIRE_BATCH`] connections, the earliest deadlines
-    /// first; when more are due, [`poll_timeout`](Self::poll_timeout) stays at or before
-    /// `now`, so a host that does its other ready work before calling again keeps serving
-    /// while thousands of connections time out at once.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.tick(now);
         let now = self.last_now;
-        for _ in 0..EXPIRE_BATCH {
-            let Some(slot) = self.timers.pop_due(now) else { break };
+        while let Some(slot) = self.timers.pop_due(now) {
             self.expire(slot, now);
         }
         self.process();
