@@ -1,0 +1,302 @@
+//! The sessions of session-bound Streamable HTTP (`2025-11-25`, `2025-06-18`): the table
+//! a request's `Mcp-Session-Id` is looked up in.
+//!
+//! `initialize` creates a session ([`Sessions::create`]): a fresh 128-bit token, its
+//! sealed id (`wire::session_id`), the core's [`Session`] value (revision, log level,
+//! `initialized`, legacy subscriptions), the principal that created it. A later request
+//! finds it by id ([`Sessions::find`]): an id that does not verify under the engine's key
+//! is refused without a lookup, and an unknown, ended or expired session, or one another
+//! principal created, is not found alike (the client sees `404` and opens a new one).
+//!
+//! Bounds: at most `max` sessions live; beyond that `create` refuses (the engine answers
+//! `503` with `Retry-After`) and no live session is evicted. A session with no request in
+//! flight and no open stream expires `idle` after it last was ([`Sessions::deadline`]);
+//! while it is active it does not. Finding a session allocates nothing.
+
+use hashbrown::HashMap;
+
+use crate::http::auth::Principal;
+use crate::mcp::lifecycle::Session;
+use core::time::Duration;
+
+use crate::time::Instant;
+use crate::wire::session_id::{SESSION_ID_LEN, SessionIds, Token};
+
+/// A session of the table: its slot and the generation that slot had, so a stale
+/// reference to an ended session finds nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct SessionRef {
+    slot: u32,
+    generation: u32,
+}
+
+impl SessionRef {
+    /// The slot, as the timer table's key.
+    pub(crate) fn slot(self) -> u32 {
+        self.slot
+    }
+}
+
+/// One live session.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) token: Token,
+    /// The sealed id the client presents.
+    pub(crate) id: [u8; SESSION_ID_LEN],
+    /// What the client set up, handed to the core for each of its requests.
+    pub(crate) session: Session,
+    /// Who created it: only they find it.
+    pub(crate) principal: Option<Principal>,
+    /// Requests in flight and open streams.
+    pub(crate) active: u32,
+    /// When `active` last fell to zero (or the session was created).
+    pub(crate) idle_since: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    generation: u32,
+    entry: Option<Entry>,
+}
+
+/// Why a session could not be created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CreateError {
+    /// `max` sessions are live.
+    Full,
+    /// The host gave the engine no entropy for tokens ([`Sessions::seed`]).
+    Unseeded,
+}
+
+/// The session table (see the module docs).
+#[derive(Debug)]
+pub(crate) struct Sessions {
+    ids: Option<SessionIds>,
+    by_token: HashMap<Token, u32>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    live: usize,
+    max: usize,
+    idle: Duration,
+}
+
+impl Sessions {
+    /// A table of at most `max` live sessions, each expiring `idle` after its last
+    /// activity. It creates none until [`seed`](Self::seed)ed.
+    pub(crate) fn new(max: usize, idle: Duration) -> Self {
+        Self { ids: None, by_token: HashMap::new(), slots: Vec::new(), free: Vec::new(), live: 0, max, idle }
+    }
+
+    /// Seals ids with `secret` and draws tokens from `entropy` from now on. Ids sealed
+    /// with another secret no longer open.
+    pub(crate) fn seed(&mut self, secret: &[u8; 32], entropy: &[u8; 32]) {
+        self.ids = Some(SessionIds::new(secret, entropy));
+    }
+
+    /// Whether sessions can be created (the table was seeded).
+    pub(crate) fn is_seeded(&self) -> bool {
+        self.ids.is_some()
+    }
+
+    /// Live sessions.
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
+    /// A new session for `principal`, idle from `now`.
+    pub(crate) fn create(
+        &mut self,
+        now: Instant,
+        principal: Option<Principal>,
+    ) -> Result<SessionRef, CreateError> {
+        let ids = self.ids.as_mut().ok_or(CreateError::Unseeded)?;
+        if self.live >= self.max {
+            return Err(CreateError::Full);
+        }
+        let (token, id) = ids.mint();
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(Slot::default());
+                u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
+        let s = &mut self.slots[slot as usize];
+        s.entry =
+            Some(Entry { token, id, session: Session::default(), principal, active: 0, idle_since: now });
+        self.by_token.insert(token, slot);
+        self.live += 1;
+        Ok(SessionRef { slot, generation: s.generation })
+    }
+
+    /// The session `id` names, if it is live and `principal` created it. Allocates
+    /// nothing.
+    pub(crate) fn find(&self, id: &[u8], principal: Option<&Principal>) -> Option<SessionRef> {
+        let token = self.ids.as_ref()?.open(id)?;
+        let &slot = self.by_token.get(&token)?;
+        let s = self.slots.get(slot as usize)?;
+        let e = s.entry.as_ref()?;
+        (e.principal.as_ref() == principal).then_some(SessionRef { slot, generation: s.generation })
+    }
+
+    /// The live session `r` refers to.
+    pub(crate) fn get(&self, r: SessionRef) -> Option<&Entry> {
+        let s = self.slots.get(r.slot as usize)?;
+        if s.generation != r.generation {
+            return None;
+        }
+        s.entry.as_ref()
+    }
+
+    /// The live session `r` refers to.
+    pub(crate) fn get_mut(&mut self, r: SessionRef) -> Option<&mut Entry> {
+        let s = self.slots.get_mut(r.slot as usize)?;
+        if s.generation != r.generation {
+            return None;
+        }
+        s.entry.as_mut()
+    }
+
+    /// The live session in `slot` (a timer fired for it).
+    pub(crate) fn at(&self, slot: u32) -> Option<SessionRef> {
+        let s = self.slots.get(slot as usize)?;
+        s.entry.as_ref().map(|_| SessionRef { slot, generation: s.generation })
+    }
+
+    /// Ends a session (`DELETE`, expiry). Returns whether it was live.
+    pub(crate) fn remove(&mut self, r: SessionRef) -> bool {
+        let Some(s) = self.slots.get_mut(r.slot as usize) else { return false };
+        if s.generation != r.generation {
+            return false;
+        }
+        let Some(e) = s.entry.take() else { return false };
+        s.generation = s.generation.wrapping_add(1);
+        self.by_token.remove(&e.token);
+        self.free.push(r.slot);
+        self.live -= 1;
+        true
+    }
+
+    /// A request or stream of `r` starts: the session does not expire while it runs.
+    pub(crate) fn begin(&mut self, r: SessionRef) {
+        if let Some(e) = self.get_mut(r) {
+            e.active += 1;
+        }
+    }
+
+    /// A request or stream of `r` ended at `now`.
+    pub(crate) fn end(&mut self, r: SessionRef, now: Instant) {
+        if let Some(e) = self.get_mut(r) {
+            e.active = e.active.saturating_sub(1);
+            if e.active == 0 {
+                e.idle_since = now;
+            }
+        }
+    }
+
+    /// When `r` expires: `idle` after it became idle, or never while it is active.
+    pub(crate) fn deadline(&self, r: SessionRef) -> Option<Instant> {
+        let e = self.get(r)?;
+        (e.active == 0).then(|| e.idle_since + self.idle)
+    }
+
+    /// Ends `r` if it is past its deadline at `now`. Returns whether it ended.
+    pub(crate) fn expire(&mut self, r: SessionRef, now: Instant) -> bool {
+        if self.deadline(r).is_some_and(|d| d <= now) { self.remove(r) } else { false }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64) -> Instant {
+        Instant::ZERO + Duration::from_secs(secs)
+    }
+
+    fn table(max: usize) -> Sessions {
+        let mut t = Sessions::new(max, Duration::from_secs(60));
+        t.seed(&[1; 32], &[2; 32]);
+        t
+    }
+
+    #[test]
+    fn a_created_session_is_found_by_its_id_and_only_by_it() {
+        let mut t = table(8);
+        let a = t.create(at(0), None).unwrap();
+        let b = t.create(at(0), None).unwrap();
+        let (ida, idb) = (t.get(a).unwrap().id, t.get(b).unwrap().id);
+        assert_ne!(ida, idb);
+        assert_eq!(t.find(&ida, None), Some(a));
+        assert_eq!(t.find(&idb, None), Some(b));
+        assert_eq!(t.find(b"not-an-id", None), None);
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn an_unseeded_table_creates_none_and_finds_none() {
+        let mut t = Sessions::new(8, Duration::from_secs(60));
+        assert_eq!(t.create(at(0), None), Err(CreateError::Unseeded));
+        assert_eq!(t.find(&[b'A'; SESSION_ID_LEN], None), None);
+    }
+
+    #[test]
+    fn at_the_cap_creation_is_refused_and_no_live_session_is_evicted() {
+        let mut t = table(2);
+        let a = t.create(at(0), None).unwrap();
+        let b = t.create(at(0), None).unwrap();
+        assert_eq!(t.create(at(0), None), Err(CreateError::Full));
+        assert!(t.get(a).is_some() && t.get(b).is_some());
+        assert!(t.remove(a));
+        assert!(t.create(at(1), None).is_ok(), "room once one ended");
+    }
+
+    #[test]
+    fn an_ended_session_is_not_found_and_its_reference_goes_stale() {
+        let mut t = table(8);
+        let a = t.create(at(0), None).unwrap();
+        let id = t.get(a).unwrap().id;
+        assert!(t.remove(a));
+        assert!(!t.remove(a), "once");
+        assert_eq!(t.find(&id, None), None);
+        let b = t.create(at(0), None).unwrap();
+        assert_eq!(b.slot(), a.slot(), "the slot is reused");
+        assert!(t.get(a).is_none(), "under a new generation");
+        assert_eq!(t.find(&id, None), None, "the old id still names nothing");
+    }
+
+    #[test]
+    fn another_principal_does_not_find_the_session() {
+        let mut t = table(8);
+        let alice = Principal::of(b"alice");
+        let a = t.create(at(0), Some(alice)).unwrap();
+        let id = t.get(a).unwrap().id;
+        assert_eq!(t.find(&id, Some(&alice)), Some(a));
+        assert_eq!(t.find(&id, Some(&Principal::of(b"bob"))), None);
+        assert_eq!(t.find(&id, None), None);
+    }
+
+    #[test]
+    fn a_session_expires_only_when_idle_past_its_timeout() {
+        let mut t = table(8);
+        let a = t.create(at(0), None).unwrap();
+        assert_eq!(t.deadline(a), Some(at(60)));
+        t.begin(a);
+        assert_eq!(t.deadline(a), None, "active: no deadline");
+        assert!(!t.expire(a, at(100)));
+        t.end(a, at(100));
+        assert_eq!(t.deadline(a), Some(at(160)), "idle from the end of its last request");
+        assert!(!t.expire(a, at(159)));
+        assert!(t.expire(a, at(160)));
+        assert!(t.get(a).is_none());
+    }
+
+    #[test]
+    fn a_reseeded_table_refuses_ids_of_the_old_secret() {
+        let mut t = table(8);
+        let a = t.create(at(0), None).unwrap();
+        let id = t.get(a).unwrap().id;
+        t.seed(&[3; 32], &[2; 32]);
+        assert_eq!(t.find(&id, None), None);
+    }
+}

@@ -1,0 +1,167 @@
+//! Sealed session ids (`Mcp-Session-Id` of session-bound Streamable HTTP).
+//!
+//! On the wire an id is exactly [`SESSION_ID_LEN`] characters of base64url without padding
+//! (visible ASCII, as the transport requires) of 33 bytes:
+//!
+//! | bytes | what |
+//! |---|---|
+//! | 0 | format version `1` |
+//! | 1..17 | the session's 128-bit token: random, its key in the session table and in a store |
+//! | 17..33 | HMAC-SHA256 tag over a label (`mcp-engine/session`) and bytes 0..17, truncated to 16 bytes |
+//!
+//! An id whose tag does not verify under the engine's key is refused without a lookup, so
+//! a client guessing ids costs a MAC and nothing else.
+//!
+//! Tokens come from HMAC-SHA256 in counter mode (NIST SP 800-108) keyed with 32 bytes of
+//! entropy the host passes in from the OS random source: the engine does no I/O, and each
+//! token is as unpredictable as that entropy, never reused while the counter runs (2^64
+//! sessions). Minting and opening work in fixed buffers and never allocate.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+/// Characters of a session id.
+pub const SESSION_ID_LEN: usize = 44;
+
+/// Bytes of a session's token.
+pub const TOKEN_LEN: usize = 16;
+
+/// A session's 128-bit token.
+pub type Token = [u8; TOKEN_LEN];
+
+const VERSION: u8 = 1;
+const BODY_LEN: usize = 1 + TOKEN_LEN;
+const TAG_LEN: usize = 16;
+const RAW_LEN: usize = BODY_LEN + TAG_LEN;
+const SEAL_LABEL: &[u8] = b"mcp-engine/session";
+const MINT_LABEL: &[u8] = b"mcp-engine/session-token";
+
+/// Mints and opens session ids (see the module docs).
+#[derive(Clone)]
+pub struct SessionIds {
+    seal: Hmac<Sha256>,
+    mint: Hmac<Sha256>,
+    counter: u64,
+}
+
+impl SessionIds {
+    /// Ids sealed with `secret` (the engine's key, shared by every node that must accept
+    /// them), tokens drawn from `entropy` (fresh from the OS random source for each
+    /// process).
+    pub fn new(secret: &[u8; 32], entropy: &[u8; 32]) -> Self {
+        let key =
+            |k: &[u8; 32]| <Hmac<Sha256> as KeyInit>::new_from_slice(k).unwrap_or_else(|_| unreachable!());
+        Self { seal: key(secret), mint: key(entropy), counter: 0 }
+    }
+
+    /// A new session: its token and its id.
+    pub fn mint(&mut self) -> (Token, [u8; SESSION_ID_LEN]) {
+        let mut m = self.mint.clone();
+        m.update(MINT_LABEL);
+        m.update(&self.counter.to_le_bytes());
+        self.counter = self.counter.wrapping_add(1);
+        let mut token = [0u8; TOKEN_LEN];
+        token.copy_from_slice(&m.finalize().into_bytes()[..TOKEN_LEN]);
+        (token, self.id_of(&token))
+    }
+
+    /// The id of `token` (the same every time: a store keeps tokens, not ids).
+    pub fn id_of(&self, token: &Token) -> [u8; SESSION_ID_LEN] {
+        let mut raw = [0u8; RAW_LEN];
+        raw[0] = VERSION;
+        raw[1..BODY_LEN].copy_from_slice(token);
+        let tag = self.tag(&raw[..BODY_LEN]).finalize().into_bytes();
+        raw[BODY_LEN..].copy_from_slice(&tag[..TAG_LEN]);
+        let mut id = [0u8; SESSION_ID_LEN];
+        let n = URL_SAFE_NO_PAD.encode_slice(raw, &mut id).unwrap_or(0);
+        debug_assert_eq!(n, SESSION_ID_LEN);
+        id
+    }
+
+    /// The token of `id`, if this key sealed it.
+    pub fn open(&self, id: &[u8]) -> Option<Token> {
+        if id.len() != SESSION_ID_LEN {
+            return None;
+        }
+        let mut raw = [0u8; RAW_LEN + 3];
+        let n = URL_SAFE_NO_PAD.decode_slice(id, &mut raw).ok()?;
+        if n != RAW_LEN || raw[0] != VERSION {
+            return None;
+        }
+        self.tag(&raw[..BODY_LEN]).verify_truncated_left(&raw[BODY_LEN..RAW_LEN]).ok()?;
+        let mut token = [0u8; TOKEN_LEN];
+        token.copy_from_slice(&raw[1..BODY_LEN]);
+        Some(token)
+    }
+
+    fn tag(&self, body: &[u8]) -> Hmac<Sha256> {
+        let mut m = self.seal.clone();
+        m.update(SEAL_LABEL);
+        m.update(body);
+        m
+    }
+}
+
+impl core::fmt::Debug for SessionIds {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SessionIds").field("minted", &self.counter).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids() -> SessionIds {
+        SessionIds::new(&[7; 32], &[9; 32])
+    }
+
+    #[test]
+    fn a_minted_id_opens_to_its_token_and_is_visible_ascii() {
+        let mut ids = ids();
+        let (token, id) = ids.mint();
+        assert_eq!(id.len(), SESSION_ID_LEN);
+        assert!(id.iter().all(|b| (0x21..=0x7e).contains(b)), "{id:?}");
+        assert_eq!(ids.open(&id), Some(token));
+        assert_eq!(ids.id_of(&token), id);
+    }
+
+    #[test]
+    fn every_mint_is_a_new_token() {
+        let mut ids = ids();
+        let mut seen: Vec<Token> = (0..1000).map(|_| ids.mint().0).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 1000);
+    }
+
+    #[test]
+    fn other_entropy_gives_other_tokens() {
+        let a = SessionIds::new(&[7; 32], &[1; 32]).mint().0;
+        let b = SessionIds::new(&[7; 32], &[2; 32]).mint().0;
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn forged_altered_or_foreign_ids_do_not_open() {
+        let mut ids = ids();
+        let (_, id) = ids.mint();
+        // Each character changed in turn.
+        for i in 0..SESSION_ID_LEN {
+            let mut bad = id;
+            bad[i] = if bad[i] == b'A' { b'B' } else { b'A' };
+            assert_eq!(ids.open(&bad), None, "position {i}");
+        }
+        assert_eq!(ids.open(&id[..SESSION_ID_LEN - 1]), None);
+        assert_eq!(ids.open(b""), None);
+        assert_eq!(ids.open(&[b'!'; SESSION_ID_LEN]), None);
+        // Sealed by another key: another deployment's id.
+        let other = SessionIds::new(&[8; 32], &[9; 32]);
+        assert_eq!(other.open(&id), None);
+        // The same key on another node (other entropy) opens it.
+        let node2 = SessionIds::new(&[7; 32], &[3; 32]);
+        assert!(node2.open(&id).is_some());
+    }
+}
