@@ -30,6 +30,9 @@ pub mod code {
     pub const INTERNAL_ERROR: i32 = -32603;
     /// Resource not found, in `2025-11-25` and `2025-06-18` only.
     pub const RESOURCE_NOT_FOUND: i32 = -32002;
+    /// Session-bound HTTP: the `Mcp-Session-Id` names no live session (the code the
+    /// TypeScript SDK's server uses, so clients keyed on it re-initialize).
+    pub const SESSION_NOT_FOUND: i32 = -32001;
     /// An HTTP header disagrees with the body (`2026-07-28`).
     pub const HEADER_MISMATCH: i32 = -32020;
     /// The request needs a client capability it did not declare (`2026-07-28`).
@@ -156,6 +159,16 @@ pub(crate) enum PeerError<'a> {
     MetaNotObject,
     /// No revision named, no session: `true` when the stream could open one with `initialize`.
     MetaMissing(bool),
+    /// HTTP: a session-bound request without `Mcp-Session-Id`.
+    SessionRequired,
+    /// HTTP: `Mcp-Session-Id` names no live session of this caller (unknown, ended,
+    /// expired, another principal's, or forged).
+    SessionNotFound,
+    /// HTTP: `MCP-Protocol-Version` names another revision than the session's.
+    SessionVersionMismatch,
+    /// HTTP: `initialize` while the live sessions are at the cap.
+    TooManySessions,
+
     VersionNotString,
     UnsupportedVersion {
         requested: &'a str,
@@ -239,7 +252,11 @@ impl PeerError<'_> {
             | E::RepeatedMember(_)
             | E::IdInUse
             | E::IdTooLong
-            | E::ListenNeedsStream => code::INVALID_REQUEST,
+            | E::ListenNeedsStream
+            | E::SessionRequired
+            | E::SessionVersionMismatch => code::INVALID_REQUEST,
+            E::SessionNotFound => code::SESSION_NOT_FOUND,
+            E::TooManySessions => code::INTERNAL_ERROR,
             E::MethodNotFound(_) => code::METHOD_NOT_FOUND,
             E::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
             E::Detailed { code, .. } => *code,
@@ -264,7 +281,11 @@ impl PeerError<'_> {
             | E::UnsupportedVersion { .. }
             | E::CapabilitiesMissing
             | E::UnknownMetaLogLevel
-            | E::RepeatedParam(_) => 400,
+            | E::RepeatedParam(_)
+            | E::SessionRequired
+            | E::SessionVersionMismatch => 400,
+            E::SessionNotFound => 404,
+            E::TooManySessions => 503,
             E::Detailed { status, .. } => *status,
             e if e.code() == code::INVALID_REQUEST || e.code() == code::PARSE_ERROR => 400,
             _ => 200,
@@ -341,6 +362,16 @@ impl fmt::Display for PeerError<'_> {
                 }
                 Ok(())
             }
+            E::SessionRequired => f.write_str(
+                "Bad Request: the Mcp-Session-Id header is required (open a session with initialize, or name 2026-07-28 in params._meta)",
+            ),
+            E::SessionNotFound => {
+                f.write_str("Session not found: it ended or expired; open a new one with initialize")
+            }
+            E::SessionVersionMismatch => f.write_str(
+                "Bad Request: the MCP-Protocol-Version header names another revision than the session's",
+            ),
+            E::TooManySessions => f.write_str("Service unavailable: too many sessions are open; retry later"),
             E::VersionNotString => {
                 f.write_str("Invalid params: io.modelcontextprotocol/protocolVersion must be a string")
             }

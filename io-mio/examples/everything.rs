@@ -12,7 +12,7 @@
 //! the actual address. Over stdio, stdout carries protocol frames only. Errors go to
 //! stderr.
 //!
-//! The two slow tools (`test_tool_with_progress`, `test_logging_tool`) keep their
+//! The slow tools (`test_tool_with_progress`, `test_logging_tool`, `test_tool_with_logging`) keep their
 //! ticket and send each notification 50 ms after the previous one, then the result,
 //! from the loop's own timer (`run_timed`): a client sees them arrive one by one, as the
 //! conformance tool descriptions ask, without a thread.
@@ -206,7 +206,7 @@ impl Triggers {
             mcp_engine::Event::CallTool(call) => {
                 let steps = match call.tool.name.as_str() {
                     "test_tool_with_progress" => Some(PROGRESS_STEPS),
-                    "test_logging_tool" => Some(LOGGING_STEPS),
+                    "test_logging_tool" | "test_tool_with_logging" => Some(LOGGING_STEPS),
                     _ => None,
                 };
                 if let Some(steps) = steps {

@@ -228,7 +228,15 @@ pub struct HttpServer {
 
 impl HttpServer {
     /// A server accepting on `listener` (already non-blocking, as mio's are).
-    pub fn new(listener: TcpListener, engine: HttpEngine) -> Self {
+    ///
+    /// It turns the engine's sessions on ([`HttpEngine::set_entropy`], 32 bytes from the
+    /// OS random source), so `initialize` opens a session; should the OS give no
+    /// randomness, the engine serves the stateless wire only.
+    pub fn new(listener: TcpListener, mut engine: HttpEngine) -> Self {
+        let mut entropy = [0u8; 32];
+        if getrandom::fill(&mut entropy).is_ok() {
+            engine.set_entropy(&entropy);
+        }
         Self {
             engine,
             listener,

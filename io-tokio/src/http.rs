@@ -113,7 +113,17 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     /// A server of `engine`, with `handler` doing its work and `auth` deciding its
     /// `Authorize` events ([`AllowAll`](crate::AllowAll) for an engine configured with
     /// [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone)).
-    pub fn new(engine: HttpEngine, handler: Arc<H>, auth: A) -> Self {
+    ///
+    /// It turns the engine's sessions on ([`HttpEngine::set_entropy`], 32 bytes from the
+    /// OS random source), so `initialize` opens a session-bound session; should the OS
+    /// give no randomness, it logs a warning and the engine serves the stateless wire
+    /// only.
+    pub fn new(mut engine: HttpEngine, handler: Arc<H>, auth: A) -> Self {
+        let mut entropy = [0u8; 32];
+        match getrandom::fill(&mut entropy) {
+            Ok(()) => engine.set_entropy(&entropy),
+            Err(e) => tracing::warn!(%e, "no OS randomness: HTTP sessions stay off"),
+        }
         let defaults = Config::new("", "");
         Self {
             engine,

@@ -133,7 +133,7 @@ async fn get_is_refused_405_and_the_connection_closes() {
     conn.send(&format!("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", addr.port())).await;
     let r = conn.response().await;
     assert_eq!(r.status, 405);
-    assert_eq!(r.header("allow"), Some("POST"));
+    assert_eq!(r.header("allow"), Some("POST, DELETE"));
     assert!(r.closes(), "{r:?}");
     assert!(conn.closed_by_server().await, "nothing follows the refusal, and the socket closes");
 

@@ -66,7 +66,7 @@ async fn oneshot_through_an_axum_router() {
     let get = Request::get("/mcp").header("host", "localhost").body(Body::empty()).expect("a request");
     let response = app.clone().oneshot(get).await.expect("infallible");
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(response.headers().get("allow").map(|v| v.as_bytes()), Some(&b"POST"[..]));
+    assert_eq!(response.headers().get("allow").map(|v| v.as_bytes()), Some(&b"POST, DELETE"[..]));
     let req = request("/mcp/other", "tools/list", None, body(2, "tools/list", ""));
     assert_eq!(app.clone().oneshot(req).await.expect("infallible").status(), StatusCode::NOT_FOUND);
     // A foreign Host.

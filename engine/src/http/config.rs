@@ -36,6 +36,8 @@ pub struct HttpConfig {
     pub(super) max_head: usize,
     pub(super) max_connections: usize,
     pub(super) sse_keepalive: Duration,
+    pub(super) max_sessions: usize,
+    pub(super) session_idle_timeout: Duration,
 }
 
 impl HttpConfig {
@@ -55,6 +57,8 @@ impl HttpConfig {
             max_head: 16 * 1024,
             max_connections: 1024,
             sse_keepalive: Duration::from_secs(15),
+            max_sessions: 4096,
+            session_idle_timeout: Duration::from_secs(30 * 60),
         }
     }
     /// The endpoint path (default `/mcp`). Other paths are answered `404`.
@@ -131,6 +135,20 @@ impl HttpConfig {
     /// every connection is busy.
     pub fn max_connections(&mut self, n: usize) -> &mut Self {
         self.max_connections = n.max(1);
+        self
+    }
+    /// The most sessions (`2025-11-25` / `2025-06-18` over HTTP) live at once (default
+    /// 4,096). At the cap, `initialize` is answered `503` with `Retry-After`; no live
+    /// session is ever evicted to make room.
+    pub fn max_sessions(&mut self, n: usize) -> &mut Self {
+        self.max_sessions = n;
+        self
+    }
+    /// How long a session with no request in flight lives after its last request
+    /// (default 30 minutes, at least 1 ms). Most clients never send `DELETE`: this is
+    /// what ends their sessions. A request for an expired session is answered `404`.
+    pub fn session_idle_timeout(&mut self, d: Duration) -> &mut Self {
+        self.session_idle_timeout = d.max(MIN_TIMEOUT);
         self
     }
     /// How long a `subscriptions/listen` stream may stay silent before the engine writes

@@ -10,6 +10,7 @@ use crate::http::auth::Principal;
 use crate::http::config::{AllowedOrigins, HttpConfig};
 use crate::time::Instant;
 use crate::wire::http1;
+use crate::wire::session_id::SESSION_ID_LEN;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -79,6 +80,11 @@ pub(super) struct Exchange {
     /// The current request came from this allowed `Origin` (an allow-list is configured):
     /// its response carries the CORS headers.
     pub(super) cors: Option<Arc<str>>,
+    /// The session id the response names (`Mcp-Session-Id`: the answer to an
+    /// `initialize` that opened a session); cleared when the response is done.
+    pub(super) session_id: Option<[u8; SESSION_ID_LEN]>,
+    /// The request is a `DELETE` (ending its session).
+    pub(super) delete: bool,
 }
 
 impl Exchange {
@@ -105,17 +111,24 @@ impl Exchange {
             idle_since: now,
             write_since: now,
             cors: None,
+            session_id: None,
+            delete: false,
         }
     }
 
-    /// `extra` and, for a request from an allowed origin, the CORS response headers.
+    /// `extra`, the session id the response names, and, for a request from an allowed
+    /// origin, the CORS response headers.
     fn with_cors<'e>(
         cors: Option<&'e str>,
+        session_id: Option<&'e [u8; SESSION_ID_LEN]>,
         extra: &[(&'e str, &'e str)],
     ) -> heapless::Vec<(&'e str, &'e str), 12> {
         let mut all: heapless::Vec<(&str, &str), 12> = heapless::Vec::new();
         for &h in extra {
             let _ = all.push(h); // at most a few
+        }
+        if let Some(id) = session_id.and_then(|id| core::str::from_utf8(id).ok()) {
+            let _ = all.push(("mcp-session-id", id));
         }
         if let Some(origin) = cors {
             let _ = all.push(("access-control-allow-origin", origin));
@@ -175,12 +188,13 @@ impl Exchange {
         let len = (status != 204).then_some(len);
         match self.framing {
             Framing::Wire => {
-                let extra = Self::with_cors(self.cors.as_deref(), extra);
+                let extra = Self::with_cors(self.cors.as_deref(), self.session_id.as_ref(), extra);
                 let reason = http1::status_reason(status);
                 http1::write_head(&mut self.out, status, reason, content_type, len, &extra, close);
             }
             Framing::Embedded => {
-                self.head = Some(ResponseHead::new(status, content_type, extra, false, self.cors.clone()));
+                let (cors, id) = (self.cors.clone(), self.session_id);
+                self.head = Some(ResponseHead::new(status, content_type, extra, false, cors, id));
             }
         }
     }
@@ -195,12 +209,13 @@ impl Exchange {
         self.will_write(now);
         match self.framing {
             Framing::Wire => {
-                let extra = Self::with_cors(self.cors.as_deref(), &[]);
+                let extra = Self::with_cors(self.cors.as_deref(), self.session_id.as_ref(), &[]);
                 http1::write_sse_head(&mut self.out, &extra, close);
             }
             Framing::Embedded => {
-                let cors = self.cors.clone();
-                self.head = Some(ResponseHead::new(200, Some("text/event-stream"), SSE_HEADERS, true, cors));
+                let (cors, id) = (self.cors.clone(), self.session_id);
+                self.head =
+                    Some(ResponseHead::new(200, Some("text/event-stream"), SSE_HEADERS, true, cors, id));
             }
         }
     }
@@ -247,11 +262,20 @@ pub(super) const PREFLIGHT: &[(&str, &str)] = &[
     ("access-control-max-age", "600"),
 ];
 
+/// [`PREFLIGHT`] where sessions can be ended with `DELETE`.
+pub(super) const PREFLIGHT_SESSIONS: &[(&str, &str)] = &[
+    ("access-control-allow-methods", "POST, DELETE"),
+    ("access-control-allow-headers", "*, authorization"),
+    ("access-control-max-age", "600"),
+];
+
 /// A header value of a [`ResponseHead`].
 #[derive(Debug, Clone)]
 enum Text {
     Static(&'static str),
     Shared(Arc<str>),
+    /// A session id (visible ASCII).
+    Id([u8; SESSION_ID_LEN]),
 }
 
 /// The head of a response given to a host that frames it itself: see
@@ -260,7 +284,7 @@ enum Text {
 pub struct ResponseHead {
     /// The status code.
     pub status: u16,
-    headers: heapless::Vec<(&'static str, Text), 9>,
+    headers: heapless::Vec<(&'static str, Text), 10>,
     /// Whether the body is an SSE stream (`text/event-stream`), whose events come as the
     /// engine produces them, rather than a body complete at once.
     pub stream: bool,
@@ -273,6 +297,7 @@ impl ResponseHead {
         extra: &[(&'static str, &'static str)],
         stream: bool,
         cors: Option<Arc<str>>,
+        session_id: Option<[u8; SESSION_ID_LEN]>,
     ) -> Self {
         let mut headers = heapless::Vec::new();
         if let Some(ct) = content_type {
@@ -281,6 +306,9 @@ impl ResponseHead {
         for &(name, value) in extra {
             // At most a few headers are ever set; the array holds them.
             let _ = headers.push((name, Text::Static(value)));
+        }
+        if let Some(id) = session_id {
+            let _ = headers.push(("mcp-session-id", Text::Id(id)));
         }
         if let Some(origin) = cors {
             let _ = headers.push(("access-control-allow-origin", Text::Shared(origin)));
@@ -297,6 +325,7 @@ impl ResponseHead {
             let value = match value {
                 Text::Static(v) => v,
                 Text::Shared(v) => &**v,
+                Text::Id(v) => core::str::from_utf8(v).unwrap_or_default(),
             };
             (*name, value)
         })
@@ -322,6 +351,7 @@ pub(super) fn trim_newline(msg: &[u8]) -> &[u8] {
 pub(super) fn check_head(
     http: &HttpConfig,
     head: &http1::Head<'_>,
+    sessions: bool,
 ) -> Option<(u16, &'static [(&'static str, &'static str)])> {
     let path = head.path.split('?').next().unwrap_or(head.path);
     if path != http.endpoint {
@@ -336,8 +366,11 @@ pub(super) fn check_head(
         && matches!(http.origins, AllowedOrigins::List(_))
         && header("origin").next().is_some()
         && header("access-control-request-method").next().is_some();
-    if head.method != "POST" && !preflight {
-        return Some((405, &[("allow", "POST")]));
+    let delete = sessions && head.method == "DELETE";
+    if head.method != "POST" && !delete && !preflight {
+        let allow: &'static [(&'static str, &'static str)] =
+            if sessions { &[("allow", "POST, DELETE")] } else { &[("allow", "POST")] };
+        return Some((405, allow));
     }
     if let AllowedOrigins::List(list) = &http.origins {
         for origin in header("origin") {
@@ -367,7 +400,7 @@ pub(super) fn check_head(
         }
     }
     if preflight {
-        return Some((204, PREFLIGHT));
+        return Some((204, if sessions { PREFLIGHT_SESSIONS } else { PREFLIGHT }));
     }
     None
 }
@@ -454,9 +487,15 @@ pub(super) fn respond_empty(
     finish(c, now, close);
 }
 
-pub(super) fn respond_json(c: &mut Exchange, now: Instant, status: u16, body: &[u8]) {
+pub(super) fn respond_json(
+    c: &mut Exchange,
+    now: Instant,
+    status: u16,
+    body: &[u8],
+    extra: &[(&'static str, &'static str)],
+) {
     let close = !c.keep_alive;
-    c.write_head(now, status, Some("application/json"), body.len(), &[], close);
+    c.write_head(now, status, Some("application/json"), body.len(), extra, close);
     c.body(body);
     finish(c, now, close);
 }
@@ -466,6 +505,8 @@ pub(super) fn finish(c: &mut Exchange, now: Instant, close: bool) {
     c.deadline = None;
     c.keepalive = None;
     c.cors = None;
+    c.session_id = None;
+    c.delete = false;
     c.served = c.served.saturating_add(1);
     c.idle_since = now;
     c.phase = if close { Phase::Closing } else { Phase::Head };

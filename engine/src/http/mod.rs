@@ -18,8 +18,6 @@ mod auth;
 mod config;
 mod conns;
 mod exchange;
-// Not wired to requests yet (session-bound HTTP is being built: issue 11).
-#[allow(dead_code)]
 mod sessions;
 
 pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, HeaderList, Principal, Verdict};
@@ -36,7 +34,7 @@ use crate::error::{AnswerError, HostError};
 use crate::jsonrpc::Parser;
 use crate::mcp::event::Event;
 use crate::mcp::tickets::Ticket;
-use crate::mcp::{Core, Dispatched, Mode, new_core};
+use crate::mcp::{Core, Dispatched, Mode, Room, SessionCheck, new_core};
 use crate::output::Route;
 
 use crate::time::{Instant, UnixTime};
@@ -46,6 +44,7 @@ use exchange::{
     ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, refuse, respond_empty,
     respond_json, start_body, trim_newline,
 };
+use sessions::Sessions;
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
 /// [`HttpEngine::response`].
@@ -172,6 +171,9 @@ pub struct HttpEngine {
     sending: Vec<u32>,
     /// The origin allow-list, shared with the responses that name an origin.
     cors_origins: Vec<std::sync::Arc<str>>,
+    /// The sessions of session-bound clients, and their idle deadlines (by slot).
+    sessions: Sessions,
+    session_timers: Timers,
 }
 
 impl fmt::Debug for HttpEngine {
@@ -195,7 +197,6 @@ impl HttpEngine {
         Self {
             parser: Parser::new(max_len, depth),
             core: new_core(cfg, catalog, Mode::Http),
-            http,
             slots: Vec::new(),
             open: 0,
             asks: std::collections::VecDeque::new(),
@@ -211,7 +212,30 @@ impl HttpEngine {
             free: Vec::new(),
             sending: Vec::new(),
             cors_origins,
+            sessions: Sessions::new(http.max_sessions, http.session_idle_timeout),
+            session_timers: Timers::new(),
+            http,
         }
+    }
+
+    /// Turns sessions on: `initialize` over HTTP (`2025-11-25`, `2025-06-18`) then opens
+    /// a session named by `Mcp-Session-Id`. `entropy` must be 32 bytes fresh from the OS
+    /// random source (say `getrandom::fill`), for each process: session tokens are drawn
+    /// from it. Ids are sealed with [`Config::secret_key`](crate::Config::secret_key) when
+    /// it is set (so every node sharing the key accepts them), else with a key derived
+    /// from `entropy` (this process only). Until this is called the engine serves the
+    /// stateless `2026-07-28` wire only; the adapters call it.
+    pub fn set_entropy(&mut self, entropy: &[u8; 32]) {
+        let secret = match &self.core.config().state_key {
+            Some(key) => key.0,
+            None => derive_key(entropy),
+        };
+        self.sessions.seed(&secret, entropy);
+    }
+
+    /// Live sessions.
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
     }
 
     /// The catalog being served.
@@ -490,7 +514,10 @@ impl HttpEngine {
     /// When [`handle_timeout`](Self::handle_timeout) should next be called: the earliest
     /// deadline of any connection.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next()
+        match (self.timers.next(), self.session_timers.next()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Acts on every connection past its deadline: a request not complete in time is
@@ -503,6 +530,12 @@ impl HttpEngine {
         let now = self.last_now;
         while let Some(slot) = self.timers.pop_due(now) {
             self.expire(slot, now);
+        }
+        while let Some(slot) = self.session_timers.pop_due(now) {
+            if let Some(r) = self.sessions.at(slot) {
+                self.sessions.expire(r, now);
+                self.session_timers.set(slot, self.sessions.deadline(r));
+            }
         }
         self.process();
     }
@@ -805,7 +838,7 @@ impl HttpEngine {
                 let close = !c.keep_alive;
                 finish(c, now, close);
             } else {
-                respond_json(c, now, if r.status == 0 { 200 } else { r.status }, msg);
+                respond_json(c, now, if r.status == 0 { 200 } else { r.status }, msg, &[]);
             }
             self.work.push_back(conn);
             self.settle(conn);
@@ -852,18 +885,23 @@ impl HttpEngine {
                     }
                     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                     // Decide everything while the head is borrowed, act after.
-                    let (refusal, keep_alive, expect_continue, http10, cors) =
-                        match c.codec.poll(&mut headers) {
-                            Input::Partial | Input::Body(_) => return,
-                            Input::Error(e) => (Some((e.status(), &[][..])), false, false, false, None),
-                            Input::Head(head) => (
-                                check_head(&self.http, &head),
-                                head.keep_alive,
-                                head.expect_continue,
-                                head.minor_version == 0,
-                                allowed_origin(&self.http, &head),
-                            ),
-                        };
+                    let sessions = self.sessions.is_seeded();
+                    let (refusal, keep_alive, expect_continue, http10, cors, delete) = match c
+                        .codec
+                        .poll(&mut headers)
+                    {
+                        Input::Partial | Input::Body(_) => return,
+                        Input::Error(e) => (Some((e.status(), &[][..])), false, false, false, None, false),
+                        Input::Head(head) => (
+                            check_head(&self.http, &head, sessions),
+                            head.keep_alive,
+                            head.expect_continue,
+                            head.minor_version == 0,
+                            allowed_origin(&self.http, &head),
+                            head.method == "DELETE",
+                        ),
+                    };
+                    c.delete = delete;
                     c.cors = cors.and_then(|i| self.cors_origins.get(i)).cloned();
                     c.keep_alive = keep_alive;
                     c.expect_continue = expect_continue;
@@ -921,22 +959,59 @@ impl HttpEngine {
         }
     }
 
-    /// Decodes the body of `slot`'s request and serves it.
+    /// Decodes the body of `slot`'s request and serves it, in the session its
+    /// `Mcp-Session-Id` names (see `sessions::route`).
     fn dispatch(&mut self, slot: u32) {
+        let now = self.last_now;
         let generation = self.slots[slot as usize].generation;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         conns::lend_out(&mut self.outs, c);
         let core = &mut self.core;
         let route = Route::Http { conn: slot, generation };
-        let principal = c.principal.take().map(|p| p.0);
+        let principal = c.principal.take();
         if c.http10 {
             core.set_no_stream();
         }
         let mark = core.outbox().out.len();
         let (head, body, spans) = c.codec.head_body_and_spans();
         let headers = HeaderList::from_spans(head, spans);
+        let (mode, check, attached) = sessions::route(&self.sessions, headers.as_slice(), principal.as_ref());
+        if c.delete {
+            // `DELETE` ends the session it names; nothing else is served by it.
+            let status = match (check, attached) {
+                (_, Some(r)) => {
+                    self.sessions.remove(r);
+                    self.session_timers.set(r.slot(), None);
+                    200
+                }
+                (SessionCheck::Unknown, None) => 404,
+                _ => 400,
+            };
+            respond_empty(c, now, status, &[]);
+            return;
+        }
+        // The session's state is the core's while it serves the request.
+        if let Some(e) = attached.and_then(|r| self.sessions.get_mut(r)) {
+            core::mem::swap(core.session_mut(), &mut e.session);
+        }
+        core.set_session_check(mode, check);
+        let principal_bytes = principal.map(|p| p.0);
         let outcome =
-            self.parser.parse(body, |parsed| core.handle(route, principal, parsed, headers.as_slice()));
+            self.parser.parse(body, |parsed| core.handle(route, principal_bytes, parsed, headers.as_slice()));
+        if let Some(r) = attached {
+            if let Some(e) = self.sessions.get_mut(r) {
+                core::mem::swap(core.session_mut(), &mut e.session);
+                e.idle_since = now;
+            }
+            self.session_timers.set(r.slot(), self.sessions.deadline(r));
+        } else if check == SessionCheck::Absent(Room::Yes) && core.session_mut().legacy.is_some() {
+            // `initialize` opened a session: it moves to the table, named in the answer.
+            let session = core::mem::take(core.session_mut());
+            if let Ok(r) = self.sessions.create(now, principal, session) {
+                c.session_id = self.sessions.get(r).map(|e| e.id);
+                self.session_timers.set(r.slot(), self.sessions.deadline(r));
+            }
+        }
         match outcome {
             Dispatched::Pending => c.phase = Phase::Waiting,
             Dispatched::Listening => {
@@ -945,13 +1020,26 @@ impl HttpEngine {
                 self.collect_answers();
             }
             Dispatched::Answered(status) => {
-                respond_json(c, self.last_now, status, trim_newline(core.outbox().written_since(mark)));
+                // At the session cap the client may try again shortly.
+                let extra: &[(&str, &str)] = if status == 503 { &[("retry-after", "5")] } else { &[] };
+                respond_json(c, now, status, trim_newline(core.outbox().written_since(mark)), extra);
                 core.outbox_mut().discard_since(mark);
             }
             // A notification (or a response, which a client must not send): accepted.
-            Dispatched::Accepted => respond_empty(c, self.last_now, 202, &[]),
+            Dispatched::Accepted => respond_empty(c, now, 202, &[]),
         }
     }
+}
+
+/// A 32-byte key derived from `entropy` (for sealing session ids when the host set no
+/// secret key): HMAC-SHA256 under a label, so the key and the tokens drawn from the same
+/// entropy are independent.
+fn derive_key(entropy: &[u8; 32]) -> [u8; 32] {
+    use hmac::{KeyInit, Mac};
+    let mut m =
+        <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(entropy).unwrap_or_else(|_| unreachable!());
+    m.update(b"mcp-engine/session-seal-key");
+    m.finalize().into_bytes().into()
 }
 
 /// The connection `id` names in `slots`, if it is still open.

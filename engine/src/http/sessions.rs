@@ -9,14 +9,16 @@
 //! principal created, is not found alike (the client sees `404` and opens a new one).
 //!
 //! Bounds: at most `max` sessions live; beyond that `create` refuses (the engine answers
-//! `503` with `Retry-After`) and no live session is evicted. A session with no request in
-//! flight and no open stream expires `idle` after it last was ([`Sessions::deadline`]);
-//! while it is active it does not. Finding a session allocates nothing.
+//! `503` with `Retry-After`) and no live session is evicted. A session expires `idle`
+//! after its last request was dispatched ([`Sessions::deadline`]). Finding a session
+//! allocates nothing.
 
 use hashbrown::HashMap;
 
 use crate::http::auth::Principal;
-use crate::mcp::lifecycle::Session;
+use crate::mcp::lifecycle::{Mode, Session};
+use crate::mcp::{Room, SessionCheck};
+use crate::revision::Revision;
 use core::time::Duration;
 
 use crate::time::Instant;
@@ -47,9 +49,7 @@ pub(crate) struct Entry {
     pub(crate) session: Session,
     /// Who created it: only they find it.
     pub(crate) principal: Option<Principal>,
-    /// Requests in flight and open streams.
-    pub(crate) active: u32,
-    /// When `active` last fell to zero (or the session was created).
+    /// When its last request was dispatched (or it was created).
     pub(crate) idle_since: Instant,
 }
 
@@ -93,6 +93,11 @@ impl Sessions {
         self.ids = Some(SessionIds::new(secret, entropy));
     }
 
+    /// Whether `initialize` may open a session now.
+    pub(crate) fn room(&self) -> bool {
+        self.live < self.max
+    }
+
     /// Whether sessions can be created (the table was seeded).
     pub(crate) fn is_seeded(&self) -> bool {
         self.ids.is_some()
@@ -108,6 +113,7 @@ impl Sessions {
         &mut self,
         now: Instant,
         principal: Option<Principal>,
+        session: Session,
     ) -> Result<SessionRef, CreateError> {
         let ids = self.ids.as_mut().ok_or(CreateError::Unseeded)?;
         if self.live >= self.max {
@@ -122,8 +128,7 @@ impl Sessions {
             }
         };
         let s = &mut self.slots[slot as usize];
-        s.entry =
-            Some(Entry { token, id, session: Session::default(), principal, active: 0, idle_since: now });
+        s.entry = Some(Entry { token, id, session, principal, idle_since: now });
         self.by_token.insert(token, slot);
         self.live += 1;
         Ok(SessionRef { slot, generation: s.generation })
@@ -177,32 +182,56 @@ impl Sessions {
         true
     }
 
-    /// A request or stream of `r` starts: the session does not expire while it runs.
-    pub(crate) fn begin(&mut self, r: SessionRef) {
-        if let Some(e) = self.get_mut(r) {
-            e.active += 1;
-        }
-    }
-
-    /// A request or stream of `r` ended at `now`.
-    pub(crate) fn end(&mut self, r: SessionRef, now: Instant) {
-        if let Some(e) = self.get_mut(r) {
-            e.active = e.active.saturating_sub(1);
-            if e.active == 0 {
-                e.idle_since = now;
-            }
-        }
-    }
-
-    /// When `r` expires: `idle` after it became idle, or never while it is active.
+    /// When `r` expires: `idle` after its last request was dispatched.
     pub(crate) fn deadline(&self, r: SessionRef) -> Option<Instant> {
-        let e = self.get(r)?;
-        (e.active == 0).then(|| e.idle_since + self.idle)
+        Some(self.get(r)?.idle_since + self.idle)
     }
 
     /// Ends `r` if it is past its deadline at `now`. Returns whether it ended.
     pub(crate) fn expire(&mut self, r: SessionRef, now: Instant) -> bool {
         if self.deadline(r).is_some_and(|d| d <= now) { self.remove(r) } else { false }
+    }
+}
+
+/// How a request is served, from its headers: the rules, what its `Mcp-Session-Id`
+/// names, and the session to hand the core.
+///
+/// - Sessions off (the table was not seeded): the stateless wire only.
+/// - `Mcp-Session-Id` present: the session it names, if it is live and the caller's
+///   (else every message is refused `404`; a second `Mcp-Session-Id` header names none).
+/// - Absent, with `MCP-Protocol-Version` absent or naming a session-bound revision: the
+///   session-bound wire, where `initialize` opens a session (and a request naming
+///   `2026-07-28` in `_meta` is still served statelessly).
+/// - Absent, with `MCP-Protocol-Version` naming anything else: the stateless wire (so
+///   `initialize` there is `-32601`, as the stateless revision says).
+pub(crate) fn route(
+    sessions: &Sessions,
+    headers: &[httparse::Header<'_>],
+    principal: Option<&Principal>,
+) -> (Mode, SessionCheck, Option<SessionRef>) {
+    if !sessions.is_seeded() {
+        return (Mode::Http, SessionCheck::Own, None);
+    }
+    let named = |name: &'static str| headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name));
+    let mut ids = named("mcp-session-id");
+    if let Some(first) = ids.next() {
+        return match (ids.next(), sessions.find(first.value.trim_ascii(), principal)) {
+            (None, Some(r)) => (Mode::HttpSessions, SessionCheck::Attached, Some(r)),
+            _ => (Mode::HttpSessions, SessionCheck::Unknown, None),
+        };
+    }
+    let legacy = match named("mcp-protocol-version").next() {
+        None => true,
+        Some(h) => core::str::from_utf8(h.value.trim_ascii())
+            .ok()
+            .and_then(Revision::parse)
+            .is_some_and(|r| !r.is_stateless()),
+    };
+    if legacy {
+        let room = if sessions.room() { Room::Yes } else { Room::Full };
+        (Mode::HttpSessions, SessionCheck::Absent(room), None)
+    } else {
+        (Mode::Http, SessionCheck::Own, None)
     }
 }
 
@@ -223,8 +252,8 @@ mod tests {
     #[test]
     fn a_created_session_is_found_by_its_id_and_only_by_it() {
         let mut t = table(8);
-        let a = t.create(at(0), None).unwrap();
-        let b = t.create(at(0), None).unwrap();
+        let a = t.create(at(0), None, Session::default()).unwrap();
+        let b = t.create(at(0), None, Session::default()).unwrap();
         let (ida, idb) = (t.get(a).unwrap().id, t.get(b).unwrap().id);
         assert_ne!(ida, idb);
         assert_eq!(t.find(&ida, None), Some(a));
@@ -236,30 +265,30 @@ mod tests {
     #[test]
     fn an_unseeded_table_creates_none_and_finds_none() {
         let mut t = Sessions::new(8, Duration::from_secs(60));
-        assert_eq!(t.create(at(0), None), Err(CreateError::Unseeded));
+        assert_eq!(t.create(at(0), None, Session::default()), Err(CreateError::Unseeded));
         assert_eq!(t.find(&[b'A'; SESSION_ID_LEN], None), None);
     }
 
     #[test]
     fn at_the_cap_creation_is_refused_and_no_live_session_is_evicted() {
         let mut t = table(2);
-        let a = t.create(at(0), None).unwrap();
-        let b = t.create(at(0), None).unwrap();
-        assert_eq!(t.create(at(0), None), Err(CreateError::Full));
+        let a = t.create(at(0), None, Session::default()).unwrap();
+        let b = t.create(at(0), None, Session::default()).unwrap();
+        assert_eq!(t.create(at(0), None, Session::default()), Err(CreateError::Full));
         assert!(t.get(a).is_some() && t.get(b).is_some());
         assert!(t.remove(a));
-        assert!(t.create(at(1), None).is_ok(), "room once one ended");
+        assert!(t.create(at(1), None, Session::default()).is_ok(), "room once one ended");
     }
 
     #[test]
     fn an_ended_session_is_not_found_and_its_reference_goes_stale() {
         let mut t = table(8);
-        let a = t.create(at(0), None).unwrap();
+        let a = t.create(at(0), None, Session::default()).unwrap();
         let id = t.get(a).unwrap().id;
         assert!(t.remove(a));
         assert!(!t.remove(a), "once");
         assert_eq!(t.find(&id, None), None);
-        let b = t.create(at(0), None).unwrap();
+        let b = t.create(at(0), None, Session::default()).unwrap();
         assert_eq!(b.slot(), a.slot(), "the slot is reused");
         assert!(t.get(a).is_none(), "under a new generation");
         assert_eq!(t.find(&id, None), None, "the old id still names nothing");
@@ -269,7 +298,7 @@ mod tests {
     fn another_principal_does_not_find_the_session() {
         let mut t = table(8);
         let alice = Principal::of(b"alice");
-        let a = t.create(at(0), Some(alice)).unwrap();
+        let a = t.create(at(0), Some(alice), Session::default()).unwrap();
         let id = t.get(a).unwrap().id;
         assert_eq!(t.find(&id, Some(&alice)), Some(a));
         assert_eq!(t.find(&id, Some(&Principal::of(b"bob"))), None);
@@ -277,24 +306,22 @@ mod tests {
     }
 
     #[test]
-    fn a_session_expires_only_when_idle_past_its_timeout() {
+    fn a_session_expires_when_idle_past_its_timeout() {
         let mut t = table(8);
-        let a = t.create(at(0), None).unwrap();
+        let a = t.create(at(0), None, Session::default()).unwrap();
         assert_eq!(t.deadline(a), Some(at(60)));
-        t.begin(a);
-        assert_eq!(t.deadline(a), None, "active: no deadline");
-        assert!(!t.expire(a, at(100)));
-        t.end(a, at(100));
-        assert_eq!(t.deadline(a), Some(at(160)), "idle from the end of its last request");
+        t.get_mut(a).unwrap().idle_since = at(100);
+        assert_eq!(t.deadline(a), Some(at(160)), "idle from its last request");
         assert!(!t.expire(a, at(159)));
         assert!(t.expire(a, at(160)));
         assert!(t.get(a).is_none());
+        assert_eq!(t.deadline(a), None);
     }
 
     #[test]
     fn a_reseeded_table_refuses_ids_of_the_old_secret() {
         let mut t = table(8);
-        let a = t.create(at(0), None).unwrap();
+        let a = t.create(at(0), None, Session::default()).unwrap();
         let id = t.get(a).unwrap().id;
         t.seed(&[3; 32], &[2; 32]);
         assert_eq!(t.find(&id, None), None);

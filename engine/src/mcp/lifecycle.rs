@@ -45,6 +45,10 @@ pub(crate) enum Mode {
     Stdio,
     /// Stateless 2026-07-28 only, with mirrored headers.
     Http,
+    /// Streamable HTTP where `initialize` opens a session named by `Mcp-Session-Id`:
+    /// the stateless wire for requests naming `2026-07-28`, the session-bound one for the
+    /// rest (the HTTP layer picks this per request, and hands the core the session).
+    HttpSessions,
 }
 /// What a transport allows (DIGEST A.8: dual-era is a stdio fact).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,14 +62,23 @@ pub(crate) struct Rules {
     /// with `clientCapabilities`, before the revision (the conformance suite's order,
     /// DIGEST Part D item 2).
     pub(crate) mirrored_headers: bool,
-    /// The client cancels a request with `notifications/cancelled` (over HTTP it closes
-    /// the response stream instead).
+    /// The client cancels a request with `notifications/cancelled` (over stateless HTTP
+    /// it closes the response stream instead).
     pub(crate) cancel_by_message: bool,
+    /// Sessions are named by a header (`Mcp-Session-Id`): a request naming no revision
+    /// outside a session lacks it, and a session's requests must not name another
+    /// revision in `MCP-Protocol-Version`.
+    pub(crate) session_header: bool,
 }
 
 /// Newline-delimited JSON-RPC: every revision, sessions opened with `initialize`.
-pub(crate) const STDIO: Rules =
-    Rules { supported: &Revision::ALL, sessions: true, mirrored_headers: false, cancel_by_message: true };
+pub(crate) const STDIO: Rules = Rules {
+    supported: &Revision::ALL,
+    sessions: true,
+    mirrored_headers: false,
+    cancel_by_message: true,
+    session_header: false,
+};
 
 /// Streamable HTTP: stateless `2026-07-28` only, headers mirrored.
 pub(crate) const HTTP: Rules = Rules {
@@ -73,6 +86,18 @@ pub(crate) const HTTP: Rules = Rules {
     sessions: false,
     mirrored_headers: true,
     cancel_by_message: false,
+    session_header: false,
+};
+
+/// Streamable HTTP with sessions: every revision; `initialize` opens a session named by
+/// `Mcp-Session-Id`; `2026-07-28` requests keep their mirrored headers.
+pub(crate) const HTTP_SESSIONS: Rules = Rules {
+    // A request naming a revision in `_meta` is stateless: only `2026-07-28` can be named.
+    supported: &[Revision::V2026_07_28],
+    sessions: true,
+    mirrored_headers: true,
+    cancel_by_message: true,
+    session_header: true,
 };
 
 impl Mode {
@@ -81,6 +106,7 @@ impl Mode {
         match self {
             Self::Stdio => &STDIO,
             Self::Http => &HTTP,
+            Self::HttpSessions => &HTTP_SESSIONS,
         }
     }
 }
@@ -279,7 +305,13 @@ pub(crate) fn revision<'t>(
     }
     let Some(vi) = meta.version else {
         return match session.legacy {
-            Some(r) if rules.sessions => Ok(r),
+            Some(r) if rules.sessions => {
+                if rules.session_header && !headers_name(headers, "mcp-protocol-version", r.as_str()) {
+                    return Err(PeerError::SessionVersionMismatch);
+                }
+                Ok(r)
+            }
+            _ if rules.session_header => Err(PeerError::SessionRequired),
             _ => Err(PeerError::MetaMissing(rules.sessions)),
         };
     };
@@ -306,6 +338,14 @@ pub(crate) fn revision<'t>(
         return Err(PeerError::UnknownMetaLogLevel);
     }
     Ok(rev)
+}
+
+/// Whether every `name` header (if any) says `value` (surrounding whitespace ignored).
+fn headers_name(headers: &[httparse::Header<'_>], name: &str, value: &str) -> bool {
+    headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case(name))
+        .all(|h| h.value.trim_ascii() == value.as_bytes())
 }
 
 /// Runs the header matcher over what the body says.

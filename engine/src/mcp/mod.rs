@@ -69,8 +69,11 @@ pub(crate) struct Core {
     pub(crate) mode: Mode,
     pub(crate) tickets: Tickets,
     pub(crate) outbox: Outbox,
-    /// The session-bound state of the stream (stdio; HTTP serves no sessions yet).
+    /// The session-bound state of the stream (stdio), or of the HTTP session the request
+    /// being handled belongs to (handed in by the HTTP layer, see [`SessionCheck`]).
     pub(crate) session: Session,
+    /// What the HTTP layer found for the request's `Mcp-Session-Id` (reset by `handle`).
+    pub(crate) session_check: SessionCheck,
     pub(crate) subs: Subscriptions,
     /// The route of the request being dispatched (becomes its ticket's route).
     pub(crate) route: Route,
@@ -155,6 +158,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             uris: vec![heapless::String::new(); cfg.max_in_flight],
         },
         session: Session::default(),
+        session_check: SessionCheck::Own,
         subs: Subscriptions { list: Vec::with_capacity(cfg.max_subscriptions), subscribed: false },
         route: Route::Stdio,
         frames: 0,
@@ -419,7 +423,7 @@ impl Core {
         let mut out = core::mem::take(&mut self.outbox.out);
         result_start(&mut out, Reply::Id(req.id));
         out.extend_from_slice(match self.mode {
-            Mode::Stdio => &self.prepared.discover,
+            Mode::Stdio | Mode::HttpSessions => &self.prepared.discover,
             Mode::Http => &self.prepared.discover_http,
         });
         result_end(&mut out, &self.prepared, Revision::V2026_07_28, Some(self.cfg.discover_cache));
@@ -432,6 +436,9 @@ impl Core {
         let requested = req.str_at(req.param("protocolVersion")).ok_or(PeerError::InitializeNeedsVersion)?;
         if self.session.legacy.is_some() {
             return Err(PeerError::AlreadyInitialized);
+        }
+        if self.session_check == SessionCheck::Absent(Room::Full) {
+            return Err(PeerError::TooManySessions);
         }
         let rev = Revision::parse(requested).filter(|r| !r.is_stateless()).unwrap_or(Revision::LATEST_LEGACY);
         self.session.legacy = Some(rev);
@@ -491,7 +498,20 @@ impl Core {
         self.route = Route::Stdio;
         self.principal = None;
         self.no_stream = false;
+        self.session_check = SessionCheck::Own;
         outcome
+    }
+
+    /// Serves the next message handled under `mode`'s rules (HTTP picks them per
+    /// request), with `check` saying what its `Mcp-Session-Id` named. Reset by `handle`.
+    pub(crate) fn set_session_check(&mut self, mode: Mode, check: SessionCheck) {
+        self.mode = mode;
+        self.session_check = check;
+    }
+
+    /// The session value, to swap an HTTP session's in and out around `handle`.
+    pub(crate) fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
     }
 
     /// Says that the response of the next message handled cannot be a stream (an
@@ -507,6 +527,15 @@ impl Core {
         let message = jsonrpc::decode(n, &mut self.scratch.names);
         let status = match &message {
             Message::Refused(reply, e) => self.outbox.reject(*reply, e),
+            // Whatever it is, a message for a session that is not there finds nothing.
+            Message::Request(req) if self.session_check == SessionCheck::Unknown => {
+                self.outbox.reject(Reply::Id(req.id), &PeerError::SessionNotFound)
+            }
+            Message::Notification { .. } | Message::Ignored
+                if self.session_check == SessionCheck::Unknown =>
+            {
+                self.outbox.reject(Reply::None, &PeerError::SessionNotFound)
+            }
             Message::Ignored => 200,
             &Message::Notification { method, params } => {
                 self.notification(n, method, params);
@@ -588,6 +617,27 @@ impl Core {
             Method::Unsubscribe => self.legacy_subscribe(req, rev, false),
         }
     }
+}
+
+/// What the HTTP layer found for a request's `Mcp-Session-Id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionCheck {
+    /// Stdio, or stateless HTTP: the core's own session value.
+    Own,
+    /// No header: `initialize` opens a session, if there is room.
+    Absent(Room),
+    /// The header named a live session, whose value the HTTP layer handed in.
+    Attached,
+    /// The header named no live session of this caller: every message is refused `404`.
+    Unknown,
+}
+
+/// Whether an HTTP `initialize` may open a session now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Room {
+    Yes,
+    /// The live sessions are at the cap (`503`).
+    Full,
 }
 
 /// What a message dispatched just now became (what the HTTP layer responds with).

@@ -1,0 +1,290 @@
+//! Session-bound Streamable HTTP (`2025-11-25`, `2025-06-18`) on the same endpoint as
+//! the stateless wire: `initialize` opens a session named by `Mcp-Session-Id`, later
+//! requests are served in it, `DELETE` ends it, and every refusal says why.
+
+use std::time::Duration;
+
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
+use mcp_engine::{Config, Instant};
+use mcp_fixture as everything;
+use mcp_tests::wire::{Client, Response, client_of, parse_responses, post, req};
+use serde_json::{Value, json};
+
+const ENTROPY: [u8; 32] = [5; 32];
+
+fn http() -> HttpConfig {
+    HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone)
+}
+
+/// A client of the fixture over an engine with sessions on.
+fn client_with(http: HttpConfig) -> Client {
+    // A fixed key, so two engines seal the same ids (as nodes sharing a key do).
+    let mut config = everything::config();
+    config.secret_key([3; 32]);
+    let mut c = client_of(config, http, everything::catalog(), Box::new(everything::respond));
+    c.e.set_entropy(&ENTROPY);
+    c
+}
+
+fn client() -> Client {
+    client_with(http())
+}
+
+/// A session-bound POST: `MCP-Protocol-Version` (when given) and `Mcp-Session-Id` (when
+/// given), no `Mcp-Method`.
+fn legacy(body: &Value, version: Option<&str>, session: Option<&str>) -> Vec<u8> {
+    let mut extra =
+        vec![("Mcp-Method", ""), ("Mcp-Name", ""), ("MCP-Protocol-Version", version.unwrap_or(""))];
+    if let Some(id) = session {
+        extra.push(("Mcp-Session-Id", id));
+    }
+    post(body, &extra)
+}
+
+fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+fn initialize(version: &str) -> Value {
+    request(
+        1,
+        "initialize",
+        json!({
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": { "name": "t", "version": "1" }
+        }),
+    )
+}
+
+fn one(c: &mut Client, raw: &[u8]) -> Response {
+    let mut r = c.send(raw);
+    assert_eq!(r.len(), 1, "{r:?}");
+    r.remove(0)
+}
+
+/// Opens a session under `version`; returns its id.
+fn open(c: &mut Client, version: &str) -> String {
+    let r = one(c, &legacy(&initialize(version), None, None));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["result"]["protocolVersion"], version, "{}", r.json());
+    let id = r.header("mcp-session-id").unwrap_or_else(|| panic!("no session id: {r:?}")).to_owned();
+    let r = one(
+        c,
+        &legacy(
+            &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+            Some(version),
+            Some(&id),
+        ),
+    );
+    assert_eq!(r.status, 202, "{r:?}");
+    id
+}
+
+#[test]
+fn initialize_opens_a_session_whose_requests_are_served_in_it() {
+    let mut c = client();
+    let id = open(&mut c, "2025-11-25");
+    assert_eq!(id.len(), 44);
+    assert!(id.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{id}");
+    assert_eq!(c.e.sessions(), 1);
+
+    let r = one(&mut c, &legacy(&request(2, "ping", json!({})), Some("2025-11-25"), Some(&id)));
+    assert_eq!((r.status, r.json()), (200, json!({ "jsonrpc": "2.0", "id": 2, "result": {} })));
+    let r = one(&mut c, &legacy(&request(3, "tools/list", json!({})), Some("2025-11-25"), Some(&id)));
+    assert_eq!(r.status, 200);
+    let tools = r.json()["result"]["tools"].as_array().cloned().unwrap_or_default();
+    assert!(tools.iter().any(|t| t["name"] == "test_simple_text"), "{}", r.json());
+    assert!(r.json()["result"].get("resultType").is_none(), "a session-bound result: {}", r.json());
+    let r = one(
+        &mut c,
+        &legacy(&request(4, "tools/call", json!({ "name": "test_simple_text" })), None, Some(&id)),
+    );
+    assert_eq!(r.status, 200, "the header may be left out inside a session");
+    assert_eq!(r.json()["result"]["content"][0]["type"], "text", "{}", r.json());
+    // The answers carry no session id: only the one that opened it does.
+    assert!(r.header("mcp-session-id").is_none());
+}
+
+#[test]
+fn a_2025_06_18_client_gets_its_revision() {
+    let mut c = client();
+    let id = open(&mut c, "2025-06-18");
+    let r = one(&mut c, &legacy(&request(2, "ping", json!({})), Some("2025-06-18"), Some(&id)));
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn two_sessions_keep_their_own_state() {
+    let mut c = client();
+    let a = open(&mut c, "2025-11-25");
+    let b = open(&mut c, "2025-11-25");
+    assert_ne!(a, b);
+    let r = one(&mut c, &legacy(&request(2, "logging/setLevel", json!({ "level": "info" })), None, Some(&a)));
+    assert_eq!(r.json()["result"], json!({}));
+    let call = request(3, "tools/call", json!({ "name": "test_logging_tool" }));
+    let logged = |c: &mut Client, id: &str| {
+        let out = c.feed(&legacy(&call, None, Some(id)), usize::MAX);
+        String::from_utf8_lossy(&out).matches("notifications/message").count()
+    };
+    assert_eq!(logged(&mut c, &a), 3, "session a asked for info logs");
+    assert_eq!(logged(&mut c, &b), 0, "session b did not");
+    // Opening a second time inside a session is refused.
+    let r = one(&mut c, &legacy(&initialize("2025-11-25"), None, Some(&a)));
+    assert_eq!(r.json()["error"]["code"], -32600, "{}", r.json());
+}
+
+#[test]
+fn a_session_bound_request_without_a_session_id_is_400() {
+    let mut c = client();
+    for version in [Some("2025-11-25"), None] {
+        let r = one(&mut c, &legacy(&request(7, "tools/list", json!({})), version, None));
+        assert_eq!(r.status, 400, "{version:?}: {r:?}");
+        assert_eq!(r.json()["id"], 7);
+        assert_eq!(r.json()["error"]["code"], -32600, "{}", r.json());
+        assert!(r.json()["error"]["message"].as_str().unwrap().contains("Mcp-Session-Id"));
+    }
+}
+
+#[test]
+fn an_unknown_forged_or_foreign_session_id_is_404() {
+    let mut c = client();
+    let real = open(&mut c, "2025-11-25");
+    let mut forged = real.clone().into_bytes();
+    forged[20] = if forged[20] == b'A' { b'B' } else { b'A' };
+    let forged = String::from_utf8(forged).unwrap();
+    let mut other =
+        client_of(Config::new("x", "1"), http(), everything::catalog(), Box::new(everything::respond));
+    other.e.set_entropy(&[6; 32]);
+    let foreign = open(&mut other, "2025-11-25");
+    for id in [forged.as_str(), "nope", foreign.as_str()] {
+        let r = one(&mut c, &legacy(&request(9, "ping", json!({})), Some("2025-11-25"), Some(id)));
+        assert_eq!(r.status, 404, "{id}: {r:?}");
+        assert_eq!(r.json()["id"], 9, "the id is echoed");
+        assert_eq!(r.json()["error"]["code"], -32001);
+        let n = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        let r = one(&mut c, &legacy(&n, Some("2025-11-25"), Some(id)));
+        assert_eq!(r.status, 404, "{id}: a notification too");
+    }
+    // Two session ids: neither is taken.
+    let mut raw = legacy(&request(9, "ping", json!({})), Some("2025-11-25"), Some(&real));
+    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    raw.splice(at..at, format!("\r\nMcp-Session-Id: {real}").into_bytes());
+    assert_eq!(one(&mut c, &raw).status, 404);
+}
+
+#[test]
+fn a_protocol_version_header_other_than_the_sessions_is_400() {
+    let mut c = client();
+    let id = open(&mut c, "2025-11-25");
+    let r = one(&mut c, &legacy(&request(2, "ping", json!({})), Some("2025-06-18"), Some(&id)));
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(r.json()["error"]["code"], -32600);
+}
+
+#[test]
+fn delete_ends_the_session() {
+    let mut c = client();
+    let id = open(&mut c, "2025-11-25");
+    let delete = |id: Option<&str>| {
+        let mut s = String::from(
+            "DELETE /mcp HTTP/1.1\r\nHost: localhost:3000\r\nMCP-Protocol-Version: 2025-11-25\r\n",
+        );
+        if let Some(id) = id {
+            s.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
+        }
+        s.push_str("\r\n");
+        s.into_bytes()
+    };
+    assert_eq!(one(&mut c, &delete(Some(&id))).status, 200);
+    assert_eq!(c.e.sessions(), 0);
+    let r = one(&mut c, &legacy(&request(2, "ping", json!({})), Some("2025-11-25"), Some(&id)));
+    assert_eq!(r.status, 404, "ended: {r:?}");
+    assert_eq!(one(&mut c, &delete(Some(&id))).status, 404, "once");
+    assert_eq!(one(&mut c, &delete(None)).status, 400, "which session?");
+    // GET stays refused until the standalone stream exists, and says what is allowed.
+    let r = one(&mut c, b"GET /mcp HTTP/1.1\r\nHost: localhost:3000\r\n\r\n");
+    assert_eq!((r.status, r.header("allow")), (405, Some("POST, DELETE")));
+}
+
+#[test]
+fn the_stateless_wire_is_unchanged_beside_sessions() {
+    let mut c = client();
+    let r = one(&mut c, &post(&req(1, "tools/list", json!({})), &[]));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"]["resultType"], "complete");
+    // `initialize` naming 2026-07-28 is a stateless request: no such method.
+    let init = req(1, "initialize", initialize("2025-11-25")["params"].clone());
+    let r = one(&mut c, &post(&init, &[]));
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (404, json!(-32601)), "{r:?}");
+    assert_eq!(c.e.sessions(), 0);
+}
+
+#[test]
+fn at_the_cap_initialize_is_503_and_live_sessions_stay() {
+    let mut h = http();
+    h.max_sessions(2);
+    let mut c = client_with(h);
+    let a = open(&mut c, "2025-11-25");
+    let _b = open(&mut c, "2025-11-25");
+    let r = one(&mut c, &legacy(&initialize("2025-11-25"), None, None));
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(r.header("retry-after").is_some());
+    assert!(r.header("mcp-session-id").is_none());
+    assert_eq!(c.e.sessions(), 2);
+    let r = one(&mut c, &legacy(&request(2, "ping", json!({})), None, Some(&a)));
+    assert_eq!(r.status, 200, "live sessions are never evicted");
+}
+
+#[test]
+fn an_idle_session_expires_and_a_used_one_does_not() {
+    let mut h = http();
+    h.session_idle_timeout(Duration::from_secs(60)).idle_timeout(Duration::from_secs(600));
+    let mut c = client_with(h);
+    let idle = open(&mut c, "2025-11-25");
+    let used = open(&mut c, "2025-11-25");
+    for step in 1..=3u64 {
+        c.now = Instant::ZERO + Duration::from_secs(40 * step);
+        c.e.handle_timeout(c.now);
+        let r = one(&mut c, &legacy(&request(2, "ping", json!({})), None, Some(&used)));
+        assert_eq!(r.status, 200, "step {step}");
+    }
+    let r = one(&mut c, &legacy(&request(2, "ping", json!({})), None, Some(&idle)));
+    assert_eq!(r.status, 404, "idle for 120 s");
+    assert_eq!(c.e.sessions(), 1);
+}
+
+#[test]
+fn a_session_is_found_only_by_the_principal_that_opened_it() {
+    let mut c = client_with(HttpConfig::new(AllowedOrigins::Any, Authorization::Host));
+    c.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+    let id = open(&mut c, "2025-11-25");
+    c.verdict = Verdict::AllowAs(Principal::of(b"bob"));
+    let r = one(&mut c, &legacy(&request(2, "ping", json!({})), None, Some(&id)));
+    assert_eq!(r.status, 404, "{r:?}");
+    c.verdict = Verdict::Allow;
+    assert_eq!(one(&mut c, &legacy(&request(2, "ping", json!({})), None, Some(&id))).status, 404);
+    c.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+    assert_eq!(one(&mut c, &legacy(&request(2, "ping", json!({})), None, Some(&id))).status, 200);
+}
+
+#[test]
+fn without_entropy_the_engine_serves_the_stateless_wire_only() {
+    let mut c =
+        client_of(Config::new("x", "1"), http(), everything::catalog(), Box::new(everything::respond));
+    let r = one(&mut c, &legacy(&initialize("2025-11-25"), None, None));
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.header("mcp-session-id").is_none());
+    assert_eq!(c.e.sessions(), 0);
+}
+
+#[test]
+fn a_session_request_split_anywhere_gives_the_same_output() {
+    let input: Vec<u8> = legacy(&initialize("2025-11-25"), None, None);
+    let whole = client().feed(&input, usize::MAX);
+    for chunk in [1, 2, 7, 64] {
+        assert_eq!(client().feed(&input, chunk), whole, "chunks of {chunk}");
+    }
+    let r = parse_responses(&whole);
+    assert_eq!(r[0].status, 200);
+}
