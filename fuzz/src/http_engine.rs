@@ -239,7 +239,8 @@ fn take_byte(ops: &[u8]) -> (u8, &[u8]) {
 /// `HttpEngine` end to end, through up to three connections.
 ///
 /// The first byte is the configuration: host or open authorization, body authorization,
-/// loopback, an origin list, 1-4 ticket slots, 2 or 3 connections at most. Then ops, each
+/// loopback, an origin list, 1-4 ticket slots, 2 or 3 connections at most, sessions on
+/// (`initialize`, `Mcp-Session-Id`, `DELETE`) or off. Then ops, each
 /// an op byte (low 3 bits: the op; the rest: connection or choice) and its arguments:
 /// - 0-2: feed a 16-bit-length-prefixed slice to a connection (opened if need be); bytes
 ///   the engine does not take wait and are offered again after every op;
@@ -339,8 +340,13 @@ impl EngineHarness {
             .max_connections(max_connections);
         let mut config = Config::new("fuzz", "0");
         config.max_frame_len(4096).max_in_flight(usize::from((cfg >> 4) & 3) + 1).max_depth(16);
+        let mut e = HttpEngine::new(config, http, http_catalog());
+        if cfg & 0x80 != 0 {
+            // Sessions on: `initialize`, `Mcp-Session-Id` and `DELETE` are served.
+            e.set_entropy(&[cfg; 32]);
+        }
         Self {
-            e: HttpEngine::new(config, http, http_catalog()),
+            e,
             now: Instant::ZERO,
             peers: [None, None, None],
             max_connections,
