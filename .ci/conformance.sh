@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance, pinned) against
-# the `everything` example of an adapter, over Streamable HTTP, with the 2026-07-28
-# requirements. Exits non-zero on any failure not listed in the expected-failures file, and
-# on any listed failure that now passes (the suite's own rule).
+# the `everything` example of an adapter, over Streamable HTTP, with the requirements of one
+# revision. Exits non-zero on any failure not listed in that revision's expected-failures
+# file, and on any listed failure that now passes (the suite's own rule).
 #
-#   .ci/conformance.sh [tokio|mio]        (default: tokio)
+#   .ci/conformance.sh [tokio|mio] [2026-07-28|2025-11-25]     (default: tokio 2026-07-28)
 #
 # Needs the npm registry once: Node 22 and the suite are installed into .conformance/
 # (ignored by git), because the suite does not run on older Node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 adapter="${1:-tokio}"
+requirements="${2:-2026-07-28}"
 suite_version="0.2.0-alpha.12"
 node_version="22.23.3"
-expected="tests/conformance/expected-failures-2026-07-28.yml"
+expected="tests/conformance/expected-failures-$requirements.yml"
 
 mkdir -p .conformance
 if [ ! -x .conformance/node_modules/.bin/conformance ] \
@@ -39,12 +40,12 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$url" ] || { cat "$log"; echo "the server did not say where it listens"; exit 1; }
-echo "conformance: mcp-io-$adapter everything at $url"
+echo "conformance: mcp-io-$adapter everything at $url, --requirements $requirements"
 
-out="target/conformance/$adapter"
+out="target/conformance/$adapter-$requirements"
 rm -rf "$out" && mkdir -p "$out"
 set +e
-(cd .conformance && npx --no-install conformance server --url "$url" --requirements 2026-07-28 \
+(cd .conformance && npx --no-install conformance server --url "$url" --requirements "$requirements" \
   --expected-failures "../$expected" -o "../$out")
 rc=$?
 set -e
