@@ -492,3 +492,63 @@ fn http_keep_alive_requests_allocate_nothing() {
     }
     assert!(failures.is_empty(), "HTTP:\n{}", failures.join("\n"));
 }
+
+/// A session-bound POST (`2025-11-25`) inside the session `id`.
+fn session_post(body: &Value, id: &str) -> Vec<u8> {
+    let body = body.to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost:3000\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+         Mcp-Session-Id: {id}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+#[test]
+fn http_session_requests_allocate_nothing() {
+    let mut h = Http::new();
+    h.c.e.set_entropy(&[4; 32]);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let mut open = session_post(&init, "x");
+    // No session yet: the same request without `Mcp-Session-Id`.
+    let at = open.windows(16).position(|w| w == b"Mcp-Session-Id: ").unwrap();
+    open.drain(at..at + "Mcp-Session-Id: x\r\n".len());
+    let mut sink = Vec::with_capacity(1 << 16);
+    h.round(&open, &mut sink);
+    let text = String::from_utf8_lossy(&sink).into_owned();
+    let id =
+        text.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap_or_else(|| panic!("{text}"));
+    let id = id.trim().to_owned();
+    let cases = [
+        ("ping", json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}), "200"),
+        ("tools/list", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), "200"),
+        (
+            "tools/call with input validation",
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "calc", "arguments": calc_arguments()}}),
+            "200",
+        ),
+        ("a notification", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), "202"),
+    ];
+    let mut failures = Vec::new();
+    for (label, body, status) in cases {
+        let raw = session_post(&body, &id);
+        for _ in 0..3 {
+            h.round(&raw, &mut sink);
+        }
+        let text = String::from_utf8_lossy(&sink).into_owned();
+        assert!(text.starts_with(&format!("HTTP/1.1 {status}")), "{label}: {text}");
+        assert!(!text.contains("\"error\""), "{label}: {text}");
+        let info = allocation_counter::measure(|| {
+            for _ in 0..20 {
+                h.round(&raw, &mut sink);
+            }
+        });
+        if info.count_total != 0 {
+            failures.push(format!("{label}: {} allocations for 20 requests ({info:?})", info.count_total));
+        }
+    }
+    assert_eq!(h.c.e.sessions(), 1);
+    assert!(failures.is_empty(), "HTTP sessions:\n{}", failures.join("\n"));
+}
