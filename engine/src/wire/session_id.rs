@@ -23,13 +23,13 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 /// Characters of a session id.
-pub const SESSION_ID_LEN: usize = 44;
+pub(crate) const SESSION_ID_LEN: usize = 44;
 
 /// Bytes of a session's token.
-pub const TOKEN_LEN: usize = 16;
+pub(crate) const TOKEN_LEN: usize = 16;
 
 /// A session's 128-bit token.
-pub type Token = [u8; TOKEN_LEN];
+pub(crate) type Token = [u8; TOKEN_LEN];
 
 const VERSION: u8 = 1;
 const BODY_LEN: usize = 1 + TOKEN_LEN;
@@ -40,7 +40,7 @@ const MINT_LABEL: &[u8] = b"mcp-engine/session-token";
 
 /// Mints and opens session ids (see the module docs).
 #[derive(Clone)]
-pub struct SessionIds {
+pub(crate) struct SessionIds {
     seal: Hmac<Sha256>,
     mint: Hmac<Sha256>,
     counter: u64,
@@ -50,14 +50,14 @@ impl SessionIds {
     /// Ids sealed with `secret` (the engine's key, shared by every node that must accept
     /// them), tokens drawn from `entropy` (fresh from the OS random source for each
     /// process).
-    pub fn new(secret: &[u8; 32], entropy: &[u8; 32]) -> Self {
+    pub(crate) fn new(secret: &[u8; 32], entropy: &[u8; 32]) -> Self {
         let key =
             |k: &[u8; 32]| <Hmac<Sha256> as KeyInit>::new_from_slice(k).unwrap_or_else(|_| unreachable!());
         Self { seal: key(secret), mint: key(entropy), counter: 0 }
     }
 
     /// A new session: its token and its id.
-    pub fn mint(&mut self) -> (Token, [u8; SESSION_ID_LEN]) {
+    pub(crate) fn mint(&mut self) -> (Token, [u8; SESSION_ID_LEN]) {
         let mut m = self.mint.clone();
         m.update(MINT_LABEL);
         m.update(&self.counter.to_le_bytes());
@@ -68,7 +68,7 @@ impl SessionIds {
     }
 
     /// The id of `token` (the same every time: a store keeps tokens, not ids).
-    pub fn id_of(&self, token: &Token) -> [u8; SESSION_ID_LEN] {
+    pub(crate) fn id_of(&self, token: &Token) -> [u8; SESSION_ID_LEN] {
         let mut raw = [0u8; RAW_LEN];
         raw[0] = VERSION;
         raw[1..BODY_LEN].copy_from_slice(token);
@@ -81,7 +81,7 @@ impl SessionIds {
     }
 
     /// The token of `id`, if this key sealed it.
-    pub fn open(&self, id: &[u8]) -> Option<Token> {
+    pub(crate) fn open(&self, id: &[u8]) -> Option<Token> {
         if id.len() != SESSION_ID_LEN {
             return None;
         }
