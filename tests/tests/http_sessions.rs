@@ -288,3 +288,42 @@ fn a_session_request_split_anywhere_gives_the_same_output() {
     let r = parse_responses(&whole);
     assert_eq!(r[0].status, 200);
 }
+
+#[test]
+fn a_session_lives_while_the_host_works_on_its_request() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let kept: Rc<RefCell<Vec<mcp_engine::Ticket>>> = Rc::default();
+    let keep = Rc::clone(&kept);
+    let mut h = http();
+    h.session_idle_timeout(Duration::from_secs(60)).idle_timeout(Duration::from_secs(6000));
+    let mut config = everything::config();
+    config.secret_key([3; 32]);
+    let host = Box::new(move |ev: mcp_engine::Event<'_>| match ev {
+        mcp_engine::Event::CallTool(call) if call.tool.name == "test_simple_text" => {
+            keep.borrow_mut().push(call.ticket)
+        }
+        ev => everything::respond(ev),
+    });
+    let mut c = client_of(config, h, everything::catalog(), host);
+    c.e.set_entropy(&ENTROPY);
+    let id = open(&mut c, "2025-11-25");
+    let call = request(5, "tools/call", json!({ "name": "test_simple_text" }));
+    assert!(c.feed(&legacy(&call, None, Some(&id)), usize::MAX).is_empty(), "the host holds it");
+    let ticket = kept.borrow_mut().pop().expect("a kept ticket");
+    // Long past the idle timeout: the request still runs, so the session stays.
+    c.now = Instant::ZERO + Duration::from_secs(500);
+    c.e.handle_timeout(c.now);
+    assert_eq!(c.e.sessions(), 1);
+    c.e.answer_tool(ticket, &mcp_engine::ToolOutput::new(&[mcp_engine::Content::text("late")])).unwrap();
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert_eq!(parse_responses(&out)[0].json()["result"]["content"][0]["text"], "late");
+    // Idle from the answer on.
+    c.now = Instant::ZERO + Duration::from_secs(559);
+    c.e.handle_timeout(c.now);
+    assert_eq!(c.e.sessions(), 1);
+    c.now = Instant::ZERO + Duration::from_secs(560);
+    c.e.handle_timeout(c.now);
+    assert_eq!(c.e.sessions(), 0);
+}

@@ -68,6 +68,13 @@ impl HttpEngine {
             s.sending = true;
             self.sending.push(slot);
         }
+        if c.phase != Phase::Waiting
+            && let Some(r) = c.session.take()
+        {
+            // Its session's request is over: the session's idle time starts.
+            self.sessions.end(r, now);
+            self.session_timers.set(r.slot(), self.sessions.deadline(r));
+        }
         let due = c.due(&self.http);
         let sheddable = c.sheddable();
         self.timers.set(slot, due);
@@ -130,6 +137,10 @@ impl HttpEngine {
         let Some(s) = self.slots.get_mut(slot as usize) else { return };
         let Some(mut c) = s.conn.take() else { return };
         self.core.cancel_route(Route::Http { conn: slot, generation: c.generation });
+        if let Some(r) = c.session.take() {
+            self.sessions.end(r, self.last_now);
+            self.session_timers.set(r.slot(), self.sessions.deadline(r));
+        }
         self.asks.retain(|a| !matches!(a, Ask::Head(s) | Ask::Body(s) if *s == slot));
         c.codec.discard_body();
         if let Some(buf) = c.codec.take_buffer() {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::http::auth::Principal;
 use crate::http::config::{AllowedOrigins, HttpConfig};
+use crate::http::sessions::SessionRef;
 use crate::time::Instant;
 use crate::wire::http1;
 use crate::wire::session_id::SESSION_ID_LEN;
@@ -85,6 +86,9 @@ pub(super) struct Exchange {
     pub(super) session_id: Option<[u8; SESSION_ID_LEN]>,
     /// The request is a `DELETE` (ending its session).
     pub(super) delete: bool,
+    /// The session whose request this connection waits on (it keeps the session alive
+    /// until the response is done or the connection ends).
+    pub(super) session: Option<SessionRef>,
 }
 
 impl Exchange {
@@ -113,6 +117,7 @@ impl Exchange {
             cors: None,
             session_id: None,
             delete: false,
+            session: None,
         }
     }
 

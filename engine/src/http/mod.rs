@@ -1001,7 +1001,13 @@ impl HttpEngine {
         if let Some(r) = attached {
             if let Some(e) = self.sessions.get_mut(r) {
                 core::mem::swap(core.session_mut(), &mut e.session);
-                e.idle_since = now;
+            }
+            if matches!(outcome, Dispatched::Pending | Dispatched::Listening) {
+                // The host works on it: the session lives until it ends (see `settle`).
+                self.sessions.begin(r);
+                c.session = Some(r);
+            } else {
+                self.sessions.end_now(r, now);
             }
             self.session_timers.set(r.slot(), self.sessions.deadline(r));
         } else if check == SessionCheck::Absent(Room::Yes) && core.session_mut().legacy.is_some() {

@@ -10,8 +10,8 @@
 //!
 //! Bounds: at most `max` sessions live; beyond that `create` refuses (the engine answers
 //! `503` with `Retry-After`) and no live session is evicted. A session expires `idle`
-//! after its last request was dispatched ([`Sessions::deadline`]). Finding a session
-//! allocates nothing.
+//! after its last request ended, and never while the host works on one of its requests
+//! ([`Sessions::deadline`]). Finding a session allocates nothing.
 
 use hashbrown::HashMap;
 
@@ -49,7 +49,9 @@ pub(crate) struct Entry {
     pub(crate) session: Session,
     /// Who created it: only they find it.
     pub(crate) principal: Option<Principal>,
-    /// When its last request was dispatched (or it was created).
+    /// Requests of it the host is still working on (or streams it holds open).
+    pub(crate) active: u32,
+    /// When its last request ended (or it was created).
     pub(crate) idle_since: Instant,
 }
 
@@ -128,7 +130,7 @@ impl Sessions {
             }
         };
         let s = &mut self.slots[slot as usize];
-        s.entry = Some(Entry { token, id, session, principal, idle_since: now });
+        s.entry = Some(Entry { token, id, session, principal, active: 0, idle_since: now });
         self.by_token.insert(token, slot);
         self.live += 1;
         Ok(SessionRef { slot, generation: s.generation })
@@ -182,9 +184,32 @@ impl Sessions {
         true
     }
 
-    /// When `r` expires: `idle` after its last request was dispatched.
+    /// A request of `r` waits for the host: the session does not expire meanwhile.
+    pub(crate) fn begin(&mut self, r: SessionRef) {
+        if let Some(e) = self.get_mut(r) {
+            e.active += 1;
+        }
+    }
+
+    /// A request of `r` ended (answered, or its connection closed) at `now`.
+    pub(crate) fn end(&mut self, r: SessionRef, now: Instant) {
+        if let Some(e) = self.get_mut(r) {
+            e.active = e.active.saturating_sub(1);
+            e.idle_since = now;
+        }
+    }
+
+    /// A request of `r` was answered at once, at `now`.
+    pub(crate) fn end_now(&mut self, r: SessionRef, now: Instant) {
+        if let Some(e) = self.get_mut(r) {
+            e.idle_since = now;
+        }
+    }
+
+    /// When `r` expires: `idle` after its last request ended, never while one runs.
     pub(crate) fn deadline(&self, r: SessionRef) -> Option<Instant> {
-        Some(self.get(r)?.idle_since + self.idle)
+        let e = self.get(r)?;
+        (e.active == 0).then(|| e.idle_since + self.idle)
     }
 
     /// Ends `r` if it is past its deadline at `now`. Returns whether it ended.
@@ -316,6 +341,17 @@ mod tests {
         assert!(t.expire(a, at(160)));
         assert!(t.get(a).is_none());
         assert_eq!(t.deadline(a), None);
+    }
+
+    #[test]
+    fn a_session_with_a_request_in_flight_does_not_expire() {
+        let mut t = table(8);
+        let a = t.create(at(0), None, Session::default()).unwrap();
+        t.begin(a);
+        assert_eq!(t.deadline(a), None);
+        assert!(!t.expire(a, at(1000)));
+        t.end(a, at(1000));
+        assert_eq!(t.deadline(a), Some(at(1060)), "idle from the end of the request");
     }
 
     #[test]
