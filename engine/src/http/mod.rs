@@ -1,9 +1,11 @@
-//! Streamable HTTP (MCP 2026-07-28, stateless) served by the engine: HTTP/1.1 framing,
-//! the refusal rules, header mirroring, and routing of answers to connections.
+//! Streamable HTTP served by the engine (MCP 2026-07-28 stateless, and the session-bound
+//! 2025-11-25 / 2025-06-18 beside it): HTTP/1.1 framing, the refusal rules, header
+//! mirroring, sessions, and routing of answers to connections.
 //!
 //! This layer owns the connection table ([`HttpEngine`], this file), one exchange per
 //! connection (`exchange`: its phase, the refusals decided on a head, how a response is
-//! written), who may call (`auth`) and the settings (`config`). It is a client of the
+//! written), the session table and which wire a request is served on (`sessions`), who
+//! may call (`auth`) and the settings (`config`). It is a client of the
 //! core: it hands it parsed messages through `Core::handle`, learns what each became
 //! (`Dispatched`), and routes what the outbox holds to connections. It never reads or
 //! writes the core's fields, and holds no MCP rule: those live in `mcp`.

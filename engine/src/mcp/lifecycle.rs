@@ -694,6 +694,20 @@ mod tests {
             httparse::Header { name: "Mcp-Method", value: b"tools/list" },
         ];
         revision!(HTTP, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#, None, &headers => Ok(NEW));
+        // 7. HTTP's session-bound wire: a session names the revision; outside one the
+        // header is missing; `MCP-Protocol-Version` must be the session's or absent; a
+        // revision named in `_meta` is the stateless wire's.
+        revision!(HTTP_SESSIONS, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#, Some(OLD), &headers => Ok(NEW));
+        revision!(HTTP_SESSIONS, "tools/list", "", None, none => Err("Bad Request: the Mcp-Session-Id header is required (open a session with initialize, or name 2026-07-28 in params._meta)"));
+        revision!(HTTP_SESSIONS, "tools/list", "", Some(OLD), none => Ok(OLD));
+        let old = [httparse::Header { name: "mcp-protocol-version", value: b" 2025-11-25 " }];
+        revision!(HTTP_SESSIONS, "tools/list", "", Some(OLD), &old => Ok(OLD));
+        revision!(HTTP_SESSIONS, "tools/list", "", Some(OLDEST), &old => Err("Bad Request: the MCP-Protocol-Version header names another revision than the session's"));
+        let mirrored = [
+            httparse::Header { name: "MCP-Protocol-Version", value: b"2025-11-25" },
+            httparse::Header { name: "Mcp-Method", value: b"tools/list" },
+        ];
+        revision!(HTTP_SESSIONS, "tools/list", r#"{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}"#, Some(OLD), &mirrored => Err("Unsupported protocol version: 2025-11-25"));
     }
 
     #[test]
