@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Drives the `everything` example of an adapter with the official TypeScript SDK client over
+# a session (tests/interop/session-client.mjs). Uses the Node installed by .ci/conformance.sh
+# in .conformance/, and installs the pinned SDK there when missing.
+#
+#   .ci/interop.sh [tokio|mio]        (default: tokio)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+adapter="${1:-tokio}"
+sdk_version="1.32.2"
+node=".conformance/node_modules/.bin/node"
+[ -x "$node" ] || { echo "interop: run .ci/conformance.sh first (it installs Node 22)"; exit 1; }
+if [ "$(cd .conformance && "$PWD/node_modules/.bin/node" -p "require('@modelcontextprotocol/sdk/package.json').version" 2>/dev/null)" != "$sdk_version" ]; then
+  (cd .conformance && npm install --no-audit --no-fund "@modelcontextprotocol/sdk@$sdk_version")
+fi
+cargo build -p "mcp-io-$adapter" --example everything
+log="$(mktemp)"
+target/debug/examples/everything --http 127.0.0.1:0 2> "$log" &
+server=$!
+trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
+url=""
+for _ in $(seq 1 100); do
+  url="$(grep -o 'http://127\.0\.0\.1:[0-9]*/mcp' "$log" | head -n 1 || true)"
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+[ -n "$url" ] || { cat "$log"; echo "interop: the server did not say where it listens"; exit 1; }
+# Resolved from .conformance/node_modules.
+cp tests/interop/session-client.mjs .conformance/session-client.mjs
+(cd .conformance && "$PWD/node_modules/.bin/node" session-client.mjs "$url")
