@@ -26,20 +26,8 @@ if [ ! -x .conformance/node_modules/.bin/conformance ] \
   )
 fi
 
-cargo build -p "mcp-io-$adapter" --example everything
-bin="target/debug/examples/everything"
-log="$(mktemp)"
-"$bin" --http 127.0.0.1:0 2> "$log" &
-server=$!
-trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
-url=""
-for _ in $(seq 1 100); do
-  url="$(grep -o 'http://127\.0\.0\.1:[0-9]*/mcp' "$log" | head -n 1 || true)"
-  [ -n "$url" ] && break
-  kill -0 "$server" 2>/dev/null || { cat "$log"; echo "the server exited"; exit 1; }
-  sleep 0.1
-done
-[ -n "$url" ] || { cat "$log"; echo "the server did not say where it listens"; exit 1; }
+. .ci/example-server.sh
+start_example "$adapter"
 echo "conformance: mcp-io-$adapter everything at $url, --requirements $requirements"
 
 out="target/conformance/$adapter-$requirements"

@@ -13,18 +13,8 @@ node=".conformance/node_modules/.bin/node"
 if [ "$(cd .conformance && "$PWD/node_modules/.bin/node" -p "require('@modelcontextprotocol/sdk/package.json').version" 2>/dev/null)" != "$sdk_version" ]; then
   (cd .conformance && npm install --no-audit --no-fund "@modelcontextprotocol/sdk@$sdk_version")
 fi
-cargo build -p "mcp-io-$adapter" --example everything
-log="$(mktemp)"
-target/debug/examples/everything --http 127.0.0.1:0 2> "$log" &
-server=$!
-trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
-url=""
-for _ in $(seq 1 100); do
-  url="$(grep -o 'http://127\.0\.0\.1:[0-9]*/mcp' "$log" | head -n 1 || true)"
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { cat "$log"; echo "interop: the server did not say where it listens"; exit 1; }
+. .ci/example-server.sh
+start_example "$adapter"
 # Resolved from .conformance/node_modules.
 cp tests/interop/session-client.mjs .conformance/session-client.mjs
 (cd .conformance && "$PWD/node_modules/.bin/node" session-client.mjs "$url")

@@ -160,35 +160,30 @@ trait Sink {
     fn step(&mut self, ticket: Ticket, step: Step);
 }
 
-impl Sink for Engine {
-    fn step(&mut self, ticket: Ticket, step: Step) {
-        // A report the client did not ask for (no progress token, a log level above
-        // `info`) is dropped by the engine; so is anything for a cancelled ticket.
-        let _ = match step {
-            Step::Progress(p, m) => self.notify_progress(ticket, p, Some(100.0), Some(m)).map_err(drop),
-            Step::Log(text) => {
-                self.notify_log(ticket, LogLevel::Info, Some("test_logging_tool"), text).map_err(drop)
+/// The same calls on both engines (they share no trait).
+macro_rules! sink {
+    ($engine:ty) => {
+        impl Sink for $engine {
+            fn step(&mut self, ticket: Ticket, step: Step) {
+                // A report the client did not ask for (no progress token, a log level above
+                // `info`) is dropped by the engine; so is anything for a cancelled ticket.
+                let _ = match step {
+                    Step::Progress(p, m) => {
+                        self.notify_progress(ticket, p, Some(100.0), Some(m)).map_err(drop)
+                    }
+                    Step::Log(text) => {
+                        self.notify_log(ticket, LogLevel::Info, Some("test_logging_tool"), text).map_err(drop)
+                    }
+                    Step::Answer(text) => {
+                        self.answer_tool(ticket, &ToolOutput::new(&[Content::text(text)])).map_err(drop)
+                    }
+                };
             }
-            Step::Answer(text) => {
-                self.answer_tool(ticket, &ToolOutput::new(&[Content::text(text)])).map_err(drop)
-            }
-        };
-    }
+        }
+    };
 }
-
-impl Sink for HttpEngine {
-    fn step(&mut self, ticket: Ticket, step: Step) {
-        let _ = match step {
-            Step::Progress(p, m) => self.notify_progress(ticket, p, Some(100.0), Some(m)).map_err(drop),
-            Step::Log(text) => {
-                self.notify_log(ticket, LogLevel::Info, Some("test_logging_tool"), text).map_err(drop)
-            }
-            Step::Answer(text) => {
-                self.answer_tool(ticket, &ToolOutput::new(&[Content::text(text)])).map_err(drop)
-            }
-        };
-    }
-}
+sink!(Engine);
+sink!(HttpEngine);
 
 /// The fixture's answers, noting what the trigger tools ask for and keeping the slow
 /// tools' tickets; the server's loop publishes and paces them after each batch of events

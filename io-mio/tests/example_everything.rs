@@ -6,7 +6,7 @@ mod support;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
@@ -45,19 +45,25 @@ fn example() -> PathBuf {
     .clone()
 }
 
+/// The example over stdio: the child, its stdin, and its stdout read by lines.
+fn spawn_stdio(bin: PathBuf) -> (Child, ChildStdin, BufReader<ChildStdout>) {
+    let mut child = Command::new(bin)
+        .arg("--stdio")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn the example");
+    let stdin = child.stdin.take().expect("stdin");
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    (child, stdin, stdout)
+}
+
 #[test]
 fn serves_stdio_and_exits_0_when_stdin_closes() {
     let bin = example();
     within(move || {
-        let mut child = Command::new(bin)
-            .arg("--stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn the example");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let (mut child, mut stdin, mut stdout) = spawn_stdio(bin);
         let mut call = |line: &str| -> Value {
             stdin.write_all(line.as_bytes()).expect("write");
             let mut response = String::new();
@@ -100,15 +106,7 @@ fn serves_stdio_and_exits_0_when_stdin_closes() {
 fn slow_tools_send_their_messages_one_by_one_from_the_loops_timer() {
     let bin = example();
     within(move || {
-        let mut child = Command::new(bin)
-            .arg("--stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn the example");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let (mut child, mut stdin, mut stdout) = spawn_stdio(bin);
         let mut next = || -> Value {
             let mut line = String::new();
             stdout.read_line(&mut line).expect("read");
@@ -155,18 +153,11 @@ fn slow_tools_send_their_messages_one_by_one_from_the_loops_timer() {
 fn pipelined_requests_then_eof() {
     let bin = example();
     within(move || {
-        let mut child = Command::new(bin)
-            .arg("--stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn the example");
+        let (mut child, mut stdin, mut stdout) = spawn_stdio(bin);
         let input: String = (1..=200).map(|i| echo(i, &format!("m{i}"))).collect();
-        let mut stdin = child.stdin.take().expect("stdin");
         let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
         let mut out = String::new();
-        child.stdout.take().expect("stdout").read_to_string(&mut out).expect("read");
+        stdout.read_to_string(&mut out).expect("read");
         writer.join().expect("writer thread").expect("write");
         let responses: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
         assert_eq!(responses.len(), 200);
