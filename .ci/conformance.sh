@@ -4,7 +4,7 @@
 # revision. Exits non-zero on any failure not listed in that revision's expected-failures
 # file, and on any listed failure that now passes (the suite's own rule).
 #
-#   .ci/conformance.sh [tokio|mio] [2026-07-28|2025-11-25]     (default: tokio 2026-07-28)
+#   .ci/conformance.sh [tokio|mio|axum] [2026-07-28|2025-11-25]     (default: tokio 2026-07-28)
 #
 # Needs the npm registry once: Node 22 and the suite are installed into .conformance/
 # (ignored by git), because the suite does not run on older Node.
@@ -28,7 +28,7 @@ fi
 
 . .ci/example-server.sh
 start_example "$adapter"
-echo "conformance: mcp-io-$adapter everything at $url, --requirements $requirements"
+echo "conformance: $adapter at $url, --requirements $requirements"
 
 out="target/conformance/$adapter-$requirements"
 rm -rf "$out" && mkdir -p "$out"

@@ -1,10 +1,16 @@
-# Sourced by .ci/conformance.sh and .ci/interop.sh: builds and starts the `everything`
-# example of adapter $1 on a free loopback port, sets `url` to its endpoint, and kills it
-# when the calling script exits.
+# Sourced by .ci/conformance.sh and .ci/interop.sh: builds and starts the demo server of
+# front end $1 on a free loopback port (`tokio`, `mio`: their `everything` example;
+# `axum`: the tower service mounted in axum, io-tokio's `axum` example), sets `url` to its
+# endpoint, and kills it when the calling script exits.
 start_example() {
-  cargo build -p "mcp-io-$1" --example everything
   example_log="$(mktemp)"
-  target/debug/examples/everything --http 127.0.0.1:0 2> "$example_log" &
+  if [ "$1" = axum ]; then
+    cargo build -p mcp-io-tokio --features tower --example axum
+    target/debug/examples/axum 127.0.0.1:0 2> "$example_log" &
+  else
+    cargo build -p "mcp-io-$1" --example everything
+    target/debug/examples/everything --http 127.0.0.1:0 2> "$example_log" &
+  fi
   example_pid=$!
   trap 'kill "$example_pid" 2>/dev/null || true; rm -f "$example_log"' EXIT
   url=""

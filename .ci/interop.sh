@@ -3,7 +3,7 @@
 # a session (tests/interop/session-client.mjs). Uses the Node installed by .ci/conformance.sh
 # in .conformance/, and installs the pinned SDK there when missing.
 #
-#   .ci/interop.sh [tokio|mio]        (default: tokio)
+#   .ci/interop.sh [tokio|mio|axum]        (default: tokio)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 adapter="${1:-tokio}"
