@@ -119,6 +119,24 @@ pub fn run(input: &str) -> Vec<Value> {
     lines(&drive(&mut e, input.as_bytes(), &[usize::MAX]))
 }
 
+/// Feeds `input` whole, taking every event without answering it; returns the output lines
+/// and the events' tickets (kept for the test to answer).
+pub fn feed_keeping_tickets(e: &mut Engine, input: &str) -> (Vec<Value>, Vec<mcp_engine::Ticket>) {
+    let mut fed = 0;
+    let mut tickets = Vec::new();
+    let mut out = Vec::new();
+    while fed < input.len() {
+        fed += e.handle_input(Instant::ZERO, &input.as_bytes()[fed..]);
+        while let Some(ev) = e.poll_event() {
+            tickets.push(ev.ticket());
+        }
+        out.extend_from_slice(e.pending_output());
+        let n = e.pending_output().len();
+        e.consume_output(n);
+    }
+    (lines(&out), tickets)
+}
+
 /// Parses newline-delimited JSON output; panics on a line that is not JSON.
 pub fn lines(out: &[u8]) -> Vec<Value> {
     let text = std::str::from_utf8(out).expect("output is UTF-8");

@@ -13,27 +13,10 @@ use mcp_engine::{
 use mcp_tests::peer::{Peer, WIRES, Wire, meta_with};
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::wire::{Host, parse_responses, post, req};
-use mcp_tests::{legacy_open, lines, modern, request};
+use mcp_tests::{feed_keeping_tickets, legacy_open, lines, modern, request};
 use serde_json::{Value, json};
 
 // ------------------------------------------------------------------ ids in flight
-
-/// Feeds `input` whole; returns the output lines and the tickets of the events (kept).
-fn feed(e: &mut Engine, input: &str) -> (Vec<Value>, Vec<Ticket>) {
-    let mut fed = 0;
-    let mut tickets = Vec::new();
-    let mut out = Vec::new();
-    while fed < input.len() {
-        fed += e.handle_input(Instant::ZERO, &input.as_bytes()[fed..]);
-        while let Some(ev) = e.poll_event() {
-            tickets.push(ev.ticket());
-        }
-        out.extend_from_slice(e.pending_output());
-        let n = e.pending_output().len();
-        e.consume_output(n);
-    }
-    (lines(&out), tickets)
-}
 
 fn slow_tool_engine(cfg: Config) -> Engine {
     Engine::new(cfg, Catalog::builder().tool(Tool::new("slow")).build().unwrap())
@@ -51,7 +34,7 @@ fn assert_id_in_use(v: &Value, id: &Value) {
 #[test]
 fn a_request_id_in_flight_is_refused_on_stdio() {
     let mut e = slow_tool_engine(Config::new("s", "1"));
-    let (out, first) = feed(&mut e, &modern("A", "tools/call", json!({"name": "slow"})));
+    let (out, first) = feed_keeping_tickets(&mut e, &modern("A", "tools/call", json!({"name": "slow"})));
     assert!(out.is_empty());
     assert_eq!(first.len(), 1, "A is handed to the host");
     // The same id again, for work that needs a ticket and for work answered at once.
@@ -61,7 +44,7 @@ fn a_request_id_in_flight_is_refused_on_stdio() {
         modern(7, "tools/list", json!({})),
     ]
     .concat();
-    let (out, tickets) = feed(&mut e, &again);
+    let (out, tickets) = feed_keeping_tickets(&mut e, &again);
     assert!(tickets.is_empty(), "nothing more reaches the host");
     assert_eq!(out.len(), 3, "{out:?}");
     assert_id_in_use(&out[0], &json!("A"));
@@ -77,11 +60,11 @@ fn a_request_id_in_flight_is_refused_on_stdio() {
     let n = e.pending_output().len();
     e.consume_output(n);
     // Answered, the id is free again.
-    let (out, tickets) = feed(&mut e, &modern("A", "tools/call", json!({"name": "slow"})));
+    let (out, tickets) = feed_keeping_tickets(&mut e, &modern("A", "tools/call", json!({"name": "slow"})));
     assert!(out.is_empty(), "{out:?}");
     assert_eq!(tickets.len(), 1);
     // Ids are told apart by their JSON form: 1 and "1" are different ids.
-    let (out, tickets) = feed(
+    let (out, tickets) = feed_keeping_tickets(
         &mut e,
         &[
             modern(1, "tools/call", json!({"name": "slow"})),
@@ -91,7 +74,7 @@ fn a_request_id_in_flight_is_refused_on_stdio() {
     );
     assert!(out.is_empty(), "{out:?}");
     assert_eq!(tickets.len(), 2);
-    let (out, _) = feed(&mut e, &modern(1, "tools/list", json!({})));
+    let (out, _) = feed_keeping_tickets(&mut e, &modern(1, "tools/list", json!({})));
     assert_id_in_use(&out[0], &json!(1));
 }
 
@@ -101,15 +84,15 @@ fn the_id_of_an_open_listen_stream_is_in_use() {
     cfg.list_changed(true);
     let mut e = slow_tool_engine(cfg);
     let listen = modern("L", "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}));
-    let (out, _) = feed(&mut e, &listen);
+    let (out, _) = feed_keeping_tickets(&mut e, &listen);
     assert_eq!(out[0]["method"], "notifications/subscriptions/acknowledged");
-    let (out, tickets) = feed(&mut e, &modern("L", "tools/call", json!({"name": "slow"})));
+    let (out, tickets) = feed_keeping_tickets(&mut e, &modern("L", "tools/call", json!({"name": "slow"})));
     assert!(tickets.is_empty());
     assert_id_in_use(&out[0], &json!("L"));
     // A cancellation names the stream alone; once it ended, its id is free.
     let cancel = mcp_tests::notification("notifications/cancelled", json!({"requestId": "L"}));
-    feed(&mut e, &cancel);
-    let (out, tickets) = feed(&mut e, &modern("L", "tools/call", json!({"name": "slow"})));
+    feed_keeping_tickets(&mut e, &cancel);
+    let (out, tickets) = feed_keeping_tickets(&mut e, &modern("L", "tools/call", json!({"name": "slow"})));
     assert!(out.is_empty(), "{out:?}");
     assert_eq!(tickets.len(), 1);
 }
@@ -117,10 +100,10 @@ fn the_id_of_an_open_listen_stream_is_in_use() {
 #[test]
 fn a_request_id_in_flight_is_refused_in_a_legacy_session() {
     let mut e = slow_tool_engine(Config::new("s", "1"));
-    let (_, _) = feed(&mut e, &legacy_open("2025-11-25"));
-    let (_, first) = feed(&mut e, &request(5, "tools/call", json!({"name": "slow"})));
+    let (_, _) = feed_keeping_tickets(&mut e, &legacy_open("2025-11-25"));
+    let (_, first) = feed_keeping_tickets(&mut e, &request(5, "tools/call", json!({"name": "slow"})));
     assert_eq!(first.len(), 1);
-    let (out, _) = feed(&mut e, &request(5, "ping", json!({})));
+    let (out, _) = feed_keeping_tickets(&mut e, &request(5, "ping", json!({})));
     assert_eq!(out[0]["id"], 5);
     assert_eq!(out[0]["error"]["code"], -32600, "{}", out[0]);
 }
@@ -260,7 +243,7 @@ fn a_kept_read_ticket_answered_later_still_names_its_uri() {
         modern(2, "resources/read", json!({"uri": "test://gone"})),
     ]
     .concat();
-    let (_, tickets) = feed(&mut e, &input);
+    let (_, tickets) = feed_keeping_tickets(&mut e, &input);
     assert_eq!(tickets.len(), 2);
     e.answer_error(tickets[1], HostError::NotFound).unwrap();
     e.answer_error(tickets[0], HostError::NotFound).unwrap();

@@ -4,11 +4,11 @@
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
 use mcp_engine::{
-    Catalog, Config, Content, Engine, Event, Instant, Prompt, ReplaceError, Resource, ResourceTemplate,
-    Ticket, Tool, ToolOutput,
+    Catalog, Config, Content, Engine, Event, Instant, Prompt, ReplaceError, Resource, ResourceTemplate, Tool,
+    ToolOutput,
 };
 use mcp_tests::spec::{Rev, assert_valid};
-use mcp_tests::{legacy_open, lines, modern, notification, request};
+use mcp_tests::{feed_keeping_tickets, legacy_open, lines, modern, notification, request};
 use serde_json::{Value, json};
 
 const SUB_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -31,24 +31,6 @@ fn config() -> Config {
     c
 }
 
-/// Feeds `input` and returns every output line (events are kept unanswered: their
-/// tickets are returned).
-fn feed(e: &mut Engine, input: &str) -> (Vec<Value>, Vec<Ticket>) {
-    let mut out = Vec::new();
-    let mut tickets = Vec::new();
-    let mut fed = 0;
-    while fed < input.len() {
-        fed += e.handle_input(Instant::ZERO, &input.as_bytes()[fed..]);
-        while let Some(ev) = e.poll_event() {
-            tickets.push(ev.ticket());
-        }
-        out.extend_from_slice(e.pending_output());
-        let n = e.pending_output().len();
-        e.consume_output(n);
-    }
-    (lines(&out), tickets)
-}
-
 fn take(e: &mut Engine) -> Vec<Value> {
     let out = e.pending_output().to_vec();
     e.consume_output(out.len());
@@ -62,7 +44,7 @@ fn listen(id: Value, filter: Value) -> String {
 #[test]
 fn the_acknowledgement_comes_first_with_the_honoured_subset() {
     let mut e = Engine::new(config(), catalog(false));
-    let (out, _) = feed(
+    let (out, _) = feed_keeping_tickets(
         &mut e,
         &listen(
             json!("s-1"),
@@ -81,7 +63,7 @@ fn the_acknowledgement_comes_first_with_the_honoured_subset() {
     assert_valid(Rev::V2026_07_28, "SubscriptionsAcknowledgedNotification", ack);
     assert_eq!(e.subscriptions(), 1);
     // A numeric id keeps its type.
-    let (out, _) = feed(&mut e, &listen(json!(42), json!({ "resourcesListChanged": true })));
+    let (out, _) = feed_keeping_tickets(&mut e, &listen(json!(42), json!({ "resourcesListChanged": true })));
     assert_eq!(out[0]["params"]["_meta"][SUB_ID], 42);
     assert_eq!(out[0]["params"]["notifications"], json!({ "resourcesListChanged": true }));
 }
@@ -90,7 +72,7 @@ fn the_acknowledgement_comes_first_with_the_honoured_subset() {
 fn listen_refusals() {
     // Nothing to listen for: not served (the suite reads -32601 as "not applicable").
     let mut e = Engine::new(Config::new("s", "1"), catalog(false));
-    let (out, _) = feed(&mut e, &listen(json!(1), json!({ "toolsListChanged": true })));
+    let (out, _) = feed_keeping_tickets(&mut e, &listen(json!(1), json!({ "toolsListChanged": true })));
     assert_eq!(out[0]["error"]["code"], -32601);
 
     let mut e = Engine::new(config(), catalog(false));
@@ -100,22 +82,22 @@ fn listen_refusals() {
         (json!({ "notifications": { "resourceSubscriptions": "file:///watched" } }), -32602),
         (json!({ "notifications": { "resourceSubscriptions": [1] } }), -32602),
     ] {
-        let (out, _) = feed(&mut e, &modern(1, "subscriptions/listen", params.clone()));
+        let (out, _) = feed_keeping_tickets(&mut e, &modern(1, "subscriptions/listen", params.clone()));
         assert_eq!(out[0]["error"]["code"], code, "{params}: {out:?}");
         assert_eq!(out[0]["id"], 1);
     }
     assert_eq!(e.subscriptions(), 0);
     // At most `max_subscriptions` (3) at once.
     for i in 0..3 {
-        let (out, _) = feed(&mut e, &listen(json!(i), json!({})));
+        let (out, _) = feed_keeping_tickets(&mut e, &listen(json!(i), json!({})));
         assert_eq!(out[0]["method"], "notifications/subscriptions/acknowledged");
     }
-    let (out, _) = feed(&mut e, &listen(json!(9), json!({})));
+    let (out, _) = feed_keeping_tickets(&mut e, &listen(json!(9), json!({})));
     assert_eq!(out[0]["error"]["code"], -32603, "{out:?}");
     assert_eq!(e.subscriptions(), 3);
     // Session-bound streams have no listen.
     let mut e = Engine::new(config(), catalog(false));
-    let (out, _) = feed(
+    let (out, _) = feed_keeping_tickets(
         &mut e,
         &(legacy_open("2025-11-25") + &request(5, "subscriptions/listen", json!({ "notifications": {} }))),
     );
@@ -125,8 +107,8 @@ fn listen_refusals() {
 #[test]
 fn a_replacement_notifies_only_what_changed_to_whom_asked() {
     let mut e = Engine::new(config(), catalog(false));
-    feed(&mut e, &listen(json!("tools"), json!({ "toolsListChanged": true })));
-    feed(&mut e, &listen(json!("prompts"), json!({ "promptsListChanged": true })));
+    feed_keeping_tickets(&mut e, &listen(json!("tools"), json!({ "toolsListChanged": true })));
+    feed_keeping_tickets(&mut e, &listen(json!("prompts"), json!({ "promptsListChanged": true })));
     assert_eq!(e.catalog_revision(), 0);
 
     let change = e.replace_catalog(catalog(true)).unwrap();
@@ -137,7 +119,7 @@ fn a_replacement_notifies_only_what_changed_to_whom_asked() {
     assert_eq!(out[0]["method"], "notifications/tools/list_changed");
     assert_eq!(out[0]["params"]["_meta"][SUB_ID], "tools");
     assert_valid(Rev::V2026_07_28, "ToolListChangedNotification", &out[0]);
-    let (out, _) = feed(&mut e, &modern(3, "tools/list", json!({})));
+    let (out, _) = feed_keeping_tickets(&mut e, &modern(3, "tools/list", json!({})));
     assert_eq!(out[0]["result"]["tools"].as_array().unwrap().len(), 2, "the new catalog is served");
 
     // The same catalog again: nothing changed, nothing sent.
@@ -149,7 +131,7 @@ fn a_replacement_notifies_only_what_changed_to_whom_asked() {
 #[test]
 fn a_failed_replacement_changes_nothing() {
     let mut e = Engine::new(config(), catalog(false));
-    feed(&mut e, &listen(json!(1), json!({ "toolsListChanged": true })));
+    feed_keeping_tickets(&mut e, &listen(json!(1), json!({ "toolsListChanged": true })));
     let no_prompts = Catalog::builder()
         .tool(Tool::new("a"))
         .tool(Tool::new("z"))
@@ -159,7 +141,7 @@ fn a_failed_replacement_changes_nothing() {
     assert_eq!(e.replace_catalog(no_prompts).unwrap_err(), ReplaceError::CapabilitiesChanged);
     assert!(take(&mut e).is_empty());
     assert_eq!(e.catalog_revision(), 0);
-    let (out, _) = feed(&mut e, &modern(2, "prompts/list", json!({})));
+    let (out, _) = feed_keeping_tickets(&mut e, &modern(2, "prompts/list", json!({})));
     assert_eq!(out[0]["result"]["prompts"][0]["name"], "p");
     // While an event waits to be polled, its data points into the catalog.
     e.handle_input(Instant::ZERO, modern(3, "tools/call", json!({ "name": "a" })).as_bytes());
@@ -175,7 +157,7 @@ fn a_failed_replacement_changes_nothing() {
 #[test]
 fn a_session_bound_client_gets_legacy_notifications_and_subscriptions() {
     let mut e = Engine::new(config(), catalog(false));
-    let (out, _) = feed(&mut e, &legacy_open("2025-11-25"));
+    let (out, _) = feed_keeping_tickets(&mut e, &legacy_open("2025-11-25"));
     assert_eq!(out[0]["result"]["capabilities"]["tools"]["listChanged"], true);
     assert_eq!(out[0]["result"]["capabilities"]["resources"]["subscribe"], true);
     e.replace_catalog(catalog(true)).unwrap();
@@ -183,16 +165,21 @@ fn a_session_bound_client_gets_legacy_notifications_and_subscriptions() {
     assert_eq!(out, vec![json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" })]);
     assert_valid(Rev::V2025_11_25, "ToolListChangedNotification", &out[0]);
 
-    let (out, _) = feed(&mut e, &request(2, "resources/subscribe", json!({ "uri": "file:///watched" })));
+    let (out, _) =
+        feed_keeping_tickets(&mut e, &request(2, "resources/subscribe", json!({ "uri": "file:///watched" })));
     assert_eq!(out[0]["result"], json!({}));
-    let (out, _) = feed(&mut e, &request(3, "resources/subscribe", json!({ "uri": "file:///nope" })));
+    let (out, _) =
+        feed_keeping_tickets(&mut e, &request(3, "resources/subscribe", json!({ "uri": "file:///nope" })));
     assert_eq!(out[0]["error"]["code"], -32002);
     assert_eq!(e.notify_resource_updated("file:///watched/part"), 1);
     let out = take(&mut e);
     assert_eq!(out[0]["params"], json!({ "uri": "file:///watched/part" }));
     assert_valid(Rev::V2025_11_25, "ResourceUpdatedNotification", &out[0]);
     assert_eq!(e.notify_resource_updated("file:///other"), 0);
-    let (out, _) = feed(&mut e, &request(4, "resources/unsubscribe", json!({ "uri": "file:///watched" })));
+    let (out, _) = feed_keeping_tickets(
+        &mut e,
+        &request(4, "resources/unsubscribe", json!({ "uri": "file:///watched" })),
+    );
     assert_eq!(out[0]["result"], json!({}));
     assert_eq!(e.notify_resource_updated("file:///watched"), 0);
     assert!(take(&mut e).is_empty());
@@ -201,8 +188,8 @@ fn a_session_bound_client_gets_legacy_notifications_and_subscriptions() {
 #[test]
 fn resource_updates_reach_matching_subscriptions() {
     let mut e = Engine::new(config(), catalog(false));
-    feed(&mut e, &listen(json!(1), json!({ "resourceSubscriptions": ["file:///watched"] })));
-    feed(
+    feed_keeping_tickets(&mut e, &listen(json!(1), json!({ "resourceSubscriptions": ["file:///watched"] })));
+    feed_keeping_tickets(
         &mut e,
         &listen(json!(2), json!({ "resourceSubscriptions": ["db://rows/7"], "toolsListChanged": true })),
     );
@@ -221,7 +208,10 @@ fn resource_updates_reach_matching_subscriptions() {
     let mut plain = Config::new("s", "1");
     plain.list_changed(true);
     let mut e = Engine::new(plain, catalog(false));
-    let (out, _) = feed(&mut e, &listen(json!(1), json!({ "resourceSubscriptions": ["file:///watched"] })));
+    let (out, _) = feed_keeping_tickets(
+        &mut e,
+        &listen(json!(1), json!({ "resourceSubscriptions": ["file:///watched"] })),
+    );
     assert!(out[0]["params"]["notifications"].get("resourceSubscriptions").is_none(), "{out:?}");
     assert_eq!(e.notify_resource_updated("file:///watched"), 0);
 }
@@ -229,10 +219,10 @@ fn resource_updates_reach_matching_subscriptions() {
 #[test]
 fn either_side_can_end_a_stdio_subscription() {
     let mut e = Engine::new(config(), catalog(false));
-    feed(&mut e, &listen(json!("a"), json!({ "toolsListChanged": true })));
-    feed(&mut e, &listen(json!("b"), json!({ "toolsListChanged": true })));
+    feed_keeping_tickets(&mut e, &listen(json!("a"), json!({ "toolsListChanged": true })));
+    feed_keeping_tickets(&mut e, &listen(json!("b"), json!({ "toolsListChanged": true })));
     // The client cancels "a": nothing more for it.
-    feed(&mut e, &notification("notifications/cancelled", json!({ "requestId": "a" })));
+    feed_keeping_tickets(&mut e, &notification("notifications/cancelled", json!({ "requestId": "a" })));
     assert_eq!(e.subscriptions(), 1);
     e.replace_catalog(catalog(true)).unwrap();
     let out = take(&mut e);
@@ -259,7 +249,7 @@ fn a_stdio_subscriber_that_does_not_read_is_ended() {
     let mut cfg = config();
     cfg.max_buffered_output(4096);
     let mut e = Engine::new(cfg, catalog(false));
-    feed(&mut e, &listen(json!(1), json!({ "resourceSubscriptions": ["file:///watched"] })));
+    feed_keeping_tickets(&mut e, &listen(json!(1), json!({ "resourceSubscriptions": ["file:///watched"] })));
     let mut sent = 0;
     for _ in 0..1000 {
         sent += e.notify_resource_updated("file:///watched");
