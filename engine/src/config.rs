@@ -77,6 +77,7 @@ pub struct Config {
     pub(crate) state_key: Option<SecretKey>,
     pub(crate) state_ttl: core::time::Duration,
     pub(crate) cursor_ttl: core::time::Duration,
+    pub(crate) input_timeout: core::time::Duration,
     pub(crate) clock_skew: core::time::Duration,
     pub(crate) list_changed: bool,
     pub(crate) resource_subscriptions: bool,
@@ -105,6 +106,7 @@ impl Config {
             state_key: None,
             state_ttl: core::time::Duration::from_secs(600),
             cursor_ttl: core::time::Duration::from_secs(600),
+            input_timeout: core::time::Duration::from_secs(300),
             clock_skew: core::time::Duration::from_secs(30),
             list_changed: false,
             resource_subscriptions: false,
@@ -224,6 +226,17 @@ impl Config {
     pub fn cursor_ttl(&mut self, ttl: core::time::Duration) -> &mut Self {
         self.cursor_ttl =
             ttl.clamp(core::time::Duration::from_secs(1), core::time::Duration::from_secs(86_400));
+        self
+    }
+    /// How long a session-bound client (`2025-11-25`, `2025-06-18`) has to answer the
+    /// requests the engine sends it for a host's
+    /// [`InputRequired`](crate::InputRequired) answer (sampling, elicitation, roots;
+    /// default 5 minutes, clamped to 1 second..=24 hours: elicitation waits on a person).
+    /// A request still unanswered then reaches the host as an error response under its
+    /// key ([`InputResponses::error`](crate::InputResponses::error), code `-32001`).
+    pub fn input_timeout(&mut self, timeout: core::time::Duration) -> &mut Self {
+        self.input_timeout =
+            timeout.clamp(core::time::Duration::from_secs(1), core::time::Duration::from_secs(86_400));
         self
     }
     /// How far apart the wall clocks of the server instances that share a

@@ -50,9 +50,14 @@ pub enum AnswerError {
     UnknownTicket,
     /// The answer does not fit the work (e.g. prompt messages for a tool call).
     WrongKind,
-    /// An input-required answer to a request made under a revision without
-    /// multi-round-trip requests (before `2026-07-28`). The ticket stays open.
+    /// An input-required answer without input requests (state only: "retry later") to a
+    /// session-bound request (before `2026-07-28`): nobody retries it, so there is
+    /// nothing to wait for. The ticket stays open.
     InputRequiredUnsupported,
+    /// An input-required answer to a session-bound request whose client can no longer
+    /// be asked: its stream has ended (stdio end of input). Answer the ticket another
+    /// way; it stays open.
+    ClientGone,
     /// An input-required answer that cannot be sent (the reason says why). The ticket
     /// stays open.
     InvalidInputRequest(&'static str),
@@ -64,8 +69,9 @@ impl fmt::Display for AnswerError {
             Self::UnknownTicket => "unknown ticket: already answered, cancelled, or never issued",
             Self::WrongKind => "the answer does not match the kind of work the ticket is for",
             Self::InputRequiredUnsupported => {
-                "input-required answers need 2026-07-28; the request was made under an earlier revision"
+                "a session-bound request is never retried: ask for input with requests, not state alone"
             }
+            Self::ClientGone => "the client's stream has ended: it can no longer be asked for input",
             Self::InvalidInputRequest(why) => why,
         })
     }

@@ -161,8 +161,14 @@ pub(crate) enum Message<'n, 't> {
         method: &'t str,
         params: Option<usize>,
     },
-    /// A response (this server sends no requests, so there is nothing to match it with)
-    /// or a malformed notification: never answered.
+    /// A client's response to a request the server sent: the tape indices of its id (a
+    /// number or a string) and of its `result` (`Ok`) or `error` (`Err`), exactly one.
+    /// Never answered.
+    Response {
+        id: usize,
+        outcome: Result<usize, usize>,
+    },
+    /// A malformed notification or response: never answered.
     Ignored,
     /// Refused before its method is looked at.
     Refused(Reply<'static, 't>, PeerError<'t>),
@@ -194,7 +200,12 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>], names: &mut json::Names) -> Mess
     };
     let [jsonrpc, id, method, params, top_meta, result, error] = found;
     if method.is_none() && (result.is_some() || error.is_some()) {
-        return Message::Ignored;
+        let well_formed = repeated.is_none() && jsonrpc.and_then(|i| json::str_at(n, i)) == Some("2.0");
+        return match (id, result, error) {
+            (Some(id), Some(r), None) if well_formed => Message::Response { id, outcome: Ok(r) },
+            (Some(id), None, Some(e)) if well_formed => Message::Response { id, outcome: Err(e) },
+            _ => Message::Ignored,
+        };
     }
     // The id first, so every later error can echo it.
     let id = match id {

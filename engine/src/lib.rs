@@ -118,7 +118,7 @@ pub use mcp::event::{
     Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, TemplateVars,
 };
 pub use mcp::mrtr::{
-    ClientCapabilities, InputKind, InputRequest, InputRequestBuf, InputRequired, InputResponse,
+    ClientCapabilities, InputError, InputKind, InputRequest, InputRequestBuf, InputRequired, InputResponse,
     InputResponses,
 };
 pub use mcp::subs::{CatalogChange, ReplaceError};

@@ -255,18 +255,25 @@ impl Engine {
             return;
         }
         self.eof = true;
+        // Nobody is left to answer what the client was asked.
+        self.core.inputs_gone(None);
         self.process();
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) should next be called. The stdio
-    /// engine arms no timer, so this is `None`.
+    /// When [`handle_timeout`](Self::handle_timeout) should next be called: the
+    /// deadline of the earliest request sent to the client for input
+    /// ([`Config::input_timeout`](crate::Config::input_timeout)); `None` while none waits.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        None
+        self.core.input_deadline().map(Instant::from_micros)
     }
 
-    /// Advances timers to `now`.
+    /// Advances timers to `now`: requests sent to the client for input and not answered
+    /// by their deadline fail, and the requests that asked for them come back to the
+    /// host as events (drain [`poll_event`](Self::poll_event)).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.clamp_now(now);
+        self.release();
+        self.core.expire_inputs();
     }
 
     /// Sets the wall clock: at `now` it reads `wall` (say
@@ -530,7 +537,7 @@ impl Engine {
                 break;
             }
             let c = &self.core;
-            if c.tickets.pending.is_some() || c.outbox.buffered() >= c.cfg.max_buffered_output {
+            if c.is_paused() || c.outbox.buffered() >= c.cfg.max_buffered_output {
                 break;
             }
             if c.tickets.in_flight >= c.cfg.max_in_flight {

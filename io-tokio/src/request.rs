@@ -32,6 +32,10 @@ pub struct InputContext {
     /// `(key, response as JSON text)`, only for keys the engine asked for (or, on a
     /// request without `requestState`, every object the client sent).
     pub responses: Vec<(String, String)>,
+    /// `(key, error message)` of the input requests that got no response (a
+    /// session-bound client answered with an error or not at all; see
+    /// [`InputResponses::error`](mcp_engine::InputResponses::error)).
+    pub errors: Vec<(String, String)>,
     /// The state the handler sealed into `requestState`, verified.
     pub request_state: Option<Vec<u8>>,
     /// The input kinds the client declared on this request.
@@ -44,6 +48,10 @@ impl fmt::Debug for InputContext {
             self.responses.iter().map(|(k, v)| (k.as_str(), Bytes(v.len()))).collect();
         f.debug_struct("InputContext")
             .field("responses", &responses)
+            .field(
+                "errors",
+                &self.errors.iter().map(|(k, v)| (k.as_str(), Bytes(v.len()))).collect::<Vec<_>>(),
+            )
             .field("request_state", &self.request_state.as_ref().map(|s| Bytes(s.len())))
             .field("client", &self.client)
             .finish()
@@ -57,15 +65,22 @@ impl InputContext {
         request_state: Option<Vec<u8>>,
         client: ClientCapabilities,
     ) -> Self {
-        Self { responses, request_state, client }
+        Self { responses, errors: Vec::new(), request_state, client }
     }
 
     fn from_event(responses: InputResponses<'_>, state: Option<&[u8]>, client: ClientCapabilities) -> Self {
         Self {
             responses: responses.iter().map(|(k, v)| (k.to_owned(), v.raw().to_owned())).collect(),
+            errors: responses.errors().map(|(k, e)| (k.to_owned(), e.message().into_owned())).collect(),
             request_state: state.map(<[u8]>::to_vec),
             client,
         }
+    }
+
+    /// Why the input request under `key` got no response, if it got none: the error
+    /// message (see [`Self::errors`]).
+    pub fn error(&self, key: &str) -> Option<&str> {
+        self.errors.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// The response under `key`, as JSON text.

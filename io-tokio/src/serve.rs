@@ -71,9 +71,15 @@ where
         let can_read = !d.read_eof && d.held.is_empty() && d.engine.input_capacity() > 0;
         let has_output = !d.engine.pending_output().is_empty();
         let waiting = !d.tasks.is_empty();
+        // The engine's timer: requests sent to the client for input time out.
+        let deadline = d.engine.poll_timeout().map(|t| d.instant_of(t));
         tokio::select! {
             biased;
             Some(done) = rx.recv(), if waiting => d.tasks.complete(&mut d.engine, done),
+            () = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => {
+                let now = d.now();
+                d.engine.handle_timeout(now);
+            }
             written = write_or_flush(&mut writer, d.engine.pending_output()), if has_output || need_flush => {
                 match written? {
                     Some(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -151,6 +157,11 @@ struct Driver<H> {
 impl<H: Handler> Driver<H> {
     fn now(&self) -> Instant {
         Instant::from_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    /// The tokio instant of the engine's time `t`.
+    fn instant_of(&self, t: Instant) -> tokio::time::Instant {
+        tokio::time::Instant::from_std(self.start) + std::time::Duration::from_micros(t.as_micros())
     }
 
     /// Offers held input (and the end of input once all of it is taken), then drains

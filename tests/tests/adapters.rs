@@ -146,8 +146,11 @@ fn tokio_handlers_take_several_rounds() {
         let legacy = request(3, "tools/call", json!({ "name": "echo", "arguments": { "text": "x" } }));
         tx.write_all(legacy.as_bytes()).await.unwrap();
         let r3: serde_json::Value = serde_json::from_str(&rx.next_line().await.unwrap().unwrap()).unwrap();
+        // A session whose client declared no roots capability cannot be asked: the same
+        // refusal as on 2026-07-28.
         assert_eq!(r3["id"], 3);
-        assert_eq!(r3["error"]["code"], -32603, "{r3}");
+        assert_eq!(r3["error"]["code"], -32021, "{r3}");
+        assert_eq!(r3["error"]["data"]["requiredCapabilities"], json!({ "roots": {} }), "{r3}");
         tx.shutdown().await.unwrap();
         assert!(rx.next_line().await.unwrap().is_none());
         serving.await.unwrap().unwrap();

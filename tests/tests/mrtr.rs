@@ -441,16 +441,24 @@ fn output(e: &mut Engine) -> Vec<Value> {
 #[test]
 fn refusals_leave_the_ticket_open() {
     let roots = [InputRequest::list_roots("k")];
-    // Under a legacy revision there is no multi-round-trip request.
     for rev in ["2025-11-25", "2025-06-18"] {
+        // Nobody retries a session-bound request: "retry later" has no meaning there.
         let (mut e, t) = held_ticket(fixture_config(), &legacy_open(rev));
         assert_eq!(
-            e.answer_input_required(t, &InputRequired::new(&roots)),
+            e.answer_input_required(t, &InputRequired::retry_later(b"later")),
             Err(AnswerError::InputRequiredUnsupported)
         );
         assert!(output(&mut e).is_empty(), "nothing written");
         e.answer_tool(t, &ToolOutput::new(&[Content::text("ok")])).unwrap();
         assert_eq!(output(&mut e)[0]["result"]["content"][0]["text"], "ok");
+        // A client that declared no roots capability cannot be asked for them: -32021, as
+        // under 2026-07-28.
+        let (mut e, t) = held_ticket(fixture_config(), &legacy_open(rev));
+        e.answer_input_required(t, &InputRequired::new(&roots)).unwrap();
+        let out = output(&mut e);
+        assert_eq!(out[0]["error"]["code"], -32021, "{}", out[0]);
+        assert_eq!(out[0]["error"]["data"]["requiredCapabilities"], json!({ "roots": {} }));
+        assert_eq!(e.in_flight(), 0);
     }
     // Malformed answers.
     let (mut e, t) = held_ticket(fixture_config(), "");

@@ -516,10 +516,8 @@ impl HttpEngine {
     /// When [`handle_timeout`](Self::handle_timeout) should next be called: the earliest
     /// deadline of any connection.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.timers.next(), self.session_timers.next()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let inputs = self.core.input_deadline().map(Instant::from_micros);
+        [self.timers.next(), self.session_timers.next(), inputs].into_iter().flatten().min()
     }
 
     /// Acts on every connection past its deadline: a request not complete in time is
@@ -533,6 +531,7 @@ impl HttpEngine {
         while let Some(slot) = self.timers.pop_due(now) {
             self.expire(slot, now);
         }
+        self.core.expire_inputs();
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
                 self.sessions.expire(r, now);
@@ -982,6 +981,10 @@ impl HttpEngine {
             // `DELETE` ends the session it names; nothing else is served by it.
             let status = match (check, attached) {
                 (_, Some(r)) => {
+                    // What its client was asked can no longer be answered.
+                    if let Some(e) = self.sessions.get(r) {
+                        core.inputs_gone(Some(e.session.serial));
+                    }
                     self.sessions.remove(r);
                     self.session_timers.set(r.slot(), None);
                     200

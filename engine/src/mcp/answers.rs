@@ -8,10 +8,11 @@ use crate::content::{self, Content, PromptMessage, PromptOutput, ResourceContent
 use crate::error::{AnswerError, HostError, NotifyError, code};
 use crate::jsonrpc::{Reply, field, write_error};
 use crate::level::LogLevel;
+use crate::mcp::inputs::Inputs;
 use crate::mcp::mrtr::{self, InputRequired, Method};
 use crate::mcp::prepared::Prepared;
 use crate::mcp::tickets::Tickets;
-use crate::mcp::tickets::{Kind, Ticket};
+use crate::mcp::tickets::{Busy, Kind, Ticket};
 use crate::output::Outbox;
 use crate::output::{Route, Routed};
 use crate::revision::Revision;
@@ -64,6 +65,7 @@ pub(crate) fn result_end(out: &mut Vec<u8>, prepared: &Prepared, rev: Revision, 
 pub(crate) struct Answers<'a> {
     pub(crate) tickets: &'a mut Tickets,
     pub(crate) outbox: &'a mut Outbox,
+    pub(crate) inputs: &'a mut Inputs,
     pub(crate) prepared: &'a Prepared,
     pub(crate) catalog: &'a Catalog,
     pub(crate) resources_cache: CachePolicy,
@@ -346,9 +348,9 @@ impl Answers<'_> {
             Kind::Completion => return Err(AnswerError::WrongKind),
         };
         if !busy.revision.is_stateless() {
-            return Err(AnswerError::InputRequiredUnsupported);
+            return self.ask_session(ticket, busy, ir);
         }
-        mrtr::check(ir, self.prepared.state_key.as_ref())?;
+        mrtr::check(ir, self.prepared.state_key.as_ref(), false)?;
         let busy = self.tickets.take(ticket, None)?;
         let reply = Reply::Stored(busy.id.as_bytes());
         let out = &mut self.outbox.out;
@@ -405,6 +407,45 @@ impl Answers<'_> {
         out[end - 1] = b'\n';
         self.outbox.routed(busy.route, mark);
         Ok(())
+    }
+
+    /// [`Self::answer_input_required`] for a session-bound request: the requests the
+    /// client declared it can answer go out as server-to-client requests on the
+    /// request's stream and the ticket stays busy until the request comes back to the
+    /// host (see [`inputs`](crate::mcp::inputs)). When the client can answer none, the
+    /// request is answered `-32021` as under `2026-07-28`.
+    fn ask_session(&mut self, ticket: Ticket, busy: Busy, ir: &InputRequired<'_>) -> Result<(), AnswerError> {
+        if ir.requests.is_empty() {
+            // Nobody retries a session-bound request: there is nothing to wait for.
+            return Err(AnswerError::InputRequiredUnsupported);
+        }
+        if self.inputs.closed() {
+            return Err(AnswerError::ClientGone);
+        }
+        mrtr::check(ir, self.prepared.state_key.as_ref(), true)?;
+        let mut sent = heapless::Vec::new();
+        let missing = mrtr::sendable(ir, busy.caps, &mut sent);
+        if sent.is_empty() || !self.inputs.kept(self.tickets, ticket) {
+            let busy = self.tickets.take(ticket, None)?;
+            let out = &mut self.outbox.out;
+            let mark = out.len();
+            write_error(
+                out,
+                Reply::Stored(busy.id.as_bytes()),
+                code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format_args!(
+                    "Missing required client capability: the request needs input the client cannot give"
+                ),
+                |out| mrtr::write_required(out, missing),
+            );
+            self.outbox.routed(busy.route, mark);
+            return Ok(());
+        }
+        let now = self.clock.mono;
+        match self.inputs.ask(self.outbox, ticket, busy.route, &sent, ir.state, now) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(AnswerError::InvalidInputRequest("an input request could not be serialized")),
+        }
     }
 
     pub(crate) fn answer_resource(

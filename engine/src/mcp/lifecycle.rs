@@ -8,8 +8,8 @@
 //!   both transports).
 //! - [`METHODS`]: which method exists under which revision and what it needs.
 //! - [`NOTIFICATIONS`]: which notifications the core acts on.
-//! - [`Session`]: what a session-bound client set up (stdio owns one; HTTP sessions will
-//!   look one up by id).
+//! - [`Session`]: what a session-bound client set up (stdio owns one; HTTP sessions are
+//!   looked up by id).
 //!
 //! `docs/architecture.md` shows these tables; a test keeps it identical to the rows here.
 
@@ -19,12 +19,13 @@ use crate::catalog::Catalog;
 use crate::error::{Detail, Detailed, PeerError};
 use crate::jsonrpc::Req;
 use crate::level::{LOG_LEVELS, LogLevel};
+use crate::mcp::mrtr::ClientCapabilities;
 use crate::revision::Revision;
 use crate::wire::cursor::ListKind;
 use crate::wire::{headers, json};
 
 /// What a session-bound client set up on its stream (`2025-11-25` / `2025-06-18`): stdio
-/// owns one; HTTP sessions will look one up by id.
+/// owns one; HTTP sessions are looked up by id.
 #[derive(Debug, Default)]
 pub(crate) struct Session {
     /// The revision `initialize` negotiated.
@@ -35,6 +36,13 @@ pub(crate) struct Session {
     pub(crate) initialized: bool,
     /// The uris subscribed with `resources/subscribe`.
     pub(crate) uris: Vec<Box<str>>,
+    /// The input kinds the client declared in `initialize` (`capabilities`): what the
+    /// engine may ask it for (sampling, elicitation, roots).
+    pub(crate) caps: ClientCapabilities,
+    /// Names this session among every session the core opened (never 0 once opened):
+    /// a client's response to a request the engine sent is taken only from the session
+    /// the request went to.
+    pub(crate) serial: u64,
 }
 
 /// Which transport the core serves: the rules differ (DIGEST A.8, beam_mcp "dual-era is a

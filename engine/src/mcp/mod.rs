@@ -8,7 +8,9 @@
 //! - [`prepared`]: fragments written once per engine;
 //! - [`event`]: what the host is asked to do;
 //! - method handlers, each a file: [`requests`] (work for the host), [`lists`], [`subs`];
-//! - [`mrtr`]: multi-round-trip requests (`input_required`, `requestState`).
+//! - [`mrtr`]: multi-round-trip requests (`input_required`, `requestState`);
+//! - [`inputs`]: the same input asked of a session-bound client as server-to-client
+//!   requests, and the request handed back to the host with the responses.
 //!
 //! This file holds `Core`, its interface to the transports ([`Core::handle`] in, the
 //! outbox and [`Core::next_event`] out, getters) and the dispatcher.
@@ -19,6 +21,7 @@
 
 pub(crate) mod answers;
 pub(crate) mod event;
+pub(crate) mod inputs;
 pub(crate) mod lifecycle;
 pub(crate) mod lists;
 pub mod mrtr;
@@ -43,6 +46,7 @@ use crate::mcp::answers::{result_end, result_start};
 use crate::mcp::event::{
     Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, TemplateVars,
 };
+use crate::mcp::inputs::Inputs;
 use crate::mcp::lifecycle::Method;
 pub(crate) use crate::mcp::lifecycle::Mode;
 use crate::mcp::lifecycle::Session;
@@ -53,7 +57,7 @@ use crate::mcp::prepared::Prepared;
 use crate::mcp::streams::Subscriptions;
 use crate::mcp::tickets::Slot;
 use crate::mcp::tickets::Tickets;
-use crate::mcp::tickets::{PendingKind, Ticket, cancelled_id};
+use crate::mcp::tickets::{Kind, Pending, PendingKind, Ticket, cancelled_id};
 use crate::output::{Outbox, Route};
 use crate::revision::Revision;
 use crate::time::Clock;
@@ -75,6 +79,10 @@ pub(crate) struct Core {
     /// What the HTTP layer found for the request's `Mcp-Session-Id` (reset by `handle`).
     pub(crate) session_check: SessionCheck,
     pub(crate) subs: Subscriptions,
+    /// Input asked of session-bound clients, and the requests waiting for it.
+    pub(crate) inputs: Inputs,
+    /// Sessions opened so far (each gets the next serial).
+    pub(crate) sessions_opened: u64,
     /// The route of the request being dispatched (becomes its ticket's route).
     pub(crate) route: Route,
     /// Frames processed (blank lines excluded).
@@ -125,7 +133,7 @@ pub(crate) struct Round {
     /// The host's part of a verified `requestState`, in `Scratch::state`.
     pub(crate) host_state: Option<core::ops::Range<usize>>,
     /// Key and value ranges in `Scratch::responses`.
-    pub(crate) entries: heapless::Vec<(core::ops::Range<usize>, core::ops::Range<usize>), MAX_INPUT_REQUESTS>,
+    pub(crate) entries: heapless::Vec<mrtr::Entry, MAX_INPUT_REQUESTS>,
 }
 
 /// Members of one object the repeated-name check holds without growing its buffer (16 KiB).
@@ -160,6 +168,8 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         session: Session::default(),
         session_check: SessionCheck::Own,
         subs: Subscriptions { list: Vec::with_capacity(cfg.max_subscriptions), subscribed: false },
+        inputs: Inputs::new(cfg.max_in_flight, cfg.input_timeout),
+        sessions_opened: 0,
         route: Route::Stdio,
         frames: 0,
         now: 0,
@@ -223,7 +233,10 @@ impl Core {
 
     /// Whether a request waits to be polled as an event (processing is paused).
     pub(crate) fn is_paused(&self) -> bool {
-        self.tickets.pending.is_some()
+        // A request coming back with its client's input pauses like a new one: what the
+        // client sends after its response is served after the host has seen it, so the
+        // outcome never depends on how the input was split.
+        self.tickets.pending.is_some() || self.inputs.has_resume()
     }
 
     /// Whether [`Self::next_event`] has something.
@@ -295,6 +308,7 @@ impl Core {
         Answers {
             tickets: &mut self.tickets,
             outbox: &mut self.outbox,
+            inputs: &mut self.inputs,
             prepared: &self.prepared,
             catalog: &self.catalog,
             resources_cache: self.cfg.resources_cache,
@@ -308,12 +322,22 @@ impl Core {
         if let Some(t) = self.tickets.cancels.pop_front() {
             return Some(Event::Cancelled(t));
         }
+        if self.tickets.pending.is_none() {
+            self.tickets.pending = self.resume();
+        }
         let p = self.tickets.pending?;
         let clock = self.clock();
-        let Self { cfg, catalog, prepared, scratch, tickets, outbox, .. } = self;
+        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, .. } = self;
         tickets.delivered = true;
-        let responder =
-            Answers { tickets, outbox, prepared, catalog, resources_cache: cfg.resources_cache, clock };
+        let responder = Answers {
+            tickets,
+            outbox,
+            inputs,
+            prepared,
+            catalog,
+            resources_cache: cfg.resources_cache,
+            clock,
+        };
         let args = Arguments { raw: core::str::from_utf8(&scratch.args).unwrap_or("{}") };
         let input_responses = InputResponses { buf: &scratch.responses, entries: &scratch.round.entries };
         let request_state = scratch.round.host_state.clone().and_then(|r| scratch.state.get(r));
@@ -370,6 +394,75 @@ impl Core {
             }
         })
     }
+    /// A request whose client answered every input request it was sent (or failed to),
+    /// made the pending event again: what was kept for it goes back into the scratch
+    /// buffers the event reads, with the responses and the host's state.
+    fn resume(&mut self) -> Option<Pending> {
+        let (ticket, cont) = self.inputs.next_resume(&self.tickets)?;
+        let busy = self.tickets.slots[ticket.slot as usize].busy?;
+        let scratch = &mut self.scratch;
+        scratch.round.reset();
+        scratch.round.caps = busy.caps;
+        scratch.responses.clear();
+        scratch.responses.extend_from_slice(&cont.responses);
+        for e in &cont.entries {
+            let _ = scratch.round.entries.push(e.clone());
+        }
+        if let Some(s) = &cont.state {
+            scratch.state.clear();
+            scratch.state.extend_from_slice(s);
+            scratch.round.host_state = Some(0..s.len());
+        }
+        scratch.args.clear();
+        scratch.args.extend_from_slice(&cont.args);
+        let target = busy.target as usize;
+        let kind = match busy.kind {
+            Kind::Tool if target < self.catalog.tools.len() => PendingKind::Tool(target),
+            Kind::Prompt if target < self.catalog.prompts.len() => PendingKind::Prompt(target),
+            Kind::Tool | Kind::Prompt => {
+                // A catalog replacement took its definition away meanwhile.
+                let gone =
+                    crate::error::HostError::Internal("the definition was removed while it waited for input");
+                let _ = self.answers().answer_error(ticket, None, gone);
+                return None;
+            }
+            Kind::Resource => {
+                let uri = core::str::from_utf8(&cont.args).unwrap_or_default();
+                // The catalog may have been replaced since: the uri is matched again.
+                match self.catalog.resolve_uri(uri, &mut scratch.captures) {
+                    Some(target) => {
+                        scratch.uri.clear();
+                        scratch.uri.push_str(uri);
+                        PendingKind::Resource(target)
+                    }
+                    None => {
+                        let _ = self.answers().answer_error(ticket, None, crate::error::HostError::NotFound);
+                        return None;
+                    }
+                }
+            }
+            Kind::Completion => return None,
+        };
+        Some(Pending { kind, ticket, revision: busy.revision })
+    }
+
+    /// When the earliest request sent to a session-bound client times out.
+    pub(crate) fn input_deadline(&self) -> Option<u64> {
+        self.inputs.deadline(&self.tickets)
+    }
+
+    /// Fails the requests sent to clients that are past their deadline: their tickets
+    /// come back to the host (see [`inputs`]).
+    pub(crate) fn expire_inputs(&mut self) {
+        self.inputs.expire(&self.tickets, self.now);
+    }
+
+    /// The client of session `serial` (every client, with `None`: the stream ended)
+    /// can no longer answer: what it was asked fails, and the requests come back.
+    pub(crate) fn inputs_gone(&mut self, serial: Option<u64>) {
+        self.inputs.gone(&self.tickets, serial);
+    }
+
     /// Cancels every ticket of `route` (its HTTP response stream closed): the host
     /// learns through [`Event::Cancelled`] and nothing more is written for it.
     pub(crate) fn cancel_route(&mut self, route: Route) {
@@ -442,6 +535,12 @@ impl Core {
         }
         let rev = Revision::parse(requested).filter(|r| !r.is_stateless()).unwrap_or(Revision::LATEST_LEGACY);
         self.session.legacy = Some(rev);
+        self.session.caps = match req.param("capabilities") {
+            Some(c) if json::is_object(req.n, c) => ClientCapabilities::from_tape(req.n, c),
+            _ => ClientCapabilities::NONE,
+        };
+        self.sessions_opened += 1;
+        self.session.serial = self.sessions_opened;
         let mut out = core::mem::take(&mut self.outbox.out);
         result_start(&mut out, Reply::Id(req.id));
         out.extend_from_slice(b"\"protocolVersion\":");
@@ -531,12 +630,18 @@ impl Core {
             Message::Request(req) if self.session_check == SessionCheck::Unknown => {
                 self.outbox.reject(Reply::Id(req.id), &PeerError::SessionNotFound)
             }
-            Message::Notification { .. } | Message::Ignored
+            Message::Notification { .. } | Message::Ignored | Message::Response { .. }
                 if self.session_check == SessionCheck::Unknown =>
             {
                 self.outbox.reject(Reply::None, &PeerError::SessionNotFound)
             }
             Message::Ignored => 200,
+            &Message::Response { id, outcome } => {
+                let session = self.session.serial;
+                let names = &mut self.scratch.names;
+                self.inputs.response(&self.tickets, session, n, id, outcome, names);
+                200
+            }
             &Message::Notification { method, params } => {
                 self.notification(n, method, params);
                 200

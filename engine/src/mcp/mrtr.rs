@@ -306,12 +306,19 @@ impl<'a> InputRequest<'a> {
 
     /// Writes `{"method":..,"params":{..}}`.
     fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-        out.extend_from_slice(b"{\"method\":");
+        out.push(b'{');
+        self.write_members(out)?;
+        out.push(b'}');
+        Ok(())
+    }
+
+    /// Writes `"method":..,"params":{..}` (the members of a request, without braces).
+    pub(crate) fn write_members(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        out.extend_from_slice(b"\"method\":");
         json::write_str(out, self.kind().method());
         if let InputBody::Raw { params, .. } = self.body {
             out.extend_from_slice(b",\"params\":");
             out.extend_from_slice(params.get().as_bytes());
-            out.push(b'}');
             return Ok(());
         }
         out.extend_from_slice(b",\"params\":{");
@@ -342,7 +349,7 @@ impl<'a> InputRequest<'a> {
             }
             InputBody::Roots | InputBody::Raw { .. } => {}
         }
-        out.extend_from_slice(b"}}");
+        out.push(b'}');
         Ok(())
     }
 }
@@ -569,7 +576,13 @@ pub(crate) fn open(
 }
 
 /// Why an input-required answer was refused (nothing written, the ticket stays open).
-pub(crate) fn check(ir: &InputRequired<'_>, key: Option<&[u8; 32]>) -> Result<(), crate::error::AnswerError> {
+/// `in_memory`: the host state stays in the engine (a session-bound request), so it needs
+/// no key.
+pub(crate) fn check(
+    ir: &InputRequired<'_>,
+    key: Option<&[u8; 32]>,
+    in_memory: bool,
+) -> Result<(), crate::error::AnswerError> {
     use crate::error::AnswerError::InvalidInputRequest as Invalid;
     if ir.requests.is_empty() && ir.state.is_none() {
         return Err(Invalid("an input-required answer needs input requests or state"));
@@ -586,7 +599,7 @@ pub(crate) fn check(ir: &InputRequired<'_>, key: Option<&[u8; 32]>) -> Result<()
         }
     }
     if let Some(s) = ir.state {
-        if key.is_none() {
+        if key.is_none() && !in_memory {
             return Err(Invalid("host state needs Config::request_state_key"));
         }
         if s.len() > MAX_HOST_STATE_LEN {
@@ -644,15 +657,7 @@ pub(crate) fn write_requests<'r, 'a>(
     caps: ClientCapabilities,
     sent: &mut heapless::Vec<&'r InputRequest<'a>, MAX_INPUT_REQUESTS>,
 ) -> Result<Missing, serde_json::Error> {
-    let mut missing = 0;
-    for r in ir.requests {
-        let needs = r.needs();
-        if caps.bits & needs == needs {
-            let _ = sent.push(r);
-        } else {
-            missing |= needs & !caps.bits;
-        }
-    }
+    let missing = sendable(ir, caps, sent);
     if !sent.is_empty() {
         out.extend_from_slice(b",\"inputRequests\":{");
         for (i, r) in sent.iter().enumerate() {
@@ -665,7 +670,26 @@ pub(crate) fn write_requests<'r, 'a>(
         }
         out.push(b'}');
     }
-    Ok(Missing(missing))
+    Ok(missing)
+}
+
+/// Puts in `sent` the requests of `ir` the client can answer (it declared every
+/// capability each needs); returns what the others needed and the client lacks.
+pub(crate) fn sendable<'r, 'a>(
+    ir: &'r InputRequired<'a>,
+    caps: ClientCapabilities,
+    sent: &mut heapless::Vec<&'r InputRequest<'a>, MAX_INPUT_REQUESTS>,
+) -> Missing {
+    let mut missing = 0;
+    for r in ir.requests {
+        let needs = r.needs();
+        if caps.bits & needs == needs {
+            let _ = sent.push(r);
+        } else {
+            missing |= needs & !caps.bits;
+        }
+    }
+    Missing(missing)
 }
 
 /// Writes `{"requiredCapabilities":{..}}` (a `ClientCapabilities` object) for `missing`:
@@ -742,26 +766,54 @@ pub(crate) fn response_fits(n: &[Node<'_>], v: usize, kind: InputKind) -> bool {
 #[derive(Clone, Copy)]
 pub struct InputResponses<'a> {
     pub(crate) buf: &'a [u8],
-    pub(crate) entries: &'a [(Range<usize>, Range<usize>)],
+    pub(crate) entries: &'a [Entry],
+}
+
+/// One response kept for the host: where its key and value sit in a buffer, and whether
+/// the value is a JSON-RPC error object instead of a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub(crate) key: Range<usize>,
+    pub(crate) value: Range<usize>,
+    pub(crate) error: bool,
 }
 
 impl<'a> InputResponses<'a> {
-    /// The response under `key`.
+    /// The response under `key` (`None` when there is none, or the client's answer to it
+    /// was an error: see [`Self::error`]).
     pub fn get(&self, key: &str) -> Option<InputResponse<'a>> {
         self.iter().find(|(k, _)| *k == key).map(|(_, r)| r)
     }
 
-    /// `(key, response)` pairs, in the client's order.
+    /// `(key, response)` pairs, in the client's order (errors left out).
     pub fn iter(&self) -> impl Iterator<Item = (&'a str, InputResponse<'a>)> + 'a {
+        self.all().filter(|(_, _, error)| !error).map(|(k, raw, _)| (k, InputResponse { raw }))
+    }
+
+    /// Why the input request under `key` got no response, when it got none
+    /// (session-bound revisions only, where the engine sends the requests itself): the
+    /// client answered with a JSON-RPC error, its response did not fit the request, it
+    /// did not answer within [`Config::input_timeout`](crate::Config::input_timeout), or
+    /// the stream or session ended first.
+    pub fn error(&self, key: &str) -> Option<InputError<'a>> {
+        self.errors().find(|(k, _)| *k == key).map(|(_, e)| e)
+    }
+
+    /// `(key, error)` pairs of the requests that got no response (see [`Self::error`]).
+    pub fn errors(&self) -> impl Iterator<Item = (&'a str, InputError<'a>)> + 'a {
+        self.all().filter(|(_, _, error)| *error).map(|(k, raw, _)| (k, InputError { raw }))
+    }
+
+    fn all(&self) -> impl Iterator<Item = (&'a str, &'a str, bool)> + 'a {
         let buf = self.buf;
-        self.entries.iter().filter_map(move |(k, v)| {
-            let key = core::str::from_utf8(buf.get(k.clone())?).ok()?;
-            let raw = core::str::from_utf8(buf.get(v.clone())?).ok()?;
-            Some((key, InputResponse { raw }))
+        self.entries.iter().filter_map(move |e| {
+            let key = core::str::from_utf8(buf.get(e.key.clone())?).ok()?;
+            let raw = core::str::from_utf8(buf.get(e.value.clone())?).ok()?;
+            Some((key, raw, e.error))
         })
     }
 
-    /// Number of responses.
+    /// Number of responses (errors included).
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -772,11 +824,56 @@ impl<'a> InputResponses<'a> {
     }
 }
 
+/// Why an input request got no response: a JSON-RPC error object (`code`, `message`,
+/// optional `data`), the client's own or one the engine made (`-32001` timed out,
+/// `-32000` the client went away, `-32602` its response did not fit the request).
+#[derive(Clone, Copy)]
+pub struct InputError<'a> {
+    raw: &'a str,
+}
+
+impl<'a> InputError<'a> {
+    /// The error object as compact JSON text.
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+
+    /// The error's `code` (`0` if the client sent none that fits an `i64`).
+    pub fn code(&self) -> i64 {
+        self.parts().0
+    }
+
+    /// The error's `message` (empty if the client sent none).
+    pub fn message(&self) -> std::borrow::Cow<'a, str> {
+        self.parts().1
+    }
+
+    fn parts(&self) -> (i64, std::borrow::Cow<'a, str>) {
+        #[derive(serde::Deserialize)]
+        struct Parts<'b> {
+            code: Option<i64>,
+            #[serde(borrow)]
+            message: Option<std::borrow::Cow<'b, str>>,
+        }
+        match serde_json::from_str::<Parts<'a>>(self.raw) {
+            Ok(p) => (p.code.unwrap_or(0), p.message.unwrap_or_default()),
+            Err(_) => (0, std::borrow::Cow::Borrowed("")),
+        }
+    }
+}
+
+impl fmt::Debug for InputError<'_> {
+    /// The code only: a client's message may echo what the user typed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InputError").field("code", &self.code()).finish_non_exhaustive()
+    }
+}
+
 impl fmt::Debug for InputResponses<'_> {
     /// The keys and the size of each response: a response carries what the user typed
     /// or the model wrote, so its text is left out (use [`InputResponse::raw`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.iter()).finish()
+        f.debug_map().entries(self.iter()).entries(self.errors()).finish()
     }
 }
 

@@ -9,7 +9,7 @@ use crate::jsonrpc::{IdRef, Reply, Req};
 use crate::mcp::Core;
 use crate::mcp::answers::{result_end, result_start};
 use crate::mcp::lifecycle::request_log_level;
-use crate::mcp::mrtr::{self, ClientCapabilities, Method};
+use crate::mcp::mrtr::{self, ClientCapabilities, Entry, Method};
 use crate::mcp::tickets::{Busy, IdBuf, Kind, Pending, PendingKind, Ticket};
 use crate::revision::Revision;
 use crate::wire::json;
@@ -48,7 +48,7 @@ impl Core {
         let (kind_of, target) = match kind {
             PendingKind::Tool(i) => (Kind::Tool, i),
             PendingKind::Resource(_) => (Kind::Resource, 0),
-            PendingKind::Prompt(_) => (Kind::Prompt, 0),
+            PendingKind::Prompt(i) => (Kind::Prompt, i),
             PendingKind::Complete(_) => (Kind::Completion, 0),
         };
         let s = &mut self.tickets.slots[slot];
@@ -70,6 +70,18 @@ impl Core {
         });
         self.tickets.in_flight += 1;
         let ticket = Ticket { slot: slot as u16, generation: s.generation };
+        if !revision.is_stateless() && self.session.caps != ClientCapabilities::NONE {
+            // The host may ask this client for input: keep what the request needs to come
+            // back to it once the client has answered (see `inputs`).
+            let kept = match kind {
+                PendingKind::Tool(_) | PendingKind::Prompt(_) => Some(&self.scratch.args[..]),
+                PendingKind::Resource(_) => req.str_at(req.uri).map(str::as_bytes),
+                PendingKind::Complete(_) => None,
+            };
+            if let Some(args) = kept {
+                self.inputs.keep(ticket, self.session.serial, args);
+            }
+        }
         self.tickets.pending = Some(Pending { kind, ticket, revision });
         Ok(())
     }
@@ -204,6 +216,8 @@ impl Core {
         name: &str,
     ) -> Result<(), PeerError<'t>> {
         if !rev.is_stateless() {
+            // A session-bound client declared what it can answer once, in `initialize`.
+            self.scratch.round.caps = self.session.caps;
             return Ok(());
         }
         let n = req.n;
@@ -254,12 +268,8 @@ impl Core {
                     return Err(PeerError::BadInputResponse { key: k, expected });
                 }
                 let buf = &self.scratch.responses;
-                let seen = self
-                    .scratch
-                    .round
-                    .entries
-                    .iter()
-                    .any(|(kr, _)| buf.get(kr.clone()) == Some(k.as_bytes()));
+                let seen =
+                    self.scratch.round.entries.iter().any(|e| buf.get(e.key.clone()) == Some(k.as_bytes()));
                 if seen || self.scratch.round.entries.is_full() {
                     continue;
                 }
@@ -269,7 +279,7 @@ impl Core {
                 let vs = buf.len();
                 json::write_value(n, v, buf);
                 let ve = buf.len();
-                let _ = self.scratch.round.entries.push((ks..vs, vs..ve));
+                let _ = self.scratch.round.entries.push(Entry { key: ks..vs, value: vs..ve, error: false });
             }
         }
         self.scratch.round.host_state = opened.map(|o| o.host);

@@ -204,12 +204,23 @@ impl Core {
             return Err(ReplaceError::CapabilitiesChanged);
         }
         let change = CatalogChange::between(old, new);
-        // Tool calls in flight keep their tool (by name) for the output-schema check.
+        // Tool calls and prompts in flight keep their definition (by name): for the
+        // output-schema check, and for a request that comes back after asking its
+        // session-bound client for input.
         for slot in &mut self.tickets.slots {
-            if let Some(b) = slot.busy.as_mut().filter(|b| b.kind == Kind::Tool) {
-                let name = old.tools.get(b.target as usize).map(|t| t.tool.name.as_str());
-                b.target = name.and_then(|n| new.tool_index(n)).map_or(u32::MAX, |i| i as u32);
-            }
+            let Some(b) = slot.busy.as_mut() else { continue };
+            let found = match b.kind {
+                Kind::Tool => {
+                    let name = old.tools.get(b.target as usize).map(|t| t.tool.name.as_str());
+                    name.and_then(|n| new.tool_index(n))
+                }
+                Kind::Prompt => {
+                    let name = old.prompts.get(b.target as usize).map(|p| p.prompt.name.as_str());
+                    name.and_then(|n| new.prompt_index(n))
+                }
+                Kind::Resource | Kind::Completion => continue,
+            };
+            b.target = found.map_or(u32::MAX, |i| i as u32);
         }
         self.catalog = catalog;
         self.catalog_revision += 1;

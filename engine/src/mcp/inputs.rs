@@ -1,0 +1,331 @@
+//! Input asked of a session-bound client (`2025-11-25`, `2025-06-18`) as server-to-client
+//! requests.
+//!
+//! The host asks for input the same way under every revision: it answers a ticket with
+//! [`InputRequired`]. Under `2026-07-28` the engine writes an `input_required` result and
+//! the client retries (`mrtr`). Under a session-bound revision there is no retry: the
+//! engine sends each input request the client declared it can answer (in `initialize`)
+//! as a JSON-RPC request on the request's own stream (the stdio output, or the SSE
+//! response of the HTTP `POST`), keeps the ticket, collects the client's responses, and
+//! then hands the request back to the host as the same event again
+//! ([`Event::CallTool`](crate::Event::CallTool), ...), with the responses under their keys
+//! and the host's state, exactly as a `2026-07-28` retry brings them. The host may ask
+//! again (more rounds) or answer.
+//!
+//! A client error response, a response that does not fit its request, no response within
+//! [`Config::input_timeout`](crate::Config::input_timeout), or the end of the stream or of
+//! the session reach the host as errors under their keys
+//! ([`InputResponses::error`](crate::InputResponses::error)): the request always comes
+//! back, so no host waits forever.
+//!
+//! What is kept, per ticket slot, so the request can come back after its frame is gone:
+//! its arguments (or uri), the host's state, the responses. The buffers are reused from
+//! one request to the next (they grow to the largest request seen in a slot, at most the
+//! frame limit), so the steady state allocates nothing.
+
+use std::collections::VecDeque;
+
+use simd_json::{Node, StaticNode};
+
+use crate::mcp::mrtr::{self, Entry, InputKind, MAX_INPUT_KEY_LEN, MAX_INPUT_REQUESTS};
+use crate::mcp::tickets::{Ticket, Tickets};
+use crate::output::{Outbox, Route, Routed};
+use crate::wire::json;
+
+/// The error a request gets when the client did not answer in time (the code the
+/// official SDKs use for a request timeout).
+const TIMED_OUT: &[u8] =
+    br#"{"code":-32001,"message":"Request timed out: the client did not answer in time"}"#;
+/// The error a request gets when its stream or session ended before the client answered.
+const GONE: &[u8] =
+    br#"{"code":-32000,"message":"Connection closed: the client went away before answering"}"#;
+
+/// One request the engine sent for a ticket.
+#[derive(Clone)]
+struct Asked {
+    /// The JSON-RPC id the request went out with.
+    id: u64,
+    kind: InputKind,
+    key: heapless::String<MAX_INPUT_KEY_LEN>,
+    done: bool,
+}
+
+/// What is kept for one ticket slot whose request may ask its client for input.
+#[derive(Default)]
+pub(crate) struct Cont {
+    /// The ticket this belongs to (`None`: the slot keeps nothing).
+    ticket: Option<Ticket>,
+    /// The session the request was made in ([`Session::serial`](crate::mcp::lifecycle::Session)).
+    session: u64,
+    /// The request's arguments (compact JSON), or the uri of a read.
+    pub(crate) args: Vec<u8>,
+    /// The host's state of its latest [`InputRequired`](mrtr::InputRequired).
+    pub(crate) state: Option<Vec<u8>>,
+    /// Keys and values (compact JSON) of the responses, back to back.
+    pub(crate) responses: Vec<u8>,
+    pub(crate) entries: heapless::Vec<Entry, MAX_INPUT_REQUESTS>,
+    asked: heapless::Vec<Asked, MAX_INPUT_REQUESTS>,
+    /// Requests are out and not all answered.
+    waiting: bool,
+    /// When the unanswered ones time out (microseconds of the engine's time).
+    deadline: u64,
+}
+
+impl Cont {
+    /// Records `error` (a JSON-RPC error object) as the response under `asked[i]`.
+    fn fail(&mut self, i: usize, error: &[u8]) {
+        self.record(i, true, |buf| buf.extend_from_slice(error));
+    }
+
+    /// Records what `value` writes as the response (or, with `error`, the error) under
+    /// `asked[i]`, which is then answered.
+    fn record(&mut self, i: usize, error: bool, value: impl FnOnce(&mut Vec<u8>)) {
+        let ks = self.responses.len();
+        self.responses.extend_from_slice(self.asked[i].key.as_bytes());
+        let vs = self.responses.len();
+        value(&mut self.responses);
+        let ve = self.responses.len();
+        let _ = self.entries.push(Entry { key: ks..vs, value: vs..ve, error });
+        self.asked[i].done = true;
+    }
+}
+
+/// The continuations of every ticket slot, the ids of the requests sent, and the tickets
+/// whose input is complete.
+pub(crate) struct Inputs {
+    conts: Vec<Cont>,
+    next_id: u64,
+    /// Tickets ready to come back to the host, oldest first.
+    resumes: VecDeque<Ticket>,
+    /// [`Config::input_timeout`](crate::Config::input_timeout), in microseconds.
+    timeout: u64,
+    /// The stream ended (stdio): nothing can be asked from now on
+    /// ([`AnswerError::ClientGone`](crate::AnswerError::ClientGone)).
+    closed: bool,
+}
+
+impl Inputs {
+    pub(crate) fn new(slots: usize, timeout: core::time::Duration) -> Self {
+        Self {
+            conts: (0..slots).map(|_| Cont::default()).collect(),
+            next_id: 1,
+            resumes: VecDeque::with_capacity(slots),
+            timeout: u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX),
+            closed: false,
+        }
+    }
+
+    /// Keeps what `ticket`'s request needs to come back to the host later: its arguments
+    /// (or uri), made in session `session`.
+    pub(crate) fn keep(&mut self, ticket: Ticket, session: u64, args: &[u8]) {
+        let Some(c) = self.conts.get_mut(ticket.slot as usize) else { return };
+        c.ticket = Some(ticket);
+        c.session = session;
+        c.args.clear();
+        c.args.extend_from_slice(args);
+        c.state = None;
+        c.responses.clear();
+        c.entries.clear();
+        c.asked.clear();
+        c.waiting = false;
+    }
+
+    /// The continuation of a live `ticket`, if its request was kept.
+    fn live<'a>(conts: &'a mut [Cont], tickets: &Tickets, ticket: Ticket) -> Option<&'a mut Cont> {
+        let slot = tickets.slots.get(ticket.slot as usize)?;
+        let c = conts.get_mut(ticket.slot as usize)?;
+        let live = slot.busy.is_some() && slot.generation == ticket.generation && c.ticket == Some(ticket);
+        live.then_some(c)
+    }
+
+    /// Whether `ticket`'s request was kept (it can ask its client for input).
+    pub(crate) fn kept(&mut self, tickets: &Tickets, ticket: Ticket) -> bool {
+        Self::live(&mut self.conts, tickets, ticket).is_some()
+    }
+
+    /// Sends `requests` (already checked and filtered by what the client declared) for
+    /// `ticket` on its route, with `state` kept for the host; the ticket stays busy.
+    /// Returns `false` (nothing written) when the request was not kept.
+    pub(crate) fn ask(
+        &mut self,
+        outbox: &mut Outbox,
+        ticket: Ticket,
+        route: Route,
+        requests: &[&mrtr::InputRequest<'_>],
+        state: Option<&[u8]>,
+        now: u64,
+    ) -> Result<bool, serde_json::Error> {
+        let timeout = self.timeout;
+        // The caller checked the ticket is live and kept (`Self::kept`).
+        let Some(c) = self.conts.get_mut(ticket.slot as usize).filter(|c| c.ticket == Some(ticket)) else {
+            return Ok(false);
+        };
+        c.responses.clear();
+        c.entries.clear();
+        c.asked.clear();
+        c.state = state.map(|s| {
+            let mut kept = c.state.take().unwrap_or_default();
+            kept.clear();
+            kept.extend_from_slice(s);
+            kept
+        });
+        let out = &mut outbox.out;
+        let mark = out.len();
+        let mut asked = heapless::Vec::<Asked, MAX_INPUT_REQUESTS>::new();
+        let mut next_id = self.next_id;
+        for r in requests {
+            let start = out.len();
+            out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+            json::write_u64(out, next_id);
+            out.push(b',');
+            if let Err(e) = r.write_members(out) {
+                out.truncate(mark);
+                outbox.routed.retain(|m| m.start < mark);
+                return Err(e);
+            }
+            out.extend_from_slice(b"}\n");
+            // Host-serialized params may hold line breaks as JSON whitespace; a frame must not.
+            let end = out.len();
+            for b in &mut out[start..end - 1] {
+                if matches!(*b, b'\n' | b'\r') {
+                    *b = b' ';
+                }
+            }
+            if let Route::Http { .. } = route {
+                outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: false });
+            }
+            let key = heapless::String::try_from(r.key()).unwrap_or_default();
+            let _ = asked.push(Asked { id: next_id, kind: r.kind(), key, done: false });
+            next_id += 1;
+        }
+        self.next_id = next_id;
+        c.asked = asked;
+        c.waiting = true;
+        c.deadline = now.saturating_add(timeout);
+        Ok(true)
+    }
+
+    /// Takes a client's response in session `session`: the id at tape index `id`, and
+    /// `Ok(result)` or `Err(error)` at theirs. Returns whether it answered a request the
+    /// engine sent there; a response to anything else is ignored.
+    pub(crate) fn response(
+        &mut self,
+        tickets: &Tickets,
+        session: u64,
+        n: &[Node<'_>],
+        id: usize,
+        outcome: Result<usize, usize>,
+        names: &mut json::Names,
+    ) -> bool {
+        let id = match n.get(id) {
+            Some(Node::Static(StaticNode::U64(v))) => *v,
+            Some(Node::Static(StaticNode::I64(v))) => match u64::try_from(*v) {
+                Ok(v) => v,
+                Err(_) => return false,
+            },
+            _ => return false,
+        };
+        let found = self
+            .conts
+            .iter()
+            .position(|c| c.waiting && c.session == session && c.asked.iter().any(|a| a.id == id && !a.done));
+        let Some(slot) = found else { return false };
+        let Some(ticket) = self.conts[slot].ticket else { return false };
+        let Some(c) = Self::live(&mut self.conts, tickets, ticket) else { return false };
+        let Some(i) = c.asked.iter().position(|a| a.id == id) else { return false };
+        let kind = c.asked[i].kind;
+        // One value for one name, as for requests: a repeated member makes it unusable.
+        let mut clean = |at: usize| json::is_object(n, at) && names.repeated_below(n, at).is_none();
+        match outcome {
+            Ok(r) if clean(r) && mrtr::response_fits(n, r, kind) => {
+                c.record(i, false, |buf| {
+                    json::write_value(n, r, buf);
+                });
+            }
+            Err(e) if clean(e) => c.record(i, true, |buf| {
+                json::write_value(n, e, buf);
+            }),
+            _ => {
+                let mut msg = heapless::Vec::<u8, 160>::new();
+                let _ = msg
+                    .extend_from_slice(b"{\"code\":-32602,\"message\":\"Invalid response: it does not fit ");
+                let _ = msg.extend_from_slice(kind.method().as_bytes());
+                let _ = msg.extend_from_slice(b"\"}");
+                c.fail(i, &msg);
+            }
+        }
+        if c.asked.iter().all(|a| a.done) {
+            c.waiting = false;
+            self.resumes.push_back(ticket);
+        }
+        true
+    }
+
+    /// Fails every unanswered request past its deadline (`-32001`); their tickets come
+    /// back to the host.
+    pub(crate) fn expire(&mut self, tickets: &Tickets, now: u64) {
+        self.fail_where(tickets, TIMED_OUT, |c| c.deadline <= now);
+    }
+
+    /// Fails every unanswered request (of `session` only, if given: the session ended;
+    /// else every one: the stream ended) with `-32000`.
+    pub(crate) fn gone(&mut self, tickets: &Tickets, session: Option<u64>) {
+        self.closed |= session.is_none();
+        self.fail_where(tickets, GONE, |c| session.is_none_or(|s| c.session == s));
+    }
+
+    fn fail_where(&mut self, tickets: &Tickets, error: &[u8], pick: impl Fn(&Cont) -> bool) {
+        for slot in 0..self.conts.len() {
+            let c = &self.conts[slot];
+            if !c.waiting || !pick(c) {
+                continue;
+            }
+            let Some(ticket) = c.ticket else { continue };
+            let Some(c) = Self::live(&mut self.conts, tickets, ticket) else {
+                self.conts[slot].waiting = false; // its ticket was answered or cancelled
+                continue;
+            };
+            for i in 0..c.asked.len() {
+                if !c.asked[i].done {
+                    c.fail(i, error);
+                }
+            }
+            c.waiting = false;
+            self.resumes.push_back(ticket);
+        }
+    }
+
+    /// The earliest deadline of a request still waiting for its client (whose ticket is
+    /// still live: one answered or cancelled meanwhile waits for nothing).
+    pub(crate) fn deadline(&self, tickets: &Tickets) -> Option<u64> {
+        let live = |c: &Cont| {
+            c.ticket.is_some_and(|t| {
+                tickets
+                    .slots
+                    .get(t.slot as usize)
+                    .is_some_and(|s| s.busy.is_some() && s.generation == t.generation)
+            })
+        };
+        self.conts.iter().filter(|c| c.waiting && live(c)).map(|c| c.deadline).min()
+    }
+
+    /// Whether the stream ended: nothing can be asked any more.
+    pub(crate) fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Whether a ticket waits to come back to the host.
+    pub(crate) fn has_resume(&self) -> bool {
+        !self.resumes.is_empty()
+    }
+
+    /// The next live ticket ready to come back, with what was kept for it.
+    pub(crate) fn next_resume(&mut self, tickets: &Tickets) -> Option<(Ticket, &Cont)> {
+        while let Some(t) = self.resumes.pop_front() {
+            if Self::live(&mut self.conts, tickets, t).is_some() {
+                return Some((t, &self.conts[t.slot as usize]));
+            }
+        }
+        None
+    }
+}
