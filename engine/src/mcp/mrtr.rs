@@ -948,7 +948,7 @@ pub fn fuzz_request_state(data: &[u8]) {
     let requests: Vec<InputRequest<'_>> = keys.iter().map(|k| InputRequest::list_roots(k)).collect();
     let host = &host[..host.len().min(MAX_HOST_STATE_LEN)];
     let ir = InputRequired::new(&requests).state(host);
-    if check(&ir, Some(&KEY)).is_err() {
+    if check(&ir, Some(&KEY), false).is_err() {
         return; // duplicate keys: refused before anything is sealed
     }
     let sent: Vec<&InputRequest<'_>> = requests.iter().collect();
