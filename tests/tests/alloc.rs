@@ -552,3 +552,139 @@ fn http_session_requests_allocate_nothing() {
     assert_eq!(h.c.e.sessions(), 1);
     assert!(failures.is_empty(), "HTTP sessions:\n{}", failures.join("\n"));
 }
+
+const SAMPLING: &str =
+    r#"{"messages":[{"role":"user","content":{"type":"text","text":"2+2?"}}],"maxTokens":10}"#;
+
+/// A host that asks the client's model once (sampling) and answers once it has the
+/// response: the input API of every revision.
+fn asking(sample: &serde_json::value::RawValue) -> impl FnMut(Event<'_>) + '_ {
+    move |ev| {
+        if let Event::CallTool(call) = ev {
+            if call.input_responses.is_empty() {
+                let asks = [mcp_engine::InputRequest::raw("s", mcp_engine::InputKind::Sampling, sample)];
+                call.input_required(&mcp_engine::InputRequired::new(&asks)).unwrap();
+            } else {
+                call.answer(&ToolOutput::new(&[Content::text("ok")])).unwrap();
+            }
+        }
+    }
+}
+
+fn open_with_sampling() -> String {
+    let mut s = request(
+        0,
+        "initialize",
+        json!({ "protocolVersion": "2025-11-25", "capabilities": { "sampling": {} },
+                "clientInfo": { "name": "t", "version": "1" } }),
+    );
+    s.push_str(&mcp_tests::notification("notifications/initialized", json!({})));
+    s
+}
+
+fn sampled(id: u64) -> String {
+    let result = json!({ "role": "assistant", "content": { "type": "text", "text": "4" }, "model": "m" });
+    format!("{}\n", json!({ "jsonrpc": "2.0", "id": id, "result": result }))
+}
+
+/// A tool call that asks its session-bound client for input (a server-to-client request
+/// out, the client's response in, the call back to the host, its answer out) allocates
+/// nothing in steady state, over stdio.
+#[test]
+fn a_round_trip_to_a_session_bound_client_allocates_nothing_over_stdio() {
+    let sample = serde_json::value::RawValue::from_string(SAMPLING.into()).unwrap();
+    let mut host = asking(&sample);
+    let mut e = Engine::new(keyed(), rich_catalog());
+    let mut out = Vec::new();
+    let mut feed = |e: &mut Engine, input: &[u8], out: &mut Vec<u8>, sink: &mut [u8]| {
+        let mut fed = 0;
+        while fed < input.len() {
+            fed += e.handle_input(Instant::ZERO, &input[fed..]);
+            loop {
+                let mut progressed = false;
+                while let Some(ev) = e.poll_event() {
+                    host(ev);
+                    progressed = true;
+                }
+                loop {
+                    let n = e.poll_transmit(sink);
+                    if n == 0 {
+                        break;
+                    }
+                    out.extend_from_slice(&sink[..n]);
+                    progressed = true;
+                }
+                if !progressed {
+                    break;
+                }
+            }
+        }
+    };
+    let mut sink = vec![0u8; 1 << 16];
+    feed(&mut e, open_with_sampling().as_bytes(), &mut out, &mut sink);
+    // The engine numbers its requests 1, 2, ...: round `i` is answered with id `i`.
+    let round = |i: u64| format!("{}{}", request(i, "tools/call", json!({"name": "tool_007"})), sampled(i));
+    let warm: String = (1..=3).map(round).collect();
+    let measured: String = (4..=23).map(round).collect();
+    out.clear();
+    feed(&mut e, warm.as_bytes(), &mut out, &mut sink);
+    let lines = mcp_tests::lines(&out);
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert_eq!(lines[0]["method"], "sampling/createMessage");
+    assert_eq!(lines[1]["result"]["content"][0]["text"], "ok", "{lines:?}");
+    out.clear();
+    out.reserve(1 << 16);
+    let info = allocation_counter::measure(|| feed(&mut e, measured.as_bytes(), &mut out, &mut sink));
+    assert_eq!(mcp_tests::lines(&out).len(), 40, "every round answered");
+    assert_eq!(info.count_total, 0, "20 round trips: {info:?}");
+}
+
+/// The same over Streamable HTTP: the call on one keep-alive connection (its SSE
+/// response carries the request), the client's response POSTed on another.
+#[test]
+fn a_round_trip_to_a_session_bound_client_allocates_nothing_over_http() {
+    let sample = serde_json::value::RawValue::from_string(SAMPLING.into()).unwrap();
+    let mut h = Http::new();
+    h.c.host = Box::new(asking(Box::leak(sample)));
+    h.c.e.set_entropy(&[4; 32]);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}}, "clientInfo": {"name": "t", "version": "1"}}});
+    let mut open = session_post(&init, "x");
+    let at = open.windows(16).position(|w| w == b"Mcp-Session-Id: ").unwrap();
+    open.drain(at..at + "Mcp-Session-Id: x\r\n".len());
+    let mut sink = Vec::with_capacity(1 << 16);
+    h.round(&open, &mut sink);
+    let text = String::from_utf8_lossy(&sink).into_owned();
+    let id = text.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap().trim().to_owned();
+    let a = h.c.conn;
+    let b = h.c.e.open(Instant::ZERO, None).unwrap();
+    let rounds: Vec<(Vec<u8>, Vec<u8>)> = (1..=23)
+        .map(|i| {
+            let call =
+                json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "tool_007"}});
+            let response: Value = serde_json::from_str(&sampled(i)).unwrap();
+            (session_post(&call, &id), session_post(&response, &id))
+        })
+        .collect();
+    let mut run = |h: &mut Http, (call, response): &(Vec<u8>, Vec<u8>), sink: &mut Vec<u8>| {
+        h.c.conn = a;
+        h.round(call, sink);
+        assert!(sink.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(sink));
+        h.c.conn = b;
+        h.round(response, sink);
+        assert!(sink.starts_with(b"HTTP/1.1 202"), "{}", String::from_utf8_lossy(sink));
+        h.c.conn = a;
+        sink.clear();
+        h.c.drain(sink);
+        assert!(sink.windows(4).any(|w| w == b"\"ok\""), "{}", String::from_utf8_lossy(sink));
+    };
+    for r in &rounds[..3] {
+        run(&mut h, r, &mut sink);
+    }
+    let info = allocation_counter::measure(|| {
+        for r in &rounds[3..] {
+            run(&mut h, r, &mut sink);
+        }
+    });
+    assert_eq!(info.count_total, 0, "20 round trips: {info:?}");
+}

@@ -292,6 +292,17 @@ impl<'a> InputRequest<'a> {
             include_context: Option<std::borrow::Cow<'b, str>>,
         }
         let mut needs = kind.bit();
+        // Most sampling params name none of these: decided without parsing (a parse
+        // allocates). A key spelled with escapes could hide one, so `\u` parses too.
+        let text = params.get().as_bytes();
+        let may_name = |key: &[u8]| memchr::memmem::find(text, key).is_some();
+        if !may_name(b"tools")
+            && !may_name(b"toolChoice")
+            && !may_name(b"includeContext")
+            && !may_name(b"\\u")
+        {
+            return needs;
+        }
         // Params that are not an object are not sampling params: nothing more is asked.
         if let Ok(u) = serde_json::from_str::<Uses<'_>>(params.get()) {
             if u.tools.is_some() || u.tool_choice.is_some() {
