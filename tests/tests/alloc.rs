@@ -666,7 +666,7 @@ fn a_round_trip_to_a_session_bound_client_allocates_nothing_over_http() {
             (session_post(&call, &id), session_post(&response, &id))
         })
         .collect();
-    let mut run = |h: &mut Http, (call, response): &(Vec<u8>, Vec<u8>), sink: &mut Vec<u8>| {
+    let run = |h: &mut Http, (call, response): &(Vec<u8>, Vec<u8>), sink: &mut Vec<u8>| {
         h.c.conn = a;
         h.round(call, sink);
         assert!(sink.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(sink));
