@@ -202,9 +202,113 @@ fn delete_ends_the_session() {
     assert_eq!(r.status, 404, "ended: {r:?}");
     assert_eq!(one(&mut c, &delete(Some(&id))).status, 404, "once");
     assert_eq!(one(&mut c, &delete(None)).status, 400, "which session?");
-    // GET stays refused until the standalone stream exists, and says what is allowed.
-    let r = one(&mut c, b"GET /mcp HTTP/1.1\r\nHost: localhost:3000\r\n\r\n");
-    assert_eq!((r.status, r.header("allow")), (405, Some("POST, DELETE")));
+    // Another method says what is allowed.
+    let r = one(&mut c, b"PUT /mcp HTTP/1.1\r\nHost: localhost:3000\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, POST, DELETE")));
+}
+
+fn get(session: Option<&str>, extra: &str) -> Vec<u8> {
+    let mut s = String::from("GET /mcp HTTP/1.1\r\nHost: localhost:3000\r\n");
+    if let Some(id) = session {
+        s.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
+    }
+    s.push_str(extra);
+    s.push_str("\r\n");
+    s.into_bytes()
+}
+
+/// Sends `raw` on a new connection of `c`; returns its connection and what it wrote.
+fn on_new(c: &mut Client, raw: &[u8]) -> (mcp_engine::http::ConnId, String) {
+    let keep = c.conn;
+    c.conn = c.e.open(c.now, None).unwrap();
+    let out = c.feed(raw, usize::MAX);
+    let conn = core::mem::replace(&mut c.conn, keep);
+    (conn, String::from_utf8(out).unwrap())
+}
+
+fn more(c: &mut Client, conn: mcp_engine::http::ConnId) -> String {
+    let keep = core::mem::replace(&mut c.conn, conn);
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    c.conn = keep;
+    String::from_utf8(out).unwrap()
+}
+
+const SSE: &str = "Accept: text/event-stream\r\n";
+
+#[test]
+fn get_opens_the_sessions_standalone_stream_once() {
+    let mut c = client();
+    let id = open(&mut c, "2025-11-25");
+    let refusals = [
+        (get(Some(&id), ""), 406, "no Accept: text/event-stream"),
+        (get(Some(&id), "Accept: application/json\r\n"), 406, "JSON only"),
+        (get(None, SSE), 400, "no session id"),
+        (get(Some("nope"), SSE), 404, "an unknown session"),
+        (get(Some(&id), &format!("{SSE}MCP-Protocol-Version: 2025-06-18\r\n")), 400, "another revision"),
+    ];
+    for (raw, status, why) in refusals {
+        let (_, out) = on_new(&mut c, &raw);
+        assert!(out.starts_with(&format!("HTTP/1.1 {status}")), "{why}: {out}");
+    }
+    let (stream, out) =
+        on_new(&mut c, &get(Some(&id), &format!("{SSE}MCP-Protocol-Version: 2025-11-25\r\n")));
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(out.to_ascii_lowercase().contains("content-type: text/event-stream"), "{out}");
+    // One at a time.
+    let (_, out) = on_new(&mut c, &get(Some(&id), SSE));
+    assert!(out.starts_with("HTTP/1.1 409"), "{out}");
+    // Once it closes, another may open.
+    c.e.handle_closed(c.now, stream);
+    let (_, out) = on_new(&mut c, &get(Some(&id), SSE));
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+}
+
+#[test]
+fn the_standalone_stream_carries_list_changes_and_resource_updates() {
+    let mut c = client();
+    let id = open(&mut c, "2025-11-25");
+    let quiet = open(&mut c, "2025-11-25");
+    let sub = request(3, "resources/subscribe", json!({ "uri": "test://watched-resource" }));
+    assert_eq!(one(&mut c, &legacy(&sub, Some("2025-11-25"), Some(&id))).status, 200);
+    let (stream, _) = on_new(&mut c, &get(Some(&id), SSE));
+    let (other, _) = on_new(&mut c, &get(Some(&quiet), SSE));
+    let d = everything::Dynamic { tool: true, ..Default::default() };
+    c.e.replace_catalog(everything::catalog_with(d)).unwrap();
+    assert_eq!(c.e.notify_resource_updated("test://watched-resource"), 1);
+    let events: Vec<Value> = more(&mut c, stream)
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(events[0], json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+    assert_eq!(events[1]["method"], "notifications/resources/updated");
+    assert_eq!(events[1]["params"]["uri"], "test://watched-resource");
+    assert_eq!(events.len(), 2);
+    // The other session subscribed to nothing: it hears of the list change only.
+    let others = more(&mut c, other);
+    assert_eq!(others.matches("data: ").count(), 1, "{others}");
+    assert!(others.contains("tools/list_changed"));
+}
+
+#[test]
+fn an_open_stream_keeps_its_session_and_delete_ends_it() {
+    let mut http = http();
+    http.session_idle_timeout(Duration::from_secs(5));
+    let mut c = client_with(http);
+    let id = open(&mut c, "2025-11-25");
+    let (stream, _) = on_new(&mut c, &get(Some(&id), SSE));
+    c.now = c.now + Duration::from_secs(60);
+    c.e.handle_timeout(c.now);
+    assert_eq!(c.e.sessions(), 1, "a session with an open stream does not expire");
+    let delete = format!("DELETE /mcp HTTP/1.1\r\nHost: localhost:3000\r\nMcp-Session-Id: {id}\r\n\r\n");
+    let (_, out) = on_new(&mut c, delete.as_bytes());
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    let end = more(&mut c, stream);
+    assert!(end.ends_with("0\r\n\r\n"), "the stream ends: {end:?}");
+    assert!(c.e.wants_close(stream));
+    // Closed, the session would expire on its own; here it is gone already.
+    assert_eq!(c.e.sessions(), 0);
 }
 
 #[test]

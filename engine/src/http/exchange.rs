@@ -86,6 +86,8 @@ pub(super) struct Exchange {
     pub(super) session_id: Option<[u8; SESSION_ID_LEN]>,
     /// The request is a `DELETE` (ending its session).
     pub(super) delete: bool,
+    /// The request is a `GET` (opening its session's standalone stream).
+    pub(super) get: bool,
     /// The session whose request this connection waits on (it keeps the session alive
     /// until the response is done or the connection ends).
     pub(super) session: Option<SessionRef>,
@@ -117,6 +119,7 @@ impl Exchange {
             cors: None,
             session_id: None,
             delete: false,
+            get: false,
             session: None,
         }
     }
@@ -269,7 +272,7 @@ pub(super) const PREFLIGHT: &[(&str, &str)] = &[
 
 /// [`PREFLIGHT`] where sessions can be ended with `DELETE`.
 pub(super) const PREFLIGHT_SESSIONS: &[(&str, &str)] = &[
-    ("access-control-allow-methods", "POST, DELETE"),
+    ("access-control-allow-methods", "GET, POST, DELETE"),
     ("access-control-allow-headers", "*, authorization"),
     ("access-control-max-age", "600"),
 ];
@@ -371,10 +374,10 @@ pub(super) fn check_head(
         && matches!(http.origins, AllowedOrigins::List(_))
         && header("origin").next().is_some()
         && header("access-control-request-method").next().is_some();
-    let delete = sessions && head.method == "DELETE";
-    if head.method != "POST" && !delete && !preflight {
+    let session_method = sessions && matches!(head.method, "DELETE" | "GET");
+    if head.method != "POST" && !session_method && !preflight {
         let allow: &'static [(&'static str, &'static str)] =
-            if sessions { &[("allow", "POST, DELETE")] } else { &[("allow", "POST")] };
+            if sessions { &[("allow", "GET, POST, DELETE")] } else { &[("allow", "POST")] };
         return Some((405, allow));
     }
     if let AllowedOrigins::List(list) = &http.origins {
@@ -512,6 +515,7 @@ pub(super) fn finish(c: &mut Exchange, now: Instant, close: bool) {
     c.cors = None;
     c.session_id = None;
     c.delete = false;
+    c.get = false;
     c.served = c.served.saturating_add(1);
     c.idle_since = now;
     c.phase = if close { Phase::Closing } else { Phase::Head };

@@ -760,6 +760,14 @@ impl HttpEngine {
     ) -> Result<crate::mcp::subs::CatalogChange, crate::mcp::subs::ReplaceError> {
         self.tick(self.last_now);
         let r = self.core.replace_catalog(catalog);
+        if let Ok(change) = r {
+            // Sessions hear of it on their standalone streams.
+            for e in self.sessions.with_streams() {
+                if let Some((conn, generation)) = e.stream {
+                    self.core.session_list_changed(Route::Http { conn, generation }, &e.session, change);
+                }
+            }
+        }
         self.collect_answers();
         self.process();
         r
@@ -768,7 +776,13 @@ impl HttpEngine {
     /// Notifies the subscribers of `uri` (see [`crate::Engine::notify_resource_updated`]).
     pub fn notify_resource_updated(&mut self, uri: &str) -> usize {
         self.tick(self.last_now);
-        let n = self.core.notify_resource_updated(uri);
+        let mut n = self.core.notify_resource_updated(uri);
+        for e in self.sessions.with_streams() {
+            if let Some((conn, generation)) = e.stream {
+                let route = Route::Http { conn, generation };
+                n += usize::from(self.core.session_resource_updated(route, &e.session, uri));
+            }
+        }
         self.collect_answers();
         n
     }
@@ -887,22 +901,25 @@ impl HttpEngine {
                     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                     // Decide everything while the head is borrowed, act after.
                     let sessions = self.sessions.is_seeded();
-                    let (refusal, keep_alive, expect_continue, http10, cors, delete) = match c
-                        .codec
-                        .poll(&mut headers)
-                    {
-                        Input::Partial | Input::Body(_) => return,
-                        Input::Error(e) => (Some((e.status(), &[][..])), false, false, false, None, false),
-                        Input::Head(head) => (
-                            check_head(&self.http, &head, sessions),
-                            head.keep_alive,
-                            head.expect_continue,
-                            head.minor_version == 0,
-                            allowed_origin(&self.http, &head),
-                            head.method == "DELETE",
-                        ),
-                    };
-                    c.delete = delete;
+                    let (refusal, keep_alive, expect_continue, http10, cors, method) =
+                        match c.codec.poll(&mut headers) {
+                            Input::Partial | Input::Body(_) => return,
+                            Input::Error(e) => (Some((e.status(), &[][..])), false, false, false, None, ""),
+                            Input::Head(head) => (
+                                check_head(&self.http, &head, sessions),
+                                head.keep_alive,
+                                head.expect_continue,
+                                head.minor_version == 0,
+                                allowed_origin(&self.http, &head),
+                                match head.method {
+                                    "DELETE" => "DELETE",
+                                    "GET" => "GET",
+                                    _ => "",
+                                },
+                            ),
+                        };
+                    c.delete = method == "DELETE";
+                    c.get = method == "GET";
                     c.cors = cors.and_then(|i| self.cors_origins.get(i)).cloned();
                     c.keep_alive = keep_alive;
                     c.expect_continue = expect_continue;
@@ -960,9 +977,74 @@ impl HttpEngine {
         }
     }
 
+    /// Opens the standalone stream of the session a `GET` names: an SSE response that
+    /// stays open and carries what the session is told outside any request (list
+    /// changes, resource updates). One per session: a second is `409` while the first is
+    /// open. Refused: no `Accept: text/event-stream` (`406`), no `Mcp-Session-Id` (`400`),
+    /// a session that is not there (`404`), an `MCP-Protocol-Version` other than the
+    /// session's (`400`), HTTP/1.0, which cannot stream (`400`).
+    fn open_stream(&mut self, slot: u32) {
+        let now = self.last_now;
+        let keepalive = self.http.sse_keepalive;
+        let generation = self.slots[slot as usize].generation;
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        let (head, _, spans) = c.codec.head_body_and_spans();
+        let headers = HeaderList::from_spans(head, spans);
+        let (_, check, attached) = sessions::route(&self.sessions, headers.as_slice(), c.principal.as_ref());
+        let entry = attached.and_then(|r| self.sessions.get(r));
+        let refusal = match (check, entry) {
+            _ if c.http10 => Some(400),
+            (_, Some(e)) => sessions::stream_refusal(headers.as_slice(), &e.session),
+            (SessionCheck::Unknown, None) => Some(404),
+            _ => Some(400),
+        };
+        let open_elsewhere = entry.and_then(|e| e.stream).is_some_and(|(s, g)| {
+            (s, g) != (slot, generation)
+                && self.slots.get(s as usize).and_then(|x| x.conn.as_ref()).is_some_and(|o| o.generation == g)
+        });
+        let status = refusal.unwrap_or(if open_elsewhere { 409 } else { 200 });
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        conns::lend_out(&mut self.outs, c);
+        c.principal = None;
+        if status != 200 {
+            respond_empty(c, now, status, &[]);
+            return;
+        }
+        let Some(r) = attached else { return };
+        if let Some(e) = self.sessions.get_mut(r) {
+            e.stream = Some((slot, generation));
+        }
+        // An open stream keeps its session alive (see `settle`).
+        self.sessions.begin(r);
+        self.session_timers.set(r.slot(), self.sessions.deadline(r));
+        c.session = Some(r);
+        c.phase = Phase::Waiting;
+        c.streaming = true;
+        let close = !c.keep_alive;
+        c.write_sse_head(now, close);
+        c.keepalive = (!keepalive.is_zero()).then(|| now + keepalive);
+    }
+
+    /// Ends the standalone stream of the session `e` (it was deleted): the stream's
+    /// last chunk, then the connection closes.
+    fn end_stream(slots: &mut [ConnSlot], stream: Option<(u32, u32)>, now: Instant) {
+        let Some((slot, generation)) = stream else { return };
+        let Some(c) = conn_in(slots, ConnId { slot, generation }) else { return };
+        if c.phase != Phase::Waiting || !c.streaming {
+            return;
+        }
+        c.write_sse_end(now);
+        c.streaming = false;
+        c.keep_alive = false;
+        finish(c, now, true);
+    }
+
     /// Decodes the body of `slot`'s request and serves it, in the session its
     /// `Mcp-Session-Id` names (see `sessions::route`).
     fn dispatch(&mut self, slot: u32) {
+        if self.slots[slot as usize].conn.as_ref().is_some_and(|c| c.get) {
+            return self.open_stream(slot);
+        }
         let now = self.last_now;
         let generation = self.slots[slot as usize].generation;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
@@ -979,12 +1061,14 @@ impl HttpEngine {
         let (mode, check, attached) = sessions::route(&self.sessions, headers.as_slice(), principal.as_ref());
         if c.delete {
             // `DELETE` ends the session it names; nothing else is served by it.
+            let mut stream = None;
             let status = match (check, attached) {
                 (_, Some(r)) => {
-                    // What its client was asked can no longer be answered.
-                    if let Some(e) = self.sessions.get(r) {
+                    // What its client was asked can no longer be answered; its stream ends.
+                    stream = self.sessions.get(r).and_then(|e| {
                         core.inputs_gone(Some(e.session.serial));
-                    }
+                        e.stream
+                    });
                     self.sessions.remove(r);
                     self.session_timers.set(r.slot(), None);
                     200
@@ -993,6 +1077,10 @@ impl HttpEngine {
                 _ => 400,
             };
             respond_empty(c, now, status, &[]);
+            if let Some((s, _)) = stream.filter(|&(s, _)| s != slot) {
+                Self::end_stream(&mut self.slots, stream, now);
+                self.settle(s);
+            }
             return;
         }
         // The session's state is the core's while it serves the request.

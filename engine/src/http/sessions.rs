@@ -53,6 +53,9 @@ pub(crate) struct Entry {
     pub(crate) active: u32,
     /// When its last request ended (or it was created).
     pub(crate) idle_since: Instant,
+    /// The connection (slot, generation) holding its standalone `GET` stream, if one was
+    /// opened (it may have closed since: check the connection).
+    pub(crate) stream: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Default)]
@@ -130,7 +133,7 @@ impl Sessions {
             }
         };
         let s = &mut self.slots[slot as usize];
-        s.entry = Some(Entry { token, id, session, principal, active: 0, idle_since: now });
+        s.entry = Some(Entry { token, id, session, principal, active: 0, idle_since: now, stream: None });
         self.by_token.insert(token, slot);
         self.live += 1;
         Ok(SessionRef { slot, generation: s.generation })
@@ -162,6 +165,12 @@ impl Sessions {
             return None;
         }
         s.entry.as_mut()
+    }
+
+    /// Every live session that opened a standalone stream (a scan of the table: for
+    /// catalog changes and resource updates).
+    pub(crate) fn with_streams(&self) -> impl Iterator<Item = &Entry> {
+        self.slots.iter().filter_map(|s| s.entry.as_ref()).filter(|e| e.stream.is_some())
     }
 
     /// The live session in `slot` (a timer fired for it).
@@ -258,6 +267,27 @@ pub(crate) fn route(
     } else {
         (Mode::Http, SessionCheck::Own, None)
     }
+}
+
+/// Why a `GET` for the standalone stream of `session` is refused, by its headers: no
+/// `Accept: text/event-stream` (`406`), an `MCP-Protocol-Version` other than the
+/// session's revision (`400`).
+pub(crate) fn stream_refusal(headers: &[httparse::Header<'_>], session: &Session) -> Option<u16> {
+    let named = |name: &'static str| headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name));
+    let accepts = named("accept").any(|h| {
+        h.value.split(|&b| b == b',').any(|t| {
+            let t = t.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
+            t.eq_ignore_ascii_case(b"text/event-stream") || t == b"*/*" || t.eq_ignore_ascii_case(b"text/*")
+        })
+    });
+    if !accepts {
+        return Some(406);
+    }
+    let revision = session.legacy.map(Revision::as_str);
+    if named("mcp-protocol-version").any(|h| Some(h.value.trim_ascii()) != revision.map(str::as_bytes)) {
+        return Some(400);
+    }
+    None
 }
 
 #[cfg(test)]

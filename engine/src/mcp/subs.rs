@@ -7,10 +7,11 @@ use simd_json::{Node, StaticNode};
 use crate::catalog::Catalog;
 use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req, field};
+use crate::mcp::lifecycle::Session;
 use crate::mcp::streams::{Sub, SubFilter, teardown};
 use crate::mcp::tickets::{IdBuf, Kind};
 use crate::mcp::{Core, Mode};
-use crate::output::{Route, Routed};
+use crate::output::{Outbox, Route, Routed};
 use crate::revision::Revision;
 use crate::wire::cursor::ListKind;
 use crate::wire::json;
@@ -235,10 +236,7 @@ impl Core {
                     continue;
                 }
                 if self.mode == Mode::Stdio && self.session.legacy.is_some() && self.session.initialized {
-                    let out = &mut self.outbox.out;
-                    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
-                    json::write_str(out, method);
-                    out.extend_from_slice(b"}\n");
+                    legacy_notice(&mut self.outbox, Route::Stdio, method, None);
                 }
                 self.subs.publish(
                     &mut self.outbox,
@@ -266,16 +264,8 @@ impl Core {
             return 0;
         }
         let mut sent = 0;
-        if self.mode == Mode::Stdio
-            && self.session.initialized
-            && self.session.uris.iter().any(|u| uri_matches(u, uri))
-        {
-            let out = &mut self.outbox.out;
-            out.extend_from_slice(
-                b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":",
-            );
-            json::write_str(out, uri);
-            out.extend_from_slice(b"}}\n");
+        if self.mode == Mode::Stdio && wants_update(&self.session, uri) {
+            legacy_notice(&mut self.outbox, Route::Stdio, "notifications/resources/updated", Some(uri));
             sent += 1;
         }
         let wants = |s: &Sub| s.uris.iter().any(|u| uri_matches(u, uri));
@@ -297,6 +287,35 @@ impl Core {
         sent
     }
 
+    /// The session-bound `notifications/*/list_changed` of `change` for an HTTP session
+    /// (`session`, swapped out of the HTTP layer's table), on its standalone stream at
+    /// `route`: sent once the client is initialized, when `Config::list_changed` is on.
+    pub(crate) fn session_list_changed(&mut self, route: Route, session: &Session, change: CatalogChange) {
+        if !self.cfg.list_changed || session.legacy.is_none() || !session.initialized {
+            return;
+        }
+        for (on, method) in [
+            (change.tools, "notifications/tools/list_changed"),
+            (change.prompts, "notifications/prompts/list_changed"),
+            (change.resources, "notifications/resources/list_changed"),
+        ] {
+            if on {
+                legacy_notice(&mut self.outbox, route, method, None);
+            }
+        }
+    }
+
+    /// `notifications/resources/updated` for an HTTP session that subscribed to `uri`
+    /// (`resources/subscribe`), on its standalone stream at `route`. Returns whether it
+    /// was sent.
+    pub(crate) fn session_resource_updated(&mut self, route: Route, session: &Session, uri: &str) -> bool {
+        let send = self.cfg.resource_subscriptions && wants_update(session, uri);
+        if send {
+            legacy_notice(&mut self.outbox, route, "notifications/resources/updated", Some(uri));
+        }
+        send
+    }
+
     /// Ends every subscription gracefully (see [`Engine::end_subscriptions`]).
     pub(crate) fn end_subscriptions(&mut self) -> usize {
         let n = self.subs.list.len();
@@ -304,6 +323,31 @@ impl Core {
             teardown(&mut self.outbox, &self.prepared, &sub);
         }
         n
+    }
+}
+
+/// Whether a session-bound client subscribed (`resources/subscribe`) to `uri`.
+fn wants_update(session: &Session, uri: &str) -> bool {
+    session.initialized && session.uris.iter().any(|u| uri_matches(u, uri))
+}
+
+/// Writes a session-bound notification (`method`, with `params.uri` when given) for
+/// `route`: on the stdio stream, or an HTTP standalone stream (an interim message of a
+/// stream, dropped with it if its connection cannot take it).
+fn legacy_notice(outbox: &mut Outbox, route: Route, method: &str, uri: Option<&str>) {
+    let out = &mut outbox.out;
+    let start = out.len();
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
+    json::write_str(out, method);
+    if let Some(uri) = uri {
+        out.extend_from_slice(b",\"params\":{\"uri\":");
+        json::write_str(out, uri);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"}\n");
+    if let Route::Http { .. } = route {
+        let end = out.len();
+        outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
     }
 }
 
