@@ -127,13 +127,14 @@ async fn a_slow_call_holds_back_the_requests_pipelined_after_it() {
 }
 
 #[tokio::test]
-async fn get_is_refused_405_and_the_connection_closes() {
+async fn another_method_is_refused_405_and_the_connection_closes() {
     let (addr, _server) = start(Probe::new()).await;
     let mut conn = Conn::open(addr).await;
-    conn.send(&format!("GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", addr.port())).await;
+    conn.send(&format!("PUT /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\n\r\n", addr.port()))
+        .await;
     let r = conn.response().await;
     assert_eq!(r.status, 405);
-    assert_eq!(r.header("allow"), Some("POST, DELETE"));
+    assert_eq!(r.header("allow"), Some("GET, POST, DELETE"));
     assert!(r.closes(), "{r:?}");
     assert!(conn.closed_by_server().await, "nothing follows the refusal, and the socket closes");
 

@@ -1,10 +1,18 @@
 // Drives a server's Streamable HTTP endpoint with the official TypeScript SDK client
-// (v1, `StreamableHTTPClientTransport`) over a session: initialize, list, call with
-// progress, call with logging, terminate (DELETE), and a request after it (must fail).
+// (v1, `StreamableHTTPClientTransport`) over a session: initialize (declaring sampling,
+// elicitation and roots), list, call with progress, call with logging, calls during which
+// the server sends requests to the client on the POST's SSE stream (`sampling/createMessage`
+// answered, then refused with an error; `elicitation/create`; `roots/list`), terminate
+// (DELETE), and a request after it (must fail).
 // Usage: node session-client.mjs URL. Exits non-zero, naming the step, on any failure.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 
 const url = new URL(process.argv[2]);
 const fail = (step, detail) => {
@@ -13,7 +21,27 @@ const fail = (step, detail) => {
 };
 
 const transport = new StreamableHTTPClientTransport(url);
-const client = new Client({ name: "mcp-engine-interop", version: "1.0.0" }, { capabilities: {} });
+const client = new Client(
+  { name: "mcp-engine-interop", version: "1.0.0" },
+  { capabilities: { sampling: {}, elicitation: {}, roots: {} } },
+);
+// Server-to-client requests: fixed answers, each request recorded. While `declineSampling`
+// is set, the sampling handler throws (the SDK answers with a JSON-RPC error).
+const asked = { sampling: [], elicitation: [], roots: [] };
+let declineSampling = false;
+client.setRequestHandler(CreateMessageRequestSchema, (request) => {
+  asked.sampling.push(request.params);
+  if (declineSampling) throw new Error("declined");
+  return { role: "assistant", content: { type: "text", text: "Paris" }, model: "interop-model" };
+});
+client.setRequestHandler(ElicitRequestSchema, (request) => {
+  asked.elicitation.push(request.params);
+  return { action: "accept", content: { response: "hello" } };
+});
+client.setRequestHandler(ListRootsRequestSchema, (request) => {
+  asked.roots.push(request.params);
+  return { roots: [{ uri: "file:///interop", name: "interop" }] };
+});
 await client.connect(transport).catch((e) => fail("initialize", e));
 if (!transport.sessionId) fail("initialize", "no Mcp-Session-Id");
 if (!/^[\x21-\x7e]+$/.test(transport.sessionId)) fail("initialize", `session id not visible ASCII: ${transport.sessionId}`);
@@ -38,6 +66,80 @@ client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push
 await client.callTool({ name: "test_tool_with_logging", arguments: {} }).catch((e) => fail("tools/call with logging", e));
 if (logs.length < 3) fail("tools/call with logging", `messages ${JSON.stringify(logs)}`);
 
+// A tool call during which the server asks the client (`kind` names the handler): the call
+// must answer `expected` (exactly, or as a prefix) after the handler ran exactly once.
+const textOf = (result) => result?.content?.[0]?.text;
+const callAsking = async (step, kind, name, args, check) => {
+  const before = asked[kind].length;
+  const result = await client.callTool({ name, arguments: args }).catch((e) => fail(step, e));
+  const calls = asked[kind].length - before;
+  if (calls !== 1) fail(step, `${kind} handler called ${calls} times, expected once`);
+  if (result.isError) fail(step, `tool error: ${JSON.stringify(result)}`);
+  const text = textOf(result);
+  if (typeof text !== "string") fail(step, `no text content: ${JSON.stringify(result)}`);
+  check(text, asked[kind][before]);
+  for (const other of Object.keys(asked)) {
+    if (other !== kind && asked[other].length !== counts[other]) {
+      fail(step, `${other} handler called unexpectedly: ${JSON.stringify(asked[other].slice(counts[other]))}`);
+    }
+  }
+  counts[kind] = asked[kind].length;
+  return text;
+};
+const counts = { sampling: 0, elicitation: 0, roots: 0 };
+const exactly = (step, expected) => (text) => {
+  if (text !== expected) fail(step, `text ${JSON.stringify(text)}, expected ${JSON.stringify(expected)}`);
+};
+
+const prompt = "What is the capital of France?";
+await callAsking("tools/call with sampling", "sampling", "test_sampling", { prompt }, (text, params) => {
+  exactly("tools/call with sampling", "LLM response: Paris")(text);
+  const message = params?.messages?.[0];
+  if (params?.messages?.length !== 1 || message.role !== "user" || message.content?.text !== prompt) {
+    fail("tools/call with sampling", `request ${JSON.stringify(params)}`);
+  }
+  if (params.maxTokens !== 100) fail("tools/call with sampling", `maxTokens ${params.maxTokens}, expected 100`);
+});
+
+declineSampling = true;
+const declined = await callAsking(
+  "tools/call with sampling declined",
+  "sampling",
+  "test_sampling",
+  { prompt },
+  (text) => {
+    if (!text.startsWith("Sampling not supported or error:")) {
+      fail("tools/call with sampling declined", `text ${JSON.stringify(text)}`);
+    }
+  },
+);
+declineSampling = false;
+
+const question = "What should I say?";
+await callAsking(
+  "tools/call with elicitation",
+  "elicitation",
+  "test_elicitation",
+  { message: question },
+  (text, params) => {
+    exactly("tools/call with elicitation", 'User response: action=accept, content={"response":"hello"}')(text);
+    if (params?.message !== question) fail("tools/call with elicitation", `request ${JSON.stringify(params)}`);
+    if (params.mode !== undefined && params.mode !== "form") fail("tools/call with elicitation", `mode ${params.mode}`);
+    const schema = params.requestedSchema;
+    if (schema?.properties?.response?.type !== "string" || !schema.required?.includes("response")) {
+      fail("tools/call with elicitation", `requestedSchema ${JSON.stringify(schema)}`);
+    }
+  },
+);
+
+await callAsking(
+  "tools/call with roots/list",
+  "roots",
+  "test_input_required_result_list_roots",
+  {},
+  exactly("tools/call with roots/list", "Client roots: file:///interop"),
+);
+
 const ended = transport.sessionId;
 await transport.terminateSession().catch((e) => fail("DELETE", e));
 // The ended session's id is refused: a raw request with it is 404.
@@ -53,4 +155,7 @@ const after = await fetch(url, {
 });
 if (after.status !== 404) fail("after DELETE", `status ${after.status}`);
 await client.close();
-console.log(`interop: ${version.name} ${version.version}: session, list, progress (${progress.length}), logging (${logs.length}), DELETE, 404 after it: ok`);
+console.log(
+  `interop: ${version.name} ${version.version}: session, list, progress (${progress.length}), logging (${logs.length}), ` +
+    `sampling, sampling declined (${JSON.stringify(declined)}), elicitation, roots, DELETE, 404 after it: ok`,
+);

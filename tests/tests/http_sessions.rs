@@ -431,3 +431,107 @@ fn a_session_lives_while_the_host_works_on_its_request() {
     c.e.handle_timeout(c.now);
     assert_eq!(c.e.sessions(), 0);
 }
+
+/// `(id, data)` of every SSE event in `raw` (an event without an id has an empty one).
+fn sse_events(raw: &str) -> Vec<(String, String)> {
+    let mut events = Vec::new();
+    let mut id = String::new();
+    for line in raw.lines() {
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = v.to_owned();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            events.push((core::mem::take(&mut id), d.to_owned()));
+        }
+    }
+    events
+}
+
+/// A session whose client logs at `info`, and a tool call that streams three log
+/// messages then its result; returns the session id and the call's raw response.
+fn logging_call(c: &mut Client, version: &str) -> (String, String) {
+    let id = open(c, version);
+    let level = request(2, "logging/setLevel", json!({ "level": "info" }));
+    assert_eq!(one(c, &legacy(&level, Some(version), Some(&id))).status, 200);
+    let call = request(3, "tools/call", json!({ "name": "test_tool_with_logging" }));
+    let (_, raw) = on_new(c, &legacy(&call, Some(version), Some(&id)));
+    (id, raw)
+}
+
+#[test]
+fn session_streams_carry_event_ids_and_2025_11_25_ones_open_with_a_priming_event() {
+    let mut c = client();
+    let (_, raw) = logging_call(&mut c, "2025-11-25");
+    let events = sse_events(&raw);
+    assert_eq!(events.len(), 5, "priming, three logs, the result: {raw}");
+    assert_eq!(events[0].1, "", "the priming event has no data");
+    assert!(events.iter().all(|(id, _)| id.len() == 32), "{events:?}");
+    let mut ids: Vec<_> = events.iter().map(|(id, _)| id.clone()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 5, "distinct ids");
+    // 2025-06-18 streams have ids too, and no priming event.
+    let (_, raw) = logging_call(&mut c, "2025-06-18");
+    let events = sse_events(&raw);
+    assert_eq!(events.len(), 4, "{raw}");
+    assert!(events.iter().all(|(id, data)| id.len() == 32 && !data.is_empty()), "{events:?}");
+}
+
+#[test]
+fn a_resumed_request_stream_replays_what_followed_and_only_for_its_session() {
+    let mut c = client();
+    let (id, raw) = logging_call(&mut c, "2025-11-25");
+    let events = sse_events(&raw);
+    // The client saw the priming event and the first log only.
+    let last = &events[1].0;
+    let (_, out) = on_new(&mut c, &get(Some(&id), &format!("{SSE}Last-Event-ID: {last}\r\n")));
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    let replayed = sse_events(&out);
+    assert_eq!(replayed, events[2..].to_vec(), "the rest, with the same ids");
+    assert!(out.ends_with("0\r\n\r\n"), "then the request's stream ends: {out:?}");
+    // Another session cannot resume it; a forged id is refused the same way.
+    let other = open(&mut c, "2025-11-25");
+    let (_, out) = on_new(&mut c, &get(Some(&other), &format!("{SSE}Last-Event-ID: {last}\r\n")));
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+    let forged = format!("{}A", &last[..31]);
+    let (_, out) = on_new(&mut c, &get(Some(&id), &format!("{SSE}Last-Event-ID: {forged}\r\n")));
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+}
+
+#[test]
+fn the_standalone_stream_resumes_where_the_client_left_it() {
+    let mut c = client();
+    let id = open(&mut c, "2025-11-25");
+    let (stream, opened) = on_new(&mut c, &get(Some(&id), SSE));
+    let priming = sse_events(&opened);
+    assert!(priming.len() == 1 && priming[0].1.is_empty(), "{opened}");
+    let mut d = everything::Dynamic::default();
+    for _ in 0..3 {
+        d.tool = !d.tool;
+        c.e.replace_catalog(everything::catalog_with(d)).unwrap();
+    }
+    let seen = sse_events(&more(&mut c, stream));
+    assert_eq!(seen.len(), 3, "three list changes: {seen:?}");
+    c.e.handle_closed(c.now, stream);
+    // Back after the first change: the other two come again, then the stream goes on.
+    let (stream, out) = on_new(&mut c, &get(Some(&id), &format!("{SSE}Last-Event-ID: {}\r\n", seen[0].0)));
+    assert_eq!(sse_events(&out), seen[1..].to_vec(), "{out}");
+    d.tool = !d.tool;
+    c.e.replace_catalog(everything::catalog_with(d)).unwrap();
+    let live = sse_events(&more(&mut c, stream));
+    assert_eq!(live.len(), 1);
+    assert!(live[0].1.contains("tools/list_changed"));
+    assert!(!seen.iter().any(|(i, _)| *i == live[0].0), "a new id");
+}
+
+#[test]
+fn a_replay_that_lost_events_says_so() {
+    let mut http = http();
+    http.replay_buffer(200);
+    let mut c = client_with(http);
+    let (id, raw) = logging_call(&mut c, "2025-11-25");
+    let events = sse_events(&raw);
+    let (_, out) = on_new(&mut c, &get(Some(&id), &format!("{SSE}Last-Event-ID: {}\r\n", events[0].0)));
+    assert!(out.contains(": gap"), "{out}");
+    let replayed = sse_events(&out);
+    assert!(!replayed.is_empty() && replayed.len() < 4, "only what fits is kept: {replayed:?}");
+    assert_eq!(replayed.last(), events.last(), "the newest events are the ones kept");
+}

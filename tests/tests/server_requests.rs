@@ -389,7 +389,12 @@ fn more(c: &mut Client, conn: ConnId) -> String {
 
 /// The JSON of every SSE `data:` line.
 fn events(raw: &str) -> Vec<Value> {
-    raw.lines().filter_map(|l| l.strip_prefix("data: ")).map(|d| serde_json::from_str(d).unwrap()).collect()
+    // The priming event (an id, no data) opens a 2025-11-25 stream.
+    raw.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| !d.is_empty())
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
 }
 
 fn http_open(c: &mut Client, caps: Value) -> String {

@@ -38,6 +38,7 @@ pub struct HttpConfig {
     pub(super) sse_keepalive: Duration,
     pub(super) max_sessions: usize,
     pub(super) session_idle_timeout: Duration,
+    pub(super) replay_buffer: usize,
 }
 
 impl HttpConfig {
@@ -59,6 +60,7 @@ impl HttpConfig {
             sse_keepalive: Duration::from_secs(15),
             max_sessions: 4096,
             session_idle_timeout: Duration::from_secs(30 * 60),
+            replay_buffer: 64 * 1024,
         }
     }
     /// The endpoint path (default `/mcp`). Other paths are answered `404`.
@@ -142,6 +144,14 @@ impl HttpConfig {
     /// session is ever evicted to make room.
     pub fn max_sessions(&mut self, n: usize) -> &mut Self {
         self.max_sessions = n;
+        self
+    }
+    /// The bytes of recent SSE events each session keeps for `Last-Event-ID`
+    /// resumption, across its streams (default 64 KiB; oldest dropped first). A client
+    /// that resumes after events it missed were dropped is told so (an SSE comment
+    /// `: gap`) before the events that are still kept.
+    pub fn replay_buffer(&mut self, bytes: usize) -> &mut Self {
+        self.replay_buffer = bytes;
         self
     }
     /// How long a session with no request in flight lives after its last request

@@ -91,6 +91,20 @@ pub(super) struct Exchange {
     /// The session whose request this connection waits on (it keeps the session alive
     /// until the response is done or the connection ends).
     pub(super) session: Option<SessionRef>,
+    /// The response is (or will be, if it becomes SSE) a session's stream: its events
+    /// carry ids and are kept for resumption.
+    pub(super) sse: Option<SessionStream>,
+}
+
+/// A session-bound SSE stream: its session, its number in it (0: the standalone `GET`
+/// stream) and its last event number; whether it opens with a priming event
+/// (`2025-11-25`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SessionStream {
+    pub(super) session: SessionRef,
+    pub(super) stream: u32,
+    pub(super) seq: u32,
+    pub(super) priming: bool,
 }
 
 impl Exchange {
@@ -121,6 +135,7 @@ impl Exchange {
             delete: false,
             get: false,
             session: None,
+            sse: None,
         }
     }
 
@@ -234,6 +249,28 @@ impl Exchange {
         match self.framing {
             Framing::Wire => http1::write_sse_event(&mut self.out, data),
             Framing::Embedded => http1::push_sse_event(&mut self.out, None, data),
+        }
+    }
+
+    /// An SSE event with an `id:` field.
+    pub(super) fn write_sse_event_with_id(&mut self, now: Instant, id: &str, data: &[u8]) {
+        self.will_write(now);
+        match self.framing {
+            Framing::Wire => http1::write_sse_event_with_id(&mut self.out, id, data),
+            Framing::Embedded => http1::push_sse_event(&mut self.out, Some(id), data),
+        }
+    }
+
+    /// An SSE comment saying `text` (readers ignore it; people and tools can see it).
+    pub(super) fn write_sse_note(&mut self, now: Instant, text: &str) {
+        self.will_write(now);
+        match self.framing {
+            Framing::Wire => http1::write_sse_note(&mut self.out, text),
+            Framing::Embedded => {
+                self.out.extend_from_slice(b": ");
+                self.out.extend_from_slice(text.as_bytes());
+                self.out.extend_from_slice(b"\n\n");
+            }
         }
     }
 
@@ -516,6 +553,7 @@ pub(super) fn finish(c: &mut Exchange, now: Instant, close: bool) {
     c.session_id = None;
     c.delete = false;
     c.get = false;
+    c.sse = None;
     c.served = c.served.saturating_add(1);
     c.idle_since = now;
     c.phase = if close { Phase::Closing } else { Phase::Head };

@@ -20,6 +20,7 @@ mod auth;
 mod config;
 mod conns;
 mod exchange;
+mod replay;
 mod sessions;
 
 pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, HeaderList, Principal, Verdict};
@@ -39,14 +40,16 @@ use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Dispatched, Mode, Room, SessionCheck, new_core};
 use crate::output::Route;
 
+use crate::revision::Revision;
 use crate::time::{Instant, UnixTime};
 use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
+use exchange::SessionStream;
 use exchange::{
     ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, refuse, respond_empty,
     respond_json, start_body, trim_newline,
 };
-use sessions::Sessions;
+use sessions::{SessionRef, Sessions};
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
 /// [`HttpEngine::response`].
@@ -833,6 +836,7 @@ impl HttpEngine {
             let msg = self.core.outbox().message(&r);
             let keepalive = self.http.sse_keepalive;
             c.keepalive = (r.sub && r.interim && !keepalive.is_zero()).then(|| now + keepalive);
+            let max = self.http.replay_buffer;
             if r.interim {
                 if c.http10 {
                     continue; // an HTTP/1.0 client cannot take a stream: it gets the answer only
@@ -840,14 +844,14 @@ impl HttpEngine {
                 if !c.streaming {
                     c.streaming = true;
                     let close = !c.keep_alive;
-                    c.write_sse_head(now, close);
+                    stream_head(c, &mut self.sessions, max, now, close);
                 }
-                c.write_sse_event(now, msg);
+                stream_event(c, &mut self.sessions, max, now, msg);
                 self.settle(conn);
                 continue;
             }
             if c.streaming {
-                c.write_sse_event(now, msg);
+                stream_event(c, &mut self.sessions, max, now, msg);
                 c.write_sse_end(now);
                 c.streaming = false;
                 let close = !c.keep_alive;
@@ -986,22 +990,41 @@ impl HttpEngine {
     fn open_stream(&mut self, slot: u32) {
         let now = self.last_now;
         let keepalive = self.http.sse_keepalive;
+        let max = self.http.replay_buffer;
         let generation = self.slots[slot as usize].generation;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         let (head, _, spans) = c.codec.head_body_and_spans();
         let headers = HeaderList::from_spans(head, spans);
         let (_, check, attached) = sessions::route(&self.sessions, headers.as_slice(), c.principal.as_ref());
         let entry = attached.and_then(|r| self.sessions.get(r));
-        let refusal = match (check, entry) {
+        let mut refusal = match (check, entry) {
             _ if c.http10 => Some(400),
             (_, Some(e)) => sessions::stream_refusal(headers.as_slice(), &e.session),
             (SessionCheck::Unknown, None) => Some(404),
             _ => Some(400),
         };
-        let open_elsewhere = entry.and_then(|e| e.stream).is_some_and(|(s, g)| {
-            (s, g) != (slot, generation)
-                && self.slots.get(s as usize).and_then(|x| x.conn.as_ref()).is_some_and(|o| o.generation == g)
-        });
+        // A resumption names the last event the client saw: of this session, or refused.
+        let mut resume = None;
+        if let (None, Some(r)) = (refusal, attached) {
+            let mut ids = headers.as_slice().iter().filter(|h| h.name.eq_ignore_ascii_case("last-event-id"));
+            if let Some(h) = ids.next() {
+                resume = self.sessions.open_event_id(r, h.value.trim_ascii());
+                if resume.is_none() || ids.next().is_some() {
+                    refusal = Some(400);
+                }
+            }
+        }
+        let standalone = resume.is_none_or(|(stream, _)| stream == 0);
+        let open_elsewhere = standalone
+            && entry.and_then(|e| e.stream).is_some_and(|(s, g)| {
+                (s, g) != (slot, generation)
+                    && self
+                        .slots
+                        .get(s as usize)
+                        .and_then(|x| x.conn.as_ref())
+                        .is_some_and(|o| o.generation == g)
+            });
+        let priming = entry.is_some_and(|e| e.session.legacy == Some(Revision::V2025_11_25));
         let status = refusal.unwrap_or(if open_elsewhere { 409 } else { 200 });
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         conns::lend_out(&mut self.outs, c);
@@ -1011,17 +1034,31 @@ impl HttpEngine {
             return;
         }
         let Some(r) = attached else { return };
-        if let Some(e) = self.sessions.get_mut(r) {
-            e.stream = Some((slot, generation));
+        let close = !c.keep_alive;
+        c.streaming = true;
+        c.write_sse_head(now, close);
+        if let Some((stream, seen)) = resume {
+            replay(c, &self.sessions, r, stream, seen, now);
+        }
+        if !standalone {
+            // A request's stream, resumed: what it sent since is replayed, then it ends
+            // (its request ended with its connection).
+            c.write_sse_end(now);
+            c.streaming = false;
+            finish(c, now, close);
+            return;
+        }
+        let Some(e) = self.sessions.get_mut(r) else { return };
+        e.stream = Some((slot, generation));
+        c.sse = Some(SessionStream { session: r, stream: 0, seq: e.standalone_seq, priming });
+        if resume.is_none() && priming {
+            stream_event(c, &mut self.sessions, max, now, b"");
         }
         // An open stream keeps its session alive (see `settle`).
         self.sessions.begin(r);
         self.session_timers.set(r.slot(), self.sessions.deadline(r));
         c.session = Some(r);
         c.phase = Phase::Waiting;
-        c.streaming = true;
-        let close = !c.keep_alive;
-        c.write_sse_head(now, close);
         c.keepalive = (!keepalive.is_zero()).then(|| now + keepalive);
     }
 
@@ -1083,8 +1120,12 @@ impl HttpEngine {
             }
             return;
         }
-        // The session's state is the core's while it serves the request.
-        if let Some(e) = attached.and_then(|r| self.sessions.get_mut(r)) {
+        // The session's state is the core's while it serves the request; should its
+        // response become a stream, it is the session's next one.
+        if let Some((r, e)) = attached.and_then(|r| Some((r, self.sessions.get_mut(r)?))) {
+            let priming = e.session.legacy == Some(Revision::V2025_11_25);
+            c.sse = Some(SessionStream { session: r, stream: e.next_stream, seq: 0, priming });
+            e.next_stream = e.next_stream.wrapping_add(1).max(1);
             core::mem::swap(core.session_mut(), &mut e.session);
         }
         core.set_session_check(mode, check);
@@ -1139,6 +1180,49 @@ fn derive_key(entropy: &[u8; 32]) -> [u8; 32] {
         <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(entropy).unwrap_or_else(|_| unreachable!());
     m.update(b"mcp-engine/session-seal-key");
     m.finalize().into_bytes().into()
+}
+
+/// Writes `data` as the next event of `c`'s stream: with an id, and kept for
+/// resumption, when it is a session's stream (see `replay`).
+fn stream_event(c: &mut Exchange, sessions: &mut Sessions, max: usize, now: Instant, data: &[u8]) {
+    let Some(mut st) = c.sse else { return c.write_sse_event(now, data) };
+    st.seq = st.seq.wrapping_add(1);
+    c.sse = Some(st);
+    let Some(id) = sessions.event_id(st.session, st.stream, st.seq) else {
+        return c.write_sse_event(now, data); // its session ended meanwhile
+    };
+    c.write_sse_event_with_id(now, core::str::from_utf8(&id).unwrap_or_default(), data);
+    if let Some(e) = sessions.get_mut(st.session) {
+        if st.stream == 0 {
+            e.standalone_seq = st.seq;
+        }
+        e.replay.push(st.stream, st.seq, data, max);
+    }
+}
+
+/// Opens `c`'s SSE response: the head, and the priming event (an id, no data) of a
+/// `2025-11-25` session's stream.
+fn stream_head(c: &mut Exchange, sessions: &mut Sessions, max: usize, now: Instant, close: bool) {
+    c.write_sse_head(now, close);
+    if c.sse.is_some_and(|s| s.priming) {
+        stream_event(c, sessions, max, now, b"");
+    }
+}
+
+/// Writes again, with their ids, the events of `stream` of session `r` after `seen`,
+/// after a `: gap` comment when some of them are no longer kept.
+fn replay(c: &mut Exchange, sessions: &Sessions, r: SessionRef, stream: u32, seen: u32, now: Instant) {
+    let Some(e) = sessions.get(r) else { return };
+    let missed = e.replay.since(stream, seen);
+    if missed.gap {
+        c.write_sse_note(now, "gap: events after Last-Event-ID were dropped from the replay buffer");
+    }
+    for (seq, data) in missed.events {
+        match sessions.event_id(r, stream, seq) {
+            Some(id) => c.write_sse_event_with_id(now, core::str::from_utf8(&id).unwrap_or_default(), data),
+            None => c.write_sse_event(now, data),
+        }
+    }
 }
 
 /// The connection `id` names in `slots`, if it is still open.

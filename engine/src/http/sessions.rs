@@ -21,8 +21,9 @@ use crate::mcp::{Room, SessionCheck};
 use crate::revision::Revision;
 use core::time::Duration;
 
+use crate::http::replay::Replay;
 use crate::time::Instant;
-use crate::wire::session_id::{SESSION_ID_LEN, SessionIds, Token};
+use crate::wire::session_id::{EVENT_ID_LEN, SESSION_ID_LEN, SessionIds, Token};
 
 /// A session of the table: its slot and the generation that slot had, so a stale
 /// reference to an ended session finds nothing.
@@ -56,6 +57,13 @@ pub(crate) struct Entry {
     /// The connection (slot, generation) holding its standalone `GET` stream, if one was
     /// opened (it may have closed since: check the connection).
     pub(crate) stream: Option<(u32, u32)>,
+    /// The last event number of the standalone stream (stream 0; it goes on across
+    /// reconnections).
+    pub(crate) standalone_seq: u32,
+    /// The number the next `POST` stream gets (from 1).
+    pub(crate) next_stream: u32,
+    /// Recent events of its streams, for `Last-Event-ID`.
+    pub(crate) replay: Replay,
 }
 
 #[derive(Debug, Default)]
@@ -133,7 +141,18 @@ impl Sessions {
             }
         };
         let s = &mut self.slots[slot as usize];
-        s.entry = Some(Entry { token, id, session, principal, active: 0, idle_since: now, stream: None });
+        s.entry = Some(Entry {
+            token,
+            id,
+            session,
+            principal,
+            active: 0,
+            idle_since: now,
+            stream: None,
+            standalone_seq: 0,
+            next_stream: 1,
+            replay: Replay::default(),
+        });
         self.by_token.insert(token, slot);
         self.live += 1;
         Ok(SessionRef { slot, generation: s.generation })
@@ -165,6 +184,18 @@ impl Sessions {
             return None;
         }
         s.entry.as_mut()
+    }
+
+    /// The id of event `seq` of `stream` of session `r`.
+    pub(crate) fn event_id(&self, r: SessionRef, stream: u32, seq: u32) -> Option<[u8; EVENT_ID_LEN]> {
+        let token = self.get(r)?.token;
+        Some(self.ids.as_ref()?.event_id(&token, stream, seq))
+    }
+
+    /// The stream and event number an event id of session `r` names.
+    pub(crate) fn open_event_id(&self, r: SessionRef, text: &[u8]) -> Option<(u32, u32)> {
+        let token = self.get(r)?.token;
+        self.ids.as_ref()?.open_event_id(&token, text)
     }
 
     /// Every live session that opened a standalone stream (a scan of the table: for

@@ -1029,6 +1029,15 @@ pub(crate) fn write_sse_comment(out: &mut Vec<u8>) {
     out.extend_from_slice(b"2\r\n:\n\r\n");
 }
 
+/// Appends one chunk holding an SSE comment `: {text}` (line breaks in `text` become
+/// spaces), which readers ignore.
+pub(crate) fn write_sse_note(out: &mut Vec<u8>, text: &str) {
+    push_hex(out, 2 + text.len() + 2);
+    out.extend_from_slice(b"\r\n: ");
+    out.extend(text.bytes().map(|b| if matches!(b, b'\r' | b'\n') { b' ' } else { b }));
+    out.extend_from_slice(b"\n\n\r\n");
+}
+
 /// Like [`write_sse_event`], with an `id: {id}` field first (for `Last-Event-ID` resumption).
 /// CR, LF and NUL in `id` are written as spaces.
 pub(crate) fn write_sse_event_with_id(out: &mut Vec<u8>, id: &str, data: &[u8]) {

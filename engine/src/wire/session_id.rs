@@ -25,6 +25,12 @@ use sha2::Sha256;
 /// Characters of a session id.
 pub(crate) const SESSION_ID_LEN: usize = 44;
 
+/// Characters of an SSE event id: base64url of the stream (4 bytes), the event's sequence
+/// number in it (4 bytes) and an HMAC-SHA256 tag (16 bytes) over a label, the session's
+/// token and both numbers. Only the session that owns the stream can present it.
+pub(crate) const EVENT_ID_LEN: usize = 32;
+const EVENT_LABEL: &[u8] = b"mcp-engine/sse-event";
+
 /// Bytes of a session's token.
 pub(crate) const TOKEN_LEN: usize = 16;
 
@@ -96,6 +102,43 @@ impl SessionIds {
         Some(token)
     }
 
+    /// The id of event `seq` of stream `stream` of the session with `token`.
+    pub(crate) fn event_id(&self, token: &Token, stream: u32, seq: u32) -> [u8; EVENT_ID_LEN] {
+        let mut raw = [0u8; 24];
+        raw[..4].copy_from_slice(&stream.to_be_bytes());
+        raw[4..8].copy_from_slice(&seq.to_be_bytes());
+        let tag = self.event_tag(token, &raw[..8]).finalize().into_bytes();
+        raw[8..].copy_from_slice(&tag[..TAG_LEN]);
+        let mut id = [0u8; EVENT_ID_LEN];
+        let n = URL_SAFE_NO_PAD.encode_slice(raw, &mut id).unwrap_or(0);
+        debug_assert_eq!(n, EVENT_ID_LEN);
+        id
+    }
+
+    /// The stream and sequence number of event id `text`, if it is one this key issued
+    /// for the session with `token`.
+    pub(crate) fn open_event_id(&self, token: &Token, text: &[u8]) -> Option<(u32, u32)> {
+        if text.len() != EVENT_ID_LEN {
+            return None;
+        }
+        let mut raw = [0u8; 27];
+        let n = URL_SAFE_NO_PAD.decode_slice(text, &mut raw).ok()?;
+        if n != 24 {
+            return None;
+        }
+        self.event_tag(token, &raw[..8]).verify_truncated_left(&raw[8..24]).ok()?;
+        let number = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        Some((number(&raw[..4]), number(&raw[4..8])))
+    }
+
+    fn event_tag(&self, token: &Token, body: &[u8]) -> Hmac<Sha256> {
+        let mut m = self.seal.clone();
+        m.update(EVENT_LABEL);
+        m.update(token);
+        m.update(body);
+        m
+    }
+
     fn tag(&self, body: &[u8]) -> Hmac<Sha256> {
         let mut m = self.seal.clone();
         m.update(SEAL_LABEL);
@@ -113,6 +156,25 @@ impl core::fmt::Debug for SessionIds {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_id_opens_only_for_its_session_and_unchanged() {
+        let mut ids = ids();
+        let (a, _) = ids.mint();
+        let (b, _) = ids.mint();
+        let id = ids.event_id(&a, 3, 77);
+        assert!(id.iter().all(|c| c.is_ascii_graphic()));
+        assert_eq!(ids.open_event_id(&a, &id), Some((3, 77)));
+        assert_eq!(ids.open_event_id(&b, &id), None, "another session's");
+        for i in 0..EVENT_ID_LEN {
+            let mut bad = id;
+            bad[i] = if bad[i] == b'A' { b'B' } else { b'A' };
+            assert_eq!(ids.open_event_id(&a, &bad), None, "changed at {i}");
+        }
+        assert_eq!(ids.open_event_id(&a, &id[..EVENT_ID_LEN - 1]), None);
+        let other = SessionIds::new(&[8; 32], &[9; 32]);
+        assert_eq!(other.open_event_id(&a, &id), None, "another key's");
+    }
 
     fn ids() -> SessionIds {
         SessionIds::new(&[7; 32], &[9; 32])

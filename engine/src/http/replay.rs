@@ -1,0 +1,133 @@
+//! What a session's SSE streams sent lately, for `Last-Event-ID` resumption.
+//!
+//! Every event of a session-bound stream (the standalone `GET` stream, a `POST`'s SSE
+//! response) has an id naming its stream and its sequence number in it
+//! (`wire::session_id`, sealed to the session). The session keeps its recent events in
+//! one buffer of at most [`HttpConfig::replay_buffer`](crate::http::HttpConfig::replay_buffer)
+//! bytes, oldest dropped first: a client that comes back with the id of the last event it
+//! saw gets the events of that stream it missed, and is told when some of them are no
+//! longer kept (a gap) instead of getting a silently incomplete stream. At most 256 events
+//! are kept, whatever their size. The buffer and its index are reserved at their bound
+//! when the session first streams and reused; nothing is allocated per event.
+
+use std::collections::VecDeque;
+
+/// One kept event: its stream, sequence number and bytes in [`Replay::bytes`].
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    stream: u32,
+    seq: u32,
+    start: usize,
+    len: usize,
+}
+
+/// How many streams' latest sequence numbers are remembered (for gap detection).
+const STREAMS: usize = 64;
+/// How many events are kept at most, whatever their size (a priming event has none).
+const EVENTS: usize = 256;
+
+/// The recent events of one session's streams.
+#[derive(Debug, Default)]
+pub(crate) struct Replay {
+    kept: VecDeque<Kept>,
+    bytes: Vec<u8>,
+    /// The latest sequence number written on each of the most recent streams.
+    latest: VecDeque<(u32, u32)>,
+}
+
+/// What a resumption gets.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Missed<'a> {
+    /// Events of the stream after the one named, oldest first: (sequence number, data).
+    pub(crate) events: Vec<(u32, &'a [u8])>,
+    /// Some events after the one named are no longer kept (or the stream is unknown).
+    pub(crate) gap: bool,
+}
+
+impl Replay {
+    /// Keeps event `seq` of `stream` (its data), dropping the oldest events to stay
+    /// within `max` bytes. An event larger than `max` is not kept (a later resumption
+    /// sees the gap).
+    pub(crate) fn push(&mut self, stream: u32, seq: u32, data: &[u8], max: usize) {
+        match self.latest.iter_mut().find(|(s, _)| *s == stream) {
+            Some(l) => l.1 = seq,
+            None => {
+                if self.latest.len() == STREAMS {
+                    self.latest.pop_front();
+                }
+                self.latest.push_back((stream, seq));
+            }
+        }
+        if data.len() > max {
+            return;
+        }
+        if self.bytes.capacity() == 0 {
+            // Once, at the bound: a session that streams keeps this much, no more.
+            self.bytes.reserve_exact(max);
+            self.kept.reserve_exact(EVENTS);
+            self.latest.reserve_exact(STREAMS);
+        }
+        while self.bytes.len() + data.len() > max || self.kept.len() >= EVENTS {
+            let Some(old) = self.kept.pop_front() else { break };
+            // The oldest event is at the front of `bytes`: move the rest down.
+            let cut = old.start + old.len;
+            self.bytes.copy_within(cut.., 0);
+            self.bytes.truncate(self.bytes.len() - cut);
+            for k in &mut self.kept {
+                k.start -= cut;
+            }
+        }
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(data);
+        self.kept.push_back(Kept { stream, seq, start, len: data.len() });
+    }
+
+    /// The events of `stream` after `seq` (the last one the client saw).
+    pub(crate) fn since(&self, stream: u32, seq: u32) -> Missed<'_> {
+        let events: Vec<(u32, &[u8])> = self
+            .kept
+            .iter()
+            .filter(|k| k.stream == stream && k.seq > seq)
+            .map(|k| (k.seq, &self.bytes[k.start..k.start + k.len]))
+            .collect();
+        let latest = self.latest.iter().find(|(s, _)| *s == stream).map(|(_, l)| *l);
+        let gap = match (events.first(), latest) {
+            (Some(&(first, _)), _) => first > seq.saturating_add(1),
+            (None, Some(l)) => l > seq,
+            (None, None) => true,
+        };
+        Missed { events, gap }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missed_events_come_back_in_order_and_a_gap_is_seen() {
+        let mut r = Replay::default();
+        for seq in 1..=5 {
+            r.push(0, seq, format!("a{seq}").as_bytes(), 64);
+            r.push(1, seq, format!("b{seq}").as_bytes(), 64);
+        }
+        let m = r.since(0, 2);
+        assert_eq!(m.events, [(3, &b"a3"[..]), (4, b"a4"), (5, b"a5")]);
+        assert!(!m.gap);
+        assert_eq!(r.since(1, 5), Missed { events: vec![], gap: false }, "nothing missed");
+        // A small buffer keeps only the newest events: the client learns it missed some.
+        let mut small = Replay::default();
+        for seq in 1..=10 {
+            small.push(7, seq, b"0123456789", 30);
+        }
+        let m = small.since(7, 2);
+        assert_eq!(m.events.iter().map(|e| e.0).collect::<Vec<_>>(), [8, 9, 10]);
+        assert!(m.gap);
+        assert!(!small.since(7, 7).gap);
+        assert!(small.since(99, 0).gap, "an unknown stream");
+        // Too big to keep: not kept, and seen as a gap.
+        small.push(7, 11, &[b'x'; 31], 30);
+        let m = small.since(7, 10);
+        assert!(m.events.is_empty() && m.gap);
+    }
+}
