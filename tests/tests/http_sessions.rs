@@ -535,3 +535,35 @@ fn a_replay_that_lost_events_says_so() {
     assert!(!replayed.is_empty() && replayed.len() < 4, "only what fits is kept: {replayed:?}");
     assert_eq!(replayed.last(), events.last(), "the newest events are the ones kept");
 }
+
+#[test]
+fn a_cancellation_is_heeded_only_from_the_requests_session() {
+    let held = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let cancelled = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let (h, x) = (held.clone(), cancelled.clone());
+    let mut config = everything::config();
+    config.secret_key([3; 32]);
+    let mut c = client_of(
+        config,
+        http(),
+        everything::catalog(),
+        Box::new(move |ev: mcp_engine::Event<'_>| match ev {
+            mcp_engine::Event::Cancelled(t) => x.borrow_mut().push(t),
+            ev => h.borrow_mut().push(ev.ticket()),
+        }),
+    );
+    c.e.set_entropy(&ENTROPY);
+    let a = open(&mut c, "2025-11-25");
+    let b = open(&mut c, "2025-11-25");
+    let call = request(7, "tools/call", json!({ "name": "test_simple_text" }));
+    let _ = on_new(&mut c, &legacy(&call, Some("2025-11-25"), Some(&a)));
+    assert_eq!(held.borrow().len(), 1);
+    let cancel =
+        json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 7 } });
+    assert_eq!(one(&mut c, &legacy(&cancel, Some("2025-11-25"), Some(&b))).status, 202);
+    assert!(cancelled.borrow().is_empty(), "another session cancelled the request");
+    assert_eq!(c.e.in_flight(), 1);
+    assert_eq!(one(&mut c, &legacy(&cancel, Some("2025-11-25"), Some(&a))).status, 202);
+    assert_eq!(*cancelled.borrow(), *held.borrow());
+    assert_eq!(c.e.in_flight(), 0);
+}

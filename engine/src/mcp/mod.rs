@@ -488,11 +488,14 @@ impl Core {
             Some(Notification::Initialized) => self.session.initialized = true,
             Some(Notification::Cancelled) => {
                 let Some(idb) = cancelled_id(n, params) else { return };
-                let found = self
-                    .tickets
-                    .slots
-                    .iter()
-                    .position(|s| s.busy.is_some_and(|b| b.id.as_bytes() == idb.as_bytes()));
+                // Over HTTP only a request of the same session (two sessions may use the
+                // same ids); stdio is one stream, whatever it opened.
+                let session = (self.mode != Mode::Stdio).then_some(self.session.serial);
+                let found = self.tickets.slots.iter().position(|s| {
+                    s.busy.is_some_and(|b| {
+                        b.id.as_bytes() == idb.as_bytes() && session.is_none_or(|ser| b.session == ser)
+                    })
+                });
                 if let Some(slot) = found {
                     let generation = self.tickets.slots[slot].generation;
                     self.tickets.free(slot);

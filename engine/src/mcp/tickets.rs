@@ -72,6 +72,9 @@ pub(crate) struct Busy {
     pub(crate) caps: ClientCapabilities,
     /// The digest a `requestState` for this request is bound to (when a key is set).
     pub(crate) digest: [u8; 32],
+    /// The session the request was made in (its serial; 0 outside a session): a
+    /// cancellation by message is heeded from that session only.
+    pub(crate) session: u64,
 }
 
 #[derive(Clone, Copy)]
