@@ -66,8 +66,10 @@ client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push
 await client.callTool({ name: "test_tool_with_logging", arguments: {} }).catch((e) => fail("tools/call with logging", e));
 if (logs.length < 3) fail("tools/call with logging", `messages ${JSON.stringify(logs)}`);
 
-// A tool call during which the server asks the client (`kind` names the handler): the call
-// must answer `expected` (exactly, or as a prefix) after the handler ran exactly once.
+// A tool call during which the server asks the client (`kind` names the handler): the
+// handler must have run exactly once, and `check` judges the text and the request's params.
+// The other handlers must not have run meanwhile.
+const counts = { sampling: 0, elicitation: 0, roots: 0 };
 const textOf = (result) => result?.content?.[0]?.text;
 const callAsking = async (step, kind, name, args, check) => {
   const before = asked[kind].length;
@@ -86,7 +88,6 @@ const callAsking = async (step, kind, name, args, check) => {
   counts[kind] = asked[kind].length;
   return text;
 };
-const counts = { sampling: 0, elicitation: 0, roots: 0 };
 const exactly = (step, expected) => (text) => {
   if (text !== expected) fail(step, `text ${JSON.stringify(text)}, expected ${JSON.stringify(expected)}`);
 };
