@@ -11,6 +11,18 @@ pub(crate) enum Route {
     Stdio,
     /// An HTTP exchange: connection slot and generation, and the request's sequence on it.
     Http { conn: u32, generation: u32 },
+    /// A session-bound HTTP stream whose connection went away (disconnection is not
+    /// cancellation there): what is written for it is kept for the client to resume
+    /// (slot and generation in the HTTP layer's table of parked streams).
+    Parked { slot: u32, generation: u32 },
+}
+
+impl Route {
+    /// Whether messages for it are taken by the HTTP layer (through `Outbox::routed`)
+    /// rather than being the stdio stream itself.
+    pub(crate) fn is_http(self) -> bool {
+        !matches!(self, Self::Stdio)
+    }
 }
 
 /// An answer written into `State::out` for an HTTP route: `out[start..end]` is one
@@ -62,7 +74,7 @@ impl Outbox {
 
     /// [`Self::routed`] with the HTTP status of an error answer.
     pub(crate) fn routed_with(&mut self, route: Route, start: usize, status: u16) {
-        if let Route::Http { .. } = route {
+        if route.is_http() {
             let end = self.out.len();
             self.routed.push(Routed { route, start, end, interim: false, status, sub: false });
         }

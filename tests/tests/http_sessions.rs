@@ -567,3 +567,84 @@ fn a_cancellation_is_heeded_only_from_the_requests_session() {
     assert_eq!(*cancelled.borrow(), *held.borrow());
     assert_eq!(c.e.in_flight(), 0);
 }
+
+/// Tickets a test host saw.
+type Tickets = std::rc::Rc<std::cell::RefCell<Vec<mcp_engine::Ticket>>>;
+
+/// A client whose host keeps every ticket (and records cancellations).
+fn holding_client() -> (Client, Tickets, Tickets) {
+    let held = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let cancelled = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let (h, x) = (held.clone(), cancelled.clone());
+    let mut config = everything::config();
+    config.secret_key([3; 32]);
+    let mut c = client_of(
+        config,
+        http(),
+        everything::catalog(),
+        Box::new(move |ev: mcp_engine::Event<'_>| match ev {
+            mcp_engine::Event::Cancelled(t) => x.borrow_mut().push(t),
+            ev => h.borrow_mut().push(ev.ticket()),
+        }),
+    );
+    c.e.set_entropy(&ENTROPY);
+    (c, held, cancelled)
+}
+
+#[test]
+fn a_dropped_request_stream_goes_on_and_resumes_on_a_get() {
+    use mcp_engine::{Content, LogLevel, ToolOutput};
+    let (mut c, held, cancelled) = holding_client();
+    let id = open(&mut c, "2025-11-25");
+    let level = request(2, "logging/setLevel", json!({ "level": "info" }));
+    assert_eq!(one(&mut c, &legacy(&level, Some("2025-11-25"), Some(&id))).status, 200);
+    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
+    let (a, _) = on_new(&mut c, &legacy(&call, Some("2025-11-25"), Some(&id)));
+    let t = held.borrow()[0];
+    c.e.notify_log(t, LogLevel::Info, None, "one").unwrap();
+    let seen = sse_events(&more(&mut c, a));
+    assert_eq!(seen.len(), 2, "priming and the first log: {seen:?}");
+    // The connection drops: the request goes on (no cancellation), and what it says is kept.
+    c.e.handle_closed(c.now, a);
+    assert!(cancelled.borrow().is_empty());
+    assert_eq!(c.e.in_flight(), 1);
+    c.e.notify_log(t, LogLevel::Info, None, "two").unwrap();
+    let (b, out) = on_new(&mut c, &get(Some(&id), &format!("{SSE}Last-Event-ID: {}\r\n", seen[1].0)));
+    let missed = sse_events(&out);
+    assert_eq!(missed.len(), 1, "{out}");
+    assert!(missed[0].1.contains("\"two\""), "{missed:?}");
+    // The rest comes live on the new connection, and the stream ends with the answer.
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("done")])).unwrap();
+    let rest = more(&mut c, b);
+    let last = sse_events(&rest);
+    assert_eq!(last.len(), 1, "{rest}");
+    let answer: Value = serde_json::from_str(&last[0].1).unwrap();
+    assert_eq!(answer["id"], 3);
+    assert_eq!(answer["result"]["content"][0]["text"], "done");
+    assert!(rest.ends_with("0\r\n\r\n"), "{rest:?}");
+    let ids: Vec<_> = seen.iter().chain(&missed).chain(&last).map(|(i, _)| i.clone()).collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "every event of the stream has its own id");
+}
+
+#[test]
+fn deleting_the_session_cancels_its_parked_requests() {
+    use mcp_engine::LogLevel;
+    let (mut c, held, cancelled) = holding_client();
+    let id = open(&mut c, "2025-11-25");
+    let level = request(2, "logging/setLevel", json!({ "level": "info" }));
+    assert_eq!(one(&mut c, &legacy(&level, Some("2025-11-25"), Some(&id))).status, 200);
+    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
+    let (a, _) = on_new(&mut c, &legacy(&call, Some("2025-11-25"), Some(&id)));
+    let t = held.borrow()[0];
+    c.e.notify_log(t, LogLevel::Info, None, "one").unwrap();
+    c.e.handle_closed(c.now, a);
+    assert_eq!(c.e.in_flight(), 1);
+    let delete = format!("DELETE /mcp HTTP/1.1\r\nHost: localhost:3000\r\nMcp-Session-Id: {id}\r\n\r\n");
+    let (_, out) = on_new(&mut c, delete.as_bytes());
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert_eq!(*cancelled.borrow(), vec![t]);
+    assert_eq!(c.e.in_flight(), 0);
+}

@@ -136,7 +136,27 @@ impl HttpEngine {
     pub(super) fn forget(&mut self, slot: u32) {
         let Some(s) = self.slots.get_mut(slot as usize) else { return };
         let Some(mut c) = s.conn.take() else { return };
-        self.core.cancel_route(Route::Http { conn: slot, generation: c.generation });
+        let route = Route::Http { conn: slot, generation: c.generation };
+        // A session's request stream outlives its connection (disconnection is not
+        // cancellation there): parked, for the client to resume; else the request is
+        // cancelled.
+        let parked = match c.sse {
+            Some(st)
+                if c.streaming
+                    && c.phase == Phase::Waiting
+                    && st.stream != 0
+                    && self.core.has_route(route) =>
+            {
+                let core = &self.core;
+                self.parked.drain(|_, r| !core.has_route(r));
+                self.parked.park(st, self.core.config().max_in_flight)
+            }
+            _ => None,
+        };
+        match parked {
+            Some(to) => self.core.reroute(route, to),
+            None => self.core.cancel_route(route),
+        }
         if let Some(r) = c.session.take() {
             self.sessions.end(r, self.last_now);
             self.session_timers.set(r.slot(), self.sessions.deadline(r));

@@ -20,6 +20,7 @@ mod auth;
 mod config;
 mod conns;
 mod exchange;
+mod parked;
 mod replay;
 mod sessions;
 
@@ -179,6 +180,8 @@ pub struct HttpEngine {
     /// The sessions of session-bound clients, and their idle deadlines (by slot).
     sessions: Sessions,
     session_timers: Timers,
+    /// Session streams whose connection went away while their request is in flight.
+    parked: parked::Parked,
 }
 
 impl fmt::Debug for HttpEngine {
@@ -219,6 +222,7 @@ impl HttpEngine {
             cors_origins,
             sessions: Sessions::new(http.max_sessions, http.session_idle_timeout),
             session_timers: Timers::new(),
+            parked: parked::Parked::default(),
             http,
         }
     }
@@ -537,7 +541,11 @@ impl HttpEngine {
         self.core.expire_inputs();
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
-                self.sessions.expire(r, now);
+                if self.sessions.expire(r, now) {
+                    for route in self.parked.drain(|st, _| st.session == r) {
+                        self.core.cancel_route(route);
+                    }
+                }
                 self.session_timers.set(slot, self.sessions.deadline(r));
             }
         }
@@ -811,6 +819,23 @@ impl HttpEngine {
         self.core.subscriptions()
     }
 
+    /// Keeps message `i` of the outbox (for the parked stream at `route`) as the stream's
+    /// next event in its session's replay buffer; its final answer ends the entry.
+    fn park_event(&mut self, route: Route, interim: bool, _len: usize, i: usize) {
+        let max = self.http.replay_buffer;
+        let r = self.core.outbox().routed[i];
+        let msg = self.core.outbox().message(&r);
+        if let Some(st) = self.parked.get_mut(route) {
+            st.seq = st.seq.wrapping_add(1);
+            if let Some(e) = self.sessions.get_mut(st.session) {
+                e.replay.push(st.stream, st.seq, msg, max);
+            }
+        }
+        if !interim {
+            self.parked.end(route);
+        }
+    }
+
     /// Moves answers written for HTTP routes into their connections' output. A
     /// notification before the answer turns the response into an SSE stream
     /// (`text/event-stream`, `X-Accel-Buffering: no`); the answer is then its last event.
@@ -818,6 +843,10 @@ impl HttpEngine {
         let now = self.last_now;
         for i in 0..self.core.outbox().routed.len() {
             let r = self.core.outbox().routed[i];
+            if let Route::Parked { .. } = r.route {
+                self.park_event(r.route, r.interim, self.core.outbox().message(&r).len(), i);
+                continue;
+            }
             let Route::Http { conn, generation } = r.route else { continue };
             let Some(c) = self.slots.get_mut(conn as usize).and_then(|s| s.conn.as_mut()) else { continue };
             if c.generation != generation || c.phase != Phase::Waiting {
@@ -1040,12 +1069,25 @@ impl HttpEngine {
         if let Some((stream, seen)) = resume {
             replay(c, &self.sessions, r, stream, seen, now);
         }
-        if !standalone {
-            // A request's stream, resumed: what it sent since is replayed, then it ends
-            // (its request ended with its connection).
-            c.write_sse_end(now);
-            c.streaming = false;
-            finish(c, now, close);
+        if let (false, Some((stream, _))) = (standalone, resume) {
+            let here = Route::Http { conn: slot, generation };
+            let parked = self.parked.find(|st| st.session == r && st.stream == stream);
+            let Some(st) = parked.and_then(|p| self.parked.end(p).map(|st| (p, st))) else {
+                // A request's stream whose request is over: what it sent since is
+                // replayed, then it ends.
+                c.write_sse_end(now);
+                c.streaming = false;
+                finish(c, now, close);
+                return;
+            };
+            // Its request goes on: the rest of it comes on this connection.
+            let (from, st) = st;
+            self.core.reroute(from, here);
+            c.sse = Some(st);
+            self.sessions.begin(r);
+            self.session_timers.set(r.slot(), self.sessions.deadline(r));
+            c.session = Some(r);
+            c.phase = Phase::Waiting;
             return;
         }
         let Some(e) = self.sessions.get_mut(r) else { return };
@@ -1106,6 +1148,10 @@ impl HttpEngine {
                         core.inputs_gone(Some(e.session.serial));
                         e.stream
                     });
+                    // Its parked requests have nobody left to resume them.
+                    for route in self.parked.drain(|st, _| st.session == r) {
+                        core.cancel_route(route);
+                    }
                     self.sessions.remove(r);
                     self.session_timers.set(r.slot(), None);
                     200

@@ -14,7 +14,7 @@ use crate::mcp::prepared::Prepared;
 use crate::mcp::tickets::Tickets;
 use crate::mcp::tickets::{Busy, Kind, Ticket};
 use crate::output::Outbox;
-use crate::output::{Route, Routed};
+use crate::output::Routed;
 use crate::revision::Revision;
 use crate::time::Clock;
 use crate::wire::json;
@@ -114,7 +114,7 @@ impl Answers<'_> {
             json::write_str(out, m);
         }
         out.extend_from_slice(b"}}\n");
-        if let Route::Http { .. } = route {
+        if route.is_http() {
             let end = out.len();
             self.outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: false });
         }
@@ -159,7 +159,7 @@ impl Answers<'_> {
             }
         }
         out.extend_from_slice(b"}}\n");
-        if let Route::Http { .. } = busy.route {
+        if busy.route.is_http() {
             let end = out.len();
             self.outbox.routed.push(Routed {
                 route: busy.route,

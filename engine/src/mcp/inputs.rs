@@ -191,7 +191,7 @@ impl Inputs {
                     *b = b' ';
                 }
             }
-            if let Route::Http { .. } = route {
+            if route.is_http() {
                 outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: false });
             }
             let key = heapless::String::try_from(r.key()).unwrap_or_default();

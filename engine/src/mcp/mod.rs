@@ -476,6 +476,22 @@ impl Core {
         }
     }
 
+    /// Moves the tickets of `from` to `to`: what is written for them from now on goes
+    /// there (a session's stream parked when its connection went away, or resumed on
+    /// another).
+    pub(crate) fn reroute(&mut self, from: Route, to: Route) {
+        for s in &mut self.tickets.slots {
+            if let Some(b) = s.busy.as_mut().filter(|b| b.route == from) {
+                b.route = to;
+            }
+        }
+    }
+
+    /// Whether a live ticket answers on `route`.
+    pub(crate) fn has_route(&self, route: Route) -> bool {
+        self.tickets.slots.iter().any(|s| s.busy.is_some_and(|b| b.route == route))
+    }
+
     /// Whether the cancellation notification `n` names a request holding a ticket.
     pub(crate) fn cancel_is_live(&self, n: &[Node<'_>]) -> bool {
         let Some(id) = cancelled_id(n, json::get(n, 0, "params")) else { return false };

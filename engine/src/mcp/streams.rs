@@ -57,7 +57,7 @@ impl Subscriptions {
             }
             let start = outbox.out.len();
             write(&mut outbox.out, self.list[i].id.as_bytes());
-            if let Route::Http { .. } = route {
+            if route.is_http() {
                 let end = outbox.out.len();
                 outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
             }
@@ -91,7 +91,7 @@ pub(crate) fn teardown(outbox: &mut Outbox, prepared: &Prepared, sub: &Sub) {
             out.extend_from_slice(sub.id.as_bytes());
             out.extend_from_slice(b",\"reason\":\"The server ended the subscription.\"}}\n");
         }
-        Route::Http { .. } => {
+        Route::Http { .. } | Route::Parked { .. } => {
             let end = out.len();
             outbox.routed.push(Routed { route: sub.route, start, end, interim: false, status: 0, sub: true });
         }

@@ -158,7 +158,7 @@ impl Core {
         }
         out.extend_from_slice(b"}}}\n");
         let route = self.route;
-        if let Route::Http { .. } = route {
+        if route.is_http() {
             let end = out.len();
             self.outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
             self.subs.subscribed = true;
@@ -345,7 +345,7 @@ fn legacy_notice(outbox: &mut Outbox, route: Route, method: &str, uri: Option<&s
         out.push(b'}');
     }
     out.extend_from_slice(b"}\n");
-    if let Route::Http { .. } = route {
+    if route.is_http() {
         let end = out.len();
         outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
     }
