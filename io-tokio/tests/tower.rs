@@ -62,11 +62,15 @@ async fn oneshot_through_an_axum_router() {
     assert_eq!(v["id"], 1);
     assert_eq!(first_text(&v), "hi");
 
-    // The engine's rules apply: a GET is refused, a path under the mount is not the endpoint.
+    // The engine's rules apply: a GET naming no session is refused, another method is not
+    // allowed, a path under the mount is not the endpoint.
     let get = Request::get("/mcp").header("host", "localhost").body(Body::empty()).expect("a request");
     let response = app.clone().oneshot(get).await.expect("infallible");
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let put = Request::put("/mcp").header("host", "localhost").body(Body::empty()).expect("a request");
+    let response = app.clone().oneshot(put).await.expect("infallible");
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(response.headers().get("allow").map(|v| v.as_bytes()), Some(&b"POST, DELETE"[..]));
+    assert_eq!(response.headers().get("allow").map(|v| v.as_bytes()), Some(&b"GET, POST, DELETE"[..]));
     let req = request("/mcp/other", "tools/list", None, body(2, "tools/list", ""));
     assert_eq!(app.clone().oneshot(req).await.expect("infallible").status(), StatusCode::NOT_FOUND);
     // A foreign Host.
