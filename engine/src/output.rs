@@ -39,6 +39,9 @@ pub(crate) struct Routed {
     /// A message of a `subscriptions/listen` stream (dropped, with the stream, when the
     /// connection cannot take it).
     pub(crate) sub: bool,
+    /// Not a message (`start == end`): the host asked the client to reconnect to the
+    /// request's stream after this many milliseconds (see `Answers::reconnect_later`).
+    pub(crate) retry_ms: u32,
 }
 
 /// The outbox: one reused buffer of finished messages (stdio: the byte stream itself;
@@ -76,7 +79,7 @@ impl Outbox {
     pub(crate) fn routed_with(&mut self, route: Route, start: usize, status: u16) {
         if route.is_http() {
             let end = self.out.len();
-            self.routed.push(Routed { route, start, end, interim: false, status, sub: false });
+            self.routed.push(Routed { route, start, end, interim: false, status, sub: false, retry_ms: 0 });
         }
     }
 

@@ -413,6 +413,18 @@ impl Engine {
         self.core.answers().notify_log(ticket, level, logger, data)
     }
 
+    /// Lets the client's connection go while the host works on `ticket` (see
+    /// [`HttpEngine::reconnect_later`](crate::http::HttpEngine::reconnect_later)): stdio
+    /// has no connection to let go, so this is `Ok(false)` for a live ticket.
+    pub fn reconnect_later(
+        &mut self,
+        ticket: Ticket,
+        retry: core::time::Duration,
+    ) -> Result<bool, NotifyError> {
+        self.release();
+        self.core.answers().reconnect_later(ticket, retry)
+    }
+
     /// Answers a ticket with an error instead of a result (see [`HostError`] for the
     /// code each variant becomes).
     pub fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {

@@ -120,6 +120,10 @@ pub(crate) enum Outcome {
         data: serde_json::Value,
         _permit: Permit,
     },
+    /// The call lets its client's connection go for now (SSE polling); it goes on.
+    Reconnect {
+        retry: std::time::Duration,
+    },
     Tool(ToolResult),
     Resource(ResourceResult),
     Prompt(PromptResult),
@@ -196,6 +200,13 @@ impl Progress {
         let Some(permit) = self.permit() else { return false };
         let outcome = Outcome::Log { level, logger: logger.map(str::to_owned), data, _permit: permit };
         // The receiver is gone only once the run loop has returned.
+        self.tx.send(Completion { ticket: Some(self.ticket), outcome }).is_ok()
+    }
+}
+
+impl Progress {
+    pub(crate) fn reconnect_later(&self, retry: std::time::Duration) -> bool {
+        let outcome = Outcome::Reconnect { retry };
         self.tx.send(Completion { ticket: Some(self.ticket), outcome }).is_ok()
     }
 }

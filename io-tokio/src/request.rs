@@ -173,6 +173,14 @@ impl ToolCall {
         self.progress.as_ref().is_some_and(|p| p.send(progress, total, message))
     }
 
+    /// Lets the client's connection go while the call runs (SSE polling, session-bound
+    /// HTTP only; see `HttpEngine::reconnect_later`): the response ends with `retry:`,
+    /// the client comes back with `Last-Event-ID` and gets the rest. Elsewhere nothing
+    /// changes. Returns whether the request was queued for the server.
+    pub fn reconnect_later(&self, retry: std::time::Duration) -> bool {
+        self.progress.as_ref().is_some_and(|p| p.reconnect_later(retry))
+    }
+
     /// A [`Publisher`] to the server running this call: replace the catalog, announce
     /// resource updates. `None` for a call built with [`ToolCall::new`].
     pub fn publisher(&self) -> Option<Publisher> {

@@ -130,6 +130,7 @@ pub(crate) trait Answer {
         logger: Option<&str>,
         data: &serde_json::Value,
     ) -> Result<(), NotifyError>;
+    fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError>;
     fn publish(&mut self, p: Publish);
 }
 
@@ -182,6 +183,9 @@ macro_rules! answer_on {
                 data: &serde_json::Value,
             ) -> Result<(), NotifyError> {
                 self.notify_log(ticket, level, logger, data)
+            }
+            fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError> {
+                <$engine>::reconnect_later(self, ticket, retry)
             }
             fn publish(&mut self, p: Publish) {
                 match p {
@@ -372,6 +376,14 @@ impl Tasks {
             }
             return;
         }
+        if let Outcome::Reconnect { retry } = &outcome {
+            if self.running.contains_key(&ticket)
+                && let Err(e) = engine.reconnect_later(ticket, *retry)
+            {
+                tracing::debug!(?ticket, %e, "reconnect request dropped");
+            }
+            return;
+        }
         if let Outcome::Log { level, logger, data, .. } = &outcome {
             if self.running.contains_key(&ticket)
                 && let Err(e) = engine.log(ticket, *level, logger.as_deref(), data)
@@ -458,7 +470,10 @@ impl Tasks {
                 tracing::debug!(?ticket, %failure, "handler failed");
                 engine.error(ticket, failure.as_host_error())
             }
-            Outcome::Progress { .. } | Outcome::Log { .. } | Outcome::Publish(_) => Ok(()),
+            Outcome::Progress { .. }
+            | Outcome::Log { .. }
+            | Outcome::Reconnect { .. }
+            | Outcome::Publish(_) => Ok(()),
             Outcome::Dropped => {
                 tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");
                 engine.error(ticket, HostError::Internal("the handler failed"))

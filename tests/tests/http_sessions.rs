@@ -648,3 +648,52 @@ fn deleting_the_session_cancels_its_parked_requests() {
     assert_eq!(*cancelled.borrow(), vec![t]);
     assert_eq!(c.e.in_flight(), 0);
 }
+
+#[test]
+fn the_host_can_let_a_request_stream_go_and_the_client_polls_for_the_rest() {
+    use mcp_engine::{Content, ToolOutput};
+    let (mut c, held, cancelled) = holding_client();
+    let id = open(&mut c, "2025-11-25");
+    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
+    let (a, _) = on_new(&mut c, &legacy(&call, Some("2025-11-25"), Some(&id)));
+    let t = held.borrow()[0];
+    assert_eq!(c.e.reconnect_later(t, Duration::from_millis(500)), Ok(true));
+    let out = more(&mut c, a);
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    let priming = sse_events(&out);
+    assert_eq!(priming.len(), 1, "{out}");
+    assert!(out.contains("retry: 500\n"), "{out}");
+    assert!(out.ends_with("0\r\n\r\n"), "the stream ends: {out:?}");
+    assert!(!c.e.wants_close(a), "the connection stays for the next request");
+    assert!(cancelled.borrow().is_empty());
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("later")])).unwrap();
+    let (_, out) = on_new(&mut c, &get(Some(&id), &format!("{SSE}Last-Event-ID: {}\r\n", priming[0].0)));
+    let rest = sse_events(&out);
+    assert_eq!(rest.len(), 1, "{out}");
+    let answer: Value = serde_json::from_str(&rest[0].1).unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "later");
+    // A stateless request has no stream to let go.
+    let call = req(9, "tools/call", json!({ "name": "test_simple_text" }));
+    let _ = on_new(&mut c, &post(&call, &[]));
+    let t = held.borrow()[1];
+    assert_eq!(c.e.reconnect_later(t, Duration::from_millis(500)), Ok(false));
+}
+
+/// The fixture lets the connection go and answers at once, in one event: the answer is
+/// kept for the client, which comes back for it.
+#[test]
+fn an_answer_right_after_letting_the_stream_go_waits_for_the_client() {
+    let mut c = client();
+    let id = open(&mut c, "2025-11-25");
+    let call = request(4, "tools/call", json!({ "name": "test_reconnection" }));
+    let (_, out) = on_new(&mut c, &legacy(&call, Some("2025-11-25"), Some(&id)));
+    assert!(out.contains("retry: 500\n"), "{out}");
+    let priming = sse_events(&out);
+    assert_eq!(priming.len(), 1, "only the priming event before the stream ends: {out}");
+    let (_, out) = on_new(&mut c, &get(Some(&id), &format!("{SSE}Last-Event-ID: {}\r\n", priming[0].0)));
+    let rest = sse_events(&out);
+    assert_eq!(rest.len(), 1, "{out}");
+    let answer: Value = serde_json::from_str(&rest[0].1).unwrap();
+    assert_eq!(answer["id"], 4);
+    assert_eq!(answer["result"]["content"][0]["text"], everything::RECONNECTED);
+}

@@ -274,6 +274,19 @@ impl Exchange {
         }
     }
 
+    /// An SSE `retry:` field (milliseconds before the client reconnects).
+    pub(super) fn write_sse_retry(&mut self, now: Instant, ms: u32) {
+        self.will_write(now);
+        match self.framing {
+            Framing::Wire => http1::write_sse_retry(&mut self.out, ms),
+            Framing::Embedded => {
+                self.out.extend_from_slice(b"retry: ");
+                self.out.extend_from_slice(itoa::Buffer::new().format(ms).as_bytes());
+                self.out.extend_from_slice(b"\n\n");
+            }
+        }
+    }
+
     /// An SSE comment (a keep-alive).
     pub(super) fn write_sse_comment(&mut self, now: Instant) {
         self.will_write(now);

@@ -705,6 +705,24 @@ impl HttpEngine {
         r
     }
 
+    /// Lets the connection of `ticket`'s request go while the host works on it: over a
+    /// session-bound stream (`2025-11-25`, `2025-06-18`) the response becomes an SSE
+    /// stream if it is not one yet, ends with a `retry:` field of `retry`, and the
+    /// request goes on; the client comes back with `GET` and `Last-Event-ID` and gets
+    /// what was written meanwhile, then the rest (SSE polling). Returns `Ok(false)` where
+    /// there is no such stream (stateless requests, HTTP/1.0): nothing changes.
+    pub fn reconnect_later(
+        &mut self,
+        ticket: Ticket,
+        retry: core::time::Duration,
+    ) -> Result<bool, crate::error::NotifyError> {
+        self.tick(self.last_now);
+        let r = self.core.answers().reconnect_later(ticket, retry);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
     /// Answers a completion request (see
     /// [`Engine::answer_completion`](crate::Engine::answer_completion)).
     pub fn answer_completion(
@@ -821,7 +839,7 @@ impl HttpEngine {
 
     /// Keeps message `i` of the outbox (for the parked stream at `route`) as the stream's
     /// next event in its session's replay buffer; its final answer ends the entry.
-    fn park_event(&mut self, route: Route, interim: bool, _len: usize, i: usize) {
+    fn park_event(&mut self, route: Route, interim: bool, i: usize) {
         let max = self.http.replay_buffer;
         let r = self.core.outbox().routed[i];
         let msg = self.core.outbox().message(&r);
@@ -841,15 +859,52 @@ impl HttpEngine {
     /// (`text/event-stream`, `X-Accel-Buffering: no`); the answer is then its last event.
     fn collect_answers(&mut self) {
         let now = self.last_now;
+        // Streams parked in this pass: what was written for them after the parking (an
+        // answer given right after `reconnect_later`) follows them.
+        let mut moved: heapless::Vec<(Route, Route), 4> = heapless::Vec::new();
         for i in 0..self.core.outbox().routed.len() {
-            let r = self.core.outbox().routed[i];
+            let mut r = self.core.outbox().routed[i];
+            if let Some(&(_, to)) = moved.iter().find(|(from, _)| *from == r.route) {
+                r.route = to;
+            }
             if let Route::Parked { .. } = r.route {
-                self.park_event(r.route, r.interim, self.core.outbox().message(&r).len(), i);
+                if r.retry_ms == 0 {
+                    self.park_event(r.route, r.interim, i);
+                }
                 continue;
             }
             let Route::Http { conn, generation } = r.route else { continue };
             let Some(c) = self.slots.get_mut(conn as usize).and_then(|s| s.conn.as_mut()) else { continue };
             if c.generation != generation || c.phase != Phase::Waiting {
+                continue;
+            }
+            if r.retry_ms != 0 {
+                let Some(st) = c.sse.filter(|_| !c.http10) else { continue };
+                conns::lend_out(&mut self.outs, c);
+                if !c.streaming {
+                    stream_head(c, &mut self.sessions, self.http.replay_buffer, now, !c.keep_alive);
+                }
+                // The stream ends here; its request goes on, parked, for the client to resume.
+                let st = c.sse.unwrap_or(st);
+                c.write_sse_retry(now, r.retry_ms);
+                c.write_sse_end(now);
+                c.streaming = false;
+                let close = !c.keep_alive;
+                finish(c, now, close);
+                let core = &self.core;
+                self.parked.drain(|_, p| !core.has_route(p));
+                match self.parked.park(st, self.core.config().max_in_flight) {
+                    Some(to) => {
+                        self.core.reroute(r.route, to);
+                        if moved.is_full() {
+                            moved.remove(0);
+                        }
+                        let _ = moved.push((r.route, to));
+                    }
+                    None => self.core.cancel_route(r.route),
+                }
+                self.work.push_back(conn);
+                self.settle(conn);
                 continue;
             }
             if r.sub && r.interim && c.out.len() + self.core.outbox().message(&r).len() > MAX_UNSENT {

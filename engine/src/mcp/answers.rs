@@ -14,7 +14,7 @@ use crate::mcp::prepared::Prepared;
 use crate::mcp::tickets::Tickets;
 use crate::mcp::tickets::{Busy, Kind, Ticket};
 use crate::output::Outbox;
-use crate::output::Routed;
+use crate::output::{Route, Routed};
 use crate::revision::Revision;
 use crate::time::Clock;
 use crate::wire::json;
@@ -116,7 +116,15 @@ impl Answers<'_> {
         out.extend_from_slice(b"}}\n");
         if route.is_http() {
             let end = out.len();
-            self.outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: false });
+            self.outbox.routed.push(Routed {
+                route,
+                start,
+                end,
+                interim: true,
+                status: 0,
+                sub: false,
+                retry_ms: 0,
+            });
         }
         Ok(())
     }
@@ -168,9 +176,42 @@ impl Answers<'_> {
                 interim: true,
                 status: 0,
                 sub: false,
+                retry_ms: 0,
             });
         }
         Ok(())
+    }
+
+    /// Asks the client to reconnect to `ticket`'s stream after `retry`: over a
+    /// session-bound HTTP stream the response ends with an SSE `retry:` field while the
+    /// request goes on, and the client resumes it with `GET` and `Last-Event-ID` (its
+    /// events meanwhile are kept). Returns whether that happens (elsewhere: nothing to do).
+    pub(crate) fn reconnect_later(
+        &mut self,
+        ticket: Ticket,
+        retry: core::time::Duration,
+    ) -> Result<bool, NotifyError> {
+        let slot = self.tickets.slots.get(ticket.slot as usize).ok_or(NotifyError::UnknownTicket)?;
+        let busy = match slot.busy {
+            Some(b) if slot.generation == ticket.generation => b,
+            _ => return Err(NotifyError::UnknownTicket),
+        };
+        if busy.revision.is_stateless() || !matches!(busy.route, Route::Http { .. }) {
+            return Ok(false);
+        }
+        let at = self.outbox.out.len();
+        let retry_ms = u32::try_from(retry.as_millis()).unwrap_or(u32::MAX).max(1);
+        let route = busy.route;
+        self.outbox.routed.push(Routed {
+            route,
+            start: at,
+            end: at,
+            interim: true,
+            status: 0,
+            sub: false,
+            retry_ms,
+        });
+        Ok(true)
     }
 
     /// Answers a completion: at most 100 values, duplicates dropped (the first kept, in the

@@ -162,6 +162,11 @@ impl CallTool<'_> {
     ) -> Result<(), NotifyError> {
         self.responder.notify_progress(self.ticket, progress, total, message)
     }
+    /// Lets the client's connection go while the call runs (see
+    /// [`HttpEngine::reconnect_later`](crate::http::HttpEngine::reconnect_later)).
+    pub fn reconnect_later(&mut self, retry: core::time::Duration) -> Result<bool, NotifyError> {
+        self.responder.reconnect_later(self.ticket, retry)
+    }
     /// Answers with a tool result now.
     pub fn answer<S: Serialize + ?Sized>(mut self, output: &ToolOutput<'_, S>) -> Result<(), AnswerError> {
         self.responder.answer_tool(self.ticket, output)

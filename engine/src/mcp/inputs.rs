@@ -192,7 +192,15 @@ impl Inputs {
                 }
             }
             if route.is_http() {
-                outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: false });
+                outbox.routed.push(Routed {
+                    route,
+                    start,
+                    end,
+                    interim: true,
+                    status: 0,
+                    sub: false,
+                    retry_ms: 0,
+                });
             }
             let key = heapless::String::try_from(r.key()).unwrap_or_default();
             let _ = asked.push(Asked { id: next_id, kind: r.kind(), key, done: false });

@@ -59,7 +59,15 @@ impl Subscriptions {
             write(&mut outbox.out, self.list[i].id.as_bytes());
             if route.is_http() {
                 let end = outbox.out.len();
-                outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
+                outbox.routed.push(Routed {
+                    route,
+                    start,
+                    end,
+                    interim: true,
+                    status: 0,
+                    sub: true,
+                    retry_ms: 0,
+                });
             }
             sent += 1;
             i += 1;
@@ -93,7 +101,15 @@ pub(crate) fn teardown(outbox: &mut Outbox, prepared: &Prepared, sub: &Sub) {
         }
         Route::Http { .. } | Route::Parked { .. } => {
             let end = out.len();
-            outbox.routed.push(Routed { route: sub.route, start, end, interim: false, status: 0, sub: true });
+            outbox.routed.push(Routed {
+                route: sub.route,
+                start,
+                end,
+                interim: false,
+                status: 0,
+                sub: true,
+                retry_ms: 0,
+            });
         }
     }
 }

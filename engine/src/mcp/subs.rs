@@ -160,7 +160,15 @@ impl Core {
         let route = self.route;
         if route.is_http() {
             let end = out.len();
-            self.outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
+            self.outbox.routed.push(Routed {
+                route,
+                start,
+                end,
+                interim: true,
+                status: 0,
+                sub: true,
+                retry_ms: 0,
+            });
             self.subs.subscribed = true;
         }
         self.subs.list.push(Sub { id, route, principal, tools, prompts, resources, uris });
@@ -347,7 +355,7 @@ fn legacy_notice(outbox: &mut Outbox, route: Route, method: &str, uri: Option<&s
     out.extend_from_slice(b"}\n");
     if route.is_http() {
         let end = out.len();
-        outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true });
+        outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true, retry_ms: 0 });
     }
 }
 

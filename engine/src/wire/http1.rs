@@ -1038,6 +1038,16 @@ pub(crate) fn write_sse_note(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(b"\n\n\r\n");
 }
 
+/// Appends one chunk holding an SSE `retry: {ms}` field (when the client reconnects).
+pub(crate) fn write_sse_retry(out: &mut Vec<u8>, ms: u32) {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(ms).as_bytes();
+    push_hex(out, 7 + digits.len() + 2);
+    out.extend_from_slice(b"\r\nretry: ");
+    out.extend_from_slice(digits);
+    out.extend_from_slice(b"\n\n\r\n");
+}
+
 /// Like [`write_sse_event`], with an `id: {id}` field first (for `Last-Event-ID` resumption).
 /// CR, LF and NUL in `id` are written as spaces.
 pub(crate) fn write_sse_event_with_id(out: &mut Vec<u8>, id: &str, data: &[u8]) {
