@@ -75,6 +75,16 @@ impl Outbox {
         self.routed_with(route, start, 0);
     }
 
+    /// Records that `out[start..]` is an interim message for `route` (HTTP routes only):
+    /// a notification or request before the answer of a request, or a message of a stream
+    /// (`sub`: dropped with the stream when its connection cannot take it).
+    pub(crate) fn interim(&mut self, route: Route, start: usize, sub: bool) {
+        if route.is_http() {
+            let end = self.out.len();
+            self.routed.push(Routed { route, start, end, interim: true, status: 0, sub, retry_ms: 0 });
+        }
+    }
+
     /// [`Self::routed`] with the HTTP status of an error answer.
     pub(crate) fn routed_with(&mut self, route: Route, start: usize, status: u16) {
         if route.is_http() {

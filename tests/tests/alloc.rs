@@ -87,6 +87,17 @@ fn respond(ev: Event<'_>) {
 /// Feeds `input`, answers every event inline with static content, drains output into a
 /// reused sink. Returns the bytes written.
 fn pump(e: &mut Engine, input: &[u8], sink: &mut [u8]) -> usize {
+    pump_with(e, input, sink, &mut respond, |_| {})
+}
+
+/// [`pump`] with `host` answering the events and `take` seeing each piece of output.
+fn pump_with(
+    e: &mut Engine,
+    input: &[u8],
+    sink: &mut [u8],
+    host: &mut dyn FnMut(Event<'_>),
+    mut take: impl FnMut(&[u8]),
+) -> usize {
     let mut written = 0;
     let mut fed = 0;
     while fed < input.len() {
@@ -95,13 +106,14 @@ fn pump(e: &mut Engine, input: &[u8], sink: &mut [u8]) -> usize {
             let mut progressed = false;
             while let Some(ev) = e.poll_event() {
                 progressed = true;
-                respond(ev);
+                host(ev);
             }
             loop {
                 let n = e.poll_transmit(sink);
                 if n == 0 {
                     break;
                 }
+                take(&sink[..n]);
                 written += n;
                 progressed = true;
             }
@@ -597,28 +609,7 @@ fn a_round_trip_to_a_session_bound_client_allocates_nothing_over_stdio() {
     let mut e = Engine::new(keyed(), rich_catalog());
     let mut out = Vec::new();
     let mut feed = |e: &mut Engine, input: &[u8], out: &mut Vec<u8>, sink: &mut [u8]| {
-        let mut fed = 0;
-        while fed < input.len() {
-            fed += e.handle_input(Instant::ZERO, &input[fed..]);
-            loop {
-                let mut progressed = false;
-                while let Some(ev) = e.poll_event() {
-                    host(ev);
-                    progressed = true;
-                }
-                loop {
-                    let n = e.poll_transmit(sink);
-                    if n == 0 {
-                        break;
-                    }
-                    out.extend_from_slice(&sink[..n]);
-                    progressed = true;
-                }
-                if !progressed {
-                    break;
-                }
-            }
-        }
+        pump_with(e, input, sink, &mut host, |bytes| out.extend_from_slice(bytes));
     };
     let mut sink = vec![0u8; 1 << 16];
     feed(&mut e, open_with_sampling().as_bytes(), &mut out, &mut sink);

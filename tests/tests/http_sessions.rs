@@ -591,15 +591,22 @@ fn holding_client() -> (Client, Tickets, Tickets) {
     (c, held, cancelled)
 }
 
+/// A session whose client logs at `info`, and a tool call on a connection of its own
+/// (its host keeps the ticket): the session id and that connection.
+fn logged_call(c: &mut Client) -> (String, mcp_engine::http::ConnId) {
+    let id = open(c, "2025-11-25");
+    let level = request(2, "logging/setLevel", json!({ "level": "info" }));
+    assert_eq!(one(c, &legacy(&level, Some("2025-11-25"), Some(&id))).status, 200);
+    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
+    let (a, _) = on_new(c, &legacy(&call, Some("2025-11-25"), Some(&id)));
+    (id, a)
+}
+
 #[test]
 fn a_dropped_request_stream_goes_on_and_resumes_on_a_get() {
     use mcp_engine::{Content, LogLevel, ToolOutput};
     let (mut c, held, cancelled) = holding_client();
-    let id = open(&mut c, "2025-11-25");
-    let level = request(2, "logging/setLevel", json!({ "level": "info" }));
-    assert_eq!(one(&mut c, &legacy(&level, Some("2025-11-25"), Some(&id))).status, 200);
-    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
-    let (a, _) = on_new(&mut c, &legacy(&call, Some("2025-11-25"), Some(&id)));
+    let (id, a) = logged_call(&mut c);
     let t = held.borrow()[0];
     c.e.notify_log(t, LogLevel::Info, None, "one").unwrap();
     let seen = sse_events(&more(&mut c, a));
@@ -633,11 +640,7 @@ fn a_dropped_request_stream_goes_on_and_resumes_on_a_get() {
 fn deleting_the_session_cancels_its_parked_requests() {
     use mcp_engine::LogLevel;
     let (mut c, held, cancelled) = holding_client();
-    let id = open(&mut c, "2025-11-25");
-    let level = request(2, "logging/setLevel", json!({ "level": "info" }));
-    assert_eq!(one(&mut c, &legacy(&level, Some("2025-11-25"), Some(&id))).status, 200);
-    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
-    let (a, _) = on_new(&mut c, &legacy(&call, Some("2025-11-25"), Some(&id)));
+    let (id, a) = logged_call(&mut c);
     let t = held.borrow()[0];
     c.e.notify_log(t, LogLevel::Info, None, "one").unwrap();
     c.e.handle_closed(c.now, a);

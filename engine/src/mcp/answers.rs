@@ -114,18 +114,7 @@ impl Answers<'_> {
             json::write_str(out, m);
         }
         out.extend_from_slice(b"}}\n");
-        if route.is_http() {
-            let end = out.len();
-            self.outbox.routed.push(Routed {
-                route,
-                start,
-                end,
-                interim: true,
-                status: 0,
-                sub: false,
-                retry_ms: 0,
-            });
-        }
+        self.outbox.interim(route, start, false);
         Ok(())
     }
 
@@ -167,18 +156,7 @@ impl Answers<'_> {
             }
         }
         out.extend_from_slice(b"}}\n");
-        if busy.route.is_http() {
-            let end = out.len();
-            self.outbox.routed.push(Routed {
-                route: busy.route,
-                start,
-                end,
-                interim: true,
-                status: 0,
-                sub: false,
-                retry_ms: 0,
-            });
-        }
+        self.outbox.interim(busy.route, start, false);
         Ok(())
     }
 

@@ -29,7 +29,7 @@ use simd_json::{Node, StaticNode};
 
 use crate::mcp::mrtr::{self, Entry, InputKind, MAX_INPUT_KEY_LEN, MAX_INPUT_REQUESTS};
 use crate::mcp::tickets::{Ticket, Tickets};
-use crate::output::{Outbox, Route, Routed};
+use crate::output::{Outbox, Route};
 use crate::wire::json;
 
 /// The error a request gets when the client did not answer in time (the code the
@@ -169,11 +169,11 @@ impl Inputs {
             kept.extend_from_slice(s);
             kept
         });
-        let out = &mut outbox.out;
-        let mark = out.len();
+        let mark = outbox.out.len();
         let mut asked = heapless::Vec::<Asked, MAX_INPUT_REQUESTS>::new();
         let mut next_id = self.next_id;
         for r in requests {
+            let out = &mut outbox.out;
             let start = out.len();
             out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
             json::write_u64(out, next_id);
@@ -191,17 +191,7 @@ impl Inputs {
                     *b = b' ';
                 }
             }
-            if route.is_http() {
-                outbox.routed.push(Routed {
-                    route,
-                    start,
-                    end,
-                    interim: true,
-                    status: 0,
-                    sub: false,
-                    retry_ms: 0,
-                });
-            }
+            outbox.interim(route, start, false);
             let key = heapless::String::try_from(r.key()).unwrap_or_default();
             let _ = asked.push(Asked { id: next_id, kind: r.kind(), key, done: false });
             next_id += 1;

@@ -57,18 +57,7 @@ impl Subscriptions {
             }
             let start = outbox.out.len();
             write(&mut outbox.out, self.list[i].id.as_bytes());
-            if route.is_http() {
-                let end = outbox.out.len();
-                outbox.routed.push(Routed {
-                    route,
-                    start,
-                    end,
-                    interim: true,
-                    status: 0,
-                    sub: true,
-                    retry_ms: 0,
-                });
-            }
+            outbox.interim(route, start, true);
             sent += 1;
             i += 1;
         }

@@ -11,7 +11,7 @@ use crate::mcp::lifecycle::Session;
 use crate::mcp::streams::{Sub, SubFilter, teardown};
 use crate::mcp::tickets::{IdBuf, Kind};
 use crate::mcp::{Core, Mode};
-use crate::output::{Outbox, Route, Routed};
+use crate::output::{Outbox, Route};
 use crate::revision::Revision;
 use crate::wire::cursor::ListKind;
 use crate::wire::json;
@@ -158,17 +158,8 @@ impl Core {
         }
         out.extend_from_slice(b"}}}\n");
         let route = self.route;
+        self.outbox.interim(route, start, true);
         if route.is_http() {
-            let end = out.len();
-            self.outbox.routed.push(Routed {
-                route,
-                start,
-                end,
-                interim: true,
-                status: 0,
-                sub: true,
-                retry_ms: 0,
-            });
             self.subs.subscribed = true;
         }
         self.subs.list.push(Sub { id, route, principal, tools, prompts, resources, uris });
@@ -353,10 +344,7 @@ fn legacy_notice(outbox: &mut Outbox, route: Route, method: &str, uri: Option<&s
         out.push(b'}');
     }
     out.extend_from_slice(b"}\n");
-    if route.is_http() {
-        let end = out.len();
-        outbox.routed.push(Routed { route, start, end, interim: true, status: 0, sub: true, retry_ms: 0 });
-    }
+    outbox.interim(route, start, true);
 }
 
 #[cfg(test)]
