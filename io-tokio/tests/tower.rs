@@ -66,7 +66,7 @@ async fn oneshot_through_an_axum_router() {
     // allowed, a path under the mount is not the endpoint.
     let get = Request::get("/mcp").header("host", "localhost").body(Body::empty()).expect("a request");
     let response = app.clone().oneshot(get).await.expect("infallible");
-    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
     let put = Request::put("/mcp").header("host", "localhost").body(Body::empty()).expect("a request");
     let response = app.clone().oneshot(put).await.expect("infallible");
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);

@@ -243,7 +243,7 @@ fn get_opens_the_sessions_standalone_stream_once() {
     let refusals = [
         (get(Some(&id), ""), 406, "no Accept: text/event-stream"),
         (get(Some(&id), "Accept: application/json\r\n"), 406, "JSON only"),
-        (get(None, SSE), 400, "no session id"),
+        (get(None, SSE), 405, "no session: no standalone stream"),
         (get(Some("nope"), SSE), 404, "an unknown session"),
         (get(Some(&id), &format!("{SSE}MCP-Protocol-Version: 2025-06-18\r\n")), 400, "another revision"),
     ];
@@ -699,4 +699,22 @@ fn an_answer_right_after_letting_the_stream_go_waits_for_the_client() {
     let answer: Value = serde_json::from_str(&rest[0].1).unwrap();
     assert_eq!(answer["id"], 4);
     assert_eq!(answer["result"]["content"][0]["text"], everything::RECONNECTED);
+}
+
+#[test]
+fn a_cancellation_outside_a_session_cancels_nothing() {
+    let (mut c, held, cancelled) = holding_client();
+    // A stateless request in flight on its own connection...
+    let call = req(7, "tools/call", json!({ "name": "test_simple_text" }));
+    let _ = on_new(&mut c, &post(&call, &[]));
+    assert_eq!(held.borrow().len(), 1);
+    // ... is not cancelled by anyone's message naming its id, with or without headers.
+    let cancel =
+        json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 7 } });
+    for extra in [vec![("Mcp-Method", ""), ("MCP-Protocol-Version", "")], vec![("Mcp-Method", "")]] {
+        let (_, out) = on_new(&mut c, &post(&cancel, &extra));
+        assert!(out.starts_with("HTTP/1.1 202") || out.starts_with("HTTP/1.1 4"), "{out}");
+    }
+    assert!(cancelled.borrow().is_empty(), "a stranger cancelled the request");
+    assert_eq!(c.e.in_flight(), 1);
 }

@@ -1081,6 +1081,7 @@ impl HttpEngine {
         let headers = HeaderList::from_spans(head, spans);
         let (_, check, attached) = sessions::route(&self.sessions, headers.as_slice(), c.principal.as_ref());
         let entry = attached.and_then(|r| self.sessions.get(r));
+        let c_http10 = c.http10;
         let mut refusal = match (check, entry) {
             _ if c.http10 => Some(400),
             (_, Some(e)) => sessions::stream_refusal(headers.as_slice(), &e.session),
@@ -1109,12 +1110,20 @@ impl HttpEngine {
                         .is_some_and(|o| o.generation == g)
             });
         let priming = entry.is_some_and(|e| e.session.legacy == Some(Revision::V2025_11_25));
-        let status = refusal.unwrap_or(if open_elsewhere { 409 } else { 200 });
+        // No session named at all: there is no standalone stream outside a session.
+        let outside = matches!(check, SessionCheck::Absent(_) | SessionCheck::Own);
+        let status = match refusal {
+            Some(400) if outside && !c_http10 => 405,
+            Some(status) => status,
+            None if open_elsewhere => 409,
+            None => 200,
+        };
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         conns::lend_out(&mut self.outs, c);
         c.principal = None;
         if status != 200 {
-            respond_empty(c, now, status, &[]);
+            let allow: &[(&str, &str)] = if status == 405 { &[("allow", "POST, DELETE")] } else { &[] };
+            respond_empty(c, now, status, allow);
             return;
         }
         let Some(r) = attached else { return };

@@ -505,8 +505,12 @@ impl Core {
             Some(Notification::Cancelled) => {
                 let Some(idb) = cancelled_id(n, params) else { return };
                 // Over HTTP only a request of the same session (two sessions may use the
-                // same ids); stdio is one stream, whatever it opened.
+                // same ids), and none outside a session (stateless requests are cancelled
+                // by closing their stream); stdio is one stream, whatever it opened.
                 let session = (self.mode != Mode::Stdio).then_some(self.session.serial);
+                if session == Some(0) {
+                    return;
+                }
                 let found = self.tickets.slots.iter().position(|s| {
                     s.busy.is_some_and(|b| {
                         b.id.as_bytes() == idb.as_bytes() && session.is_none_or(|ser| b.session == ser)
