@@ -718,3 +718,46 @@ fn a_cancellation_outside_a_session_cancels_nothing() {
     assert!(cancelled.borrow().is_empty(), "a stranger cancelled the request");
     assert_eq!(c.e.in_flight(), 1);
 }
+
+#[test]
+fn letting_a_2025_06_18_stream_go_first_gives_the_client_an_id_to_come_back_with() {
+    use mcp_engine::{Content, ToolOutput};
+    let (mut c, held, _) = holding_client();
+    let id = open(&mut c, "2025-06-18");
+    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
+    let (a, _) = on_new(&mut c, &legacy(&call, Some("2025-06-18"), Some(&id)));
+    let t = held.borrow()[0];
+    assert_eq!(c.e.reconnect_later(t, Duration::from_millis(500)), Ok(true));
+    let out = more(&mut c, a);
+    let first = sse_events(&out);
+    assert_eq!(first.len(), 1, "an id before retry: {out}");
+    assert!(out.contains("retry: 500\n"), "{out}");
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("later")])).unwrap();
+    let (_, out) = on_new(&mut c, &get(Some(&id), &format!("{SSE}Last-Event-ID: {}\r\n", first[0].0)));
+    let rest = sse_events(&out);
+    assert_eq!(rest.len(), 1, "{out}");
+    assert!(rest[0].1.contains("later"), "{rest:?}");
+}
+
+#[test]
+fn an_http_1_0_request_cannot_ask_its_client_for_input() {
+    use mcp_engine::{InputRequest, InputRequired};
+    let (mut c, held, _) = holding_client();
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": { "roots": {} }, "clientInfo": { "name": "t", "version": "1" } } });
+    let r = one(&mut c, &legacy(&init, None, None));
+    let id = r.header("mcp-session-id").unwrap().to_owned();
+    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
+    let raw = legacy(&call, Some("2025-11-25"), Some(&id));
+    let raw = String::from_utf8(raw).unwrap().replacen("HTTP/1.1", "HTTP/1.0", 1);
+    let (a, _) = on_new(&mut c, raw.as_bytes());
+    let t = held.borrow()[0];
+    let roots = [InputRequest::list_roots("r")];
+    c.e.answer_input_required(t, &InputRequired::new(&roots)).unwrap();
+    let out = more(&mut c, a);
+    assert!(out.contains("-32021"), "it cannot carry the request: {out}");
+    assert_eq!(
+        c.e.reconnect_later(held.borrow()[0], Duration::from_millis(1)),
+        Err(mcp_engine::NotifyError::UnknownTicket)
+    );
+}

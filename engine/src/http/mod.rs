@@ -882,7 +882,12 @@ impl HttpEngine {
                 let Some(st) = c.sse.filter(|_| !c.http10) else { continue };
                 conns::lend_out(&mut self.outs, c);
                 if !c.streaming {
-                    stream_head(c, &mut self.sessions, self.http.replay_buffer, now, !c.keep_alive);
+                    let max = self.http.replay_buffer;
+                    stream_head(c, &mut self.sessions, max, now, !c.keep_alive);
+                    if !st.priming {
+                        // The client needs an event id to come back with, whatever the revision.
+                        stream_event(c, &mut self.sessions, max, now, b"");
+                    }
                 }
                 // The stream ends here; its request goes on, parked, for the client to resume.
                 let st = c.sse.unwrap_or(st);

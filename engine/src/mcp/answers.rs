@@ -174,7 +174,7 @@ impl Answers<'_> {
             Some(b) if slot.generation == ticket.generation => b,
             _ => return Err(NotifyError::UnknownTicket),
         };
-        if busy.revision.is_stateless() || !matches!(busy.route, Route::Http { .. }) {
+        if busy.revision.is_stateless() || busy.no_stream || !matches!(busy.route, Route::Http { .. }) {
             return Ok(false);
         }
         let at = self.outbox.out.len();
@@ -443,7 +443,9 @@ impl Answers<'_> {
         }
         mrtr::check(ir, self.prepared.state_key.as_ref(), true)?;
         let mut sent = heapless::Vec::new();
-        let missing = mrtr::sendable(ir, busy.caps, &mut sent);
+        // A response that cannot stream cannot carry a request before the answer.
+        let caps = if busy.no_stream { mrtr::ClientCapabilities::NONE } else { busy.caps };
+        let missing = mrtr::sendable(ir, caps, &mut sent);
         if sent.is_empty() || !self.inputs.kept(self.tickets, ticket) {
             let busy = self.tickets.take(ticket, None)?;
             let out = &mut self.outbox.out;

@@ -68,6 +68,7 @@ impl Core {
             caps: self.scratch.round.caps,
             digest: self.scratch.round.digest,
             session: self.session.serial,
+            no_stream: self.no_stream,
         });
         self.tickets.in_flight += 1;
         let ticket = Ticket { slot: slot as u16, generation: s.generation };
