@@ -1,0 +1,192 @@
+//! Session streams (`2025-11-25`, `2025-06-18`): the standalone `GET` stream, event ids
+//! and what each session keeps for `Last-Event-ID` (`replay`), and the streams parked
+//! when their connection went away (`parked`). The connection table and routing stay in
+//! `mod.rs`; this file writes a session stream's events and opens, resumes and ends its
+//! streams.
+
+use crate::http::exchange::{Exchange, Phase, SessionStream, finish, respond_empty};
+use crate::http::sessions::{self, SessionRef, Sessions};
+use crate::http::{ConnId, ConnSlot, HeaderList, HttpEngine, conn_in, conns};
+use crate::mcp::SessionCheck;
+use crate::output::Route;
+use crate::revision::Revision;
+use crate::time::Instant;
+
+impl HttpEngine {
+    /// Keeps message `i` of the outbox (for the parked stream at `route`) as the stream's
+    /// next event in its session's replay buffer; its final answer ends the entry.
+    pub(super) fn park_event(&mut self, route: Route, interim: bool, i: usize) {
+        let max = self.http.replay_buffer;
+        let r = self.core.outbox().routed[i];
+        let msg = self.core.outbox().message(&r);
+        if let Some(st) = self.parked.get_mut(route) {
+            st.seq = st.seq.wrapping_add(1);
+            if let Some(e) = self.sessions.get_mut(st.session) {
+                e.replay.push(st.stream, st.seq, msg, max);
+            }
+        }
+        if !interim {
+            self.parked.end(route);
+        }
+    }
+
+    /// Opens the standalone stream of the session a `GET` names: an SSE response that
+    /// stays open and carries what the session is told outside any request (list
+    /// changes, resource updates). One per session: a second is `409` while the first is
+    /// open. Refused: no `Accept: text/event-stream` (`406`), no `Mcp-Session-Id` (`400`),
+    /// a session that is not there (`404`), an `MCP-Protocol-Version` other than the
+    /// session's (`400`), HTTP/1.0, which cannot stream (`400`).
+    pub(super) fn open_stream(&mut self, slot: u32) {
+        let now = self.last_now;
+        let keepalive = self.http.sse_keepalive;
+        let max = self.http.replay_buffer;
+        let generation = self.slots[slot as usize].generation;
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        let (head, _, spans) = c.codec.head_body_and_spans();
+        let headers = HeaderList::from_spans(head, spans);
+        let (_, check, attached) = sessions::route(&self.sessions, headers.as_slice(), c.principal.as_ref());
+        let entry = attached.and_then(|r| self.sessions.get(r));
+        let c_http10 = c.http10;
+        let mut refusal = match (check, entry) {
+            _ if c.http10 => Some(400),
+            (_, Some(e)) => sessions::stream_refusal(headers.as_slice(), &e.session),
+            (SessionCheck::Unknown, None) => Some(404),
+            _ => Some(400),
+        };
+        // A resumption names the last event the client saw: of this session, or refused.
+        let mut resume = None;
+        if let (None, Some(r)) = (refusal, attached) {
+            let mut ids = headers.as_slice().iter().filter(|h| h.name.eq_ignore_ascii_case("last-event-id"));
+            if let Some(h) = ids.next() {
+                resume = self.sessions.open_event_id(r, h.value.trim_ascii());
+                if resume.is_none() || ids.next().is_some() {
+                    refusal = Some(400);
+                }
+            }
+        }
+        let standalone = resume.is_none_or(|(stream, _)| stream == 0);
+        let open_elsewhere = standalone
+            && entry.and_then(|e| e.stream).is_some_and(|(s, g)| {
+                (s, g) != (slot, generation)
+                    && self
+                        .slots
+                        .get(s as usize)
+                        .and_then(|x| x.conn.as_ref())
+                        .is_some_and(|o| o.generation == g)
+            });
+        let priming = entry.is_some_and(|e| e.session.legacy == Some(Revision::V2025_11_25));
+        // No session named at all: there is no standalone stream outside a session.
+        let outside = matches!(check, SessionCheck::Absent(_) | SessionCheck::Own);
+        let status = match refusal {
+            Some(400) if outside && !c_http10 => 405,
+            Some(status) => status,
+            None if open_elsewhere => 409,
+            None => 200,
+        };
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        conns::lend_out(&mut self.outs, c);
+        c.principal = None;
+        if status != 200 {
+            let allow: &[(&str, &str)] = if status == 405 { &[("allow", "POST, DELETE")] } else { &[] };
+            respond_empty(c, now, status, allow);
+            return;
+        }
+        let Some(r) = attached else { return };
+        let close = !c.keep_alive;
+        c.streaming = true;
+        c.write_sse_head(now, close);
+        if let Some((stream, seen)) = resume {
+            replay(c, &self.sessions, r, stream, seen, now);
+        }
+        if let (false, Some((stream, _))) = (standalone, resume) {
+            let here = Route::Http { conn: slot, generation };
+            let parked = self.parked.find(|st| st.session == r && st.stream == stream);
+            let Some(st) = parked.and_then(|p| self.parked.end(p).map(|st| (p, st))) else {
+                // A request's stream whose request is over: what it sent since is
+                // replayed, then it ends.
+                c.write_sse_end(now);
+                c.streaming = false;
+                finish(c, now, close);
+                return;
+            };
+            // Its request goes on: the rest of it comes on this connection.
+            let (from, st) = st;
+            self.core.reroute(from, here);
+            c.sse = Some(st);
+            self.sessions.begin(r);
+            self.session_timers.set(r.slot(), self.sessions.deadline(r));
+            c.session = Some(r);
+            c.phase = Phase::Waiting;
+            return;
+        }
+        let Some(e) = self.sessions.get_mut(r) else { return };
+        e.stream = Some((slot, generation));
+        c.sse = Some(SessionStream { session: r, stream: 0, seq: e.standalone_seq, priming });
+        if resume.is_none() && priming {
+            stream_event(c, &mut self.sessions, max, now, b"");
+        }
+        // An open stream keeps its session alive (see `settle`).
+        self.sessions.begin(r);
+        self.session_timers.set(r.slot(), self.sessions.deadline(r));
+        c.session = Some(r);
+        c.phase = Phase::Waiting;
+        c.keepalive = (!keepalive.is_zero()).then(|| now + keepalive);
+    }
+
+    /// Ends the standalone stream of the session `e` (it was deleted): the stream's
+    /// last chunk, then the connection closes.
+    pub(super) fn end_stream(slots: &mut [ConnSlot], stream: Option<(u32, u32)>, now: Instant) {
+        let Some((slot, generation)) = stream else { return };
+        let Some(c) = conn_in(slots, ConnId { slot, generation }) else { return };
+        if c.phase != Phase::Waiting || !c.streaming {
+            return;
+        }
+        c.write_sse_end(now);
+        c.streaming = false;
+        c.keep_alive = false;
+        finish(c, now, true);
+    }
+}
+
+/// Writes `data` as the next event of `c`'s stream: with an id, and kept for
+/// resumption, when it is a session's stream (see `replay`).
+pub(super) fn stream_event(c: &mut Exchange, sessions: &mut Sessions, max: usize, now: Instant, data: &[u8]) {
+    let Some(mut st) = c.sse else { return c.write_sse_event(now, data) };
+    st.seq = st.seq.wrapping_add(1);
+    c.sse = Some(st);
+    let Some(id) = sessions.event_id(st.session, st.stream, st.seq) else {
+        return c.write_sse_event(now, data); // its session ended meanwhile
+    };
+    c.write_sse_event_with_id(now, core::str::from_utf8(&id).unwrap_or_default(), data);
+    if let Some(e) = sessions.get_mut(st.session) {
+        if st.stream == 0 {
+            e.standalone_seq = st.seq;
+        }
+        e.replay.push(st.stream, st.seq, data, max);
+    }
+}
+
+/// Opens `c`'s SSE response: the head, and the priming event (an id, no data) of a
+/// `2025-11-25` session's stream.
+pub(super) fn stream_head(c: &mut Exchange, sessions: &mut Sessions, max: usize, now: Instant, close: bool) {
+    c.write_sse_head(now, close);
+    if c.sse.is_some_and(|s| s.priming) {
+        stream_event(c, sessions, max, now, b"");
+    }
+}
+
+/// Writes again, with their ids, the events of `stream` of session `r` after `seen`,
+/// after a `: gap` comment when some of them are no longer kept.
+fn replay(c: &mut Exchange, sessions: &Sessions, r: SessionRef, stream: u32, seen: u32, now: Instant) {
+    let Some(e) = sessions.get(r) else { return };
+    let missed = e.replay.since(stream, seen);
+    if missed.gap {
+        c.write_sse_note(now, "gap: events after Last-Event-ID were dropped from the replay buffer");
+    }
+    for (seq, data) in missed.events {
+        match sessions.event_id(r, stream, seq) {
+            Some(id) => c.write_sse_event_with_id(now, core::str::from_utf8(&id).unwrap_or_default(), data),
+            None => c.write_sse_event(now, data),
+        }
+    }
+}
