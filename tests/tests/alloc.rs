@@ -439,6 +439,22 @@ impl Http {
         Self { c: mcp_tests::wire::client_of(config, http, rich_catalog(), Box::new(respond)) }
     }
 
+    /// Opens a 2025-11-25 session whose client declares `capabilities`; returns its id.
+    fn open_session(&mut self, capabilities: Value, sink: &mut Vec<u8>) -> String {
+        self.c.e.set_entropy(&[4; 32]);
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}});
+        let mut open = session_post(&init, "x");
+        // No session yet: the same request without `Mcp-Session-Id`.
+        let at = open.windows(16).position(|w| w == b"Mcp-Session-Id: ").unwrap();
+        open.drain(at..at + "Mcp-Session-Id: x\r\n".len());
+        self.round(&open, sink);
+        let text = String::from_utf8_lossy(sink).into_owned();
+        let id =
+            text.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap_or_else(|| panic!("{text}"));
+        id.trim().to_owned()
+    }
+
     /// Feeds one request, authorizes and answers it, and drains the response into `sink`;
     /// returns the bytes of output.
     fn round(&mut self, raw: &[u8], sink: &mut Vec<u8>) -> usize {
@@ -520,19 +536,8 @@ fn session_post(body: &Value, id: &str) -> Vec<u8> {
 #[test]
 fn http_session_requests_allocate_nothing() {
     let mut h = Http::new();
-    h.c.e.set_entropy(&[4; 32]);
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let mut open = session_post(&init, "x");
-    // No session yet: the same request without `Mcp-Session-Id`.
-    let at = open.windows(16).position(|w| w == b"Mcp-Session-Id: ").unwrap();
-    open.drain(at..at + "Mcp-Session-Id: x\r\n".len());
     let mut sink = Vec::with_capacity(1 << 16);
-    h.round(&open, &mut sink);
-    let text = String::from_utf8_lossy(&sink).into_owned();
-    let id =
-        text.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap_or_else(|| panic!("{text}"));
-    let id = id.trim().to_owned();
+    let id = h.open_session(json!({}), &mut sink);
     let cases = [
         ("ping", json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}), "200"),
         ("tools/list", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), "200"),
@@ -637,16 +642,8 @@ fn a_round_trip_to_a_session_bound_client_allocates_nothing_over_http() {
     let sample = serde_json::value::RawValue::from_string(SAMPLING.into()).unwrap();
     let mut h = Http::new();
     h.c.host = Box::new(asking(Box::leak(sample)));
-    h.c.e.set_entropy(&[4; 32]);
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}}, "clientInfo": {"name": "t", "version": "1"}}});
-    let mut open = session_post(&init, "x");
-    let at = open.windows(16).position(|w| w == b"Mcp-Session-Id: ").unwrap();
-    open.drain(at..at + "Mcp-Session-Id: x\r\n".len());
     let mut sink = Vec::with_capacity(1 << 16);
-    h.round(&open, &mut sink);
-    let text = String::from_utf8_lossy(&sink).into_owned();
-    let id = text.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap().trim().to_owned();
+    let id = h.open_session(json!({"sampling": {}}), &mut sink);
     let a = h.c.conn;
     let b = h.c.e.open(Instant::ZERO, None).unwrap();
     let rounds: Vec<(Vec<u8>, Vec<u8>)> = (1..=23)

@@ -538,21 +538,7 @@ fn a_replay_that_lost_events_says_so() {
 
 #[test]
 fn a_cancellation_is_heeded_only_from_the_requests_session() {
-    let held = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let cancelled = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let (h, x) = (held.clone(), cancelled.clone());
-    let mut config = everything::config();
-    config.secret_key([3; 32]);
-    let mut c = client_of(
-        config,
-        http(),
-        everything::catalog(),
-        Box::new(move |ev: mcp_engine::Event<'_>| match ev {
-            mcp_engine::Event::Cancelled(t) => x.borrow_mut().push(t),
-            ev => h.borrow_mut().push(ev.ticket()),
-        }),
-    );
-    c.e.set_entropy(&ENTROPY);
+    let (mut c, held, cancelled) = holding_client();
     let a = open(&mut c, "2025-11-25");
     let b = open(&mut c, "2025-11-25");
     let call = request(7, "tools/call", json!({ "name": "test_simple_text" }));
