@@ -23,7 +23,8 @@ pub enum LogLevel {
 }
 
 impl LogLevel {
-    const ALL: [Self; 8] = [
+    /// Every level, lowest first.
+    pub(crate) const ALL: [Self; 8] = [
         Self::Debug,
         Self::Info,
         Self::Notice,

@@ -1,7 +1,11 @@
 //! A Streamable HTTP client for tests: raw HTTP/1.1 bytes into an [`HttpEngine`] on one
 //! connection, every event answered by a host closure, responses split back out.
 
-use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Verdict};
+use std::collections::HashMap;
+
+use mcp_engine::http::{
+    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, Verdict,
+};
 use mcp_engine::{Catalog, Config, Event, Instant};
 use mcp_fixture as everything;
 use serde_json::{Value, json};
@@ -23,6 +27,23 @@ pub struct Client {
     pub now: Instant,
     /// Answers MCP events (the `everything` fixture by default).
     pub host: Host,
+    /// Answers the session store's events (`HttpConfig::session_store`).
+    pub store: Store,
+}
+
+/// A session store kept by the test host: records by session id, and what it was asked.
+#[derive(Debug, Default, Clone)]
+pub struct Store {
+    /// The records, by session id.
+    pub records: HashMap<String, Vec<u8>>,
+    /// Every request, in order: `load ID`, `save ID`, `forget ID`, `expired ID`.
+    pub log: Vec<String>,
+    /// Answer loads `Unavailable` and saves as failed.
+    pub fail: bool,
+    /// Answer nothing: the asks wait in `held` (a stalled store).
+    pub hold: bool,
+    /// Asks left unanswered while `hold` was on.
+    pub held: Vec<ConnId>,
 }
 
 /// One HTTP response.
@@ -66,7 +87,15 @@ pub fn client_with(http: HttpConfig, catalog: Catalog) -> Client {
 pub fn client_of(config: Config, http: HttpConfig, catalog: Catalog, host: Host) -> Client {
     let mut e = HttpEngine::new(config, http, catalog);
     let conn = e.open(Instant::ZERO, None).unwrap();
-    Client { e, conn, verdict: Verdict::Allow, body_verdict: Verdict::Allow, now: Instant::ZERO, host }
+    Client {
+        e,
+        conn,
+        verdict: Verdict::Allow,
+        body_verdict: Verdict::Allow,
+        now: Instant::ZERO,
+        host,
+        store: Store::default(),
+    }
 }
 
 /// A client of the fixture.
@@ -113,6 +142,41 @@ impl Client {
                         self.e.authorize_body(self.now, conn, v);
                     }
                     HttpEvent::Mcp(ev) => (self.host)(ev),
+                    HttpEvent::LoadSession(l) => {
+                        let (conn, id) = (l.conn, l.id.to_owned());
+                        self.store.log.push(format!("load {id}"));
+                        if self.store.hold {
+                            self.store.held.push(conn);
+                        } else if self.store.fail {
+                            self.e.session_loaded(self.now, conn, Loaded::Unavailable);
+                        } else {
+                            match self.store.records.get(&id) {
+                                Some(r) => self.e.session_loaded(self.now, conn, Loaded::Record(r)),
+                                None => self.e.session_loaded(self.now, conn, Loaded::Missing),
+                            }
+                        }
+                    }
+                    HttpEvent::SaveSession(s) => {
+                        let (conn, id, record) = (s.conn, s.id.to_owned(), s.record.map(<[u8]>::to_vec));
+                        let verb = if record.is_some() { "save" } else { "forget" };
+                        self.store.log.push(format!("{verb} {id}"));
+                        if self.store.hold {
+                            self.store.held.push(conn);
+                        } else if self.store.fail {
+                            self.e.session_saved(self.now, conn, false);
+                        } else {
+                            match record {
+                                Some(r) => self.store.records.insert(id, r),
+                                None => self.store.records.remove(&id),
+                            };
+                            self.e.session_saved(self.now, conn, true);
+                        }
+                    }
+                    HttpEvent::SessionExpired(x) => {
+                        let id = x.id.to_owned();
+                        self.store.log.push(format!("expired {id}"));
+                        self.store.records.remove(&id);
+                    }
                     _ => {}
                 }
             }

@@ -39,6 +39,8 @@ pub struct HttpConfig {
     pub(super) max_sessions: usize,
     pub(super) session_idle_timeout: Duration,
     pub(super) replay_buffer: usize,
+    pub(super) session_store: bool,
+    pub(super) store_timeout: Duration,
 }
 
 impl HttpConfig {
@@ -61,6 +63,8 @@ impl HttpConfig {
             max_sessions: 4096,
             session_idle_timeout: Duration::from_secs(30 * 60),
             replay_buffer: 64 * 1024,
+            session_store: false,
+            store_timeout: Duration::from_secs(5),
         }
     }
     /// The endpoint path (default `/mcp`). Other paths are answered `404`.
@@ -159,6 +163,29 @@ impl HttpConfig {
     /// what ends their sessions. A request for an expired session is answered `404`.
     pub fn session_idle_timeout(&mut self, d: Duration) -> &mut Self {
         self.session_idle_timeout = d.max(MIN_TIMEOUT);
+        self
+    }
+    /// Keeps sessions in a store of the host's as well as in memory (default off: memory
+    /// only). The engine then asks for a session it does not hold when a request names
+    /// one ([`HttpEvent::LoadSession`](crate::http::HttpEvent::LoadSession)), holds the
+    /// response to a request that changed a session until the host stored its record
+    /// ([`HttpEvent::SaveSession`](crate::http::HttpEvent::SaveSession); `initialize`,
+    /// `notifications/initialized`, `logging/setLevel`, `resources/subscribe` and
+    /// `unsubscribe`, `DELETE`), and reports sessions it ended on their idle timeout
+    /// ([`HttpEvent::SessionExpired`](crate::http::HttpEvent::SessionExpired)). At
+    /// [`max_sessions`](Self::max_sessions) the session idle longest among those the store
+    /// holds unchanged leaves memory to make room (it is not ended: it is loaded again
+    /// when next named). The record format is described in `docs/decisions.md`.
+    pub fn session_store(&mut self, on: bool) -> &mut Self {
+        self.session_store = on;
+        self
+    }
+    /// How long the engine waits for the host's session store to answer a load or a save
+    /// (default 5 s, at least 1 ms). Past it the request is answered `503` with
+    /// `Retry-After` and a late answer is ignored; a session whose creation was not stored
+    /// in time is undone.
+    pub fn store_timeout(&mut self, d: Duration) -> &mut Self {
+        self.store_timeout = d.max(MIN_TIMEOUT);
         self
     }
     /// How long a `subscriptions/listen` stream may stay silent before the engine writes

@@ -10,7 +10,7 @@
 //! [`forget`]: HttpEngine::forget
 
 use super::exchange::{Exchange, Framing, Phase, refuse};
-use super::{Ask, ConnId, HttpEngine};
+use super::{ConnId, HttpEngine};
 use crate::output::Route;
 use crate::time::Instant;
 
@@ -64,7 +64,7 @@ impl HttpEngine {
         if c.out.is_empty() && c.out.capacity() != 0 {
             recycle(&mut self.outs, core::mem::take(&mut c.out));
         }
-        if !c.out.is_empty() && !s.sending {
+        if c.sendable() != 0 && !s.sending {
             s.sending = true;
             self.sending.push(slot);
         }
@@ -92,7 +92,7 @@ impl HttpEngine {
         let (write_timeout, keepalive) = (self.http.write_timeout, self.http.sse_keepalive);
         let Some(c) = self.slots.get_mut(slot as usize).and_then(|s| s.conn.as_mut()) else { return };
         let id = ConnId { slot, generation: c.generation };
-        let stalled = c.framing == Framing::Wire && !c.out.is_empty() && c.write_since + write_timeout <= now;
+        let stalled = c.framing == Framing::Wire && c.sendable() != 0 && c.write_since + write_timeout <= now;
         if stalled || (c.phase == Phase::Head && c.codec.is_idle() && c.out.is_empty()) {
             // A peer that takes no output, or a connection idle past its timeout: there
             // is nothing to say to it.
@@ -103,6 +103,11 @@ impl HttpEngine {
             Phase::Head | Phase::Body if c.deadline.is_some_and(|d| d <= now) => {
                 lend_out(&mut self.outs, c);
                 refuse(c, now, 408, &[]);
+            }
+            Phase::Loading | Phase::Saving if c.deadline.is_some_and(|d| d <= now) => {
+                // The session store did not answer in time.
+                self.store_failed(slot, now);
+                return;
             }
             Phase::Waiting if c.keepalive.is_some_and(|k| k <= now) => {
                 lend_out(&mut self.outs, c);
@@ -161,7 +166,7 @@ impl HttpEngine {
             self.sessions.end(r, self.last_now);
             self.session_timers.set(r.slot(), self.sessions.deadline(r));
         }
-        self.asks.retain(|a| !matches!(a, Ask::Head(s) | Ask::Body(s) if *s == slot));
+        self.asks.retain(|a| a.slot() != slot);
         c.codec.discard_body();
         if let Some(buf) = c.codec.take_buffer() {
             recycle(&mut self.bufs, buf);
@@ -180,7 +185,7 @@ impl HttpEngine {
         let slots = &mut self.slots;
         self.sending.retain(|&i| {
             let s = &mut slots[i as usize];
-            let keep = s.conn.as_ref().is_some_and(|c| !c.out.is_empty());
+            let keep = s.conn.as_ref().is_some_and(|c| c.sendable() != 0);
             s.sending = keep;
             keep
         });

@@ -29,6 +29,12 @@ pub(super) enum Phase {
     Waiting,
     /// A final response was written; the connection closes once it is sent.
     Closing,
+    /// The host's session store looks for the session the request names (deadline:
+    /// the store timeout).
+    Loading,
+    /// The response is written and held until the host's session store took the
+    /// session's change (deadline: the store timeout).
+    Saving,
 }
 
 /// How a connection's responses are written.
@@ -94,6 +100,30 @@ pub(super) struct Exchange {
     /// The response is (or will be, if it becomes SSE) a session's stream: its events
     /// carry ids and are kept for resumption.
     pub(super) sse: Option<SessionStream>,
+    /// The session store was asked for the session this request names (it is not asked
+    /// twice for one request).
+    pub(super) loaded: bool,
+    /// While [`Phase::Saving`]: what is being stored, and the output that may be sent
+    /// meanwhile (what preceded the held response).
+    pub(super) saving: Option<Saving>,
+    /// The session id a store is asked about (loading) or told of (saving).
+    pub(super) store_id: [u8; SESSION_ID_LEN],
+}
+
+/// A change to a session that the host's store is taking; the response that
+/// acknowledges it is held until it is taken.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Saving {
+    /// The session (`None`: it ended, and the store is to forget it).
+    pub(super) session: Option<SessionRef>,
+    /// Its change count being stored.
+    pub(super) changes: u32,
+    /// The request opened the session: should the store fail, the session is undone.
+    pub(super) created: bool,
+    /// The phase the connection goes on in once the change is stored.
+    pub(super) then: Phase,
+    /// Output bytes before the held response.
+    pub(super) held: usize,
 }
 
 /// A session-bound SSE stream: its session, its number in it (0: the standalone `GET`
@@ -136,7 +166,16 @@ impl Exchange {
             get: false,
             session: None,
             sse: None,
+            loaded: false,
+            saving: None,
+            store_id: [0; SESSION_ID_LEN],
         }
+    }
+
+    /// The output that may be sent now: all of it, but for a response held while its
+    /// session is stored.
+    pub(super) fn sendable(&self) -> usize {
+        self.saving.map_or(self.out.len(), |s| s.held)
     }
 
     /// `extra`, the session id the response names, and, for a request from an allowed
@@ -163,7 +202,7 @@ impl Exchange {
 
     /// The earliest deadline the connection has now, given the settings.
     pub(super) fn due(&self, http: &HttpConfig) -> Option<Instant> {
-        let write = (!self.out.is_empty() && self.framing == Framing::Wire)
+        let write = (self.sendable() != 0 && self.framing == Framing::Wire)
             .then(|| self.write_since + http.write_timeout);
         let phase = match self.phase {
             Phase::Head if self.codec.is_idle() && self.out.is_empty() => match self.framing {
@@ -172,7 +211,7 @@ impl Exchange {
                 Framing::Wire => Some(self.idle_since + http.idle_timeout),
             },
             // Pipelined bytes or a partial head: the request's deadline.
-            Phase::Head | Phase::Body => self.deadline,
+            Phase::Head | Phase::Body | Phase::Loading | Phase::Saving => self.deadline,
             Phase::Waiting => self.keepalive,
             Phase::Authorizing | Phase::AuthorizingBody | Phase::Ready | Phase::Closing => None,
         };
@@ -567,6 +606,7 @@ pub(super) fn finish(c: &mut Exchange, now: Instant, close: bool) {
     c.delete = false;
     c.get = false;
     c.sse = None;
+    c.loaded = false;
     c.served = c.served.saturating_add(1);
     c.idle_since = now;
     c.phase = if close { Phase::Closing } else { Phase::Head };

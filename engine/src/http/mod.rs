@@ -4,10 +4,11 @@
 //!
 //! This layer owns the connection table ([`HttpEngine`], this file), one exchange per
 //! connection (`exchange`: its phase, the refusals decided on a head, how a response is
-//! written), the session table and which wire a request is served on (`sessions`), the
-//! sessions' SSE streams (`streams`: the standalone `GET` stream, event ids, resumption
-//! from `replay`, streams `parked` when their connection went away), who
-//! may call (`auth`) and the settings (`config`). It is a client of the
+//! written), the host's answers for tickets (`answers`), the session table and which
+//! wire a request is served on (`sessions`), a host's session store (`store`, with the
+//! record format in `record`), the sessions' SSE streams (`streams`: the standalone
+//! `GET` stream, event ids, resumption from `replay`, streams `parked` when their
+//! connection went away), who may call (`auth`) and the settings (`config`). It is a client of the
 //! core: it hands it parsed messages through `Core::handle`, learns what each became
 //! (`Dispatched`), and routes what the outbox holds to connections. It never reads or
 //! writes the core's fields, and holds no MCP rule: those live in `mcp`.
@@ -18,26 +19,28 @@
 //! writes [`HttpEngine::pending_output`] back, and closes a connection when
 //! [`HttpEngine::wants_close`] says so once its output is written.
 
+mod answers;
 mod auth;
 mod config;
 mod conns;
 mod exchange;
 mod parked;
+mod record;
 mod replay;
 mod sessions;
+mod store;
 mod streams;
 
 pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, HeaderList, Principal, Verdict};
 pub use config::{AllowedOrigins, HttpConfig, OpenError};
 pub use exchange::ResponseHead;
+pub use store::{LoadSession, Loaded, SaveSession, SessionExpired};
 
 use core::fmt;
 use core::net::SocketAddr;
 
 use crate::catalog::Catalog;
 use crate::config::Config;
-use crate::content::{PromptOutput, ResourceContents, ToolOutput};
-use crate::error::{AnswerError, HostError};
 use crate::jsonrpc::Parser;
 use crate::mcp::event::Event;
 use crate::mcp::tickets::Ticket;
@@ -114,12 +117,31 @@ pub enum HttpEvent<'a> {
     Authorize(AuthorizeRequest<'a>),
     /// Decide on this body; answer with [`HttpEngine::authorize_body`].
     AuthorizeBody(AuthorizeBody<'a>),
+    /// Find this session in the session store; answer with
+    /// [`HttpEngine::session_loaded`] (only with [`HttpConfig::session_store`] on).
+    LoadSession(LoadSession<'a>),
+    /// Store this session's record, or forget the session; answer with
+    /// [`HttpEngine::session_saved`] (only with [`HttpConfig::session_store`] on).
+    SaveSession(SaveSession<'a>),
+    /// This engine ended a session that sat idle past
+    /// [`HttpConfig::session_idle_timeout`]: no answer (only with
+    /// [`HttpConfig::session_store`] on; see [`SessionExpired`]).
+    SessionExpired(SessionExpired<'a>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ask {
     Head(u32),
     Body(u32),
+    Load(u32),
+    Save(u32),
+}
+
+impl Ask {
+    fn slot(self) -> u32 {
+        let (Self::Head(s) | Self::Body(s) | Self::Load(s) | Self::Save(s)) = self;
+        s
+    }
 }
 
 /// The Streamable HTTP server state machine: many connections, one catalog.
@@ -186,6 +208,12 @@ pub struct HttpEngine {
     session_timers: Timers,
     /// Session streams whose connection went away while their request is in flight.
     parked: parked::Parked,
+    /// Sessions that expired, for the host's store to hear of (store mode only), and
+    /// the id the last [`HttpEvent::SessionExpired`] lends.
+    expired: std::collections::VecDeque<[u8; crate::wire::session_id::SESSION_ID_LEN]>,
+    expired_id: [u8; crate::wire::session_id::SESSION_ID_LEN],
+    /// The record the last [`HttpEvent::SaveSession`] lends.
+    record: Vec<u8>,
 }
 
 impl fmt::Debug for HttpEngine {
@@ -227,6 +255,9 @@ impl HttpEngine {
             sessions: Sessions::new(http.max_sessions, http.session_idle_timeout),
             session_timers: Timers::new(),
             parked: parked::Parked::default(),
+            expired: std::collections::VecDeque::new(),
+            expired_id: [0; crate::wire::session_id::SESSION_ID_LEN],
+            record: Vec::new(),
             http,
         }
     }
@@ -474,6 +505,9 @@ impl HttpEngine {
     /// timeout): end the body there.
     pub fn response(&self, conn: ConnId) -> Option<Response<'_>> {
         let c = self.conn(conn)?;
+        if c.phase == Phase::Saving {
+            return None; // held until the session is stored
+        }
         let head = c.head.as_ref()?;
         Some(Response {
             head,
@@ -485,7 +519,7 @@ impl HttpEngine {
 
     /// The bytes to send on `conn`.
     pub fn pending_output(&self, conn: ConnId) -> &[u8] {
-        self.conn(conn).map_or(&[], |c| &c.out)
+        self.conn(conn).map_or(&[], |c| &c.out[..c.sendable()])
     }
 
     /// Marks `n` bytes of `conn`'s output as sent (or, for a
@@ -493,9 +527,12 @@ impl HttpEngine {
     pub fn consume_output(&mut self, conn: ConnId, n: usize) {
         let now = self.last_now;
         let Some(c) = self.conn_mut(conn) else { return };
-        let n = n.min(c.out.len());
+        let n = n.min(c.sendable());
         if n == 0 {
             return;
+        }
+        if let Some(s) = c.saving.as_mut() {
+            s.held -= n;
         }
         let was_full = c.out.len() >= MAX_UNSENT;
         c.out.drain(..n);
@@ -520,7 +557,7 @@ impl HttpEngine {
     pub fn writable(&self) -> impl Iterator<Item = ConnId> + '_ {
         self.sending.iter().filter_map(|&i| {
             let c = self.slots[i as usize].conn.as_ref()?;
-            (!c.out.is_empty()).then_some(ConnId { slot: i, generation: c.generation })
+            (c.sendable() != 0).then_some(ConnId { slot: i, generation: c.generation })
         })
     }
 
@@ -545,7 +582,11 @@ impl HttpEngine {
         self.core.expire_inputs();
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
+                let id = self.sessions.get(r).map(|e| e.id);
                 if self.sessions.expire(r, now) {
+                    if let Some(id) = id.filter(|_| self.http.session_store) {
+                        self.expired.push_back(id);
+                    }
                     for route in self.parked.drain(|st, _| st.session == r) {
                         self.core.cancel_route(route);
                     }
@@ -634,8 +675,16 @@ impl HttpEngine {
         if self.core.has_event() {
             return self.core.next_event().map(HttpEvent::Mcp);
         }
+        if let Some(id) = self.expired.pop_front() {
+            self.expired_id = id;
+            let id = core::str::from_utf8(&self.expired_id).unwrap_or_default();
+            return Some(HttpEvent::SessionExpired(SessionExpired { id }));
+        }
         let ask = self.asks.pop_front()?;
-        let (Ask::Head(slot) | Ask::Body(slot)) = ask;
+        let slot = ask.slot();
+        if let Ask::Load(_) | Ask::Save(_) = ask {
+            return self.store_event(ask);
+        }
         let generation = self.slots[slot as usize].generation;
         let c = self.slots[slot as usize].conn.as_ref()?;
         let conn = ConnId { slot, generation };
@@ -652,182 +701,8 @@ impl HttpEngine {
                 headers: HeaderList::parse(head),
                 body: c.codec.body(),
             }),
+            Ask::Load(_) | Ask::Save(_) => return None,
         })
-    }
-
-    /// Answers a tool call (see [`Engine::answer_tool`](crate::Engine::answer_tool)).
-    pub fn answer_tool<S: serde::Serialize + ?Sized>(
-        &mut self,
-        ticket: Ticket,
-        output: &ToolOutput<'_, S>,
-    ) -> Result<(), AnswerError> {
-        self.tick(self.last_now);
-        let r = self.core.answers().answer_tool(ticket, output);
-        self.collect_answers();
-        self.process();
-        r
-    }
-
-    /// Answers a resource read.
-    pub fn answer_resource(
-        &mut self,
-        ticket: Ticket,
-        contents: &[ResourceContents<'_>],
-    ) -> Result<(), AnswerError> {
-        self.tick(self.last_now);
-        let r = self.core.answers().answer_resource(ticket, contents);
-        self.collect_answers();
-        self.process();
-        r
-    }
-
-    /// Answers a prompt.
-    pub fn answer_prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
-        self.tick(self.last_now);
-        let r = self.core.answers().answer_prompt(ticket, output);
-        self.collect_answers();
-        self.process();
-        r
-    }
-
-    /// Sends `notifications/progress` for a ticket whose request carried
-    /// `_meta.progressToken`: the response becomes an SSE stream that carries it before the
-    /// result (see [`Engine::notify_progress`](crate::Engine::notify_progress)).
-    pub fn notify_progress(
-        &mut self,
-        ticket: Ticket,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<&str>,
-    ) -> Result<(), crate::error::NotifyError> {
-        self.tick(self.last_now);
-        if self.backlogged(ticket) {
-            return Err(crate::error::NotifyError::Backpressure);
-        }
-        let r = self.core.answers().notify_progress(ticket, progress, total, message);
-        self.collect_answers();
-        r
-    }
-
-    /// Lets the connection of `ticket`'s request go while the host works on it: over a
-    /// session-bound stream (`2025-11-25`, `2025-06-18`) the response becomes an SSE
-    /// stream if it is not one yet, ends with a `retry:` field of `retry`, and the
-    /// request goes on; the client comes back with `GET` and `Last-Event-ID` and gets
-    /// what was written meanwhile, then the rest (SSE polling). Returns `Ok(false)` where
-    /// there is no such stream (stateless requests, HTTP/1.0): nothing changes.
-    pub fn reconnect_later(
-        &mut self,
-        ticket: Ticket,
-        retry: core::time::Duration,
-    ) -> Result<bool, crate::error::NotifyError> {
-        self.tick(self.last_now);
-        let r = self.core.answers().reconnect_later(ticket, retry);
-        self.collect_answers();
-        self.process();
-        r
-    }
-
-    /// Answers a completion request (see
-    /// [`Engine::answer_completion`](crate::Engine::answer_completion)).
-    pub fn answer_completion(
-        &mut self,
-        ticket: Ticket,
-        values: &[&str],
-        total: Option<u64>,
-        has_more: bool,
-    ) -> Result<(), AnswerError> {
-        self.tick(self.last_now);
-        let r = self.core.answers().answer_completion(ticket, values, total, has_more);
-        self.collect_answers();
-        self.process();
-        r
-    }
-
-    /// Sends `notifications/message` for a ticket (see
-    /// [`Engine::notify_log`](crate::Engine::notify_log)); over HTTP the response becomes
-    /// an SSE stream that carries it before the result.
-    pub fn notify_log<S: serde::Serialize + ?Sized>(
-        &mut self,
-        ticket: Ticket,
-        level: crate::level::LogLevel,
-        logger: Option<&str>,
-        data: &S,
-    ) -> Result<(), crate::error::NotifyError> {
-        self.tick(self.last_now);
-        if self.backlogged(ticket) {
-            return Err(crate::error::NotifyError::Backpressure);
-        }
-        let r = self.core.answers().notify_log(ticket, level, logger, data);
-        self.collect_answers();
-        r
-    }
-
-    /// Answers a ticket with an error.
-    pub fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
-        self.tick(self.last_now);
-        let r = self.core.answers().answer_error(ticket, None, error);
-        self.collect_answers();
-        self.process();
-        r
-    }
-
-    /// Answers a tool call, prompt or resource read with input requests (see
-    /// [`crate::Engine::answer_input_required`]).
-    pub fn answer_input_required(
-        &mut self,
-        ticket: Ticket,
-        input: &crate::mcp::mrtr::InputRequired<'_>,
-    ) -> Result<(), AnswerError> {
-        self.tick(self.last_now);
-        let r = self.core.answers().answer_input_required(ticket, input);
-        self.collect_answers();
-        self.process();
-        r
-    }
-
-    /// Replaces the catalog (see [`crate::Engine::replace_catalog`]); listen streams that
-    /// asked for the changed lists get their notifications.
-    pub fn replace_catalog(
-        &mut self,
-        catalog: Catalog,
-    ) -> Result<crate::mcp::subs::CatalogChange, crate::mcp::subs::ReplaceError> {
-        self.tick(self.last_now);
-        let r = self.core.replace_catalog(catalog);
-        if let Ok(change) = r {
-            // Sessions hear of it on their standalone streams.
-            for e in self.sessions.with_streams() {
-                if let Some((conn, generation)) = e.stream {
-                    self.core.session_list_changed(Route::Http { conn, generation }, &e.session, change);
-                }
-            }
-        }
-        self.collect_answers();
-        self.process();
-        r
-    }
-
-    /// Notifies the subscribers of `uri` (see [`crate::Engine::notify_resource_updated`]).
-    pub fn notify_resource_updated(&mut self, uri: &str) -> usize {
-        self.tick(self.last_now);
-        let mut n = self.core.notify_resource_updated(uri);
-        for e in self.sessions.with_streams() {
-            if let Some((conn, generation)) = e.stream {
-                let route = Route::Http { conn, generation };
-                n += usize::from(self.core.session_resource_updated(route, &e.session, uri));
-            }
-        }
-        self.collect_answers();
-        n
-    }
-
-    /// Ends every listen stream with its graceful result (see
-    /// [`crate::Engine::end_subscriptions`]).
-    pub fn end_subscriptions(&mut self) -> usize {
-        self.tick(self.last_now);
-        let n = self.core.end_subscriptions();
-        self.collect_answers();
-        self.process();
-        n
     }
 
     /// Whether the connection `ticket` answers on holds 64 KiB or more unsent.
@@ -1050,9 +925,17 @@ impl HttpEngine {
                         self.blocked = true;
                         return;
                     }
+                    if self.http.session_store && self.begin_load(slot) {
+                        return;
+                    }
                     self.dispatch(slot);
                 }
-                Phase::Authorizing | Phase::AuthorizingBody | Phase::Waiting | Phase::Closing => return,
+                Phase::Authorizing
+                | Phase::AuthorizingBody
+                | Phase::Waiting
+                | Phase::Closing
+                | Phase::Loading
+                | Phase::Saving => return,
             }
         }
     }
@@ -1067,6 +950,10 @@ impl HttpEngine {
         let generation = self.slots[slot as usize].generation;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         conns::lend_out(&mut self.outs, c);
+        // Output before this request's response: it may go while the response is held
+        // for the session store.
+        let before = c.out.len();
+        let store = self.http.session_store;
         let core = &mut self.core;
         let route = Route::Http { conn: slot, generation };
         let principal = c.principal.take();
@@ -1076,12 +963,23 @@ impl HttpEngine {
         let mark = core.outbox().out.len();
         let (head, body, spans) = c.codec.head_body_and_spans();
         let headers = HeaderList::from_spans(head, spans);
-        let (mode, check, attached) = sessions::route(&self.sessions, headers.as_slice(), principal.as_ref());
+        let (mode, mut check, attached) =
+            sessions::route(&self.sessions, headers.as_slice(), principal.as_ref());
+        if store && check == SessionCheck::Absent(Room::Full) {
+            // A session the store holds unchanged leaves memory to make room.
+            let parked = &self.parked;
+            if let Some(r) = self.sessions.evict_stored(|r| parked.find(|st| st.session == r).is_some()) {
+                self.session_timers.set(r.slot(), None);
+                check = SessionCheck::Absent(Room::Yes);
+            }
+        }
         if c.delete {
             // `DELETE` ends the session it names; nothing else is served by it.
             let mut stream = None;
+            let mut ended = None;
             let status = match (check, attached) {
                 (_, Some(r)) => {
+                    ended = self.sessions.get(r).map(|e| e.id);
                     // What its client was asked can no longer be answered; its stream ends.
                     stream = self.sessions.get(r).and_then(|e| {
                         core.inputs_gone(Some(e.session.serial));
@@ -1103,6 +1001,10 @@ impl HttpEngine {
                 Self::end_stream(&mut self.slots, stream, now);
                 self.settle(s);
             }
+            if let Some(id) = ended.filter(|_| store) {
+                // The `200` waits until the store forgot the session.
+                self.begin_save(slot, None, id, false, before);
+            }
             return;
         }
         // The session's state is the core's while it serves the request; should its
@@ -1115,6 +1017,7 @@ impl HttpEngine {
         }
         core.set_session_check(mode, check);
         let principal_bytes = principal.map(|p| p.0);
+        let mut created = None;
         let outcome =
             self.parser.parse(body, |parsed| core.handle(route, principal_bytes, parsed, headers.as_slice()));
         if let Some(r) = attached {
@@ -1135,6 +1038,7 @@ impl HttpEngine {
             if let Ok(r) = self.sessions.create(now, principal, session) {
                 c.session_id = self.sessions.get(r).map(|e| e.id);
                 self.session_timers.set(r.slot(), self.sessions.deadline(r));
+                created = Some(r);
             }
         }
         match outcome {
@@ -1152,6 +1056,24 @@ impl HttpEngine {
             }
             // A notification (or a response, which a client must not send): accepted.
             Dispatched::Accepted => respond_empty(c, now, 202, &[]),
+        }
+        if !store {
+            return;
+        }
+        // A change to the session is acknowledged once the host's store has it (one
+        // answered later, or not taken, goes with the session's next answered request).
+        let answered = matches!(outcome, Dispatched::Answered(_) | Dispatched::Accepted);
+        let save = match (created, attached) {
+            (Some(r), _) => Some((r, true)),
+            (None, Some(r)) if answered && self.sessions.get(r).is_some_and(sessions::Entry::unsaved) => {
+                Some((r, false))
+            }
+            _ => None,
+        };
+        if let Some((r, created)) = save
+            && let Some(id) = self.sessions.get(r).map(|e| e.id)
+        {
+            self.begin_save(slot, Some(r), id, created, before);
         }
     }
 }

@@ -64,6 +64,16 @@ pub(crate) struct Entry {
     pub(crate) next_stream: u32,
     /// Recent events of its streams, for `Last-Event-ID`.
     pub(crate) replay: Replay,
+    /// The session's change count (`Session::changes`) a session store last took: it
+    /// is behind while a change is not stored yet.
+    pub(crate) stored: u32,
+}
+
+impl Entry {
+    /// Whether a change is not in the session store yet.
+    pub(crate) fn unsaved(&self) -> bool {
+        self.session.changes != self.stored
+    }
 }
 
 #[derive(Debug, Default)]
@@ -133,6 +143,48 @@ impl Sessions {
             return Err(CreateError::Full);
         }
         let (token, id) = ids.mint();
+        Ok(self.insert(now, token, id, principal, session, 1))
+    }
+
+    /// The session a store kept under `token`, back in the table, idle from `now`. Its
+    /// streams are numbered from a random point: another engine may have numbered
+    /// streams of the same session, and an event id of one of those must not name one
+    /// of these.
+    pub(crate) fn restore(
+        &mut self,
+        now: Instant,
+        token: Token,
+        principal: Option<Principal>,
+        session: Session,
+    ) -> Result<SessionRef, CreateError> {
+        let ids = self.ids.as_mut().ok_or(CreateError::Unseeded)?;
+        if self.live >= self.max {
+            return Err(CreateError::Full);
+        }
+        if let Some(&slot) = self.by_token.get(&token) {
+            // Loaded twice at once: the one in the table stands.
+            let generation = self.slots[slot as usize].generation;
+            return Ok(SessionRef { slot, generation });
+        }
+        let (noise, _) = ids.mint();
+        let first = u32::from_le_bytes([noise[0], noise[1], noise[2], noise[3]]) | 1 << 30;
+        let id = ids.id_of(&token);
+        let r = self.insert(now, token, id, principal, session, first);
+        if let Some(e) = self.get_mut(r) {
+            e.stored = e.session.changes;
+        }
+        Ok(r)
+    }
+
+    fn insert(
+        &mut self,
+        now: Instant,
+        token: Token,
+        id: [u8; SESSION_ID_LEN],
+        principal: Option<Principal>,
+        session: Session,
+        next_stream: u32,
+    ) -> SessionRef {
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => {
@@ -150,12 +202,38 @@ impl Sessions {
             idle_since: now,
             stream: None,
             standalone_seq: 0,
-            next_stream: 1,
+            next_stream,
             replay: Replay::default(),
+            stored: 0,
         });
         self.by_token.insert(token, slot);
         self.live += 1;
-        Ok(SessionRef { slot, generation: s.generation })
+        SessionRef { slot, generation: s.generation }
+    }
+
+    /// The token of `id` when it verifies under the key and names no session in the
+    /// table (a session store may hold it). Allocates nothing.
+    pub(crate) fn absent(&self, id: &[u8]) -> Option<Token> {
+        let token = self.ids.as_ref()?.open(id)?;
+        (!self.by_token.contains_key(&token)).then_some(token)
+    }
+
+    /// Makes room by dropping from the table the session idle longest among those a
+    /// session store holds as they are (nothing in flight, no stream open, no change
+    /// unsaved): it is not ended, and comes back from the store when next named.
+    /// Returns the one dropped. Scans the table: called only at the cap. `busy` names sessions that must stay for another reason (a parked stream).
+    pub(crate) fn evict_stored(&mut self, busy: impl Fn(SessionRef) -> bool) -> Option<SessionRef> {
+        let oldest = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                Some((SessionRef { slot: i as u32, generation: s.generation }, s.entry.as_ref()?))
+            })
+            .filter(|&(r, e)| e.active == 0 && !e.unsaved() && !busy(r))
+            .min_by_key(|(_, e)| e.idle_since)
+            .map(|(r, _)| r)?;
+        self.remove(oldest).then_some(oldest)
     }
 
     /// The session `id` names, if it is live and `principal` created it. Allocates

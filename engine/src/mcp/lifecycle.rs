@@ -43,6 +43,16 @@ pub(crate) struct Session {
     /// a client's response to a request the engine sent is taken only from the session
     /// the request went to.
     pub(crate) serial: u64,
+    /// Counts the changes to what a session record keeps (`initialized`, the log level,
+    /// the uris): a session store is told of a session whose count moved.
+    pub(crate) changes: u32,
+}
+
+impl Session {
+    /// What a session record keeps changed.
+    pub(crate) fn touch(&mut self) {
+        self.changes = self.changes.wrapping_add(1);
+    }
 }
 
 /// Which transport the core serves: the rules differ (DIGEST A.8, beam_mcp "dual-era is a

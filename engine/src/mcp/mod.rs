@@ -501,7 +501,11 @@ impl Core {
     /// Acts on a notification (never answered).
     pub(crate) fn notification(&mut self, n: &[Node<'_>], method: &str, params: Option<usize>) {
         match notification(self.mode.rules(), method, &self.session) {
-            Some(Notification::Initialized) => self.session.initialized = true,
+            Some(Notification::Initialized) if !self.session.initialized => {
+                self.session.initialized = true;
+                self.session.touch();
+            }
+            Some(Notification::Initialized) => {}
             Some(Notification::Cancelled) => {
                 let Some(idb) = cancelled_id(n, params) else { return };
                 // Over HTTP only a request of the same session (two sessions may use the
@@ -564,6 +568,7 @@ impl Core {
         };
         self.sessions_opened += 1;
         self.session.serial = self.sessions_opened;
+        self.session.touch();
         let mut out = core::mem::take(&mut self.outbox.out);
         result_start(&mut out, Reply::Id(req.id));
         out.extend_from_slice(b"\"protocolVersion\":");
@@ -575,11 +580,21 @@ impl Core {
         Ok(())
     }
 
+    /// Numbers a session that comes back from a session store, as `initialize` numbers
+    /// a new one.
+    pub(crate) fn number_session(&mut self, session: &mut Session) {
+        self.sessions_opened += 1;
+        session.serial = self.sessions_opened;
+    }
+
     /// `logging/setLevel`: the level later requests of the session log at.
     pub(crate) fn set_level<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
         let level =
             req.str_at(req.param("level")).and_then(LogLevel::parse).ok_or(PeerError::UnknownLogLevel)?;
-        self.session.log_level = Some(level);
+        if self.session.log_level != Some(level) {
+            self.session.log_level = Some(level);
+            self.session.touch();
+        }
         self.pong(Reply::Id(req.id));
         Ok(())
     }

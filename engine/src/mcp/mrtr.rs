@@ -117,6 +117,16 @@ impl ClientCapabilities {
     /// No input kinds.
     pub const NONE: Self = Self { bits: 0 };
 
+    /// The capability bits (as a session record keeps them).
+    pub(crate) fn bits(self) -> u8 {
+        self.bits
+    }
+
+    /// Capabilities from their bits; `None` when a bit means nothing.
+    pub(crate) fn from_bits(bits: u8) -> Option<Self> {
+        (bits & !(1 | 2 | 4 | 8 | SAMPLING_TOOLS | SAMPLING_CONTEXT) == 0).then_some(Self { bits })
+    }
+
     /// These capabilities and `kind` (to build requests in tests).
     #[must_use]
     pub fn with(self, kind: InputKind) -> Self {

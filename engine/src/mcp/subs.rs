@@ -183,9 +183,14 @@ impl Core {
                     return Err(PeerError::TooManyUris(MAX_SUBSCRIBED_URIS));
                 }
                 self.session.uris.push(uri.into());
+                self.session.touch();
             }
         } else {
+            let before = self.session.uris.len();
             self.session.uris.retain(|u| &**u != uri);
+            if self.session.uris.len() != before {
+                self.session.touch();
+            }
         }
         self.pong(Reply::Id(req.id));
         Ok(())

@@ -1,0 +1,188 @@
+//! The host's answers and notifications for tickets of HTTP requests: each is handed to
+//! the core, which writes it for its route, and what the core wrote is then moved into
+//! the connections' output (`collect_answers`). Catalog replacements and resource updates
+//! also reach the sessions' standalone streams here.
+
+use crate::catalog::Catalog;
+use crate::content::{PromptOutput, ResourceContents, ToolOutput};
+use crate::error::{AnswerError, HostError};
+use crate::http::HttpEngine;
+use crate::mcp::tickets::Ticket;
+use crate::output::Route;
+
+impl HttpEngine {
+    /// Answers a tool call (see [`Engine::answer_tool`](crate::Engine::answer_tool)).
+    pub fn answer_tool<S: serde::Serialize + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        output: &ToolOutput<'_, S>,
+    ) -> Result<(), AnswerError> {
+        self.tick(self.last_now);
+        let r = self.core.answers().answer_tool(ticket, output);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Answers a resource read.
+    pub fn answer_resource(
+        &mut self,
+        ticket: Ticket,
+        contents: &[ResourceContents<'_>],
+    ) -> Result<(), AnswerError> {
+        self.tick(self.last_now);
+        let r = self.core.answers().answer_resource(ticket, contents);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Answers a prompt.
+    pub fn answer_prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
+        self.tick(self.last_now);
+        let r = self.core.answers().answer_prompt(ticket, output);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Sends `notifications/progress` for a ticket whose request carried
+    /// `_meta.progressToken`: the response becomes an SSE stream that carries it before the
+    /// result (see [`Engine::notify_progress`](crate::Engine::notify_progress)).
+    pub fn notify_progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), crate::error::NotifyError> {
+        self.tick(self.last_now);
+        if self.backlogged(ticket) {
+            return Err(crate::error::NotifyError::Backpressure);
+        }
+        let r = self.core.answers().notify_progress(ticket, progress, total, message);
+        self.collect_answers();
+        r
+    }
+
+    /// Lets the connection of `ticket`'s request go while the host works on it: over a
+    /// session-bound stream (`2025-11-25`, `2025-06-18`) the response becomes an SSE
+    /// stream if it is not one yet, ends with a `retry:` field of `retry`, and the
+    /// request goes on; the client comes back with `GET` and `Last-Event-ID` and gets
+    /// what was written meanwhile, then the rest (SSE polling). Returns `Ok(false)` where
+    /// there is no such stream (stateless requests, HTTP/1.0): nothing changes.
+    pub fn reconnect_later(
+        &mut self,
+        ticket: Ticket,
+        retry: core::time::Duration,
+    ) -> Result<bool, crate::error::NotifyError> {
+        self.tick(self.last_now);
+        let r = self.core.answers().reconnect_later(ticket, retry);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Answers a completion request (see
+    /// [`Engine::answer_completion`](crate::Engine::answer_completion)).
+    pub fn answer_completion(
+        &mut self,
+        ticket: Ticket,
+        values: &[&str],
+        total: Option<u64>,
+        has_more: bool,
+    ) -> Result<(), AnswerError> {
+        self.tick(self.last_now);
+        let r = self.core.answers().answer_completion(ticket, values, total, has_more);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Sends `notifications/message` for a ticket (see
+    /// [`Engine::notify_log`](crate::Engine::notify_log)); over HTTP the response becomes
+    /// an SSE stream that carries it before the result.
+    pub fn notify_log<S: serde::Serialize + ?Sized>(
+        &mut self,
+        ticket: Ticket,
+        level: crate::level::LogLevel,
+        logger: Option<&str>,
+        data: &S,
+    ) -> Result<(), crate::error::NotifyError> {
+        self.tick(self.last_now);
+        if self.backlogged(ticket) {
+            return Err(crate::error::NotifyError::Backpressure);
+        }
+        let r = self.core.answers().notify_log(ticket, level, logger, data);
+        self.collect_answers();
+        r
+    }
+
+    /// Answers a ticket with an error.
+    pub fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
+        self.tick(self.last_now);
+        let r = self.core.answers().answer_error(ticket, None, error);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Answers a tool call, prompt or resource read with input requests (see
+    /// [`crate::Engine::answer_input_required`]).
+    pub fn answer_input_required(
+        &mut self,
+        ticket: Ticket,
+        input: &crate::mcp::mrtr::InputRequired<'_>,
+    ) -> Result<(), AnswerError> {
+        self.tick(self.last_now);
+        let r = self.core.answers().answer_input_required(ticket, input);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Replaces the catalog (see [`crate::Engine::replace_catalog`]); listen streams that
+    /// asked for the changed lists get their notifications.
+    pub fn replace_catalog(
+        &mut self,
+        catalog: Catalog,
+    ) -> Result<crate::mcp::subs::CatalogChange, crate::mcp::subs::ReplaceError> {
+        self.tick(self.last_now);
+        let r = self.core.replace_catalog(catalog);
+        if let Ok(change) = r {
+            // Sessions hear of it on their standalone streams.
+            for e in self.sessions.with_streams() {
+                if let Some((conn, generation)) = e.stream {
+                    self.core.session_list_changed(Route::Http { conn, generation }, &e.session, change);
+                }
+            }
+        }
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Notifies the subscribers of `uri` (see [`crate::Engine::notify_resource_updated`]).
+    pub fn notify_resource_updated(&mut self, uri: &str) -> usize {
+        self.tick(self.last_now);
+        let mut n = self.core.notify_resource_updated(uri);
+        for e in self.sessions.with_streams() {
+            if let Some((conn, generation)) = e.stream {
+                let route = Route::Http { conn, generation };
+                n += usize::from(self.core.session_resource_updated(route, &e.session, uri));
+            }
+        }
+        self.collect_answers();
+        n
+    }
+
+    /// Ends every listen stream with its graceful result (see
+    /// [`crate::Engine::end_subscriptions`]).
+    pub fn end_subscriptions(&mut self) -> usize {
+        self.tick(self.last_now);
+        let n = self.core.end_subscriptions();
+        self.collect_answers();
+        self.process();
+        n
+    }
+}

@@ -1,0 +1,240 @@
+//! The host's session store, sans-IO ([`HttpConfig::session_store`]): the engine asks
+//! for a session it does not hold and waits for the answer, holds the response to a
+//! request that changed a session until the host stored the session's record, and tells
+//! the host of the sessions it expired. The engine never does the I/O; the record's
+//! format is `record`'s.
+//!
+//! A request waits for the store in [`Phase::Loading`] (before it is dispatched) or
+//! [`Phase::Saving`] (its response written and held; output written before it may go),
+//! each bounded by [`HttpConfig::store_timeout`]. A store that fails or does not answer
+//! in time makes the request `503` with `Retry-After`: nothing the client was not told
+//! of is kept (a session whose creation was not stored is undone), and a change the
+//! store did not take is offered again with the session's next request.
+
+use crate::http::exchange::{Phase, Saving, respond_empty};
+use crate::http::sessions::{CreateError, SessionRef};
+use crate::http::{Ask, ConnId, HeaderList, HttpEngine, HttpEvent, conn_in, conns, record};
+use crate::time::Instant;
+use crate::wire::session_id::SESSION_ID_LEN;
+
+/// What a refusal for an unavailable store says: try again shortly.
+const RETRY: &[(&str, &str)] = &[("retry-after", "1")];
+
+/// A request names a session this engine does not hold ([`HttpEvent::LoadSession`]):
+/// look `id` up in the store and answer with [`HttpEngine::session_loaded`]. Only ids
+/// this engine's key sealed get here (a forged one is refused without asking).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct LoadSession<'a> {
+    /// The connection whose request waits.
+    pub conn: ConnId,
+    /// The session id (the store's key).
+    pub id: &'a str,
+}
+
+/// A session changed, was created or ended ([`HttpEvent::SaveSession`]): store `record`
+/// under `id`, replacing what was there (or, when `record` is `None`, forget `id`), and
+/// answer with [`HttpEngine::session_saved`]. The response that acknowledges the change
+/// is held until then.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct SaveSession<'a> {
+    /// The connection whose response waits.
+    pub conn: ConnId,
+    /// The session id (the store's key).
+    pub id: &'a str,
+    /// The session's record (versioned; see `docs/decisions.md`), or `None`: the session
+    /// ended (`DELETE`).
+    pub record: Option<&'a [u8]>,
+}
+
+/// This engine ended session `id` on its idle timeout ([`HttpEvent::SessionExpired`]);
+/// nothing waits for an answer. A store serving this engine alone forgets it; a store
+/// shared by several engines may keep it if another one used it since.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct SessionExpired<'a> {
+    /// The session id.
+    pub id: &'a str,
+}
+
+/// The answer to a [`LoadSession`].
+#[derive(Debug, Clone, Copy)]
+pub enum Loaded<'r> {
+    /// The session's record, as a [`SaveSession`] gave it.
+    Record(&'r [u8]),
+    /// The store holds no such session: the request is answered `404` and the client
+    /// opens a new one.
+    Missing,
+    /// The store could not be asked: the request is answered `503` with `Retry-After`.
+    Unavailable,
+}
+
+impl HttpEngine {
+    /// Whether `slot`'s request names a session the store may hold (a sealed id this
+    /// engine does not hold); if so it waits for the store, asked once per request.
+    pub(super) fn begin_load(&mut self, slot: u32) -> bool {
+        let deadline = self.last_now + self.http.store_timeout;
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };
+        if c.loaded {
+            return false;
+        }
+        let (head, _, spans) = c.codec.head_body_and_spans();
+        let headers = HeaderList::from_spans(head, spans);
+        let mut named = headers.as_slice().iter().filter(|h| h.name.eq_ignore_ascii_case("mcp-session-id"));
+        let (Some(h), None) = (named.next(), named.next()) else { return false };
+        let value = h.value.trim_ascii();
+        if value.len() != SESSION_ID_LEN || self.sessions.absent(value).is_none() {
+            return false;
+        }
+        c.store_id.copy_from_slice(value);
+        c.loaded = true;
+        c.phase = Phase::Loading;
+        c.deadline = Some(deadline);
+        self.asks.push_back(Ask::Load(slot));
+        true
+    }
+
+    /// Holds `slot`'s response (written after the first `held` output bytes) until the
+    /// store took the change to `session` (`None`: the session `id` ended).
+    pub(super) fn begin_save(
+        &mut self,
+        slot: u32,
+        session: Option<SessionRef>,
+        id: [u8; SESSION_ID_LEN],
+        created: bool,
+        held: usize,
+    ) {
+        let deadline = self.last_now + self.http.store_timeout;
+        let changes = session.and_then(|r| self.sessions.get(r)).map_or(0, |e| e.session.changes);
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        c.saving = Some(Saving { session, changes, created, then: c.phase, held });
+        c.phase = Phase::Saving;
+        c.deadline = Some(deadline);
+        c.store_id = id;
+        self.asks.push_back(Ask::Save(slot));
+    }
+
+    /// The event of a store `ask`.
+    pub(super) fn store_event(&mut self, ask: Ask) -> Option<HttpEvent<'_>> {
+        let slot = ask.slot();
+        let s = &mut self.slots[slot as usize];
+        let c = s.conn.as_mut()?;
+        let conn = ConnId { slot, generation: s.generation };
+        let mut record = false;
+        if let (Ask::Save(_), Some(sv)) = (ask, c.saving.as_mut()) {
+            // The record as it is now: a change made since the save was asked goes with it.
+            if let Some(e) = sv.session.and_then(|r| self.sessions.get(r)) {
+                record::encode(&e.session, e.principal.as_ref(), &mut self.record);
+                sv.changes = e.session.changes;
+                record = true;
+            }
+        }
+        let c = self.slots[slot as usize].conn.as_ref()?;
+        let id = core::str::from_utf8(&c.store_id).ok()?;
+        Some(match ask {
+            Ask::Load(_) => HttpEvent::LoadSession(LoadSession { conn, id }),
+            _ => HttpEvent::SaveSession(SaveSession { conn, id, record: record.then_some(&self.record[..]) }),
+        })
+    }
+
+    /// Answers a [`LoadSession`]: the request goes on in the session `found` holds, is
+    /// answered `404` when it holds none (or a record this engine cannot read), or `503`
+    /// with `Retry-After` when the store is unavailable or the table is full of sessions
+    /// that cannot leave it. An answer for a request that no longer waits is ignored.
+    pub fn session_loaded(&mut self, now: Instant, conn: ConnId, found: Loaded<'_>) {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if c.phase != Phase::Loading {
+            return;
+        }
+        c.deadline = None;
+        let mut full = matches!(found, Loaded::Unavailable);
+        if let Loaded::Record(bytes) = found
+            && let Some(token) = self.sessions.absent(&c.store_id)
+            && let Ok((mut session, principal)) = record::decode(bytes)
+        {
+            self.core.number_session(&mut session);
+            if !self.sessions.room() {
+                let parked = &self.parked;
+                if let Some(r) = self.sessions.evict_stored(|r| parked.find(|st| st.session == r).is_some()) {
+                    self.session_timers.set(r.slot(), None);
+                }
+            }
+            match self.sessions.restore(now, token, principal, session) {
+                Ok(r) => self.session_timers.set(r.slot(), self.sessions.deadline(r)),
+                Err(CreateError::Full) => full = true,
+                Err(CreateError::Unseeded) => {}
+            }
+        }
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if full {
+            conns::lend_out(&mut self.outs, c);
+            respond_empty(c, now, 503, RETRY);
+        } else {
+            c.phase = Phase::Ready;
+        }
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
+    }
+
+    /// Answers a [`SaveSession`]: `saved` releases the held response; a failure replaces
+    /// it with `503` and `Retry-After` (and undoes a session the request created). An
+    /// answer for a response that no longer waits is ignored.
+    pub fn session_saved(&mut self, now: Instant, conn: ConnId, saved: bool) {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if c.phase != Phase::Saving {
+            return;
+        }
+        if !saved {
+            self.store_failed(conn.slot, now);
+            self.process();
+            return;
+        }
+        let Some(sv) = c.saving.take() else { return };
+        c.phase = sv.then;
+        c.deadline = None;
+        if let Some(e) = sv.session.and_then(|r| self.sessions.get_mut(r)) {
+            e.stored = sv.changes;
+        }
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
+    }
+
+    /// The store failed `slot`'s request, or did not answer in time: `503` with
+    /// `Retry-After` instead of what it waited for.
+    pub(super) fn store_failed(&mut self, slot: u32, now: Instant) {
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        self.asks.retain(|a| a.slot() != slot);
+        match c.phase {
+            Phase::Loading => {
+                conns::lend_out(&mut self.outs, c);
+                respond_empty(c, now, 503, RETRY);
+            }
+            Phase::Saving => {
+                let Some(sv) = c.saving.take() else { return };
+                // The held response is withdrawn; what went before it stays.
+                c.out.truncate(sv.held);
+                c.phase = sv.then;
+                c.deadline = None;
+                c.write_head(now, 503, None, 0, RETRY, sv.then == Phase::Closing);
+                if let (true, Some(r)) = (sv.created, sv.session) {
+                    // Its client never learns the id: the session is undone.
+                    if let Some(e) = self.sessions.get(r) {
+                        self.core.inputs_gone(Some(e.session.serial));
+                    }
+                    self.sessions.remove(r);
+                    self.session_timers.set(r.slot(), None);
+                }
+            }
+            _ => return,
+        }
+        self.work.push_back(slot);
+        self.settle(slot);
+    }
+}

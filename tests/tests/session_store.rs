@@ -1,0 +1,377 @@
+//! The session store, sans-IO (`HttpConfig::session_store`): the engine asks the host
+//! for a session it does not hold, holds the answer to a request that changed a session
+//! until the host stored the record, tells the host of expired sessions, and turns a
+//! store that fails or stalls into `503` with `Retry-After`, never into a hang or a lost
+//! acknowledged change.
+
+use std::time::Duration;
+
+use mcp_engine::Instant;
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Loaded, Principal, Verdict};
+use mcp_fixture as everything;
+use mcp_tests::wire::{Client, Response, Store, client_of, parse_responses, post};
+use serde_json::{Value, json};
+
+const V: &str = "2025-11-25";
+
+fn http() -> HttpConfig {
+    let mut h = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    h.session_store(true);
+    h
+}
+
+/// A node: an engine with the store on, sealing with the key every node shares.
+fn node_with(http: HttpConfig, entropy: u8) -> Client {
+    let mut config = everything::config();
+    config.secret_key([3; 32]);
+    let mut c = client_of(config, http, everything::catalog(), Box::new(everything::respond));
+    c.e.set_entropy(&[entropy; 32]);
+    c
+}
+
+fn node() -> Client {
+    node_with(http(), 5)
+}
+
+fn legacy(body: &Value, session: Option<&str>) -> Vec<u8> {
+    let mut extra = vec![("Mcp-Method", ""), ("Mcp-Name", ""), ("MCP-Protocol-Version", "")];
+    if let Some(id) = session {
+        extra.push(("MCP-Protocol-Version", V));
+        extra.push(("Mcp-Session-Id", id));
+    }
+    post(body, &extra)
+}
+
+fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+fn initialize() -> Value {
+    request(
+        1,
+        "initialize",
+        json!({ "protocolVersion": V, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
+    )
+}
+
+fn initialized() -> Value {
+    json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })
+}
+
+fn one(c: &mut Client, raw: &[u8]) -> Response {
+    let mut r = c.send(raw);
+    assert_eq!(r.len(), 1, "{r:?}");
+    r.remove(0)
+}
+
+/// Opens a session; returns its id.
+fn open(c: &mut Client) -> String {
+    let r = one(c, &legacy(&initialize(), None));
+    assert_eq!(r.status, 200, "{r:?}");
+    let id = r.header("mcp-session-id").expect("a session id").to_owned();
+    assert_eq!(one(c, &legacy(&initialized(), Some(&id))).status, 202);
+    id
+}
+
+fn ping(c: &mut Client, id: &str) -> Response {
+    one(c, &legacy(&request(9, "ping", json!({})), Some(id)))
+}
+
+/// The `notifications/message` lines a logging tool call in session `id` gets.
+fn logged(c: &mut Client, id: &str) -> usize {
+    let call = request(3, "tools/call", json!({ "name": "test_logging_tool" }));
+    let out = c.feed(&legacy(&call, Some(id)), usize::MAX);
+    String::from_utf8_lossy(&out).matches("notifications/message").count()
+}
+
+#[test]
+fn a_session_stored_by_one_node_is_served_by_another_with_its_state() {
+    let mut a = node();
+    let id = open(&mut a);
+    assert_eq!(a.store.log, [format!("save {id}"), format!("save {id}")], "created, then initialized");
+    let r = one(&mut a, &legacy(&request(2, "logging/setLevel", json!({ "level": "info" })), Some(&id)));
+    assert_eq!(r.json()["result"], json!({}));
+    assert_eq!(a.store.log.len(), 3, "the level is part of the record");
+    assert_eq!(ping(&mut a, &id).status, 200);
+    assert_eq!(a.store.log.len(), 3, "a ping changes nothing: nothing is stored");
+
+    // Node B shares the key and the store, not the memory.
+    let mut b = node_with(http(), 6);
+    b.store = Store { log: Vec::new(), ..a.store.clone() };
+    let r = ping(&mut b, &id);
+    assert_eq!((r.status, r.json()["result"].clone()), (200, json!({})), "{r:?}");
+    assert_eq!(b.store.log, [format!("load {id}")]);
+    assert_eq!(b.e.sessions(), 1);
+    assert_eq!(logged(&mut b, &id), 3, "the session's log level came with it");
+    assert_eq!(b.store.log.len(), 1, "loaded once, then held in memory");
+    // Its revision came too: another protocol version header is refused.
+    let wrong = post(
+        &request(4, "ping", json!({})),
+        &[("Mcp-Method", ""), ("MCP-Protocol-Version", "2025-06-18"), ("Mcp-Session-Id", &id)],
+    );
+    assert_eq!(one(&mut b, &wrong).status, 400);
+}
+
+#[test]
+fn a_subscription_is_stored_and_the_unsubscription_too() {
+    let mut a = node();
+    let id = open(&mut a);
+    let sub = request(2, "resources/subscribe", json!({ "uri": "test://static-text" }));
+    assert_eq!(one(&mut a, &legacy(&sub, Some(&id))).status, 200);
+    let with_uri = a.store.records[&id].clone();
+    assert!(with_uri.windows(18).any(|w| w == b"test://static-text"), "{with_uri:?}");
+    let unsub = request(3, "resources/unsubscribe", json!({ "uri": "test://static-text" }));
+    assert_eq!(one(&mut a, &legacy(&unsub, Some(&id))).status, 200);
+    assert_eq!(a.store.log.len(), 4);
+    assert!(a.store.records[&id].len() < with_uri.len());
+}
+
+#[test]
+fn a_forged_id_never_reaches_the_store_and_a_missing_one_is_404() {
+    let mut c = node();
+    let forged = "A".repeat(44);
+    assert_eq!(ping(&mut c, &forged).status, 404);
+    assert!(c.store.log.is_empty(), "refused on its seal, without a lookup");
+
+    // A sealed id the store does not hold (deleted elsewhere, say).
+    let mut other = node_with(http(), 7);
+    let id = open(&mut other);
+    assert_eq!(ping(&mut c, &id).status, 404);
+    assert_eq!(c.store.log, [format!("load {id}")]);
+    assert_eq!(c.e.sessions(), 0);
+}
+
+#[test]
+fn an_unreadable_record_is_a_missing_session() {
+    let mut a = node();
+    let id = open(&mut a);
+    let mut b = node_with(http(), 6);
+    for bad in [vec![], vec![2, 2, 0, 0, 0, 0, 0], vec![1, 9, 0, 0, 0, 0, 0]] {
+        b.store.records.insert(id.clone(), bad.clone());
+        assert_eq!(ping(&mut b, &id).status, 404, "{bad:?}");
+    }
+    assert_eq!(b.e.sessions(), 0);
+}
+
+#[test]
+fn the_answer_to_a_change_is_held_until_the_store_has_it() {
+    let mut c = node();
+    c.store.hold = true;
+    let out = c.feed(&legacy(&initialize(), None), usize::MAX);
+    assert!(out.is_empty(), "held: {}", String::from_utf8_lossy(&out));
+    assert_eq!(c.e.sessions(), 1);
+    let conn = c.store.held.pop().expect("a save was asked");
+    assert_eq!(c.store.log.len(), 1);
+    c.e.session_saved(c.now, conn, true);
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    let r = parse_responses(&out);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].status, 200);
+    assert!(r[0].header("mcp-session-id").is_some());
+    // A late second answer is ignored.
+    c.e.session_saved(c.now, conn, false);
+    c.drain(&mut out);
+    assert_eq!(c.e.sessions(), 1);
+}
+
+#[test]
+fn a_failed_save_is_503_and_a_created_session_is_undone() {
+    let mut c = node();
+    c.store.fail = true;
+    let r = one(&mut c, &legacy(&initialize(), None));
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(r.header("mcp-session-id").is_none());
+    assert_eq!(c.e.sessions(), 0, "its client never learnt the id");
+    assert!(!r.closes(), "the connection goes on");
+
+    c.store.fail = false;
+    let id = open(&mut c);
+    c.store.fail = true;
+    let set = request(2, "logging/setLevel", json!({ "level": "info" }));
+    assert_eq!(one(&mut c, &legacy(&set, Some(&id))).status, 503);
+    assert_eq!(c.e.sessions(), 1, "an existing session stays");
+    // The change not stored goes with the session's next answered request.
+    c.store.fail = false;
+    let before = c.store.log.len();
+    assert_eq!(ping(&mut c, &id).status, 200);
+    assert_eq!(c.store.log.len(), before + 1, "{:?}", c.store.log);
+    let mut b = node_with(http(), 6);
+    b.store.records = c.store.records.clone();
+    assert_eq!(logged(&mut b, &id), 3, "the level reached the store");
+}
+
+#[test]
+fn an_unavailable_store_on_load_is_503_and_the_request_can_be_retried() {
+    let mut a = node();
+    let id = open(&mut a);
+    let mut b = node_with(http(), 6);
+    b.store.records = a.store.records.clone();
+    b.store.fail = true;
+    let r = ping(&mut b, &id);
+    assert_eq!((r.status, r.header("retry-after")), (503, Some("1")));
+    b.store.fail = false;
+    assert_eq!(ping(&mut b, &id).status, 200);
+}
+
+#[test]
+fn a_store_that_does_not_answer_in_time_gives_503_and_late_answers_are_ignored() {
+    let mut h = http();
+    h.store_timeout(Duration::from_secs(2));
+    let mut a = node_with(h.clone(), 5);
+    let id = open(&mut a);
+
+    // A stalled load.
+    let mut b = node_with(h.clone(), 6);
+    b.store.records = a.store.records.clone();
+    b.store.hold = true;
+    let out = b.feed(&legacy(&request(2, "ping", json!({})), Some(&id)), usize::MAX);
+    assert!(out.is_empty());
+    assert_eq!(b.e.poll_timeout(), Some(Instant::ZERO + Duration::from_secs(2)));
+    b.now = Instant::ZERO + Duration::from_secs(2);
+    b.e.handle_timeout(b.now);
+    let mut out = Vec::new();
+    b.drain(&mut out);
+    let r = parse_responses(&out);
+    assert_eq!(r[0].status, 503);
+    let late = b.store.held.pop().unwrap();
+    b.e.session_loaded(b.now, late, Loaded::Record(&a.store.records[&id]));
+    b.drain(&mut out);
+    assert_eq!(b.e.sessions(), 0, "the late answer was ignored");
+
+    // A stalled save of a new session.
+    let mut c = node_with(h, 7);
+    c.store.hold = true;
+    assert!(c.feed(&legacy(&initialize(), None), usize::MAX).is_empty());
+    c.now = Instant::ZERO + Duration::from_secs(2);
+    c.e.handle_timeout(c.now);
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert_eq!(parse_responses(&out)[0].status, 503);
+    assert_eq!(c.e.sessions(), 0);
+}
+
+#[test]
+fn delete_answers_once_the_store_forgot_the_session() {
+    let mut a = node();
+    let id = open(&mut a);
+    let delete = format!("DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: {id}\r\n\r\n");
+    a.store.hold = true;
+    assert!(a.feed(delete.as_bytes(), usize::MAX).is_empty(), "held");
+    assert_eq!(a.store.log.last(), Some(&format!("forget {id}")));
+    let conn = a.store.held.pop().unwrap();
+    a.store.hold = false;
+    a.store.records.remove(&id);
+    a.e.session_saved(a.now, conn, true);
+    let mut out = Vec::new();
+    a.drain(&mut out);
+    assert_eq!(parse_responses(&out)[0].status, 200);
+    // Gone for every node.
+    assert_eq!(ping(&mut a, &id).status, 404);
+    let mut b = node_with(http(), 6);
+    b.store.records = a.store.records.clone();
+    assert_eq!(ping(&mut b, &id).status, 404);
+
+    // A session held only in the store is loaded to be deleted.
+    let id = open(&mut a);
+    let mut b = node_with(http(), 6);
+    b.store.records = a.store.records.clone();
+    let delete = format!("DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: {id}\r\n\r\n");
+    assert_eq!(one(&mut b, delete.as_bytes()).status, 200);
+    assert_eq!(b.store.log, [format!("load {id}"), format!("forget {id}")]);
+    assert!(!b.store.records.contains_key(&id));
+}
+
+#[test]
+fn an_expired_session_is_reported_to_the_store() {
+    let mut h = http();
+    h.session_idle_timeout(Duration::from_secs(60));
+    let mut c = node_with(h, 5);
+    let id = open(&mut c);
+    c.now = Instant::ZERO + Duration::from_secs(60);
+    c.e.handle_timeout(c.now);
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert_eq!(c.store.log.last(), Some(&format!("expired {id}")));
+    assert!(c.store.records.is_empty());
+    c.conn = c.e.open(c.now, None).unwrap(); // the first one sat idle past its own timeout
+    assert_eq!(ping(&mut c, &id).status, 404);
+    assert_eq!(c.store.log.last(), Some(&format!("load {id}")), "asked, and the store forgot it");
+}
+
+#[test]
+fn at_the_cap_a_stored_session_leaves_memory_and_comes_back_when_named() {
+    let mut h = http();
+    h.max_sessions(1);
+    let mut c = node_with(h, 5);
+    let a = open(&mut c);
+    let b = open(&mut c);
+    assert_eq!(c.e.sessions(), 1, "a left memory for b");
+    assert_eq!(logged(&mut c, &b), 0);
+    let r = ping(&mut c, &a);
+    assert_eq!(r.status, 200, "a came back from the store: {r:?}");
+    assert_eq!(c.store.log.last(), Some(&format!("load {a}")));
+    assert_eq!(ping(&mut c, &b).status, 200, "and b in turn");
+
+    // Without a store the cap refuses instead.
+    let mut plain = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    plain.max_sessions(1);
+    let mut m = node_with(plain, 5);
+    open(&mut m);
+    assert_eq!(one(&mut m, &legacy(&initialize(), None)).status, 503);
+}
+
+#[test]
+fn a_session_with_an_unsaved_change_does_not_leave_memory() {
+    let mut h = http();
+    h.max_sessions(1);
+    let mut c = node_with(h, 5);
+    let a = open(&mut c);
+    c.store.fail = true;
+    let set = request(2, "logging/setLevel", json!({ "level": "info" }));
+    assert_eq!(one(&mut c, &legacy(&set, Some(&a))).status, 503);
+    c.store.fail = false;
+    let r = one(&mut c, &legacy(&initialize(), None));
+    assert_eq!(r.status, 503, "a holds a change the store lacks: it stays, and the cap holds");
+    assert_eq!(logged(&mut c, &a), 3);
+}
+
+#[test]
+fn a_stored_session_stays_bound_to_its_principal() {
+    let mut h = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    h.session_store(true);
+    let mut a = node_with(h.clone(), 5);
+    a.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+    let id = open(&mut a);
+    let mut b = node_with(h, 6);
+    b.store.records = a.store.records.clone();
+    b.verdict = Verdict::AllowAs(Principal::of(b"bob"));
+    assert_eq!(ping(&mut b, &id).status, 404, "bob does not get alice's session");
+    b.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+    assert_eq!(ping(&mut b, &id).status, 200);
+}
+
+#[test]
+fn the_store_paths_give_the_same_output_whole_or_split() {
+    let mut whole = node();
+    let id = open(&mut whole);
+    let records = whole.store.records.clone();
+    let script = [
+        legacy(&request(2, "ping", json!({})), Some(&id)),
+        legacy(&request(3, "logging/setLevel", json!({ "level": "info" })), Some(&id)),
+        legacy(&request(4, "tools/call", json!({ "name": "test_logging_tool" })), Some(&id)),
+    ]
+    .concat();
+    let run = |chunk: usize| {
+        let mut n = node_with(http(), 6);
+        n.store.records = records.clone();
+        let out = n.feed(&script, chunk);
+        (out, n.store.log)
+    };
+    let reference = run(usize::MAX);
+    assert!(reference.1.len() == 2, "a load and a save: {:?}", reference.1);
+    for chunk in [1, 3, 7, 64, 333] {
+        assert_eq!(run(chunk), reference, "split every {chunk} bytes");
+    }
+}
