@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Verdict};
+use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Loaded, Verdict};
 use mcp_engine::{Config, Instant};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -20,6 +20,7 @@ use crate::auth::{AuthorizeInfo, Authorizer};
 use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
 use crate::readiness::{Ready, ReadyQueue};
+use crate::store::{SessionStore, StoreError};
 use crate::work::Tasks;
 
 /// The one buffer every connection is read into (by the engine task).
@@ -94,6 +95,8 @@ pub struct HttpServer<H, A> {
     pub(crate) auth: A,
     pub(crate) max_in_flight: usize,
     pub(crate) max_body: usize,
+    /// Where sessions are kept beyond the engine's memory, if anywhere.
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// The channel handler replies and publications come back on (made early so that
     /// [`HttpServer::publisher`] works before serving).
     pub(crate) done: (mpsc::UnboundedSender<Completion>, mpsc::UnboundedReceiver<Completion>),
@@ -131,8 +134,24 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
             auth,
             max_in_flight: defaults.in_flight_limit(),
             max_body: 1 << 20,
+            store: None,
             done: mpsc::unbounded_channel(),
         }
+    }
+
+    /// Keeps sessions in `store` as well as in the engine's memory (turning the engine's
+    /// [`HttpConfig::session_store`](mcp_engine::http::HttpConfig::session_store) on): a
+    /// session survives the engine dropping it from memory at its cap, and, with a store
+    /// shared by several servers and the same
+    /// [`Config::secret_key`](mcp_engine::Config::secret_key), is served by any of them.
+    /// The store is asked when a request names a session the engine does not hold, and
+    /// when a session is created, changed (`initialized`, `logging/setLevel`,
+    /// `resources/subscribe`), deleted or expires; the answer to a change waits until
+    /// the store has it. See [`SessionStore`].
+    pub fn session_store<S: SessionStore>(mut self, store: Arc<S>) -> Self {
+        self.engine.set_session_store(true);
+        self.store = Some(store);
+        self
     }
 
     /// A [`Publisher`] to this server once it runs: replace its catalog, announce
@@ -177,7 +196,7 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         listener: TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
-        let (host, mut done_rx, mut verdict_rx) = Host::new(self);
+        let (host, mut done_rx, mut decided_rx) = Host::new(self);
         let ready = Arc::new(ReadyQueue::default());
         let mut tcp = Tcp {
             host,
@@ -210,7 +229,7 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
                     tcp.reading = false;
                 }
                 Some(done) = done_rx.recv() => tcp.host.complete(done),
-                Some(verdict) = verdict_rx.recv() => tcp.host.verdict(verdict),
+                Some(decided) = decided_rx.recv() => tcp.host.decided(decided),
                 // Every report queued, before one pump: a burst of readiness (thousands
                 // of slow clients each sending a byte) costs one pass of the loop.
                 () = ready.wait() => tcp.take_ready(),
@@ -262,7 +281,7 @@ pub(crate) struct VerdictMsg {
 /// Sends [`Verdict::Failed`] if an authorization task ends without deciding (it
 /// panicked), so the request is answered `500` rather than left waiting.
 struct VerdictGuard {
-    tx: Option<mpsc::UnboundedSender<VerdictMsg>>,
+    tx: Option<mpsc::UnboundedSender<Decided>>,
     conn: ConnId,
     body: bool,
 }
@@ -270,7 +289,7 @@ struct VerdictGuard {
 impl VerdictGuard {
     fn send(mut self, verdict: Verdict) {
         if let Some(tx) = self.tx.take() {
-            let _ = tx.send(VerdictMsg { conn: self.conn, body: self.body, verdict });
+            let _ = tx.send(Decided::Verdict(VerdictMsg { conn: self.conn, body: self.body, verdict }));
         }
     }
 }
@@ -278,12 +297,27 @@ impl VerdictGuard {
 impl Drop for VerdictGuard {
     fn drop(&mut self) {
         if let Some(tx) = self.tx.take() {
-            let _ = tx.send(VerdictMsg { conn: self.conn, body: self.body, verdict: Verdict::Failed });
+            let _ = tx.send(Decided::Verdict(VerdictMsg {
+                conn: self.conn,
+                body: self.body,
+                verdict: Verdict::Failed,
+            }));
         }
     }
 }
 
 type BoxVerdict = Pin<Box<dyn Future<Output = Verdict> + Send>>;
+
+/// What a task of the host's (an authorizer's decision, a session store's answer)
+/// brings back to the engine's task.
+pub(crate) enum Decided {
+    /// The authorizer's verdict.
+    Verdict(VerdictMsg),
+    /// The store's answer to a `LoadSession`.
+    Loaded(ConnId, Result<Option<Vec<u8>>, StoreError>),
+    /// The store's answer to a `SaveSession`.
+    Saved(ConnId, Result<(), StoreError>),
+}
 
 /// What an `Authorize` or `AuthorizeBody` event leads to.
 enum Ask {
@@ -300,7 +334,11 @@ pub(crate) struct Host<H, A> {
     handler: Arc<H>,
     auth: Arc<A>,
     tasks: Tasks,
-    verdict_tx: mpsc::UnboundedSender<VerdictMsg>,
+    verdict_tx: mpsc::UnboundedSender<Decided>,
+    /// Where sessions are kept beyond the engine's memory (see `HttpServer::session_store`).
+    store: Option<Arc<dyn SessionStore>>,
+    /// A store event arrived with no store: said once.
+    warned_no_store: bool,
     /// Authorization tasks still deciding, by connection.
     authorizing: HashMap<ConnId, AbortHandle>,
     /// The request an authorizer is asked about at once, refilled in place.
@@ -315,7 +353,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
     #[allow(clippy::type_complexity)]
     pub(crate) fn new(
         server: HttpServer<H, A>,
-    ) -> (Self, mpsc::UnboundedReceiver<Completion>, mpsc::UnboundedReceiver<VerdictMsg>) {
+    ) -> (Self, mpsc::UnboundedReceiver<Completion>, mpsc::UnboundedReceiver<Decided>) {
         let (done_tx, done_rx) = server.done;
         let tasks = Tasks::with_sender(done_tx);
         let (verdict_tx, verdict_rx) = mpsc::unbounded_channel();
@@ -325,6 +363,8 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             auth: Arc::new(server.auth),
             tasks,
             verdict_tx,
+            store: server.store,
+            warned_no_store: false,
             authorizing: HashMap::new(),
             asking: AuthorizeInfo::new(None, core::iter::empty::<(String, Vec<u8>)>()),
             deferred: VecDeque::new(),
@@ -388,6 +428,27 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                         None => Ask::Later(req.conn, self.asking.clone(), Some(req.body.to_vec())),
                     })
                 }
+                Some(HttpEvent::LoadSession(load)) => {
+                    let (conn, id) = (load.conn, load.id.to_owned());
+                    self.load(conn, id);
+                    None
+                }
+                Some(HttpEvent::SaveSession(save)) => {
+                    let (conn, id, record) = (save.conn, save.id.to_owned(), save.record.map(<[u8]>::to_vec));
+                    self.save(conn, id, record);
+                    None
+                }
+                Some(HttpEvent::SessionExpired(gone)) => {
+                    let id = gone.id.to_owned();
+                    if let Some(store) = self.store.clone() {
+                        tokio::spawn(async move {
+                            if let Err(e) = store.expired(&id).await {
+                                tracing::warn!(%e, "an expired session stays in the store");
+                            }
+                        });
+                    }
+                    None
+                }
                 Some(other) => {
                     tracing::warn!(event = ?other, "ignoring an event this adapter does not know");
                     None
@@ -401,6 +462,73 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             }
         }
         any
+    }
+
+    /// The store, or `None` after saying once that there is none (the engine was
+    /// configured for a store the server was not given: sessions then live in memory).
+    fn store_or_warn(&mut self) -> Option<Arc<dyn SessionStore>> {
+        if self.store.is_none() && !self.warned_no_store {
+            self.warned_no_store = true;
+            tracing::warn!("the engine asks for a session store, but the server has none: memory only");
+        }
+        self.store.clone()
+    }
+
+    /// Looks a session up in the store; the answer comes back as `Decided::Loaded`.
+    fn load(&mut self, conn: ConnId, id: String) {
+        let Some(store) = self.store_or_warn() else {
+            let now = self.now();
+            self.engine.session_loaded(now, conn, Loaded::Missing);
+            return;
+        };
+        let tx = self.verdict_tx.clone();
+        tokio::spawn(async move {
+            let found = store.load(&id).await;
+            let _ = tx.send(Decided::Loaded(conn, found));
+        });
+    }
+
+    /// Stores (or, with no record, removes) a session; the answer comes back as
+    /// `Decided::Saved`.
+    fn save(&mut self, conn: ConnId, id: String, record: Option<Vec<u8>>) {
+        let Some(store) = self.store_or_warn() else {
+            let now = self.now();
+            self.engine.session_saved(now, conn, true);
+            return;
+        };
+        let tx = self.verdict_tx.clone();
+        tokio::spawn(async move {
+            let saved = match &record {
+                Some(record) => store.save(&id, record).await,
+                None => store.remove(&id).await,
+            };
+            let _ = tx.send(Decided::Saved(conn, saved));
+        });
+    }
+
+    /// Passes on what a task of the host's decided.
+    pub(crate) fn decided(&mut self, decided: Decided) {
+        match decided {
+            Decided::Verdict(msg) => self.verdict(msg),
+            Decided::Loaded(conn, found) => {
+                let now = self.now();
+                match found {
+                    Ok(Some(record)) => self.engine.session_loaded(now, conn, Loaded::Record(&record)),
+                    Ok(None) => self.engine.session_loaded(now, conn, Loaded::Missing),
+                    Err(e) => {
+                        tracing::warn!(%e, "a session could not be loaded");
+                        self.engine.session_loaded(now, conn, Loaded::Unavailable);
+                    }
+                }
+            }
+            Decided::Saved(conn, saved) => {
+                let now = self.now();
+                if let Err(e) = &saved {
+                    tracing::warn!(%e, "a session could not be stored");
+                }
+                self.engine.session_saved(now, conn, saved.is_ok());
+            }
+        }
     }
 
     /// Asks the authorizer about a head (`body` is `None`) or a body.

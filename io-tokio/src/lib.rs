@@ -145,8 +145,10 @@
 //!   when cancelled, answering its ticket on the engine when it finishes.
 //! - `serve` (imports `handler`, `work`): the stream run loop, [`serve`] and
 //!   [`serve_stdio`].
-//! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `work`): the Streamable HTTP server
-//!   over TCP, [`HttpServer`] and [`serve_http`].
+//! - `store`: where HTTP sessions are kept beyond the engine's memory, [`SessionStore`]
+//!   and [`MemorySessionStore`].
+//! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `store`, `work`): the
+//!   Streamable HTTP server over TCP, [`HttpServer`] and [`serve_http`].
 //! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
 //!   endpoint as a tower `Service`, `McpService`.
 //!
@@ -166,6 +168,7 @@ mod readiness;
 mod reply;
 mod request;
 mod serve;
+mod store;
 mod strings;
 #[cfg(feature = "tower")]
 mod tower;
@@ -182,6 +185,7 @@ pub use reply::{
 };
 pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, ResourceRead, ToolCall};
 pub use serve::{serve, serve_stdio};
+pub use store::{MemorySessionStore, SessionStore, StoreError, StoreFuture};
 pub use strings::{Name, PooledString};
 #[cfg(feature = "tower")]
 pub use tower::{McpBody, McpService};

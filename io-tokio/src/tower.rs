@@ -21,7 +21,7 @@ use tower::Service;
 use crate::auth::Authorizer;
 use crate::channel::Completion;
 use crate::handler::Handler;
-use crate::http::{Host, HttpServer, VerdictMsg};
+use crate::http::{Decided, Host, HttpServer};
 
 /// Requests waiting for the engine task, all callers together.
 const REQUEST_QUEUE: usize = 64;
@@ -351,7 +351,7 @@ async fn run<H: Handler, A: Authorizer>(
     mut gone: mpsc::UnboundedReceiver<u64>,
     mut demand: mpsc::UnboundedReceiver<u64>,
     mut done: mpsc::UnboundedReceiver<Completion>,
-    mut verdicts: mpsc::UnboundedReceiver<VerdictMsg>,
+    mut decisions: mpsc::UnboundedReceiver<Decided>,
 ) {
     let mut open = true;
     let mut scratch = Vec::new();
@@ -366,7 +366,7 @@ async fn run<H: Handler, A: Authorizer>(
         tokio::select! {
             biased;
             Some(completion) = done.recv() => task.host.complete(completion),
-            Some(verdict) = verdicts.recv() => task.host.verdict(verdict),
+            Some(decided) = decisions.recv() => task.host.decided(decided),
             Some(id) = gone.recv() => task.gone(id),
             // Room in a stream's body: the next pump moves more.
             Some(_) = demand.recv() => {}

@@ -277,6 +277,19 @@ impl HttpEngine {
         self.sessions.seed(&secret, entropy);
     }
 
+    /// Turns the host's session store on or off, as
+    /// [`HttpConfig::session_store`] does (for an adapter given a store after the engine
+    /// was built). Call it before serving.
+    pub fn set_session_store(&mut self, on: bool) {
+        self.http.session_store = on;
+    }
+
+    /// The latest time the engine was given (for a host answering outside its own
+    /// clock, say in a callback that only has the engine).
+    pub fn now(&self) -> Instant {
+        self.last_now
+    }
+
     /// Live sessions.
     pub fn sessions(&self) -> usize {
         self.sessions.len()

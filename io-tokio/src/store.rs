@@ -1,0 +1,202 @@
+//! Where HTTP sessions are kept beyond the engine's memory: [`SessionStore`], and the
+//! in-memory [`MemorySessionStore`].
+//!
+//! With a store ([`HttpServer::session_store`](crate::HttpServer::session_store)), the
+//! engine asks for a session it does not hold (a request names it after a restart, or on
+//! another node sharing the engine's key), and holds the answer to a request that changed
+//! a session until the store has the session's record. The record is opaque bytes, small
+//! (a few dozen bytes plus the subscribed uris) and versioned; its format is described in
+//! `docs/decisions.md`. A store that fails, or does not answer within the engine's
+//! [`store_timeout`](mcp_engine::http::HttpConfig::store_timeout), makes the request
+//! `503` with `Retry-After`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What a [`SessionStore`] method returns: a boxed future (the trait is used as a trait
+/// object, and the store is asked only when a session changes or comes back, never for a
+/// steady-state request).
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// A store that could not do what it was asked (the request is answered `503` with
+/// `Retry-After`). The message goes to the server's log, never to the client.
+#[derive(Debug)]
+pub struct StoreError(Box<dyn std::error::Error + Send + Sync>);
+
+impl StoreError {
+    /// An error of the store's own.
+    pub fn new(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self(e.into())
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "session store: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// Keeps session records by session id.
+///
+/// Every method may be called concurrently for different ids; for one id the server
+/// asks one thing at a time per request, and a later save replaces an earlier one.
+/// A save must be durable when its future completes: the client is told of the change
+/// then.
+pub trait SessionStore: Send + Sync + 'static {
+    /// The record saved under `id`, or `None` when there is none (never saved, removed,
+    /// or expired): the client is then told the session is gone (`404`) and opens a new
+    /// one.
+    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Vec<u8>>>;
+
+    /// Keeps `record` under `id`, replacing what was there.
+    fn save<'a>(&'a self, id: &'a str, record: &'a [u8]) -> StoreFuture<'a, ()>;
+
+    /// Forgets `id` (the client ended the session with `DELETE`). Forgetting an id that is
+    /// not there succeeds.
+    fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()>;
+
+    /// This server ended `id` on its idle timeout. By default the record is removed; a
+    /// store shared by several servers may keep it if another one used the session since.
+    fn expired<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        self.remove(id)
+    }
+}
+
+/// A [`SessionStore`] in this process's memory: sessions survive the engine dropping
+/// them from its own table (at its session cap) but not a restart. Bounded: at most
+/// `max` records, each kept at most `ttl` after it was last saved or loaded (a save
+/// beyond the cap, once expired records are dropped, fails: the request is `503`).
+#[derive(Debug)]
+pub struct MemorySessionStore {
+    records: Mutex<HashMap<String, (Vec<u8>, Instant)>>,
+    max: usize,
+    ttl: Duration,
+}
+
+impl MemorySessionStore {
+    /// A store of at most `max` records, each kept `ttl` after its last save or load
+    /// (give at least the engine's
+    /// [`session_idle_timeout`](mcp_engine::http::HttpConfig::session_idle_timeout)).
+    pub fn new(max: usize, ttl: Duration) -> Self {
+        Self { records: Mutex::new(HashMap::new()), max, ttl }
+    }
+
+    /// Records held now (expired ones included until they are dropped).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Vec<u8>, Instant)>> {
+        // A panic while holding the lock leaves a map that is still whole.
+        self.records.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Default for MemorySessionStore {
+    /// 65,536 records, each kept 30 minutes (the engine's default idle timeout).
+    fn default() -> Self {
+        Self::new(65_536, Duration::from_secs(30 * 60))
+    }
+}
+
+impl SessionStore for MemorySessionStore {
+    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<Vec<u8>>> {
+        let now = Instant::now();
+        let mut map = self.lock();
+        let found = match map.get_mut(id) {
+            Some((record, at)) if now.duration_since(*at) < self.ttl => {
+                *at = now;
+                Some(record.clone())
+            }
+            Some(_) => {
+                map.remove(id);
+                None
+            }
+            None => None,
+        };
+        Box::pin(std::future::ready(Ok(found)))
+    }
+
+    fn save<'a>(&'a self, id: &'a str, record: &'a [u8]) -> StoreFuture<'a, ()> {
+        let now = Instant::now();
+        let mut map = self.lock();
+        if map.len() >= self.max && !map.contains_key(id) {
+            map.retain(|_, (_, at)| now.duration_since(*at) < self.ttl);
+        }
+        let r = if map.len() >= self.max && !map.contains_key(id) {
+            Err(StoreError::new(format!("full ({} records)", self.max)))
+        } else {
+            map.insert(id.to_owned(), (record.to_vec(), now));
+            Ok(())
+        };
+        Box::pin(std::future::ready(r))
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        self.lock().remove(id);
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now<T>(f: StoreFuture<'_, T>) -> Result<T, StoreError> {
+        let mut f = f;
+        match f.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+            std::task::Poll::Ready(r) => r,
+            std::task::Poll::Pending => panic!("the memory store answers at once"),
+        }
+    }
+
+    #[test]
+    fn records_are_kept_replaced_and_removed() {
+        let s = MemorySessionStore::default();
+        assert!(now(s.load("a")).unwrap().is_none());
+        now(s.save("a", b"one")).unwrap();
+        now(s.save("a", b"two")).unwrap();
+        assert_eq!(now(s.load("a")).unwrap().as_deref(), Some(&b"two"[..]));
+        now(s.remove("a")).unwrap();
+        now(s.remove("a")).unwrap();
+        assert!(now(s.load("a")).unwrap().is_none());
+        now(s.save("b", b"x")).unwrap();
+        now(s.expired("b")).unwrap();
+        assert!(s.is_empty());
+    }
+
+    #[test]
+    fn beyond_its_cap_a_new_record_is_refused_and_old_ones_stay() {
+        let s = MemorySessionStore::new(2, Duration::from_secs(3600));
+        now(s.save("a", b"1")).unwrap();
+        now(s.save("b", b"2")).unwrap();
+        assert!(now(s.save("c", b"3")).is_err());
+        now(s.save("a", b"1'")).unwrap();
+        assert_eq!(s.len(), 2);
+    }
+
+    #[test]
+    fn an_expired_record_is_not_found_and_makes_room() {
+        let s = MemorySessionStore::new(1, Duration::ZERO);
+        now(s.save("a", b"1")).unwrap();
+        assert!(now(s.load("a")).unwrap().is_none());
+        now(s.save("b", b"2")).unwrap();
+        now(s.save("c", b"3")).unwrap();
+        assert_eq!(s.len(), 1);
+    }
+}
