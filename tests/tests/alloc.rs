@@ -433,8 +433,14 @@ struct Http {
 
 impl Http {
     fn new() -> Self {
-        let http =
+        Self::with_store(false)
+    }
+
+    /// With the host's session store on or off (`HttpConfig::session_store`).
+    fn with_store(store: bool) -> Self {
+        let mut http =
             HttpConfig::new(AllowedOrigins::List(vec!["http://localhost:3000".into()]), Authorization::Host);
+        http.session_store(store);
         let config = keyed();
         Self { c: mcp_tests::wire::client_of(config, http, rich_catalog(), Box::new(respond)) }
     }
@@ -535,7 +541,18 @@ fn session_post(body: &Value, id: &str) -> Vec<u8> {
 
 #[test]
 fn http_session_requests_allocate_nothing() {
-    let mut h = Http::new();
+    session_requests_allocate_nothing(false);
+}
+
+/// With a session store, a request that changes nothing in its session asks nothing of
+/// the store, and allocates nothing either.
+#[test]
+fn http_session_requests_with_a_session_store_allocate_nothing() {
+    session_requests_allocate_nothing(true);
+}
+
+fn session_requests_allocate_nothing(store: bool) {
+    let mut h = Http::with_store(store);
     let mut sink = Vec::with_capacity(1 << 16);
     let id = h.open_session(json!({}), &mut sink);
     let cases = [
@@ -567,7 +584,10 @@ fn http_session_requests_allocate_nothing() {
         }
     }
     assert_eq!(h.c.e.sessions(), 1);
-    assert!(failures.is_empty(), "HTTP sessions:\n{}", failures.join("\n"));
+    let saved = h.c.store.log.iter().filter(|l| l.starts_with("save ")).count();
+    // Created, then `initialized` (the first notification of the cases); nothing since.
+    assert_eq!(saved, 2 * usize::from(store), "{:?}", h.c.store.log);
+    assert!(failures.is_empty(), "HTTP sessions (store {store}):\n{}", failures.join("\n"));
 }
 
 const SAMPLING: &str =
