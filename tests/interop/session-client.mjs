@@ -3,7 +3,8 @@
 // elicitation and roots), list, call with progress, call with logging, calls during which
 // the server sends requests to the client on the POST's SSE stream (`sampling/createMessage`
 // answered, then refused with an error; `elicitation/create`; `roots/list`), terminate
-// (DELETE), and a request after it (must fail).
+// (DELETE), and a request after it (must fail); a call whose stream the server ends early
+// (SSE polling) is resumed with GET and Last-Event-ID.
 // Usage: node session-client.mjs URL. Exits non-zero, naming the step, on any failure.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -141,6 +142,15 @@ await callAsking(
   exactly("tools/call with roots/list", "Client roots: file:///interop"),
 );
 
+// The server ends the POST's stream with `retry:` before the result (SSE polling); the
+// client must come back with GET and Last-Event-ID to get it.
+const resumed = await client
+  .callTool({ name: "test_reconnection", arguments: {} })
+  .catch((e) => fail("tools/call resumed after the stream ended", e));
+if (!textOf(resumed)?.startsWith("Reconnection test completed successfully")) {
+  fail("tools/call resumed after the stream ended", JSON.stringify(resumed));
+}
+
 const ended = transport.sessionId;
 await transport.terminateSession().catch((e) => fail("DELETE", e));
 // The ended session's id is refused: a raw request with it is 404.
@@ -158,5 +168,5 @@ if (after.status !== 404) fail("after DELETE", `status ${after.status}`);
 await client.close();
 console.log(
   `interop: ${version.name} ${version.version}: session, list, progress (${progress.length}), logging (${logs.length}), ` +
-    `sampling, sampling declined (${JSON.stringify(declined)}), elicitation, roots, DELETE, 404 after it: ok`,
+    `sampling, sampling declined (${JSON.stringify(declined)}), elicitation, roots, resumption, DELETE, 404 after it: ok`,
 );
