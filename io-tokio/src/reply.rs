@@ -5,6 +5,7 @@
 use core::fmt;
 use std::borrow::Cow;
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use mcp_engine::{Base64, Content, HostError, InputRequestBuf, PromptMessage, ResourceContents, Role};
 
@@ -384,9 +385,9 @@ impl ToolReply {
     pub fn structured(value: serde_json::Value) -> Self {
         Self::text(value.to_string()).with_structured_content(value)
     }
-    /// Asks the client for input first (`2026-07-28` multi-round-trip requests): the
-    /// client retries the call with the responses, which the handler then finds in
-    /// [`InputContext::responses`](crate::InputContext::responses).
+    /// Asks the client for input first (see [`InputRequiredReply`]): the handler is called
+    /// again with the client's responses, which it finds in
+    /// [`InputContext::response`](crate::InputContext::response).
     pub fn input_required(input: InputRequiredReply) -> Self {
         Self { input_required: Some(input), ..Self::default() }
     }
@@ -488,23 +489,32 @@ impl PromptReply {
     }
 }
 
-/// Input a handler needs from the client before it can answer (a `2026-07-28`
-/// multi-round-trip request): the requests, and state the engine seals into
-/// `requestState` and hands back on the retry ([`InputContext::request_state`](crate::InputContext::request_state)).
+/// Input a handler needs from the client before it can answer, under every revision: the
+/// requests, and state handed back with the responses
+/// ([`InputContext::request_state`](crate::InputContext::request_state)). Under
+/// `2026-07-28` the engine seals the state into `requestState` and the client retries
+/// the request; in a session-bound revision the engine sends the requests to the client
+/// itself and hands the request back once they are answered.
 /// The engine leaves out requests the client did not declare it can answer, and answers
 /// `-32021` when that leaves none (check [`InputContext::client`](crate::InputContext::client) first).
+///
+/// The requests are shared (`Arc<[InputRequestBuf]>`): a handler that asks the same thing
+/// every time builds them once and hands out a clone of the `Arc`, which allocates
+/// nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InputRequiredReply {
     /// The requests, each under its own key.
-    pub requests: Vec<InputRequestBuf>,
-    /// Host state (needs `Config::request_state_key`; signed, not encrypted).
+    pub requests: Arc<[InputRequestBuf]>,
+    /// Host state (at most 4,096 bytes; under `2026-07-28` it needs
+    /// `Config::request_state_key`, and is signed, not encrypted).
     pub state: Option<Vec<u8>>,
 }
 
 impl InputRequiredReply {
-    /// Asks for `requests`.
-    pub fn new(requests: Vec<InputRequestBuf>) -> Self {
-        Self { requests, state: None }
+    /// Asks for `requests`: a `Vec` or an array of them (copied into an `Arc`), or an
+    /// `Arc<[InputRequestBuf]>` (shared, no copy).
+    pub fn new(requests: impl Into<Arc<[InputRequestBuf]>>) -> Self {
+        Self { requests: requests.into(), state: None }
     }
     /// Adds host state.
     pub fn with_state(mut self, state: impl Into<Vec<u8>>) -> Self {

@@ -2,12 +2,13 @@
 //! [`Event`](mcp_engine::Event) borrowed, so they can move into a task.
 
 use core::fmt;
+use std::ops::Range;
 
 use mcp_engine::{CallTool, ClientCapabilities, GetPrompt, InputResponses, ReadResource, Revision};
 use serde::Deserialize;
 
 use crate::channel::{Progress, Publisher};
-use crate::strings::{Name, Names, PooledString, StringPool};
+use crate::strings::{Name, Names, Pool, Pooled, PooledString, Reuse, StringPool};
 
 /// A value `Debug` output must not show (arguments, responses, state): its length.
 struct Bytes(usize);
@@ -18,79 +19,214 @@ impl fmt::Debug for Bytes {
     }
 }
 
-/// What a `2026-07-28` request brings for a multi-round-trip request: the client's
-/// responses to the input a handler asked for
-/// ([`InputRequiredReply`](crate::InputRequiredReply)), the handler's own state back
-/// (verified by the engine), and the input kinds the client can answer.
+/// What a request brings back after its handler asked for input
+/// ([`InputRequiredReply`](crate::InputRequiredReply)): the client's responses, the
+/// handler's own state, and the input kinds the client can answer.
+///
+/// The same under every revision: a `2026-07-28` client retries the request with its
+/// responses and the state (verified by the engine); in a `2025-11-25` / `2025-06-18`
+/// session the engine sends the requests to the client itself and hands the request
+/// back with the responses, or with an error under the key of each request that got none
+/// ([`error`](Self::error)).
+///
+/// The responses, error messages and state sit in buffers the server reuses once the
+/// request is dropped, so that handing them over allocates nothing in steady state; read
+/// them as borrowed text ([`response`](Self::response), [`responses`](Self::responses),
+/// [`error`](Self::error), [`request_state`](Self::request_state)). A first request
+/// (nothing asked yet) has none of them and takes no buffer.
 ///
 /// `Debug` shows the keys of the responses and the byte lengths of the responses and of
 /// the state, never their contents (they carry what users typed, and state the client
 /// can read anyway but logs should not).
-#[derive(Clone, PartialEq, Eq, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct InputContext {
-    /// `(key, response as JSON text)`, only for keys the engine asked for (or, on a
-    /// request without `requestState`, every object the client sent).
-    pub responses: Vec<(String, String)>,
-    /// `(key, error message)` of the input requests that got no response (a
-    /// session-bound client answered with an error or not at all; see
-    /// [`InputResponses::error`](mcp_engine::InputResponses::error)).
-    pub errors: Vec<(String, String)>,
-    /// The state the handler sealed into `requestState`, verified.
-    pub request_state: Option<Vec<u8>>,
-    /// The input kinds the client declared on this request.
+    /// The input kinds the client declared: on this request (`2026-07-28`), or in its
+    /// session's `initialize` (earlier revisions).
     pub client: ClientCapabilities,
+    /// Responses, errors and state, copied out of the engine's event.
+    buf: Pooled<InputBuf>,
+}
+
+/// The text and bytes of an [`InputContext`], kept by the server between requests.
+#[derive(Clone, Default)]
+struct InputBuf {
+    /// Keys, responses (JSON text) and error messages, back to back.
+    text: String,
+    /// Where each response or error sits in `text`: responses first, in the client's
+    /// order, then errors.
+    entries: Vec<InputEntry>,
+    /// The handler's state, when `has_state`.
+    state: Vec<u8>,
+    has_state: bool,
+}
+
+#[derive(Clone)]
+struct InputEntry {
+    key: Range<usize>,
+    /// The response's JSON text, or the error's message.
+    value: Range<usize>,
+    error: bool,
+}
+
+impl Reuse for InputBuf {
+    fn room(&self) -> usize {
+        self.text.capacity() + self.state.capacity() + self.entries.capacity() * size_of::<InputEntry>()
+    }
+    fn clear(&mut self) {
+        self.text.clear();
+        self.entries.clear();
+        self.state.clear();
+        self.has_state = false;
+    }
+}
+
+impl InputBuf {
+    fn push(&mut self, key: &str, value: &str, error: bool) {
+        let ks = self.text.len();
+        self.text.push_str(key);
+        let vs = self.text.len();
+        self.text.push_str(value);
+        self.entries.push(InputEntry { key: ks..vs, value: vs..self.text.len(), error });
+    }
+
+    fn set_state(&mut self, state: &[u8]) {
+        self.state.clear();
+        self.state.extend_from_slice(state);
+        self.has_state = true;
+    }
+
+    fn entries(&self, error: bool) -> impl Iterator<Item = (&str, &str)> + Clone {
+        self.entries
+            .iter()
+            .filter(move |e| e.error == error)
+            .map(|e| (&self.text[e.key.clone()], &self.text[e.value.clone()]))
+    }
+}
+
+/// The pools of the buffers a server copies requests into.
+#[derive(Default)]
+pub(crate) struct Pools {
+    strings: StringPool,
+    inputs: Pool<InputBuf>,
+}
+
+/// `(key, byte length)` of each entry, for `Debug`.
+struct Lengths<'a, I>(&'a I);
+
+impl<'a, I: Iterator<Item = (&'a str, &'a str)> + Clone> fmt::Debug for Lengths<'_, I> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.clone().map(|(k, v)| (k, Bytes(v.len())))).finish()
+    }
 }
 
 impl fmt::Debug for InputContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let responses: Vec<(&str, Bytes)> =
-            self.responses.iter().map(|(k, v)| (k.as_str(), Bytes(v.len()))).collect();
         f.debug_struct("InputContext")
-            .field("responses", &responses)
-            .field(
-                "errors",
-                &self.errors.iter().map(|(k, v)| (k.as_str(), Bytes(v.len()))).collect::<Vec<_>>(),
-            )
-            .field("request_state", &self.request_state.as_ref().map(|s| Bytes(s.len())))
+            .field("responses", &Lengths(&self.responses()))
+            .field("errors", &Lengths(&self.errors()))
+            .field("request_state", &self.request_state().map(|s| Bytes(s.len())))
             .field("client", &self.client)
             .finish()
     }
 }
 
+impl PartialEq for InputContext {
+    fn eq(&self, other: &Self) -> bool {
+        self.client == other.client
+            && self.request_state() == other.request_state()
+            && self.responses().eq(other.responses())
+            && self.errors().eq(other.errors())
+    }
+}
+
+impl Eq for InputContext {}
+
 impl InputContext {
-    /// Responses, state and capabilities (to test a handler without an engine).
-    pub fn new(
-        responses: Vec<(String, String)>,
-        request_state: Option<Vec<u8>>,
+    /// Responses (`(key, response as JSON text)`), state and capabilities: to test a
+    /// handler without an engine. (Add errors with [`with_error`](Self::with_error).)
+    pub fn new<K: AsRef<str>, V: AsRef<str>>(
+        responses: impl IntoIterator<Item = (K, V)>,
+        request_state: Option<&[u8]>,
         client: ClientCapabilities,
     ) -> Self {
-        Self { responses, errors: Vec::new(), request_state, client }
-    }
-
-    fn from_event(responses: InputResponses<'_>, state: Option<&[u8]>, client: ClientCapabilities) -> Self {
-        Self {
-            responses: responses.iter().map(|(k, v)| (k.to_owned(), v.raw().to_owned())).collect(),
-            errors: responses.errors().map(|(k, e)| (k.to_owned(), e.message().into_owned())).collect(),
-            request_state: state.map(<[u8]>::to_vec),
-            client,
+        let mut buf = InputBuf::default();
+        for (k, v) in responses {
+            buf.push(k.as_ref(), v.as_ref(), false);
         }
+        if let Some(state) = request_state {
+            buf.set_state(state);
+        }
+        Self { client, buf: Pooled::unpooled(buf) }
     }
 
-    /// Why the input request under `key` got no response, if it got none: the error
-    /// message (see [`Self::errors`]).
-    pub fn error(&self, key: &str) -> Option<&str> {
-        self.errors.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    /// Adds an error `message` under `key`: the input request under `key` got no response
+    /// (to test a handler without an engine).
+    #[must_use]
+    pub fn with_error(mut self, key: &str, message: &str) -> Self {
+        self.buf.push(key, message, true);
+        self
+    }
+
+    fn from_event(
+        responses: InputResponses<'_>,
+        state: Option<&[u8]>,
+        client: ClientCapabilities,
+        pools: &Pools,
+    ) -> Self {
+        if responses.is_empty() && state.is_none() {
+            // A first request: nothing to copy, no buffer taken.
+            return Self { client, buf: Pooled::default() };
+        }
+        let mut buf = pools.inputs.take();
+        for (k, v) in responses.iter() {
+            buf.push(k, v.raw(), false);
+        }
+        for (k, e) in responses.errors() {
+            buf.push(k, &e.message(), true);
+        }
+        if let Some(state) = state {
+            buf.set_state(state);
+        }
+        Self { client, buf }
+    }
+
+    /// `(key, response as JSON text)` pairs, in the client's order: only keys the engine
+    /// asked for (or, on a `2026-07-28` request without `requestState`, every object the
+    /// client sent).
+    pub fn responses(&self) -> impl Iterator<Item = (&str, &str)> + Clone {
+        self.buf.entries(false)
     }
 
     /// The response under `key`, as JSON text.
     pub fn response(&self, key: &str) -> Option<&str> {
-        self.responses.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.responses().find(|(k, _)| *k == key).map(|(_, v)| v)
     }
 
     /// The response under `key`, deserialized (`None` if absent or not a `T`).
     pub fn response_as<'a, T: Deserialize<'a>>(&'a self, key: &str) -> Option<T> {
         serde_json::from_str(self.response(key)?).ok()
+    }
+
+    /// `(key, error message)` of the input requests that got no response: a
+    /// session-bound client answered with an error, with a response that does not fit the
+    /// request, or not at all (timed out, or gone); see
+    /// [`InputResponses::error`](mcp_engine::InputResponses::error).
+    pub fn errors(&self) -> impl Iterator<Item = (&str, &str)> + Clone {
+        self.buf.entries(true)
+    }
+
+    /// Why the input request under `key` got no response, if it got none: the error
+    /// message (see [`errors`](Self::errors)).
+    pub fn error(&self, key: &str) -> Option<&str> {
+        self.errors().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// The state the handler gave with its input request
+    /// ([`InputRequiredReply::state`](crate::InputRequiredReply::state)), back (under
+    /// `2026-07-28` sealed into `requestState` and verified by the engine).
+    pub fn request_state(&self) -> Option<&[u8]> {
+        self.buf.has_state.then_some(&*self.buf.state)
     }
 }
 
@@ -142,13 +278,13 @@ impl ToolCall {
         call: &CallTool<'_>,
         progress: Progress,
         names: &mut Names,
-        pool: &StringPool,
+        pools: &Pools,
     ) -> Self {
         Self {
             name: names.get(&call.tool.name),
-            arguments: pool.copy(call.arguments.raw()),
+            arguments: pools.strings.copy(call.arguments.raw()),
             revision: call.revision,
-            input: InputContext::from_event(call.input_responses, call.request_state, call.client),
+            input: InputContext::from_event(call.input_responses, call.request_state, call.client, pools),
             progress: Some(progress),
         }
     }
@@ -263,14 +399,14 @@ impl ResourceRead {
         self
     }
 
-    pub(crate) fn from_event(read: &ReadResource<'_>, names: &mut Names, pool: &StringPool) -> Self {
+    pub(crate) fn from_event(read: &ReadResource<'_>, names: &mut Names, pools: &Pools) -> Self {
         Self {
-            uri: pool.copy(read.uri),
+            uri: pools.strings.copy(read.uri),
             template: read.template.map(|t| names.get(&t.uri_template)),
             variables: read.variables.iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect(),
             query_pairs: read.variables.pairs().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
             revision: read.revision,
-            input: InputContext::from_event(read.input_responses, read.request_state, read.client),
+            input: InputContext::from_event(read.input_responses, read.request_state, read.client, pools),
         }
     }
 
@@ -321,12 +457,12 @@ impl PromptGet {
         }
     }
 
-    pub(crate) fn from_event(get: &GetPrompt<'_>, names: &mut Names, pool: &StringPool) -> Self {
+    pub(crate) fn from_event(get: &GetPrompt<'_>, names: &mut Names, pools: &Pools) -> Self {
         Self {
             name: names.get(&get.prompt.name),
-            arguments: pool.copy(get.arguments.raw()),
+            arguments: pools.strings.copy(get.arguments.raw()),
             revision: get.revision,
-            input: InputContext::from_event(get.input_responses, get.request_state, get.client),
+            input: InputContext::from_event(get.input_responses, get.request_state, get.client, pools),
         }
     }
 
@@ -367,15 +503,33 @@ mod tests {
     }
 
     #[test]
+    fn input_context_reads_responses_errors_and_state() {
+        let empty = InputContext::default();
+        assert_eq!((empty.responses().count(), empty.errors().count(), empty.request_state()), (0, 0, None));
+        let client = ClientCapabilities::NONE.with(mcp_engine::InputKind::Elicitation);
+        let input = InputContext::new([("a", r#"{"action":"accept"}"#), ("b", "{}")], Some(b"s"), client)
+            .with_error("c", "User rejected");
+        assert_eq!(input.responses().collect::<Vec<_>>(), [("a", r#"{"action":"accept"}"#), ("b", "{}")]);
+        assert_eq!(input.response("b"), Some("{}"));
+        assert_eq!(input.response("c"), None, "an error is no response");
+        assert_eq!(input.response_as::<serde_json::Value>("a").unwrap()["action"], "accept");
+        assert_eq!(input.errors().collect::<Vec<_>>(), [("c", "User rejected")]);
+        assert_eq!((input.error("c"), input.error("a")), (Some("User rejected"), None));
+        assert_eq!(input.request_state(), Some(&b"s"[..]));
+        assert_eq!(input.client, client);
+        assert_eq!(input.clone(), input);
+        assert_ne!(InputContext::new([("a", "{}")], None, client), input);
+        let stateless = InputContext::new([("a", "{}")], Some(b""), client);
+        assert_eq!(stateless.request_state(), Some(&b""[..]), "empty state is still state");
+        assert_ne!(stateless, InputContext::new([("a", "{}")], None, client));
+    }
+
+    #[test]
     fn debug_output_shows_lengths_not_values() {
         let secret = "hunter2-secret";
         let response = format!(r#"{{"action":"accept","content":{{"pw":"{secret}"}}}}"#);
         let state = format!("state-{secret}").into_bytes();
-        let input = InputContext::new(
-            vec![("pw".to_owned(), response.clone())],
-            Some(state.clone()),
-            ClientCapabilities::NONE,
-        );
+        let input = InputContext::new([("pw", response.as_str())], Some(&state), ClientCapabilities::NONE);
         let arguments = format!(r#"{{"password":"{secret}"}}"#);
         let mut call = ToolCall::new("login", arguments.as_str());
         call.input = input.clone();

@@ -1,12 +1,13 @@
 //! The strings of owned requests, made without a heap allocation in steady state: catalog
 //! names shared from a per-server table ([`Name`]), and text copied out of a request
-//! into a buffer the server reuses ([`PooledString`]).
+//! into a buffer the server reuses ([`PooledString`]; the [`Pool`] behind it also keeps
+//! the buffers of the client's input responses, `request::InputContext`).
 
 use core::fmt;
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
-use std::ops::Deref;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// A name from the catalog (a tool's, a prompt's, a resource template's uri template),
@@ -92,63 +93,43 @@ impl From<Name> for String {
 ///
 /// Reads as a `&str` ([`as_str`](Self::as_str), [`Deref`]) and compares with string
 /// types. [`into_string`](Self::into_string) (or `String::from`) keeps the buffer.
-#[derive(Default)]
-pub struct PooledString {
-    text: String,
-    /// Where the buffer goes back to; `None` for one made outside a server.
-    pool: Option<StringPool>,
-}
+#[derive(Default, Clone)]
+pub struct PooledString(Pooled<String>);
 
 impl PooledString {
     /// The text.
     pub fn as_str(&self) -> &str {
-        &self.text
+        &self.0
     }
 
     /// The text as a `String`, which the server does not get back.
-    pub fn into_string(mut self) -> String {
-        self.pool = None;
-        std::mem::take(&mut self.text)
-    }
-}
-
-impl Drop for PooledString {
-    fn drop(&mut self) {
-        if let Some(pool) = self.pool.take() {
-            pool.put(std::mem::take(&mut self.text));
-        }
-    }
-}
-
-impl Clone for PooledString {
-    /// A copy in a buffer of its own (not the server's).
-    fn clone(&self) -> Self {
-        Self { text: self.text.clone(), pool: None }
+    pub fn into_string(self) -> String {
+        self.0.into_inner()
     }
 }
 
 impl Deref for PooledString {
     type Target = str;
     fn deref(&self) -> &str {
-        &self.text
+        &self.0
     }
 }
 
 impl AsRef<str> for PooledString {
     fn as_ref(&self) -> &str {
-        &self.text
+        &self.0
     }
 }
 
 impl Borrow<str> for PooledString {
     fn borrow(&self) -> &str {
-        &self.text
+        &self.0
     }
 }
 
 impl PartialEq for PooledString {
     fn eq(&self, other: &Self) -> bool {
-        self.text == other.text
+        *self.0 == *other.0
     }
 }
 
@@ -156,37 +137,37 @@ impl Eq for PooledString {}
 
 impl Hash for PooledString {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.text.hash(state);
+        (*self.0).hash(state);
     }
 }
 
 impl fmt::Debug for PooledString {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.text, f)
+        fmt::Debug::fmt(&*self.0, f)
     }
 }
 
 impl fmt::Display for PooledString {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
+        f.write_str(&self.0)
     }
 }
 
 impl From<String> for PooledString {
     fn from(text: String) -> Self {
-        Self { text, pool: None }
+        Self(Pooled::unpooled(text))
     }
 }
 
 impl From<&str> for PooledString {
     fn from(text: &str) -> Self {
-        Self { text: text.to_owned(), pool: None }
+        Self::from(text.to_owned())
     }
 }
 
 impl From<&String> for PooledString {
     fn from(text: &String) -> Self {
-        Self { text: text.clone(), pool: None }
+        Self::from(text.clone())
     }
 }
 
@@ -234,31 +215,60 @@ macro_rules! str_eq {
 
 str_eq!(Name, PooledString);
 
-/// Buffers kept at most.
+/// Buffers kept at most, per pool.
 const POOLED: usize = 256;
 
-/// A buffer larger than this is not kept (it came with an unusually large request).
+/// A buffer holding more than this is not kept (it came with an unusually large request).
 const POOLED_CAPACITY: usize = 64 * 1024;
 
-/// A new buffer holds at least this much, so that one buffer serves requests of varied
-/// sizes.
+/// A new string buffer holds at least this much, so that one buffer serves requests of
+/// varied sizes.
 const MIN_CAPACITY: usize = 256;
 
-/// Buffers for [`PooledString`]s, shared by a server and the requests it hands out.
-#[derive(Clone, Default)]
-pub(crate) struct StringPool(Arc<Mutex<Vec<String>>>);
+/// A buffer a [`Pool`] keeps between uses.
+pub(crate) trait Reuse: Default {
+    /// The bytes it has room for: a buffer of none is not worth keeping, and one of more
+    /// than [`POOLED_CAPACITY`] is not kept.
+    fn room(&self) -> usize;
+    /// Empties it, keeping its room.
+    fn clear(&mut self);
+}
 
-impl StringPool {
-    /// A copy of `text` in a pooled buffer.
-    pub(crate) fn copy(&self, text: &str) -> PooledString {
+impl Reuse for String {
+    fn room(&self) -> usize {
+        self.capacity()
+    }
+    fn clear(&mut self) {
+        Self::clear(self);
+    }
+}
+
+/// Buffers shared by a server and the requests it hands out: a request takes one
+/// ([`Pool::take`]) and gives it back when dropped, for the next request.
+pub(crate) struct Pool<T>(Arc<Mutex<Vec<T>>>);
+
+impl<T> Clone for Pool<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Self(Arc::default())
+    }
+}
+
+impl<T: Reuse> Pool<T> {
+    /// A kept buffer, empty, or a new one; either goes back to this pool when dropped.
+    pub(crate) fn take(&self) -> Pooled<T> {
         let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner).pop();
-        let mut buf = kept.unwrap_or_else(|| String::with_capacity(text.len().max(MIN_CAPACITY)));
-        buf.push_str(text);
-        PooledString { text: buf, pool: Some(self.clone()) }
+        Pooled { value: kept.unwrap_or_default(), pool: Some(self.clone()) }
     }
 
-    fn put(&self, mut buf: String) {
-        if buf.capacity() == 0 || buf.capacity() > POOLED_CAPACITY {
+    fn put(&self, mut buf: T) {
+        let room = buf.room();
+        if room == 0 || room > POOLED_CAPACITY {
             return;
         }
         buf.clear();
@@ -266,6 +276,71 @@ impl StringPool {
         if kept.len() < POOLED {
             kept.push(buf);
         }
+    }
+}
+
+/// The buffers of [`PooledString`]s.
+pub(crate) type StringPool = Pool<String>;
+
+impl Pool<String> {
+    /// A copy of `text` in a pooled buffer.
+    pub(crate) fn copy(&self, text: &str) -> PooledString {
+        let mut buf = self.take();
+        if buf.capacity() == 0 {
+            buf.reserve(text.len().max(MIN_CAPACITY));
+        }
+        buf.push_str(text);
+        PooledString(buf)
+    }
+}
+
+/// A buffer taken from a [`Pool`] (or made outside one), given back when dropped. Reads
+/// and writes as the buffer ([`Deref`], [`DerefMut`]).
+#[derive(Default)]
+pub(crate) struct Pooled<T: Reuse> {
+    value: T,
+    /// Where the buffer goes back to; `None` for one made outside a server.
+    pool: Option<Pool<T>>,
+}
+
+impl<T: Reuse> Pooled<T> {
+    /// `value`, in no pool.
+    pub(crate) fn unpooled(value: T) -> Self {
+        Self { value, pool: None }
+    }
+
+    /// The buffer, which its pool does not get back.
+    pub(crate) fn into_inner(mut self) -> T {
+        self.pool = None;
+        std::mem::take(&mut self.value)
+    }
+}
+
+impl<T: Reuse> Drop for Pooled<T> {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            pool.put(std::mem::take(&mut self.value));
+        }
+    }
+}
+
+impl<T: Reuse + Clone> Clone for Pooled<T> {
+    /// A copy in a buffer of its own (not the pool's).
+    fn clone(&self) -> Self {
+        Self::unpooled(self.value.clone())
+    }
+}
+
+impl<T: Reuse> Deref for Pooled<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: Reuse> DerefMut for Pooled<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.value
     }
 }
 
@@ -332,5 +407,10 @@ mod tests {
         assert!(pool.0.lock().unwrap().is_empty(), "a buffer taken out is not returned");
         drop(cloned);
         assert!(pool.0.lock().unwrap().is_empty(), "a clone is not the pool's");
+        assert_eq!(PooledString::from("x"), "x");
+        drop(pool.copy(""));
+        assert_eq!(pool.0.lock().unwrap().len(), 1, "an empty copy still has room, kept");
+        pool.copy(&"x".repeat(POOLED_CAPACITY + 1));
+        assert_eq!(pool.0.lock().unwrap().len(), 0, "a buffer grown past the cap is not kept");
     }
 }

@@ -19,8 +19,8 @@ use crate::handler::Handler;
 use crate::reply::{
     OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, ResourceReply, ToolReply,
 };
-use crate::request::{CompletionRequest, PromptGet, ResourceRead, ToolCall};
-use crate::strings::{Names, StringPool};
+use crate::request::{CompletionRequest, Pools, PromptGet, ResourceRead, ToolCall};
+use crate::strings::Names;
 
 /// Sends [`Outcome::Dropped`] if the work ends without sending its reply (its task
 /// panicked, or was aborted), so a panicking handler is answered rather than leaving its
@@ -224,8 +224,9 @@ pub(crate) struct Tasks {
     tx: mpsc::UnboundedSender<Completion>,
     /// The catalog names handed to handlers, one shared copy each.
     names: Names,
-    /// Buffers for the text copied out of requests, back once a handler drops them.
-    pool: StringPool,
+    /// Buffers for the text copied out of requests (and the client's input responses),
+    /// back once a handler drops them.
+    pools: Pools,
     /// Room for the borrowed form of a reply of several blocks, kept empty between uses.
     scratch: Scratch,
     /// Progress and log reports of every running call waiting for the run loop.
@@ -240,6 +241,7 @@ struct Scratch {
     resources: Vec<ResourceContents<'static>>,
     messages: Vec<PromptMessage<'static>>,
     values: Vec<&'static str>,
+    requests: Vec<InputRequest<'static>>,
 }
 
 /// Evaluates `$body` with `$items`, the scratch vector `$v` turned into a vector of items
@@ -283,7 +285,7 @@ impl Tasks {
             idle: Vec::new(),
             tx,
             names: Names::default(),
-            pool: StringPool::default(),
+            pools: Pools::default(),
             scratch: Scratch::default(),
             reports: Arc::default(),
         }
@@ -299,19 +301,19 @@ impl Tasks {
         let (ticket, span, work) = match event {
             Event::CallTool(call) => {
                 let progress = Progress::new(self.tx.clone(), call.ticket, Arc::clone(&self.reports));
-                let request = ToolCall::from_event(&call, progress, &mut self.names, &self.pool);
+                let request = ToolCall::from_event(&call, progress, &mut self.names, &self.pools);
                 let span = tracing::debug_span!("tools/call", tool = %request.name);
                 (call.ticket, span, Work::Tool(request))
             }
             Event::ReadResource(read) => {
-                let request = ResourceRead::from_event(&read, &mut self.names, &self.pool);
+                let request = ResourceRead::from_event(&read, &mut self.names, &self.pools);
                 // The scheme only: a full uri can carry what the client sent.
                 let scheme = request.uri.split_once(':').map_or("", |(s, _)| s);
                 let span = tracing::debug_span!("resources/read", scheme, uri_len = request.uri.len());
                 (read.ticket, span, Work::Resource(request))
             }
             Event::GetPrompt(get) => {
-                let request = PromptGet::from_event(&get, &mut self.names, &self.pool);
+                let request = PromptGet::from_event(&get, &mut self.names, &self.pools);
                 let span = tracing::debug_span!("prompts/get", prompt = %request.name);
                 (get.ticket, span, Work::Prompt(request))
             }
@@ -406,13 +408,15 @@ impl Tasks {
             Outcome::Tool(Ok(ToolReply { input_required: Some(input), .. }))
             | Outcome::Prompt(Ok(PromptReply { input_required: Some(input), .. }))
             | Outcome::Resource(Ok(ResourceReply::InputRequired(input))) => {
-                let requests: Vec<InputRequest<'_>> =
-                    input.requests.iter().map(InputRequestBuf::as_request).collect();
-                let mut ir = InputRequired::new(&requests);
-                if let Some(state) = &input.state {
-                    ir = ir.state(state);
-                }
-                engine.input_required(ticket, &ir).or_else(|e| {
+                let answered = with_scratch!(self.scratch.requests, |v| {
+                    v.extend(input.requests.iter().map(InputRequestBuf::as_request));
+                    let mut ir = InputRequired::new(&v);
+                    if let Some(state) = &input.state {
+                        ir = ir.state(state);
+                    }
+                    engine.input_required(ticket, &ir)
+                });
+                answered.or_else(|e| {
                     // The ticket is still open: answer it rather than leave it hanging.
                     tracing::warn!(?ticket, %e, "the engine refused an input-required reply");
                     engine.error(

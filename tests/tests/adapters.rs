@@ -110,7 +110,7 @@ fn tokio_handlers_take_several_rounds() {
         config.request_state_key([1; 32]);
         let engine = Engine::new(config, everything::catalog());
         let handler = Arc::new(tool_fn(|call| async move {
-            match (call.input.response("k"), call.input.request_state.as_deref()) {
+            match (call.input.response("k"), call.input.request_state()) {
                 (Some(roots), Some(b"round-1")) => Ok(ToolReply::text(format!("roots: {roots}"))),
                 _ => Ok(ToolReply::input_required(
                     InputRequiredReply::new(vec![InputRequestBuf::list_roots("k")]).with_state("round-1"),

@@ -1041,7 +1041,7 @@ mod tokio_view {
     impl Handler for Deploy {
         async fn call_tool(&self, call: ToolCall) -> ToolResult {
             let confirmed = call.input.response("confirm").is_some();
-            if confirmed && call.input.request_state.as_deref() == Some(b"deploy/v1".as_slice()) {
+            if confirmed && call.input.request_state() == Some(b"deploy/v1".as_slice()) {
                 if let Some(publisher) = call.publisher() {
                     publisher.resource_updated("file:///deployments/staging");
                 }
