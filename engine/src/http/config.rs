@@ -4,6 +4,7 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::http::auth::Authorization;
+use crate::http::resource::ProtectedResource;
 
 /// The shortest timeout a setting takes.
 const MIN_TIMEOUT: Duration = Duration::from_millis(1);
@@ -41,6 +42,7 @@ pub struct HttpConfig {
     pub(super) replay_buffer: usize,
     pub(super) session_store: bool,
     pub(super) store_timeout: Duration,
+    pub(super) protected: Option<ProtectedResource>,
 }
 
 impl HttpConfig {
@@ -65,6 +67,7 @@ impl HttpConfig {
             replay_buffer: 64 * 1024,
             session_store: false,
             store_timeout: Duration::from_secs(5),
+            protected: None,
         }
     }
     /// The endpoint path (default `/mcp`). Other paths are answered `404`.
@@ -163,6 +166,22 @@ impl HttpConfig {
     /// what ends their sessions. A request for an expired session is answered `404`.
     pub fn session_idle_timeout(&mut self, d: Duration) -> &mut Self {
         self.session_idle_timeout = d.max(MIN_TIMEOUT);
+        self
+    }
+    /// Serves the endpoint as an OAuth 2.1 protected resource (see `docs/http.md`,
+    /// "Authorization"): the metadata document at
+    /// [`ProtectedResource::metadata_path`] and at `/.well-known/oauth-protected-resource`,
+    /// without authentication; a request without `Authorization: Bearer` is answered
+    /// `401` with a challenge naming the metadata and the scopes (the host is not asked),
+    /// a malformed `Authorization` header `400`; with a token, the host decides
+    /// ([`HttpEvent::Authorize`](crate::http::HttpEvent::Authorize), turned on by this
+    /// setting whatever [`Authorization`] was given), and its
+    /// [`Verdict::Unauthenticated`](crate::http::Verdict::Unauthenticated) becomes `401
+    /// error="invalid_token"`, [`Verdict::Forbidden`](crate::http::Verdict::Forbidden)
+    /// `403 error="insufficient_scope"`.
+    pub fn protected_resource(&mut self, resource: ProtectedResource) -> &mut Self {
+        self.authorization = Authorization::Host;
+        self.protected = Some(resource);
         self
     }
     /// Keeps sessions in a store of the host's as well as in memory (default off: memory

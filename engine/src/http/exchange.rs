@@ -108,6 +108,11 @@ pub(super) struct Exchange {
     pub(super) saving: Option<Saving>,
     /// The session id a store is asked about (loading) or told of (saving).
     pub(super) store_id: [u8; SESSION_ID_LEN],
+    /// The `WWW-Authenticate` challenge the response carries (a protected resource's
+    /// refusal).
+    pub(super) challenge: Option<Arc<str>>,
+    /// The request is for the protected-resource metadata document.
+    pub(super) metadata: bool,
 }
 
 /// A change to a session that the host's store is taking; the response that
@@ -169,6 +174,8 @@ impl Exchange {
             loaded: false,
             saving: None,
             store_id: [0; SESSION_ID_LEN],
+            challenge: None,
+            metadata: false,
         }
     }
 
@@ -250,13 +257,20 @@ impl Exchange {
         let len = (status != 204).then_some(len);
         match self.framing {
             Framing::Wire => {
-                let extra = Self::with_cors(self.cors.as_deref(), self.session_id.as_ref(), extra);
+                let mut extra = Self::with_cors(self.cors.as_deref(), self.session_id.as_ref(), extra);
+                if let Some(challenge) = self.challenge.as_deref() {
+                    let _ = extra.push(("www-authenticate", challenge));
+                }
                 let reason = http1::status_reason(status);
                 http1::write_head(&mut self.out, status, reason, content_type, len, &extra, close);
             }
             Framing::Embedded => {
                 let (cors, id) = (self.cors.clone(), self.session_id);
-                self.head = Some(ResponseHead::new(status, content_type, extra, false, cors, id));
+                let mut head = ResponseHead::new(status, content_type, extra, false, cors, id);
+                if let Some(challenge) = self.challenge.clone() {
+                    let _ = head.headers.push(("www-authenticate", Text::Shared(challenge)));
+                }
+                self.head = Some(head);
             }
         }
     }
@@ -451,13 +465,20 @@ pub(super) fn check_head(
     sessions: bool,
 ) -> Option<(u16, &'static [(&'static str, &'static str)])> {
     let path = head.path.split('?').next().unwrap_or(head.path);
-    if path != http.endpoint {
-        return Some((404, &[]));
-    }
     let headers = head.headers;
     let header = move |name: &'static str| {
         headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
     };
+    if is_metadata(http, head) {
+        // The protected-resource metadata: public, any origin; `Host` rules still hold.
+        if head.method != "GET" {
+            return Some((405, &[("allow", "GET")]));
+        }
+        return loopback_refusal(http, header);
+    }
+    if path != http.endpoint {
+        return Some((404, &[]));
+    }
     // A CORS preflight: only with an allow-list, answered once the origin passed below.
     let preflight = head.method == "OPTIONS"
         && matches!(http.origins, AllowedOrigins::List(_))
@@ -477,22 +498,14 @@ pub(super) fn check_head(
             }
         }
     }
-    if http.loopback {
-        let mut hosts = header("host").peekable();
-        if hosts.peek().is_none() {
-            return Some((403, &[]));
-        }
-        for host in hosts {
-            if !is_loopback_host(host) {
-                return Some((403, &[]));
-            }
-        }
+    if let Some(refusal) = loopback_refusal(http, header) {
+        return Some(refusal);
+    }
+    if http.loopback && http.origins == AllowedOrigins::Any {
         // A browser on a rebinding page sends its own origin: it must be loopback too.
-        if http.origins == AllowedOrigins::Any {
-            for origin in header("origin") {
-                if !is_loopback_origin(origin) {
-                    return Some((403, &[]));
-                }
+        for origin in header("origin") {
+            if !is_loopback_origin(origin) {
+                return Some((403, &[]));
             }
         }
     }
@@ -500,6 +513,27 @@ pub(super) fn check_head(
         return Some((204, if sessions { PREFLIGHT_SESSIONS } else { PREFLIGHT }));
     }
     None
+}
+
+/// Whether the request is for the protected-resource metadata document.
+pub(super) fn is_metadata(http: &HttpConfig, head: &http1::Head<'_>) -> bool {
+    let path = head.path.split('?').next().unwrap_or(head.path);
+    http.protected.as_ref().is_some_and(|p| p.is_metadata_path(path))
+}
+
+/// `403` when loopback-only serving is on and a `Host` is missing or not loopback.
+fn loopback_refusal<'h, I: Iterator<Item = &'h [u8]>>(
+    http: &HttpConfig,
+    header: impl Fn(&'static str) -> I,
+) -> Option<(u16, &'static [(&'static str, &'static str)])> {
+    if !http.loopback {
+        return None;
+    }
+    let mut hosts = header("host").peekable();
+    if hosts.peek().is_none() {
+        return Some((403, &[]));
+    }
+    hosts.all(is_loopback_host).then_some(()).map_or(Some((403, &[])), |()| None)
 }
 
 /// The index in the allow-list of the request's `Origin`, when a list is configured and
@@ -607,6 +641,8 @@ pub(super) fn finish(c: &mut Exchange, now: Instant, close: bool) {
     c.get = false;
     c.sse = None;
     c.loaded = false;
+    c.challenge = None;
+    c.metadata = false;
     c.served = c.served.saturating_add(1);
     c.idle_since = now;
     c.phase = if close { Phase::Closing } else { Phase::Head };

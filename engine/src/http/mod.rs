@@ -8,10 +8,11 @@
 //! wire a request is served on (`sessions`), a host's session store (`store`, with the
 //! record format in `record`), the sessions' SSE streams (`streams`: the standalone
 //! `GET` stream, event ids, resumption from `replay`, streams `parked` when their
-//! connection went away), who may call (`auth`) and the settings (`config`). It is a client of the
-//! core: it hands it parsed messages through `Core::handle`, learns what each became
-//! (`Dispatched`), and routes what the outbox holds to connections. It never reads or
-//! writes the core's fields, and holds no MCP rule: those live in `mcp`.
+//! connection went away), who may call (`auth`; `resource`: the endpoint as an OAuth
+//! protected resource, its metadata and challenges) and the settings (`config`). It is a
+//! client of the core: it hands it parsed messages through `Core::handle`, learns what
+//! each became (`Dispatched`), and routes what the outbox holds to connections. It never
+//! reads or writes the core's fields, and holds no MCP rule: those live in `mcp`.
 //!
 //! [`HttpEngine`] is the HTTP counterpart of [`Engine`](crate::Engine): the same catalog,
 //! validation and events, many connections. The adapter accepts TCP connections, calls
@@ -27,6 +28,7 @@ mod exchange;
 mod parked;
 mod record;
 mod replay;
+mod resource;
 mod sessions;
 mod store;
 mod streams;
@@ -34,6 +36,7 @@ mod streams;
 pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, HeaderList, Principal, Verdict};
 pub use config::{AllowedOrigins, HttpConfig, OpenError};
 pub use exchange::ResponseHead;
+pub use resource::{ProtectedResource, ResourceError};
 pub use store::{LoadSession, Loaded, SaveSession, SessionExpired};
 
 use core::fmt;
@@ -53,9 +56,10 @@ use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
 use exchange::SessionStream;
 use exchange::{
-    ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, refuse, respond_empty,
-    respond_json, start_body, trim_newline,
+    ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, is_metadata, refuse,
+    respond_empty, respond_json, start_body, trim_newline,
 };
+use resource::{Challenge, Credentials};
 use sessions::Sessions;
 use streams::{stream_event, stream_head};
 
@@ -649,6 +653,10 @@ impl HttpEngine {
                 self.work.push_back(conn.slot);
             }
             // Refused before the body is read: the connection ends.
+            Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
+                challenge(c, self.http.protected.as_ref(), verdict);
+                refuse(c, now, if verdict == Verdict::Forbidden { 403 } else { 401 }, &[]);
+            }
             Verdict::Unauthenticated => refuse(c, now, 401, &[("www-authenticate", "Bearer")]),
             Verdict::Forbidden => refuse(c, now, 403, &[]),
             Verdict::Failed => refuse(c, now, 500, &[]),
@@ -672,6 +680,10 @@ impl HttpEngine {
         conns::lend_out(&mut self.outs, c);
         match verdict {
             Verdict::Allow | Verdict::AllowAs(_) => c.phase = Phase::Ready,
+            Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
+                challenge(c, self.http.protected.as_ref(), verdict);
+                respond_empty(c, now, if verdict == Verdict::Forbidden { 403 } else { 401 }, &[]);
+            }
             Verdict::Unauthenticated => respond_empty(c, now, 401, &[("www-authenticate", "Bearer")]),
             Verdict::Forbidden => respond_empty(c, now, 403, &[]),
             Verdict::Failed => respond_empty(c, now, 500, &[]),
@@ -869,10 +881,20 @@ impl HttpEngine {
                     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                     // Decide everything while the head is borrowed, act after.
                     let sessions = self.sessions.is_seeded();
-                    let (refusal, keep_alive, expect_continue, http10, cors, method) =
+                    let protected = self.http.protected.is_some();
+                    let (refusal, keep_alive, expect_continue, http10, cors, method, metadata, credentials) =
                         match c.codec.poll(&mut headers) {
                             Input::Partial | Input::Body(_) => return,
-                            Input::Error(e) => (Some((e.status(), &[][..])), false, false, false, None, ""),
+                            Input::Error(e) => (
+                                Some((e.status(), &[][..])),
+                                false,
+                                false,
+                                false,
+                                None,
+                                "",
+                                false,
+                                Credentials::None,
+                            ),
                             Input::Head(head) => (
                                 check_head(&self.http, &head, sessions),
                                 head.keep_alive,
@@ -883,6 +905,12 @@ impl HttpEngine {
                                     "DELETE" => "DELETE",
                                     "GET" => "GET",
                                     _ => "",
+                                },
+                                is_metadata(&self.http, &head),
+                                if protected {
+                                    resource::credentials(head.headers)
+                                } else {
+                                    Credentials::Bearer
                                 },
                             ),
                         };
@@ -896,6 +924,27 @@ impl HttpEngine {
                     if let Some((status, extra)) = refusal {
                         refuse(c, now, status, extra);
                         return;
+                    }
+                    if metadata {
+                        // Public: read (no body expected) and answered without authorization.
+                        c.metadata = true;
+                        start_body(c, now);
+                        c.deadline = Some(now + self.http.body_deadline);
+                        continue;
+                    }
+                    if let Some(pr) = &self.http.protected {
+                        // The token comes only from `Authorization`; without one the host
+                        // is not asked (RFC 6750 §3, RFC 9728 §5.1).
+                        let challenge = match credentials {
+                            Credentials::Bearer => None,
+                            Credentials::None => Some(Challenge::Missing),
+                            Credentials::Malformed => Some(Challenge::InvalidRequest),
+                        };
+                        if let Some(ch) = challenge {
+                            c.challenge = Some(std::sync::Arc::clone(pr.challenge(ch)));
+                            refuse(c, now, ch.status(), &[]);
+                            return;
+                        }
                     }
                     match self.http.authorization {
                         Authorization::Host => {
@@ -924,7 +973,7 @@ impl HttpEngine {
                         return;
                     }
                     c.deadline = None;
-                    if self.http.authorize_body {
+                    if self.http.authorize_body && !c.metadata {
                         c.phase = Phase::AuthorizingBody;
                         self.asks.push_back(Ask::Body(slot));
                         return;
@@ -956,6 +1005,14 @@ impl HttpEngine {
     /// Decodes the body of `slot`'s request and serves it, in the session its
     /// `Mcp-Session-Id` names (see `sessions::route`).
     fn dispatch(&mut self, slot: u32) {
+        if let (Some(c), Some(pr)) = (self.slots[slot as usize].conn.as_mut(), &self.http.protected)
+            && c.metadata
+        {
+            conns::lend_out(&mut self.outs, c);
+            let extra =
+                [("cache-control", ProtectedResource::cache_control()), ("access-control-allow-origin", "*")];
+            return respond_json(c, self.last_now, 200, pr.document(), &extra);
+        }
         if self.slots[slot as usize].conn.as_ref().is_some_and(|c| c.get) {
             return self.open_stream(slot);
         }
@@ -1100,6 +1157,14 @@ fn derive_key(entropy: &[u8; 32]) -> [u8; 32] {
         <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(entropy).unwrap_or_else(|_| unreachable!());
     m.update(b"mcp-engine/session-seal-key");
     m.finalize().into_bytes().into()
+}
+
+/// Puts on `c`'s response the challenge of a protected resource for the host's refusal
+/// of a request that presented a token: `invalid_token`, or `insufficient_scope`.
+fn challenge(c: &mut Exchange, protected: Option<&ProtectedResource>, verdict: Verdict) {
+    let kind =
+        if verdict == Verdict::Forbidden { Challenge::InsufficientScope } else { Challenge::InvalidToken };
+    c.challenge = protected.map(|p| std::sync::Arc::clone(p.challenge(kind)));
 }
 
 /// The connection `id` names in `slots`, if it is still open.
