@@ -473,10 +473,8 @@ where
 }
 
 /// Inside a `2025-11-25` session over stdio: nothing, but for a handler that gives state
-/// with its input request: its own `Vec`, and one the engine makes to keep it
-/// (`engine/src/mcp/inputs.rs`: `Inputs::keep` drops the buffer kept for the previous
-/// request's state, `Inputs::ask` makes a new one; the adapter's copy for
-/// `InputContext::request_state` is pooled).
+/// with its input request: its own `Vec` (the engine keeps the state in a buffer it
+/// reuses, and the adapter's copy for `InputContext::request_state` is pooled).
 #[test]
 fn allocations_per_stdio_session_request() {
     let rt = runtime();
@@ -492,8 +490,8 @@ fn allocations_per_stdio_session_request() {
     assert!(init.contains(r#""protocolVersion":"2025-11-25""#), "{init}");
     let counts = session_counts(&rt, &mut client, true);
     // ping, tools/list, tools/call, a notification, a round trip for input, with state
-    // (the handler's state and the engine's copy).
-    assert_eq!(counts, [0, 0, 0, 0, 0, 2], "allocations per stdio session request");
+    // (the handler's own state).
+    assert_eq!(counts, [0, 0, 0, 0, 0, 1], "allocations per stdio session request");
 }
 
 /// Inside a `2025-11-25` session over HTTP (one keep-alive connection for the requests,
@@ -534,6 +532,6 @@ fn allocations_per_http_session_request() {
     assert!(done.starts_with("HTTP/1.1 202"), "{done}");
     let counts = session_counts(&rt, &mut client, false);
     // ping, tools/list, tools/call, a notification, a round trip for input, with state
-    // (the handler's state and the engine's copy).
-    assert_eq!(counts, [0, 0, 0, 0, 0, 2], "allocations per HTTP session request");
+    // (the handler's own state).
+    assert_eq!(counts, [0, 0, 0, 0, 0, 1], "allocations per HTTP session request");
 }

@@ -600,8 +600,10 @@ fn asking(sample: &serde_json::value::RawValue) -> impl FnMut(Event<'_>) + '_ {
         if let Event::CallTool(call) = ev {
             if call.input_responses.is_empty() {
                 let asks = [mcp_engine::InputRequest::raw("s", mcp_engine::InputKind::Sampling, sample)];
-                call.input_required(&mcp_engine::InputRequired::new(&asks)).unwrap();
+                // With state: the engine keeps it in a buffer it reuses.
+                call.input_required(&mcp_engine::InputRequired::new(&asks).state(b"round 1")).unwrap();
             } else {
+                assert_eq!(call.request_state, Some(&b"round 1"[..]));
                 call.answer(&ToolOutput::new(&[Content::text("ok")])).unwrap();
             }
         }

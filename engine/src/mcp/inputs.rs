@@ -59,8 +59,10 @@ pub(crate) struct Cont {
     session: u64,
     /// The request's arguments (compact JSON), or the uri of a read.
     pub(crate) args: Vec<u8>,
-    /// The host's state of its latest [`InputRequired`](mrtr::InputRequired).
-    pub(crate) state: Option<Vec<u8>>,
+    /// The host's state of its latest [`InputRequired`](mrtr::InputRequired), when it
+    /// gave one (`has_state`; the buffer is kept across requests either way).
+    pub(crate) state: Vec<u8>,
+    pub(crate) has_state: bool,
     /// Keys and values (compact JSON) of the responses, back to back.
     pub(crate) responses: Vec<u8>,
     pub(crate) entries: heapless::Vec<Entry, MAX_INPUT_REQUESTS>,
@@ -123,7 +125,8 @@ impl Inputs {
         c.session = session;
         c.args.clear();
         c.args.extend_from_slice(args);
-        c.state = None;
+        c.state.clear();
+        c.has_state = false;
         c.responses.clear();
         c.entries.clear();
         c.asked.clear();
@@ -163,12 +166,9 @@ impl Inputs {
         c.responses.clear();
         c.entries.clear();
         c.asked.clear();
-        c.state = state.map(|s| {
-            let mut kept = c.state.take().unwrap_or_default();
-            kept.clear();
-            kept.extend_from_slice(s);
-            kept
-        });
+        c.state.clear();
+        c.state.extend_from_slice(state.unwrap_or_default());
+        c.has_state = state.is_some();
         let mark = outbox.out.len();
         let mut asked = heapless::Vec::<Asked, MAX_INPUT_REQUESTS>::new();
         let mut next_id = self.next_id;

@@ -408,10 +408,10 @@ impl Core {
         for e in &cont.entries {
             let _ = scratch.round.entries.push(e.clone());
         }
-        if let Some(s) = &cont.state {
+        if cont.has_state {
             scratch.state.clear();
-            scratch.state.extend_from_slice(s);
-            scratch.round.host_state = Some(0..s.len());
+            scratch.state.extend_from_slice(&cont.state);
+            scratch.round.host_state = Some(0..cont.state.len());
         }
         scratch.args.clear();
         scratch.args.extend_from_slice(&cont.args);
