@@ -1,5 +1,6 @@
 //! The load driver: starts each server binary as a child process, drives it with `echo`
-//! tool calls over stdio or HTTP, and prints a markdown table of medians.
+//! tool calls over stdio or HTTP (stateless 2026-07-28, or inside 2025-11-25 sessions),
+//! and prints a markdown table of medians.
 //!
 //! ```text
 //! cargo run --release --manifest-path benches/load/Cargo.toml -- [--quick]
@@ -33,9 +34,11 @@ Drives each server with tools/call `echo` requests and prints a markdown table o
                      all; tokio-ct is the tokio adapter on a current-thread runtime,
                      rmcp-flush is rmcp on hyper with pipeline_flush, HTTP only)
   --scenarios LIST   comma-separated, of: stdio-pipelined,stdio-64,http-1,http-4,
-                     http-1-pipelined,http-4-pipelined (default: all)
-  --depth D          requests kept unanswered on each connection in the http-*-pipelined
-                     scenarios, 1 to 900 (default: 16)
+                     http-1-pipelined,http-4-pipelined,session-1,session-4,
+                     session-1-pipelined,session-4-pipelined (default: all; session-*
+                     open a 2025-11-25 session on each connection first)
+  --depth D          requests kept unanswered on each connection in the *-pipelined
+                     HTTP scenarios, 1 to 900 (default: 16)
   --no-build         do not build the server binaries first (they must be beside this one)
   -h, --help         print this help";
 
@@ -49,6 +52,12 @@ const DEFAULT_DEPTH: usize = 16;
 /// cycle of this many, all of three digits, so that each response's id can be checked.
 const ID_CYCLE: usize = 900;
 const FIRST_ID: usize = 100;
+/// In a session a request id is never used twice (2025-11-25, "Requests"): the session
+/// scenarios count their ids up from this one, all of [`SESSION_ID_DIGITS`] digits.
+const SESSION_FIRST_ID: usize = 1_000_000;
+const SESSION_ID_DIGITS: usize = 7;
+/// The revision the session scenarios open their sessions with.
+const SESSION_REVISION: &str = "2025-11-25";
 /// The most one run may take before its server is killed.
 const RUN_DEADLINE: Duration = Duration::from_secs(600);
 
@@ -117,16 +126,25 @@ enum Scenario {
     /// `conns` keep-alive connections, each keeping `depth` requests unanswered (HTTP/1.1
     /// pipelining).
     HttpPipelined { conns: usize, depth: usize },
+    /// As [`Http`](Self::Http), each connection first opening a 2025-11-25 session of its
+    /// own (`initialize`, `notifications/initialized`) and sending every request in it.
+    Session(usize),
+    /// As [`HttpPipelined`](Self::HttpPipelined), in a session per connection.
+    SessionPipelined { conns: usize, depth: usize },
 }
 
 impl Scenario {
-    const ALL: [Self; 6] = [
+    const ALL: [Self; 10] = [
         Self::StdioPipelined,
         Self::StdioWindow(64),
         Self::Http(1),
         Self::Http(4),
         Self::HttpPipelined { conns: 1, depth: DEFAULT_DEPTH },
         Self::HttpPipelined { conns: 4, depth: DEFAULT_DEPTH },
+        Self::Session(1),
+        Self::Session(4),
+        Self::SessionPipelined { conns: 1, depth: DEFAULT_DEPTH },
+        Self::SessionPipelined { conns: 4, depth: DEFAULT_DEPTH },
     ];
 
     fn name(self) -> String {
@@ -135,6 +153,8 @@ impl Scenario {
             Self::StdioWindow(n) => format!("stdio-{n}"),
             Self::Http(n) => format!("http-{n}"),
             Self::HttpPipelined { conns, .. } => format!("http-{conns}-pipelined"),
+            Self::Session(n) => format!("session-{n}"),
+            Self::SessionPipelined { conns, .. } => format!("session-{conns}-pipelined"),
         }
     }
 
@@ -147,11 +167,19 @@ impl Scenario {
             Self::HttpPipelined { conns: n, depth } => {
                 format!("HTTP pipelined, {}, {depth} in flight each", conns(n))
             }
+            Self::Session(n) => format!("HTTP session keep-alive, {}", conns(n)),
+            Self::SessionPipelined { conns: n, depth } => {
+                format!("HTTP session pipelined, {}, {depth} in flight each", conns(n))
+            }
         }
     }
 
     fn is_stdio(self) -> bool {
         matches!(self, Self::StdioPipelined | Self::StdioWindow(_))
+    }
+
+    fn is_session(self) -> bool {
+        matches!(self, Self::Session(_) | Self::SessionPipelined { .. })
     }
 }
 
@@ -202,7 +230,7 @@ fn parse_opts() -> Result<Option<Opts>, String> {
     o.requests = requests.unwrap_or(o.requests);
     o.rounds = rounds.unwrap_or(o.rounds);
     for s in &mut o.scenarios {
-        if let Scenario::HttpPipelined { depth: d, .. } = s {
+        if let Scenario::HttpPipelined { depth: d, .. } | Scenario::SessionPipelined { depth: d, .. } = s {
             *d = depth;
         }
     }
@@ -290,8 +318,8 @@ fn run(opts: &Opts) -> io::Result<()> {
                 })?;
                 eprintln!(
                     concat!(
-                        "round {}/{} {:<16} {:<6} {:>10.0} req/s {:>7.2} µs CPU/req ",
-                        "{:>8.3} allocs/req {:>6.1} MiB peak {:>6.2} µs driver CPU/req"
+                        "round {}/{} {:<19} {:<10} {:>10.0} req/s {:>7.2} µs CPU/req ",
+                        "{:>8.3} allocs/req {:>6.1} MiB peak {:>6.2} µs driver CPU/req{}"
                     ),
                     round + 1,
                     opts.rounds,
@@ -301,7 +329,12 @@ fn run(opts: &Opts) -> io::Result<()> {
                     sample.cpu_us,
                     sample.allocs,
                     sample.rss_mib,
-                    sample.driver_cpu_us
+                    sample.driver_cpu_us,
+                    if sample.sse > 0.0 {
+                        format!(" {:>5.1}% SSE", sample.sse * 100.0)
+                    } else {
+                        String::new()
+                    }
                 );
                 if let Some(r) = results.iter_mut().find(|r| r.0 == scenario && r.1 == server) {
                     r.2.push(sample);
@@ -340,6 +373,8 @@ struct Sample {
     alloc_bytes: f64,
     /// VmHWM: the server's peak resident set over its whole life.
     rss_mib: f64,
+    /// The share of HTTP responses (warm-up and timed) whose body was an SSE stream.
+    sse: f64,
 }
 
 /// All stdio requests of a run, ids counting from 1, as one buffer.
@@ -393,20 +428,161 @@ fn http_request(addr: SocketAddr, id: usize) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A POST to `/mcp` as a 2025-11-25 client sends it: in a session (`Mcp-Session-Id` and
+/// `MCP-Protocol-Version`), or without (the `initialize` that opens it).
+fn session_post(addr: SocketAddr, session: Option<&str>, body: &str) -> Vec<u8> {
+    let session = session.map_or(String::new(), |id| {
+        format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: {SESSION_REVISION}\r\n")
+    });
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// The `initialize` each connection of a session scenario opens its session with.
+fn initialize_body() -> String {
+    format!(
+        concat!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{}","#,
+            r#""capabilities":{{}},"clientInfo":{{"name":"mcp-load","version":"{}"}}}}}}"#
+        ),
+        SESSION_REVISION,
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+const INITIALIZED_BODY: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// A `tools/call` of `echo` in a session: no `_meta`, the session carries the revision.
+fn session_call_body(id: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{ECHO_TEXT}"}}}}}}"#
+    )
+}
+
+/// How the connections of an HTTP run talk to the server.
+#[derive(Clone, Copy)]
+enum Wire<'a> {
+    /// Stateless 2026-07-28 requests from one cycle shared by every connection.
+    Stateless(&'a HttpRequests),
+    /// A 2025-11-25 session per connection. Not `strict` for the floor, which answers
+    /// `initialize` like any request and names no session.
+    Session { strict: bool },
+}
+
+/// What one connection sends.
+enum Requests<'a> {
+    /// A cycle shared by every connection of the run (the stateless wire).
+    Cycle(&'a HttpRequests),
+    /// The calls of one session.
+    Session(SessionRequests),
+}
+
+impl Requests<'_> {
+    fn write(&mut self, w: &mut impl Write, seq: usize, k: usize) -> io::Result<()> {
+        match self {
+            Self::Cycle(r) => r.write(w, seq, k),
+            Self::Session(r) => r.write(w, seq, k),
+        }
+    }
+
+    /// The id the response to the `seq`-th request must carry, when ids are checked.
+    fn id(&self, seq: usize) -> Option<usize> {
+        match self {
+            Self::Cycle(r) => r.check_ids.then_some(FIRST_ID + seq % ID_CYCLE),
+            Self::Session(r) => r.check_ids.then(|| session_call_id(seq)),
+        }
+    }
+
+    fn checks_ids(&self) -> bool {
+        match self {
+            Self::Cycle(r) => r.check_ids,
+            Self::Session(r) => r.check_ids,
+        }
+    }
+}
+
+/// The id of the `seq`-th call of a session: counting up, never reused (it wraps only
+/// after 9,000,000 calls on one connection).
+fn session_call_id(seq: usize) -> usize {
+    SESSION_FIRST_ID + seq % (10usize.pow(SESSION_ID_DIGITS as u32) - SESSION_FIRST_ID)
+}
+
+/// The `tools/call` requests of one session, each with an id of its own: one request's
+/// bytes, with the id's digits written in for each request.
+struct SessionRequests {
+    template: Vec<u8>,
+    /// Where the id's [`SESSION_ID_DIGITS`] digits lie in `template`.
+    id_at: usize,
+    check_ids: bool,
+    /// The requests of one write, put together.
+    out: Vec<u8>,
+}
+
+impl SessionRequests {
+    fn new(addr: SocketAddr, session: &str, check_ids: bool) -> Self {
+        let template = session_post(addr, Some(session), &session_call_body(SESSION_FIRST_ID));
+        let id_at = memmem::find(&template, br#""id":"#).expect("the call has an id") + 5;
+        Self { template, id_at, check_ids, out: Vec::with_capacity(16 * 1024) }
+    }
+
+    /// Writes the requests `seq..seq + k` of the session with one write.
+    fn write(&mut self, w: &mut impl Write, seq: usize, k: usize) -> io::Result<()> {
+        self.out.clear();
+        for i in 0..k {
+            let at = self.out.len() + self.id_at;
+            self.out.extend_from_slice(&self.template);
+            write_digits(&mut self.out[at..at + SESSION_ID_DIGITS], session_call_id(seq + i));
+        }
+        w.write_all(&self.out)
+    }
+}
+
+/// Writes `n` in decimal into all of `out`, with leading zeros.
+fn write_digits(out: &mut [u8], mut n: usize) {
+    for b in out.iter_mut().rev() {
+        *b = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+}
+
+/// `"id":N`: what the body answering request `N` contains.
+struct IdPattern {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl IdPattern {
+    fn new(id: usize) -> Self {
+        let mut buf = [0u8; 32];
+        let mut cur = io::Cursor::new(&mut buf[..]);
+        write!(cur, r#""id":{id}"#).expect("an id fits");
+        let len = cur.position() as usize;
+        Self { buf, len }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 /// The requests each HTTP connection sends, in a cycle, as one buffer.
 struct HttpRequests {
     bytes: Vec<u8>,
     /// Where each request starts, and the end of the last.
     starts: Vec<usize>,
-    /// `"id":N` for each request, when the responses' ids are checked.
-    ids: Option<Vec<Vec<u8>>>,
+    /// Whether the responses' ids are checked (the cycle's ids are `FIRST_ID..`).
+    check_ids: bool,
 }
 
 impl HttpRequests {
     /// The same request, id 1, again and again; responses' ids are not checked.
     fn single(addr: SocketAddr) -> Self {
         let bytes = http_request(addr, 1);
-        Self { starts: vec![0, bytes.len()], bytes, ids: None }
+        Self { starts: vec![0, bytes.len()], bytes, check_ids: false }
     }
 
     /// [`ID_CYCLE`] requests with the ids `FIRST_ID..`, all of the same length, so that
@@ -419,10 +595,7 @@ impl HttpRequests {
             bytes.extend_from_slice(&http_request(addr, id));
         }
         starts.push(bytes.len());
-        let ids = check_ids.then(|| {
-            (FIRST_ID..FIRST_ID + ID_CYCLE).map(|id| format!(r#""id":{id}"#).into_bytes()).collect()
-        });
-        Self { bytes, starts, ids }
+        Self { bytes, starts, check_ids }
     }
 
     fn count(&self) -> usize {
@@ -441,12 +614,6 @@ impl HttpRequests {
             i = 0;
         }
         Ok(())
-    }
-
-    /// What the body of the response to the `seq`-th request must contain besides the
-    /// echoed text, if anything.
-    fn id(&self, seq: usize) -> Option<&[u8]> {
-        self.ids.as_ref().map(|ids| ids[seq % ids.len()].as_slice())
     }
 }
 
@@ -486,6 +653,10 @@ impl Job<'_> {
         if self.server == Server::TokioCt {
             cmd.env("SRV_TOKIO_CURRENT_THREAD", "1");
         }
+        if matches!(self.server, Server::Rmcp | Server::RmcpFlush) && self.scenario.is_session() {
+            // rmcp's stateful mode (our servers serve both wires on one endpoint).
+            cmd.env("SRV_RMCP_SESSIONS", "1");
+        }
         if self.scenario.is_stdio() {
             cmd.arg("--stdio").stdin(Stdio::piped()).stdout(Stdio::piped());
         } else {
@@ -503,17 +674,29 @@ impl Job<'_> {
 
     fn drive(&self, p: &mut Proc) -> io::Result<Sample> {
         p.wait_for_stats()?;
-        let (before, after) = match self.scenario {
-            Scenario::StdioPipelined | Scenario::StdioWindow(_) => self.drive_stdio(p)?,
+        // The floor answers every request with the same fixed id, and opens no session.
+        let floor = self.server == Server::Floor;
+        let (before, after, sse) = match self.scenario {
+            Scenario::StdioPipelined | Scenario::StdioWindow(_) => {
+                let (before, after) = self.drive_stdio(p)?;
+                (before, after, 0.0)
+            }
             Scenario::Http(conns) => {
                 let addr = p.http_addr()?;
-                self.drive_http(p, addr, &HttpRequests::single(addr), conns, 1)?
+                self.drive_http(p, addr, Wire::Stateless(&HttpRequests::single(addr)), conns, 1)?
             }
             Scenario::HttpPipelined { conns, depth } => {
                 let addr = p.http_addr()?;
-                // The floor answers every request with the same fixed id.
-                let requests = HttpRequests::numbered(addr, self.server != Server::Floor);
-                self.drive_http(p, addr, &requests, conns, depth)?
+                let requests = HttpRequests::numbered(addr, !floor);
+                self.drive_http(p, addr, Wire::Stateless(&requests), conns, depth)?
+            }
+            Scenario::Session(conns) => {
+                let addr = p.http_addr()?;
+                self.drive_http(p, addr, Wire::Session { strict: !floor }, conns, 1)?
+            }
+            Scenario::SessionPipelined { conns, depth } => {
+                let addr = p.http_addr()?;
+                self.drive_http(p, addr, Wire::Session { strict: !floor }, conns, depth)?
             }
         };
         let n = self.requests as f64;
@@ -525,6 +708,7 @@ impl Job<'_> {
             allocs: after.alloc.allocs.saturating_sub(before.alloc.allocs) as f64 / n,
             alloc_bytes: after.alloc.bytes.saturating_sub(before.alloc.bytes) as f64 / n,
             rss_mib: after.peak_rss_kib as f64 / 1024.0,
+            sse,
         })
     }
 
@@ -558,15 +742,16 @@ impl Job<'_> {
     }
 
     /// Drives `conns` connections, each in its own thread, each keeping `depth` requests
-    /// unanswered (1: the next request is sent once the last response is read).
+    /// unanswered (1: the next request is sent once the last response is read). Returns
+    /// the snapshots and the share of responses that were SSE streams.
     fn drive_http(
         &self,
         p: &Proc,
         addr: SocketAddr,
-        requests: &HttpRequests,
+        wire: Wire<'_>,
         conns: usize,
         depth: usize,
-    ) -> io::Result<(Snapshot, Snapshot)> {
+    ) -> io::Result<(Snapshot, Snapshot, f64)> {
         let ready = Barrier::new(conns + 1);
         let go = Barrier::new(conns + 1);
         let failed = AtomicBool::new(false);
@@ -579,7 +764,11 @@ impl Job<'_> {
                     // The connection is handed back, so that it stays open until the
                     // closing snapshot: a server thread serving it must not exit first.
                     s.spawn(move || -> io::Result<(Instant, HttpConn<'_>)> {
-                        let conn = HttpConn::connect(addr, requests);
+                        // A session is opened before the warm-up, outside the timed window.
+                        let conn = match wire {
+                            Wire::Stateless(requests) => HttpConn::connect(addr, Requests::Cycle(requests)),
+                            Wire::Session { strict } => HttpConn::open_session(addr, strict),
+                        };
                         let warmed = conn.and_then(|mut c| {
                             c.run(warmup, depth)?;
                             Ok(c)
@@ -617,8 +806,10 @@ impl Job<'_> {
             before.at = start;
             let mut after = p.snapshot()?;
             after.at = end;
+            let sse = open.iter().map(|c| c.sse).sum::<usize>() as f64
+                / open.iter().map(|c| c.read).sum::<usize>() as f64;
             drop(open);
-            Ok((before, after))
+            Ok((before, after, sse))
         })
     }
 }
@@ -708,14 +899,17 @@ impl Lines {
     }
 }
 
-/// One keep-alive connection sending requests from an [`HttpRequests`] cycle and checking
-/// each response, in order.
+/// One keep-alive connection sending `tools/call` requests (from an [`HttpRequests`]
+/// cycle, or in a session of its own) and checking each response, in order.
 struct HttpConn<'a> {
     stream: TcpStream,
-    requests: &'a HttpRequests,
-    /// Requests written, and responses read, on this connection so far.
+    requests: Requests<'a>,
+    /// Requests written, and responses read, on this connection so far (the session's
+    /// opening exchanges are not counted).
     sent: usize,
     read: usize,
+    /// Responses read whose body was an SSE stream (`text/event-stream`).
+    sse: usize,
     /// Bytes read and not yet parsed are `buf[start..len]`.
     buf: Vec<u8>,
     start: usize,
@@ -727,8 +921,21 @@ struct HttpConn<'a> {
     first_bad: Option<String>,
 }
 
+/// A response parsed at the front of a connection's buffer.
+struct Parsed {
+    status: u16,
+    /// The body is an SSE stream (`Content-Type: text/event-stream`), not JSON.
+    sse: bool,
+    /// `Mcp-Session-Id`, when asked for and present.
+    session: Option<String>,
+    /// Where the body is: `buf[a..b]`, or `body` when it was chunked.
+    body: Option<(usize, usize)>,
+    /// Where the response ends in `buf`.
+    end: usize,
+}
+
 impl<'a> HttpConn<'a> {
-    fn connect(addr: SocketAddr, requests: &'a HttpRequests) -> io::Result<Self> {
+    fn connect(addr: SocketAddr, requests: Requests<'a>) -> io::Result<Self> {
         let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;
@@ -739,6 +946,7 @@ impl<'a> HttpConn<'a> {
             requests,
             sent: 0,
             read: 0,
+            sse: 0,
             buf: vec![0; 64 * 1024],
             start: 0,
             len: 0,
@@ -747,6 +955,54 @@ impl<'a> HttpConn<'a> {
             bad: 0,
             first_bad: None,
         })
+    }
+
+    /// Connects and opens a 2025-11-25 session as a client does: `initialize` (its answer,
+    /// JSON or SSE, must name the revision, and its `Mcp-Session-Id` the session), then
+    /// `notifications/initialized` (answered `202`). Every later request carries the
+    /// session's id. Not `strict` (the floor), the answers are read but not checked.
+    fn open_session(addr: SocketAddr, strict: bool) -> io::Result<HttpConn<'static>> {
+        let placeholder = Requests::Session(SessionRequests::new(addr, "-", false));
+        let mut c = HttpConn::connect(addr, placeholder)?;
+        let fail = |what: String| Err(io::Error::other(format!("opening a session: {what}")));
+        let init = c.exchange(&session_post(addr, None, &initialize_body()), true)?;
+        let session = match init.session.clone() {
+            Some(id) => id,
+            None if !strict => "floor".to_owned(),
+            None => return fail(format!("initialize answered {} with no Mcp-Session-Id", init.status)),
+        };
+        if strict {
+            let answer = jsonrpc_messages(init.sse, &init.body)?
+                .into_iter()
+                .find(|m| m.get("id") == Some(&serde_json::Value::from(1)));
+            let revision = answer.as_ref().and_then(|m| m.pointer("/result/protocolVersion"));
+            if init.status != 200 || revision.and_then(|v| v.as_str()) != Some(SESSION_REVISION) {
+                return fail(format!(
+                    "initialize answered {} {}",
+                    init.status,
+                    truncate(&String::from_utf8_lossy(&init.body), 400)
+                ));
+            }
+        }
+        let initialized = c.exchange(&session_post(addr, Some(&session), INITIALIZED_BODY), false)?;
+        if strict && initialized.status != 202 {
+            return fail(format!("notifications/initialized answered {}", initialized.status));
+        }
+        c.requests = Requests::Session(SessionRequests::new(addr, &session, strict));
+        Ok(c)
+    }
+
+    /// Sends one request and reads its response, outside the counted requests.
+    fn exchange(&mut self, request: &[u8], want_session: bool) -> io::Result<Exchange> {
+        self.stream.write_all(request)?;
+        loop {
+            if let Some(r) = self.parse(want_session)? {
+                let body = self.body_of(&r).to_vec();
+                self.start = r.end;
+                return Ok(Exchange { status: r.status, sse: r.sse, session: r.session, body });
+            }
+            self.fill()?;
+        }
     }
 
     /// Sends `count` requests, keeping at most `depth` unanswered, and reads every response.
@@ -779,16 +1035,15 @@ impl<'a> HttpConn<'a> {
         Ok(())
     }
 
-    /// Parses and checks the next response if the buffer holds all of it; says whether it
-    /// did.
-    fn response(&mut self) -> io::Result<bool> {
+    /// Parses the response at the front of the buffer if the buffer holds all of it.
+    fn parse(&mut self, want_session: bool) -> io::Result<Option<Parsed>> {
         let data = &self.buf[self.start..self.len];
         if data.is_empty() {
-            return Ok(false);
+            return Ok(None);
         }
         let mut headers = [httparse::EMPTY_HEADER; 32];
         let mut resp = httparse::Response::new(&mut headers);
-        let (status, head_len, framing) = match resp.parse(data) {
+        let (status, head_len, framing, sse, session) = match resp.parse(data) {
             Ok(httparse::Status::Complete(n)) => {
                 let header = |name: &str| {
                     resp.headers
@@ -796,23 +1051,31 @@ impl<'a> HttpConn<'a> {
                         .find(|h| h.name.eq_ignore_ascii_case(name))
                         .and_then(|h| std::str::from_utf8(h.value).ok())
                 };
+                let status = resp.code.unwrap_or(0);
                 let framing = if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
                     Framing::Chunked
+                } else if (100..200).contains(&status) || status == 204 || status == 304 {
+                    Framing::Length(0)
                 } else {
                     let len = header("content-length").and_then(|v| v.trim().parse().ok());
                     Framing::Length(len.ok_or_else(|| io::Error::other("a response without a length"))?)
                 };
-                (resp.code.unwrap_or(0), n, framing)
+                let sse = header("content-type").is_some_and(|v| {
+                    v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
+                });
+                let session =
+                    if want_session { header("mcp-session-id").map(|v| v.trim().to_owned()) } else { None };
+                (status, n, framing, sse, session)
             }
-            Ok(httparse::Status::Partial) => return Ok(false),
+            Ok(httparse::Status::Partial) => return Ok(None),
             Err(e) => return Err(io::Error::other(format!("a malformed response: {e}"))),
         };
-        let (body, end): (&[u8], usize) = match framing {
+        let (body, end) = match framing {
             Framing::Length(n) => {
                 if data.len() < head_len + n {
-                    return Ok(false);
+                    return Ok(None);
                 }
-                (&data[head_len..head_len + n], head_len + n)
+                (Some((self.start + head_len, self.start + head_len + n)), head_len + n)
             }
             Framing::Chunked => {
                 self.body.clear();
@@ -820,11 +1083,11 @@ impl<'a> HttpConn<'a> {
                 loop {
                     let (start, size) = match httparse::parse_chunk_size(&data[pos..]) {
                         Ok(httparse::Status::Complete((i, size))) => (pos + i, size as usize),
-                        Ok(httparse::Status::Partial) => return Ok(false),
+                        Ok(httparse::Status::Partial) => return Ok(None),
                         Err(_) => return Err(io::Error::other("a malformed chunk size")),
                     };
                     if data.len() < start + size + 2 {
-                        return Ok(false);
+                        return Ok(None);
                     }
                     self.body.extend_from_slice(&data[start..start + size]);
                     pos = start + size + 2;
@@ -832,20 +1095,42 @@ impl<'a> HttpConn<'a> {
                         break;
                     }
                 }
-                (&self.body, pos)
+                (None, pos)
             }
         };
-        let id = self.requests.id(self.read);
-        let id_ok = id.is_none_or(|id| memmem::find(body, id).is_some());
-        if status != 200 || self.finder.find(body).is_none() || !id_ok {
-            self.bad += 1;
-            self.first_bad.get_or_insert_with(|| {
-                let expected =
-                    id.map_or(String::new(), |id| format!(" (expected {})", String::from_utf8_lossy(id)));
-                format!("{status} {}{expected}", String::from_utf8_lossy(body))
-            });
+        Ok(Some(Parsed { status, sse, session, body, end: self.start + end }))
+    }
+
+    fn body_of(&self, r: &Parsed) -> &[u8] {
+        match r.body {
+            Some((a, b)) => &self.buf[a..b],
+            None => &self.body,
         }
-        self.start += end;
+    }
+
+    /// Parses and checks the next response if the buffer holds all of it; says whether it
+    /// did. The body, JSON or an SSE stream, must carry the echoed text and (where ids are
+    /// checked) the request's id: in an SSE stream both lie in the response's `data:`.
+    fn response(&mut self) -> io::Result<bool> {
+        let Some(r) = self.parse(false)? else { return Ok(false) };
+        let body = self.body_of(&r);
+        let id = self.requests.id(self.read).map(IdPattern::new);
+        let id_ok = id.as_ref().is_none_or(|id| memmem::find(body, id.as_bytes()).is_some());
+        if r.status != 200 || self.finder.find(body).is_none() || !id_ok {
+            let what = format!(
+                "{} {}{}",
+                r.status,
+                String::from_utf8_lossy(body),
+                id.map_or(String::new(), |id| format!(
+                    " (expected {})",
+                    String::from_utf8_lossy(id.as_bytes())
+                ))
+            );
+            self.bad += 1;
+            self.first_bad.get_or_insert(what);
+        }
+        self.sse += usize::from(r.sse);
+        self.start = r.end;
         self.read += 1;
         Ok(true)
     }
@@ -875,11 +1160,57 @@ impl<'a> HttpConn<'a> {
             Some(r) => Err(io::Error::other(format!(
                 "{} responses were not 200 with the echoed text{}; the first: {}",
                 self.bad,
-                if self.requests.ids.is_some() { " and the request's id" } else { "" },
+                if self.requests.checks_ids() { " and the request's id" } else { "" },
                 truncate(r, 400)
             ))),
         }
     }
+}
+
+/// One exchange outside the counted requests (opening a session).
+struct Exchange {
+    status: u16,
+    sse: bool,
+    session: Option<String>,
+    body: Vec<u8>,
+}
+
+/// The JSON-RPC messages of a response body: the body itself when it is JSON, or the
+/// `data` of each event when it is an SSE stream (events without data, such as a priming
+/// event, carry none).
+fn jsonrpc_messages(sse: bool, body: &[u8]) -> io::Result<Vec<serde_json::Value>> {
+    let parse = |data: &[u8]| {
+        serde_json::from_slice(data).map_err(|e| {
+            io::Error::other(format!("not JSON ({e}): {}", truncate(&String::from_utf8_lossy(data), 400)))
+        })
+    };
+    if !sse {
+        return Ok(vec![parse(body)?]);
+    }
+    let text = std::str::from_utf8(body).map_err(|_| io::Error::other("an SSE stream that is not UTF-8"))?;
+    let mut messages = Vec::new();
+    let mut data = String::new();
+    let mut has_data = false;
+    // Lines end with CRLF, LF or CR; an empty line ends an event.
+    for line in text.split('\n').flat_map(|l| l.strip_suffix('\r').unwrap_or(l).split('\r')) {
+        if line.is_empty() {
+            if has_data && !data.is_empty() {
+                messages.push(parse(data.as_bytes())?);
+            }
+            data.clear();
+            has_data = false;
+            continue;
+        }
+        let (field, value) = line.split_once(':').unwrap_or((line, ""));
+        if field == "data" {
+            if has_data {
+                data.push('\n');
+            }
+            data.push_str(value.strip_prefix(' ').unwrap_or(value));
+            has_data = true;
+        }
+    }
+    Ok(messages)
 }
 
 enum Framing {
@@ -1112,7 +1443,45 @@ fn print_report(opts: &Opts, warmup: usize, results: &Results) {
             med(samples, |s| s.driver_cpu_us),
         );
     }
+    let sse: Vec<String> = results
+        .iter()
+        .filter(|r| r.0.is_session())
+        .filter_map(|(scenario, server, samples)| {
+            let share = med(samples, |s| s.sse);
+            (share > 0.0).then(|| format!("{} in {} {:.0}%", server.name(), scenario.name(), share * 100.0))
+        })
+        .collect();
+    if !sse.is_empty() {
+        println!();
+        println!("Responses that came as an SSE stream (the others were JSON): {}.", sse.join(", "));
+    }
     print_targets(opts, results);
+    print_sessions(opts, results);
+}
+
+/// Issue #11: the session-bound scenarios against rmcp's stateful mode, by server CPU per
+/// request.
+fn print_sessions(opts: &Opts, results: &Results) {
+    let sessions: Vec<Scenario> = opts.scenarios.iter().copied().filter(|s| s.is_session()).collect();
+    if sessions.is_empty() {
+        return;
+    }
+    println!();
+    println!(
+        "Sessions (issue #11), rmcp in its stateful mode: rmcp's server CPU per request ÷ this server's:"
+    );
+    for server in [Server::Mio, Server::Tokio, Server::TokioCt, Server::RmcpFlush] {
+        let each: Vec<String> = sessions
+            .iter()
+            .filter_map(|&s| {
+                let (a, b) = (samples_of(results, s, server)?, samples_of(results, s, Server::Rmcp)?);
+                Some(format!("{} {:.1}×", s.name(), paired(b, a, |x| x.cpu_us)))
+            })
+            .collect();
+        if !each.is_empty() {
+            println!("- {}: {}", server.label(), each.join(", "));
+        }
+    }
 }
 
 fn print_targets(opts: &Opts, results: &Results) {
@@ -1126,7 +1495,7 @@ fn print_targets(opts: &Opts, results: &Results) {
             let ratios: Vec<(Scenario, f64)> = opts
                 .scenarios
                 .iter()
-                .filter(|s| s.is_stdio() == stdio)
+                .filter(|s| s.is_stdio() == stdio && !s.is_session())
                 .filter_map(|&s| {
                     let (a, b) = (samples_of(results, s, server)?, samples_of(results, s, base)?);
                     Some((s, paired(a, b, |x| x.rps)))
@@ -1287,7 +1656,7 @@ mod tests {
     fn drive(chunked: bool, swap: bool, depth: usize) -> io::Result<()> {
         let (addr, server) = fake_server(chunked, swap);
         let requests = HttpRequests::numbered(addr, true);
-        let mut c = HttpConn::connect(addr, &requests)?;
+        let mut c = HttpConn::connect(addr, Requests::Cycle(&requests))?;
         // Twice, as warm-up and timed part, across the end of the id cycle.
         c.run(700, depth)?;
         c.run(700, depth)?;
@@ -1314,5 +1683,116 @@ mod tests {
             assert!(e.starts_with("2 responses were not 200"), "{e}");
             assert!(e.contains(r#"(expected "id":105)"#), "{e}");
         }
+    }
+
+    /// A session server as rmcp's stateful mode answers: `initialize` on a chunked SSE
+    /// stream with a priming event and `Mcp-Session-Id`, the notification `202`, each call
+    /// on a chunked SSE stream (priming event first) with the call's id, or with
+    /// `wrong_id` for the third. It checks that every call carries the session and the
+    /// revision and that no id comes twice.
+    fn fake_session_server(wrong_id: bool) -> (SocketAddr, std::thread::JoinHandle<usize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handle = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let (mut pending, mut buf, mut calls) = (Vec::new(), vec![0; 8192], 0usize);
+            let mut seen = std::collections::HashSet::new();
+            loop {
+                let n = s.read(&mut buf).unwrap();
+                if n == 0 {
+                    return calls;
+                }
+                pending.extend_from_slice(&buf[..n]);
+                while let Some(h) = memmem::find(&pending, b"\r\n\r\n") {
+                    let head = std::str::from_utf8(&pending[..h]).unwrap().to_owned();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Content-Length: "))
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    if pending.len() < h + 4 + len {
+                        break;
+                    }
+                    let body: serde_json::Value =
+                        serde_json::from_slice(&pending[h + 4..h + 4 + len]).unwrap();
+                    pending.drain(..h + 4 + len);
+                    let sse = |data: String| {
+                        let stream =
+                            format!("id: 0\r\nretry: 3000\r\ndata:\r\n\r\ndata: {data}\r\nid: 1\r\n\r\n");
+                        let (a, b) = stream.split_at(stream.len() / 2);
+                        format!("{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n", a.len(), b.len())
+                    };
+                    let resp = match body["method"].as_str().unwrap() {
+                        "initialize" => {
+                            assert!(!head.contains("Mcp-Session-Id"));
+                            assert_eq!(body["params"]["protocolVersion"], SESSION_REVISION);
+                            format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s-1\r\n\
+                                 transfer-encoding: chunked\r\n\r\n{}",
+                                sse(format!(
+                                    r#"{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":"{SESSION_REVISION}"}}}}"#
+                                ))
+                            )
+                        }
+                        method => {
+                            assert!(head.contains("\r\nMcp-Session-Id: s-1\r\n"), "{head}");
+                            assert!(
+                                head.contains(&format!("\r\nMCP-Protocol-Version: {SESSION_REVISION}\r\n"))
+                            );
+                            if method == "notifications/initialized" {
+                                "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_owned()
+                            } else {
+                                assert_eq!(method, "tools/call");
+                                let id = body["id"].as_u64().unwrap();
+                                assert!(seen.insert(id), "id {id} came twice");
+                                calls += 1;
+                                let id = if wrong_id && calls == 3 { 7 } else { id };
+                                format!(
+                                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                                     transfer-encoding: chunked\r\n\r\n{}",
+                                    sse(format!(
+                                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"hello"}}]}}}}"#
+                                    ))
+                                )
+                            }
+                        }
+                    };
+                    s.write_all(resp.as_bytes()).unwrap();
+                }
+            }
+        });
+        (addr, handle)
+    }
+
+    #[test]
+    fn a_session_is_opened_and_its_sse_answers_are_checked() {
+        for depth in [1, 16] {
+            let (addr, server) = fake_session_server(false);
+            let mut c = HttpConn::open_session(addr, true).unwrap();
+            c.run(300, depth).unwrap();
+            c.run(300, depth).unwrap();
+            assert_eq!((c.sent, c.read, c.sse), (600, 600, 600));
+            c.check().unwrap();
+            drop(c);
+            assert_eq!(server.join().unwrap(), 600);
+        }
+        let (addr, server) = fake_session_server(true);
+        let mut c = HttpConn::open_session(addr, true).unwrap();
+        c.run(10, 4).unwrap();
+        let e = c.check().unwrap_err().to_string();
+        assert!(e.starts_with("1 responses were not 200"), "{e}");
+        assert!(e.contains(r#"(expected "id":1000002)"#), "{e}");
+        drop(c);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn sse_streams_are_split_into_their_messages() {
+        let body = b"id: 0\r\nretry: 3000\r\ndata:\r\n\r\n: a comment\ndata: {\"a\":\ndata:1}\nid: 5\n\nevent: x\rdata:{\"b\":2}\r\rdata: {\"cut\"";
+        let messages = jsonrpc_messages(true, body).unwrap();
+        assert_eq!(messages, vec![serde_json::json!({"a": 1}), serde_json::json!({"b": 2})]);
+        assert_eq!(jsonrpc_messages(false, br#"{"c":3}"#).unwrap(), vec![serde_json::json!({"c": 3})]);
+        assert!(jsonrpc_messages(true, b"data: {nope\n\n").is_err());
     }
 }

@@ -74,9 +74,7 @@ fn main() -> ExitCode {
         for server in &servers {
             build.args(["--bin", &format!("srv-{server}")]);
         }
-        let ok = build
-            .status()
-            .is_ok_and(|s| s.success());
+        let ok = build.status().is_ok_and(|s| s.success());
         if !ok {
             eprintln!("building the servers failed");
             return ExitCode::FAILURE;

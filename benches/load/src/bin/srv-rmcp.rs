@@ -5,10 +5,13 @@
 //! keeps the tool in a field, so `list_tools`, `get_tool` and `call_tool` do the least
 //! work rmcp lets them. Over stdio it uses `stdio_pipes`, rmcp's non-blocking transport
 //! for FIFOs; over HTTP, `StreamableHttpService` in stateless mode with JSON responses,
-//! served by axum (hyper), as rmcp's own tests serve it.
+//! served by axum (hyper), as rmcp's own tests serve it. With [`SESSIONS_ENV`] set, the
+//! service runs in its stateful mode instead: `initialize` opens a session held by a
+//! `LocalSessionManager`, and every request of the session is answered on an SSE stream.
 
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -66,6 +69,17 @@ impl ServerHandler for Echo {
 /// instead of `axum::serve`.
 const PIPELINE_FLUSH_ENV: &str = "SRV_RMCP_PIPELINE_FLUSH";
 
+/// Set (to anything) to serve HTTP in rmcp's stateful mode (`legacy_session_mode`, its
+/// default): the load driver's session scenarios set it. `axum::serve` then sets
+/// `TCP_NODELAY` on each connection it accepts (see [`NO_NODELAY_ENV`]).
+const SESSIONS_ENV: &str = "SRV_RMCP_SESSIONS";
+
+/// Set (to anything) with [`SESSIONS_ENV`] to leave `TCP_NODELAY` off under `axum::serve`,
+/// as it comes. A session's answer is an SSE stream written in pieces (head and priming
+/// event, the message, the last chunk), so Nagle's algorithm holds a piece until the
+/// client's delayed ACK: about 40 ms a request on one connection.
+const NO_NODELAY_ENV: &str = "SRV_RMCP_NO_NODELAY";
+
 fn main() -> std::io::Result<()> {
     let mode = mcp_load::mode("srv-rmcp");
     mcp_load::serve_stats();
@@ -79,10 +93,20 @@ fn main() -> std::io::Result<()> {
                 Ok(())
             }
             mcp_load::Mode::Http(addr) => {
-                let config = StreamableHttpServerConfig::default()
-                    .with_legacy_session_mode(false)
-                    .with_json_response(true)
-                    .with_sse_keep_alive(None);
+                let sessions = std::env::var_os(SESSIONS_ENV).is_some();
+                let config = if sessions {
+                    // rmcp's stateful mode as it comes (sessions in a `LocalSessionManager`
+                    // with its default `SessionConfig`, SSE priming events with `retry`),
+                    // less the SSE keep-alive timer: no stream here lives for 15 s.
+                    StreamableHttpServerConfig::default()
+                        .with_legacy_session_mode(true)
+                        .with_sse_keep_alive(None)
+                } else {
+                    StreamableHttpServerConfig::default()
+                        .with_legacy_session_mode(false)
+                        .with_json_response(true)
+                        .with_sse_keep_alive(None)
+                };
                 // The service asks the factory for a handler per request: hand out clones
                 // of one (the tool's strings are borrowed and its schema shared).
                 let echo = Echo::new();
@@ -94,6 +118,12 @@ fn main() -> std::io::Result<()> {
                 std_listener.set_nonblocking(true)?;
                 let listener = tokio::net::TcpListener::from_std(std_listener)?;
                 if std::env::var_os(PIPELINE_FLUSH_ENV).is_none() {
+                    if sessions && std::env::var_os(NO_NODELAY_ENV).is_none() {
+                        let listener = listener.tap_io(|tcp| {
+                            let _ = tcp.set_nodelay(true);
+                        });
+                        return axum::serve(listener, router).await;
+                    }
                     return axum::serve(listener, router).await;
                 }
                 // hyper's own HTTP/1 server with `pipeline_flush`: pipelined responses
