@@ -25,6 +25,8 @@ mod auth;
 mod config;
 mod conns;
 mod exchange;
+#[cfg(feature = "jwt")]
+mod jwt;
 mod parked;
 mod record;
 mod replay;
@@ -32,10 +34,14 @@ mod resource;
 mod sessions;
 mod store;
 mod streams;
+#[cfg(feature = "jwt")]
+mod token_cache;
 
 pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, HeaderList, Principal, Verdict};
 pub use config::{AllowedOrigins, HttpConfig, OpenError};
 pub use exchange::ResponseHead;
+#[cfg(feature = "jwt")]
+pub use jwt::{JwksError, JwsAlgorithm, JwtConfigError, JwtVerifier, TokenError, VerifiedToken};
 pub use resource::{ProtectedResource, ResourceError};
 pub use store::{LoadSession, Loaded, SaveSession, SessionExpired};
 
