@@ -112,15 +112,19 @@ impl Challenge {
     }
 }
 
-/// An absolute `https` URL, or `http` on a loopback host.
-fn parse_https(text: &str) -> Option<url::Url> {
-    let u = url::Url::parse(text).ok()?;
-    let loopback = match u.host()? {
-        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
-        url::Host::Ipv4(ip) => ip.is_loopback(),
-        url::Host::Ipv6(ip) => ip.is_loopback(),
-    };
-    (u.scheme() == "https" || (u.scheme() == "http" && loopback)).then_some(u)
+/// An absolute `https` URL with a host (or `http` on a loopback host), parsed as RFC 3986
+/// says (`fluent-uri`).
+fn parse_https(text: &str) -> Option<fluent_uri::Uri<&str>> {
+    let u = fluent_uri::Uri::parse(text).ok()?;
+    let host = u.authority()?.host();
+    if host.is_empty() {
+        return None;
+    }
+    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || bare.parse::<core::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    let scheme = u.scheme().as_str();
+    (scheme.eq_ignore_ascii_case("https") || (scheme.eq_ignore_ascii_case("http") && loopback)).then_some(u)
 }
 
 /// Whether `s` is a scope token RFC 6750 §3 allows: `%x21 / %x23-5B / %x5D-7E`.
@@ -143,7 +147,10 @@ impl ProtectedResource {
         resource: &str,
         authorization_servers: impl IntoIterator<Item = S>,
     ) -> Result<Self, ResourceError> {
-        let u = url::Url::parse(resource).map_err(|_| ResourceError::NotAUrl(resource.to_owned()))?;
+        let u = fluent_uri::Uri::parse(resource).map_err(|_| ResourceError::NotAUrl(resource.to_owned()))?;
+        if u.authority().is_none() {
+            return Err(ResourceError::NotAUrl(resource.to_owned()));
+        }
         if u.query().is_some() || u.fragment().is_some() {
             return Err(ResourceError::QueryOrFragment(resource.to_owned()));
         }
@@ -159,9 +166,10 @@ impl ProtectedResource {
         // well-known path is inserted between the authority and the path (§3.1), a
         // terminating `/` after the host dropped.
         let resource = resource.to_owned();
-        let suffix = u.path().trim_end_matches('/');
+        let suffix = u.path().as_str().trim_end_matches('/');
         let path = format!("{WELL_KNOWN}{suffix}");
-        let url = format!("{}{path}", u.origin().ascii_serialization());
+        let authority = u.authority().map_or("", |a| a.as_str());
+        let url = format!("{}://{authority}{path}", u.scheme().as_str().to_ascii_lowercase());
         let mut r = Self {
             resource,
             servers,
@@ -270,7 +278,7 @@ impl ProtectedResource {
             if scope_too && !scope.is_empty() {
                 parts.push(format!("scope=\"{scope}\""));
             }
-            // The URL was serialized by `url`: no `"` or `\` in it.
+            // A valid RFC 3986 URI holds no `"` or `\`.
             parts.push(format!("resource_metadata=\"{}\"", self.url));
             Arc::from(format!("Bearer {}", parts.join(", ")))
         };
