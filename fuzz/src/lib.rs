@@ -13,7 +13,6 @@ mod http_headers;
 mod http_timers;
 mod jsonrpc;
 mod op_sequence;
-mod session_streams;
 mod stdio;
 mod uritemplate;
 
@@ -24,7 +23,6 @@ pub use http_headers::http_headers;
 pub use http_timers::http_timers;
 pub use jsonrpc::jsonrpc;
 pub use op_sequence::op_sequence;
-pub use session_streams::session_streams;
 pub use stdio::stdio_frames;
 pub use uritemplate::uritemplate;
 
