@@ -27,6 +27,8 @@ mod conns;
 mod exchange;
 #[cfg(feature = "jwt")]
 mod jwt;
+#[cfg(feature = "jwt")]
+mod jwt_parts;
 mod parked;
 mod record;
 mod replay;
