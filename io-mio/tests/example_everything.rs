@@ -13,36 +13,10 @@ use serde_json::{Value, json};
 use support::http::{Client, echo_post};
 use support::{discover, echo, legacy_open, modern, ping, text_of, within};
 
-/// Builds the example with the profile of this test (a no-op when `cargo test` just built
-/// it) and returns the path cargo reports for it. Asking cargo rather than guessing a
-/// path under `target/` keeps this right when only this test target was built, or with a
-/// custom target directory.
+/// The `everything` example, built once.
 fn example() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current_exe");
-        // target/<profile>/deps/<this test>
-        let profile =
-            exe.parent().and_then(|d| d.parent()).and_then(|d| d.file_name()).and_then(|n| n.to_str());
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "mcp-io-mio", "--example", "everything", "--message-format=json"]);
-        match profile {
-            Some("debug") | None => {}
-            Some(p) => {
-                cmd.args(["--profile", p]);
-            }
-        }
-        let out = cmd.stderr(Stdio::inherit()).output().expect("run cargo build");
-        assert!(out.status.success(), "cargo build --example everything failed");
-        let stdout = String::from_utf8(out.stdout).expect("utf-8");
-        stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "everything")
-            .and_then(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reported the example's executable")
-    })
-    .clone()
+    PATH.get_or_init(|| support::example_binary("everything")).clone()
 }
 
 /// The example over stdio: the child, its stdin, and its stdout read by lines.

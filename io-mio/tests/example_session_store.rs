@@ -6,32 +6,11 @@ mod support;
 use std::io::BufRead;
 use std::io::BufReader;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use serde_json::Value;
 use support::http::Client;
 use support::within;
-
-/// Builds the example with this test's profile and returns its path (as cargo reports it).
-fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let profile = exe.parent().and_then(|d| d.parent()).and_then(|d| d.file_name()).and_then(|n| n.to_str());
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "-q", "-p", "mcp-io-mio", "--example", "session_store", "--message-format=json"]);
-    if let Some(p) = profile.filter(|p| *p != "debug") {
-        cmd.args(["--profile", p]);
-    }
-    let out = cmd.stderr(Stdio::inherit()).output().expect("run cargo build");
-    assert!(out.status.success(), "cargo build --example session_store failed");
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "session_store")
-        .and_then(|m| m["executable"].as_str().map(PathBuf::from))
-        .expect("cargo reported the example's executable")
-}
 
 struct KillOnDrop(Child);
 
@@ -82,7 +61,7 @@ const PING: &str = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
 
 #[test]
 fn a_session_outlives_a_restart_and_delete_removes_its_file() {
-    let bin = example();
+    let bin = support::example_binary("session_store");
     let dir = std::env::temp_dir().join(format!("mcp-session-store-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let files = {

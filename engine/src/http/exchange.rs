@@ -530,10 +530,8 @@ fn loopback_refusal<'h, I: Iterator<Item = &'h [u8]>>(
         return None;
     }
     let mut hosts = header("host").peekable();
-    if hosts.peek().is_none() {
-        return Some((403, &[]));
-    }
-    hosts.all(is_loopback_host).then_some(()).map_or(Some((403, &[])), |()| None)
+    let loopback = hosts.peek().is_some() && hosts.all(is_loopback_host);
+    (!loopback).then_some((403, &[]))
 }
 
 /// The index in the allow-list of the request's `Origin`, when a list is configured and

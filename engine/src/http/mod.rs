@@ -1045,9 +1045,7 @@ impl HttpEngine {
             sessions::route(&self.sessions, headers.as_slice(), principal.as_ref());
         if store && check == SessionCheck::Absent(Room::Full) {
             // A session the store holds unchanged leaves memory to make room.
-            let parked = &self.parked;
-            if let Some(r) = self.sessions.evict_stored(|r| parked.find(|st| st.session == r).is_some()) {
-                self.session_timers.set(r.slot(), None);
+            if store::make_room(&mut self.sessions, &self.parked, &mut self.session_timers) {
                 check = SessionCheck::Absent(Room::Yes);
             }
         }

@@ -221,7 +221,8 @@ impl Sessions {
     /// Makes room by dropping from the table the session idle longest among those a
     /// session store holds as they are (nothing in flight, no stream open, no change
     /// unsaved): it is not ended, and comes back from the store when next named.
-    /// Returns the one dropped. Scans the table: called only at the cap. `busy` names sessions that must stay for another reason (a parked stream).
+    /// Returns the one dropped. Scans the table: called only at the cap. `busy` names
+    /// sessions that must stay for another reason (a parked stream).
     pub(crate) fn evict_stored(&mut self, busy: impl Fn(SessionRef) -> bool) -> Option<SessionRef> {
         let oldest = self
             .slots

@@ -12,9 +12,11 @@
 //! store did not take is offered again with the session's next request.
 
 use crate::http::exchange::{Phase, Saving, respond_empty};
-use crate::http::sessions::{CreateError, SessionRef};
+use crate::http::parked::Parked;
+use crate::http::sessions::{CreateError, SessionRef, Sessions};
 use crate::http::{Ask, ConnId, HeaderList, HttpEngine, HttpEvent, conn_in, conns, record};
 use crate::time::Instant;
+use crate::timer::Timers;
 use crate::wire::session_id::SESSION_ID_LEN;
 
 /// What a refusal for an unavailable store says: try again shortly.
@@ -157,10 +159,7 @@ impl HttpEngine {
         {
             self.core.number_session(&mut session);
             if !self.sessions.room() {
-                let parked = &self.parked;
-                if let Some(r) = self.sessions.evict_stored(|r| parked.find(|st| st.session == r).is_some()) {
-                    self.session_timers.set(r.slot(), None);
-                }
+                make_room(&mut self.sessions, &self.parked, &mut self.session_timers);
             }
             match self.sessions.restore(now, token, principal, session) {
                 Ok(r) => self.session_timers.set(r.slot(), self.sessions.deadline(r)),
@@ -237,4 +236,14 @@ impl HttpEngine {
         self.work.push_back(slot);
         self.settle(slot);
     }
+}
+
+/// Drops from memory the session a store holds unchanged and idle longest (none with a
+/// parked stream), and its timer. Returns whether there is room now.
+pub(super) fn make_room(sessions: &mut Sessions, parked: &Parked, timers: &mut Timers) -> bool {
+    let Some(r) = sessions.evict_stored(|r| parked.find(|st| st.session == r).is_some()) else {
+        return false;
+    };
+    timers.set(r.slot(), None);
+    true
 }

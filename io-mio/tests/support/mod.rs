@@ -161,3 +161,28 @@ impl Client {
         self.recv()
     }
 }
+
+/// Builds example `name` of mcp-io-mio with the profile of the running test (a no-op when
+/// `cargo test` just built it) and returns the path cargo reports for it. Asking cargo
+/// rather than guessing a path under `target/` keeps this right when only this test
+/// target was built, or with a custom target directory.
+pub fn example_binary(name: &str) -> std::path::PathBuf {
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<this test>
+    let profile = exe.parent().and_then(|d| d.parent()).and_then(|d| d.file_name()).and_then(|n| n.to_str());
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-q", "-p", "mcp-io-mio", "--example", name, "--message-format=json"]);
+    if let Some(p) = profile.filter(|p| *p != "debug") {
+        cmd.args(["--profile", p]);
+    }
+    let out = cmd.stderr(Stdio::inherit()).output().expect("run cargo build");
+    assert!(out.status.success(), "cargo build --example {name} failed");
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == name)
+        .and_then(|m| m["executable"].as_str().map(std::path::PathBuf::from))
+        .expect("cargo reported the example's executable")
+}
