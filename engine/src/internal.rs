@@ -1,10 +1,11 @@
 //! The internals the fuzz harnesses (the `mcp-engine-fuzz` crate in `fuzz/`) need beyond
 //! the public API, exported only under `--cfg fuzzing` (which `cargo fuzz` sets). Not an
 //! API: nothing here is stable. Re-exports only; every harness lives in the fuzz crate
-//! but the three below that need the deepest internals.
+//! but the four below that need the deepest internals.
 
 // The harnesses that stay with the code they check.
 pub use crate::catalog::schema::fuzz_schema_differential;
+pub use crate::http::record::fuzz_session_record;
 pub use crate::mcp::mrtr::fuzz_request_state;
 pub use crate::wire::cursor::fuzz_cursor;
 

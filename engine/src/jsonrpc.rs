@@ -110,6 +110,54 @@ impl Parser {
         self.tape = tape.reset();
         r
     }
+
+    /// Parses a copy of `bytes` (made in `copy`, kept for reuse) and runs `f` over the
+    /// tape: a look at a message that is served later, or from elsewhere.
+    pub(crate) fn peek<R>(
+        &mut self,
+        bytes: &[u8],
+        copy: &mut Vec<u8>,
+        f: impl FnOnce(Result<&[Node<'_>], simd_json::Error>) -> R,
+    ) -> R {
+        copy.clear();
+        copy.extend_from_slice(bytes);
+        self.parse(copy, f)
+    }
+}
+
+/// What a message is to the flow control around ticket slots: while every slot is busy
+/// only [`Flow::Ticketed`] requests wait; the rest is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// A request the host is asked to do work for: it takes a ticket.
+    Ticketed,
+    /// `notifications/cancelled`.
+    Cancel,
+    /// A client's response to a request of the server's.
+    Response,
+    /// Anything else (another request or notification, something malformed).
+    Other,
+}
+
+impl Flow {
+    /// The flow class of the message on tape `n`.
+    pub(crate) fn of(n: &[Node<'_>]) -> Self {
+        if !json::is_object(n, 0) {
+            return Self::Other;
+        }
+        let id = json::get(n, 0, "id").is_some();
+        match json::get(n, 0, "method").and_then(|m| json::str_at(n, m)) {
+            Some("tools/call" | "resources/read" | "prompts/get" | "completion/complete") if id => {
+                Self::Ticketed
+            }
+            Some("notifications/cancelled") if !id => Self::Cancel,
+            Some(_) => Self::Other,
+            None if id && (json::get(n, 0, "result").is_some() || json::get(n, 0, "error").is_some()) => {
+                Self::Response
+            }
+            None => Self::Other,
+        }
+    }
 }
 
 /// `params._meta`, decoded once: where each member the engine reads sits on the tape.

@@ -4,13 +4,12 @@
 use core::fmt;
 
 use serde::Serialize;
-use simd_json::Tape;
 
 use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::content::{PromptOutput, ResourceContents, ToolOutput};
 use crate::error::{AnswerError, HostError, NotifyError};
-use crate::jsonrpc::Parser;
+use crate::jsonrpc::{Flow, Parser};
 use crate::level::LogLevel;
 use crate::mcp::event::Event;
 use crate::mcp::mrtr::InputRequired;
@@ -20,7 +19,6 @@ use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
 use crate::revision::Revision;
 use crate::time::{Instant, UnixTime};
-use crate::wire::json;
 
 /// The MCP server state machine.
 ///
@@ -103,8 +101,11 @@ pub struct Engine {
     held_cancels: heapless::Vec<usize, 8>,
     /// A copy of a frame examined while the slots are full (parsing mutates its input).
     peek: Vec<u8>,
-    /// Finds `cancelled` in frames held behind the in-flight limit (built once).
+    /// Find `cancelled`, `result` and `error` in frames held behind the in-flight limit
+    /// (built once): only such frames can be served from there.
     cancelled: memchr::memmem::Finder<'static>,
+    result: memchr::memmem::Finder<'static>,
+    error: memchr::memmem::Finder<'static>,
     last_now: Instant,
     parser: Parser,
     core: Core,
@@ -138,6 +139,8 @@ impl Engine {
             held_cancels: heapless::Vec::new(),
             peek: Vec::with_capacity(frame),
             cancelled: memchr::memmem::Finder::new(b"cancelled"),
+            result: memchr::memmem::Finder::new(b"\"result\""),
+            error: memchr::memmem::Finder::new(b"\"error\""),
             last_now: Instant::ZERO,
             parser: Parser::new(frame + 2, cfg.max_depth),
             core: new_core(cfg, catalog, Mode::Stdio),
@@ -647,10 +650,11 @@ impl Engine {
     }
 
     /// While every ticket slot is busy: frames at the head that need no ticket are served
-    /// in order, and notifications (cancellations above all) are taken from behind the
-    /// requests that wait for a slot, so a client can always cancel what it started.
-    /// Requests that need a ticket, and anything behind them, stay where they are.
-    /// Returns whether a frame was consumed.
+    /// in order, and from behind the requests that wait for a slot are taken the
+    /// cancellations of requests holding a slot (a client can always cancel what it
+    /// started) and the client's responses to the server's requests (a request holding a
+    /// slot may wait for one). Requests that need a ticket, and anything else behind
+    /// them, stay where they are. Returns whether a frame was consumed.
     fn process_held(&mut self) -> bool {
         let max = self.core.config().max_frame_len;
         // The head: served in order if it needs no slot (it may have moved up since).
@@ -670,7 +674,7 @@ impl Engine {
         let nl = head + i;
         let end = if nl > head && self.inbuf[nl - 1] == b'\r' { nl - 1 } else { nl };
         let blank = self.inbuf[head..end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'));
-        if blank || end - head > max || self.peek_frame(head, end, true) {
+        if blank || end - head > max || self.peek_frame(head, end, true) == Peeked::Served {
             if !blank && end - head > max {
                 self.core.oversized();
             }
@@ -685,30 +689,38 @@ impl Engine {
             let Some(i) = memchr::memchr(b'\n', &self.inbuf[pos..]) else { continue };
             let nl = pos + i;
             let end = if nl > pos && self.inbuf[nl - 1] == b'\r' { nl - 1 } else { nl };
-            if self.peek_frame(pos, end, false) {
+            if self.peek_frame(pos, end, false) == Peeked::Served {
                 self.take_from_behind(pos, nl);
                 return true;
             }
         }
-        // Frames not looked at yet. From behind, only a cancellation can be served: a frame
-        // that cannot be one is not parsed (one whose text has escapes is, to be sure).
+        // Frames not looked at yet. From behind, only a cancellation or a response can be
+        // served: a frame that cannot be one is not parsed (one whose text has escapes is,
+        // to be sure; responses are looked for only while the client is asked something).
+        let responses = self.core.input_deadline().is_some();
         let mut pos = (self.in_start + self.held).max(nl + 1);
         while let Some(i) = memchr::memchr(b'\n', &self.inbuf[pos..]) {
             let nl = pos + i;
             let end = if nl > pos && self.inbuf[nl - 1] == b'\r' { nl - 1 } else { nl };
             let frame = &self.inbuf[pos..end];
             let candidate = end - pos <= max
-                && (self.cancelled.find(frame).is_some() || memchr::memchr(b'\\', frame).is_some());
+                && (self.cancelled.find(frame).is_some()
+                    || memchr::memchr(b'\\', frame).is_some()
+                    || (responses
+                        && (self.result.find(frame).is_some() || self.error.find(frame).is_some())));
             if candidate {
-                if self.peek_frame(pos, end, false) {
-                    self.held = pos - self.in_start;
-                    self.take_from_behind(pos, nl);
-                    return true;
-                }
-                if self.held_cancels.push(pos - self.in_start).is_err() {
-                    // Too many to remember: looked at again from here next time.
-                    self.held = pos - self.in_start;
-                    return false;
+                match self.peek_frame(pos, end, false) {
+                    Peeked::Served => {
+                        self.held = pos - self.in_start;
+                        self.take_from_behind(pos, nl);
+                        return true;
+                    }
+                    Peeked::Later if self.held_cancels.push(pos - self.in_start).is_err() => {
+                        // Too many to remember: looked at again from here next time.
+                        self.held = pos - self.in_start;
+                        return false;
+                    }
+                    Peeked::Later | Peeked::Waits => {}
                 }
             }
             pos = nl + 1;
@@ -717,43 +729,36 @@ impl Engine {
         false
     }
 
-    /// Parses a copy of a frame; serves it if it needs no ticket and either sits at the
-    /// head or is a notification. Returns whether it was served.
-    fn peek_frame(&mut self, start: usize, end: usize, at_head: bool) -> bool {
-        self.peek.clear();
-        self.peek.extend_from_slice(&self.inbuf[start..end]);
-        let parser = &mut self.parser;
-        let mut tape = core::mem::replace(&mut parser.tape, Tape(Vec::new())).reset();
-        let served = match simd_json::fill_tape(&mut self.peek, &mut parser.buffers, &mut tape) {
-            Ok(()) => {
-                let n = &tape.0;
-                let notification = json::is_object(n, 0) && json::get(n, 0, "id").is_none();
-                let method = json::get(n, 0, "method").and_then(|m| json::str_at(n, m));
-                let ticketed = matches!(
-                    method,
-                    Some("tools/call" | "resources/read" | "prompts/get" | "completion/complete")
-                );
-                // In order at the head; from behind a waiting request only a cancellation
-                // of a request that already holds a ticket (any other frame could depend on
-                // what waits before it, and a cancel of a waiting request must wait with it).
-                let serve = if at_head {
-                    notification || !ticketed
-                } else {
-                    notification && method == Some("notifications/cancelled") && self.core.cancel_is_live(n)
+    /// Parses a copy of a frame and serves it if it may go now: at the head, anything
+    /// that needs no ticket; from behind a waiting request, a cancellation of a request
+    /// that holds a ticket, or a response (any other frame could depend on what waits
+    /// before it, and a cancel of a waiting request must wait with it).
+    fn peek_frame(&mut self, start: usize, end: usize, at_head: bool) -> Peeked {
+        let core = &mut self.core;
+        self.parser.peek(&self.inbuf[start..end], &mut self.peek, |parsed| match parsed {
+            Ok(n) => {
+                let flow = Flow::of(n);
+                let serve = match flow {
+                    _ if at_head => flow != Flow::Ticketed,
+                    Flow::Cancel => core.cancel_is_live(n),
+                    Flow::Response => true,
+                    Flow::Ticketed | Flow::Other => false,
                 };
                 if serve {
-                    self.core.handle(Route::Stdio, None, Ok(n), &[]);
+                    core.handle(Route::Stdio, None, Ok(n), &[]);
+                    Peeked::Served
+                } else if flow == Flow::Cancel {
+                    Peeked::Later
+                } else {
+                    Peeked::Waits
                 }
-                serve
             }
             Err(e) if at_head => {
-                self.core.handle(Route::Stdio, None, Err(e), &[]);
-                true
+                core.handle(Route::Stdio, None, Err(e), &[]);
+                Peeked::Served
             }
-            Err(_) => false,
-        };
-        self.parser.tape = tape.reset();
-        served
+            Err(_) => Peeked::Waits,
+        })
     }
 
     fn frame(&mut self, start: usize, end: usize) {
@@ -764,4 +769,15 @@ impl Engine {
         let core = &mut self.core;
         self.parser.parse(bytes, |parsed| core.handle(Route::Stdio, None, parsed, &[]));
     }
+}
+
+/// What [`Engine::peek_frame`] did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peeked {
+    /// Served (and to be removed from the buffer).
+    Served,
+    /// A cancellation of a request that waits for a slot: looked at again later.
+    Later,
+    /// It waits in its place.
+    Waits,
 }

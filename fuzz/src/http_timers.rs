@@ -82,8 +82,7 @@ fn engine() -> HttpEngine {
 
 /// Runs the host: `fast` answered at once, `slow` kept for later by the peer it came from.
 fn drain(e: &mut HttpEngine, peers: &mut [Peer]) {
-    loop {
-        let Some(ev) = e.poll_event() else { break };
+    while let Some(ev) = e.poll_event() {
         let HttpEvent::Mcp(ev) = ev else { continue };
         if let Event::CallTool(call) = ev {
             if call.tool.name == "fast" {

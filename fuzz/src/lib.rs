@@ -13,6 +13,7 @@ mod http_headers;
 mod http_timers;
 mod jsonrpc;
 mod op_sequence;
+mod session_streams;
 mod stdio;
 mod uritemplate;
 
@@ -23,12 +24,19 @@ pub use http_headers::http_headers;
 pub use http_timers::http_timers;
 pub use jsonrpc::jsonrpc;
 pub use op_sequence::op_sequence;
+pub use session_streams::session_streams;
 pub use stdio::stdio_frames;
 pub use uritemplate::uritemplate;
 
 /// `requestState` sealing and verification; the harness lives with the sealing code.
 pub fn request_state(data: &[u8]) {
     mcp_engine::internal::fuzz_request_state(data);
+}
+
+/// Session records as a session store hands them back; the harness lives with the
+/// record format.
+pub fn session_record(data: &[u8]) {
+    mcp_engine::internal::fuzz_session_record(data);
 }
 
 /// The engine's tape schema validator against `jsonschema`; the harness lives with the

@@ -23,12 +23,16 @@ struct PathVar {
     literal: String,
 }
 
+/// A query expression as the harness reads it: its named variables (name, prefix bound)
+/// and its exploded one.
+type QueryModel = (Vec<(String, Option<usize>)>, Option<String>);
+
 /// A parsed template as the harness reads it: the literal prefix, the path variables,
-/// then the query expression's named variables (name, prefix bound) and exploded one.
+/// then the query expression.
 struct TemplateModel {
     prefix: String,
     path: Vec<PathVar>,
-    query: Option<(Vec<(String, Option<usize>)>, Option<String>)>,
+    query: Option<QueryModel>,
 }
 
 /// `name`, `name:N` or `name*`: the name, the bound, whether exploded.

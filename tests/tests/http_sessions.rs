@@ -747,3 +747,155 @@ fn an_http_1_0_request_cannot_ask_its_client_for_input() {
         Err(mcp_engine::NotifyError::UnknownTicket)
     );
 }
+
+// ---------------------------------------------------------------- flow around ticket slots
+
+/// [`holding_client`] on an engine with one ticket slot.
+fn one_slot_client() -> (Client, Tickets, Tickets) {
+    let held = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let cancelled = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let (h, x) = (held.clone(), cancelled.clone());
+    let mut config = everything::config();
+    config.secret_key([3; 32]);
+    config.max_in_flight(1);
+    let mut c = client_of(
+        config,
+        http(),
+        everything::catalog(),
+        Box::new(move |ev: mcp_engine::Event<'_>| match ev {
+            mcp_engine::Event::Cancelled(t) => x.borrow_mut().push(t),
+            ev => h.borrow_mut().push(ev.ticket()),
+        }),
+    );
+    c.e.set_entropy(&ENTROPY);
+    (c, held, cancelled)
+}
+
+/// Opens a 2025-11-25 session whose client declared `roots`; returns its id.
+fn open_with_roots(c: &mut Client) -> String {
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": { "roots": {} }, "clientInfo": { "name": "t", "version": "1" } } });
+    let r = one(c, &legacy(&init, None, None));
+    let id = r.header("mcp-session-id").unwrap().to_owned();
+    let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    assert_eq!(one(c, &legacy(&done, Some("2025-11-25"), Some(&id))).status, 202);
+    id
+}
+
+#[test]
+fn a_response_to_the_server_needs_no_free_ticket_slot() {
+    use mcp_engine::{InputRequest, InputRequired};
+    let (mut c, held, _) = one_slot_client();
+    let id = open_with_roots(&mut c);
+    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
+    let (a, _) = on_new(&mut c, &legacy(&call, Some("2025-11-25"), Some(&id)));
+    let t = held.borrow()[0];
+    let roots = [InputRequest::list_roots("r")];
+    c.e.answer_input_required(t, &InputRequired::new(&roots)).unwrap();
+    let asked = sse_events(&more(&mut c, a));
+    let ask: Value = serde_json::from_str(&asked.last().unwrap().1).unwrap();
+    assert_eq!(ask["method"], "roots/list", "{asked:?}");
+    // The only slot is the asking request's: the client's answer is taken at once, and
+    // the request comes back to the host with it.
+    let answer = json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "roots": [] } });
+    let (_, out) = on_new(&mut c, &legacy(&answer, Some("2025-11-25"), Some(&id)));
+    assert!(out.starts_with("HTTP/1.1 202"), "{out}");
+    assert_eq!(*held.borrow(), vec![t, t], "the call came back with the response");
+}
+
+#[test]
+fn a_get_and_a_delete_need_no_free_ticket_slot() {
+    let (mut c, held, cancelled) = one_slot_client();
+    let id = open(&mut c, "2025-11-25");
+    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
+    on_new(&mut c, &legacy(&call, Some("2025-11-25"), Some(&id)));
+    assert_eq!(held.borrow().len(), 1);
+    let (_, out) = on_new(&mut c, &get(Some(&id), SSE));
+    assert!(out.starts_with("HTTP/1.1 200"), "the standalone stream opens: {out}");
+    let delete = format!("DELETE /mcp HTTP/1.1\r\nHost: localhost:3000\r\nMcp-Session-Id: {id}\r\n\r\n");
+    let (_, out) = on_new(&mut c, delete.as_bytes());
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(cancelled.borrow().is_empty(), "the call's connection is still open");
+}
+
+#[test]
+fn a_request_whose_session_was_deleted_is_cancelled_when_its_connection_closes() {
+    use mcp_engine::LogLevel;
+    let (mut c, held, cancelled) = holding_client();
+    let (id, a) = logged_call(&mut c);
+    let t = held.borrow()[0];
+    c.e.notify_log(t, LogLevel::Info, None, "one").unwrap();
+    more(&mut c, a);
+    let delete = format!("DELETE /mcp HTTP/1.1\r\nHost: localhost:3000\r\nMcp-Session-Id: {id}\r\n\r\n");
+    let (_, out) = on_new(&mut c, delete.as_bytes());
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    // Nobody can resume its stream any more: closing its connection cancels it.
+    c.e.handle_closed(c.now, a);
+    more(&mut c, a);
+    assert_eq!(*cancelled.borrow(), vec![t]);
+    assert_eq!(c.e.in_flight(), 0);
+}
+
+#[test]
+fn a_request_gone_before_the_host_saw_it_is_never_announced() {
+    let (mut c, held, cancelled) = holding_client();
+    let id = open(&mut c, "2025-11-25");
+    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
+    let a = c.e.open(c.now, None).unwrap();
+    let raw = legacy(&call, Some("2025-11-25"), Some(&id));
+    assert_eq!(c.e.handle_input(c.now, a, &raw), raw.len());
+    // The connection closes before the host polled: neither the call nor its cancellation.
+    c.e.handle_closed(c.now, a);
+    let conn = c.conn;
+    more(&mut c, conn);
+    assert!(held.borrow().is_empty(), "{:?}", held.borrow());
+    assert!(cancelled.borrow().is_empty(), "{:?}", cancelled.borrow());
+    assert_eq!(c.e.in_flight(), 0);
+}
+
+#[test]
+fn a_request_released_from_waiting_and_gone_before_the_host_saw_it_is_never_announced() {
+    use mcp_engine::{Content, ToolOutput};
+    let (mut c, held, cancelled) = one_slot_client();
+    let id = open(&mut c, "2025-11-25");
+    let call = |n| {
+        legacy(
+            &request(n, "tools/call", json!({ "name": "test_simple_text" })),
+            Some("2025-11-25"),
+            Some(&id),
+        )
+    };
+    on_new(&mut c, &call(3));
+    let t = held.borrow()[0];
+    // The second call waits for the slot.
+    let b = c.e.open(c.now, None).unwrap();
+    let raw = call(4);
+    c.e.handle_input(c.now, b, &raw);
+    assert!(c.e.poll_event().is_none());
+    // The first is answered (its slot frees, the second takes it), then the second's
+    // connection closes before the host polled.
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("one")])).unwrap();
+    c.e.handle_closed(c.now, b);
+    let conn = c.conn;
+    more(&mut c, conn);
+    assert_eq!(*held.borrow(), vec![t]);
+    assert!(cancelled.borrow().is_empty(), "{:?}", cancelled.borrow());
+    assert_eq!(c.e.in_flight(), 0);
+}
+
+#[test]
+fn letting_a_stream_go_after_its_session_was_deleted_cancels_the_request() {
+    let (mut c, held, cancelled) = holding_client();
+    let id = open(&mut c, "2025-11-25");
+    let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));
+    let (a, _) = on_new(&mut c, &legacy(&call, Some("2025-11-25"), Some(&id)));
+    let t = held.borrow()[0];
+    let delete = format!("DELETE /mcp HTTP/1.1\r\nHost: localhost:3000\r\nMcp-Session-Id: {id}\r\n\r\n");
+    let (_, out) = on_new(&mut c, delete.as_bytes());
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    // The stream ends as asked, but nobody can come back to it: the request is over.
+    assert_eq!(c.e.reconnect_later(t, Duration::from_millis(500)), Ok(true));
+    more(&mut c, a);
+    assert_eq!(*cancelled.borrow(), vec![t]);
+    assert_eq!(c.e.in_flight(), 0);
+}

@@ -126,7 +126,11 @@ struct Stdio {
 
 impl Stdio {
     fn new(caps: Value, host: impl FnMut(Event<'_>) + 'static) -> Self {
-        let mut s = Self { e: Engine::new(config(), catalog()), host: Box::new(host), now: Instant::ZERO };
+        Self::with(config(), caps, host)
+    }
+
+    fn with(config: Config, caps: Value, host: impl FnMut(Event<'_>) + 'static) -> Self {
+        let mut s = Self { e: Engine::new(config, catalog()), host: Box::new(host), now: Instant::ZERO };
         let out = s.send(&init(caps));
         assert_eq!(out.len(), 1, "{out:?}");
         s
@@ -456,4 +460,37 @@ fn over_http_deleting_the_session_fails_what_its_client_was_asked() {
     assert_eq!(done[0]["id"], 6, "{done:?}");
     let text = done[0]["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("Elicitation not supported or error: Connection closed"), "{text}");
+}
+
+#[test]
+fn a_response_behind_a_request_waiting_for_a_slot_is_taken_at_once() {
+    let mut config = config();
+    config.max_in_flight(1);
+    let input = || {
+        let seen = Rc::new(RefCell::new(Seen::default()));
+        let mut s = Stdio::with(config.clone(), json!({ "roots": {} }), host(&["roots"], seen));
+        let out = s.send(&request(1, "prompts/get", json!({ "name": "p", "arguments": { "a": "x" } })));
+        assert_eq!(out[0]["method"], "roots/list", "{out:?}");
+        (s, out[0]["id"].as_u64().unwrap())
+    };
+    let (mut s, asked) = input();
+    // The call behind waits for the only slot, which the prompt holds until its client
+    // answers: the answer is read past the waiting call.
+    let behind = format!(
+        "{}{}",
+        request(2, "tools/call", json!({ "name": "ask" })),
+        result(asked, json!({ "roots": [] }))
+    );
+    let out = s.send(&behind);
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0]["id"], 1);
+    assert_eq!(out[0]["result"]["messages"][0]["content"]["text"], "done", "{out:?}");
+    assert_eq!(out[1]["method"], "roots/list", "then the call asks in turn: {out:?}");
+    // The same, byte by byte.
+    let (mut s, _) = input();
+    let mut split = Vec::new();
+    for b in behind.as_bytes() {
+        split.extend(s.send(core::str::from_utf8(&[*b]).unwrap_or_default()));
+    }
+    assert_eq!(split, out);
 }

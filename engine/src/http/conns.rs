@@ -9,8 +9,9 @@
 //! [`shed_one`]: HttpEngine::shed_one
 //! [`forget`]: HttpEngine::forget
 
-use super::exchange::{Exchange, Framing, Phase, refuse};
+use super::exchange::{Exchange, Framing, Phase, SessionStream, refuse};
 use super::{ConnId, HttpEngine};
+use crate::jsonrpc::Flow;
 use crate::output::Route;
 use crate::time::Instant;
 
@@ -145,22 +146,16 @@ impl HttpEngine {
         // A session's request stream outlives its connection (disconnection is not
         // cancellation there): parked, for the client to resume; else the request is
         // cancelled.
-        let parked = match c.sse {
+        match c.sse {
             Some(st)
                 if c.streaming
                     && c.phase == Phase::Waiting
                     && st.stream != 0
                     && self.core.has_route(route) =>
             {
-                let core = &self.core;
-                self.parked.drain(|_, r| !core.has_route(r));
-                self.parked.park(st, self.core.config().max_in_flight)
+                self.park(st, route);
             }
-            _ => None,
-        };
-        match parked {
-            Some(to) => self.core.reroute(route, to),
-            None => self.core.cancel_route(route),
+            _ => self.core.cancel_route(route),
         }
         if let Some(r) = c.session.take() {
             self.sessions.end(r, self.last_now);
@@ -178,6 +173,39 @@ impl HttpEngine {
         self.free.push(slot);
         self.timers.set(slot, None);
         self.unlink(slot);
+    }
+
+    /// Whether the complete request in `slot` needs a ticket slot: a request the host is
+    /// asked to do work for does; a `GET`, a `DELETE`, the metadata document, a
+    /// notification, a client's response to a request of the server's, and anything
+    /// malformed do not, and are served while every slot is busy (a request holding a
+    /// slot may be waiting for that very response).
+    pub(super) fn waits_for_slot(&mut self, slot: u32) -> bool {
+        let Some(c) = self.slots.get_mut(slot as usize).and_then(|s| s.conn.as_mut()) else { return false };
+        if c.get || c.delete || c.metadata {
+            return false;
+        }
+        let (_, body, _) = c.codec.head_body_and_spans();
+        self.parser.peek(body, &mut self.peek, |parsed| parsed.is_ok_and(|n| Flow::of(n) == Flow::Ticketed))
+    }
+
+    /// Parks the stream `st` of the request answering on `route`, for its client to
+    /// resume with `Last-Event-ID`; returns the route its tickets now answer on. Where
+    /// nobody can resume it (its session has ended) or every parking place is taken, the
+    /// request is cancelled instead.
+    pub(super) fn park(&mut self, st: SessionStream, route: Route) -> Option<Route> {
+        let parked = if self.sessions.get(st.session).is_some() {
+            let core = &self.core;
+            self.parked.drain(|_, r| !core.has_route(r));
+            self.parked.park(st, self.core.config().max_in_flight)
+        } else {
+            None
+        };
+        match parked {
+            Some(to) => self.core.reroute(route, to),
+            None => self.core.cancel_route(route),
+        }
+        parked
     }
 
     /// Drops from the output list the connections that have nothing to send.

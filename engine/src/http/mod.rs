@@ -30,7 +30,7 @@ mod jwt;
 #[cfg(feature = "jwt")]
 mod jwt_parts;
 mod parked;
-mod record;
+pub(crate) mod record;
 mod replay;
 mod resource;
 mod sessions;
@@ -198,6 +198,8 @@ pub struct HttpEngine {
     work: std::collections::VecDeque<u32>,
     /// A request waits for a ticket slot: when one frees, every ready connection is retried.
     blocked: bool,
+    /// A copy of a body looked at while every ticket slot is busy (`waits_for_slot`).
+    peek: Vec<u8>,
     last_now: Instant,
     /// Every connection's next deadline.
     timers: Timers,
@@ -254,6 +256,7 @@ impl HttpEngine {
             asks: std::collections::VecDeque::new(),
             work: std::collections::VecDeque::new(),
             blocked: false,
+            peek: Vec::new(),
             last_now: Instant::ZERO,
             timers: Timers::new(),
             shed_head: conns::NONE,
@@ -791,17 +794,11 @@ impl HttpEngine {
                 c.streaming = false;
                 let close = !c.keep_alive;
                 finish(c, now, close);
-                let core = &self.core;
-                self.parked.drain(|_, p| !core.has_route(p));
-                match self.parked.park(st, self.core.config().max_in_flight) {
-                    Some(to) => {
-                        self.core.reroute(r.route, to);
-                        if moved.is_full() {
-                            moved.remove(0);
-                        }
-                        let _ = moved.push((r.route, to));
+                if let Some(to) = self.park(st, r.route) {
+                    if moved.is_full() {
+                        moved.remove(0);
                     }
-                    None => self.core.cancel_route(r.route),
+                    let _ = moved.push((r.route, to));
                 }
                 self.work.push_back(conn);
                 self.settle(conn);
@@ -989,7 +986,7 @@ impl HttpEngine {
                     c.phase = Phase::Ready;
                 }
                 Phase::Ready => {
-                    if self.core.slots_full() {
+                    if self.core.slots_full() && self.waits_for_slot(slot) {
                         // Every ticket slot is busy: the request waits (its connection reads
                         // nothing more) until an answer frees one.
                         self.blocked = true;

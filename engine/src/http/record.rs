@@ -154,6 +154,19 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Fuzz harness (`cargo fuzz run session_record`): any bytes decode to a record or a
+/// refusal, never a panic; a record that decodes is canonical (it encodes back to the
+/// same bytes), so reading and writing a store never changes what it holds.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub fn fuzz_session_record(data: &[u8]) {
+    if let Ok((session, principal)) = decode(data) {
+        let mut out = Vec::new();
+        encode(&session, principal.as_ref(), &mut out);
+        assert_eq!(out, data, "a record that decodes is written back the same");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

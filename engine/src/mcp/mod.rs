@@ -443,7 +443,7 @@ impl Core {
             }
             Kind::Completion => return None,
         };
-        Some(Pending { kind, ticket, revision: busy.revision })
+        Some(Pending { kind, ticket, revision: busy.revision, fresh: false })
     }
 
     /// When the earliest request sent to a session-bound client times out.
@@ -470,8 +470,7 @@ impl Core {
         for slot in 0..self.tickets.slots.len() {
             let s = self.tickets.slots[slot];
             if s.busy.is_some_and(|b| b.route == route) {
-                self.tickets.free(slot);
-                self.tickets.cancels.push_back(Ticket { slot: slot as u16, generation: s.generation });
+                self.tickets.cancel(slot);
             }
         }
     }
@@ -521,9 +520,7 @@ impl Core {
                     })
                 });
                 if let Some(slot) = found {
-                    let generation = self.tickets.slots[slot].generation;
-                    self.tickets.free(slot);
-                    self.tickets.cancels.push_back(Ticket { slot: slot as u16, generation });
+                    self.tickets.cancel(slot);
                 }
                 // The client ends a listen stream: nothing more is sent on it.
                 self.subs.list.retain(|s| s.id.as_bytes() != idb.as_bytes());

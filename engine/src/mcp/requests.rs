@@ -84,7 +84,7 @@ impl Core {
                 self.inputs.keep(ticket, self.session.serial, args);
             }
         }
-        self.tickets.pending = Some(Pending { kind, ticket, revision });
+        self.tickets.pending = Some(Pending { kind, ticket, revision, fresh: true });
         Ok(())
     }
 

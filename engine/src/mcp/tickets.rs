@@ -100,6 +100,9 @@ pub(crate) struct Pending {
     pub(crate) kind: PendingKind,
     pub(crate) ticket: Ticket,
     pub(crate) revision: Revision,
+    /// The request's first event (the host has never seen its ticket), not one coming
+    /// back with its client's input.
+    pub(crate) fresh: bool,
 }
 
 /// The request id a `notifications/cancelled` frame names (its `params` at `params`),
@@ -131,6 +134,24 @@ pub(crate) struct Tickets {
 }
 
 impl Tickets {
+    /// Ends the request in `slot` without an answer. The host hears of it as a
+    /// cancellation, unless it never saw the ticket (its first event was still waiting
+    /// to be polled): then the event is withdrawn and nothing is said.
+    pub(crate) fn cancel(&mut self, slot: usize) {
+        let Some(s) = self.slots.get(slot).filter(|s| s.busy.is_some()) else { return };
+        let ticket = Ticket { slot: slot as u16, generation: s.generation };
+        self.free(slot);
+        match self.pending {
+            Some(p) if p.ticket == ticket && !self.delivered => {
+                self.pending = None;
+                if !p.fresh {
+                    self.cancels.push_back(ticket);
+                }
+            }
+            _ => self.cancels.push_back(ticket),
+        }
+    }
+
     pub(crate) fn free(&mut self, slot: usize) {
         let s = &mut self.slots[slot];
         if s.busy.take().is_some() {
