@@ -97,7 +97,8 @@ pub struct Engine {
     held: usize,
     /// Where (from `in_start`) the frames in `held` that may be cancellations start: one
     /// that names a request still waiting for a slot is looked at again each time, since
-    /// that request may have got its slot meanwhile.
+    /// that request may have got its slot meanwhile. The first eight are remembered; any
+    /// more are served in order.
     held_cancels: heapless::Vec<usize, 8>,
     /// A copy of a frame examined while the slots are full (parsing mutates its input).
     peek: Vec<u8>,
@@ -715,12 +716,13 @@ impl Engine {
                         self.take_from_behind(pos, nl);
                         return true;
                     }
-                    Peeked::Later if self.held_cancels.push(pos - self.in_start).is_err() => {
-                        // Too many to remember: looked at again from here next time.
-                        self.held = pos - self.in_start;
-                        return false;
+                    Peeked::Later => {
+                        // Past the first few, a cancellation of a waiting request waits in
+                        // its place and is served in order (the scan goes on: a response or
+                        // a live cancellation further on is still taken).
+                        let _ = self.held_cancels.push(pos - self.in_start);
                     }
-                    Peeked::Later | Peeked::Waits => {}
+                    Peeked::Waits => {}
                 }
             }
             pos = nl + 1;

@@ -494,3 +494,26 @@ fn a_response_behind_a_request_waiting_for_a_slot_is_taken_at_once() {
     }
     assert_eq!(split, out);
 }
+
+#[test]
+fn a_response_behind_many_cancellations_of_waiting_requests_is_still_taken() {
+    let mut config = config();
+    config.max_in_flight(1);
+    let seen = Rc::new(RefCell::new(Seen::default()));
+    let mut s = Stdio::with(config, json!({ "roots": {} }), host(&["roots"], seen));
+    let out = s.send(&request(1, "prompts/get", json!({ "name": "p", "arguments": { "a": "x" } })));
+    let asked = out[0]["id"].as_u64().unwrap();
+    // Ten calls wait for the slot, each cancelled (more cancellations than the engine
+    // remembers for early service), then the client answers the prompt's question.
+    let mut behind = String::new();
+    for id in 2..12 {
+        behind.push_str(&request(id, "tools/call", json!({ "name": "ask" })));
+    }
+    for id in 2..12 {
+        behind.push_str(&notification("notifications/cancelled", json!({ "requestId": id })));
+    }
+    behind.push_str(&result(asked, json!({ "roots": [] })));
+    let out = s.send(&behind);
+    assert_eq!(out[0]["id"], 1, "{out:?}");
+    assert_eq!(out[0]["result"]["messages"][0]["content"]["text"], "done", "{out:?}");
+}
