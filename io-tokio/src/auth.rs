@@ -2,7 +2,7 @@
 
 use core::fmt;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use mcp_engine::http::{HeaderList, Verdict};
 
@@ -15,6 +15,10 @@ pub struct AuthorizeInfo {
     /// The peer's address, when known (always, over [`serve_http`](crate::serve_http);
     /// for the tower service, when the request carries a [`SocketAddr`] extension).
     pub peer: Option<SocketAddr>,
+    /// The client's address: the peer's, or the one a trusted proxy forwarded
+    /// ([`HttpConfig::trusted_proxies`](mcp_engine::http::HttpConfig::trusted_proxies)).
+    /// Key rate limits and logs on this, not on `peer`.
+    pub client: Option<IpAddr>,
     /// The request's headers, in order, repeated ones included. Names are as the client
     /// sent them (compare them case-insensitively, or use [`header`](Self::header)).
     pub headers: Vec<(String, Vec<u8>)>,
@@ -26,14 +30,24 @@ impl AuthorizeInfo {
         peer: Option<SocketAddr>,
         headers: impl IntoIterator<Item = (N, V)>,
     ) -> Self {
-        Self { peer, headers: headers.into_iter().map(|(n, v)| (n.into(), v.into())).collect() }
+        Self {
+            peer,
+            client: peer.map(|p| p.ip()),
+            headers: headers.into_iter().map(|(n, v)| (n.into(), v.into())).collect(),
+        }
     }
 
     /// Refills `self` with the engine's view of a request, reusing the strings and
     /// vectors it already holds: a request with no more headers than an earlier one
     /// allocates nothing.
-    pub(crate) fn refill(&mut self, peer: Option<SocketAddr>, headers: &HeaderList<'_>) {
+    pub(crate) fn refill(
+        &mut self,
+        peer: Option<SocketAddr>,
+        client: Option<IpAddr>,
+        headers: &HeaderList<'_>,
+    ) {
         self.peer = peer;
+        self.client = client;
         let headers = headers.as_slice();
         self.headers.truncate(headers.len());
         for (i, h) in headers.iter().enumerate() {
@@ -73,6 +87,7 @@ impl fmt::Debug for AuthorizeInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AuthorizeInfo")
             .field("peer", &self.peer)
+            .field("client", &self.client)
             .field("headers", &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>())
             .finish()
     }

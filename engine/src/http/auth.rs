@@ -3,7 +3,7 @@
 //! [`AuthorizeRequest`], [`AuthorizeBody`]).
 
 use core::fmt;
-use core::net::SocketAddr;
+use core::net::{IpAddr, SocketAddr};
 
 use crate::http::ConnId;
 use crate::wire::http1::MAX_HEADERS;
@@ -125,6 +125,9 @@ pub struct AuthorizeRequest<'a> {
     pub conn: ConnId,
     /// The peer's address, as given to [`HttpEngine::open`](crate::http::HttpEngine::open).
     pub peer: Option<SocketAddr>,
+    /// The client's address: the peer's, or the one a trusted proxy forwarded
+    /// ([`HttpConfig::trusted_proxies`](crate::http::HttpConfig::trusted_proxies)).
+    pub client: Option<IpAddr>,
     /// The request's headers.
     pub headers: HeaderList<'a>,
 }
@@ -145,6 +148,8 @@ pub struct AuthorizeBody<'a> {
     pub conn: ConnId,
     /// The peer's address.
     pub peer: Option<SocketAddr>,
+    /// The client's address (see [`AuthorizeRequest::client`]).
+    pub client: Option<IpAddr>,
     /// The request's headers.
     pub headers: HeaderList<'a>,
     /// The body exactly as received (de-chunked, never re-encoded): a signature over it

@@ -4,6 +4,7 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::http::auth::Authorization;
+use crate::http::proxy::{HostName, IpNet};
 use crate::http::resource::ProtectedResource;
 
 /// The shortest timeout a setting takes.
@@ -43,6 +44,8 @@ pub struct HttpConfig {
     pub(super) session_store: bool,
     pub(super) store_timeout: Duration,
     pub(super) protected: Option<ProtectedResource>,
+    pub(super) hosts: Vec<HostName>,
+    pub(super) proxies: Vec<IpNet>,
 }
 
 impl HttpConfig {
@@ -68,6 +71,8 @@ impl HttpConfig {
             session_store: false,
             store_timeout: Duration::from_secs(5),
             protected: None,
+            hosts: Vec::new(),
+            proxies: Vec::new(),
         }
     }
     /// The endpoint path (default `/mcp`). Other paths are answered `404`.
@@ -79,6 +84,40 @@ impl HttpConfig {
     /// ([`HttpEvent::AuthorizeBody`](crate::http::HttpEvent::AuthorizeBody)); default off.
     pub fn authorize_body(&mut self, on: bool) -> &mut Self {
         self.authorize_body = on;
+        self
+    }
+    /// The `Host` names the server answers to beyond loopback (its public names, behind
+    /// a reverse proxy that passes `Host` on): DNS-rebinding protection for a server that
+    /// is not loopback-only. With a list, every request's `Host` must name one of them
+    /// (or loopback, while [`loopback`](Self::loopback) is on), else `403`; so must the
+    /// host of an `Origin` when no origin allow-list is set. Without one (the default),
+    /// only the loopback rule applies.
+    ///
+    /// ```
+    /// use mcp_engine::http::{AllowedOrigins, Authorization, HostName, HttpConfig};
+    /// let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    /// http.allowed_hosts([HostName::parse("mcp.example.com")?]);
+    /// # Ok::<(), mcp_engine::http::InvalidHost>(())
+    /// ```
+    pub fn allowed_hosts(&mut self, hosts: impl IntoIterator<Item = HostName>) -> &mut Self {
+        self.hosts = hosts.into_iter().collect();
+        self
+    }
+    /// The reverse proxies whose forwarding headers are believed (addresses or networks).
+    /// When the peer is one of them, the client's address is the rightmost address of
+    /// `Forwarded` (RFC 7239; else `X-Forwarded-For`) that is not one of them; otherwise
+    /// it is the peer's. Hosts see it as [`AuthorizeRequest::client`](crate::http::AuthorizeRequest::client)
+    /// and [`HttpEngine::client_addr`](crate::http::HttpEngine::client_addr). Default: none
+    /// (forwarding headers are ignored).
+    ///
+    /// ```
+    /// use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, IpNet};
+    /// let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    /// http.trusted_proxies(["10.0.0.0/8".parse::<IpNet>()?]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn trusted_proxies(&mut self, proxies: impl IntoIterator<Item = IpNet>) -> &mut Self {
+        self.proxies = proxies.into_iter().collect();
         self
     }
     /// Whether the server listens on loopback only, in which case the `Host` header must

@@ -51,6 +51,9 @@ pub(super) struct Exchange {
     pub(super) generation: u32,
     pub(super) codec: http1::Conn,
     pub(super) peer: Option<SocketAddr>,
+    /// The client's address for the current request: the peer's, or what a trusted
+    /// proxy forwarded (`proxy::client_addr`).
+    pub(super) client: Option<core::net::IpAddr>,
     /// What is to be sent: HTTP/1.1 bytes ([`Framing::Wire`]), or the body / SSE event text
     /// ([`Framing::Embedded`]).
     pub(super) out: Vec<u8>,
@@ -149,6 +152,7 @@ impl Exchange {
             generation: 0,
             codec,
             peer,
+            client: peer.map(|p| p.ip()),
             out: Vec::new(),
             framing,
             head: None,
@@ -501,10 +505,10 @@ pub(super) fn check_head(
     if let Some(refusal) = loopback_refusal(http, header) {
         return Some(refusal);
     }
-    if http.loopback && http.origins == AllowedOrigins::Any {
-        // A browser on a rebinding page sends its own origin: it must be loopback too.
+    if (http.loopback || !http.hosts.is_empty()) && http.origins == AllowedOrigins::Any {
+        // A browser on a rebinding page sends its own origin: it must be one of ours too.
         for origin in header("origin") {
-            if !is_loopback_origin(origin) {
+            if !origin_host(origin).is_some_and(|h| host_allowed(http, h)) {
                 return Some((403, &[]));
             }
         }
@@ -521,17 +525,23 @@ pub(super) fn is_metadata(http: &HttpConfig, head: &http1::Head<'_>) -> bool {
     http.protected.as_ref().is_some_and(|p| p.is_metadata_path(path))
 }
 
-/// `403` when loopback-only serving is on and a `Host` is missing or not loopback.
+/// `403` when loopback-only serving is on or an allow-list of hosts is set, and a `Host`
+/// is missing or names neither loopback (while that is on) nor a listed host.
 fn loopback_refusal<'h, I: Iterator<Item = &'h [u8]>>(
     http: &HttpConfig,
     header: impl Fn(&'static str) -> I,
 ) -> Option<(u16, &'static [(&'static str, &'static str)])> {
-    if !http.loopback {
+    if !http.loopback && http.hosts.is_empty() {
         return None;
     }
     let mut hosts = header("host").peekable();
-    let loopback = hosts.peek().is_some() && hosts.all(is_loopback_host);
-    (!loopback).then_some((403, &[]))
+    let allowed = hosts.peek().is_some() && hosts.all(|h| host_allowed(http, h));
+    (!allowed).then_some((403, &[]))
+}
+
+/// Whether `Host` value `host` names loopback (while that is on) or a listed host.
+fn host_allowed(http: &HttpConfig, host: &[u8]) -> bool {
+    (http.loopback && is_loopback_host(host)) || http.hosts.iter().any(|h| h.matches(host))
 }
 
 /// The index in the allow-list of the request's `Origin`, when a list is configured and
@@ -574,11 +584,12 @@ pub(super) fn is_loopback_host(host: &[u8]) -> bool {
     name.eq_ignore_ascii_case(b"localhost") || name == b"127.0.0.1" || name == b"[::1]"
 }
 
-/// An `Origin` whose host is loopback (`http://localhost:3000`).
-pub(super) fn is_loopback_origin(origin: &[u8]) -> bool {
+/// The host (and port) of an `http` or `https` `Origin` (`localhost:3000` of
+/// `http://localhost:3000`).
+fn origin_host(origin: &[u8]) -> Option<&[u8]> {
     let origin = origin.trim_ascii();
-    let rest = origin.strip_prefix(b"http://").or_else(|| origin.strip_prefix(b"https://")).unwrap_or(b"");
-    !rest.is_empty() && !rest.contains(&b'/') && is_loopback_host(rest)
+    let rest = origin.strip_prefix(b"http://").or_else(|| origin.strip_prefix(b"https://"))?;
+    (!rest.is_empty() && !rest.contains(&b'/')).then_some(rest)
 }
 
 /// The head is accepted: read the body (telling a client that waits for it to send; a

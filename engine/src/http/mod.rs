@@ -9,7 +9,8 @@
 //! record format in `record`), the sessions' SSE streams (`streams`: the standalone
 //! `GET` stream, event ids, resumption from `replay`, streams `parked` when their
 //! connection went away), who may call (`auth`; `resource`: the endpoint as an OAuth
-//! protected resource, its metadata and challenges) and the settings (`config`). It is a
+//! protected resource, its metadata and challenges), who the client is behind a proxy
+//! and which `Host` names are ours (`proxy`) and the settings (`config`). It is a
 //! client of the core: it hands it parsed messages through `Core::handle`, learns what
 //! each became (`Dispatched`), and routes what the outbox holds to connections. It never
 //! reads or writes the core's fields, and holds no MCP rule: those live in `mcp`.
@@ -30,6 +31,7 @@ mod jwt;
 #[cfg(feature = "jwt")]
 mod jwt_parts;
 mod parked;
+mod proxy;
 pub(crate) mod record;
 mod replay;
 mod resource;
@@ -44,6 +46,7 @@ pub use config::{AllowedOrigins, HttpConfig, OpenError};
 pub use exchange::ResponseHead;
 #[cfg(feature = "jwt")]
 pub use jwt::{JwksError, JwsAlgorithm, JwtConfigError, JwtVerifier, TokenError, VerifiedToken};
+pub use proxy::{HostName, InvalidHost, IpNet};
 pub use resource::{ProtectedResource, ResourceError};
 pub use store::{LoadSession, Loaded, SaveSession, SessionExpired};
 
@@ -333,6 +336,12 @@ impl HttpEngine {
     /// Open connections.
     pub fn connections(&self) -> usize {
         self.open
+    }
+
+    /// The client's address for `conn`'s current request: the peer's, or the one a
+    /// trusted proxy forwarded ([`HttpConfig::trusted_proxies`]). For logs and limits.
+    pub fn client_addr(&self, conn: ConnId) -> Option<core::net::IpAddr> {
+        self.conn(conn)?.client
     }
 
     /// The buffer memory the connections hold and the pools keep (a diagnostic: it
@@ -729,11 +738,13 @@ impl HttpEngine {
             Ask::Head(_) => HttpEvent::Authorize(AuthorizeRequest {
                 conn,
                 peer: c.peer,
+                client: c.client,
                 headers: HeaderList::parse(head),
             }),
             Ask::Body(_) => HttpEvent::AuthorizeBody(AuthorizeBody {
                 conn,
                 peer: c.peer,
+                client: c.client,
                 headers: HeaderList::parse(head),
                 body: c.codec.body(),
             }),
@@ -887,38 +898,51 @@ impl HttpEngine {
                     // Decide everything while the head is borrowed, act after.
                     let sessions = self.sessions.is_seeded();
                     let protected = self.http.protected.is_some();
-                    let (refusal, keep_alive, expect_continue, http10, cors, method, metadata, credentials) =
-                        match c.codec.poll(&mut headers) {
-                            Input::Partial | Input::Body(_) => return,
-                            Input::Error(e) => (
-                                Some((e.status(), &[][..])),
-                                false,
-                                false,
-                                false,
-                                None,
-                                "",
-                                false,
-                                Credentials::None,
-                            ),
-                            Input::Head(head) => (
-                                check_head(&self.http, &head, sessions),
-                                head.keep_alive,
-                                head.expect_continue,
-                                head.minor_version == 0,
-                                allowed_origin(&self.http, &head),
-                                match head.method {
-                                    "DELETE" => "DELETE",
-                                    "GET" => "GET",
-                                    _ => "",
-                                },
-                                is_metadata(&self.http, &head),
-                                if protected {
-                                    resource::credentials(head.headers)
-                                } else {
-                                    Credentials::Bearer
-                                },
-                            ),
-                        };
+                    let peer = c.peer;
+                    let (
+                        refusal,
+                        keep_alive,
+                        expect_continue,
+                        http10,
+                        cors,
+                        method,
+                        metadata,
+                        credentials,
+                        client,
+                    ) = match c.codec.poll(&mut headers) {
+                        Input::Partial | Input::Body(_) => return,
+                        Input::Error(e) => (
+                            Some((e.status(), &[][..])),
+                            false,
+                            false,
+                            false,
+                            None,
+                            "",
+                            false,
+                            Credentials::None,
+                            peer.map(|p| p.ip()),
+                        ),
+                        Input::Head(head) => (
+                            check_head(&self.http, &head, sessions),
+                            head.keep_alive,
+                            head.expect_continue,
+                            head.minor_version == 0,
+                            allowed_origin(&self.http, &head),
+                            match head.method {
+                                "DELETE" => "DELETE",
+                                "GET" => "GET",
+                                _ => "",
+                            },
+                            is_metadata(&self.http, &head),
+                            if protected { resource::credentials(head.headers) } else { Credentials::Bearer },
+                            if self.http.proxies.is_empty() {
+                                peer.map(|p| p.ip())
+                            } else {
+                                proxy::client_addr(&self.http.proxies, peer, head.headers)
+                            },
+                        ),
+                    };
+                    c.client = client;
                     c.delete = method == "DELETE";
                     c.get = method == "GET";
                     c.cors = cors.and_then(|i| self.cors_origins.get(i)).cloned();
