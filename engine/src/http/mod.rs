@@ -4,7 +4,7 @@
 //!
 //! This layer owns the connection table ([`HttpEngine`], this file), one exchange per
 //! connection (`exchange`: its phase, the refusals decided on a head, how a response is
-//! written), the host's answers for tickets (`answers`), the session table and which
+//! written), serving a complete request (`dispatch`), the host's answers for tickets (`answers`), the session table and which
 //! wire a request is served on (`sessions`), a host's session store (`store`, with the
 //! record format in `record`), the sessions' SSE streams (`streams`: the standalone
 //! `GET` stream, event ids, resumption from `replay`, streams `parked` when their
@@ -25,6 +25,7 @@ mod answers;
 mod auth;
 mod config;
 mod conns;
+mod dispatch;
 mod exchange;
 #[cfg(feature = "jwt")]
 mod jwt;
@@ -58,17 +59,15 @@ use crate::config::Config;
 use crate::jsonrpc::Parser;
 use crate::mcp::event::Event;
 use crate::mcp::tickets::Ticket;
-use crate::mcp::{Core, Dispatched, Mode, Room, SessionCheck, new_core};
+use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
 
-use crate::revision::Revision;
 use crate::time::{Instant, UnixTime};
 use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
-use exchange::SessionStream;
 use exchange::{
     ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, is_metadata, refuse,
-    respond_empty, respond_json, start_body, trim_newline,
+    respond_empty, respond_json, start_body,
 };
 use resource::{Challenge, Credentials};
 use sessions::Sessions;
@@ -1028,149 +1027,6 @@ impl HttpEngine {
                 | Phase::Loading
                 | Phase::Saving => return,
             }
-        }
-    }
-
-    /// Decodes the body of `slot`'s request and serves it, in the session its
-    /// `Mcp-Session-Id` names (see `sessions::route`).
-    fn dispatch(&mut self, slot: u32) {
-        if let (Some(c), Some(pr)) = (self.slots[slot as usize].conn.as_mut(), &self.http.protected)
-            && c.metadata
-        {
-            conns::lend_out(&mut self.outs, c);
-            let extra =
-                [("cache-control", ProtectedResource::cache_control()), ("access-control-allow-origin", "*")];
-            return respond_json(c, self.last_now, 200, pr.document(), &extra);
-        }
-        if self.slots[slot as usize].conn.as_ref().is_some_and(|c| c.get) {
-            return self.open_stream(slot);
-        }
-        let now = self.last_now;
-        let generation = self.slots[slot as usize].generation;
-        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
-        conns::lend_out(&mut self.outs, c);
-        // Output before this request's response: it may go while the response is held
-        // for the session store.
-        let before = c.out.len();
-        let store = self.http.session_store;
-        let core = &mut self.core;
-        let route = Route::Http { conn: slot, generation };
-        let principal = c.principal.take();
-        if c.http10 {
-            core.set_no_stream();
-        }
-        let mark = core.outbox().out.len();
-        let (head, body, spans) = c.codec.head_body_and_spans();
-        let headers = HeaderList::from_spans(head, spans);
-        let (mode, mut check, attached) =
-            sessions::route(&self.sessions, headers.as_slice(), principal.as_ref());
-        if store && check == SessionCheck::Absent(Room::Full) {
-            // A session the store holds unchanged leaves memory to make room.
-            if store::make_room(&mut self.sessions, &self.parked, &mut self.session_timers) {
-                check = SessionCheck::Absent(Room::Yes);
-            }
-        }
-        if c.delete {
-            // `DELETE` ends the session it names; nothing else is served by it.
-            let mut stream = None;
-            let mut ended = None;
-            let status = match (check, attached) {
-                (_, Some(r)) => {
-                    ended = self.sessions.get(r).map(|e| e.id);
-                    // What its client was asked can no longer be answered; its stream ends.
-                    stream = self.sessions.get(r).and_then(|e| {
-                        core.inputs_gone(Some(e.session.serial));
-                        e.stream
-                    });
-                    // Its parked requests have nobody left to resume them.
-                    for route in self.parked.drain(|st, _| st.session == r) {
-                        core.cancel_route(route);
-                    }
-                    self.sessions.remove(r);
-                    self.session_timers.set(r.slot(), None);
-                    200
-                }
-                (SessionCheck::Unknown, None) => 404,
-                _ => 400,
-            };
-            respond_empty(c, now, status, &[]);
-            if let Some((s, _)) = stream.filter(|&(s, _)| s != slot) {
-                Self::end_stream(&mut self.slots, stream, now);
-                self.settle(s);
-            }
-            if let Some(id) = ended.filter(|_| store) {
-                // The `200` waits until the store forgot the session.
-                self.begin_save(slot, None, id, false, before);
-            }
-            return;
-        }
-        // The session's state is the core's while it serves the request; should its
-        // response become a stream, it is the session's next one.
-        if let Some((r, e)) = attached.and_then(|r| Some((r, self.sessions.get_mut(r)?))) {
-            let priming = e.session.legacy == Some(Revision::V2025_11_25);
-            c.sse = Some(SessionStream { session: r, stream: e.next_stream, seq: 0, priming });
-            e.next_stream = e.next_stream.wrapping_add(1).max(1);
-            core::mem::swap(core.session_mut(), &mut e.session);
-        }
-        core.set_session_check(mode, check);
-        let principal_bytes = principal.map(|p| p.0);
-        let mut created = None;
-        let outcome =
-            self.parser.parse(body, |parsed| core.handle(route, principal_bytes, parsed, headers.as_slice()));
-        if let Some(r) = attached {
-            if let Some(e) = self.sessions.get_mut(r) {
-                core::mem::swap(core.session_mut(), &mut e.session);
-            }
-            if matches!(outcome, Dispatched::Pending | Dispatched::Listening) {
-                // The host works on it: the session lives until it ends (see `settle`).
-                self.sessions.begin(r);
-                c.session = Some(r);
-            } else {
-                self.sessions.end_now(r, now);
-            }
-            self.session_timers.set(r.slot(), self.sessions.deadline(r));
-        } else if check == SessionCheck::Absent(Room::Yes) && core.session_mut().legacy.is_some() {
-            // `initialize` opened a session: it moves to the table, named in the answer.
-            let session = core::mem::take(core.session_mut());
-            if let Ok(r) = self.sessions.create(now, principal, session) {
-                c.session_id = self.sessions.get(r).map(|e| e.id);
-                self.session_timers.set(r.slot(), self.sessions.deadline(r));
-                created = Some(r);
-            }
-        }
-        match outcome {
-            Dispatched::Pending => c.phase = Phase::Waiting,
-            Dispatched::Listening => {
-                // A listen stream: its acknowledgement opens the SSE response, which stays open.
-                c.phase = Phase::Waiting;
-                self.collect_answers();
-            }
-            Dispatched::Answered(status) => {
-                // At the session cap the client may try again shortly.
-                let extra: &[(&str, &str)] = if status == 503 { &[("retry-after", "5")] } else { &[] };
-                respond_json(c, now, status, trim_newline(core.outbox().written_since(mark)), extra);
-                core.outbox_mut().discard_since(mark);
-            }
-            // A notification (or a response, which a client must not send): accepted.
-            Dispatched::Accepted => respond_empty(c, now, 202, &[]),
-        }
-        if !store {
-            return;
-        }
-        // A change to the session is acknowledged once the host's store has it (one
-        // answered later, or not taken, goes with the session's next answered request).
-        let answered = matches!(outcome, Dispatched::Answered(_) | Dispatched::Accepted);
-        let save = match (created, attached) {
-            (Some(r), _) => Some((r, true)),
-            (None, Some(r)) if answered && self.sessions.get(r).is_some_and(sessions::Entry::unsaved) => {
-                Some((r, false))
-            }
-            _ => None,
-        };
-        if let Some((r, created)) = save
-            && let Some(id) = self.sessions.get(r).map(|e| e.id)
-        {
-            self.begin_save(slot, Some(r), id, created, before);
         }
     }
 }
