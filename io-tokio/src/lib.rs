@@ -151,6 +151,9 @@
 //!   Streamable HTTP server over TCP, [`HttpServer`] and [`serve_http`].
 //! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
 //!   endpoint as a tower `Service`, `McpService`.
+//! - `oauth` (feature `oauth`; imports `auth`): verifying OAuth 2.1 access tokens for a
+//!   protected resource, `OAuthAuthorizer`, with the issuer's key set fetched over HTTPS
+//!   (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
 //!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
@@ -164,6 +167,8 @@ mod auth;
 mod channel;
 mod handler;
 mod http;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod readiness;
 mod reply;
 mod request;
@@ -178,6 +183,10 @@ pub use auth::{AllowAll, AuthorizeInfo, Authorizer};
 pub use channel::{PublishError, Publisher};
 pub use handler::{Handler, ToolFn, tool_fn};
 pub use http::{HttpServer, serve_http};
+#[cfg(feature = "oauth")]
+pub use oauth::{
+    AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
+};
 pub use reply::{
     CompleteResult, CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64,
     OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, PromptResult, ResourceReply,
