@@ -4,6 +4,7 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::http::auth::Authorization;
+use crate::http::limits::Limits;
 use crate::http::proxy::{HostName, IpNet};
 use crate::http::resource::ProtectedResource;
 
@@ -46,6 +47,7 @@ pub struct HttpConfig {
     pub(super) protected: Option<ProtectedResource>,
     pub(super) hosts: Vec<HostName>,
     pub(super) proxies: Vec<IpNet>,
+    pub(super) limits: Limits,
 }
 
 impl HttpConfig {
@@ -73,6 +75,7 @@ impl HttpConfig {
             protected: None,
             hosts: Vec::new(),
             proxies: Vec::new(),
+            limits: Limits::none(),
         }
     }
     /// The endpoint path (default `/mcp`). Other paths are answered `404`.
@@ -118,6 +121,12 @@ impl HttpConfig {
     /// ```
     pub fn trusted_proxies(&mut self, proxies: impl IntoIterator<Item = IpNet>) -> &mut Self {
         self.proxies = proxies.into_iter().collect();
+        self
+    }
+    /// Rate limits per principal and per client address (default: none; see [`Limits`]
+    /// for what `Limits::default()` sets and what a refusal looks like).
+    pub fn limits(&mut self, limits: Limits) -> &mut Self {
+        self.limits = limits;
         self
     }
     /// Whether the server listens on loopback only, in which case the `Host` header must

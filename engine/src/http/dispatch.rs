@@ -6,7 +6,7 @@
 
 use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
 use super::resource::ProtectedResource;
-use super::{HeaderList, HttpEngine, conns, sessions, store};
+use super::{HeaderList, HttpEngine, conns, limits, sessions, store};
 use crate::mcp::{Dispatched, Room, SessionCheck};
 use crate::output::Route;
 use crate::revision::Revision;
@@ -96,8 +96,21 @@ impl HttpEngine {
         core.set_session_check(mode, check);
         let principal_bytes = principal.map(|p| p.0);
         let mut created = None;
-        let outcome =
-            self.parser.parse(body, |parsed| core.handle(route, principal_bytes, parsed, headers.as_slice()));
+        // A request over its rate never reaches the core: its refusal is written here.
+        let (limits, limiter, refusal, client) =
+            (&self.http.limits, &mut self.limiter, &mut self.limit_body, c.client);
+        let mut limited = None;
+        let outcome = self.parser.parse(body, |parsed| {
+            if let Ok(n) = parsed
+                && let Some(class) = limits::class_of(n)
+                && let Err(retry) = limiter.take(limits, class, principal, client, now)
+            {
+                limits::write_refusal(refusal, n, retry);
+                limited = Some(retry);
+                return Dispatched::Answered(429);
+            }
+            core.handle(route, principal_bytes, parsed, headers.as_slice())
+        });
         if let Some(r) = attached {
             if let Some(e) = self.sessions.get_mut(r) {
                 core::mem::swap(core.session_mut(), &mut e.session);
@@ -125,6 +138,10 @@ impl HttpEngine {
                 // A listen stream: its acknowledgement opens the SSE response, which stays open.
                 c.phase = Phase::Waiting;
                 self.collect_answers();
+            }
+            Dispatched::Answered(_) if limited.is_some() => {
+                let retry = limits::retry_after_text(limited.unwrap_or(1));
+                respond_json(c, now, 429, &self.limit_body, &[("retry-after", retry)]);
             }
             Dispatched::Answered(status) => {
                 // At the session cap the client may try again shortly.

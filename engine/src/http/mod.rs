@@ -31,6 +31,7 @@ mod exchange;
 mod jwt;
 #[cfg(feature = "jwt")]
 mod jwt_parts;
+mod limits;
 mod parked;
 mod proxy;
 pub(crate) mod record;
@@ -47,6 +48,7 @@ pub use config::{AllowedOrigins, HttpConfig, OpenError};
 pub use exchange::ResponseHead;
 #[cfg(feature = "jwt")]
 pub use jwt::{JwksError, JwsAlgorithm, JwtConfigError, JwtVerifier, TokenError, VerifiedToken};
+pub use limits::{Limits, RATE_LIMITED, Rate};
 pub use proxy::{HostName, InvalidHost, IpNet};
 pub use resource::{ProtectedResource, ResourceError};
 pub use store::{LoadSession, Loaded, SaveSession, SessionExpired};
@@ -202,6 +204,9 @@ pub struct HttpEngine {
     blocked: bool,
     /// A copy of a body looked at while every ticket slot is busy (`waits_for_slot`).
     peek: Vec<u8>,
+    /// The rate limits' buckets, and the body of the last rate refusal.
+    limiter: limits::Limiter,
+    limit_body: Vec<u8>,
     last_now: Instant,
     /// Every connection's next deadline.
     timers: Timers,
@@ -259,6 +264,8 @@ impl HttpEngine {
             work: std::collections::VecDeque::new(),
             blocked: false,
             peek: Vec::new(),
+            limiter: limits::Limiter::default(),
+            limit_body: Vec::new(),
             last_now: Instant::ZERO,
             timers: Timers::new(),
             shed_head: conns::NONE,
@@ -663,6 +670,9 @@ impl HttpEngine {
         }
         c.principal = verdict.principal();
         conns::lend_out(&mut self.outs, c);
+        if matches!(verdict, Verdict::Unauthenticated | Verdict::Forbidden) {
+            self.limiter.failed(&self.http.limits, c.client, now);
+        }
         match verdict {
             Verdict::Allow | Verdict::AllowAs(_) => {
                 // The deadline counts from the request's first byte; the host's time to
@@ -697,6 +707,9 @@ impl HttpEngine {
             c.principal = Some(p);
         }
         conns::lend_out(&mut self.outs, c);
+        if matches!(verdict, Verdict::Unauthenticated | Verdict::Forbidden) {
+            self.limiter.failed(&self.http.limits, c.client, now);
+        }
         match verdict {
             Verdict::Allow | Verdict::AllowAs(_) => c.phase = Phase::Ready,
             Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
@@ -960,6 +973,11 @@ impl HttpEngine {
                         c.deadline = Some(now + self.http.body_deadline);
                         continue;
                     }
+                    if let Err(retry) = self.limiter.check_failures(&self.http.limits, client, now) {
+                        // Past its authentication-failure rate, an address is not heard.
+                        refuse(c, now, 429, &[("retry-after", limits::retry_after_text(retry))]);
+                        return;
+                    }
                     if let Some(pr) = &self.http.protected {
                         // The token comes only from `Authorization`; without one the host
                         // is not asked (RFC 6750 §3, RFC 9728 §5.1).
@@ -971,6 +989,7 @@ impl HttpEngine {
                         if let Some(ch) = challenge {
                             c.challenge = Some(std::sync::Arc::clone(pr.challenge(ch)));
                             refuse(c, now, ch.status(), &[]);
+                            self.limiter.failed(&self.http.limits, client, now);
                             return;
                         }
                     }

@@ -1,0 +1,122 @@
+//! Rate limits over Streamable HTTP: a token bucket per principal and per client
+//! address for tool calls (and completions, subscriptions), refused with `429`,
+//! `Retry-After` and a JSON-RPC error that echoes the id; and authentication failures
+//! per address, after which the address is refused before its credentials are read.
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use mcp_engine::http::{
+    AllowedOrigins, Authorization, HttpConfig, Limits, Principal, RATE_LIMITED, Rate, Verdict,
+};
+use mcp_engine::{Config, Instant};
+use mcp_fixture as everything;
+use mcp_tests::wire::{Client, Response, client_of, post, req};
+use serde_json::json;
+
+/// A client whose host counts the tool calls it is given.
+fn client(http: HttpConfig) -> (Client, Rc<RefCell<usize>>) {
+    let calls = Rc::new(RefCell::new(0));
+    let seen = calls.clone();
+    let c = client_of(
+        everything::config(),
+        http,
+        everything::catalog(),
+        Box::new(move |ev| {
+            if matches!(ev, mcp_engine::Event::CallTool(_)) {
+                *seen.borrow_mut() += 1;
+            }
+            everything::respond(ev)
+        }),
+    );
+    (c, calls)
+}
+
+fn call(id: i64) -> Vec<u8> {
+    post(&req(id, "tools/call", json!({ "name": "test_simple_text" })), &[])
+}
+
+/// Sends `raw` on a new connection from `peer`; the one response.
+fn from(c: &mut Client, peer: &str, raw: &[u8]) -> Response {
+    let keep = c.conn;
+    c.conn = c.e.open(c.now, Some(peer.parse::<SocketAddr>().unwrap())).unwrap();
+    let mut r = c.send(raw);
+    c.conn = keep;
+    assert_eq!(r.len(), 1, "{r:?}");
+    r.remove(0)
+}
+
+fn limited(http: &mut HttpConfig, rate: Rate) {
+    http.limits(Limits::none().calls(Some(rate)));
+}
+
+#[test]
+fn calls_over_the_rate_are_429_with_retry_after_and_an_error_echoing_the_id() {
+    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    limited(&mut http, Rate::new(2, Duration::from_secs(10)));
+    let (mut c, calls) = client(http);
+    let peer = "192.0.2.1:4000";
+    assert_eq!(from(&mut c, peer, &call(1)).status, 200);
+    assert_eq!(from(&mut c, peer, &call(2)).status, 200);
+    let r = from(&mut c, peer, &call(3));
+    assert_eq!(r.status, 429, "{r:?}");
+    assert_eq!(r.header("retry-after"), Some("5"));
+    let body = r.json();
+    assert_eq!(body["id"], 3);
+    assert_eq!(body["error"]["code"], RATE_LIMITED);
+    assert_eq!(body["error"]["data"]["retryAfter"], 5);
+    assert_eq!(*calls.borrow(), 2, "the host never saw the refused call");
+    // Other methods are not limited, other addresses have their own bucket.
+    assert_eq!(from(&mut c, peer, &post(&req(4, "tools/list", json!({})), &[])).status, 200);
+    assert_eq!(from(&mut c, "192.0.2.2:4000", &call(5)).status, 200);
+    // Time refills the bucket.
+    c.now = Instant::ZERO + Duration::from_secs(5);
+    assert_eq!(from(&mut c, peer, &call(6)).status, 200);
+    assert_eq!(from(&mut c, peer, &call(7)).status, 429);
+    assert_eq!(*calls.borrow(), 4);
+}
+
+#[test]
+fn a_principal_is_limited_across_addresses() {
+    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    limited(&mut http, Rate::new(2, Duration::from_secs(60)));
+    let (mut c, _) = client(http);
+    c.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+    assert_eq!(from(&mut c, "192.0.2.1:1", &call(1)).status, 200);
+    assert_eq!(from(&mut c, "192.0.2.2:1", &call(2)).status, 200);
+    assert_eq!(from(&mut c, "192.0.2.3:1", &call(3)).status, 429, "alice is out, from anywhere");
+    c.verdict = Verdict::AllowAs(Principal::of(b"bob"));
+    assert_eq!(from(&mut c, "192.0.2.3:1", &call(4)).status, 200, "bob is not");
+}
+
+#[test]
+fn an_address_past_its_authentication_failures_is_refused_before_the_host_is_asked() {
+    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    http.limits(Limits::none().auth_failures(Some(Rate::new(3, Duration::from_secs(30)))));
+    let (mut c, _) = client(http);
+    c.verdict = Verdict::Unauthenticated;
+    let bad = "198.51.100.7:1";
+    for id in 0..3 {
+        assert_eq!(from(&mut c, bad, &call(id)).status, 401);
+    }
+    let r = from(&mut c, bad, &call(9));
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after"), Some("10"));
+    // Even with good credentials now: the address waits.
+    c.verdict = Verdict::Allow;
+    assert_eq!(from(&mut c, bad, &call(10)).status, 429);
+    assert_eq!(from(&mut c, "198.51.100.8:1", &call(11)).status, 200, "another address is heard");
+    c.now = Instant::ZERO + Duration::from_secs(10);
+    assert_eq!(from(&mut c, bad, &call(12)).status, 200);
+}
+
+#[test]
+fn without_limits_nothing_is_refused() {
+    let (mut c, calls) = client(HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone));
+    for id in 0..50 {
+        assert_eq!(from(&mut c, "192.0.2.1:1", &call(id)).status, 200);
+    }
+    assert_eq!(*calls.borrow(), 50);
+}
