@@ -33,6 +33,9 @@ pub mod code {
     /// Session-bound HTTP: the `Mcp-Session-Id` names no live session (the code the
     /// TypeScript SDK's server uses, so clients keyed on it re-initialize).
     pub const SESSION_NOT_FOUND: i32 = -32001;
+    /// A request the host did not answer within `HttpConfig::request_timeout` (the code
+    /// the TypeScript SDK uses for a request timeout).
+    pub const REQUEST_TIMEOUT: i32 = -32001;
     /// An HTTP header disagrees with the body (`2026-07-28`).
     pub const HEADER_MISMATCH: i32 = -32020;
     /// The request needs a client capability it did not declare (`2026-07-28`).

@@ -11,7 +11,7 @@ use std::time::Duration;
 use mcp_engine::http::{
     AllowedOrigins, Authorization, HttpConfig, Limits, Principal, RATE_LIMITED, Rate, Verdict,
 };
-use mcp_engine::{Config, Instant};
+use mcp_engine::Instant;
 use mcp_fixture as everything;
 use mcp_tests::wire::{Client, Response, client_of, post, req};
 use serde_json::json;
@@ -119,4 +119,66 @@ fn without_limits_nothing_is_refused() {
         assert_eq!(from(&mut c, "192.0.2.1:1", &call(id)).status, 200);
     }
     assert_eq!(*calls.borrow(), 50);
+}
+
+#[test]
+fn a_request_the_host_does_not_answer_in_time_is_answered_once_and_cancelled() {
+    use mcp_engine::{AnswerError, Content, Event, Ticket, ToolOutput};
+    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    http.request_timeout(Some(Duration::from_secs(5)));
+    let held: Rc<RefCell<Vec<Ticket>>> = Rc::default();
+    let cancelled: Rc<RefCell<Vec<Ticket>>> = Rc::default();
+    let (h, x) = (held.clone(), cancelled.clone());
+    let mut c = client_of(
+        everything::config(),
+        http,
+        everything::catalog(),
+        Box::new(move |ev| match ev {
+            Event::Cancelled(t) => x.borrow_mut().push(t),
+            ev => h.borrow_mut().push(ev.ticket()),
+        }),
+    );
+    assert!(c.send(&call(7)).is_empty(), "the host holds it");
+    let t = held.borrow()[0];
+    assert_eq!(c.e.poll_timeout(), Some(Instant::ZERO + Duration::from_secs(5)));
+    c.e.handle_timeout(Instant::ZERO + Duration::from_millis(4_999));
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert!(out.is_empty());
+    c.e.handle_timeout(Instant::ZERO + Duration::from_secs(5));
+    c.drain(&mut out);
+    let r = mcp_tests::wire::parse_responses(&out);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0].status, 200);
+    assert_eq!(r[0].json()["id"], 7);
+    assert_eq!(r[0].json()["error"]["code"], -32001);
+    assert_eq!(*cancelled.borrow(), vec![t], "the host is told");
+    assert_eq!(c.e.in_flight(), 0);
+    // A late answer is refused and writes nothing.
+    assert_eq!(
+        c.e.answer_tool(t, &ToolOutput::new(&[Content::text("late")])),
+        Err(AnswerError::UnknownTicket)
+    );
+    c.drain(&mut out);
+    assert_eq!(mcp_tests::wire::parse_responses(&out).len(), 1);
+    // The connection goes on.
+    let held_before = held.borrow().len();
+    assert!(c.send(&call(8)).is_empty());
+    assert_eq!(held.borrow().len(), held_before + 1);
+}
+
+#[test]
+fn an_answer_in_time_clears_the_request_timer() {
+    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    http.request_timeout(Some(Duration::from_secs(5)));
+    let (mut c, calls) = client(http);
+    let r = c.send(&call(1));
+    assert_eq!(r[0].status, 200);
+    assert_eq!(r[0].json()["result"]["content"][0]["type"], "text");
+    assert_eq!(*calls.borrow(), 1);
+    // Only the keep-alive idle timer is left, not the request's.
+    c.e.handle_timeout(Instant::ZERO + Duration::from_secs(5));
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
 }

@@ -48,6 +48,7 @@ pub struct HttpConfig {
     pub(super) hosts: Vec<HostName>,
     pub(super) proxies: Vec<IpNet>,
     pub(super) limits: Limits,
+    pub(super) request_timeout: Option<Duration>,
 }
 
 impl HttpConfig {
@@ -76,6 +77,7 @@ impl HttpConfig {
             hosts: Vec::new(),
             proxies: Vec::new(),
             limits: Limits::none(),
+            request_timeout: None,
         }
     }
     /// The endpoint path (default `/mcp`). Other paths are answered `404`.
@@ -121,6 +123,16 @@ impl HttpConfig {
     /// ```
     pub fn trusted_proxies(&mut self, proxies: impl IntoIterator<Item = IpNet>) -> &mut Self {
         self.proxies = proxies.into_iter().collect();
+        self
+    }
+    /// How long the host may take to answer a request (default: unlimited). Past it the
+    /// client is answered `-32001` "Request timed out" (on the request's stream when it
+    /// is one) and the host gets `Event::Cancelled` for the ticket; a late answer is
+    /// refused (`AnswerError::UnknownTicket`). The clock runs while the request's
+    /// connection is open (a parked session stream waits for its client instead, until
+    /// its session ends). Clamped to at least 1 ms.
+    pub fn request_timeout(&mut self, timeout: Option<Duration>) -> &mut Self {
+        self.request_timeout = timeout.map(|t| t.max(MIN_TIMEOUT));
         self
     }
     /// Rate limits per principal and per client address (default: none; see [`Limits`]

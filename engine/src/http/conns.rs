@@ -110,6 +110,13 @@ impl HttpEngine {
                 self.store_failed(slot, now);
                 return;
             }
+            Phase::Waiting if c.deadline.is_some_and(|d| d <= now) => {
+                // The host took longer than `request_timeout`: the client hears so, the
+                // host is told the request is over.
+                c.deadline = None;
+                self.core.time_out_route(Route::Http { conn: slot, generation: id.generation });
+                self.collect_answers();
+            }
             Phase::Waiting if c.keepalive.is_some_and(|k| k <= now) => {
                 lend_out(&mut self.outs, c);
                 c.write_sse_comment(now);

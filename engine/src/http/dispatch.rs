@@ -133,7 +133,10 @@ impl HttpEngine {
             }
         }
         match outcome {
-            Dispatched::Pending => c.phase = Phase::Waiting,
+            Dispatched::Pending => {
+                c.phase = Phase::Waiting;
+                c.deadline = self.http.request_timeout.map(|t| now + t);
+            }
             Dispatched::Listening => {
                 // A listen stream: its acknowledgement opens the SSE response, which stays open.
                 c.phase = Phase::Waiting;

@@ -223,7 +223,11 @@ impl Exchange {
             },
             // Pipelined bytes or a partial head: the request's deadline.
             Phase::Head | Phase::Body | Phase::Loading | Phase::Saving => self.deadline,
-            Phase::Waiting => self.keepalive,
+            // The keep-alive comment, or the request's timeout, whichever comes first.
+            Phase::Waiting => match (self.keepalive, self.deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
             Phase::Authorizing | Phase::AuthorizingBody | Phase::Ready | Phase::Closing => None,
         };
         match (write, phase) {

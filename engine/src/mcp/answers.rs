@@ -273,6 +273,23 @@ impl Answers<'_> {
         Ok(())
     }
 
+    /// Answers `ticket`'s request with "Request timed out" (`-32001`): the host took too
+    /// long. The slot is freed; telling the host is the caller's.
+    pub(crate) fn answer_timeout(&mut self, ticket: Ticket) -> Result<(), AnswerError> {
+        let busy = self.tickets.take(ticket, None)?;
+        let mark = self.outbox.out.len();
+        let reply = Reply::Stored(busy.id.as_bytes());
+        write_error(
+            &mut self.outbox.out,
+            reply,
+            code::REQUEST_TIMEOUT,
+            format_args!("Request timed out"),
+            |_| {},
+        );
+        self.outbox.routed(busy.route, mark);
+        Ok(())
+    }
+
     pub(crate) fn answer_error(
         &mut self,
         ticket: Ticket,

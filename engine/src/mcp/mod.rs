@@ -475,6 +475,20 @@ impl Core {
         }
     }
 
+    /// Answers every request on `route` with "Request timed out" and tells the host it is
+    /// cancelled (a request whose event the host has not polled yet is withdrawn).
+    pub(crate) fn time_out_route(&mut self, route: Route) {
+        for slot in 0..self.tickets.slots.len() {
+            let s = self.tickets.slots[slot];
+            if s.busy.is_some_and(|b| b.route == route) {
+                let ticket = Ticket { slot: slot as u16, generation: s.generation };
+                if self.answers().answer_timeout(ticket).is_ok() {
+                    self.tickets.tell_cancelled(ticket);
+                }
+            }
+        }
+    }
+
     /// Moves the tickets of `from` to `to`: what is written for them from now on goes
     /// there (a session's stream parked when its connection went away, or resumed on
     /// another).

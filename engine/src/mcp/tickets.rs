@@ -141,6 +141,12 @@ impl Tickets {
         let Some(s) = self.slots.get(slot).filter(|s| s.busy.is_some()) else { return };
         let ticket = Ticket { slot: slot as u16, generation: s.generation };
         self.free(slot);
+        self.tell_cancelled(ticket);
+    }
+
+    /// Tells the host that `ticket` (freed already) is over: `Event::Cancelled`, unless
+    /// the host never saw the ticket, whose waiting event is then withdrawn instead.
+    pub(crate) fn tell_cancelled(&mut self, ticket: Ticket) {
         match self.pending {
             Some(p) if p.ticket == ticket && !self.delivered => {
                 self.pending = None;
