@@ -1,7 +1,9 @@
 //! The tokio adapter's OAuth verification (feature `oauth`) against a real authorization
 //! server: `oidc-provider` on Node 22 (`tests/oauth_as/server.mjs`), issuing RFC 9068 JWT
 //! access tokens with resource indicators (RFC 8707) by the client credentials grant, and
-//! introspecting (RFC 7662) and revoking opaque ones. Each refused token is checked twice:
+//! introspecting (RFC 7662) and revoking opaque ones; a second instance serves HTTPS with
+//! a certificate of a test authority (`tests/oauth_as/tls`), which the verifiers are told
+//! to trust. Each refused token is checked twice:
 //! the verifier names the right reason, and the protected MCP server answers `401
 //! error="invalid_token"`.
 //!
@@ -27,7 +29,6 @@ use mcp_engine::http::{JwtVerifier, TokenError};
 use mcp_io_tokio::{IntrospectionVerifier, JwksVerifier, OAuthAuthorizer, VerifyError};
 use oauth_support::{challenge_error, list_tools, protected_server};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// The resource the MCP server under test is (the tokens' audience).
 const RESOURCE: &str = "https://rs.example/mcp";
@@ -36,7 +37,7 @@ const OTHER: &str = "https://other.example/mcp";
 /// A resource the server issues opaque tokens for (introspected).
 const OPAQUE: &str = "https://rs.example/opaque";
 
-/// The running authorization server.
+/// A running authorization server.
 struct As {
     issuer: String,
     /// Kept so that the server's standard input stays open: it exits when this process
@@ -44,16 +45,21 @@ struct As {
     _child: Mutex<Child>,
 }
 
+/// The test certificate authority the AS's HTTPS certificate is signed by.
+const CA: &[u8] = include_bytes!("oauth_as/tls/ca.pem");
+
+static NODE: OnceLock<Option<PathBuf>> = OnceLock::new();
 static AS: OnceLock<Option<As>> = OnceLock::new();
+static AS_TLS: OnceLock<Option<As>> = OnceLock::new();
 
 fn as_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oauth_as")
 }
 
-/// The authorization server, started once for every test of this file; `None` when the
-/// tests are to be skipped (said loudly).
-fn authorization_server() -> Option<&'static As> {
-    AS.get_or_init(|| {
+/// The Node that runs the AS, installed (`npm ci`) when missing; `None` when the tests
+/// are to be skipped (said loudly).
+fn node() -> Option<&'static PathBuf> {
+    NODE.get_or_init(|| {
         let dir = as_dir();
         let node = dir.join("node_modules/.bin/node");
         if !node.exists() || !dir.join("node_modules/oidc-provider").exists() {
@@ -83,55 +89,83 @@ fn authorization_server() -> Option<&'static As> {
                 dir.display()
             );
         }
-        let mut child = Command::new(&node)
-            .arg("server.mjs")
-            .args([RESOURCE, OTHER, OPAQUE])
-            .current_dir(&dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", node.display()));
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let issuer = loop {
-            let line = lines.next().expect("the authorization server printed its issuer").expect("a line");
-            if let Ok(v) = serde_json::from_str::<Value>(&line)
-                && let Some(iss) = v["issuer"].as_str()
-            {
-                break iss.to_owned();
-            }
-        };
-        // Keep draining its output, so that it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Some(As { issuer, _child: Mutex::new(child) })
+        Some(node)
     })
     .as_ref()
 }
 
-/// A raw HTTP/1.1 `POST` of a form to the authorization server, with Basic client
-/// authentication; the JSON answer.
+/// Starts the AS (over HTTPS with `tls`) and reads its issuer.
+fn start(node: &PathBuf, tls: bool) -> As {
+    let mut cmd = Command::new(node);
+    cmd.arg("server.mjs").args([RESOURCE, OTHER, OPAQUE]);
+    if tls {
+        cmd.arg("--tls");
+    }
+    let mut child = cmd
+        .current_dir(as_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", node.display()));
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let issuer = loop {
+        let line = lines.next().expect("the authorization server printed its issuer").expect("a line");
+        if let Ok(v) = serde_json::from_str::<Value>(&line)
+            && let Some(iss) = v["issuer"].as_str()
+        {
+            break iss.to_owned();
+        }
+    };
+    // Keep draining its output, so that it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    As { issuer, _child: Mutex::new(child) }
+}
+
+/// The AS over plain HTTP on loopback, started once for every test of this file.
+fn authorization_server() -> Option<&'static As> {
+    AS.get_or_init(|| node().map(|n| start(n, false))).as_ref()
+}
+
+/// The AS over HTTPS, with a certificate signed by [`CA`].
+fn tls_authorization_server() -> Option<&'static As> {
+    AS_TLS.get_or_init(|| node().map(|n| start(n, true))).as_ref()
+}
+
+/// A `POST` of a form to the authorization server, with Basic client authentication
+/// (over HTTPS trusting [`CA`] when the issuer is `https`); the status and the JSON answer.
 async fn post_form(issuer: &str, path: &str, client: &str, form: &str) -> (u16, Value) {
-    let hostport = issuer.strip_prefix("http://").expect("a loopback http issuer");
+    use http_body_util::BodyExt as _;
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(CA) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    let http =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("{client}:secret-{client}"));
-    let req = format!(
-        "POST {path} HTTP/1.1\r\nHost: {hostport}\r\nAuthorization: Basic {basic}\r\n\
-         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
-        form.len()
-    );
-    let mut s = tokio::net::TcpStream::connect(hostport).await.expect("connect to the AS");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut resp = Vec::new();
-    http_support::patient("the AS answers", s.read_to_end(&mut resp)).await.unwrap();
-    let text = String::from_utf8(resp).expect("UTF-8");
-    let status = text[9..12].parse().expect("a status");
-    let (_, body) = text.split_once("\r\n\r\n").expect("a head");
-    // A chunked body is one chunk here (the answers are small).
-    let json = body.find('{').map_or(Value::Null, |i| {
-        let end = body.rfind('}').unwrap_or(body.len() - 1);
-        serde_json::from_str(&body[i..=end]).unwrap_or(Value::Null)
-    });
-    (status, json)
+    let req = http::Request::post(format!("{issuer}{path}"))
+        .header("authorization", format!("Basic {basic}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(http_body_util::Full::new(bytes::Bytes::from(form.to_owned())))
+        .unwrap();
+    let resp = http_support::patient("the AS answers", http.request(req)).await.expect("the AS answers");
+    let status = resp.status().as_u16();
+    let body = resp.into_body().collect().await.expect("a body").to_bytes();
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
 }
 
 /// An access token for `client`, for `resource`, with `scope`.
@@ -270,7 +304,9 @@ async fn introspection_active_and_inactive() {
     let introspect = |cache: Duration| {
         let issuer = issuer.clone();
         async move {
-            let v = IntrospectionVerifier::discover(&issuer, OPAQUE, "rs", "secret-rs", true)
+            let v = IntrospectionVerifier::at_issuer(&issuer, OPAQUE, "rs", "secret-rs")
+                .allow_loopback_http(true)
+                .discover_endpoint()
                 .await
                 .expect("the introspection endpoint from the AS metadata");
             Arc::new(v.cache_time(cache))
@@ -314,4 +350,33 @@ async fn introspection_active_and_inactive() {
     assert_eq!(wrong.verify(&t2).await.map(|_| ()), Err(VerifyError::Unavailable));
     let addr = protected_server(OPAQUE, &issuer, OAuthAuthorizer::introspection(wrong)).await;
     assert_eq!(list_tools(addr, Some(&t2)).await.status, 500);
+}
+
+#[tokio::test]
+async fn over_https_the_authorization_servers_certificate_is_verified() {
+    let Some(tls_as) = tls_authorization_server() else { return };
+    let issuer = tls_as.issuer.clone();
+    assert!(issuer.starts_with("https://127.0.0.1:"));
+    // Its certificate chains to the test authority, which only this verifier trusts.
+    let keys = JwksVerifier::new(JwtVerifier::new(&issuer, RESOURCE)).trust_roots_pem(CA).unwrap();
+    assert_eq!(keys.load().await, Ok(1), "metadata and keys over https");
+    let t = token(&issuer, "good", RESOURCE, "mcp:read").await;
+    assert_eq!(keys.verify(&t).await.expect("a good token").issuer(), issuer);
+    // Without trusting it, the fetch fails on the certificate (no plain-http fallback).
+    let untrusting = JwksVerifier::new(JwtVerifier::new(&issuer, RESOURCE)).allow_loopback_http(true);
+    let e = untrusting.load().await.unwrap_err();
+    assert!(e.to_string().to_ascii_lowercase().contains("certificate"), "{e}");
+    // Introspection over https.
+    let introspect = IntrospectionVerifier::at_issuer(&issuer, OPAQUE, "rs", "secret-rs")
+        .trust_roots_pem(CA)
+        .unwrap()
+        .discover_endpoint()
+        .await
+        .expect("the introspection endpoint");
+    assert!(introspect.endpoint().starts_with("https://"));
+    let opaque = token(&issuer, "good", OPAQUE, "mcp:read").await;
+    assert_eq!(introspect.verify(&opaque).await.expect("active").subject(), "good");
+    assert_eq!(introspect.verify("never-issued").await.map(|_| ()), Err(VerifyError::Inactive));
+    // Text with no certificate is refused.
+    assert!(JwksVerifier::new(JwtVerifier::new(&issuer, RESOURCE)).trust_roots_pem(b"nothing").is_err());
 }

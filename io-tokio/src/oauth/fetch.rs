@@ -56,6 +56,8 @@ impl fmt::Display for FetchError {
 /// The HTTP client of a verifier, with its bounds.
 pub(super) struct Fetcher {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// The certificates trusted: the OS's, and any added.
+    roots: rustls::RootCertStore,
     pub(super) timeout: Duration,
     pub(super) max_bytes: usize,
     pub(super) loopback_http: bool,
@@ -83,34 +85,31 @@ impl Fetcher {
         if added == 0 {
             tracing::warn!("no OS root certificate found: https fetches will fail");
         }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map(|b| b.with_root_certificates(roots).with_no_client_auth());
-        let tls = match tls {
-            Ok(tls) => tls,
-            Err(e) => {
-                // The ring provider supports the default versions; should it ever not,
-                // every https fetch fails (plain loopback http still works).
-                tracing::error!(error = %e, "no TLS configuration: https fetches will fail");
-                rustls::ClientConfig::builder_with_provider(
-                    Arc::new(rustls::crypto::ring::default_provider()),
-                )
-                .with_protocol_versions(&[&rustls::version::TLS13])
-                .map(|b| b.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth())
-                .unwrap_or_else(|_| unreachable!("ring supports TLS 1.3"))
-            }
-        };
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(DEFAULT_TIMEOUT));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(4).build(connector);
-        Self { client, timeout: DEFAULT_TIMEOUT, max_bytes: DEFAULT_MAX_BYTES, loopback_http: false }
+        Self {
+            client: client(roots.clone()),
+            roots,
+            timeout: DEFAULT_TIMEOUT,
+            max_bytes: DEFAULT_MAX_BYTES,
+            loopback_http: false,
+        }
+    }
+
+    /// Also trusts the certificates of `pem` (a private authority's, say); returns how
+    /// many it added.
+    pub(super) fn trust_pem(&mut self, pem: &[u8]) -> Result<usize, String> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject as _;
+        let mut added = 0;
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            let cert = cert.map_err(|e| format!("not PEM certificates: {e}"))?;
+            self.roots.add(cert).map_err(|e| format!("not a usable certificate: {e}"))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err("no certificate in the PEM text".into());
+        }
+        self.client = client(self.roots.clone());
+        Ok(added)
     }
 
     /// `url` if it may be fetched: absolute, `https`, or `http` to a loopback host when
@@ -197,6 +196,37 @@ impl Fetcher {
             Err(_) => Err(FetchError::Timeout(url.to_owned())),
         }
     }
+}
+
+/// The HTTP client: TLS by rustls with the ring provider (never the process-wide default,
+/// which panics when a binary holds two providers), trusting `roots`; HTTP/1.1; a few
+/// idle connections kept per host.
+fn client(roots: rustls::RootCertStore) -> Client<HttpsConnector<HttpConnector>, Full<Bytes>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map(|b| b.with_root_certificates(roots).with_no_client_auth());
+    let tls = match tls {
+        Ok(tls) => tls,
+        Err(e) => {
+            // The ring provider supports the default versions; should it ever not, every
+            // https fetch fails (plain loopback http still works).
+            tracing::error!(error = %e, "no TLS configuration: https fetches will fail");
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_protocol_versions(&[&rustls::version::TLS13])
+                .map(|b| b.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth())
+                .unwrap_or_else(|_| unreachable!("ring supports TLS 1.3"))
+        }
+    };
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_connect_timeout(Some(DEFAULT_TIMEOUT));
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    Client::builder(TokioExecutor::new()).pool_max_idle_per_host(4).build(connector)
 }
 
 /// The error and its sources, for a log line.

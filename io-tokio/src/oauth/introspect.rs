@@ -161,33 +161,34 @@ impl IntrospectionVerifier {
         }
     }
 
-    /// The introspection endpoint of `issuer`, from its metadata (RFC 8414, else OpenID
-    /// Connect Discovery; the metadata is fetched as
-    /// [`allow_loopback_http`](Self::allow_loopback_http) says: call that first when the
-    /// issuer is a loopback `http` URL).
-    ///
-    /// # Errors
-    ///
-    /// The metadata could not be fetched, names another issuer, or has no
-    /// `introspection_endpoint`.
-    pub async fn discover(
+    /// Introspects at the endpoint `issuer`'s metadata names: call
+    /// [`discover_endpoint`](Self::discover_endpoint) once configured (until then every
+    /// token is [`VerifyError::Unavailable`]).
+    pub fn at_issuer(
         issuer: impl Into<String>,
         resource: impl Into<String>,
         client_id: &str,
         client_secret: &str,
-        allow_loopback_http: bool,
-    ) -> Result<Self, OAuthError> {
-        let issuer = issuer.into();
-        let mut fetcher = Fetcher::new();
-        fetcher.loopback_http = allow_loopback_http;
-        let meta = super::jwks::discover(&fetcher, &issuer).await?;
+    ) -> Self {
+        Self::new(String::new(), issuer, resource, client_id, client_secret)
+    }
+
+    /// Takes the introspection endpoint from the issuer's metadata (RFC 8414, else OpenID
+    /// Connect Discovery), fetched with this verifier's settings (trusted certificates,
+    /// loopback `http`, deadline, size cap).
+    ///
+    /// # Errors
+    ///
+    /// The metadata could not be fetched, names another issuer, or has no usable
+    /// `introspection_endpoint`.
+    pub async fn discover_endpoint(mut self) -> Result<Self, OAuthError> {
+        let meta = super::jwks::discover(&self.fetcher, &self.issuer).await?;
         let endpoint = meta.introspection_endpoint.ok_or_else(|| {
             OAuthError::Metadata("the issuer's metadata has no introspection_endpoint".into())
         })?;
-        fetcher.check(&endpoint).map_err(OAuthError::fetch)?;
-        let mut v = Self::new(endpoint, issuer, resource, client_id, client_secret);
-        v.fetcher = fetcher;
-        Ok(v)
+        self.fetcher.check(&endpoint).map_err(OAuthError::fetch)?;
+        self.endpoint = endpoint;
+        Ok(self)
     }
 
     /// Whether an answer must carry `aud` (containing the resource). On unless set; an
@@ -228,6 +229,17 @@ impl IntrospectionVerifier {
     pub fn max_response_bytes(mut self, bytes: usize) -> Self {
         self.fetcher.max_bytes = bytes;
         self
+    }
+
+    /// Also trusts the certificates in `pem` (PEM text: a private certificate authority
+    /// the authorization server's certificate chains to), beside the operating system's.
+    ///
+    /// # Errors
+    ///
+    /// No certificate in the text, or one that is not usable.
+    pub fn trust_roots_pem(mut self, pem: &[u8]) -> Result<Self, OAuthError> {
+        self.fetcher.trust_pem(pem).map_err(OAuthError::Tls)?;
+        Ok(self)
     }
 
     /// Also ask over plain `http`, but only a loopback host. Off unless set.

@@ -162,6 +162,17 @@ impl JwksVerifier {
         self
     }
 
+    /// Also trusts the certificates in `pem` (PEM text: a private certificate authority
+    /// the authorization server's certificate chains to), beside the operating system's.
+    ///
+    /// # Errors
+    ///
+    /// No certificate in the text, or one that is not usable.
+    pub fn trust_roots_pem(mut self, pem: &[u8]) -> Result<Self, OAuthError> {
+        self.fetcher.trust_pem(pem).map_err(OAuthError::Tls)?;
+        Ok(self)
+    }
+
     /// Also fetch over plain `http`, but only from a loopback host (an authorization
     /// server on the same machine, a test). Off unless set.
     #[must_use]

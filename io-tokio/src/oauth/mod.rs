@@ -42,6 +42,8 @@ pub enum OAuthError {
     Jwks(JwksError),
     /// The key set file could not be read, or is over the cap.
     File(PathBuf, String),
+    /// Certificates to trust could not be read.
+    Tls(String),
 }
 
 impl OAuthError {
@@ -57,6 +59,7 @@ impl fmt::Display for OAuthError {
             Self::Metadata(e) => write!(f, "authorization server metadata: {e}"),
             Self::Jwks(e) => write!(f, "key set: {e}"),
             Self::File(p, e) => write!(f, "key set file {}: {e}", p.display()),
+            Self::Tls(e) => write!(f, "trusted certificates: {e}"),
         }
     }
 }

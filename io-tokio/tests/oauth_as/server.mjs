@@ -3,8 +3,10 @@
 // to the resource named by the RFC 8707 `resource` parameter, with the client credentials
 // grant, token introspection (RFC 7662) and revocation (RFC 7009).
 //
-//   node server.mjs RESOURCE OTHER_RESOURCE OPAQUE_RESOURCE
+//   node server.mjs RESOURCE OTHER_RESOURCE OPAQUE_RESOURCE [--tls]
 //
+// With --tls it serves HTTPS (issuer https://127.0.0.1:PORT) with the test certificate in
+// tls/ (signed by tls/ca.pem, which the test trusts).
 // RESOURCE and OTHER_RESOURCE get JWT access tokens, OPAQUE_RESOURCE opaque ones (for
 // introspection). Prints one line of JSON, {"issuer": "http://127.0.0.1:PORT"}, once it
 // listens, and exits when its standard input ends (the test went away).
@@ -20,13 +22,16 @@
 // doing (formats.customizers.jwt), not edits after the fact.
 
 import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 
 import Provider from 'oidc-provider';
 
-const [resource, otherResource, opaqueResource] = process.argv.slice(2);
-if (!resource || !otherResource || !opaqueResource) {
-  console.error('usage: node server.mjs RESOURCE OTHER_RESOURCE OPAQUE_RESOURCE');
+const [resource, otherResource, opaqueResource, mode] = process.argv.slice(2);
+const tls = mode === '--tls';
+if (!resource || !otherResource || !opaqueResource || (mode !== undefined && !tls)) {
+  console.error('usage: node server.mjs RESOURCE OTHER_RESOURCE OPAQUE_RESOURCE [--tls]');
   process.exit(2);
 }
 const resources = new Set([resource, otherResource, opaqueResource]);
@@ -44,10 +49,15 @@ const client = (id) => ({
   token_endpoint_auth_method: 'client_secret_basic',
 });
 
-const server = createServer();
+const server = tls
+  ? createTlsServer({
+    cert: readFileSync(new URL('tls/server.pem', import.meta.url)),
+    key: readFileSync(new URL('tls/server-key.pem', import.meta.url)),
+  })
+  : createServer();
 server.listen(0, '127.0.0.1', () => {
   const { port } = server.address();
-  const issuer = `http://127.0.0.1:${port}`;
+  const issuer = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   const provider = new Provider(issuer, {
     clients: ['good', 'expired', 'early', 'foreign', 'typ', 'rs'].map(client),
     jwks: { keys: [signingKey] },
