@@ -8,10 +8,10 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
+use mcp_engine::Instant;
 use mcp_engine::http::{
     AllowedOrigins, Authorization, HttpConfig, Limits, Principal, RATE_LIMITED, Rate, Verdict,
 };
-use mcp_engine::Instant;
 use mcp_fixture as everything;
 use mcp_tests::wire::{Client, Response, client_of, post, req};
 use serde_json::json;
@@ -181,4 +181,59 @@ fn an_answer_in_time_clears_the_request_timer() {
     let mut out = Vec::new();
     c.drain(&mut out);
     assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+}
+
+#[test]
+fn a_principal_holds_at_most_its_share_of_tickets_under_a_burst() {
+    use mcp_engine::{Content, Event, Ticket, ToolOutput};
+    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    http.limits(Limits::none().per_principal_concurrency(Some(2)));
+    let held: Rc<RefCell<Vec<Ticket>>> = Rc::default();
+    let h = held.clone();
+    let mut c = client_of(
+        everything::config(),
+        http,
+        everything::catalog(),
+        Box::new(move |ev: Event<'_>| {
+            if !matches!(ev, Event::Cancelled(_)) {
+                h.borrow_mut().push(ev.ticket());
+            }
+        }),
+    );
+    c.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+    // A burst of five: two are taken, three refused at once.
+    let mut refused = Vec::new();
+    for id in 0..5 {
+        let keep = c.conn;
+        c.conn = c.e.open(c.now, None).unwrap();
+        let r = c.send(&call(id));
+        c.conn = keep;
+        if let Some(r) = r.first() {
+            assert_eq!(r.status, 429, "{r:?}");
+            assert_eq!(r.header("retry-after"), Some("1"));
+            assert_eq!(r.json()["error"]["code"], RATE_LIMITED);
+            refused.push(r.json()["id"].as_i64().unwrap());
+        }
+    }
+    assert_eq!(held.borrow().len(), 2);
+    assert_eq!(refused, [2, 3, 4]);
+    // Another principal is not held back.
+    c.verdict = Verdict::AllowAs(Principal::of(b"bob"));
+    assert!(from_any(&mut c, &call(10)).is_empty());
+    assert_eq!(held.borrow().len(), 3);
+    // One of alice's ends: she may start another.
+    let t = held.borrow()[0];
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("done")])).unwrap();
+    c.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+    assert!(from_any(&mut c, &call(11)).is_empty());
+    assert_eq!(held.borrow().len(), 4);
+}
+
+/// Sends `raw` on a new connection; its responses.
+fn from_any(c: &mut Client, raw: &[u8]) -> Vec<Response> {
+    let keep = c.conn;
+    c.conn = c.e.open(c.now, None).unwrap();
+    let r = c.send(raw);
+    c.conn = keep;
+    r
 }

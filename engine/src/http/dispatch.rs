@@ -7,6 +7,7 @@
 use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
 use super::resource::ProtectedResource;
 use super::{HeaderList, HttpEngine, conns, limits, sessions, store};
+use crate::jsonrpc::Flow;
 use crate::mcp::{Dispatched, Room, SessionCheck};
 use crate::output::Route;
 use crate::revision::Revision;
@@ -105,8 +106,16 @@ impl HttpEngine {
                 && let Some(class) = limits::class_of(n)
                 && let Err(retry) = limiter.take(limits, class, principal, client, now)
             {
-                limits::write_refusal(refusal, n, retry);
+                limits::write_refusal(refusal, n, retry, false);
                 limited = Some(retry);
+                return Dispatched::Answered(429);
+            }
+            if let (Ok(n), Some(max), Some(p)) = (&parsed, limits.per_principal(), principal)
+                && core.in_flight_for(&p.0) >= max
+                && Flow::of(n) == Flow::Ticketed
+            {
+                limits::write_refusal(refusal, n, 1, true);
+                limited = Some(1);
                 return Dispatched::Answered(429);
             }
             core.handle(route, principal_bytes, parsed, headers.as_slice())

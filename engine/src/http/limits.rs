@@ -26,6 +26,9 @@ use crate::wire::json;
 /// implementations (-32000..-32019; MCP reserves -32020..-32099 for its own codes).
 pub const RATE_LIMITED: i32 = -32010;
 
+const LIMITED: &str = "Rate limit exceeded";
+const BUSY: &str = "Too many requests in flight for this principal";
+
 /// A rate: `count` requests per `per`, up to `count` at once (a bucket of `count`
 /// tokens refilled evenly over `per`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +94,7 @@ pub struct Limits {
     subscriptions: Option<Rate>,
     auth_failures: Option<Rate>,
     max_keys: usize,
+    per_principal: Option<u32>,
 }
 
 impl Default for Limits {
@@ -101,6 +105,7 @@ impl Default for Limits {
             subscriptions: Some(Rate::per_minute(100)),
             auth_failures: Some(Rate::per_minute(120)),
             max_keys: 10_000,
+            per_principal: None,
         }
     }
 }
@@ -108,7 +113,14 @@ impl Default for Limits {
 impl Limits {
     /// No limit at all (what an `HttpConfig` has until [`HttpConfig::limits`](crate::http::HttpConfig::limits)).
     pub fn none() -> Self {
-        Self { calls: None, completions: None, subscriptions: None, auth_failures: None, max_keys: 10_000 }
+        Self {
+            calls: None,
+            completions: None,
+            subscriptions: None,
+            auth_failures: None,
+            max_keys: 10_000,
+            per_principal: None,
+        }
     }
     /// `tools/call` per principal and per address (`None`: unlimited).
     pub fn calls(mut self, rate: Option<Rate>) -> Self {
@@ -129,6 +141,18 @@ impl Limits {
     pub fn auth_failures(mut self, rate: Option<Rate>) -> Self {
         self.auth_failures = rate;
         self
+    }
+    /// Requests that hold a ticket (tool calls, reads, prompts, completions) one
+    /// principal may have in flight at once (default: no limit beyond
+    /// `Config::max_in_flight`). One more is refused with `429`, `Retry-After: 1` and the
+    /// same JSON-RPC error as a rate refusal; requests without a principal are not counted.
+    pub fn per_principal_concurrency(mut self, max: Option<u32>) -> Self {
+        self.per_principal = max.map(|m| m.max(1));
+        self
+    }
+    /// The per-principal concurrency limit, if any.
+    pub(crate) fn per_principal(&self) -> Option<usize> {
+        self.per_principal.map(|m| m as usize)
     }
     /// Keys (principals and addresses) each limit tracks at once (default 10,000,
     /// clamped to at least 16). See the module documentation for what happens at the cap.
@@ -279,7 +303,7 @@ pub(crate) fn class_of(n: &[Node<'_>]) -> Option<Class> {
 
 /// Writes the JSON-RPC error of a rate refusal of the request on tape `n` (its id
 /// echoed) into `out`, cleared first.
-pub(crate) fn write_refusal(out: &mut Vec<u8>, n: &[Node<'_>], retry: u64) {
+pub(crate) fn write_refusal(out: &mut Vec<u8>, n: &[Node<'_>], retry: u64, busy: bool) {
     out.clear();
     let id = json::get(n, 0, "id").and_then(|i| match n.get(i)? {
         Node::String(s) => Some(IdRef::Str(s)),
@@ -292,7 +316,7 @@ pub(crate) fn write_refusal(out: &mut Vec<u8>, n: &[Node<'_>], retry: u64) {
         out,
         reply,
         RATE_LIMITED,
-        format_args!("Rate limit exceeded: retry after {retry} s"),
+        format_args!("{}: retry after {retry} s", if busy { BUSY } else { LIMITED }),
         |out| {
             out.extend_from_slice(b"{\"retryAfter\":");
             out.extend_from_slice(itoa::Buffer::new().format(retry).as_bytes());

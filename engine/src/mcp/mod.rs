@@ -500,6 +500,15 @@ impl Core {
         }
     }
 
+    /// Tickets held by requests acting for `principal`.
+    pub(crate) fn in_flight_for(&self, principal: &[u8; 32]) -> usize {
+        self.tickets
+            .slots
+            .iter()
+            .filter(|s| s.busy.is_some_and(|b| b.principal.as_ref() == Some(principal)))
+            .count()
+    }
+
     /// Whether a live ticket answers on `route`.
     pub(crate) fn has_route(&self, route: Route) -> bool {
         self.tickets.slots.iter().any(|s| s.busy.is_some_and(|b| b.route == route))

@@ -69,6 +69,7 @@ impl Core {
             digest: self.scratch.round.digest,
             session: self.session.serial,
             no_stream: self.no_stream,
+            principal: self.principal,
         });
         self.tickets.in_flight += 1;
         let ticket = Ticket { slot: slot as u16, generation: s.generation };

@@ -78,6 +78,8 @@ pub(crate) struct Busy {
     /// Its response cannot be a stream (an HTTP/1.0 request): nothing can be sent to the
     /// client before the answer.
     pub(crate) no_stream: bool,
+    /// The principal the request acts for (HTTP, when the host named one).
+    pub(crate) principal: Option<[u8; 32]>,
 }
 
 #[derive(Clone, Copy)]
