@@ -27,8 +27,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcp_engine::http::{JwtVerifier, TokenError};
 use mcp_io_tokio::{IntrospectionVerifier, JwksVerifier, OAuthAuthorizer, VerifyError};
-use oauth_support::{challenge_error, list_tools, protected_server};
-use serde_json::Value;
+use oauth_support::{challenge_error, legacy_post, list_tools, protected_server, protected_server_of};
+use serde_json::{Value, json};
 
 /// The resource the MCP server under test is (the tokens' audience).
 const RESOURCE: &str = "https://rs.example/mcp";
@@ -379,4 +379,54 @@ async fn over_https_the_authorization_servers_certificate_is_verified() {
     assert_eq!(introspect.verify("never-issued").await.map(|_| ()), Err(VerifyError::Inactive));
     // Text with no certificate is refused.
     assert!(JwksVerifier::new(JwtVerifier::new(&issuer, RESOURCE)).trust_roots_pem(b"nothing").is_err());
+}
+
+#[tokio::test]
+async fn sessions_and_cursors_are_bound_to_the_tokens_principal() {
+    let issuer = real_as!();
+    let keys = keys(&issuer).await;
+    // Two clients of the AS: two principals.
+    let alice = token(&issuer, "good", RESOURCE, "mcp:read mcp:tools").await;
+    let bob = token(&issuer, "rs", RESOURCE, "mcp:read mcp:tools").await;
+    let mut config = mcp_engine::Config::new("oauth-test", "1.0");
+    // Pages of one, sealed with a key (a test key: draw a real one from the OS).
+    config.page_size(1).secret_key([0x5a; 32]);
+    let catalog = mcp_engine::Catalog::builder()
+        .tool(mcp_engine::Tool::new("one"))
+        .tool(mcp_engine::Tool::new("two"))
+        .build()
+        .unwrap();
+    let addr = protected_server_of(RESOURCE, &issuer, OAuthAuthorizer::jwt(keys), config, catalog).await;
+
+    // A list cursor issued to alice's token is refused to bob's.
+    let first = list_tools(addr, Some(&alice)).await;
+    assert_eq!(first.status, 200, "{first:?}");
+    let cursor = first.json()["result"]["nextCursor"].as_str().expect("a second page").to_owned();
+    let page = |token: String, cursor: String| async move {
+        let body = http_support::body(2, "tools/list", &format!(r#""cursor":"{cursor}""#));
+        let req = http_support::post(addr, "tools/list", None, &body).replacen(
+            "\r\n",
+            &format!("\r\nAuthorization: Bearer {token}\r\n"),
+            1,
+        );
+        let mut c = http_support::Conn::open(addr).await;
+        c.send(&req).await;
+        c.response().await.json()
+    };
+    let next = page(alice.clone(), cursor.clone()).await;
+    assert_eq!(next["result"]["tools"][0]["name"], "two", "{next}");
+    let stolen = page(bob.clone(), cursor).await;
+    assert_eq!(stolen["error"]["code"], -32602, "{stolen}");
+
+    // A session opened with alice's token is not found with bob's.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = legacy_post(addr, &alice, &init, None, None).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.header("mcp-session-id").expect("a session").to_owned();
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {}});
+    let r = legacy_post(addr, &bob, &ping, Some("2025-11-25"), Some(&session)).await;
+    assert_eq!(r.status, 404, "{r:?}");
+    let r = legacy_post(addr, &alice, &ping, Some("2025-11-25"), Some(&session)).await;
+    assert_eq!(r.status, 200, "{r:?}");
 }

@@ -100,14 +100,25 @@ impl Routes {
 /// An MCP server on loopback, protected as `resource` whose tokens `issuer` issues, its
 /// requests decided by `auth`. One tool, `echo`.
 pub async fn protected_server<A: Authorizer>(resource: &str, issuer: &str, auth: A) -> SocketAddr {
+    let catalog = Catalog::builder().tool(Tool::new("echo")).build().expect("a catalog");
+    protected_server_of(resource, issuer, auth, Config::new("oauth-test", "1.0"), catalog).await
+}
+
+/// [`protected_server`] with `config` and `catalog`.
+pub async fn protected_server_of<A: Authorizer>(
+    resource: &str,
+    issuer: &str,
+    auth: A,
+    config: Config,
+    catalog: Catalog,
+) -> SocketAddr {
     let pr = ProtectedResource::new(resource, [issuer])
         .expect("a resource")
         .scopes_supported(["mcp:read", "mcp:tools"])
         .expect("scopes");
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
     http.protected_resource(pr);
-    let catalog = Catalog::builder().tool(Tool::new("echo")).build().expect("a catalog");
-    let engine = HttpEngine::new(Config::new("oauth-test", "1.0"), http, catalog);
+    let engine = HttpEngine::new(config, http, catalog);
     let handler = Arc::new(tool_fn(|_call| async { Ok(ToolReply::text("ok")) }));
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -131,4 +142,31 @@ pub fn challenge_error(r: &HttpResponse) -> Option<String> {
     let h = r.header("www-authenticate")?;
     let start = h.find("error=\"")? + 7;
     Some(h[start..].split('"').next()?.to_owned())
+}
+
+/// A raw `POST /mcp` of `body` with `Authorization: Bearer token` and the legacy
+/// (session-bound) headers: `MCP-Protocol-Version` and `Mcp-Session-Id` when given.
+pub async fn legacy_post(
+    addr: SocketAddr,
+    token: &str,
+    body: &serde_json::Value,
+    version: Option<&str>,
+    session: Option<&str>,
+) -> HttpResponse {
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\n",
+        addr.port()
+    );
+    if let Some(v) = version {
+        req.push_str(&format!("MCP-Protocol-Version: {v}\r\n"));
+    }
+    if let Some(id) = session {
+        req.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    let mut c = Conn::open(addr).await;
+    c.send(&req).await;
+    patient("a response", c.response()).await
 }
