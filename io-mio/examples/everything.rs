@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
 use mcp_engine::{Config, Content, Engine, LogLevel, Ticket, ToolOutput};
 use mcp_fixture as everything;
+use mcp_fixture::edge::EdgeOptions;
 
 const USAGE: &str = "\
 usage: everything [--http [ADDR] | --stdio]
@@ -35,13 +36,19 @@ Serves the MCP conformance `everything` fixture.
   --http [ADDR]  serve Streamable HTTP on ADDR (default 127.0.0.1:3000; loopback
                  addresses only), at /mcp: the default mode
   --stdio        serve one client over stdin/stdout
-  -h, --help     print this help";
+  -h, --help     print this help
+
+Over HTTP:";
 
 const DEFAULT_ADDR: &str = "127.0.0.1:3000";
 
 enum Mode {
-    Http(SocketAddr),
+    Http(SocketAddr, EdgeOptions),
     Stdio,
+}
+
+fn usage() -> String {
+    format!("{USAGE}\n{}", everything::edge::USAGE)
 }
 
 /// Raises this process's open-file soft limit to its hard limit, so that the server can
@@ -57,18 +64,18 @@ fn main() -> ExitCode {
     let mode = match parse(std::env::args().skip(1)) {
         Ok(Some(mode)) => mode,
         Ok(None) => {
-            eprintln!("{USAGE}");
+            eprintln!("{}", usage());
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("everything: {e}\n{USAGE}");
+            eprintln!("everything: {e}\n{}", usage());
             return ExitCode::from(2);
         }
     };
     let config = everything::config();
     let result = match mode {
         Mode::Stdio => serve_stdio(config),
-        Mode::Http(addr) => serve_http(addr, config),
+        Mode::Http(addr, edge) => serve_http(addr, config, &edge),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -82,13 +89,17 @@ fn main() -> ExitCode {
 /// The mode the arguments ask for; `None` for `--help`.
 fn parse(args: impl Iterator<Item = String>) -> Result<Option<Mode>, String> {
     let mut mode = None;
+    let mut edge = EdgeOptions::default();
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
+        if edge.take(&arg, || args.next())? {
+            continue;
+        }
         let next = match arg.as_str() {
             "--stdio" => Mode::Stdio,
             "--http" => {
                 let addr = args.next_if(|a| !a.starts_with('-'));
-                Mode::Http(loopback_addr(addr.as_deref().unwrap_or(DEFAULT_ADDR))?)
+                Mode::Http(loopback_addr(addr.as_deref().unwrap_or(DEFAULT_ADDR))?, EdgeOptions::default())
             }
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other:?}")),
@@ -98,8 +109,9 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Mode>, String> {
         }
     }
     Ok(Some(match mode {
-        Some(mode) => mode,
-        None => Mode::Http(loopback_addr(DEFAULT_ADDR)?),
+        Some(Mode::Http(addr, _)) => Mode::Http(addr, edge),
+        Some(Mode::Stdio) => Mode::Stdio,
+        None => Mode::Http(loopback_addr(DEFAULT_ADDR)?, edge),
     }))
 }
 
@@ -268,10 +280,12 @@ fn serve_stdio(config: Config) -> std::io::Result<()> {
     )
 }
 
-fn serve_http(addr: SocketAddr, config: Config) -> std::io::Result<()> {
-    // Loopback only: `Host` must name localhost, and a browser's `Origin` too.
+fn serve_http(addr: SocketAddr, mut config: Config, edge: &EdgeOptions) -> std::io::Result<()> {
+    // Loopback only: `Host` must name localhost (or an allowed host), and a browser's
+    // `Origin` too.
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     http.loopback(true);
+    edge.apply(&mut config, &mut http);
     let engine = HttpEngine::new(config, http, everything::catalog());
     raise_open_file_limit();
     // mio listens with a backlog of 1,024 (the standard library's is 128).

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Config, Engine};
+use mcp_fixture::edge::EdgeOptions;
 use mcp_io_tokio::{AllowAll, HttpServer, serve_stdio};
 use tracing_subscriber::EnvFilter;
 
@@ -35,26 +36,41 @@ Serves the MCP conformance `everything` fixture.
                  to 127.0.0.1:3000 and must be a loopback address; port 0 picks one)
   --stdio        serve one client over stdin/stdout
   -h, --help     print this help
+
+Over HTTP:
 ";
 
 const DEFAULT_ADDR: &str = "127.0.0.1:3000";
 
 enum Mode {
-    Http(SocketAddr),
+    Http(SocketAddr, EdgeOptions),
     Stdio,
+}
+
+fn usage() -> String {
+    format!("{USAGE}{}\n", mcp_fixture::edge::USAGE)
 }
 
 /// The mode the arguments ask for, or the exit code to leave with.
 fn parse_args() -> Result<Mode, ExitCode> {
     let mut args = std::env::args().skip(1).peekable();
     let mut mode = None;
+    let mut edge = EdgeOptions::default();
     while let Some(arg) = args.next() {
+        match edge.take(&arg, || args.next()) {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(e) => {
+                eprint!("everything: {e}\n\n{}", usage());
+                return Err(ExitCode::from(2));
+            }
+        }
         let next = match arg.as_str() {
             "--stdio" => Mode::Stdio,
             "--http" => {
                 let addr = args.next_if(|a| !a.starts_with('-')).unwrap_or_else(|| DEFAULT_ADDR.to_owned());
                 match addr.parse::<SocketAddr>() {
-                    Ok(addr) if addr.ip().is_loopback() => Mode::Http(addr),
+                    Ok(addr) if addr.ip().is_loopback() => Mode::Http(addr, EdgeOptions::default()),
                     Ok(addr) => {
                         eprintln!(
                             "everything: {addr} is not a loopback address: this server accepts any origin \
@@ -63,26 +79,33 @@ fn parse_args() -> Result<Mode, ExitCode> {
                         return Err(ExitCode::from(2));
                     }
                     Err(e) => {
-                        eprint!("everything: bad address {addr:?}: {e}\n\n{USAGE}");
+                        eprint!("everything: bad address {addr:?}: {e}\n\n{}", usage());
                         return Err(ExitCode::from(2));
                     }
                 }
             }
             "-h" | "--help" => {
-                print!("{USAGE}");
+                print!("{}", usage());
                 return Err(ExitCode::SUCCESS);
             }
             other => {
-                eprint!("everything: unknown argument {other:?}\n\n{USAGE}");
+                eprint!("everything: unknown argument {other:?}\n\n{}", usage());
                 return Err(ExitCode::from(2));
             }
         };
         if mode.replace(next).is_some() {
-            eprint!("everything: give one of --http and --stdio\n\n{USAGE}");
+            eprint!("everything: give one of --http and --stdio\n\n{}", usage());
             return Err(ExitCode::from(2));
         }
     }
-    Ok(mode.unwrap_or_else(|| Mode::Http(DEFAULT_ADDR.parse().expect("a valid default address"))))
+    Ok(
+        match mode.unwrap_or_else(|| {
+            Mode::Http(DEFAULT_ADDR.parse().expect("a valid default address"), EdgeOptions::default())
+        }) {
+            Mode::Http(addr, _) => Mode::Http(addr, edge),
+            Mode::Stdio => Mode::Stdio,
+        },
+    )
 }
 
 fn config() -> Config {
@@ -118,7 +141,7 @@ fn main() -> ExitCode {
         }
     };
     let code = match mode {
-        Mode::Http(addr) => runtime.block_on(serve_http(addr)),
+        Mode::Http(addr, edge) => runtime.block_on(serve_http(addr, edge)),
         Mode::Stdio => runtime.block_on(stdio()),
     };
     // A read of stdin may still be pending after an error: do not wait for it.
@@ -126,7 +149,7 @@ fn main() -> ExitCode {
     code
 }
 
-async fn serve_http(addr: SocketAddr) -> ExitCode {
+async fn serve_http(addr: SocketAddr, edge: EdgeOptions) -> ExitCode {
     raise_open_file_limit();
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(listener) => listener,
@@ -137,8 +160,10 @@ async fn serve_http(addr: SocketAddr) -> ExitCode {
     };
     let bound = listener.local_addr().unwrap_or(addr);
     // Loopback `Host` checks stay on (the default).
-    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-    let engine = HttpEngine::new(config(), http, fixture::catalog());
+    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    let mut config = config();
+    edge.apply(&mut config, &mut http);
+    let engine = HttpEngine::new(config, http, fixture::catalog());
     eprintln!("listening on http://{bound}/mcp");
     let server = HttpServer::new(engine, Arc::new(Everything::default()), AllowAll);
     let shutdown = async {
