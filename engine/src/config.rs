@@ -62,6 +62,22 @@ impl fmt::Debug for SecretKey {
 }
 
 /// Engine settings. Every limit says what happens when it is reached.
+///
+/// The setters take `&mut self` and return it, so they chain; a chain that starts from
+/// [`Config::new`] ends in `.to_owned()` (a `Config` is `Clone`) to hand the result over by
+/// value. One configuration can serve several engines: clone it.
+///
+/// ```
+/// use mcp_engine::{Catalog, Config, Engine};
+///
+/// let config = Config::new("notes", "1.0.0").instructions("Keeps notes.").logging(true).to_owned();
+/// let engine = Engine::new(config.clone(), Catalog::empty());
+/// assert_eq!(engine.config().server_info().name, "notes");
+///
+/// let mut config = config;
+/// config.max_in_flight(8);
+/// assert_eq!(config.in_flight_limit(), 8);
+/// ```
 #[derive(Debug, Clone)]
 pub struct Config {
     pub(crate) server_info: ServerInfo,

@@ -151,6 +151,10 @@
 //!   Streamable HTTP server over TCP, [`HttpServer`] and [`serve_http`].
 //! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
 //!   endpoint as a tower `Service`, `McpService`.
+//! - `typed/` (feature `schemars`, default; imports `reply`, `request`, `handler`): the
+//!   typed router, `Router`: each tool, resource, template and prompt declared once with
+//!   its handler and argument type, building both the catalog and the dispatch;
+//!   `Structured` output, `NoArgs`, and the route types (`routes`).
 //! - `oauth` (feature `oauth`; imports `auth`): verifying OAuth 2.1 access tokens for a
 //!   protected resource, `OAuthAuthorizer`, with the issuer's key set fetched over HTTPS
 //!   (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
@@ -177,6 +181,8 @@ mod store;
 mod strings;
 #[cfg(feature = "tower")]
 mod tower;
+#[cfg(feature = "schemars")]
+mod typed;
 mod work;
 
 pub use auth::{AllowAll, AuthorizeInfo, Authorizer};
@@ -198,3 +204,9 @@ pub use store::{MemorySessionStore, SessionStore, StoreError, StoreFuture};
 pub use strings::{Name, PooledString};
 #[cfg(feature = "tower")]
 pub use tower::{McpBody, McpService};
+#[cfg(feature = "schemars")]
+pub use typed::output::{IntoToolReply, NoArgs, Structured};
+#[cfg(feature = "schemars")]
+pub use typed::route as routes;
+#[cfg(feature = "schemars")]
+pub use typed::{Router, RouterError, TypedHandler};

@@ -21,12 +21,15 @@
 //! `x-mcp-header` annotations (`xheader`). May use: `wire`, `content` and the leaf
 //! modules. May not touch: requests, tickets or transports.
 
+#[cfg(feature = "schemars")]
+mod derive;
 pub(crate) mod schema;
 #[cfg_attr(not(fuzzing), allow(unreachable_pub))] // exported by `crate::internal` under `cfg(fuzzing)`
 pub(crate) mod uritemplate;
 pub(crate) mod xheader;
 
 use core::fmt;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -35,6 +38,9 @@ use crate::catalog::schema::SchemaValidator;
 use crate::catalog::uritemplate::{Captures, TemplateError, UriTemplate};
 use crate::catalog::xheader::{HeaderParam, XHeaderError, collect_header_params};
 use crate::wire::cursor::ListKind;
+
+#[cfg(feature = "schemars")]
+pub use derive::{input_schema_of, output_schema_of};
 
 /// An icon a client may show for an item (MCP `Icon`). Omitted on the wire for
 /// revision `2025-06-18`, which has no icons.
@@ -330,6 +336,19 @@ impl PromptArgument {
     pub fn required(name: impl Into<String>) -> Self {
         Self { required: true, ..Self::new(name) }
     }
+    /// Sets the display title.
+    ///
+    /// ```
+    /// use mcp_engine::PromptArgument;
+    ///
+    /// let id = PromptArgument::required("id").title("Note id").description("Which note.");
+    /// assert_eq!(id.title.as_deref(), Some("Note id"));
+    /// ```
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
     /// Sets the description.
     #[must_use]
     pub fn description(mut self, description: impl Into<String>) -> Self {
@@ -445,6 +464,15 @@ pub enum CatalogError {
         /// What is wrong and where.
         error: XHeaderError,
     },
+    /// A prompt's arguments derived from a type
+    /// ([`Prompt::arguments_for`](Prompt::arguments_for), feature `schemars`) that are not
+    /// an object of strings.
+    InvalidPromptArguments {
+        /// The prompt.
+        prompt: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A resource template with an unsupported or malformed expression.
     InvalidTemplate {
         /// The template.
@@ -479,6 +507,7 @@ impl fmt::Display for CatalogError {
                 write!(f, "the schema of `{item}` does not compile: {message}")
             }
             Self::InvalidHeaderAnnotation { tool, error } => write!(f, "tool `{tool}`: {error}"),
+            Self::InvalidPromptArguments { prompt, reason } => write!(f, "prompt `{prompt}`: {reason}"),
             Self::InvalidTemplate { template, error } => {
                 write!(f, "resource template `{template}`: {error}")
             }
@@ -535,18 +564,41 @@ pub(crate) struct PromptEntry {
 }
 
 /// A validated catalog. Build it with [`Catalog::builder`].
+///
+/// Cheap to share: a clone is a handful of reference-count increments, with no copy of
+/// a schema, a compiled validator or a prepared list entry. One catalog can serve a stdio
+/// engine and an HTTP engine at once:
+///
+/// ```
+/// use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
+/// use mcp_engine::{Catalog, Config, Engine, Tool};
+///
+/// let catalog = Catalog::builder().tool(Tool::new("now")).build()?;
+/// let config = Config::new("clock", "1.0");
+/// let stdio = Engine::new(config.clone(), catalog.clone());
+/// let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+/// let http = HttpEngine::new(config, http, catalog);
+/// assert_eq!(stdio.catalog().tools().count(), http.catalog().tools().count());
+/// # Ok::<(), mcp_engine::CatalogError>(())
+/// ```
+#[derive(Clone)]
 pub struct Catalog {
-    pub(crate) tools: Vec<ToolEntry>,
-    pub(crate) resources: Vec<ResourceEntry>,
-    pub(crate) templates: Vec<TemplateEntry>,
-    pub(crate) prompts: Vec<PromptEntry>,
-    /// Tools by name, prompts by name, resources by uri.
+    pub(crate) tools: Arc<[ToolEntry]>,
+    pub(crate) resources: Arc<[ResourceEntry]>,
+    pub(crate) templates: Arc<[TemplateEntry]>,
+    pub(crate) prompts: Arc<[PromptEntry]>,
+    /// Tools by name, prompts by name, resources by uri, and the list digests.
+    index: Arc<Index>,
+}
+
+/// The lookups of a [`Catalog`], shared between its clones.
+struct Index {
     tool_names: KeyIndex,
     prompt_names: KeyIndex,
     resource_uris: KeyIndex,
     /// A SHA-256 digest of each list as it is served (by `ListKind::index`): list cursors
     /// are bound to it, so a cursor of a list whose contents changed is refused.
-    list_digests: Box<[[u8; 32]; 4]>,
+    list_digests: [[u8; 32]; 4],
 }
 
 /// The positions of a list's items by key (a name or a uri), hashed at build, so that a
@@ -599,17 +651,7 @@ impl Catalog {
 
     /// An empty catalog: the server offers nothing but discovery.
     pub fn empty() -> Self {
-        Self {
-            tools: Vec::new(),
-            resources: Vec::new(),
-            templates: Vec::new(),
-            prompts: Vec::new(),
-            tool_names: KeyIndex::default(),
-            prompt_names: KeyIndex::default(),
-            resource_uris: KeyIndex::default(),
-            list_digests: Box::new([[0; 32]; 4]),
-        }
-        .with_digests()
+        Self::assemble(Vec::new(), Vec::new(), Vec::new(), Vec::new())
     }
 
     /// The tools, sorted by name.
@@ -629,6 +671,29 @@ impl Catalog {
         self.prompts.iter().map(|e| &e.prompt)
     }
 
+    /// The variables of the template `uri_template`, in order of appearance, each with
+    /// whether a matching uri always defines it; `None` when the catalog has no such
+    /// template. Path variables (`{id}`, `{+path}`) are always defined, query variables
+    /// (`{?q}`) only when the uri has them, and an exploded query variable (`{?rest*}`)
+    /// is not listed: what it collects is in
+    /// [`TemplateVars::pairs`](crate::TemplateVars::pairs).
+    ///
+    /// ```
+    /// use mcp_engine::{Catalog, ResourceTemplate};
+    ///
+    /// let catalog = Catalog::builder()
+    ///     .template(ResourceTemplate::new("note://{id}{?rev,rest*}", "note"))
+    ///     .build()?;
+    /// let vars: Vec<_> = catalog.template_variables("note://{id}{?rev,rest*}").unwrap().collect();
+    /// assert_eq!(vars, [("id", true), ("rev", false)]);
+    /// assert!(catalog.template_variables("note://{other}").is_none());
+    /// # Ok::<(), mcp_engine::CatalogError>(())
+    /// ```
+    pub fn template_variables(&self, uri_template: &str) -> Option<impl Iterator<Item = (&str, bool)>> {
+        let entry = self.templates.iter().find(|t| t.template.uri_template == uri_template)?;
+        Some(entry.parsed.named_variables())
+    }
+
     /// The tool called `name`.
     pub fn tool(&self, name: &str) -> Option<&Tool> {
         self.tool_index(name).map(|i| &self.tools[i].tool)
@@ -640,10 +705,10 @@ impl Catalog {
     }
 
     pub(crate) fn tool_index(&self, name: &str) -> Option<usize> {
-        self.tool_names.find(name, |i| &self.tools[i].tool.name)
+        self.index.tool_names.find(name, |i| &self.tools[i].tool.name)
     }
     pub(crate) fn prompt_index(&self, name: &str) -> Option<usize> {
-        self.prompt_names.find(name, |i| &self.prompts[i].prompt.name)
+        self.index.prompt_names.find(name, |i| &self.prompts[i].prompt.name)
     }
 
     /// Whether `tools` is advertised (the catalog has at least one tool).
@@ -666,7 +731,7 @@ impl Catalog {
         if !is_uri_text(uri) {
             return None;
         }
-        if self.resource_uris.find(uri, |i| &self.resources[i].resource.uri).is_some() {
+        if self.index.resource_uris.find(uri, |i| &self.resources[i].resource.uri).is_some() {
             captures.clear();
             return Some(None);
         }
@@ -700,26 +765,49 @@ impl Catalog {
     }
     /// The digest of each list as it is served, by `ListKind::index`.
     pub(crate) fn list_digests(&self) -> &[[u8; 32]; 4] {
-        &self.list_digests
+        &self.index.list_digests
     }
-    /// Computes [`Self::list_digests`]: each list's length, then each item's key and
-    /// fragment (as the latest revision serves it), length-prefixed. Boxed, so that a
-    /// `Catalog` stays small to move.
-    fn with_digests(mut self) -> Self {
+    /// The catalog of these sorted, checked entries: their indexes, and the digest of each
+    /// list ([`Self::list_digests`]: each list's length, then each item's key and fragment
+    /// as the latest revision serves it, length-prefixed).
+    fn assemble(
+        tools: Vec<ToolEntry>,
+        resources: Vec<ResourceEntry>,
+        templates: Vec<TemplateEntry>,
+        prompts: Vec<PromptEntry>,
+    ) -> Self {
         use sha2::Digest as _;
+        let index = Index {
+            tool_names: KeyIndex::new(tools.iter().map(|e| e.tool.name.as_str())),
+            prompt_names: KeyIndex::new(prompts.iter().map(|e| e.prompt.name.as_str())),
+            resource_uris: KeyIndex::new(resources.iter().map(|e| e.resource.uri.as_str())),
+            list_digests: [[0; 32]; 4],
+        };
+        let mut this = Self {
+            tools: tools.into(),
+            resources: resources.into(),
+            templates: templates.into(),
+            prompts: prompts.into(),
+            index: Arc::new(index),
+        };
+        let mut digests = [[0; 32]; 4];
         for kind in ListKind::ALL {
             let mut h = sha2::Sha256::new();
-            let n = self.list_len(kind);
+            let n = this.list_len(kind);
             h.update((n as u64).to_le_bytes());
             for i in 0..n {
-                for part in [self.list_key(kind, i), self.list_fragment(kind, i, true)] {
+                for part in [this.list_key(kind, i), this.list_fragment(kind, i, true)] {
                     h.update((part.len() as u64).to_le_bytes());
                     h.update(part.as_bytes());
                 }
             }
-            self.list_digests[kind.index()] = h.finalize().into();
+            digests[kind.index()] = h.finalize().into();
         }
-        self
+        // The index is not shared yet, so this always finds it.
+        if let Some(index) = Arc::get_mut(&mut this.index) {
+            index.list_digests = digests;
+        }
+        this
     }
 }
 
@@ -828,17 +916,7 @@ impl CatalogBuilder {
             return Err(CatalogError::DuplicatePrompt(w[0].prompt.name.clone()));
         }
 
-        Ok(Catalog {
-            tool_names: KeyIndex::new(tools.iter().map(|e| e.tool.name.as_str())),
-            prompt_names: KeyIndex::new(prompts.iter().map(|e| e.prompt.name.as_str())),
-            resource_uris: KeyIndex::new(resources.iter().map(|e| e.resource.uri.as_str())),
-            tools,
-            resources,
-            templates,
-            prompts,
-            list_digests: Box::new([[0; 32]; 4]),
-        }
-        .with_digests())
+        Ok(Catalog::assemble(tools, resources, templates, prompts))
     }
 }
 
@@ -1071,119 +1149,4 @@ impl Serialize for PromptWire<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn duplicates_are_refused_by_name() {
-        let e = Catalog::builder().tool(Tool::new("a")).tool(Tool::new("a")).build().unwrap_err();
-        assert!(matches!(e, CatalogError::DuplicateTool(n) if n == "a"));
-        let e = Catalog::builder()
-            .resource(Resource::new("x://1", "one"))
-            .resource(Resource::new("x://1", "uno"))
-            .build()
-            .unwrap_err();
-        assert!(matches!(e, CatalogError::DuplicateResource(u) if u == "x://1"));
-        let e = Catalog::builder().prompt(Prompt::new("p")).prompt(Prompt::new("p")).build().unwrap_err();
-        assert!(matches!(e, CatalogError::DuplicatePrompt(_)));
-        let e = Catalog::builder()
-            .prompt(Prompt::new("p").argument(PromptArgument::new("a")).argument(PromptArgument::new("a")))
-            .build()
-            .unwrap_err();
-        assert!(matches!(e, CatalogError::DuplicatePromptArgument { .. }));
-    }
-
-    #[test]
-    fn templates_and_header_annotations_are_checked_at_build() {
-        for bad in [
-            "x://{a,b}",
-            "x://{#frag}",
-            "x://{a}{b}",
-            "x://{id:0}",
-            "x://{?q}/x",
-            "x://no-variables",
-            "x://{",
-        ] {
-            let e = Catalog::builder().template(ResourceTemplate::new(bad, "t")).build().unwrap_err();
-            assert!(
-                matches!(&e, CatalogError::InvalidTemplate { template, .. } if template == bad),
-                "{bad}: {e}"
-            );
-        }
-        assert!(Catalog::builder().template(ResourceTemplate::new("x://{a}/{+rest}", "t")).build().is_ok());
-        assert!(
-            Catalog::builder()
-                .template(ResourceTemplate::new("x://{id:3}/{+p}{?q,rest*}", "t"))
-                .build()
-                .is_ok()
-        );
-        let bad_header = json!({
-            "type": "object",
-            "properties": { "n": { "type": "number", "x-mcp-header": "N" } }
-        });
-        let e = Catalog::builder().tool(Tool::new("t").input_schema(bad_header)).build().unwrap_err();
-        assert!(matches!(e, CatalogError::InvalidHeaderAnnotation { .. }), "{e}");
-        let good = json!({
-            "type": "object",
-            "properties": { "region": { "type": "string", "x-mcp-header": "Region" } }
-        });
-        let c = Catalog::builder().tool(Tool::new("t").input_schema(good)).build().unwrap();
-        assert_eq!(&*c.tool_header_params("t").unwrap()[0].header, "Region");
-        let e = Catalog::builder()
-            .tool(Tool::new("t").input_schema(json!({"type": "object", "minProperties": "x"})))
-            .build()
-            .unwrap_err();
-        assert!(matches!(e, CatalogError::InvalidSchema { .. }), "{e}");
-    }
-
-    #[test]
-    fn input_schema_root_must_be_object() {
-        for bad in [json!(true), json!({"type": "string"}), json!({}), json!({"type": ["object"]})] {
-            let e = Catalog::builder().tool(Tool::new("t").input_schema(bad)).build().unwrap_err();
-            assert!(matches!(e, CatalogError::InputSchemaNotObject(_)), "{e}");
-        }
-    }
-
-    #[test]
-    fn tool_names_follow_the_spec_pattern() {
-        for bad in ["", "has space", "slash/name", &"x".repeat(129)] {
-            let e = Catalog::builder().tool(Tool::new(bad)).build().unwrap_err();
-            assert!(matches!(e, CatalogError::InvalidToolName(_)));
-        }
-        assert!(Catalog::builder().tool(Tool::new("a.b-c_D9")).build().is_ok());
-    }
-
-    #[test]
-    fn lists_are_sorted_and_icons_dropped_for_0618() {
-        let c = Catalog::builder()
-            .tool(Tool::new("b").icon(Icon::new("https://x/i.png")))
-            .tool(Tool::new("a"))
-            .build()
-            .unwrap();
-        let names: Vec<_> = c.tools().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["a", "b"]);
-        assert!(c.list_fragment(ListKind::Tools, 1, true).contains("icons"));
-        assert!(!c.list_fragment(ListKind::Tools, 1, false).contains("icons"));
-        assert_eq!(
-            c.list_fragment(ListKind::Tools, 0, true),
-            r#"{"name":"a","inputSchema":{"type":"object"}}"#
-        );
-        // The digest of a list changes with its contents, and only its own.
-        let d = Catalog::builder().tool(Tool::new("b")).tool(Tool::new("a")).build().unwrap();
-        assert_ne!(c.list_digests()[0], d.list_digests()[0]);
-        assert_eq!(c.list_digests()[1..], d.list_digests()[1..]);
-        let same =
-            Catalog::builder().tool(Tool::new("a")).tool(Tool::new("b").icon(Icon::new("https://x/i.png")));
-        assert_eq!(same.build().unwrap().list_digests(), c.list_digests());
-    }
-
-    #[test]
-    fn prompt_argument_schema_is_closed() {
-        let p = Prompt::new("p").argument(PromptArgument::required("a")).argument(PromptArgument::new("b"));
-        assert_eq!(
-            p.argument_schema(),
-            json!({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["a"],"additionalProperties":false})
-        );
-    }
-}
+mod tests;

@@ -549,6 +549,19 @@ impl UriTemplate {
         &self.names
     }
 
+    /// The variables a match defines by name, in order of appearance: `(name, whether
+    /// every match defines it)`. Path variables are always defined, named query
+    /// variables only when present; the exploded query variable is left out.
+    pub fn named_variables(&self) -> impl Iterator<Item = (&str, bool)> {
+        let paths = self.segments.len();
+        let exploded = self.query.as_ref().and_then(|q| q.explode).map(usize::from);
+        self.names
+            .iter()
+            .enumerate()
+            .filter(move |&(i, _)| Some(i) != exploded)
+            .map(move |(i, name)| (&**name, i < paths))
+    }
+
     /// (hot) Whether `uri` matches the whole template; on a match,
     /// `captures` holds the decoded value of every variable the uri defines
     /// (every path variable, and the query variables present), in template
