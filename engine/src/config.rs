@@ -155,9 +155,11 @@ impl Config {
     }
     /// Most tickets outstanding at once (default 64). While that many are unanswered, a
     /// request that needs a ticket waits, and so does every frame after it, except
-    /// cancellations of requests that hold a ticket, which are taken out of order so the
-    /// client can free a slot. Frames at the head that need no ticket (a `ping`, a list)
-    /// are still served. Waiting frames stay buffered (one frame's worth of bytes); once
+    /// cancellations of requests that hold a ticket and the client's responses to the
+    /// server's requests (a request holding a slot may wait for one), which are taken
+    /// out of order. Frames at the head that need no ticket (a `ping`, a list) are still
+    /// served. Over HTTP each request waits on its own connection, and only requests that
+    /// need a ticket wait: a response, a notification, a `GET` or a `DELETE` is served. Waiting frames stay buffered (one frame's worth of bytes); once
     /// that buffer is full, [`Engine::handle_input`](crate::Engine::handle_input) accepts no more bytes, and a
     /// cancellation sent after that is read only when a slot frees. Clamped to
     /// 1..=65,535.
