@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use mcp_engine::Instant;
 use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Loaded, Verdict};
-use mcp_engine::{Config, Instant};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -127,16 +127,9 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
             Ok(()) => engine.set_entropy(&entropy),
             Err(e) => tracing::warn!(%e, "no OS randomness: HTTP sessions stay off"),
         }
-        let defaults = Config::new("", "");
-        Self {
-            engine,
-            handler,
-            auth,
-            max_in_flight: defaults.in_flight_limit(),
-            max_body: 1 << 20,
-            store: None,
-            done: mpsc::unbounded_channel(),
-        }
+        let (max_in_flight, max_body) =
+            (engine.config().in_flight_limit(), engine.http_config().body_limit());
+        Self { engine, handler, auth, max_in_flight, max_body, store: None, done: mpsc::unbounded_channel() }
     }
 
     /// Keeps sessions in `store` as well as in the engine's memory (turning the engine's
@@ -160,20 +153,19 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         Publisher::new(self.done.0.clone())
     }
 
-    /// The most requests with the handler at once. Set it to the engine's
-    /// [`Config::max_in_flight`] when you changed that (default 64): the engine cannot report
-    /// its limit, and answers a request over it `202 Accepted` with no body instead of
-    /// waiting for room, so the server must never let it get there.
+    /// The most requests with the handler at once (default: the engine's own
+    /// [`Config::max_in_flight`](mcp_engine::Config::max_in_flight), which bounds them anyway: the engine holds a request
+    /// that needs a ticket until one frees). Set it lower to run fewer handler tasks.
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n.max(1);
         self
     }
 
-    /// The engine's [`HttpConfig::max_body`](mcp_engine::http::HttpConfig::max_body)
-    /// (default 1 MiB), which the tower service must know to collect a body (it gives the
-    /// engine at most this plus one byte, so that a longer body is refused `413`): set it
-    /// when you changed that. Set smaller than the engine's cap, bodies between the two are
-    /// cut short and refused as malformed JSON. Not used by [`serve`](Self::serve).
+    /// The largest body the tower service collects (default: the engine's
+    /// [`HttpConfig::max_body`](mcp_engine::http::HttpConfig::max_body); it gives the
+    /// engine at most this plus one byte, so that a longer body is refused `413`). Set
+    /// smaller than the engine's cap, bodies between the two are cut short and refused as
+    /// malformed JSON. Not used by [`serve`](Self::serve).
     pub fn max_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes.max(1);
         self

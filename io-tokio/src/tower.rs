@@ -396,6 +396,17 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
             headers.push(("host", authority.as_bytes()));
         }
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        let endpoint = self.host.engine.http_config().endpoint_path();
+        let bare = path.split('?').next().unwrap_or(path);
+        if bare != endpoint && !bare.starts_with("/.well-known/") {
+            // Answered 404: a mount that does not strip (or strips) what the endpoint expects.
+            tracing::debug!(
+                path = bare,
+                endpoint,
+                "a request for a path that is not the endpoint (404): with axum's nest_service, \
+                 configure HttpConfig::endpoint(\"/\")"
+            );
+        }
         let now = self.host.now();
         match self.host.engine.handle_request(now, peer, parts.method.as_str(), path, &headers, &body) {
             Ok(conn) => {
