@@ -44,6 +44,22 @@ pub mod code {
     pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
 }
 
+/// A tool result whose `structuredContent` did not match the tool's output schema: the
+/// client was answered with a generic tool error instead (a host bug must not become
+/// invalid output). Taken with `Engine::take_output_mismatch` /
+/// `HttpEngine::take_output_mismatch`, for the host's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutputMismatch {
+    /// The tool's name.
+    pub tool: String,
+    /// Where in `structuredContent` the first error is (a JSON pointer; empty for the
+    /// whole value).
+    pub path: String,
+    /// What the validator says is wrong there.
+    pub message: String,
+}
+
 /// Why an answer to a ticket was refused. Nothing was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

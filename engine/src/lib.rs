@@ -112,7 +112,7 @@ pub use catalog::{
 };
 pub use config::{CachePolicy, CacheScope, Config, ServerInfo};
 pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
-pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError};
+pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMismatch};
 pub use level::LogLevel;
 pub use mcp::event::{
     Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, TemplateVars,

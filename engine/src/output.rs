@@ -53,6 +53,8 @@ pub(crate) struct Outbox {
     pub(crate) routed: Vec<Routed>,
     /// Where a refusal with a rich account is rendered (see [`crate::error::Detailed`]).
     pub(crate) detail: Detail,
+    /// The last tool result replaced for not matching its output schema, for the host.
+    pub(crate) mismatch: Option<crate::error::OutputMismatch>,
 }
 
 impl Outbox {

@@ -333,6 +333,13 @@ impl Engine {
         }
     }
 
+    /// The last tool result the engine replaced with a generic tool error because its
+    /// `structuredContent` did not match the tool's output schema (see
+    /// [`OutputMismatch`](crate::OutputMismatch)): log it, it is a bug in the host.
+    pub fn take_output_mismatch(&mut self) -> Option<crate::error::OutputMismatch> {
+        self.core.outbox_mut().mismatch.take()
+    }
+
     /// Answers a tool call. The result is written to the output at once.
     pub fn answer_tool<S: Serialize + ?Sized>(
         &mut self,

@@ -143,7 +143,17 @@ macro_rules! answer_on {
                 ticket: Ticket,
                 output: &ToolOutput<'_, serde_json::Value>,
             ) -> Result<(), AnswerError> {
-                self.answer_tool(ticket, output)
+                let r = self.answer_tool(ticket, output);
+                if let Some(m) = self.take_output_mismatch() {
+                    // The client got a generic tool error; the developer gets the reason.
+                    tracing::warn!(
+                        tool = %m.tool,
+                        path = %m.path,
+                        error = %m.message,
+                        "the tool's structuredContent does not match its output schema"
+                    );
+                }
+                r
             }
             fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
                 self.answer_resource(ticket, contents)

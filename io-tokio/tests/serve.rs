@@ -512,3 +512,48 @@ async fn a_handler_reporting_in_a_tight_loop_is_bounded() {
     assert_eq!(handler.0.load(Ordering::SeqCst), 1024);
     assert_eq!(progress, 1024, "every queued report reached the client");
 }
+
+/// A log sink for one test.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Answers with `structuredContent` its output schema refuses.
+struct Misshapen;
+
+impl Handler for Misshapen {
+    async fn call_tool(&self, _call: ToolCall) -> Result<ToolReply, HostFailure> {
+        Ok(ToolReply::text("five").with_structured_content(json!({ "n": "five" })))
+    }
+}
+
+#[tokio::test]
+async fn a_result_that_does_not_match_its_output_schema_is_logged_at_warn() {
+    let logs = Captured::default();
+    let sink = logs.clone();
+    let subscriber = tracing_subscriber::fmt().with_writer(move || sink.clone()).with_ansi(false).finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let schema = json!({ "type": "object", "properties": { "n": { "type": "integer" } }, "required": ["n"] });
+    let catalog =
+        Catalog::builder().tool(mcp_engine::Tool::new("count").output_schema(schema)).build().unwrap();
+    let mut client = Client::start(config(), catalog, Arc::new(Misshapen));
+    client.send(&call(1, "count", &json!({}))).await;
+    let r = client.recv().await;
+    // The client sees a generic tool error; the log says what is wrong, and where.
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(r["result"].get("structuredContent").is_none(), "{r}");
+    assert!(client.finish().await.is_empty());
+    let text = String::from_utf8_lossy(&logs.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        .into_owned();
+    assert!(text.contains("WARN") && text.contains("does not match its output schema"), "{text}");
+    assert!(text.contains("tool=count") && text.contains("path=/n"), "{text}");
+}

@@ -339,6 +339,21 @@ impl Answers<'_> {
         if let Some(validator) = declared
             && !structured_conforms(validator, output.structured_content, busy.revision)
         {
+            // For the host's log: the validator's first error (the error path only).
+            let (path, message) = match output.structured_content.map(serde_json::to_value) {
+                None => {
+                    (String::new(), "no structuredContent, and the tool declares an output schema".to_owned())
+                }
+                Some(Err(e)) => (String::new(), format!("structuredContent does not serialize: {e}")),
+                Some(Ok(v)) => match validator.iter_errors(&v).next() {
+                    Some(e) => (e.instance_path().to_string(), e.to_string()),
+                    None => {
+                        (String::new(), "structuredContent must be an object before 2026-07-28".to_owned())
+                    }
+                },
+            };
+            let tool = self.catalog.tools[busy.target as usize].tool.name.to_string();
+            self.outbox.mismatch = Some(crate::error::OutputMismatch { tool, path, message });
             // A host bug must not become invalid output: the model sees a failed call.
             return self.answer(ticket, Kind::Tool, |out, _| {
                 out.extend_from_slice(

@@ -156,6 +156,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             out_pos: 0,
             routed: Vec::with_capacity(cfg.max_in_flight),
             detail: Detail::default(),
+            mismatch: None,
         },
         tickets: Tickets {
             slots,
