@@ -18,7 +18,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::get;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_io_tokio::{AllowAll, HttpServer};
+use mcp_io_tokio::HttpServer;
 
 use crate::fixture::Everything;
 
@@ -43,7 +43,7 @@ async fn main() -> ExitCode {
     http.endpoint("/");
     let config = mcp_fixture::config();
     let engine = HttpEngine::new(config, http, fixture::catalog());
-    let mcp = HttpServer::new(engine, Arc::new(Everything::default()), AllowAll).into_service();
+    let mcp = HttpServer::without_authorizer(engine, Arc::new(Everything::default())).into_service();
     let app = Router::new().route("/health", get(|| async { "ok" })).nest_service("/mcp", mcp);
 
     let listener = match tokio::net::TcpListener::bind(addr).await {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Config, Engine};
 use mcp_fixture::edge::EdgeOptions;
-use mcp_io_tokio::{AllowAll, HttpServer, serve_stdio};
+use mcp_io_tokio::{HttpServer, serve_stdio};
 use tracing_subscriber::EnvFilter;
 
 use crate::fixture::Everything;
@@ -165,7 +165,7 @@ async fn serve_http(addr: SocketAddr, edge: EdgeOptions) -> ExitCode {
     edge.apply(&mut config, &mut http);
     let engine = HttpEngine::new(config, http, fixture::catalog());
     eprintln!("listening on http://{bound}/mcp");
-    let server = HttpServer::new(engine, Arc::new(Everything::default()), AllowAll);
+    let server = HttpServer::without_authorizer(engine, Arc::new(Everything::default()));
     let shutdown = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

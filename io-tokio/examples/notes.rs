@@ -18,8 +18,8 @@ use std::time::Duration;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Config, Engine, Prompt, Resource, ResourceTemplate, Tool};
 use mcp_io_tokio::{
-    AllowAll, HostFailure, NoArgs, PromptReply, ResourceRead, ResourceReply, Router, Structured, ToolCall,
-    serve_http, serve_stdio,
+    HostFailure, HttpServer, NoArgs, PromptReply, ResourceRead, ResourceReply, Router, Structured, ToolCall,
+    serve_stdio,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -153,7 +153,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             eprintln!("listening on http://{}/mcp", listener.local_addr()?);
             let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-            serve_http(listener, HttpEngine::new(config, http, catalog), handler, AllowAll).await?;
+            HttpServer::without_authorizer(HttpEngine::new(config, http, catalog), handler)
+                .serve(listener)
+                .await?;
         }
         _ => return Err("usage: notes --stdio | --http ADDR".into()),
     }

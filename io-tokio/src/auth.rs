@@ -193,6 +193,38 @@ impl Authorizer for AllowAll {
     }
 }
 
+/// The authorizer of a server built without one
+/// ([`HttpServer::without_authorizer`](crate::HttpServer::without_authorizer)): an engine
+/// under [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone) never asks
+/// it. Should the engine ask (it was configured with `Authorization::Host`), every request
+/// is refused `500` and an error is logged: a server never allows by omission.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoAuthorizer;
+
+impl NoAuthorizer {
+    fn refuse() -> Verdict {
+        tracing::error!(
+            "the engine asks for authorization (Authorization::Host), but the server was built \
+             without an authorizer: refusing (give one with HttpServer::new)"
+        );
+        Verdict::Failed
+    }
+}
+
+impl Authorizer for NoAuthorizer {
+    fn authorize(&self, _: &AuthorizeInfo) -> impl Future<Output = Verdict> + Send {
+        std::future::ready(Self::refuse())
+    }
+
+    fn authorize_now(&self, _: &AuthorizeInfo) -> Option<Verdict> {
+        Some(Self::refuse())
+    }
+
+    fn authorize_body_now(&self, _: &AuthorizeInfo, _: &[u8]) -> Option<Verdict> {
+        Some(Self::refuse())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use crate::auth::{AuthorizeInfo, Authorizer};
+use crate::auth::{AuthorizeInfo, Authorizer, NoAuthorizer};
 use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
 use crate::readiness::{Ready, ReadyQueue};
@@ -109,6 +109,32 @@ impl<H, A> std::fmt::Debug for HttpServer<H, A> {
             .field("max_in_flight", &self.max_in_flight)
             .field("max_body", &self.max_body)
             .finish_non_exhaustive()
+    }
+}
+
+impl<H: Handler> HttpServer<H, NoAuthorizer> {
+    /// A server of `engine` under
+    /// [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone), with
+    /// `handler` doing its work: no authorizer to give, since the engine never asks (were
+    /// it configured with `Authorization::Host`, every request would be refused `500`, see
+    /// [`NoAuthorizer`]). Otherwise as [`new`](HttpServer::new).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use mcp_engine::{Catalog, Config};
+    /// # use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
+    /// # use mcp_io_tokio::{Handler, HttpServer};
+    /// # struct Tools;
+    /// # impl Handler for Tools {}
+    /// # async fn run() -> std::io::Result<()> {
+    /// let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    /// let engine = HttpEngine::new(Config::new("tools", "1"), http, Catalog::empty());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+    /// HttpServer::without_authorizer(engine, Arc::new(Tools)).serve(listener).await
+    /// # }
+    /// ```
+    pub fn without_authorizer(engine: HttpEngine, handler: Arc<H>) -> Self {
+        Self::new(engine, handler, NoAuthorizer)
     }
 }
 

@@ -185,7 +185,7 @@ mod tower;
 mod typed;
 mod work;
 
-pub use auth::{AllowAll, AuthorizeInfo, Authorizer};
+pub use auth::{AllowAll, AuthorizeInfo, Authorizer, NoAuthorizer};
 pub use channel::{PublishError, Publisher};
 pub use handler::{Handler, ToolFn, tool_fn};
 pub use http::{HttpServer, serve_http};

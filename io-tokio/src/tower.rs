@@ -84,7 +84,7 @@ const REQUEST_QUEUE: usize = 64;
 /// http.endpoint("/"); // nest_service strips `/mcp`
 /// let engine = HttpEngine::new(Config::new("clock", "1.0"), http, catalog);
 /// let handler = Arc::new(tool_fn(|_call| async { Ok(ToolReply::text("It is now.")) }));
-/// let app = axum::Router::new().nest_service("/mcp", McpService::new(engine, handler, AllowAll));
+/// let app = axum::Router::new().nest_service("/mcp", McpService::without_authorizer(engine, handler));
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
 /// axum::serve(listener, app).await
 /// # }
@@ -110,6 +110,13 @@ impl McpService {
     /// answered: must be called inside a tokio runtime.
     pub fn new<H: Handler, A: Authorizer>(engine: HttpEngine, handler: Arc<H>, auth: A) -> Self {
         HttpServer::new(engine, handler, auth).into_service()
+    }
+
+    /// A service of `engine` under
+    /// [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone): no
+    /// authorizer to give (see [`HttpServer::without_authorizer`]).
+    pub fn without_authorizer<H: Handler>(engine: HttpEngine, handler: Arc<H>) -> Self {
+        HttpServer::without_authorizer(engine, handler).into_service()
     }
 
     async fn call_engine<B>(self, req: Request<B>) -> Response<McpBody>

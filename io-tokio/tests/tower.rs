@@ -234,3 +234,21 @@ async fn a_request_for_a_path_that_is_not_the_endpoint_is_logged_at_debug() {
     assert!(text.contains("DEBUG") && text.contains("not the endpoint"), "{text}");
     assert!(text.contains("endpoint=\"/mcp\"") || text.contains("endpoint=/mcp"), "{text}");
 }
+
+#[tokio::test]
+async fn a_server_without_an_authorizer_serves_everyone_and_refuses_when_asked() {
+    // Under `Authorization::Everyone` there is nothing to give.
+    let app =
+        Router::new().route_service("/mcp", McpService::without_authorizer(engine("/mcp"), Probe::new()));
+    let req = request("/mcp", "tools/call", Some("echo"), call_body(1, "echo", &json!({ "text": "hi" })));
+    let (status, v) = json_of(patient("oneshot", app.oneshot(req)).await.expect("infallible")).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(first_text(&v), "hi");
+    // An engine that asks (`Authorization::Host`) gets a refusal, never an allowance.
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    let asking = HttpEngine::new(Config::new("io-tokio-tower-test", "0.0.1"), http, catalog());
+    let svc = McpService::without_authorizer(asking, Probe::new());
+    let req = request("/mcp", "tools/call", Some("echo"), call_body(2, "echo", &json!({ "text": "hi" })));
+    let response = patient("oneshot", svc.oneshot(req)).await.expect("infallible");
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+}
