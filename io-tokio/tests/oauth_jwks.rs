@@ -317,3 +317,22 @@ async fn a_bad_signature_is_never_decided_on_the_engines_task() {
     }
     assert_eq!(keys.verify(&forged).await.map(|_| ()), Err(VerifyError::Invalid(TokenError::Signature)));
 }
+
+#[tokio::test]
+async fn an_authorization_server_that_does_not_answer_is_503_to_try_again() {
+    // A loopback port nobody listens on: the introspection endpoint does not answer.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let endpoint = format!("http://{closed}/introspect");
+    let issuer = "http://127.0.0.1:1";
+    let verifier = Arc::new(
+        mcp_io_tokio::IntrospectionVerifier::new(endpoint, issuer, "http://127.0.0.1/mcp", "rs", "secret")
+            .allow_loopback_http(true)
+            .timeout(Duration::from_secs(2)),
+    );
+    assert_eq!(verifier.verify("some-token").await.map(|_| ()), Err(VerifyError::Unreachable));
+    let addr =
+        protected_server("http://127.0.0.1/mcp", issuer, OAuthAuthorizer::introspection(verifier)).await;
+    let r = list_tools(addr, Some("some-token")).await;
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("1"));
+}

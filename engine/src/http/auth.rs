@@ -37,6 +37,10 @@ pub enum Verdict {
     Forbidden,
     /// `500 Internal Server Error`: the hook itself failed.
     Failed,
+    /// `503 Service Unavailable` with `Retry-After: 1`: the host cannot decide now (say
+    /// its authorization server does not answer); the client may try again. Not counted
+    /// as an authentication failure.
+    Unavailable,
 }
 
 impl Verdict {

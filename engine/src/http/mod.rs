@@ -689,6 +689,7 @@ impl HttpEngine {
             Verdict::Unauthenticated => refuse(c, now, 401, &[("www-authenticate", "Bearer")]),
             Verdict::Forbidden => refuse(c, now, 403, &[]),
             Verdict::Failed => refuse(c, now, 500, &[]),
+            Verdict::Unavailable => refuse(c, now, 503, &[("retry-after", "1")]),
         }
         self.settle(conn.slot);
         self.process();
@@ -719,6 +720,7 @@ impl HttpEngine {
             Verdict::Unauthenticated => respond_empty(c, now, 401, &[("www-authenticate", "Bearer")]),
             Verdict::Forbidden => respond_empty(c, now, 403, &[]),
             Verdict::Failed => respond_empty(c, now, 500, &[]),
+            Verdict::Unavailable => respond_empty(c, now, 503, &[("retry-after", "1")]),
         }
         self.work.push_back(conn.slot);
         self.settle(conn.slot);

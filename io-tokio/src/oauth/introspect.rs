@@ -293,6 +293,15 @@ impl IntrospectionVerifier {
                 tracing::debug!(endpoint = %self.endpoint, "token introspection: 400 for the token");
                 return Err(VerifyError::Inactive);
             }
+            // No answer, or one saying to come back later: the client may retry.
+            Err(e @ (FetchError::Timeout(_) | FetchError::Transport(..))) => {
+                tracing::warn!(error = %e, "token introspection: the authorization server does not answer");
+                return Err(VerifyError::Unreachable);
+            }
+            Err(e @ FetchError::Status(_, 429 | 500..=599)) => {
+                tracing::warn!(error = %e, "token introspection: the authorization server does not answer");
+                return Err(VerifyError::Unreachable);
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "token introspection failed");
                 return Err(VerifyError::Unavailable);

@@ -78,17 +78,23 @@ pub enum VerifyError {
     /// `error="invalid_token"`.
     Inactive,
     /// The authorization server could not be asked (introspection): the token is neither
-    /// good nor bad. `500`.
+    /// good nor bad. `500`: this server is misconfigured (its client credentials are
+    /// refused, the endpoint answers something else than introspection).
     Unavailable,
+    /// The authorization server did not answer (no connection, no answer in time, a
+    /// `5xx` or `429`): `503` with `Retry-After: 1`, for the client to try again.
+    Unreachable,
 }
 
 impl VerifyError {
     /// What to tell the engine: [`Verdict::Unauthenticated`] for a bad token,
-    /// [`Verdict::Failed`] when it could not be checked.
+    /// [`Verdict::Failed`] when it could not be checked, [`Verdict::Unavailable`] when
+    /// the authorization server did not answer.
     pub fn verdict(&self) -> Verdict {
         match self {
             Self::Invalid(_) | Self::Inactive => Verdict::Unauthenticated,
             Self::Unavailable => Verdict::Failed,
+            Self::Unreachable => Verdict::Unavailable,
         }
     }
 
@@ -112,6 +118,7 @@ impl VerifyError {
             },
             Self::Inactive => "inactive token",
             Self::Unavailable => "the authorization server could not be asked",
+            Self::Unreachable => "the authorization server does not answer",
         }
     }
 }
@@ -273,7 +280,8 @@ enum Verifier {
 /// | good, a required scope missing | [`Verdict::Forbidden`] | `403`, `error="insufficient_scope"` |
 /// | none (not asked when protected: the engine answers itself) | [`Verdict::Unauthenticated`] | `401` with the challenge, no `error` |
 /// | bad, expired, inactive, for another resource or issuer | [`Verdict::Unauthenticated`] | `401`, `error="invalid_token"` |
-/// | not checkable (introspection endpoint down) | [`Verdict::Failed`] | `500` |
+/// | not checkable (the introspection endpoint refuses this server's credentials, or answers something else) | [`Verdict::Failed`] | `500` |
+/// | the authorization server does not answer (no connection, no answer in time, `5xx`, `429`) | [`Verdict::Unavailable`] | `503`, `Retry-After: 1` |
 ///
 /// A refusal is logged at `debug` with its reason ([`VerifyError::reason`]): never the
 /// token, a claim's value or a key id.
@@ -394,6 +402,7 @@ mod tests {
         assert_eq!(VerifyError::Inactive.verdict(), Verdict::Unauthenticated);
         assert_eq!(VerifyError::Invalid(TokenError::Expired).verdict(), Verdict::Unauthenticated);
         assert_eq!(VerifyError::Unavailable.verdict(), Verdict::Failed);
+        assert_eq!(VerifyError::Unreachable.verdict(), Verdict::Unavailable);
         assert_eq!(
             VerifyError::Invalid(TokenError::UnknownKid("secret-ish".into())).to_string(),
             "unknown key id"
