@@ -2,7 +2,9 @@
 //! cancellation, end of input and handler failures.
 
 mod common;
+mod log_capture;
 
+use log_capture::Captured;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -513,20 +515,6 @@ async fn a_handler_reporting_in_a_tight_loop_is_bounded() {
     assert_eq!(progress, 1024, "every queued report reached the client");
 }
 
-/// A log sink for one test.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Answers with `structuredContent` its output schema refuses.
 struct Misshapen;
 
@@ -552,8 +540,7 @@ async fn a_result_that_does_not_match_its_output_schema_is_logged_at_warn() {
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert!(r["result"].get("structuredContent").is_none(), "{r}");
     assert!(client.finish().await.is_empty());
-    let text = String::from_utf8_lossy(&logs.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-        .into_owned();
+    let text = logs.text();
     assert!(text.contains("WARN") && text.contains("does not match its output schema"), "{text}");
     assert!(text.contains("tool=count") && text.contains("path=/n"), "{text}");
 }

@@ -4,7 +4,9 @@
 #![cfg(feature = "tower")]
 
 mod http_support;
+mod log_capture;
 
+use log_capture::Captured;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -200,20 +202,6 @@ async fn the_service_keeps_the_in_flight_limit_and_authorizes() {
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
 }
 
-/// A log sink for one test.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_request_for_a_path_that_is_not_the_endpoint_is_logged_at_debug() {
     let logs = Captured::default();
@@ -229,8 +217,7 @@ async fn a_request_for_a_path_that_is_not_the_endpoint_is_logged_at_debug() {
     let req = request("/mcp", "tools/call", Some("echo"), call_body(1, "echo", &json!({ "text": "hi" })));
     let response = patient("oneshot", app.oneshot(req)).await.expect("infallible");
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
-    let text = String::from_utf8_lossy(&logs.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-        .into_owned();
+    let text = logs.text();
     assert!(text.contains("DEBUG") && text.contains("not the endpoint"), "{text}");
     assert!(text.contains("endpoint=\"/mcp\"") || text.contains("endpoint=/mcp"), "{text}");
 }

@@ -559,11 +559,17 @@ type Tickets = std::rc::Rc<std::cell::RefCell<Vec<mcp_engine::Ticket>>>;
 
 /// A client whose host keeps every ticket (and records cancellations).
 fn holding_client() -> (Client, Tickets, Tickets) {
+    holding_client_with(everything::config().in_flight_limit())
+}
+
+/// [`holding_client`] with `max_in_flight` ticket slots.
+fn holding_client_with(max_in_flight: usize) -> (Client, Tickets, Tickets) {
     let held = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let cancelled = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let (h, x) = (held.clone(), cancelled.clone());
     let mut config = everything::config();
     config.secret_key([3; 32]);
+    config.max_in_flight(max_in_flight);
     let mut c = client_of(
         config,
         http(),
@@ -752,23 +758,7 @@ fn an_http_1_0_request_cannot_ask_its_client_for_input() {
 
 /// [`holding_client`] on an engine with one ticket slot.
 fn one_slot_client() -> (Client, Tickets, Tickets) {
-    let held = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let cancelled = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let (h, x) = (held.clone(), cancelled.clone());
-    let mut config = everything::config();
-    config.secret_key([3; 32]);
-    config.max_in_flight(1);
-    let mut c = client_of(
-        config,
-        http(),
-        everything::catalog(),
-        Box::new(move |ev: mcp_engine::Event<'_>| match ev {
-            mcp_engine::Event::Cancelled(t) => x.borrow_mut().push(t),
-            ev => h.borrow_mut().push(ev.ticket()),
-        }),
-    );
-    c.e.set_entropy(&ENTROPY);
-    (c, held, cancelled)
+    holding_client_with(1)
 }
 
 /// Opens a 2025-11-25 session whose client declared `roots`; returns its id.
