@@ -42,6 +42,10 @@ pub mod code {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
     /// The request names a protocol revision the server does not speak (`2026-07-28`).
     pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
+    /// Over a protected HTTP endpoint: the token lacks the scopes the method needs (`403`
+    /// with an `insufficient_scope` challenge naming them). From the implementation range
+    /// (`docs/decisions.md`).
+    pub const INSUFFICIENT_SCOPE: i32 = -32011;
 }
 
 /// A tool result whose `structuredContent` did not match the tool's output schema: the
@@ -255,6 +259,8 @@ pub(crate) enum PeerError<'a> {
     TooManySubscriptionsForPeer(usize),
     /// A listen stream on a response that cannot carry one (HTTP/1.0).
     ListenNeedsStream,
+    /// The caller's token lacks the scopes the method needs (HTTP `403`).
+    InsufficientScope,
     SubscriptionsNotStrings,
     TooManyUris(usize),
 }
@@ -281,6 +287,7 @@ impl PeerError<'_> {
             | E::SessionRequired
             | E::SessionVersionMismatch => code::INVALID_REQUEST,
             E::SessionNotFound => code::SESSION_NOT_FOUND,
+            E::InsufficientScope => code::INSUFFICIENT_SCOPE,
             E::TooManySessions => code::INTERNAL_ERROR,
             E::MethodNotFound(_) => code::METHOD_NOT_FOUND,
             E::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
@@ -310,6 +317,7 @@ impl PeerError<'_> {
             | E::SessionRequired
             | E::SessionVersionMismatch => 400,
             E::SessionNotFound => 404,
+            E::InsufficientScope => 403,
             E::TooManySessions => 503,
             E::Detailed { status, .. } => *status,
             e if e.code() == code::INVALID_REQUEST || e.code() == code::PARSE_ERROR => 400,
@@ -446,6 +454,7 @@ impl fmt::Display for PeerError<'_> {
             E::TooManySubscriptionsForPeer(max) => {
                 write!(f, "Internal error: too many open subscriptions for this client (at most {max})")
             }
+            E::InsufficientScope => f.write_str("Insufficient scope"),
             E::ListenNeedsStream => f.write_str(
                 "Invalid Request: subscriptions/listen needs a stream, which an HTTP/1.0 response cannot carry",
             ),

@@ -121,6 +121,7 @@ pub use mcp::mrtr::{
     ClientCapabilities, InputError, InputKind, InputRequest, InputRequestBuf, InputRequired, InputResponse,
     InputResponses,
 };
+pub use mcp::scopes::{ScopeSet, Scopes};
 pub use mcp::subs::{CatalogChange, ReplaceError};
 pub use mcp::tickets::Ticket;
 pub use revision::Revision;

@@ -754,7 +754,7 @@ impl Engine {
                     Flow::Ticketed | Flow::Other => false,
                 };
                 if serve {
-                    core.handle(Route::Stdio, None, Ok(n), &[]);
+                    core.handle(Route::Stdio, None, None, Ok(n), &[]);
                     Peeked::Served
                 } else if flow == Flow::Cancel {
                     Peeked::Later
@@ -763,7 +763,7 @@ impl Engine {
                 }
             }
             Err(e) if at_head => {
-                core.handle(Route::Stdio, None, Err(e), &[]);
+                core.handle(Route::Stdio, None, None, Err(e), &[]);
                 Peeked::Served
             }
             Err(_) => Peeked::Waits,
@@ -776,7 +776,7 @@ impl Engine {
             return;
         }
         let core = &mut self.core;
-        self.parser.parse(bytes, |parsed| core.handle(Route::Stdio, None, parsed, &[]));
+        self.parser.parse(bytes, |parsed| core.handle(Route::Stdio, None, None, parsed, &[]));
     }
 }
 

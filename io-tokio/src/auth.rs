@@ -4,7 +4,7 @@ use core::fmt;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 
-use mcp_engine::http::{HeaderList, Verdict};
+use mcp_engine::http::{HeaderList, Scopes, Verdict};
 
 /// An owned copy of what an authorization hook decides on: the peer and the request's
 /// headers (the engine's [`AuthorizeRequest`](mcp_engine::http::AuthorizeRequest), made
@@ -22,6 +22,10 @@ pub struct AuthorizeInfo {
     /// The request's headers, in order, repeated ones included. Names are as the client
     /// sent them (compare them case-insensitively, or use [`header`](Self::header)).
     pub headers: Vec<(String, Vec<u8>)>,
+    /// The server's scope names ([`HttpEngine::scopes`](mcp_engine::http::HttpEngine::scopes)):
+    /// turn a token's scopes into a [`Grant`](mcp_engine::http::Grant)'s with
+    /// [`Scopes::set_of`]. Empty without a scope policy.
+    pub scopes: Scopes,
 }
 
 impl AuthorizeInfo {
@@ -34,6 +38,7 @@ impl AuthorizeInfo {
             peer,
             client: peer.map(|p| p.ip()),
             headers: headers.into_iter().map(|(n, v)| (n.into(), v.into())).collect(),
+            scopes: Scopes::default(),
         }
     }
 
@@ -45,9 +50,11 @@ impl AuthorizeInfo {
         peer: Option<SocketAddr>,
         client: Option<IpAddr>,
         headers: &HeaderList<'_>,
+        scopes: &Scopes,
     ) {
         self.peer = peer;
         self.client = client;
+        self.scopes.clone_from(scopes);
         let headers = headers.as_slice();
         self.headers.truncate(headers.len());
         for (i, h) in headers.iter().enumerate() {

@@ -433,14 +433,14 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                     None
                 }
                 Some(HttpEvent::Authorize(req)) => {
-                    self.asking.refill(req.peer, req.client, &req.headers);
+                    self.asking.refill(req.peer, req.client, &req.headers, req.scopes);
                     Some(match self.auth.authorize_now(&self.asking) {
                         Some(verdict) => Ask::Now(VerdictMsg { conn: req.conn, body: false, verdict }),
                         None => Ask::Later(req.conn, self.asking.clone(), None),
                     })
                 }
                 Some(HttpEvent::AuthorizeBody(req)) => {
-                    self.asking.refill(req.peer, req.client, &req.headers);
+                    self.asking.refill(req.peer, req.client, &req.headers, req.scopes);
                     Some(match self.auth.authorize_body_now(&self.asking, req.body) {
                         Some(verdict) => Ask::Now(VerdictMsg { conn: req.conn, body: true, verdict }),
                         None => Ask::Later(req.conn, self.asking.clone(), Some(req.body.to_vec())),

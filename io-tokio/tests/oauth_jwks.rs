@@ -14,7 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use mcp_engine::http::{JwtVerifier, TokenError, Verdict};
+use mcp_engine::http::{
+    AllowedOrigins, Authorization, HttpConfig, HttpEngine, JwtVerifier, ScopePolicy, TokenError, Verdict,
+};
+use mcp_engine::{Catalog, Config};
 use mcp_io_tokio::{
     AuthorizeInfo, Authorizer, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
 };
@@ -274,12 +277,18 @@ async fn a_token_that_verified_is_decided_at_once_without_allocating() {
     keys.load().await.unwrap();
     let token = mint(&r.url(), "rsa-1", "alice");
     let auth = OAuthAuthorizer::jwt(Arc::clone(&keys)).require_scopes(["mcp:read"]);
-    let info = AuthorizeInfo::new(None, [("authorization", format!("Bearer {token}"))]);
+    let mut info = AuthorizeInfo::new(None, [("authorization", format!("Bearer {token}"))]);
+    // The scope names of a server whose policy knows `mcp:read` and `mcp:admin`.
+    let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    http.scope_policy(ScopePolicy::new().require("tools/call", ["mcp:read"]).unwrap().known(["mcp:admin"]).unwrap());
+    let engine = HttpEngine::new(Config::new("t", "1"), http, Catalog::empty());
+    info.scopes = engine.scopes().clone();
     // Not seen before: verified in a task (the signature check stays off the engine's
     // task).
     assert_eq!(auth.authorize_now(&info), None);
     let first = auth.authorize(&info).await;
-    assert!(matches!(first, Verdict::AllowAs(_)));
+    let Verdict::Grant(grant) = first else { panic!("{first:?}") };
+    assert_eq!(grant.scope_set(), info.scopes.set_of(["mcp:read"]), "the token's scopes the server knows");
     // Seen: decided at once, from the cache, allocating nothing.
     let mut again = None;
     let info_ref = &info;

@@ -24,6 +24,7 @@
 #[cfg(feature = "schemars")]
 mod derive;
 pub(crate) mod schema;
+pub(crate) mod scopes;
 #[cfg_attr(not(fuzzing), allow(unreachable_pub))] // exported by `crate::internal` under `cfg(fuzzing)`
 pub(crate) mod uritemplate;
 pub(crate) mod xheader;
@@ -111,6 +112,10 @@ pub struct Tool {
     /// `2026-07-28` call must declare in its `_meta`; a call that lacks one is refused with
     /// `-32021` and `data.requiredCapabilities` before the host is asked.
     pub required_client_capabilities: Vec<String>,
+    /// Scopes a caller needs to see and call the tool over a protected HTTP endpoint:
+    /// alternative sets, any one of which suffices; empty: none beyond the method's
+    /// ([`Tool::requires_scopes`]).
+    pub required_scopes: Vec<Vec<String>>,
 }
 
 impl Tool {
@@ -125,6 +130,7 @@ impl Tool {
             annotations: None,
             icons: Vec::new(),
             required_client_capabilities: Vec::new(),
+            required_scopes: Vec::new(),
         }
     }
     /// Sets the title.
@@ -189,6 +195,8 @@ pub struct Resource {
     pub size: Option<u64>,
     /// Icons (not sent to `2025-06-18` clients).
     pub icons: Vec<Icon>,
+    /// Scopes a caller needs to see and read it ([`Resource::requires_scopes`]).
+    pub required_scopes: Vec<Vec<String>>,
 }
 
 impl Resource {
@@ -202,6 +210,7 @@ impl Resource {
             mime_type: None,
             size: None,
             icons: Vec::new(),
+            required_scopes: Vec::new(),
         }
     }
     /// Sets the title.
@@ -271,6 +280,9 @@ pub struct ResourceTemplate {
     pub mime_type: Option<String>,
     /// Icons (not sent to `2025-06-18` clients).
     pub icons: Vec<Icon>,
+    /// Scopes a caller needs to see it and read what it matches
+    /// ([`ResourceTemplate::requires_scopes`]).
+    pub required_scopes: Vec<Vec<String>>,
 }
 
 impl ResourceTemplate {
@@ -283,6 +295,7 @@ impl ResourceTemplate {
             description: None,
             mime_type: None,
             icons: Vec::new(),
+            required_scopes: Vec::new(),
         }
     }
     /// Sets the title.
@@ -370,12 +383,21 @@ pub struct Prompt {
     pub arguments: Vec<PromptArgument>,
     /// Icons (not sent to `2025-06-18` clients).
     pub icons: Vec<Icon>,
+    /// Scopes a caller needs to see and get it ([`Prompt::requires_scopes`]).
+    pub required_scopes: Vec<Vec<String>>,
 }
 
 impl Prompt {
     /// A prompt called `name` with no arguments.
     pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), title: None, description: None, arguments: Vec::new(), icons: Vec::new() }
+        Self {
+            name: name.into(),
+            title: None,
+            description: None,
+            arguments: Vec::new(),
+            icons: Vec::new(),
+            required_scopes: Vec::new(),
+        }
     }
     /// Sets the title.
     #[must_use]
@@ -465,13 +487,22 @@ pub enum CatalogError {
         error: XHeaderError,
     },
     /// A prompt's arguments derived from a type
-    /// ([`Prompt::arguments_for`](Prompt::arguments_for), feature `schemars`) that are not
+    /// (`Prompt::arguments_for`, feature `schemars`) that are not
     /// an object of strings.
     InvalidPromptArguments {
         /// The prompt.
         prompt: String,
         /// What is wrong.
         reason: String,
+    },
+    /// Scopes a definition requires that are not RFC 6750 scope tokens, an empty or
+    /// oversize set (more than 16 scopes, or more than 8 alternative sets), or more than 64
+    /// distinct scope names across the catalog.
+    InvalidScopes {
+        /// The definition (or `catalog` for the count).
+        item: String,
+        /// What is wrong.
+        reason: &'static str,
     },
     /// A resource template with an unsupported or malformed expression.
     InvalidTemplate {
@@ -511,6 +542,7 @@ impl fmt::Display for CatalogError {
             Self::InvalidTemplate { template, error } => {
                 write!(f, "resource template `{template}`: {error}")
             }
+            Self::InvalidScopes { item, reason } => write!(f, "`{item}`: {reason}"),
         }
     }
 }
@@ -706,6 +738,9 @@ impl Catalog {
 
     pub(crate) fn tool_index(&self, name: &str) -> Option<usize> {
         self.index.tool_names.find(name, |i| &self.tools[i].tool.name)
+    }
+    pub(crate) fn resource_index(&self, uri: &str) -> Option<usize> {
+        self.index.resource_uris.find(uri, |i| &self.resources[i].resource.uri)
     }
     pub(crate) fn prompt_index(&self, name: &str) -> Option<usize> {
         self.index.prompt_names.find(name, |i| &self.prompts[i].prompt.name)
@@ -916,7 +951,9 @@ impl CatalogBuilder {
             return Err(CatalogError::DuplicatePrompt(w[0].prompt.name.clone()));
         }
 
-        Ok(Catalog::assemble(tools, resources, templates, prompts))
+        let catalog = Catalog::assemble(tools, resources, templates, prompts);
+        scopes::check(&catalog)?;
+        Ok(catalog)
     }
 }
 

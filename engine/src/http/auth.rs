@@ -6,6 +6,8 @@ use core::fmt;
 use core::net::{IpAddr, SocketAddr};
 
 use crate::http::ConnId;
+use crate::mcp::scopes::{ScopeSet, Scopes};
+use crate::time::UnixTime;
 use crate::wire::http1::MAX_HEADERS;
 
 /// Who decides whether a request may proceed. There is no default: a server must say.
@@ -30,7 +32,13 @@ pub enum Verdict {
     Allow,
     /// Proceed, acting for this principal: the engine binds the `requestState` and the
     /// list cursors it issues to it, so another principal cannot replay them (`-32602`).
+    /// Under a scope policy ([`HttpConfig::scope_policy`](crate::http::HttpConfig::scope_policy))
+    /// it grants no scope, as [`Verdict::Allow`] does: only what requires none is reachable.
     AllowAs(Principal),
+    /// Proceed, acting for the grant's principal with its scopes (a verified token): what
+    /// [`Verdict::AllowAs`] does, plus the scope policy's checks against the grant's
+    /// scopes, and a `subscriptions/listen` stream that ends when the grant expires.
+    Grant(Grant),
     /// `401 Unauthorized` (no or bad credentials).
     Unauthenticated,
     /// `403 Forbidden` (credentials that may not do this).
@@ -46,14 +54,63 @@ pub enum Verdict {
 impl Verdict {
     /// Whether the request may proceed.
     pub fn allows(self) -> bool {
-        matches!(self, Self::Allow | Self::AllowAs(_))
+        matches!(self, Self::Allow | Self::AllowAs(_) | Self::Grant(_))
     }
 
     pub(super) fn principal(self) -> Option<Principal> {
         match self {
             Self::AllowAs(p) => Some(p),
+            Self::Grant(g) => Some(g.principal),
             _ => None,
         }
+    }
+}
+
+/// What a verified token grants a request ([`Verdict::Grant`]): who it acts for, the
+/// scopes it carries (as the server's [`Scopes`] table reads them) and, optionally, when
+/// it expires. `Copy`; building one allocates nothing.
+///
+/// ```
+/// use mcp_engine::http::{Grant, Principal, Verdict};
+/// use mcp_engine::{ScopeSet, UnixTime};
+/// let grant = Grant::new(Principal::of(b"alice"))
+///     .scopes(ScopeSet::EMPTY)
+///     .expires(UnixTime::from_secs(1_900_000_000));
+/// assert!(Verdict::Grant(grant).allows());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    pub(crate) principal: Principal,
+    pub(crate) scopes: ScopeSet,
+    pub(crate) expires: Option<UnixTime>,
+}
+
+impl Grant {
+    /// A grant for `principal` with no scope and no expiry.
+    pub fn new(principal: Principal) -> Self {
+        Self { principal, scopes: ScopeSet::EMPTY, expires: None }
+    }
+    /// Sets the scopes ([`Scopes::set_of`], from the engine's [`HttpEngine::scopes`]).
+    ///
+    /// [`HttpEngine::scopes`]: crate::http::HttpEngine::scopes
+    #[must_use]
+    pub fn scopes(mut self, scopes: ScopeSet) -> Self {
+        self.scopes = scopes;
+        self
+    }
+    /// Sets when the token expires (its `exp`): a listen stream opened with it ends then.
+    #[must_use]
+    pub fn expires(mut self, at: UnixTime) -> Self {
+        self.expires = Some(at);
+        self
+    }
+    /// The principal.
+    pub fn principal(&self) -> Principal {
+        self.principal
+    }
+    /// The scopes.
+    pub fn scope_set(&self) -> ScopeSet {
+        self.scopes
     }
 }
 
@@ -134,6 +191,8 @@ pub struct AuthorizeRequest<'a> {
     pub client: Option<IpAddr>,
     /// The request's headers.
     pub headers: HeaderList<'a>,
+    /// The server's scope names, to build a [`Grant`]'s scopes with ([`Scopes::set_of`]).
+    pub scopes: &'a Scopes,
 }
 
 impl fmt::Debug for AuthorizeRequest<'_> {
@@ -159,6 +218,8 @@ pub struct AuthorizeBody<'a> {
     /// The body exactly as received (de-chunked, never re-encoded): a signature over it
     /// can be checked.
     pub body: &'a [u8],
+    /// The server's scope names (see [`AuthorizeRequest::scopes`]).
+    pub scopes: &'a Scopes,
 }
 
 impl fmt::Debug for AuthorizeBody<'_> {

@@ -7,6 +7,7 @@ use crate::http::auth::Authorization;
 use crate::http::limits::Limits;
 use crate::http::proxy::{HostName, IpNet};
 use crate::http::resource::ProtectedResource;
+use crate::http::scopes::ScopePolicy;
 
 /// The shortest timeout a setting takes.
 const MIN_TIMEOUT: Duration = Duration::from_millis(1);
@@ -49,6 +50,7 @@ pub struct HttpConfig {
     pub(super) proxies: Vec<IpNet>,
     pub(super) limits: Limits,
     pub(super) request_timeout: Option<Duration>,
+    pub(super) scope_policy: ScopePolicy,
 }
 
 impl HttpConfig {
@@ -78,6 +80,7 @@ impl HttpConfig {
             proxies: Vec::new(),
             limits: Limits::none(),
             request_timeout: None,
+            scope_policy: ScopePolicy::new(),
         }
     }
     /// The endpoint path (default `/mcp`). Other paths are answered `404`.
@@ -242,6 +245,17 @@ impl HttpConfig {
     pub fn protected_resource(&mut self, resource: ProtectedResource) -> &mut Self {
         self.authorization = Authorization::Host;
         self.protected = Some(resource);
+        self
+    }
+    /// The scopes each method needs ([`ScopePolicy`]; default: none). With it, or with
+    /// definitions that [require scopes](crate::Tool::requires_scopes), a request the host
+    /// allowed runs a method only with the scopes it needs (else `403` with an
+    /// `insufficient_scope` challenge naming them) and sees, lists and uses only the
+    /// definitions its scopes reach (the others answer as unknown names). The scopes are
+    /// those of the host's [`Verdict::Grant`](crate::http::Verdict::Grant);
+    /// `Allow` and `AllowAs` grant none. [`Authorization::Everyone`] is not scoped.
+    pub fn scope_policy(&mut self, policy: ScopePolicy) -> &mut Self {
+        self.scope_policy = policy;
         self
     }
     /// Keeps sessions in a store of the host's as well as in memory (default off: memory

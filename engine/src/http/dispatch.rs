@@ -6,7 +6,7 @@
 
 use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
 use super::resource::ProtectedResource;
-use super::{HeaderList, HttpEngine, conns, limits, sessions, store};
+use super::{HeaderList, HttpEngine, conns, instant_at, limits, sessions, store};
 use crate::jsonrpc::Flow;
 use crate::mcp::{Dispatched, Room, SessionCheck};
 use crate::output::Route;
@@ -38,6 +38,7 @@ impl HttpEngine {
         let core = &mut self.core;
         let route = Route::Http { conn: slot, generation };
         let principal = c.principal.take();
+        let grant = c.grant.take();
         if c.http10 {
             core.set_no_stream();
         }
@@ -103,6 +104,7 @@ impl HttpEngine {
         let mut limited = None;
         let outcome = self.parser.parse(body, |parsed| {
             if let Ok(n) = parsed
+                && limits.rates_requests()
                 && let Some(class) = limits::class_of(n)
                 && let Err(retry) = limiter.take(limits, class, principal, client, now)
             {
@@ -118,7 +120,7 @@ impl HttpEngine {
                 limited = Some(1);
                 return Dispatched::Answered(429);
             }
-            core.handle(route, principal_bytes, parsed, headers.as_slice())
+            core.handle(route, principal_bytes, grant.map(|g| g.0), parsed, headers.as_slice())
         });
         if let Some(r) = attached {
             if let Some(e) = self.sessions.get_mut(r) {
@@ -147,8 +149,10 @@ impl HttpEngine {
                 c.deadline = self.http.request_timeout.map(|t| now + t);
             }
             Dispatched::Listening => {
-                // A listen stream: its acknowledgement opens the SSE response, which stays open.
+                // A listen stream: its acknowledgement opens the SSE response, which stays
+                // open until the token it was opened with expires.
                 c.phase = Phase::Waiting;
+                c.deadline = grant.and_then(|g| g.1).and_then(|exp| instant_at(core.clock().wall, now, exp));
                 self.collect_answers();
             }
             Dispatched::Answered(_) if limited.is_some() => {
@@ -156,6 +160,10 @@ impl HttpEngine {
                 respond_json(c, now, 429, &self.limit_body, &[("retry-after", retry)]);
             }
             Dispatched::Answered(status) => {
+                // A method the token lacks the scopes for: the challenge names them.
+                if let Some(slot) = core.denied() {
+                    c.challenge = self.step_up[slot].clone();
+                }
                 // At the session cap the client may try again shortly.
                 let extra: &[(&str, &str)] = if status == 503 { &[("retry-after", "5")] } else { &[] };
                 respond_json(c, now, status, trim_newline(core.outbox().written_since(mark)), extra);

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use crate::http::auth::Principal;
 use crate::http::config::{AllowedOrigins, HttpConfig};
 use crate::http::sessions::SessionRef;
-use crate::time::Instant;
+use crate::mcp::scopes::ScopeSet;
+use crate::time::{Instant, UnixTime};
 use crate::wire::http1;
 use crate::wire::session_id::SESSION_ID_LEN;
 
@@ -73,6 +74,9 @@ pub(super) struct Exchange {
     pub(super) dropped: bool,
     /// The principal the host's authorization named for the current request.
     pub(super) principal: Option<Principal>,
+    /// The scopes the host granted the current request, and when they expire (`None`:
+    /// unrestricted, as under `Authorization::Everyone`).
+    pub(super) grant: Option<(ScopeSet, Option<UnixTime>)>,
     /// A listen stream: when to write a keep-alive comment if nothing else is written.
     pub(super) keepalive: Option<Instant>,
     /// The current request's deadline (head, or head and body).
@@ -163,6 +167,7 @@ impl Exchange {
             streaming: false,
             dropped: false,
             principal: None,
+            grant: None,
             keepalive: None,
             deadline: None,
             opened: now,

@@ -150,6 +150,11 @@ impl Limits {
         self.per_principal = max.map(|m| m.max(1));
         self
     }
+    /// Whether a request rate is limited (calls, completions or subscriptions): without
+    /// one, a request's method is not even looked at.
+    pub(crate) fn rates_requests(&self) -> bool {
+        self.calls.is_some() || self.completions.is_some() || self.subscriptions.is_some()
+    }
     /// The per-principal concurrency limit, if any.
     pub(crate) fn per_principal(&self) -> Option<usize> {
         self.per_principal.map(|m| m as usize)

@@ -37,13 +37,15 @@ mod proxy;
 pub(crate) mod record;
 mod replay;
 mod resource;
+mod scopes;
 mod sessions;
 mod store;
 mod streams;
 #[cfg(feature = "jwt")]
 mod token_cache;
 
-pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, HeaderList, Principal, Verdict};
+pub use crate::mcp::scopes::{ScopeSet, Scopes};
+pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, Grant, HeaderList, Principal, Verdict};
 pub use config::{AllowedOrigins, HttpConfig, OpenError};
 pub use exchange::ResponseHead;
 #[cfg(feature = "jwt")]
@@ -51,6 +53,7 @@ pub use jwt::{JwksError, JwsAlgorithm, JwtConfigError, JwtVerifier, TokenError, 
 pub use limits::{Limits, RATE_LIMITED, Rate};
 pub use proxy::{HostName, InvalidHost, IpNet};
 pub use resource::{ProtectedResource, ResourceError};
+pub use scopes::{ScopePolicy, ScopePolicyError};
 pub use store::{LoadSession, Loaded, SaveSession, SessionExpired};
 
 use core::fmt;
@@ -235,6 +238,10 @@ pub struct HttpEngine {
     expired_id: [u8; crate::wire::session_id::SESSION_ID_LEN],
     /// The record the last [`HttpEvent::SaveSession`] lends.
     record: Vec<u8>,
+    /// The scope names the policy and the catalog know (empty without scopes), and the
+    /// `insufficient_scope` challenge of each method slot.
+    scopes: Scopes,
+    step_up: [Option<std::sync::Arc<str>>; 15],
 }
 
 impl fmt::Debug for HttpEngine {
@@ -255,9 +262,17 @@ impl HttpEngine {
             AllowedOrigins::List(list) => list.iter().map(|o| std::sync::Arc::from(o.as_str())).collect(),
             AllowedOrigins::Any => Vec::new(),
         };
+        let (rules, step_up) = scopes::rules(&http, &catalog);
+        let mut core = new_core(cfg, catalog, Mode::Http);
+        let scopes = rules.as_ref().map(|r| r.scopes.clone()).unwrap_or_default();
+        if let Some(r) = rules {
+            core.set_rules(r);
+        }
         Self {
             parser: Parser::new(max_len, depth),
-            core: new_core(cfg, catalog, Mode::Http),
+            core,
+            scopes,
+            step_up,
             slots: Vec::new(),
             open: 0,
             asks: std::collections::VecDeque::new(),
@@ -327,6 +342,13 @@ impl HttpEngine {
     /// The engine settings.
     pub fn config(&self) -> &Config {
         self.core.config()
+    }
+
+    /// The scope names the scope policy and the catalog know: turns a token's scopes into
+    /// the [`ScopeSet`] of a [`Grant`] (empty without a policy). Also lent with every
+    /// [`HttpEvent::Authorize`]; clone it to keep it.
+    pub fn scopes(&self) -> &Scopes {
+        &self.scopes
     }
 
     /// The HTTP settings.
@@ -669,12 +691,13 @@ impl HttpEngine {
             return;
         }
         c.principal = verdict.principal();
+        c.grant = granted(verdict);
         conns::lend_out(&mut self.outs, c);
         if matches!(verdict, Verdict::Unauthenticated | Verdict::Forbidden) {
             self.limiter.failed(&self.http.limits, c.client, now);
         }
         match verdict {
-            Verdict::Allow | Verdict::AllowAs(_) => {
+            Verdict::Allow | Verdict::AllowAs(_) | Verdict::Grant(_) => {
                 // The deadline counts from the request's first byte; the host's time to
                 // decide is not the client's fault, so it starts again for the body.
                 start_body(c, now);
@@ -707,12 +730,16 @@ impl HttpEngine {
         if let Some(p) = verdict.principal() {
             c.principal = Some(p);
         }
+        // The body's verdict narrows the head's: a grant replaces it, a plain allow keeps it.
+        if let Verdict::Grant(_) = verdict {
+            c.grant = granted(verdict);
+        }
         conns::lend_out(&mut self.outs, c);
         if matches!(verdict, Verdict::Unauthenticated | Verdict::Forbidden) {
             self.limiter.failed(&self.http.limits, c.client, now);
         }
         match verdict {
-            Verdict::Allow | Verdict::AllowAs(_) => c.phase = Phase::Ready,
+            Verdict::Allow | Verdict::AllowAs(_) | Verdict::Grant(_) => c.phase = Phase::Ready,
             Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
                 challenge(c, self.http.protected.as_ref(), verdict);
                 respond_empty(c, now, if verdict == Verdict::Forbidden { 403 } else { 401 }, &[]);
@@ -754,6 +781,7 @@ impl HttpEngine {
                 peer: c.peer,
                 client: c.client,
                 headers: HeaderList::parse(head),
+                scopes: &self.scopes,
             }),
             Ask::Body(_) => HttpEvent::AuthorizeBody(AuthorizeBody {
                 conn,
@@ -761,6 +789,7 @@ impl HttpEngine {
                 client: c.client,
                 headers: HeaderList::parse(head),
                 body: c.codec.body(),
+                scopes: &self.scopes,
             }),
             Ask::Load(_) | Ask::Save(_) => return None,
         })
@@ -1061,6 +1090,23 @@ fn derive_key(entropy: &[u8; 32]) -> [u8; 32] {
         <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(entropy).unwrap_or_else(|_| unreachable!());
     m.update(b"mcp-engine/session-seal-key");
     m.finalize().into_bytes().into()
+}
+
+/// The `Instant` when the wall clock (reading `wall` at `now`) reads `at` (`None` before
+/// the host set the wall clock: a time on it cannot be judged).
+fn instant_at(wall: Option<u64>, now: Instant, at: UnixTime) -> Option<Instant> {
+    let left = at.as_micros().saturating_sub(wall?);
+    Some(now + core::time::Duration::from_micros(left))
+}
+
+/// What a verdict that allows grants: the scopes and expiry of a [`Verdict::Grant`],
+/// nothing for `Allow` and `AllowAs` (the scope policy then lets through only what
+/// requires no scope).
+fn granted(verdict: Verdict) -> Option<(ScopeSet, Option<UnixTime>)> {
+    match verdict {
+        Verdict::Grant(g) => Some((g.scopes, g.expires)),
+        _ => Some((ScopeSet::EMPTY, None)),
+    }
 }
 
 /// Puts on `c`'s response the challenge of a protected resource for the host's refusal

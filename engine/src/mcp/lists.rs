@@ -1,6 +1,7 @@
 //! The four list methods: pages of the prepared fragments, and the sealed cursors
 //! (`wire::cursor`) that name the next page, bound to the caller (the principal), the
 //! page size, the revision and the list's contents, and expiring (`Config::cursor_ttl`).
+//! Over a protected endpoint, a page holds only the definitions the caller's scopes reach.
 
 use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req, field};
@@ -52,7 +53,6 @@ impl Core {
         };
         // Without a key, no cursor can be sealed: the list is served whole.
         let page = if self.prepared.cursor_key.is_some() { self.cfg.page_size } else { len };
-        let end = start.saturating_add(page).min(len);
         let mut out = core::mem::take(&mut self.outbox.out);
         result_start(&mut out, reply);
         field(
@@ -65,11 +65,22 @@ impl Core {
             },
         );
         out.push(b'[');
-        for i in start..end {
-            if i > start {
-                out.push(b',');
+        // Definitions the caller may not use are left out (they do not exist for it); a
+        // page still holds `page` items when there are that many further on, and ends
+        // past any hidden ones, so that it never names a next page that would be empty.
+        let (mut end, mut shown) = (start, 0);
+        while end < len && shown < page {
+            if self.may_use(kind, end) {
+                if shown > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(self.catalog.list_fragment(kind, end, rev.has_icons()).as_bytes());
+                shown += 1;
             }
-            out.extend_from_slice(self.catalog.list_fragment(kind, i, rev.has_icons()).as_bytes());
+            end += 1;
+        }
+        while end < len && !self.may_use(kind, end) {
+            end += 1;
         }
         out.push(b']');
         if let Some(key) = self.prepared.cursor_key.as_mut().filter(|_| end < len) {
@@ -82,11 +93,15 @@ impl Core {
             out.extend_from_slice(next.as_bytes());
             out.push(b'"');
         }
-        let cache = match kind {
+        let mut cache = match kind {
             ListKind::Tools => self.cfg.tools_cache,
             ListKind::Resources | ListKind::ResourceTemplates => self.cfg.resources_cache,
             ListKind::Prompts => self.cfg.prompts_cache,
         };
+        // A page that depends on the caller's scopes is the caller's alone.
+        if self.granted.is_some() && self.rules.as_ref().is_some_and(|r| r.scoped_list(kind)) {
+            cache.scope = crate::config::CacheScope::Private;
+        }
         result_end(&mut out, &self.prepared, rev, Some(cache));
         self.outbox.out = out;
         Ok(())

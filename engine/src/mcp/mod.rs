@@ -10,7 +10,9 @@
 //! - method handlers, each a file: [`requests`] (work for the host), [`lists`], [`subs`];
 //! - [`mrtr`]: multi-round-trip requests (`input_required`, `requestState`);
 //! - [`inputs`]: the same input asked of a session-bound client as server-to-client
-//!   requests, and the request handed back to the host with the responses.
+//!   requests, and the request handed back to the host with the responses;
+//! - [`scopes`]: what a request was granted and what each method and definition requires
+//!   (a protected HTTP endpoint's scope policy).
 //!
 //! This file holds `Core`, its interface to the transports ([`Core::handle`] in, the
 //! outbox and [`Core::next_event`] out, getters) and the dispatcher.
@@ -27,6 +29,7 @@ pub(crate) mod lists;
 pub mod mrtr;
 pub(crate) mod prepared;
 pub(crate) mod requests;
+pub(crate) mod scopes;
 pub(crate) mod streams;
 pub mod subs;
 pub(crate) mod tickets;
@@ -61,6 +64,7 @@ use crate::mcp::tickets::{Kind, Pending, PendingKind, Ticket, cancelled_id};
 use crate::output::{Outbox, Route};
 use crate::revision::Revision;
 use crate::time::Clock;
+use crate::wire::cursor::ListKind;
 use crate::wire::json;
 
 /// Everything but the input buffer and the parser, so a parsed frame (which borrows
@@ -96,6 +100,13 @@ pub(crate) struct Core {
     pub(crate) catalog_revision: u64,
     /// The principal of the HTTP request being dispatched (see `http::Principal`).
     pub(crate) principal: Option<[u8; 32]>,
+    /// The scope rules of a protected HTTP endpoint (`None`: nothing is scoped).
+    pub(crate) rules: Option<scopes::Rules>,
+    /// The scopes granted to the request being dispatched (`None`: unrestricted, as on
+    /// stdio and for `Authorization::Everyone`).
+    pub(crate) granted: Option<scopes::ScopeSet>,
+    /// The method slot whose scopes the latest request lacked (its challenge).
+    pub(crate) denied: Option<usize>,
     /// The response of the request being dispatched cannot be a stream (HTTP/1.0).
     pub(crate) no_stream: bool,
 }
@@ -177,6 +188,9 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         wall: None,
         catalog_revision: 0,
         principal: None,
+        rules: None,
+        granted: None,
+        denied: None,
         no_stream: false,
         scratch: Scratch {
             args: Vec::with_capacity(frame),
@@ -477,8 +491,19 @@ impl Core {
     }
 
     /// Answers every request on `route` with "Request timed out" and tells the host it is
-    /// cancelled (a request whose event the host has not polled yet is withdrawn).
+    /// cancelled (a request whose event the host has not polled yet is withdrawn), and
+    /// ends a listen stream on it (its grant expired) with its closing result.
     pub(crate) fn time_out_route(&mut self, route: Route) {
+        // A listen stream on the route ends as the server ends it (its grant expired).
+        let mut i = 0;
+        while i < self.subs.list.len() {
+            if self.subs.list[i].route == route {
+                let sub = self.subs.list.remove(i);
+                streams::teardown(&mut self.outbox, &self.prepared, &sub);
+            } else {
+                i += 1;
+            }
+        }
         for slot in 0..self.tickets.slots.len() {
             let s = self.tickets.slots[slot];
             if s.busy.is_some_and(|b| b.route == route) {
@@ -499,6 +524,37 @@ impl Core {
                 b.route = to;
             }
         }
+    }
+
+    /// Whether the request being dispatched may use item `i` of list `kind` (a
+    /// definition it may not use does not exist for it).
+    pub(crate) fn may_use(&self, kind: ListKind, i: usize) -> bool {
+        match (&self.rules, self.granted) {
+            (Some(rules), Some(granted)) => rules.item(kind, i, granted),
+            _ => true,
+        }
+    }
+
+    /// Whether the request being dispatched may read `uri`, resolved to `target` (a
+    /// template's position, or `None` for a listed resource).
+    pub(crate) fn may_read(&self, uri: &str, target: Option<usize>) -> bool {
+        if self.rules.is_none() || self.granted.is_none() {
+            return true;
+        }
+        match target {
+            Some(t) => self.may_use(ListKind::ResourceTemplates, t),
+            None => self.catalog.resource_index(uri).is_none_or(|i| self.may_use(ListKind::Resources, i)),
+        }
+    }
+
+    /// Installs the scope rules of a protected endpoint (built for the current catalog).
+    pub(crate) fn set_rules(&mut self, rules: scopes::Rules) {
+        self.rules = Some(rules);
+    }
+
+    /// The method slot of the latest request refused for its scopes (reset by `handle`).
+    pub(crate) fn denied(&self) -> Option<usize> {
+        self.denied
     }
 
     /// Tickets held by requests acting for `principal`.
@@ -637,24 +693,29 @@ impl Core {
     }
 
     /// Serves one parsed message (or answers its parse failure) for the caller at
-    /// `route`, acting for `principal` (HTTP): the one entry point of both transports.
-    /// `headers` are the HTTP request's (empty on stdio).
+    /// `route`, acting for `principal` with the scopes `granted` (HTTP; `None`:
+    /// unrestricted): the one entry point of both transports. `headers` are the HTTP
+    /// request's (empty on stdio).
     pub(crate) fn handle<'t>(
         &mut self,
         route: Route,
         principal: Option<[u8; 32]>,
+        granted: Option<scopes::ScopeSet>,
         parsed: Result<&[Node<'t>], simd_json::Error>,
         headers: &'t [httparse::Header<'t>],
     ) -> Dispatched {
         self.frames += 1;
         self.route = route;
         self.principal = principal;
+        self.granted = granted;
+        self.denied = None;
         let outcome = match parsed {
             Ok(n) => self.dispatch(n, headers),
             Err(e) => Dispatched::Answered(self.parse_failure(&e)),
         };
         self.route = Route::Stdio;
         self.principal = None;
+        self.granted = None;
         self.no_stream = false;
         self.session_check = SessionCheck::Own;
         outcome
@@ -760,6 +821,12 @@ impl Core {
 
     /// Runs `method` for `req` under `rev`: the one place that sees every family.
     fn run<'t>(&mut self, method: Method, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
+        if let (Some(rules), Some(granted)) = (&self.rules, self.granted)
+            && !rules.method(method, granted)
+        {
+            self.denied = Some(scopes::slot(method));
+            return Err(PeerError::InsufficientScope);
+        }
         match method {
             Method::Discover => {
                 self.discover(req);

@@ -12,6 +12,7 @@ use crate::mcp::lifecycle::request_log_level;
 use crate::mcp::mrtr::{self, ClientCapabilities, Entry, Method};
 use crate::mcp::tickets::{Busy, IdBuf, Kind, Pending, PendingKind, Ticket};
 use crate::revision::Revision;
+use crate::wire::cursor::ListKind;
 use crate::wire::json;
 
 impl Core {
@@ -93,7 +94,9 @@ impl Core {
     /// fit its input schema; then the host calls it.
     pub(crate) fn call_tool<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         let name = req.str_at(req.name).ok_or(PeerError::NotAString("name"))?;
-        let ti = self.catalog.tool_index(name).ok_or(PeerError::UnknownTool(name))?;
+        let ti = (self.catalog.tool_index(name))
+            .filter(|&i| self.may_use(ListKind::Tools, i))
+            .ok_or(PeerError::UnknownTool(name))?;
         let required = &self.catalog.tools[ti].tool.required_client_capabilities;
         if rev.is_stateless() && !required.is_empty() {
             let n = req.n;
@@ -145,11 +148,13 @@ impl Core {
         let target = match req.str_at(get(reference, "type")) {
             Some("ref/prompt") => {
                 let name = req.str_at(get(reference, "name")).ok_or(PeerError::RefNameNotString)?;
-                Ok(self.catalog.prompt_index(name).ok_or(PeerError::UnknownPrompt(name))?)
+                let found = self.catalog.prompt_index(name).filter(|&i| self.may_use(ListKind::Prompts, i));
+                Ok(found.ok_or(PeerError::UnknownPrompt(name))?)
             }
             Some("ref/resource") => {
                 let uri = req.str_at(get(reference, "uri")).ok_or(PeerError::RefUriNotString)?;
-                let found = self.catalog.templates.iter().position(|t| t.template.uri_template == uri);
+                let found = (self.catalog.templates.iter().position(|t| t.template.uri_template == uri))
+                    .filter(|&i| self.may_use(ListKind::ResourceTemplates, i));
                 Err(found.ok_or(PeerError::NoTemplate(uri))?)
             }
             _ => return Err(PeerError::BadRefType),
@@ -190,9 +195,8 @@ impl Core {
         rev: Revision,
     ) -> Result<(), PeerError<'t>> {
         let uri = req.str_at(req.uri).ok_or(PeerError::NotAString("uri"))?;
-        let target = self
-            .catalog
-            .resolve_uri(uri, &mut self.scratch.captures)
+        let found = self.catalog.resolve_uri(uri, &mut self.scratch.captures);
+        let target = (found.filter(|&t| self.may_read(uri, t)))
             .ok_or(PeerError::ResourceNotFound { uri, stateless: rev.is_stateless() })?;
         self.scratch.args.clear();
         self.round_trip(req, rev, Method::ReadResource, uri)?;
@@ -293,7 +297,9 @@ impl Core {
     /// host renders it.
     pub(crate) fn get_prompt<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         let name = req.str_at(req.name).ok_or(PeerError::NotAString("name"))?;
-        let pi = self.catalog.prompt_index(name).ok_or(PeerError::PromptNotFound(name))?;
+        let pi = (self.catalog.prompt_index(name))
+            .filter(|&i| self.may_use(ListKind::Prompts, i))
+            .ok_or(PeerError::PromptNotFound(name))?;
         self.take_arguments(req)?;
         // As for a tool: decided on the tape, the `Value` path only for error messages.
         if !self.catalog.prompts[pi].validator.passes(req.n, req.arguments) {

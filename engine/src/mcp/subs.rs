@@ -63,6 +63,9 @@ pub enum ReplaceError {
     /// An event is waiting to be polled; its data refers to the current catalog. Drain
     /// [`crate::Engine::poll_event`] first.
     EventPending,
+    /// A definition of the new catalog requires a scope the server's scope policy did not
+    /// know when the engine was built (name it in `ScopePolicy::known`).
+    UnknownScope,
 }
 
 impl core::fmt::Display for ReplaceError {
@@ -72,6 +75,9 @@ impl core::fmt::Display for ReplaceError {
                 "the new catalog adds or drops a family of items, which would change the advertised capabilities"
             }
             Self::EventPending => "an event is waiting to be polled; drain poll_event first",
+            Self::UnknownScope => {
+                "a definition requires a scope the scope policy did not know when the engine was built"
+            }
         })
     }
 }
@@ -130,7 +136,9 @@ impl Core {
                 if !honour || uris.len() >= MAX_SUBSCRIBED_URIS || uris.iter().any(|u| **u == *uri) {
                     continue;
                 }
-                if self.catalog.resolve_uri(uri, &mut self.scratch.captures).is_some() {
+                if let Some(t) = self.catalog.resolve_uri(uri, &mut self.scratch.captures)
+                    && self.may_read(uri, t)
+                {
                     uris.push(uri.into());
                 }
             }
@@ -175,7 +183,8 @@ impl Core {
     ) -> Result<(), PeerError<'t>> {
         let uri = req.str_at(req.uri).ok_or(PeerError::NotAString("uri"))?;
         if subscribe {
-            if self.catalog.resolve_uri(uri, &mut self.scratch.captures).is_none() {
+            let found = self.catalog.resolve_uri(uri, &mut self.scratch.captures);
+            if !found.is_some_and(|t| self.may_read(uri, t)) {
                 return Err(PeerError::ResourceNotFound { uri, stateless: rev.is_stateless() });
             }
             if !self.session.uris.iter().any(|u| &**u == uri) {
@@ -208,6 +217,10 @@ impl Core {
         {
             return Err(ReplaceError::CapabilitiesChanged);
         }
+        let rules = match &self.rules {
+            Some(r) => Some(r.for_catalog(new).map_err(|_| ReplaceError::UnknownScope)?),
+            None => None,
+        };
         let change = CatalogChange::between(old, new);
         // Tool calls and prompts in flight keep their definition (by name): for the
         // output-schema check, and for a request that comes back after asking its
@@ -228,6 +241,7 @@ impl Core {
             b.target = found.map_or(u32::MAX, |i| i as u32);
         }
         self.catalog = catalog;
+        self.rules = rules;
         self.catalog_revision += 1;
         if self.cfg.list_changed {
             let kinds: [(bool, &str, SubFilter); 3] = [

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mcp_engine::UnixTime;
-use mcp_engine::http::{JwksError, Principal, TokenError, Verdict, VerifiedToken};
+use mcp_engine::http::{Grant, JwksError, Principal, Scopes, TokenError, Verdict, VerifiedToken};
 
 use crate::auth::{AuthorizeInfo, Authorizer};
 
@@ -235,9 +235,19 @@ impl AccessToken {
         }
     }
 
-    /// What to tell the engine: [`Verdict::AllowAs`] the principal.
-    pub fn verdict(&self) -> Verdict {
-        Verdict::AllowAs(self.principal())
+    /// What the token grants, read with the server's scope names: its principal, its
+    /// scopes (those the server knows, with what they imply), its expiry.
+    pub fn grant(&self, scopes: &Scopes) -> Grant {
+        let grant = Grant::new(self.principal()).scopes(scopes.set_of(self.scopes()));
+        match self.expiry() {
+            Some(at) => grant.expires(at),
+            None => grant,
+        }
+    }
+
+    /// What to tell the engine: [`Verdict::Grant`] of [`Self::grant`].
+    pub fn verdict(&self, scopes: &Scopes) -> Verdict {
+        Verdict::Grant(self.grant(scopes))
     }
 }
 
@@ -276,7 +286,7 @@ enum Verifier {
 ///
 /// | the token | verdict | with [`HttpConfig::protected_resource`](mcp_engine::http::HttpConfig::protected_resource) |
 /// |---|---|---|
-/// | good, with the required scopes | [`Verdict::AllowAs`] its principal | the request proceeds, bound to the principal |
+/// | good, with the required scopes | [`Verdict::Grant`] its principal, scopes and expiry | the request proceeds, bound to the principal, within the scope policy ([`HttpConfig::scope_policy`](mcp_engine::http::HttpConfig::scope_policy)) |
 /// | good, a required scope missing | [`Verdict::Forbidden`] | `403`, `error="insufficient_scope"` |
 /// | none (not asked when protected: the engine answers itself) | [`Verdict::Unauthenticated`] | `401` with the challenge, no `error` |
 /// | bad, expired, inactive, for another resource or issuer | [`Verdict::Unauthenticated`] | `401`, `error="invalid_token"` |
@@ -348,11 +358,11 @@ impl OAuthAuthorizer {
     }
 
     /// The verdict on a verification's outcome.
-    fn decide(&self, outcome: Result<AccessToken, VerifyError>) -> Verdict {
+    fn decide(&self, outcome: Result<AccessToken, VerifyError>, scopes: &Scopes) -> Verdict {
         match outcome {
             Ok(t) => {
                 if self.required.iter().all(|s| t.has_scope(s)) {
-                    t.verdict()
+                    t.verdict(scopes)
                 } else {
                     tracing::debug!(principal = ?t.principal(), "token refused: a required scope is missing");
                     Verdict::Forbidden
@@ -369,7 +379,7 @@ impl OAuthAuthorizer {
 impl Authorizer for OAuthAuthorizer {
     async fn authorize(&self, request: &AuthorizeInfo) -> Verdict {
         match request.bearer_token() {
-            Some(token) => self.decide(self.verify(token).await),
+            Some(token) => self.decide(self.verify(token).await, &request.scopes),
             None => Verdict::Unauthenticated,
         }
     }
@@ -380,7 +390,7 @@ impl Authorizer for OAuthAuthorizer {
             Verifier::Jwt(v) => v.verify_known(token)?,
             Verifier::Introspection(v) => Ok(v.cached(token)?),
         };
-        Some(self.decide(outcome))
+        Some(self.decide(outcome, &request.scopes))
     }
 }
 
