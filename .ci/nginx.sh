@@ -3,7 +3,11 @@
 # nginx passes `Host` on and appends the client to `X-Forwarded-For`; the demo serves the
 # public name it is given (`--allowed-hosts`) and refuses others, believes the forwarded
 # address only from nginx (`--trusted-proxy 127.0.0.1`) and keys its rate limit on it
-# (`--rate-calls 2/60`), and its SSE streams pass through nginx unbuffered.
+# (`--rate-calls 2/60`), and its SSE streams pass through nginx unbuffered. A second demo
+# runs as an OAuth 2.1 protected resource behind nginx, which terminates TLS for its
+# public URL (`--oauth-issuer`, `--oauth-jwks` a key set file written here, `--public-url
+# https://mcp.example.test:PORT/mcp`): its metadata document and its `401` challenges name
+# that public URL, whatever the request's `Host` says.
 #
 #   .ci/nginx.sh tokio|mio
 set -euo pipefail
@@ -14,29 +18,69 @@ if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
   (apt-get install -y nginx-light || sudo apt-get install -y nginx-light) >/dev/null
 fi
 NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
+if ! command -v openssl >/dev/null 2>&1; then
+  (apt-get install -y openssl || sudo apt-get install -y openssl) >/dev/null
+fi
 
 work="$(mktemp -d)"
-cargo build --locked -q -p "mcp-io-$front" --example everything
-target/debug/examples/everything --http 127.0.0.1:0 --allowed-hosts mcp.example.test \
-  --trusted-proxy 127.0.0.1 --rate-calls 2/60 2> "$work/demo.log" &
-demo=$!
+demos=()
 nginx_pid=""
 cleanup() {
-  kill "$demo" 2>/dev/null || true
+  for pid in ${demos[@]+"${demos[@]}"}; do kill "$pid" 2>/dev/null || true; done
   [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
-upstream=""
-for _ in $(seq 1 100); do
-  upstream="$(grep -o '127\.0\.0\.1:[0-9]*' "$work/demo.log" | head -n 1 || true)"
-  [ -n "$upstream" ] && break
-  kill -0 "$demo" 2>/dev/null || { cat "$work/demo.log"; echo "the demo exited"; exit 1; }
-  sleep 0.1
-done
-[ -n "$upstream" ] || { cat "$work/demo.log"; echo "the demo did not say where it listens"; exit 1; }
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+# start_demo LOG ARGS...: starts the demo with ARGS on a free loopback port (its stderr to
+# $work/LOG) and sets `upstream` to the address it listens on.
+start_demo() {
+  local log="$work/$1" pid
+  shift
+  target/debug/examples/everything --http 127.0.0.1:0 "$@" 2> "$log" &
+  pid=$!
+  demos+=("$pid")
+  upstream=""
+  for _ in $(seq 1 100); do
+    upstream="$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$log" | grep -o '127\.0\.0\.1:[0-9]*' || true)"
+    [ -n "$upstream" ] && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$log"; echo "the demo exited"; exit 1; }
+    sleep 0.1
+  done
+  cat "$log"
+  echo "the demo did not say where it listens"
+  exit 1
+}
 
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+# The tokio demo verifies tokens with the adapter's `oauth` feature.
+features=()
+[ "$front" = tokio ] && features=(--features oauth)
+cargo build --locked -q -p "mcp-io-$front" ${features[@]+"${features[@]}"} --example everything
+start_demo demo.log --allowed-hosts mcp.example.test --trusted-proxy 127.0.0.1 --rate-calls 2/60
+plain="$upstream"
+
+# The protected demo. Its public URL (the resource identifier) is https on nginx's TLS
+# port; the demo itself listens on plain http, on loopback. Its key set is a static file
+# (the public half of engine/tests/keys/ec-1.pem: test material); the issuer is never
+# asked for anything.
+port="$(free_port)"
+tls_port="$(free_port)"
+public="https://mcp.example.test:$tls_port/mcp"
+metadata="https://mcp.example.test:$tls_port/.well-known/oauth-protected-resource/mcp"
+cat > "$work/jwks.json" <<'EOF'
+{"keys":[{"kty":"EC","kid":"ec-1","use":"sig","alg":"ES256","crv":"P-256",
+"x":"tbgApWaMa0wtgjtoIJqrk7_mTReyeXPDk5J0X9ufQRc","y":"GcZUaNSfnt1DBuBxIjr63gWiTdTlbK3dW1lEEHf1UeM"}]}
+EOF
+start_demo protected.log --oauth-issuer https://auth.example.test --oauth-jwks "$work/jwks.json" \
+  --public-url "$public" --trusted-proxy 127.0.0.1
+protected="$upstream"
+# nginx's certificate for the public name, made here.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=mcp.example.test" \
+  -addext "subjectAltName=DNS:mcp.example.test" \
+  -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+
 mkdir -p "$work/tmp"
 cat > "$work/nginx.conf" <<EOF
 worker_processes 1;
@@ -54,10 +98,24 @@ http {
   server {
     listen 127.0.0.1:$port;
     location / {
-      proxy_pass http://$upstream;
+      proxy_pass http://$plain;
       proxy_http_version 1.1;
       proxy_set_header Host \$host;
       proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header Connection "";
+    }
+  }
+  server {
+    listen 127.0.0.1:$tls_port ssl;
+    server_name mcp.example.test;
+    ssl_certificate $work/cert.pem;
+    ssl_certificate_key $work/key.pem;
+    location / {
+      proxy_pass http://$protected;
+      proxy_http_version 1.1;
+      proxy_set_header Host \$host;
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto https;
       proxy_set_header Connection "";
     }
   }
@@ -120,4 +178,34 @@ events="$(grep -c '^data: ' "$work/out" || true)"
 [ "$events" -ge 2 ] || { echo "FAIL: expected progress then the answer, got $events events"; cat "$work/out"; exit 1; }
 grep -q '"id":8' "$work/out" || { echo "FAIL: no answer on the stream"; cat "$work/out"; exit 1; }
 echo "ok: a stream of $events events passed through nginx"
+
+# The protected demo through nginx, over TLS, at its public URL.
+tls=(--resolve "mcp.example.test:$tls_port:127.0.0.1" --cacert "$work/cert.pem")
+status="$(curl -s -D "$work/head" -o "$work/out" -w '%{http_code}' "${tls[@]}" "$metadata")"
+expect 200 "$status" "the metadata document through nginx"
+for member in "\"resource\":\"$public\"" '"authorization_servers":["https://auth.example.test"]' \
+  '"scopes_supported":["mcp:read","mcp:tools"]'; do
+  grep -qF "$member" "$work/out" || { echo "FAIL: the metadata lacks $member"; cat "$work/out"; exit 1; }
+done
+echo "ok: the metadata's resource is the public URL $public"
+# list URL [curl options...]: a tools/list POST to URL; the status, the headers and body to $work.
+list() {
+  local url="$1"
+  shift
+  curl -s -D "$work/head" -o "$work/out" -w '%{http_code}' "$@" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
+    --data "{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/list\",\"params\":{$meta}}" "$url"
+}
+challenge="www-authenticate: Bearer scope=\"mcp:read mcp:tools\", resource_metadata=\"$metadata\""
+expect 401 "$(list "$public" "${tls[@]}")" "a POST without a token through nginx"
+grep -qiF "$challenge" "$work/head" || { echo "FAIL: expected $challenge"; cat "$work/head"; exit 1; }
+echo "ok: its challenge names $metadata"
+expect 401 "$(list "$public" "${tls[@]}" -H 'Authorization: Bearer not-a-token')" "a bad token through nginx"
+grep -qi '^www-authenticate: Bearer error="invalid_token"' "$work/head" \
+  || { echo "FAIL: no invalid_token challenge"; cat "$work/head"; exit 1; }
+# Straight to the demo, with a loopback Host: the same public URL, never the Host's.
+expect 401 "$(list "http://$protected/mcp")" "a POST without a token, not through nginx"
+grep -qiF "$challenge" "$work/head" || { echo "FAIL: expected $challenge"; cat "$work/head"; exit 1; }
+echo "ok: the challenge does not follow the request's Host"
 echo "$front behind nginx: all checks passed"

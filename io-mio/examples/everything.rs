@@ -5,12 +5,22 @@
 //! cargo run --release -p mcp-io-mio --example everything                  # http://127.0.0.1:3000/mcp
 //! cargo run --release -p mcp-io-mio --example everything -- --http 127.0.0.1:8080
 //! cargo run --release -p mcp-io-mio --example everything -- --stdio
+//! # as an OAuth 2.1 protected resource:
+//! cargo run --release -p mcp-io-mio --example everything -- --oauth-issuer https://auth.example.com \
+//!     --oauth-jwks jwks.json --public-url https://mcp.example.com/mcp
 //! ```
 //!
 //! Over HTTP the server listens on loopback only (`127.0.0.1`, `[::1]`; port `0` picks a
 //! free one) and prints `listening on http://ADDR/mcp` on stderr once it is bound, with
 //! the actual address. Over stdio, stdout carries protocol frames only. Errors go to
 //! stderr.
+//!
+//! With `--oauth-issuer` the server is a protected resource: it answers each
+//! `HttpEvent::Authorize` itself, on the loop, with the engine's pure `JwtVerifier`
+//! (feature `jwt`): `Verdict::Grant` with the token's principal, scopes and expiry, or
+//! `Verdict::Unauthenticated`. The key set is read once, at start, from a file or from a
+//! plain `http` URL on a loopback host (a blocking `GET`); this demo fetches nothing
+//! over `https`.
 //!
 //! The slow tools (`test_tool_with_progress`, `test_logging_tool`, `test_tool_with_logging`) keep their
 //! ticket and send each notification 50 ms after the previous one, then the result,
@@ -21,12 +31,16 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
-use mcp_engine::{Config, Content, Engine, LogLevel, Ticket, ToolOutput};
+use mcp_engine::http::{
+    AllowedOrigins, Authorization, AuthorizeRequest, Grant, HttpConfig, HttpEngine, HttpEvent, JwtVerifier,
+    Verdict,
+};
+use mcp_engine::{Config, Content, Engine, LogLevel, Ticket, ToolOutput, UnixTime};
 use mcp_fixture as everything;
 use mcp_fixture::edge::EdgeOptions;
+use mcp_fixture::oauth::{Jwks, OAuthOptions};
 
 const USAGE: &str = "\
 usage: everything [--http [ADDR] | --stdio]
@@ -43,12 +57,18 @@ Over HTTP:";
 const DEFAULT_ADDR: &str = "127.0.0.1:3000";
 
 enum Mode {
-    Http(SocketAddr, EdgeOptions),
+    Http(SocketAddr, Box<(EdgeOptions, OAuthOptions)>),
     Stdio,
 }
 
+/// This demo's `--oauth-jwks`.
+const JWKS_USAGE: &str = "from a file, or a plain
+                                  http URL on a loopback host (for https, save the key
+                                  set to a file and give its path); read once, at
+                                  start. Required with --oauth-issuer";
+
 fn usage() -> String {
-    format!("{USAGE}\n{}", everything::edge::USAGE)
+    format!("{USAGE}\n{}\n{}", everything::edge::USAGE, everything::oauth::usage(JWKS_USAGE))
 }
 
 /// Raises this process's open-file soft limit to its hard limit, so that the server can
@@ -75,7 +95,7 @@ fn main() -> ExitCode {
     let config = everything::config();
     let result = match mode {
         Mode::Stdio => serve_stdio(config),
-        Mode::Http(addr, edge) => serve_http(addr, config, &edge),
+        Mode::Http(addr, options) => serve_http(addr, config, &options.0, &options.1),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -90,16 +110,18 @@ fn main() -> ExitCode {
 fn parse(args: impl Iterator<Item = String>) -> Result<Option<Mode>, String> {
     let mut mode = None;
     let mut edge = EdgeOptions::default();
+    let mut oauth = OAuthOptions::default();
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
-        if edge.take(&arg, || args.next())? {
+        if edge.take(&arg, || args.next())? || oauth.take(&arg, || args.next())? {
             continue;
         }
         let next = match arg.as_str() {
             "--stdio" => Mode::Stdio,
             "--http" => {
                 let addr = args.next_if(|a| !a.starts_with('-'));
-                Mode::Http(loopback_addr(addr.as_deref().unwrap_or(DEFAULT_ADDR))?, EdgeOptions::default())
+                let addr = loopback_addr(addr.as_deref().unwrap_or(DEFAULT_ADDR))?;
+                Mode::Http(addr, Box::default())
             }
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other:?}")),
@@ -108,10 +130,17 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Mode>, String> {
             return Err("give one of --http and --stdio".to_owned());
         }
     }
+    oauth.check(&edge)?;
+    if oauth.is_on() && oauth.jwks().is_none() {
+        return Err(
+            "--oauth-issuer needs --oauth-jwks here (this demo does not read the issuer's metadata)".into()
+        );
+    }
     Ok(Some(match mode {
-        Some(Mode::Http(addr, _)) => Mode::Http(addr, edge),
+        Some(Mode::Http(addr, ..)) => Mode::Http(addr, Box::new((edge, oauth))),
+        Some(Mode::Stdio) if oauth.is_on() => return Err("--oauth-issuer is for --http".to_owned()),
         Some(Mode::Stdio) => Mode::Stdio,
-        None => Mode::Http(loopback_addr(DEFAULT_ADDR)?, edge),
+        None => Mode::Http(loopback_addr(DEFAULT_ADDR)?, Box::new((edge, oauth))),
     }))
 }
 
@@ -280,25 +309,45 @@ fn serve_stdio(config: Config) -> std::io::Result<()> {
     )
 }
 
-fn serve_http(addr: SocketAddr, mut config: Config, edge: &EdgeOptions) -> std::io::Result<()> {
+fn serve_http(
+    addr: SocketAddr,
+    mut config: Config,
+    edge: &EdgeOptions,
+    oauth: &OAuthOptions,
+) -> std::io::Result<()> {
     // Loopback only: `Host` must name localhost (or an allowed host), and a browser's
     // `Origin` too.
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     http.loopback(true);
     edge.apply(&mut config, &mut http);
-    let engine = HttpEngine::new(config, http, everything::catalog());
     raise_open_file_limit();
     // mio listens with a backlog of 1,024 (the standard library's is 128).
     let listener = mio::net::TcpListener::bind(addr)?;
-    eprintln!("listening on http://{}/mcp", listener.local_addr()?);
-    let triggers = Triggers::default();
+    let bound = listener.local_addr()?;
+    let resource = oauth.resource(edge, bound);
+    let tokens = match oauth.issuer() {
+        Some(issuer) => Some(Tokens::load(issuer, &resource, oauth.jwks()).map_err(std::io::Error::other)?),
+        None => None,
+    };
+    if let Some(url) = oauth.apply(&resource, &mut http).map_err(std::io::Error::other)? {
+        eprintln!("protected resource {resource}, its metadata at {url}");
+    }
+    let engine = HttpEngine::new(config, http, oauth.catalog());
+    eprintln!("listening on http://{bound}/mcp");
+    let triggers = Triggers { dynamic: Cell::new(oauth.dynamic()), ..Triggers::default() };
     let server = mcp_io_mio::HttpServer::new(listener, engine);
     server.run_timed(
-        |event| {
-            if let HttpEvent::Mcp(event) = event {
+        |event| match event {
+            HttpEvent::Mcp(event) => {
                 triggers.respond(event);
+                None
             }
-            None // `Authorization::Everyone`: no authorization events
+            // Only with `--oauth-issuer` (a protected resource asks about every token).
+            HttpEvent::Authorize(request) => Some(match &tokens {
+                Some(tokens) => tokens.verdict(&request),
+                None => Verdict::Failed,
+            }),
+            _ => None,
         },
         |engine, now| {
             for p in triggers.take() {
@@ -311,4 +360,90 @@ fn serve_http(addr: SocketAddr, mut config: Config, edge: &EdgeOptions) -> std::
             triggers.pace(engine, now)
         },
     )
+}
+
+/// The tokens of `--oauth-issuer`: JWT access tokens for the resource, verified on the
+/// loop with the engine's pure verifier (no I/O; a token seen before is found in its
+/// cache).
+struct Tokens(JwtVerifier);
+
+impl Tokens {
+    /// A verifier of `issuer`'s tokens for `resource`, with the key set of `jwks`.
+    fn load(issuer: &str, resource: &str, jwks: Option<&Jwks>) -> Result<Self, String> {
+        let document = match jwks {
+            Some(Jwks::File(path)) => {
+                std::fs::read(path).map_err(|e| format!("key set file {}: {e}", path.display()))?
+            }
+            Some(Jwks::Url(url)) => fetch_loopback(url).map_err(|e| format!("key set {url}: {e}"))?,
+            None => return Err("--oauth-issuer needs --oauth-jwks".to_owned()),
+        };
+        let mut verifier = JwtVerifier::new(issuer, resource);
+        let keys = verifier.set_jwks(&document).map_err(|e| format!("key set: {e}"))?;
+        eprintln!("key set loaded: {keys} keys");
+        Ok(Self(verifier))
+    }
+
+    /// The verdict on the request's bearer token (the engine answers a request without
+    /// one, or with a malformed `Authorization`, itself).
+    fn verdict(&self, request: &AuthorizeRequest<'_>) -> Verdict {
+        let token = request
+            .headers
+            .get("authorization")
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        let Some(token) = token else { return Verdict::Unauthenticated };
+        match self.0.verify(token, UnixTime::from_system_time(SystemTime::now())) {
+            Ok(t) => Verdict::Grant(
+                Grant::new(t.principal()).scopes(request.scopes.set_of(t.scopes())).expires(t.expiry()),
+            ),
+            // Never the token or a claim in a log.
+            Err(_) => Verdict::Unauthenticated,
+        }
+    }
+}
+
+/// The largest key set read.
+const MAX_JWKS: u64 = 256 * 1024;
+
+/// The body of a `GET` of `url`, a plain `http` URL on a loopback host (blocking, at
+/// start: an HTTP/1.0 request, so the answer is never chunked; no redirect followed).
+fn fetch_loopback(url: &str) -> Result<Vec<u8>, String> {
+    use std::io::{Read as _, Write as _};
+    use std::net::ToSocketAddrs as _;
+
+    let rest =
+        url.get(..7).filter(|s| s.eq_ignore_ascii_case("http://")).map(|_| &url[7..]).ok_or(
+            "this demo fetches a key set over plain http from a loopback host only: save it to a file",
+        )?;
+    let (authority, path) = rest.find('/').map_or((rest, "/"), |i| (&rest[..i], &rest[i..]));
+    let with_port = if authority.rsplit_once(':').is_some_and(|(_, p)| !p.contains(']')) {
+        authority.to_owned()
+    } else {
+        format!("{authority}:80")
+    };
+    let addrs: Vec<SocketAddr> = with_port.to_socket_addrs().map_err(|e| e.to_string())?.collect();
+    if addrs.is_empty() || !addrs.iter().all(|a| a.ip().is_loopback()) {
+        return Err("not a loopback host: this demo fetches over plain http from loopback only".to_owned());
+    }
+    let timeout = Duration::from_secs(10);
+    let mut stream = std::net::TcpStream::connect_timeout(&addrs[0], timeout).map_err(|e| e.to_string())?;
+    stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    stream.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut answer = Vec::new();
+    stream.take(MAX_JWKS + 16 * 1024).read_to_end(&mut answer).map_err(|e| e.to_string())?;
+    let end = answer.windows(4).position(|w| w == b"\r\n\r\n").ok_or("no complete answer")?;
+    let head = String::from_utf8_lossy(&answer[..end]);
+    let status = head.split_whitespace().nth(1).unwrap_or("");
+    if status != "200" {
+        return Err(format!("answered {status}"));
+    }
+    let body = answer.split_off(end + 4);
+    if body.len() as u64 > MAX_JWKS {
+        return Err(format!("over {MAX_JWKS} bytes"));
+    }
+    Ok(body)
 }

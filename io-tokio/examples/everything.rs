@@ -5,12 +5,18 @@
 //! cargo run --release -p mcp-io-tokio --example everything                       # http://127.0.0.1:3000/mcp
 //! cargo run --release -p mcp-io-tokio --example everything -- --http 127.0.0.1:0 # any free port
 //! cargo run --release -p mcp-io-tokio --example everything -- --stdio
+//! # as an OAuth 2.1 protected resource (feature `oauth`):
+//! cargo run --release -p mcp-io-tokio --features oauth --example everything -- \
+//!     --oauth-issuer https://auth.example.com --public-url https://mcp.example.com/mcp
 //! ```
 //!
-//! Over HTTP the server listens on a loopback address only (it accepts any `Origin` and
-//! has no authorization) and prints `listening on http://ADDR/mcp` to stderr once bound.
-//! Logs go to stderr (`RUST_LOG` filters them, default `info`); over stdio, stdout carries
-//! only JSON-RPC.
+//! Over HTTP the server listens on a loopback address only (it accepts any `Origin`, and
+//! without `--oauth-issuer` has no authorization) and prints `listening on
+//! http://ADDR/mcp` to stderr once bound. With `--oauth-issuer` it verifies JWT access
+//! tokens with the adapter's `JwksVerifier` (the key set from `--oauth-jwks`, else the
+//! issuer's metadata) through an `OAuthAuthorizer`, and the fixture requires scopes
+//! (`mcp_fixture::oauth`). Logs go to stderr (`RUST_LOG` filters them, default `info`);
+//! over stdio, stdout carries only JSON-RPC.
 
 mod fixture;
 
@@ -22,7 +28,8 @@ use std::sync::Arc;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Config, Engine};
 use mcp_fixture::edge::EdgeOptions;
-use mcp_io_tokio::{HttpServer, serve_stdio};
+use mcp_fixture::oauth::OAuthOptions;
+use mcp_io_tokio::{Authorizer, HttpServer, serve_stdio};
 use tracing_subscriber::EnvFilter;
 
 use crate::fixture::Everything;
@@ -43,12 +50,25 @@ Over HTTP:
 const DEFAULT_ADDR: &str = "127.0.0.1:3000";
 
 enum Mode {
-    Http(SocketAddr, EdgeOptions),
+    Http(SocketAddr, Box<(EdgeOptions, OAuthOptions)>),
     Stdio,
 }
 
+/// This demo's `--oauth-jwks`.
+const JWKS_USAGE: &str = "from a file, or a URL
+                                  (https; plain http only on a loopback host); default:
+                                  the jwks_uri of the issuer's metadata. Fetched again
+                                  (at most once a minute) for a token signed by a key it
+                                  does not hold";
+
 fn usage() -> String {
-    format!("{USAGE}{}\n", mcp_fixture::edge::USAGE)
+    let oauth = mcp_fixture::oauth::usage(JWKS_USAGE);
+    let feature = if cfg!(feature = "oauth") {
+        ""
+    } else {
+        "\n  (the --oauth-* options need a build with --features oauth)"
+    };
+    format!("{USAGE}{}\n{oauth}{feature}\n", mcp_fixture::edge::USAGE)
 }
 
 /// The mode the arguments ask for, or the exit code to leave with.
@@ -56,8 +76,10 @@ fn parse_args() -> Result<Mode, ExitCode> {
     let mut args = std::env::args().skip(1).peekable();
     let mut mode = None;
     let mut edge = EdgeOptions::default();
+    let mut oauth = OAuthOptions::default();
     while let Some(arg) = args.next() {
-        match edge.take(&arg, || args.next()) {
+        match edge.take(&arg, || args.next()).and_then(|taken| Ok(taken || oauth.take(&arg, || args.next())?))
+        {
             Ok(true) => continue,
             Ok(false) => {}
             Err(e) => {
@@ -70,7 +92,7 @@ fn parse_args() -> Result<Mode, ExitCode> {
             "--http" => {
                 let addr = args.next_if(|a| !a.starts_with('-')).unwrap_or_else(|| DEFAULT_ADDR.to_owned());
                 match addr.parse::<SocketAddr>() {
-                    Ok(addr) if addr.ip().is_loopback() => Mode::Http(addr, EdgeOptions::default()),
+                    Ok(addr) if addr.ip().is_loopback() => Mode::Http(addr, Box::default()),
                     Ok(addr) => {
                         eprintln!(
                             "everything: {addr} is not a loopback address: this server accepts any origin \
@@ -98,14 +120,28 @@ fn parse_args() -> Result<Mode, ExitCode> {
             return Err(ExitCode::from(2));
         }
     }
-    Ok(
-        match mode.unwrap_or_else(|| {
-            Mode::Http(DEFAULT_ADDR.parse().expect("a valid default address"), EdgeOptions::default())
-        }) {
-            Mode::Http(addr, _) => Mode::Http(addr, edge),
-            Mode::Stdio => Mode::Stdio,
-        },
-    )
+    let refuse = |e: String| {
+        eprint!("everything: {e}\n\n{}", usage());
+        Err(ExitCode::from(2))
+    };
+    if let Err(e) = oauth.check(&edge) {
+        return refuse(e);
+    }
+    if oauth.is_on() && !cfg!(feature = "oauth") {
+        return refuse(
+            "--oauth-issuer needs a build with the `oauth` feature: \
+             cargo run -p mcp-io-tokio --features oauth --example everything -- ..."
+                .to_owned(),
+        );
+    }
+    match mode {
+        Some(Mode::Stdio) if oauth.is_on() => refuse("--oauth-issuer is for --http".to_owned()),
+        Some(Mode::Stdio) => Ok(Mode::Stdio),
+        Some(Mode::Http(addr, ..)) => Ok(Mode::Http(addr, Box::new((edge, oauth)))),
+        None => {
+            Ok(Mode::Http(DEFAULT_ADDR.parse().expect("a valid default address"), Box::new((edge, oauth))))
+        }
+    }
 }
 
 fn config() -> Config {
@@ -141,7 +177,10 @@ fn main() -> ExitCode {
         }
     };
     let code = match mode {
-        Mode::Http(addr, edge) => runtime.block_on(serve_http(addr, edge)),
+        Mode::Http(addr, options) => {
+            let (edge, oauth) = *options;
+            runtime.block_on(serve_http(addr, edge, oauth))
+        }
         Mode::Stdio => runtime.block_on(stdio()),
     };
     // A read of stdin may still be pending after an error: do not wait for it.
@@ -149,7 +188,7 @@ fn main() -> ExitCode {
     code
 }
 
-async fn serve_http(addr: SocketAddr, edge: EdgeOptions) -> ExitCode {
+async fn serve_http(addr: SocketAddr, edge: EdgeOptions, oauth: OAuthOptions) -> ExitCode {
     raise_open_file_limit();
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(listener) => listener,
@@ -163,9 +202,66 @@ async fn serve_http(addr: SocketAddr, edge: EdgeOptions) -> ExitCode {
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     let mut config = config();
     edge.apply(&mut config, &mut http);
-    let engine = HttpEngine::new(config, http, fixture::catalog());
-    eprintln!("listening on http://{bound}/mcp");
-    let server = HttpServer::without_authorizer(engine, Arc::new(Everything::default()));
+    let resource = oauth.resource(&edge, bound);
+    let metadata = match oauth.apply(&resource, &mut http) {
+        Ok(url) => url,
+        Err(e) => {
+            tracing::error!(%e, "cannot be a protected resource");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(url) = metadata {
+        eprintln!("protected resource {resource}, its metadata at {url}");
+    }
+    let engine = HttpEngine::new(config, http, oauth.catalog());
+    let handler = Arc::new(Everything::new(oauth.dynamic()));
+    if !oauth.is_on() {
+        eprintln!("listening on http://{bound}/mcp");
+        return serve(HttpServer::without_authorizer(engine, handler), listener).await;
+    }
+    #[cfg(feature = "oauth")]
+    {
+        let auth = match authorizer(&oauth, &resource).await {
+            Ok(auth) => auth,
+            Err(e) => {
+                tracing::error!(%e, "cannot verify tokens");
+                return ExitCode::FAILURE;
+            }
+        };
+        eprintln!("listening on http://{bound}/mcp");
+        serve(HttpServer::new(engine, handler, auth), listener).await
+    }
+    #[cfg(not(feature = "oauth"))]
+    unreachable!("refused when the arguments were read")
+}
+
+/// The authorizer of `--oauth-issuer`: JWT access tokens for `resource`, verified with the
+/// issuer's key set (loaded now: an error is a configuration error).
+#[cfg(feature = "oauth")]
+async fn authorizer(oauth: &OAuthOptions, resource: &str) -> Result<mcp_io_tokio::OAuthAuthorizer, String> {
+    use mcp_fixture::oauth::Jwks;
+    use mcp_io_tokio::{JwksSource, JwksVerifier, OAuthAuthorizer};
+
+    let issuer = oauth.issuer().ok_or("no issuer")?;
+    let source = match oauth.jwks() {
+        Some(Jwks::File(path)) => JwksSource::File(path.clone()),
+        Some(Jwks::Url(url)) => JwksSource::Url(url.clone()),
+        None => JwksSource::Discover,
+    };
+    let keys = JwksVerifier::new(mcp_engine::http::JwtVerifier::new(issuer, resource))
+        .source(source)
+        // Plain http only to a loopback host (the verifier refuses any other).
+        .allow_loopback_http(true);
+    let n = keys.load().await.map_err(|e| e.to_string())?;
+    tracing::info!(keys = n, %issuer, "key set loaded");
+    Ok(OAuthAuthorizer::jwt(Arc::new(keys)))
+}
+
+/// Serves until Ctrl-C.
+async fn serve<A: Authorizer>(
+    server: HttpServer<Everything, A>,
+    listener: tokio::net::TcpListener,
+) -> ExitCode {
     let shutdown = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

@@ -280,7 +280,9 @@ async fn a_token_that_verified_is_decided_at_once_without_allocating() {
     let mut info = AuthorizeInfo::new(None, [("authorization", format!("Bearer {token}"))]);
     // The scope names of a server whose policy knows `mcp:read` and `mcp:admin`.
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
-    http.scope_policy(ScopePolicy::new().require("tools/call", ["mcp:read"]).unwrap().known(["mcp:admin"]).unwrap());
+    http.scope_policy(
+        ScopePolicy::new().require("tools/call", ["mcp:read"]).unwrap().known(["mcp:admin"]).unwrap(),
+    );
     let engine = HttpEngine::new(Config::new("t", "1"), http, Catalog::empty());
     info.scopes = engine.scopes().clone();
     // Not seen before: verified in a task (the signature check stays off the engine's

@@ -4,6 +4,9 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod demo;
+pub mod server;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
