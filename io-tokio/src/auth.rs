@@ -9,6 +9,20 @@ use mcp_engine::http::{HeaderList, Scopes, Verdict};
 /// An owned copy of what an authorization hook decides on: the peer and the request's
 /// headers (the engine's [`AuthorizeRequest`](mcp_engine::http::AuthorizeRequest), made
 /// owned so that it can move into a task).
+///
+/// ```
+/// use std::net::{IpAddr, SocketAddr};
+///
+/// use mcp_io_tokio::AuthorizeInfo;
+///
+/// let peer: SocketAddr = "192.0.2.7:50000".parse()?;
+/// let info = AuthorizeInfo::new(Some(peer), [("Authorization", "Bearer s3cret"), ("X-Tenant", "acme")]);
+/// assert_eq!(info.client, Some(IpAddr::from([192, 0, 2, 7])));
+/// assert_eq!(info.bearer_token(), Some("s3cret"));
+/// assert_eq!(info.header_str("x-tenant"), Some("acme"));
+/// assert!(!format!("{info:?}").contains("s3cret")); // `Debug` leaves header values out
+/// # Ok::<(), std::net::AddrParseError>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AuthorizeInfo {
@@ -30,6 +44,18 @@ pub struct AuthorizeInfo {
 
 impl AuthorizeInfo {
     /// A request from `peer` with `headers`. Useful to test an [`Authorizer`].
+    ///
+    /// ```
+    /// use mcp_engine::http::Verdict;
+    /// use mcp_io_tokio::{AuthorizeInfo, Authorizer};
+    ///
+    /// let auth = |req: &AuthorizeInfo| match req.bearer_token() {
+    ///     Some("s3cret") => Verdict::Allow,
+    ///     _ => Verdict::Unauthenticated,
+    /// };
+    /// let request = AuthorizeInfo::new(None, [("authorization", "Bearer s3cret")]);
+    /// assert_eq!(auth.authorize_now(&request), Some(Verdict::Allow));
+    /// ```
     pub fn new<N: Into<String>, V: Into<Vec<u8>>>(
         peer: Option<SocketAddr>,
         headers: impl IntoIterator<Item = (N, V)>,
@@ -71,17 +97,42 @@ impl AuthorizeInfo {
     }
 
     /// The first value of header `name` (case-insensitive).
+    ///
+    /// ```
+    /// use mcp_io_tokio::AuthorizeInfo;
+    ///
+    /// let info = AuthorizeInfo::new(None, [("X-Tenant", "acme"), ("x-tenant", "other")]);
+    /// assert_eq!(info.header("x-TENANT"), Some(&b"acme"[..]));
+    /// assert_eq!(info.header("x-missing"), None);
+    /// ```
     pub fn header(&self, name: &str) -> Option<&[u8]> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_slice())
     }
 
     /// The first value of header `name` as text, if it is UTF-8.
+    ///
+    /// ```
+    /// use mcp_io_tokio::AuthorizeInfo;
+    ///
+    /// let info = AuthorizeInfo::new(None, [("X-Tenant", b"acme".to_vec()), ("X-Raw", vec![0xff])]);
+    /// assert_eq!(info.header_str("x-tenant"), Some("acme"));
+    /// assert_eq!(info.header_str("x-raw"), None); // not UTF-8
+    /// ```
     pub fn header_str(&self, name: &str) -> Option<&str> {
         self.header(name).and_then(|v| core::str::from_utf8(v).ok())
     }
 
     /// The token of an `Authorization: Bearer <token>` header (the scheme compared
     /// case-insensitively), if there is one.
+    ///
+    /// ```
+    /// use mcp_io_tokio::AuthorizeInfo;
+    ///
+    /// let request = AuthorizeInfo::new(None, [("Authorization", "bearer  s3cret ")]);
+    /// assert_eq!(request.bearer_token(), Some("s3cret")); // any case of `Bearer`, spaces trimmed
+    /// let basic = AuthorizeInfo::new(None, [("Authorization", "Basic dXNlcjpwdw==")]);
+    /// assert_eq!(basic.bearer_token(), None);
+    /// ```
     pub fn bearer_token(&self) -> Option<&str> {
         let value = self.header_str("authorization")?.trim();
         let (scheme, token) = value.split_once(' ')?;
@@ -182,6 +233,15 @@ where
 
 /// An [`Authorizer`] that allows every request. Use it with engines configured with
 /// [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone), which never ask.
+///
+/// ```
+/// use mcp_engine::http::Verdict;
+/// use mcp_io_tokio::{AllowAll, AuthorizeInfo, Authorizer};
+///
+/// let anyone = AuthorizeInfo::new(None, [("User-Agent", "curl")]);
+/// assert_eq!(AllowAll.authorize_now(&anyone), Some(Verdict::Allow));
+/// assert_eq!(AllowAll.authorize_body_now(&anyone, b"{}"), Some(Verdict::Allow));
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AllowAll;
 
@@ -205,6 +265,14 @@ impl Authorizer for AllowAll {
 /// under [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone) never asks
 /// it. Should the engine ask (it was configured with `Authorization::Host`), every request
 /// is refused `500` and an error is logged: a server never allows by omission.
+///
+/// ```
+/// use mcp_engine::http::Verdict;
+/// use mcp_io_tokio::{AuthorizeInfo, Authorizer, NoAuthorizer};
+///
+/// let request = AuthorizeInfo::new(None, [("Authorization", "Bearer s3cret")]);
+/// assert_eq!(NoAuthorizer.authorize_now(&request), Some(Verdict::Failed)); // and logs an error
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoAuthorizer;
 

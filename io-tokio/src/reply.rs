@@ -13,6 +13,20 @@ use mcp_engine::{Base64, Content, HostError, InputRequestBuf, PromptMessage, Res
 ///
 /// The owned counterpart of [`mcp_engine::Base64`]. Raw bytes are encoded by the engine
 /// while it writes the answer, so there is no need to encode them yourself.
+///
+/// ```
+/// use mcp_engine::Base64;
+/// use mcp_io_tokio::OwnedBase64;
+///
+/// let raw = OwnedBase64::Bytes(b"hi".to_vec());
+/// let encoded = OwnedBase64::Encoded("aGk=".into());
+/// assert_eq!(raw.as_base64(), Base64::Bytes(b"hi"));
+/// // Both are written as the same base64 text.
+/// let json = |data: &OwnedBase64| serde_json::to_string(&data.as_base64());
+/// assert_eq!(json(&raw)?, r#""aGk=""#);
+/// assert_eq!(json(&encoded)?, json(&raw)?);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OwnedBase64 {
     /// Already base64-encoded text (standard alphabet, padded); written as is.
@@ -23,6 +37,14 @@ pub enum OwnedBase64 {
 
 impl OwnedBase64 {
     /// The borrowed form the engine serializes.
+    ///
+    /// ```
+    /// use mcp_engine::Base64;
+    /// use mcp_io_tokio::OwnedBase64;
+    ///
+    /// let data = OwnedBase64::Encoded("aGk=".into());
+    /// assert_eq!(data.as_base64(), Base64::Encoded("aGk="));
+    /// ```
     pub fn as_base64(&self) -> Base64<'_> {
         match self {
             Self::Encoded(text) => Base64::Encoded(text),
@@ -35,6 +57,22 @@ impl OwnedBase64 {
 /// `BlobResourceContents`).
 ///
 /// The owned counterpart of [`mcp_engine::ResourceContents`].
+///
+/// ```
+/// use mcp_engine::ResourceContents;
+/// use mcp_io_tokio::OwnedResourceContents;
+///
+/// let md = Some("text/markdown");
+/// let readme = OwnedResourceContents::text("notes://readme", md, "# Notes");
+/// assert_eq!(readme.as_contents(), ResourceContents::text("notes://readme", md, "# Notes"));
+///
+/// // Raw bytes are encoded while written: a blob given either way goes out alike.
+/// let logo = OwnedResourceContents::blob("notes://logo", Some("image/png"), vec![0x89, b'P', b'N', b'G']);
+/// let same_logo = OwnedResourceContents::blob_base64("notes://logo", Some("image/png"), "iVBORw==");
+/// let json = |c: &OwnedResourceContents| serde_json::to_string(&c.as_contents());
+/// assert_eq!(json(&logo)?, json(&same_logo)?);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OwnedResourceContents {
     /// Text contents.
@@ -59,10 +97,27 @@ pub enum OwnedResourceContents {
 
 impl OwnedResourceContents {
     /// Text contents of `uri`.
+    ///
+    /// ```
+    /// use mcp_engine::ResourceContents;
+    /// use mcp_io_tokio::OwnedResourceContents;
+    ///
+    /// let readme = OwnedResourceContents::text("notes://readme", None, "# Notes");
+    /// assert_eq!(readme.as_contents(), ResourceContents::text("notes://readme", None, "# Notes"));
+    /// ```
     pub fn text(uri: impl Into<String>, mime_type: Option<&str>, text: impl Into<String>) -> Self {
         Self::Text { uri: uri.into(), mime_type: mime_type.map(str::to_owned), text: text.into() }
     }
     /// Binary contents of `uri`, given as raw bytes.
+    ///
+    /// ```
+    /// use mcp_io_tokio::OwnedResourceContents;
+    ///
+    /// let logo = OwnedResourceContents::blob("notes://logo", Some("image/png"), b"hi");
+    /// let json = serde_json::to_string(&logo.as_contents())?;
+    /// assert_eq!(json, r#"{"uri":"notes://logo","mimeType":"image/png","blob":"aGk="}"#);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn blob(uri: impl Into<String>, mime_type: Option<&str>, bytes: impl Into<Vec<u8>>) -> Self {
         Self::Blob {
             uri: uri.into(),
@@ -71,6 +126,14 @@ impl OwnedResourceContents {
         }
     }
     /// Binary contents of `uri`, given already base64-encoded.
+    ///
+    /// ```
+    /// use mcp_engine::ResourceContents;
+    /// use mcp_io_tokio::OwnedResourceContents;
+    ///
+    /// let logo = OwnedResourceContents::blob_base64("notes://logo", None, "aGk=");
+    /// assert_eq!(logo.as_contents(), ResourceContents::blob_base64("notes://logo", None, "aGk="));
+    /// ```
     pub fn blob_base64(uri: impl Into<String>, mime_type: Option<&str>, base64: impl Into<String>) -> Self {
         Self::Blob {
             uri: uri.into(),
@@ -79,6 +142,15 @@ impl OwnedResourceContents {
         }
     }
     /// The borrowed form the engine serializes.
+    ///
+    /// ```
+    /// use mcp_io_tokio::OwnedResourceContents;
+    ///
+    /// let note = OwnedResourceContents::text("notes://7", Some("text/plain"), "Buy tea.");
+    /// let json = serde_json::to_string(&note.as_contents())?;
+    /// assert_eq!(json, r#"{"uri":"notes://7","mimeType":"text/plain","text":"Buy tea."}"#);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn as_contents(&self) -> ResourceContents<'_> {
         match self {
             Self::Text { uri, mime_type, text } => ResourceContents::text(uri, mime_type.as_deref(), text),
@@ -92,6 +164,23 @@ impl OwnedResourceContents {
 /// One content block of a tool result or prompt message, owned (MCP `ContentBlock`).
 ///
 /// The owned counterpart of [`mcp_engine::Content`].
+///
+/// ```
+/// use mcp_io_tokio::{OwnedContent, OwnedResourceContents};
+/// use serde_json::json;
+///
+/// let blocks = [
+///     OwnedContent::text("Found note 7."),
+///     OwnedContent::image(vec![1, 2, 3], "image/png"),
+///     OwnedContent::resource_link("notes://7", "note-7"),
+///     OwnedContent::embedded(OwnedResourceContents::text("notes://7", None, "Buy tea.")),
+/// ];
+/// let wire: Vec<_> = blocks.iter().map(OwnedContent::as_content).collect();
+/// let wire = serde_json::to_value(wire)?;
+/// assert_eq!(wire[1], json!({ "type": "image", "data": "AQID", "mimeType": "image/png" }));
+/// assert_eq!(wire[2], json!({ "type": "resource_link", "uri": "notes://7", "name": "note-7" }));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OwnedContent {
     /// Text.
@@ -130,34 +219,109 @@ pub enum OwnedContent {
 
 impl OwnedContent {
     /// A text block: a `&'static str` is kept as it is, a `String` moved in.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    ///
+    /// use mcp_io_tokio::OwnedContent;
+    ///
+    /// let fixed = OwnedContent::text("Saved."); // a `&'static str`: not copied
+    /// assert!(matches!(fixed, OwnedContent::Text { text: Cow::Borrowed("Saved.") }));
+    /// let made = OwnedContent::text(format!("{} notes", 3)); // a `String`: moved in
+    /// assert!(matches!(made, OwnedContent::Text { text: Cow::Owned(ref t) } if t == "3 notes"));
+    /// ```
     pub fn text(text: impl Into<Cow<'static, str>>) -> Self {
         Self::Text { text: text.into() }
     }
     /// An image from raw bytes.
+    ///
+    /// ```
+    /// use mcp_engine::Content;
+    /// use mcp_io_tokio::OwnedContent;
+    ///
+    /// let image = OwnedContent::image(vec![1, 2, 3], "image/png");
+    /// assert_eq!(image.as_content(), Content::image(&[1, 2, 3], "image/png"));
+    /// ```
     pub fn image(bytes: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Self {
         Self::Image { data: OwnedBase64::Bytes(bytes.into()), mime_type: mime_type.into() }
     }
     /// An image given already base64-encoded.
+    ///
+    /// ```
+    /// use mcp_engine::Content;
+    /// use mcp_io_tokio::OwnedContent;
+    ///
+    /// let image = OwnedContent::image_base64("AQID", "image/png");
+    /// assert_eq!(image.as_content(), Content::image_base64("AQID", "image/png"));
+    /// ```
     pub fn image_base64(base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
         Self::Image { data: OwnedBase64::Encoded(base64.into()), mime_type: mime_type.into() }
     }
     /// Audio from raw bytes.
+    ///
+    /// ```
+    /// use mcp_engine::Content;
+    /// use mcp_io_tokio::OwnedContent;
+    ///
+    /// let audio = OwnedContent::audio(vec![0, 0], "audio/wav");
+    /// assert_eq!(audio.as_content(), Content::audio(&[0, 0], "audio/wav"));
+    /// ```
     pub fn audio(bytes: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Self {
         Self::Audio { data: OwnedBase64::Bytes(bytes.into()), mime_type: mime_type.into() }
     }
     /// Audio given already base64-encoded.
+    ///
+    /// ```
+    /// use mcp_engine::Content;
+    /// use mcp_io_tokio::OwnedContent;
+    ///
+    /// let audio = OwnedContent::audio_base64("AAA=", "audio/wav");
+    /// assert_eq!(audio.as_content(), Content::audio_base64("AAA=", "audio/wav"));
+    /// ```
     pub fn audio_base64(base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
         Self::Audio { data: OwnedBase64::Encoded(base64.into()), mime_type: mime_type.into() }
     }
     /// A link to the resource `uri`.
+    ///
+    /// The description and MIME type are left out; set them through the variant's fields:
+    ///
+    /// ```
+    /// use mcp_io_tokio::OwnedContent;
+    ///
+    /// let mut link = OwnedContent::resource_link("notes://7", "note-7");
+    /// if let OwnedContent::ResourceLink { description, .. } = &mut link {
+    ///     *description = Some("Note 7".into());
+    /// }
+    /// let json = serde_json::to_string(&link.as_content())?;
+    /// let expected = r#"{"type":"resource_link","uri":"notes://7","name":"note-7","description":"Note 7"}"#;
+    /// assert_eq!(json, expected);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn resource_link(uri: impl Into<String>, name: impl Into<String>) -> Self {
         Self::ResourceLink { uri: uri.into(), name: name.into(), description: None, mime_type: None }
     }
     /// An embedded resource.
+    ///
+    /// ```
+    /// use mcp_engine::{Content, ResourceContents};
+    /// use mcp_io_tokio::{OwnedContent, OwnedResourceContents};
+    ///
+    /// let note = OwnedContent::embedded(OwnedResourceContents::text("notes://7", None, "Buy tea."));
+    /// let contents = ResourceContents::text("notes://7", None, "Buy tea.");
+    /// assert_eq!(note.as_content(), Content::embedded(contents));
+    /// ```
     pub fn embedded(resource: OwnedResourceContents) -> Self {
         Self::Resource(resource)
     }
     /// The borrowed form the engine serializes.
+    ///
+    /// ```
+    /// use mcp_io_tokio::OwnedContent;
+    ///
+    /// let json = serde_json::to_string(&OwnedContent::text("hi").as_content())?;
+    /// assert_eq!(json, r#"{"type":"text","text":"hi"}"#);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn as_content(&self) -> Content<'_> {
         match self {
             Self::Text { text } => Content::text(text),
@@ -198,6 +362,17 @@ impl From<Cow<'static, str>> for OwnedContent {
 ///
 /// Reads as a slice ([`Deref`]); made from a `Vec<OwnedContent>`, one `OwnedContent`, or
 /// an iterator; [`push`](Self::push) adds a block.
+///
+/// ```
+/// use mcp_io_tokio::{ContentBlocks, OwnedContent};
+///
+/// let one = ContentBlocks::from(OwnedContent::text("a")); // no `Vec`
+/// let mut many: ContentBlocks = ["a", "b"].into_iter().map(OwnedContent::text).collect();
+/// many.push(OwnedContent::text("c"));
+/// assert_eq!(one.len(), 1);
+/// assert_eq!(many[2], OwnedContent::text("c"));
+/// assert!(many.iter().all(|block| matches!(block, OwnedContent::Text { .. })));
+/// ```
 #[derive(Clone, Default)]
 pub struct ContentBlocks(Blocks);
 
@@ -215,11 +390,27 @@ impl Default for Blocks {
 
 impl ContentBlocks {
     /// No blocks.
+    ///
+    /// ```
+    /// use mcp_io_tokio::ContentBlocks;
+    ///
+    /// let blocks = ContentBlocks::new();
+    /// assert!(blocks.is_empty());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Adds `block` at the end.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{ContentBlocks, OwnedContent};
+    ///
+    /// let mut blocks = ContentBlocks::new();
+    /// blocks.push(OwnedContent::text("a"));
+    /// blocks.push(OwnedContent::text("b"));
+    /// assert_eq!(blocks, vec![OwnedContent::text("a"), OwnedContent::text("b")]);
+    /// ```
     pub fn push(&mut self, block: OwnedContent) {
         match &mut self.0 {
             Blocks::Many(v) if v.is_empty() => self.0 = Blocks::One(block),
@@ -232,6 +423,13 @@ impl ContentBlocks {
     }
 
     /// The blocks as a `Vec`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{ContentBlocks, OwnedContent};
+    ///
+    /// let blocks = ContentBlocks::from(OwnedContent::text("a"));
+    /// assert_eq!(blocks.into_vec(), vec![OwnedContent::text("a")]);
+    /// ```
     pub fn into_vec(self) -> Vec<OwnedContent> {
         match self.0 {
             Blocks::One(block) => vec![block],
@@ -348,6 +546,22 @@ impl IntoIterator for ContentBlocks {
 /// A business failure the model should see is a reply with `is_error` set
 /// ([`ToolReply::error`]); a failure of the server itself is an
 /// `Err(`[`HostFailure`]`)` instead.
+///
+/// ```
+/// use mcp_io_tokio::{HostFailure, OwnedContent, ToolReply, ToolResult};
+/// use serde_json::json;
+///
+/// let saved = ToolReply::text("Saved.");
+/// let missing = ToolReply::error("There is no note 7."); // the model reads it
+/// assert!(!saved.is_error && missing.is_error);
+///
+/// let found = ToolReply::structured(json!({ "count": 2 }));
+/// assert_eq!(found.structured_content, Some(json!({ "count": 2 })));
+/// assert_eq!(found.content, vec![OwnedContent::text(r#"{"count":2}"#)]);
+///
+/// let broken: ToolResult = Err(HostFailure::internal("the database is down")); // a JSON-RPC error
+/// # let _ = broken;
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolReply {
     /// The content blocks.
@@ -364,34 +578,95 @@ pub struct ToolReply {
 impl ToolReply {
     /// A successful result made of `content`: a `Vec<OwnedContent>`, or one
     /// [`OwnedContent`] (which needs no heap allocation).
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    ///
+    /// let chart = OwnedContent::image(vec![1], "image/png");
+    /// let reply = ToolReply::new(vec![OwnedContent::text("A chart:"), chart]);
+    /// assert_eq!(reply.content.len(), 2);
+    /// assert!(!reply.is_error && reply.structured_content.is_none());
+    /// ```
     pub fn new(content: impl Into<ContentBlocks>) -> Self {
         Self { content: content.into(), structured_content: None, is_error: false, input_required: None }
     }
     /// A successful result made of one text block (see [`OwnedContent::text`]: a
     /// `&'static str` is not copied).
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    ///
+    /// let reply = ToolReply::text("Saved.");
+    /// assert_eq!(reply.content, vec![OwnedContent::text("Saved.")]);
+    /// assert!(!reply.is_error);
+    /// ```
     pub fn text(text: impl Into<Cow<'static, str>>) -> Self {
         Self::new(OwnedContent::text(text))
     }
     /// A failed result (`isError: true`) made of one text block the model can read.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    ///
+    /// let reply = ToolReply::error("There is no note 7.");
+    /// assert!(reply.is_error);
+    /// assert_eq!(reply.content[0], OwnedContent::text("There is no note 7."));
+    /// ```
     pub fn error(text: impl Into<Cow<'static, str>>) -> Self {
         Self { is_error: true, ..Self::text(text) }
     }
     /// A failed result (`isError: true`) made of `content`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    ///
+    /// let scan = OwnedContent::image(vec![0], "image/png");
+    /// let reply = ToolReply::error_content(vec![OwnedContent::text("Unreadable:"), scan]);
+    /// assert!(reply.is_error);
+    /// assert_eq!(reply.content.len(), 2);
+    /// ```
     pub fn error_content(content: impl Into<ContentBlocks>) -> Self {
         Self { is_error: true, ..Self::new(content) }
     }
     /// A successful result carrying `value` as `structuredContent` and, for clients that
     /// do not read structured output, its JSON text as one text block.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    /// use serde_json::json;
+    ///
+    /// let reply = ToolReply::structured(json!({ "count": 2 }));
+    /// assert_eq!(reply.structured_content, Some(json!({ "count": 2 })));
+    /// assert_eq!(reply.content, vec![OwnedContent::text(r#"{"count":2}"#)]);
+    /// ```
     pub fn structured(value: serde_json::Value) -> Self {
         Self::text(value.to_string()).with_structured_content(value)
     }
     /// Asks the client for input first (see [`InputRequiredReply`]): the handler is called
     /// again with the client's responses, which it finds in
     /// [`InputContext::response`](crate::InputContext::response).
+    ///
+    /// ```
+    /// use mcp_engine::InputRequestBuf;
+    /// use mcp_io_tokio::{InputRequiredReply, ToolReply};
+    ///
+    /// let ask = InputRequiredReply::new([InputRequestBuf::list_roots("roots")]);
+    /// let reply = ToolReply::input_required(ask);
+    /// assert_eq!(reply.input_required.map(|input| input.requests.len()), Some(1));
+    /// ```
     pub fn input_required(input: InputRequiredReply) -> Self {
         Self { input_required: Some(input), ..Self::default() }
     }
     /// Sets `structuredContent`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    /// use serde_json::json;
+    ///
+    /// let reply = ToolReply::text("2 notes").with_structured_content(json!({ "count": 2 }));
+    /// assert_eq!(reply.structured_content, Some(json!({ "count": 2 })));
+    /// assert_eq!(reply.content, vec![OwnedContent::text("2 notes")]);
+    /// ```
     pub fn with_structured_content(mut self, value: serde_json::Value) -> Self {
         self.structured_content = Some(value);
         self
@@ -399,6 +674,15 @@ impl ToolReply {
 }
 
 /// The outcome of a resource read, owned.
+///
+/// ```
+/// use mcp_io_tokio::{OwnedResourceContents, ResourceReply};
+///
+/// let readme = ResourceReply::text("notes://readme", Some("text/markdown"), "# Notes");
+/// let contents = OwnedResourceContents::text("notes://readme", Some("text/markdown"), "# Notes");
+/// assert_eq!(readme, ResourceReply::contents(vec![contents]));
+/// assert_eq!(ResourceReply::not_found(), ResourceReply::NotFound);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResourceReply {
     /// The contents. Empty contents are answered as "resource not found".
@@ -412,28 +696,81 @@ pub enum ResourceReply {
 
 impl ResourceReply {
     /// Contents made of `contents`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedResourceContents, ResourceReply};
+    ///
+    /// let reply = ResourceReply::contents(vec![
+    ///     OwnedResourceContents::text("notes://7", Some("text/plain"), "Buy tea."),
+    ///     OwnedResourceContents::blob("notes://7", Some("image/png"), vec![1, 2, 3]),
+    /// ]);
+    /// assert!(matches!(reply, ResourceReply::Contents(c) if c.len() == 2));
+    /// ```
     pub fn contents(contents: Vec<OwnedResourceContents>) -> Self {
         Self::Contents(contents)
     }
     /// One text contents of `uri`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedResourceContents, ResourceReply};
+    ///
+    /// let reply = ResourceReply::text("notes://7", None, "Buy tea.");
+    /// let contents = OwnedResourceContents::text("notes://7", None, "Buy tea.");
+    /// assert_eq!(reply, ResourceReply::Contents(vec![contents]));
+    /// ```
     pub fn text(uri: impl Into<String>, mime_type: Option<&str>, text: impl Into<String>) -> Self {
         Self::Contents(vec![OwnedResourceContents::text(uri, mime_type, text)])
     }
     /// One binary contents of `uri`, given as raw bytes.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedBase64, OwnedResourceContents, ResourceReply};
+    ///
+    /// let reply = ResourceReply::blob("notes://logo", Some("image/png"), vec![1, 2, 3]);
+    /// let ResourceReply::Contents(contents) = reply else { unreachable!() };
+    /// let OwnedResourceContents::Blob { blob, .. } = &contents[0] else { unreachable!() };
+    /// assert_eq!(blob, &OwnedBase64::Bytes(vec![1, 2, 3]));
+    /// ```
     pub fn blob(uri: impl Into<String>, mime_type: Option<&str>, bytes: impl Into<Vec<u8>>) -> Self {
         Self::Contents(vec![OwnedResourceContents::blob(uri, mime_type, bytes)])
     }
     /// One binary contents of `uri`, given already base64-encoded.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedResourceContents, ResourceReply};
+    ///
+    /// let reply = ResourceReply::blob_base64("notes://logo", Some("image/png"), "AQID");
+    /// let logo = OwnedResourceContents::blob_base64("notes://logo", Some("image/png"), "AQID");
+    /// assert_eq!(reply, ResourceReply::Contents(vec![logo]));
+    /// ```
     pub fn blob_base64(uri: impl Into<String>, mime_type: Option<&str>, base64: impl Into<String>) -> Self {
         Self::Contents(vec![OwnedResourceContents::blob_base64(uri, mime_type, base64)])
     }
     /// "Resource not found".
+    ///
+    /// ```
+    /// use mcp_io_tokio::ResourceReply;
+    ///
+    /// assert_eq!(ResourceReply::not_found(), ResourceReply::NotFound);
+    /// ```
     pub fn not_found() -> Self {
         Self::NotFound
     }
 }
 
 /// One message of a rendered prompt, owned (MCP `PromptMessage`).
+///
+/// The owned counterpart of [`mcp_engine::PromptMessage`].
+///
+/// ```
+/// use mcp_engine::Role;
+/// use mcp_io_tokio::{OwnedContent, OwnedPromptMessage};
+///
+/// let ask = OwnedPromptMessage::user("Summarize my notes."); // a `&str` is copied
+/// let answer = OwnedPromptMessage::assistant(OwnedContent::text("You have 2 notes."));
+/// assert_eq!((ask.role, answer.role), (Role::User, Role::Assistant));
+/// assert_eq!(ask.content, OwnedContent::text("Summarize my notes."));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnedPromptMessage {
     /// The speaker.
@@ -444,20 +781,57 @@ pub struct OwnedPromptMessage {
 
 impl OwnedPromptMessage {
     /// A user message.
+    ///
+    /// ```
+    /// use mcp_engine::Role;
+    /// use mcp_io_tokio::OwnedPromptMessage;
+    ///
+    /// let message = OwnedPromptMessage::user("Summarize my notes.");
+    /// assert_eq!(message.role, Role::User);
+    /// ```
     pub fn user(content: impl Into<OwnedContent>) -> Self {
         Self { role: Role::User, content: content.into() }
     }
     /// An assistant message.
+    ///
+    /// ```
+    /// use mcp_engine::Role;
+    /// use mcp_io_tokio::OwnedPromptMessage;
+    ///
+    /// let message = OwnedPromptMessage::assistant(format!("You have {} notes.", 2));
+    /// assert_eq!(message.role, Role::Assistant);
+    /// ```
     pub fn assistant(content: impl Into<OwnedContent>) -> Self {
         Self { role: Role::Assistant, content: content.into() }
     }
     /// The borrowed form the engine serializes.
+    ///
+    /// ```
+    /// use mcp_io_tokio::OwnedPromptMessage;
+    ///
+    /// let json = serde_json::to_string(&OwnedPromptMessage::user("hi").as_message())?;
+    /// assert_eq!(json, r#"{"role":"user","content":{"type":"text","text":"hi"}}"#);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn as_message(&self) -> PromptMessage<'_> {
         PromptMessage { role: self.role, content: self.content.as_content() }
     }
 }
 
 /// A rendered prompt (MCP `GetPromptResult`), owned.
+///
+/// ```
+/// use mcp_io_tokio::{OwnedPromptMessage, PromptReply};
+///
+/// let reply = PromptReply::new(vec![
+///     OwnedPromptMessage::user("Summarize my notes."),
+///     OwnedPromptMessage::assistant("Which ones?"),
+/// ])
+/// .with_description("A summary of the notes");
+/// assert_eq!(reply.messages.len(), 2);
+/// assert_eq!(reply.description.as_deref(), Some("A summary of the notes"));
+/// assert_eq!(PromptReply::user_text("Hi"), PromptReply::new(vec![OwnedPromptMessage::user("Hi")]));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PromptReply {
     /// Description of the rendered prompt.
@@ -471,18 +845,51 @@ pub struct PromptReply {
 
 impl PromptReply {
     /// A prompt made of `messages`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::{OwnedPromptMessage, PromptReply};
+    ///
+    /// let reply = PromptReply::new(vec![OwnedPromptMessage::user("Summarize my notes.")]);
+    /// assert_eq!(reply.messages.len(), 1);
+    /// assert!(reply.description.is_none() && reply.input_required.is_none());
+    /// ```
     pub fn new(messages: Vec<OwnedPromptMessage>) -> Self {
         Self { description: None, messages, input_required: None }
     }
     /// A prompt made of one user text message.
+    ///
+    /// ```
+    /// use mcp_engine::Role;
+    /// use mcp_io_tokio::{OwnedContent, PromptReply};
+    ///
+    /// let reply = PromptReply::user_text("Summarize my notes.");
+    /// assert_eq!(reply.messages[0].role, Role::User);
+    /// assert_eq!(reply.messages[0].content, OwnedContent::text("Summarize my notes."));
+    /// ```
     pub fn user_text(text: impl Into<Cow<'static, str>>) -> Self {
         Self::new(vec![OwnedPromptMessage::user(OwnedContent::text(text))])
     }
     /// Asks the client for input first (see [`ToolReply::input_required`]).
+    ///
+    /// ```
+    /// use mcp_engine::InputRequestBuf;
+    /// use mcp_io_tokio::{InputRequiredReply, PromptReply};
+    ///
+    /// let ask = InputRequiredReply::new([InputRequestBuf::list_roots("roots")]);
+    /// let reply = PromptReply::input_required(ask);
+    /// assert!(reply.input_required.is_some() && reply.messages.is_empty());
+    /// ```
     pub fn input_required(input: InputRequiredReply) -> Self {
         Self { input_required: Some(input), ..Self::default() }
     }
     /// Sets the description.
+    ///
+    /// ```
+    /// use mcp_io_tokio::PromptReply;
+    ///
+    /// let reply = PromptReply::user_text("Summarize my notes.").with_description("A summary");
+    /// assert_eq!(reply.description.as_deref(), Some("A summary"));
+    /// ```
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
         self
@@ -501,6 +908,20 @@ impl PromptReply {
 /// The requests are shared (`Arc<[InputRequestBuf]>`): a handler that asks the same thing
 /// every time builds them once and hands out a clone of the `Arc`, which allocates
 /// nothing.
+///
+/// ```
+/// use mcp_engine::InputRequestBuf;
+/// use mcp_io_tokio::{InputRequiredReply, ToolReply};
+/// use serde_json::json;
+///
+/// let schema = json!({ "type": "object", "properties": { "sure": { "type": "boolean" } } });
+/// let confirm = InputRequestBuf::elicit("confirm", "Delete note 7?", &schema);
+/// let input = InputRequiredReply::new([confirm]).with_state("note=7");
+/// assert_eq!(input.requests[0].key(), "confirm");
+/// assert_eq!(input.state.as_deref(), Some(&b"note=7"[..]));
+/// let reply = ToolReply::input_required(input);
+/// # let _ = reply;
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InputRequiredReply {
     /// The requests, each under its own key.
@@ -513,10 +934,29 @@ pub struct InputRequiredReply {
 impl InputRequiredReply {
     /// Asks for `requests`: a `Vec` or an array of them (copied into an `Arc`), or an
     /// `Arc<[InputRequestBuf]>` (shared, no copy).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcp_engine::InputRequestBuf;
+    /// use mcp_io_tokio::InputRequiredReply;
+    ///
+    /// let roots: Arc<[InputRequestBuf]> = Arc::new([InputRequestBuf::list_roots("roots")]);
+    /// let input = InputRequiredReply::new(Arc::clone(&roots)); // shared, not copied
+    /// assert!(Arc::ptr_eq(&input.requests, &roots));
+    /// ```
     pub fn new(requests: impl Into<Arc<[InputRequestBuf]>>) -> Self {
         Self { requests: requests.into(), state: None }
     }
     /// Adds host state.
+    ///
+    /// ```
+    /// use mcp_engine::InputRequestBuf;
+    /// use mcp_io_tokio::InputRequiredReply;
+    ///
+    /// let input = InputRequiredReply::new([InputRequestBuf::list_roots("roots")]).with_state(b"step=2");
+    /// assert_eq!(input.state, Some(b"step=2".to_vec()));
+    /// ```
     pub fn with_state(mut self, state: impl Into<Vec<u8>>) -> Self {
         self.state = Some(state.into());
         self
@@ -527,6 +967,18 @@ impl InputRequiredReply {
 /// [`mcp_engine::HostError`], answered as a JSON-RPC error.
 ///
 /// The message is sent to the client; keep secrets out of it.
+///
+/// ```
+/// use mcp_engine::HostError;
+/// use mcp_io_tokio::HostFailure;
+///
+/// let failure = HostFailure::invalid_params("`limit` must be at most 100");
+/// assert_eq!(failure.as_host_error(), HostError::InvalidParams("`limit` must be at most 100"));
+/// assert_eq!(failure.to_string(), "invalid params: `limit` must be at most 100");
+/// // Arguments that do not deserialize are invalid params too (so `?` works on them).
+/// let bad = serde_json::from_str::<u32>(r#""seven""#).unwrap_err();
+/// assert!(matches!(HostFailure::from(bad), HostFailure::InvalidParams(_)));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HostFailure {
@@ -542,18 +994,47 @@ pub enum HostFailure {
 
 impl HostFailure {
     /// [`HostFailure::NotFound`].
+    ///
+    /// ```
+    /// use mcp_engine::HostError;
+    /// use mcp_io_tokio::HostFailure;
+    ///
+    /// assert_eq!(HostFailure::not_found().as_host_error(), HostError::NotFound);
+    /// ```
     pub fn not_found() -> Self {
         Self::NotFound
     }
     /// [`HostFailure::InvalidParams`] with `message`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::HostFailure;
+    ///
+    /// let failure = HostFailure::invalid_params("`limit` must be at most 100");
+    /// assert_eq!(failure, HostFailure::InvalidParams("`limit` must be at most 100".into()));
+    /// ```
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::InvalidParams(message.into())
     }
     /// [`HostFailure::Internal`] with `message`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::HostFailure;
+    ///
+    /// let failure = HostFailure::internal("the database is down");
+    /// assert_eq!(failure.to_string(), "internal error: the database is down");
+    /// ```
     pub fn internal(message: impl Into<String>) -> Self {
         Self::Internal(message.into())
     }
     /// The borrowed form the engine answers with.
+    ///
+    /// ```
+    /// use mcp_engine::HostError;
+    /// use mcp_io_tokio::HostFailure;
+    ///
+    /// let failure = HostFailure::internal("the database is down");
+    /// assert_eq!(failure.as_host_error(), HostError::Internal("the database is down"));
+    /// ```
     pub fn as_host_error(&self) -> HostError<'_> {
         match self {
             Self::NotFound => HostError::NotFound,
@@ -648,6 +1129,15 @@ mod tests {
 
 /// Candidate values for a completion, most relevant first. The engine sends at most 100,
 /// drops duplicates and keeps `total` and `has_more` truthful.
+///
+/// ```
+/// use mcp_io_tokio::CompletionReply;
+///
+/// let first: Vec<String> = (1..=100).map(|n| format!("note-{n}")).collect();
+/// let reply = CompletionReply { total: Some(250), has_more: true, ..CompletionReply::new(first) };
+/// assert_eq!(reply.values.len(), 100);
+/// assert_eq!(reply.values[0], "note-1");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CompletionReply {
     /// The candidates.
@@ -660,16 +1150,88 @@ pub struct CompletionReply {
 
 impl CompletionReply {
     /// A reply with these candidates.
+    ///
+    /// ```
+    /// use mcp_io_tokio::CompletionReply;
+    ///
+    /// let reply = CompletionReply::new(vec!["tea".into(), "tee".into()]);
+    /// assert_eq!(reply.values, ["tea", "tee"]);
+    /// assert!(reply.total.is_none() && !reply.has_more);
+    /// ```
     pub fn new(values: Vec<String>) -> Self {
         Self { values, total: None, has_more: false }
     }
 }
 
 /// What a tool call resolves to: a reply, or a failure answered as a JSON-RPC error.
+///
+/// ```
+/// use mcp_io_tokio::{HostFailure, ToolCall, ToolReply, ToolResult};
+///
+/// #[derive(serde::Deserialize)]
+/// struct Args {
+///     id: u32,
+/// }
+///
+/// fn delete(call: &ToolCall) -> ToolResult {
+///     let args: Args = call.deserialize()?; // bad arguments: `HostFailure::InvalidParams`
+///     match args.id {
+///         7 => Ok(ToolReply::text("Deleted note 7.")),
+///         id => Ok(ToolReply::error(format!("There is no note {id}."))), // the model reads it
+///     }
+/// }
+///
+/// assert_eq!(delete(&ToolCall::new("delete", r#"{"id":7}"#)), Ok(ToolReply::text("Deleted note 7.")));
+/// assert!(delete(&ToolCall::new("delete", r#"{"id":8}"#))?.is_error);
+/// assert!(matches!(delete(&ToolCall::new("delete", r#"{"id":"x"}"#)), Err(HostFailure::InvalidParams(_))));
+/// # Ok::<(), HostFailure>(())
+/// ```
 pub type ToolResult = Result<ToolReply, HostFailure>;
 /// What a resource read resolves to.
+///
+/// ```
+/// use mcp_io_tokio::{HostFailure, ResourceRead, ResourceReply, ResourceResult};
+///
+/// fn read(request: &ResourceRead) -> ResourceResult {
+///     match request.uri.as_str() {
+///         "notes://readme" => Ok(ResourceReply::text(request.uri.as_str(), None, "# Notes")),
+///         "notes://archive" => Err(HostFailure::internal("the archive is offline")),
+///         _ => Ok(ResourceReply::not_found()),
+///     }
+/// }
+///
+/// let readme = read(&ResourceRead::new("notes://readme"));
+/// assert_eq!(readme, Ok(ResourceReply::text("notes://readme", None, "# Notes")));
+/// assert_eq!(read(&ResourceRead::new("notes://gone")), Ok(ResourceReply::NotFound));
+/// assert!(read(&ResourceRead::new("notes://archive")).is_err());
+/// ```
 pub type ResourceResult = Result<ResourceReply, HostFailure>;
 /// What a prompt request resolves to.
+///
+/// ```
+/// use mcp_io_tokio::{HostFailure, PromptGet, PromptReply, PromptResult};
+///
+/// fn brainstorm(get: &PromptGet) -> PromptResult {
+///     let topic = get.argument("topic").ok_or_else(|| HostFailure::invalid_params("no topic"))?;
+///     Ok(PromptReply::user_text(format!("Brainstorm about {topic}.")))
+/// }
+///
+/// let reply = brainstorm(&PromptGet::new("brainstorm", r#"{"topic":"tea"}"#));
+/// assert_eq!(reply, Ok(PromptReply::user_text("Brainstorm about tea.")));
+/// assert!(brainstorm(&PromptGet::new("brainstorm", "{}")).is_err());
+/// ```
 pub type PromptResult = Result<PromptReply, HostFailure>;
 /// What a completion request resolves to.
+///
+/// ```
+/// use mcp_io_tokio::{CompleteResult, CompletionReply};
+///
+/// fn complete_topic(typed: &str) -> CompleteResult {
+///     let topics = ["tea", "tee", "toast"];
+///     let found = topics.iter().filter(|t| t.starts_with(typed)).map(|t| t.to_string());
+///     Ok(CompletionReply::new(found.collect()))
+/// }
+///
+/// assert_eq!(complete_topic("te").map(|reply| reply.values), Ok(vec!["tea".into(), "tee".into()]));
+/// ```
 pub type CompleteResult = Result<CompletionReply, HostFailure>;

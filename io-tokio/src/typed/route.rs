@@ -148,6 +148,17 @@ pub struct ToolRoute<F, A>(F, PhantomData<fn(A)>);
 
 impl<F, A> ToolRoute<F, A> {
     /// The route of handler `f`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::routes::{Route, ToolRoute};
+    /// use mcp_io_tokio::{NoArgs, ToolCall, ToolReply};
+    ///
+    /// let route = ToolRoute::new(|(), _: NoArgs| async { Ok("now") });
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let reply = rt.block_on(route.call_tool(&(), ToolCall::new("now", "{}")))?;
+    /// assert_eq!(reply, ToolReply::text("now"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new<S, Fut, R>(f: F) -> Self
     where
         F: Fn(S, A) -> Fut,
@@ -198,6 +209,19 @@ pub struct ToolCallRoute<F, A>(F, PhantomData<fn(A)>);
 
 impl<F, A> ToolCallRoute<F, A> {
     /// The route of handler `f`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::routes::{Route, ToolCallRoute};
+    /// use mcp_io_tokio::{NoArgs, ToolCall, ToolReply};
+    ///
+    /// let route = ToolCallRoute::new(|(), _: NoArgs, call: ToolCall| async move {
+    ///     Ok(format!("{} done", call.name)) // the call gives the tool's name, progress, input, ...
+    /// });
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let reply = rt.block_on(route.call_tool(&(), ToolCall::new("sync", "{}")))?;
+    /// assert_eq!(reply, ToolReply::text("sync done"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new<S, Fut, R>(f: F) -> Self
     where
         F: Fn(S, A, ToolCall) -> Fut,
@@ -244,6 +268,19 @@ pub struct ResourceRoute<F>(F);
 
 impl<F> ResourceRoute<F> {
     /// The route of handler `f`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::routes::{ResourceRoute, Route};
+    /// use mcp_io_tokio::{ResourceRead, ResourceReply};
+    ///
+    /// let route = ResourceRoute::new(|(), read: ResourceRead| async move {
+    ///     Ok(ResourceReply::text(read.uri.as_str(), None, "# Notes"))
+    /// });
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let reply = rt.block_on(route.read_resource(&(), ResourceRead::new("notes://readme")))?;
+    /// assert_eq!(reply, ResourceReply::text("notes://readme", None, "# Notes"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new<S, Fut>(f: F) -> Self
     where
         F: Fn(S, ResourceRead) -> Fut,
@@ -293,6 +330,43 @@ pub struct TemplateRoute<F, V>(F, PhantomData<fn(V)>);
 
 impl<F, V> TemplateRoute<F, V> {
     /// The route of handler `f`.
+    ///
+    /// A uri whose values `V` refuses (an enum variant it does not know) names no
+    /// resource: the route answers [`ResourceReply::NotFound`](crate::ResourceReply::NotFound)
+    /// without calling `f`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::routes::{Route, TemplateRoute};
+    /// use mcp_io_tokio::{ResourceRead, ResourceReply};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// #[serde(rename_all = "lowercase")]
+    /// enum Shelf {
+    ///     Inbox,
+    ///     Archive,
+    /// }
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Vars {
+    ///     shelf: Shelf,
+    /// }
+    ///
+    /// let route = TemplateRoute::new(|(), v: Vars, read: ResourceRead| async move {
+    ///     let text = match v.shelf {
+    ///         Shelf::Inbox => "3 notes",
+    ///         Shelf::Archive => "40 notes",
+    ///     };
+    ///     Ok(ResourceReply::text(read.uri.as_str(), None, text))
+    /// });
+    /// let read = |shelf: &str| {
+    ///     ResourceRead::new(format!("notes://{shelf}")).with_template("notes://{shelf}", [("shelf", shelf)])
+    /// };
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let reply = rt.block_on(route.read_resource(&(), read("inbox")))?;
+    /// assert_eq!(reply, ResourceReply::text("notes://inbox", None, "3 notes"));
+    /// assert_eq!(rt.block_on(route.read_resource(&(), read("attic")))?, ResourceReply::NotFound);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new<S, Fut>(f: F) -> Self
     where
         F: Fn(S, V, ResourceRead) -> Fut,
@@ -350,6 +424,22 @@ pub struct PromptRoute<F, A>(F, PhantomData<fn(A)>);
 
 impl<F, A> PromptRoute<F, A> {
     /// The route of handler `f`.
+    ///
+    /// ```
+    /// use mcp_io_tokio::routes::{PromptRoute, Route};
+    /// use mcp_io_tokio::{PromptGet, PromptReply};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Topic {
+    ///     topic: String,
+    /// }
+    ///
+    /// let route = PromptRoute::new(|(), a: Topic| async move { Ok(PromptReply::user_text(a.topic)) });
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let reply = rt.block_on(route.get_prompt(&(), PromptGet::new("brainstorm", r#"{"topic":"tea"}"#)))?;
+    /// assert_eq!(reply, PromptReply::user_text("tea"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new<S, Fut>(f: F) -> Self
     where
         F: Fn(S, A) -> Fut,
