@@ -3,16 +3,20 @@
 use core::time::Duration;
 
 use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, MAX_HEADERS, OpenError, Verdict,
+    AllowedOrigins, Authorization, ConnId, Grant, HttpConfig, HttpEngine, HttpEvent, MAX_HEADERS, OpenError,
+    Principal, ScopePolicy, Verdict,
 };
 use mcp_engine::internal::{Conn, Input, Limits};
 use mcp_engine::{
     AnswerError, Catalog, Config, Content, Event, HostError, Instant, Prompt, PromptArgument, PromptMessage,
-    PromptOutput, Resource, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput,
+    PromptOutput, Resource, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput, UnixTime,
 };
 use serde_json::Value;
 
 use crate::common::{EvKind, MAX_HTTP_INPUT, lossy};
+
+/// The wall clock at the harness's `Instant::ZERO`, in seconds.
+const WALL_START: u64 = 1_800_000_000;
 
 /// Connections the engine harness drives at once.
 const PEERS: usize = 3;
@@ -37,8 +41,9 @@ fn http_catalog() -> Catalog {
             },
             "required": ["region"]
         })))
+        .tool(Tool::new("admin").requires_scopes(["a"]))
         .resource(Resource::new("x://r", "r"))
-        .template(ResourceTemplate::new("x://t/{id}", "t"))
+        .template(ResourceTemplate::new("x://t/{id}", "t").requires_scopes(["a"]))
         .prompt(Prompt::new("p").argument(PromptArgument::required("a")))
         .build()
         .unwrap_or_else(|e| unreachable!("the fuzz catalog is valid: {e}"))
@@ -337,10 +342,21 @@ impl EngineHarness {
             .loopback(cfg & 4 != 0)
             .max_body(ENGINE_LIMITS.max_body_bytes)
             .max_head(ENGINE_LIMITS.max_head_bytes)
-            .max_connections(max_connections);
+            .max_connections(max_connections)
+            // Scoped under `Authorization::Host`: calls need `t`, reads `r`; `a` implies
+            // `t` and reaches the `admin` tool and the template.
+            .scope_policy(
+                ScopePolicy::new()
+                    .require("tools/call", ["t"])
+                    .and_then(|p| p.require("resources/read", ["r"]))
+                    .and_then(|p| p.implies("a", ["t"]))
+                    .unwrap_or_else(|e| unreachable!("the fuzz policy is valid: {e}")),
+            );
         let mut config = Config::new("fuzz", "0");
         config.max_frame_len(4096).max_in_flight(usize::from((cfg >> 4) & 3) + 1).max_depth(16);
         let mut e = HttpEngine::new(config, http, http_catalog());
+        // Grants expire on the wall clock (listen streams end then).
+        e.set_wall_clock(Instant::ZERO, UnixTime::from_secs(WALL_START));
         if cfg & 0x80 != 0 {
             // Sessions on: `initialize`, `Mcp-Session-Id` and `DELETE` are served.
             e.set_entropy(&[cfg; 32]);
@@ -493,8 +509,21 @@ impl EngineHarness {
             return;
         }
         let (id, body) = self.asks.remove(sel % self.asks.len());
+        let grant = |names: &[&str]| {
+            Grant::new(Principal::of(b"fuzz")).scopes(self.e.scopes().set_of(names.iter().copied()))
+        };
         let verdict = match how % 8 {
-            0..=4 => Verdict::Allow,
+            0..=2 => Verdict::Grant(grant(&["t", "r", "a"])),
+            3 => Verdict::Allow,
+            4 => match (how >> 3) % 3 {
+                0 => Verdict::Grant(grant(&["t"])),
+                1 => Verdict::Grant(grant(&["r"])),
+                _ => {
+                    let expires =
+                        UnixTime::from_secs(WALL_START) + Duration::from_millis((how >> 5) as u64 % 4000);
+                    Verdict::Grant(grant(&["a", "r"]).expires(expires))
+                }
+            },
             5 => Verdict::Unauthenticated,
             6 => Verdict::Forbidden,
             _ => Verdict::Failed,
