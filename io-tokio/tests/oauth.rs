@@ -17,16 +17,14 @@
 mod http_support;
 mod oauth_support;
 
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcp_engine::http::{JwtVerifier, TokenError};
 use mcp_io_tokio::{IntrospectionVerifier, JwksVerifier, OAuthAuthorizer, VerifyError};
+use oauth_support::server::{AuthServer, node, start};
 use oauth_support::{challenge_error, legacy_post, list_tools, protected_server, protected_server_of};
 use serde_json::{Value, json};
 
@@ -37,100 +35,20 @@ const OTHER: &str = "https://other.example/mcp";
 /// A resource the server issues opaque tokens for (introspected).
 const OPAQUE: &str = "https://rs.example/opaque";
 
-/// A running authorization server.
-struct As {
-    issuer: String,
-    /// Kept so that the server's standard input stays open: it exits when this process
-    /// does.
-    _child: Mutex<Child>,
-}
-
 /// The test certificate authority the AS's HTTPS certificate is signed by.
 const CA: &[u8] = include_bytes!("oauth_as/tls/ca.pem");
 
-static NODE: OnceLock<Option<PathBuf>> = OnceLock::new();
-static AS: OnceLock<Option<As>> = OnceLock::new();
-static AS_TLS: OnceLock<Option<As>> = OnceLock::new();
-
-fn as_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oauth_as")
-}
-
-/// The Node that runs the AS, installed (`npm ci`) when missing; `None` when the tests
-/// are to be skipped (said loudly).
-fn node() -> Option<&'static PathBuf> {
-    NODE.get_or_init(|| {
-        let dir = as_dir();
-        let node = dir.join("node_modules/.bin/node");
-        if !node.exists() || !dir.join("node_modules/oidc-provider").exists() {
-            let ci = std::env::var_os("CI").is_some();
-            let skip = std::env::var_os("MCP_OAUTH_AS_SKIP").is_some_and(|v| !v.is_empty() && v != "0");
-            if skip && !ci {
-                // Straight to stderr: the test harness captures `eprintln!` of a passing test.
-                let bar = "!".repeat(78);
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "\n{bar}\n!!! SKIPPED: the OAuth authorization-server tests (MCP_OAUTH_AS_SKIP is set).\n\
-                     !!! They need Node 22 and oidc-provider: `npm ci` in {}\n{bar}\n",
-                    dir.display()
-                );
-                return None;
-            }
-            eprintln!("oauth tests: installing the authorization server (npm ci in {})", dir.display());
-            let status = Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund"])
-                .current_dir(&dir)
-                .stdout(Stdio::null())
-                .status();
-            assert!(
-                status.as_ref().is_ok_and(|s| s.success()),
-                "`npm ci` in {} failed ({status:?}): the OAuth tests need Node 22 and oidc-provider \
-                 from the npm registry. Set MCP_OAUTH_AS_SKIP=1 to skip them outside CI.",
-                dir.display()
-            );
-        }
-        Some(node)
-    })
-    .as_ref()
-}
-
-/// Starts the AS (over HTTPS with `tls`) and reads its issuer.
-fn start(node: &PathBuf, tls: bool) -> As {
-    let mut cmd = Command::new(node);
-    cmd.arg("server.mjs").args([RESOURCE, OTHER, OPAQUE]);
-    if tls {
-        cmd.arg("--tls");
-    }
-    let mut child = cmd
-        .current_dir(as_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {}: {e}", node.display()));
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let issuer = loop {
-        let line = lines.next().expect("the authorization server printed its issuer").expect("a line");
-        if let Ok(v) = serde_json::from_str::<Value>(&line)
-            && let Some(iss) = v["issuer"].as_str()
-        {
-            break iss.to_owned();
-        }
-    };
-    // Keep draining its output, so that it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    As { issuer, _child: Mutex::new(child) }
-}
+static AS: OnceLock<Option<AuthServer>> = OnceLock::new();
+static AS_TLS: OnceLock<Option<AuthServer>> = OnceLock::new();
 
 /// The AS over plain HTTP on loopback, started once for every test of this file.
-fn authorization_server() -> Option<&'static As> {
-    AS.get_or_init(|| node().map(|n| start(n, false))).as_ref()
+fn authorization_server() -> Option<&'static AuthServer> {
+    AS.get_or_init(|| node().map(|n| start(n, RESOURCE, OTHER, OPAQUE, false))).as_ref()
 }
 
 /// The AS over HTTPS, with a certificate signed by [`CA`].
-fn tls_authorization_server() -> Option<&'static As> {
-    AS_TLS.get_or_init(|| node().map(|n| start(n, true))).as_ref()
+fn tls_authorization_server() -> Option<&'static AuthServer> {
+    AS_TLS.get_or_init(|| node().map(|n| start(n, RESOURCE, OTHER, OPAQUE, true))).as_ref()
 }
 
 /// A `POST` of a form to the authorization server, with Basic client authentication

@@ -36,7 +36,7 @@ const METADATA: &str = "https://mcp.example.test/.well-known/oauth-protected-res
 
 fn authorization_server() -> Option<&'static AuthServer> {
     static AS: OnceLock<Option<AuthServer>> = OnceLock::new();
-    AS.get_or_init(|| server::node().map(|n| server::start(n, RESOURCE, OTHER, OPAQUE))).as_ref()
+    AS.get_or_init(|| server::node().map(|n| server::start(n, RESOURCE, OTHER, OPAQUE, false))).as_ref()
 }
 
 /// The AS's `jwks_uri`, from its metadata.

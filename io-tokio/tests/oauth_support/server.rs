@@ -1,6 +1,6 @@
-//! The real authorization server of `tests/oauth_as` (oidc-provider on Node 22) for tests
-//! other than `oauth.rs` (which keeps its own copy): started with the resources a test
-//! names, and tokens from it by the client credentials grant over plain HTTP on loopback.
+//! The real authorization server of `tests/oauth_as` (oidc-provider on Node 22): started
+//! with the resources a test names (over HTTPS with the test authority's certificate when
+//! asked), and tokens from it by the client credentials grant over plain HTTP on loopback.
 //!
 //! As in `oauth.rs`: the Node that `npm ci` installs in `tests/oauth_as/node_modules` runs
 //! it, and the test runs `npm ci` itself when that is missing; `MCP_OAUTH_AS_SKIP=1` skips
@@ -67,12 +67,16 @@ pub fn node() -> Option<&'static PathBuf> {
     .as_ref()
 }
 
-/// Starts the AS over plain HTTP on loopback, issuing JWTs for `resource` and `other`
-/// and opaque tokens for `opaque` (see `server.mjs`), and reads its issuer.
-pub fn start(node: &PathBuf, resource: &str, other: &str, opaque: &str) -> AuthServer {
-    let mut child = Command::new(node)
-        .arg("server.mjs")
-        .args([resource, other, opaque])
+/// Starts the AS on loopback (over HTTPS with `tls`, else plain HTTP), issuing JWTs for
+/// `resource` and `other` and opaque tokens for `opaque` (see `server.mjs`), and reads
+/// its issuer.
+pub fn start(node: &PathBuf, resource: &str, other: &str, opaque: &str, tls: bool) -> AuthServer {
+    let mut cmd = Command::new(node);
+    cmd.arg("server.mjs").args([resource, other, opaque]);
+    if tls {
+        cmd.arg("--tls");
+    }
+    let mut child = cmd
         .current_dir(as_dir())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -89,6 +93,7 @@ pub fn start(node: &PathBuf, resource: &str, other: &str, opaque: &str) -> AuthS
             break iss.to_owned();
         }
     };
+    // Keep draining its output, so that it never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     AuthServer { issuer, _child: Mutex::new(child) }
 }
