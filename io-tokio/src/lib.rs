@@ -158,6 +158,8 @@
 //! - `oauth` (feature `oauth`; imports `auth`): verifying OAuth 2.1 access tokens for a
 //!   protected resource, `OAuthAuthorizer`, with the issuer's key set fetched over HTTPS
 //!   (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
+//! - `postgres` (feature `postgres`; imports `store`): sessions kept in PostgreSQL for
+//!   several nodes behind one balancer ([`PgSessionStore`], [`PgStoreConfig`]).
 //!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
@@ -173,6 +175,8 @@ mod handler;
 mod http;
 #[cfg(feature = "oauth")]
 mod oauth;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod readiness;
 mod reply;
 mod request;
@@ -193,6 +197,8 @@ pub use http::{HttpServer, serve_http};
 pub use oauth::{
     AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::{PgSessionStore, PgStoreConfig};
 pub use reply::{
     CompleteResult, CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64,
     OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, PromptResult, ResourceReply,

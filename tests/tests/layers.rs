@@ -43,7 +43,7 @@ fn io_tokio_modules_import_only_lower_layers() {
         "io-tokio",
         &[
             &["strings", "auth", "reply", "readiness", "store"],
-            &["channel", "oauth"],
+            &["channel", "oauth", "postgres"],
             &["request"],
             &["handler"],
             &["work"],
