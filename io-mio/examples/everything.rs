@@ -41,6 +41,7 @@ use mcp_engine::{Config, Content, Engine, LogLevel, Ticket, ToolOutput, UnixTime
 use mcp_fixture as everything;
 use mcp_fixture::edge::EdgeOptions;
 use mcp_fixture::oauth::{Jwks, OAuthOptions};
+use mcp_fixture::scale::ScaleOptions;
 
 const USAGE: &str = "\
 usage: everything [--http [ADDR] | --stdio]
@@ -67,8 +68,17 @@ const JWKS_USAGE: &str = "from a file, or a plain
                                   set to a file and give its path); read once, at
                                   start. Required with --oauth-issuer";
 
+/// This demo's `--store`.
+const STORE_USAGE: &str = "not here: this adapter keeps sessions in memory (the tokio
+                                  demo has a PostgreSQL store)";
+
 fn usage() -> String {
-    format!("{USAGE}\n{}\n{}", everything::edge::USAGE, everything::oauth::usage(JWKS_USAGE))
+    format!(
+        "{USAGE}\n{}\n{}\n{}",
+        everything::edge::USAGE,
+        everything::oauth::usage(JWKS_USAGE),
+        everything::scale::usage(STORE_USAGE)
+    )
 }
 
 /// Raises this process's open-file soft limit to its hard limit, so that the server can
@@ -81,8 +91,8 @@ fn raise_open_file_limit() {
 }
 
 fn main() -> ExitCode {
-    let mode = match parse(std::env::args().skip(1)) {
-        Ok(Some(mode)) => mode,
+    let (mode, scale) = match parse(std::env::args().skip(1)) {
+        Ok(Some(parsed)) => parsed,
         Ok(None) => {
             eprintln!("{}", usage());
             return ExitCode::SUCCESS;
@@ -92,7 +102,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = everything::config();
+    let mut config = everything::config();
+    if let Err(e) = scale.apply(&mut config) {
+        eprintln!("everything: {e}");
+        return ExitCode::FAILURE;
+    }
     let result = match mode {
         Mode::Stdio => serve_stdio(config),
         Mode::Http(addr, options) => serve_http(addr, config, &options.0, &options.1),
@@ -106,14 +120,18 @@ fn main() -> ExitCode {
     }
 }
 
-/// The mode the arguments ask for; `None` for `--help`.
-fn parse(args: impl Iterator<Item = String>) -> Result<Option<Mode>, String> {
+/// The mode the arguments ask for, with the key options; `None` for `--help`.
+fn parse(args: impl Iterator<Item = String>) -> Result<Option<(Mode, ScaleOptions)>, String> {
     let mut mode = None;
     let mut edge = EdgeOptions::default();
     let mut oauth = OAuthOptions::default();
+    let mut scale = ScaleOptions::default();
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
-        if edge.take(&arg, || args.next())? || oauth.take(&arg, || args.next())? {
+        if edge.take(&arg, || args.next())?
+            || oauth.take(&arg, || args.next())?
+            || scale.take(&arg, || args.next())?
+        {
             continue;
         }
         let next = match arg.as_str() {
@@ -131,17 +149,21 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<Mode>, String> {
         }
     }
     oauth.check(&edge)?;
+    if scale.store().is_some() {
+        return Err("--store: the mio demo keeps sessions in memory (the tokio demo has a store)".into());
+    }
     if oauth.is_on() && oauth.jwks().is_none() {
         return Err(
             "--oauth-issuer needs --oauth-jwks here (this demo does not read the issuer's metadata)".into()
         );
     }
-    Ok(Some(match mode {
+    let mode = match mode {
         Some(Mode::Http(addr, ..)) => Mode::Http(addr, Box::new((edge, oauth))),
         Some(Mode::Stdio) if oauth.is_on() => return Err("--oauth-issuer is for --http".to_owned()),
         Some(Mode::Stdio) => Mode::Stdio,
         None => Mode::Http(loopback_addr(DEFAULT_ADDR)?, Box::new((edge, oauth))),
-    }))
+    };
+    Ok(Some((mode, scale)))
 }
 
 /// `addr` parsed, if it is a loopback address: the server trusts whoever can reach it.

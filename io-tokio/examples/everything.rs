@@ -29,6 +29,7 @@ use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Config, Engine};
 use mcp_fixture::edge::EdgeOptions;
 use mcp_fixture::oauth::OAuthOptions;
+use mcp_fixture::scale::ScaleOptions;
 use mcp_io_tokio::{Authorizer, HttpServer, serve_stdio};
 use tracing_subscriber::EnvFilter;
 
@@ -50,7 +51,7 @@ Over HTTP:
 const DEFAULT_ADDR: &str = "127.0.0.1:3000";
 
 enum Mode {
-    Http(SocketAddr, Box<(EdgeOptions, OAuthOptions)>),
+    Http(SocketAddr, Box<(EdgeOptions, OAuthOptions, ScaleOptions)>),
     Stdio,
 }
 
@@ -61,14 +62,20 @@ const JWKS_USAGE: &str = "from a file, or a URL
                                   (at most once a minute) for a token signed by a key it
                                   does not hold";
 
+/// This demo's `--store`.
+const STORE_USAGE: &str = "keep sessions in this PostgreSQL database (postgres://...;
+                                  feature `postgres`) as well as in memory, so that
+                                  several nodes on one database serve the same sessions";
+
 fn usage() -> String {
     let oauth = mcp_fixture::oauth::usage(JWKS_USAGE);
+    let scale = mcp_fixture::scale::usage(STORE_USAGE);
     let feature = if cfg!(feature = "oauth") {
         ""
     } else {
         "\n  (the --oauth-* options need a build with --features oauth)"
     };
-    format!("{USAGE}{}\n{oauth}{feature}\n", mcp_fixture::edge::USAGE)
+    format!("{USAGE}{}\n{oauth}{feature}\n{scale}\n", mcp_fixture::edge::USAGE)
 }
 
 /// The mode the arguments ask for, or the exit code to leave with.
@@ -77,9 +84,13 @@ fn parse_args() -> Result<Mode, ExitCode> {
     let mut mode = None;
     let mut edge = EdgeOptions::default();
     let mut oauth = OAuthOptions::default();
+    let mut scale = ScaleOptions::default();
     while let Some(arg) = args.next() {
-        match edge.take(&arg, || args.next()).and_then(|taken| Ok(taken || oauth.take(&arg, || args.next())?))
-        {
+        let taken = edge
+            .take(&arg, || args.next())
+            .and_then(|taken| Ok(taken || oauth.take(&arg, || args.next())?))
+            .and_then(|taken| Ok(taken || scale.take(&arg, || args.next())?));
+        match taken {
             Ok(true) => continue,
             Ok(false) => {}
             Err(e) => {
@@ -134,13 +145,23 @@ fn parse_args() -> Result<Mode, ExitCode> {
                 .to_owned(),
         );
     }
+    if scale.store().is_some() && !cfg!(feature = "postgres") {
+        return refuse(
+            "--store needs a build with the `postgres` feature: \
+             cargo run -p mcp-io-tokio --features postgres --example everything -- ..."
+                .to_owned(),
+        );
+    }
     match mode {
-        Some(Mode::Stdio) if oauth.is_on() => refuse("--oauth-issuer is for --http".to_owned()),
-        Some(Mode::Stdio) => Ok(Mode::Stdio),
-        Some(Mode::Http(addr, ..)) => Ok(Mode::Http(addr, Box::new((edge, oauth)))),
-        None => {
-            Ok(Mode::Http(DEFAULT_ADDR.parse().expect("a valid default address"), Box::new((edge, oauth))))
+        Some(Mode::Stdio) if oauth.is_on() || scale.store().is_some() => {
+            refuse("--oauth-issuer and --store are for --http".to_owned())
         }
+        Some(Mode::Stdio) => Ok(Mode::Stdio),
+        Some(Mode::Http(addr, ..)) => Ok(Mode::Http(addr, Box::new((edge, oauth, scale)))),
+        None => Ok(Mode::Http(
+            DEFAULT_ADDR.parse().expect("a valid default address"),
+            Box::new((edge, oauth, scale)),
+        )),
     }
 }
 
@@ -178,8 +199,8 @@ fn main() -> ExitCode {
     };
     let code = match mode {
         Mode::Http(addr, options) => {
-            let (edge, oauth) = *options;
-            runtime.block_on(serve_http(addr, edge, oauth))
+            let (edge, oauth, scale) = *options;
+            runtime.block_on(serve_http(addr, edge, oauth, scale))
         }
         Mode::Stdio => runtime.block_on(stdio()),
     };
@@ -188,7 +209,12 @@ fn main() -> ExitCode {
     code
 }
 
-async fn serve_http(addr: SocketAddr, edge: EdgeOptions, oauth: OAuthOptions) -> ExitCode {
+async fn serve_http(
+    addr: SocketAddr,
+    edge: EdgeOptions,
+    oauth: OAuthOptions,
+    scale: ScaleOptions,
+) -> ExitCode {
     raise_open_file_limit();
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(listener) => listener,
@@ -202,6 +228,10 @@ async fn serve_http(addr: SocketAddr, edge: EdgeOptions, oauth: OAuthOptions) ->
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     let mut config = config();
     edge.apply(&mut config, &mut http);
+    if let Err(e) = scale.apply(&mut config) {
+        tracing::error!(%e, "cannot read the key");
+        return ExitCode::FAILURE;
+    }
     let resource = oauth.resource(&edge, bound);
     let metadata = match oauth.apply(&resource, &mut http) {
         Ok(url) => url,
@@ -216,8 +246,15 @@ async fn serve_http(addr: SocketAddr, edge: EdgeOptions, oauth: OAuthOptions) ->
     let engine = HttpEngine::new(config, http, oauth.catalog());
     let handler = Arc::new(Everything::new(oauth.dynamic()));
     if !oauth.is_on() {
+        let server = match with_store(HttpServer::without_authorizer(engine, handler), &scale).await {
+            Ok(server) => server,
+            Err(e) => {
+                tracing::error!(%e, "cannot open the session store");
+                return ExitCode::FAILURE;
+            }
+        };
         eprintln!("listening on http://{bound}/mcp");
-        return serve(HttpServer::without_authorizer(engine, handler), listener).await;
+        return serve(server, listener).await;
     }
     #[cfg(feature = "oauth")]
     {
@@ -228,11 +265,40 @@ async fn serve_http(addr: SocketAddr, edge: EdgeOptions, oauth: OAuthOptions) ->
                 return ExitCode::FAILURE;
             }
         };
+        let server = match with_store(HttpServer::new(engine, handler, auth), &scale).await {
+            Ok(server) => server,
+            Err(e) => {
+                tracing::error!(%e, "cannot open the session store");
+                return ExitCode::FAILURE;
+            }
+        };
         eprintln!("listening on http://{bound}/mcp");
-        serve(HttpServer::new(engine, handler, auth), listener).await
+        serve(server, listener).await
     }
     #[cfg(not(feature = "oauth"))]
     unreachable!("refused when the arguments were read")
+}
+
+/// `server` with the session store of `--store`, connected and its schema migrated now
+/// (an error is a configuration error); `server` as it is without the option.
+async fn with_store<H, A>(server: HttpServer<H, A>, scale: &ScaleOptions) -> Result<HttpServer<H, A>, String>
+where
+    H: mcp_io_tokio::Handler,
+    A: Authorizer,
+{
+    let Some(url) = scale.store() else { return Ok(server) };
+    #[cfg(feature = "postgres")]
+    {
+        let store = mcp_io_tokio::PgStoreConfig::new(url).map_err(|e| e.to_string())?.build().await;
+        let store = store.map_err(|e| e.to_string())?;
+        tracing::info!("sessions kept in PostgreSQL");
+        Ok(server.session_store(Arc::new(store)))
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = (server, url);
+        unreachable!("refused when the arguments were read")
+    }
 }
 
 /// The authorizer of `--oauth-issuer`: JWT access tokens for `resource`, verified with the

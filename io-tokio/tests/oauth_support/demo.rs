@@ -82,6 +82,9 @@ fn build(adapter: Adapter) -> PathBuf {
         if cfg!(feature = "tower") {
             features.push("tower");
         }
+        if cfg!(feature = "postgres") {
+            features.push("postgres");
+        }
         cmd.args(["--no-default-features", "--features", &features.join(",")]);
     }
     if !cfg!(debug_assertions) {
