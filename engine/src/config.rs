@@ -91,6 +91,7 @@ pub struct Config {
     pub(crate) logging: bool,
     pub(crate) completions: bool,
     pub(crate) state_key: Option<SecretKey>,
+    pub(crate) previous_keys: Vec<SecretKey>,
     pub(crate) state_ttl: core::time::Duration,
     pub(crate) cursor_ttl: core::time::Duration,
     pub(crate) input_timeout: core::time::Duration,
@@ -120,6 +121,7 @@ impl Config {
             logging: false,
             completions: false,
             state_key: None,
+            previous_keys: Vec::new(),
             state_ttl: core::time::Duration::from_secs(600),
             cursor_ttl: core::time::Duration::from_secs(600),
             input_timeout: core::time::Duration::from_secs(300),
@@ -222,6 +224,25 @@ impl Config {
     /// it from a cryptographic source and keep it out of logs.
     pub fn secret_key(&mut self, key: [u8; 32]) -> &mut Self {
         self.state_key = Some(SecretKey(key));
+        self
+    }
+    /// The most earlier keys [`Self::previous_secret_keys`] keeps.
+    pub const MAX_PREVIOUS_KEYS: usize = 4;
+    /// Earlier secret keys that still open what they sealed, for rotating the key without
+    /// refusing what clients hold: every node first learns the new key as a previous one,
+    /// then seals with it ([`Self::secret_key`]) while the old one stays here until what it
+    /// sealed has expired (at most the longest of the `requestState` and cursor lifetimes,
+    /// and the session idle timeout for session ids). Nothing is sealed with these. At
+    /// most [`Self::MAX_PREVIOUS_KEYS`] are kept (the first ones given); they count only
+    /// with a [`Self::secret_key`].
+    ///
+    /// ```
+    /// use mcp_engine::Config;
+    /// let mut config = Config::new("demo", "1.0");
+    /// config.secret_key([2; 32]).previous_secret_keys([[1; 32]]);
+    /// ```
+    pub fn previous_secret_keys(&mut self, keys: impl IntoIterator<Item = [u8; 32]>) -> &mut Self {
+        self.previous_keys = keys.into_iter().take(Self::MAX_PREVIOUS_KEYS).map(SecretKey).collect();
         self
     }
     /// The same as [`Self::secret_key`] (its older name).

@@ -1,5 +1,6 @@
-//! Two nodes of the tokio `everything` demo on one PostgreSQL database (`--store`) with one
-//! shared key (`--keys-file`): a `2025-11-25` session opened on one node is served by the
+//! Two nodes of the tokio `everything` demo on one PostgreSQL database (`--store`) sharing
+//! a key (`--keys-file`; the second node mid-rotation: it seals with a new key and still
+//! opens with the first): a `2025-11-25` session opened on one node is served by the
 //! other, which loads it from the store; a node with another key refuses the session id
 //! without a lookup (`404`). The first steps of issue 16's three-node scenario.
 //!
@@ -18,13 +19,14 @@ use oauth_support::demo::{self, Adapter};
 use oauth_support::legacy_post;
 use serde_json::json;
 
-/// A keys file of one hex key, removed when dropped.
+/// A keys file of hex keys (the first seals), removed when dropped.
 struct KeysFile(PathBuf);
 
 impl KeysFile {
-    fn new(name: &str, byte: u8) -> Self {
+    fn new(name: &str, bytes: &[u8]) -> Self {
         let path = std::env::temp_dir().join(format!("mcp-scale-{name}-{}", std::process::id()));
-        std::fs::write(&path, format!("{}\n", hex(&[byte; 32]))).expect("write the keys file");
+        let lines: String = bytes.iter().map(|&b| format!("{}\n", hex(&[b; 32]))).collect();
+        std::fs::write(&path, lines).expect("write the keys file");
         Self(path)
     }
     fn path(&self) -> &str {
@@ -45,16 +47,15 @@ fn hex(bytes: &[u8]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opened_on_one_node_is_served_by_another_with_the_same_key_and_store() {
     let db = pg_support::database();
-    let shared = KeysFile::new("shared", 0x5a);
-    let other = KeysFile::new("other", 0xa5);
-    let args = |keys: &KeysFile| {
-        vec!["--store".to_owned(), db.url.clone(), "--keys-file".to_owned(), keys.path().to_owned()]
+    let first = KeysFile::new("first", &[0x5a]);
+    // Node B mid-rotation: it seals with a new key and still opens what the first sealed.
+    let rotated = KeysFile::new("rotated", &[0x77, 0x5a]);
+    let other = KeysFile::new("other", &[0xa5]);
+    let start = |keys: &KeysFile| {
+        let args = ["--store", db.url.as_str(), "--keys-file", keys.path()];
+        demo::start(Adapter::Tokio, &args)
     };
-    let a_args = args(&shared);
-    let a = demo::start(Adapter::Tokio, &a_args.iter().map(String::as_str).collect::<Vec<_>>());
-    let b = demo::start(Adapter::Tokio, &a_args.iter().map(String::as_str).collect::<Vec<_>>());
-    let c_args = args(&other);
-    let c = demo::start(Adapter::Tokio, &c_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let (a, b, c) = (start(&first), start(&rotated), start(&other));
 
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});

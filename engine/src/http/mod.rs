@@ -309,11 +309,12 @@ impl HttpEngine {
     /// from `entropy` (this process only). Until this is called the engine serves the
     /// stateless `2026-07-28` wire only; the adapters call it.
     pub fn set_entropy(&mut self, entropy: &[u8; 32]) {
-        let secret = match &self.core.config().state_key {
-            Some(key) => key.0,
-            None => derive_key(entropy),
+        let config = self.core.config();
+        let (secret, previous): (_, Vec<[u8; 32]>) = match &config.state_key {
+            Some(key) => (key.0, config.previous_keys.iter().map(|k| k.0).collect()),
+            None => (derive_key(entropy), Vec::new()),
         };
-        self.sessions.seed(&secret, entropy);
+        self.sessions.seed(&secret, &previous, entropy);
     }
 
     /// Turns the host's session store on or off, as

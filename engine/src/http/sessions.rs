@@ -112,8 +112,8 @@ impl Sessions {
 
     /// Seals ids with `secret` and draws tokens from `entropy` from now on. Ids sealed
     /// with another secret no longer open.
-    pub(crate) fn seed(&mut self, secret: &[u8; 32], entropy: &[u8; 32]) {
-        self.ids = Some(SessionIds::new(secret, entropy));
+    pub(crate) fn seed(&mut self, secret: &[u8; 32], previous: &[[u8; 32]], entropy: &[u8; 32]) {
+        self.ids = Some(SessionIds::new(secret, previous, entropy));
     }
 
     /// Whether `initialize` may open a session now.
@@ -410,7 +410,7 @@ mod tests {
 
     fn table(max: usize) -> Sessions {
         let mut t = Sessions::new(max, Duration::from_secs(60));
-        t.seed(&[1; 32], &[2; 32]);
+        t.seed(&[1; 32], &[], &[2; 32]);
         t
     }
 
@@ -499,7 +499,7 @@ mod tests {
         let mut t = table(8);
         let a = t.create(at(0), None, Session::default()).unwrap();
         let id = t.get(a).unwrap().id;
-        t.seed(&[3; 32], &[2; 32]);
+        t.seed(&[3; 32], &[], &[2; 32]);
         assert_eq!(t.find(&id, None), None);
     }
 }

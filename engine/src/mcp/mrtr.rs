@@ -540,6 +540,14 @@ pub(crate) struct Opened {
     pub(crate) host: Range<usize>,
 }
 
+/// The keys of `requestState`: the one that seals, and earlier ones that still open
+/// (`Config::previous_secret_keys`).
+#[derive(Debug, Clone)]
+pub(crate) struct StateKeys {
+    pub(crate) sign: [u8; 32],
+    pub(crate) previous: heapless::Vec<[u8; 32], { crate::Config::MAX_PREVIOUS_KEYS }>,
+}
+
 fn mac(key: &[u8; 32]) -> Hmac<Sha256> {
     // HMAC takes keys of any length.
     <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap_or_else(|_| unreachable!())
@@ -547,7 +555,7 @@ fn mac(key: &[u8; 32]) -> Hmac<Sha256> {
 
 /// Verifies `text` and decodes it into `buf`.
 pub(crate) fn open(
-    key: Option<&[u8; 32]>,
+    key: Option<&StateKeys>,
     text: &str,
     clock: Clock,
     life: Lifetime,
@@ -566,9 +574,14 @@ pub(crate) fn open(
         return Err(StateError::Forged);
     }
     let (payload, tag) = buf.split_at(buf.len() - TAG_LEN);
-    let mut m = mac(key);
-    m.update(payload);
-    m.verify_slice(tag).map_err(|_| StateError::Forged)?;
+    let verifies = |k: &[u8; 32]| {
+        let mut m = mac(k);
+        m.update(payload);
+        m.verify_slice(tag).is_ok()
+    };
+    if !verifies(&key.sign) && !key.previous.iter().any(verifies) {
+        return Err(StateError::Forged);
+    }
     if payload[0] & !WALL != VERSION {
         return Err(StateError::Forged);
     }
@@ -601,7 +614,7 @@ pub(crate) fn open(
 /// no key.
 pub(crate) fn check(
     ir: &InputRequired<'_>,
-    key: Option<&[u8; 32]>,
+    key: Option<&StateKeys>,
     in_memory: bool,
 ) -> Result<(), crate::error::AnswerError> {
     use crate::error::AnswerError::InvalidInputRequest as Invalid;
@@ -633,7 +646,7 @@ pub(crate) fn check(
 /// Seals the state (`requests` are those actually sent) and writes it as a JSON string.
 pub(crate) fn seal(
     out: &mut Vec<u8>,
-    key: &[u8; 32],
+    key: &StateKeys,
     expiry: Expiry,
     method: Method,
     digest: &[u8; 32],
@@ -652,7 +665,7 @@ pub(crate) fn seal(
         let _ = payload.extend_from_slice(r.key.as_bytes());
     }
     let _ = payload.extend_from_slice(host);
-    let mut m = mac(key);
+    let mut m = mac(&key.sign);
     m.update(&payload);
     let tag = m.finalize().into_bytes();
     let _ = payload.extend_from_slice(&tag);

@@ -20,7 +20,7 @@ pub(crate) struct Prepared {
     /// `protocolVersion`.
     pub(crate) initialize: Vec<u8>,
     /// The `requestState` key and lifetime.
-    pub(crate) state_key: Option<[u8; 32]>,
+    pub(crate) state_key: Option<crate::mcp::mrtr::StateKeys>,
     pub(crate) state_life: Lifetime,
     /// The key list cursors are sealed with (the same secret), and their lifetime.
     pub(crate) cursor_key: Option<CursorKey>,
@@ -97,9 +97,15 @@ impl Prepared {
             discover,
             discover_http,
             initialize,
-            state_key: cfg.state_key.as_ref().map(|k| k.0),
+            state_key: cfg.state_key.as_ref().map(|k| crate::mcp::mrtr::StateKeys {
+                sign: k.0,
+                previous: cfg.previous_keys.iter().map(|p| p.0).collect(),
+            }),
             state_life: Lifetime { ttl: micros(cfg.state_ttl), skew: micros(cfg.clock_skew) },
-            cursor_key: cfg.state_key.as_ref().map(|k| CursorKey::new(&k.0)),
+            cursor_key: cfg.state_key.as_ref().map(|k| {
+                let previous: Vec<[u8; 32]> = cfg.previous_keys.iter().map(|p| p.0).collect();
+                CursorKey::new(&k.0).with_previous(&previous)
+            }),
             cursor_life: Lifetime { ttl: micros(cfg.cursor_ttl), skew: micros(cfg.clock_skew) },
             features: Features {
                 tools: catalog.has_tools(),

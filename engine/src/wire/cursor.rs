@@ -123,6 +123,8 @@ pub enum CursorError {
 pub struct CursorKey {
     mac: Hmac<Sha256>,
     lists: [Option<Prefixed>; 4],
+    /// Earlier keys: they still open what they sealed, and seal nothing.
+    previous: Vec<Self>,
 }
 
 /// The HMAC state after the first block of a list's cursors, and what it holds.
@@ -138,7 +140,13 @@ impl CursorKey {
     pub fn new(secret: &[u8; 32]) -> Self {
         // HMAC takes keys of any length.
         let mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret).unwrap_or_else(|_| unreachable!());
-        Self { mac, lists: [None, None, None, None] }
+        Self { mac, lists: [None, None, None, None], previous: Vec::new() }
+    }
+
+    /// This key, with earlier ones that still open the cursors they sealed (key rotation).
+    pub fn with_previous(mut self, previous: &[[u8; 32]]) -> Self {
+        self.previous = previous.iter().map(Self::new).collect();
+        self
     }
 
     /// The state for `kind` under `b`, past the first block.
@@ -244,7 +252,10 @@ pub fn open(
         return Err(CursorError::Invalid);
     }
     let named = ListKind::from_tag(body[1]).ok_or(CursorError::Invalid)?;
-    tag(key, named, body, binding).verify_truncated_left(mac).map_err(|_| CursorError::Invalid)?;
+    let sealed_by = |k: &mut CursorKey| tag(k, named, body, binding).verify_truncated_left(mac).is_ok();
+    if !sealed_by(key) && !key.previous.iter_mut().any(sealed_by) {
+        return Err(CursorError::Invalid);
+    }
     if named != kind {
         return Err(CursorError::OtherList(named));
     }

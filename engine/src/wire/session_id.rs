@@ -48,18 +48,26 @@ const MINT_LABEL: &[u8] = b"mcp-engine/session-token";
 #[derive(Clone)]
 pub(crate) struct SessionIds {
     seal: Hmac<Sha256>,
+    /// Earlier keys: they still open the ids and event ids they sealed, and seal nothing.
+    previous: heapless::Vec<Hmac<Sha256>, { crate::Config::MAX_PREVIOUS_KEYS }>,
     mint: Hmac<Sha256>,
     counter: u64,
 }
 
 impl SessionIds {
     /// Ids sealed with `secret` (the engine's key, shared by every node that must accept
-    /// them), tokens drawn from `entropy` (fresh from the OS random source for each
-    /// process).
-    pub(crate) fn new(secret: &[u8; 32], entropy: &[u8; 32]) -> Self {
+    /// them) and opened with it or one of `previous` (key rotation), tokens drawn from
+    /// `entropy` (fresh from the OS random source for each process).
+    pub(crate) fn new(secret: &[u8; 32], previous: &[[u8; 32]], entropy: &[u8; 32]) -> Self {
         let key =
             |k: &[u8; 32]| <Hmac<Sha256> as KeyInit>::new_from_slice(k).unwrap_or_else(|_| unreachable!());
-        Self { seal: key(secret), mint: key(entropy), counter: 0 }
+        let previous = previous.iter().map(key).take(crate::Config::MAX_PREVIOUS_KEYS).collect();
+        Self { seal: key(secret), previous, mint: key(entropy), counter: 0 }
+    }
+
+    /// The sealing key, then the earlier ones.
+    fn keys(&self) -> impl Iterator<Item = &Hmac<Sha256>> {
+        core::iter::once(&self.seal).chain(self.previous.iter())
     }
 
     /// A new session: its token and its id.
@@ -96,7 +104,10 @@ impl SessionIds {
         if n != RAW_LEN || raw[0] != VERSION {
             return None;
         }
-        self.tag(&raw[..BODY_LEN]).verify_truncated_left(&raw[BODY_LEN..RAW_LEN]).ok()?;
+        let (body, tag) = (&raw[..BODY_LEN], &raw[BODY_LEN..RAW_LEN]);
+        if !self.keys().any(|k| tag_with(k, body).verify_truncated_left(tag).is_ok()) {
+            return None;
+        }
         let mut token = [0u8; TOKEN_LEN];
         token.copy_from_slice(&raw[1..BODY_LEN]);
         Some(token)
@@ -126,25 +137,38 @@ impl SessionIds {
         if n != 24 {
             return None;
         }
-        self.event_tag(token, &raw[..8]).verify_truncated_left(&raw[8..24]).ok()?;
+        let (body, tag) = (&raw[..8], &raw[8..24]);
+        if !self.keys().any(|k| event_tag_with(k, token, body).verify_truncated_left(tag).is_ok()) {
+            return None;
+        }
         let number = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         Some((number(&raw[..4]), number(&raw[4..8])))
     }
 
     fn event_tag(&self, token: &Token, body: &[u8]) -> Hmac<Sha256> {
-        let mut m = self.seal.clone();
-        m.update(EVENT_LABEL);
-        m.update(token);
-        m.update(body);
-        m
+        event_tag_with(&self.seal, token, body)
     }
 
     fn tag(&self, body: &[u8]) -> Hmac<Sha256> {
-        let mut m = self.seal.clone();
-        m.update(SEAL_LABEL);
-        m.update(body);
-        m
+        tag_with(&self.seal, body)
     }
+}
+
+/// The tag of an id's `body` under `key`.
+fn tag_with(key: &Hmac<Sha256>, body: &[u8]) -> Hmac<Sha256> {
+    let mut m = key.clone();
+    m.update(SEAL_LABEL);
+    m.update(body);
+    m
+}
+
+/// The tag of an event id's `body` for the session with `token`, under `key`.
+fn event_tag_with(key: &Hmac<Sha256>, token: &Token, body: &[u8]) -> Hmac<Sha256> {
+    let mut m = key.clone();
+    m.update(EVENT_LABEL);
+    m.update(token);
+    m.update(body);
+    m
 }
 
 impl core::fmt::Debug for SessionIds {
@@ -172,12 +196,12 @@ mod tests {
             assert_eq!(ids.open_event_id(&a, &bad), None, "changed at {i}");
         }
         assert_eq!(ids.open_event_id(&a, &id[..EVENT_ID_LEN - 1]), None);
-        let other = SessionIds::new(&[8; 32], &[9; 32]);
+        let other = SessionIds::new(&[8; 32], &[], &[9; 32]);
         assert_eq!(other.open_event_id(&a, &id), None, "another key's");
     }
 
     fn ids() -> SessionIds {
-        SessionIds::new(&[7; 32], &[9; 32])
+        SessionIds::new(&[7; 32], &[], &[9; 32])
     }
 
     #[test]
@@ -201,8 +225,8 @@ mod tests {
 
     #[test]
     fn other_entropy_gives_other_tokens() {
-        let a = SessionIds::new(&[7; 32], &[1; 32]).mint().0;
-        let b = SessionIds::new(&[7; 32], &[2; 32]).mint().0;
+        let a = SessionIds::new(&[7; 32], &[], &[1; 32]).mint().0;
+        let b = SessionIds::new(&[7; 32], &[], &[2; 32]).mint().0;
         assert_ne!(a, b);
     }
 
@@ -220,10 +244,27 @@ mod tests {
         assert_eq!(ids.open(b""), None);
         assert_eq!(ids.open(&[b'!'; SESSION_ID_LEN]), None);
         // Sealed by another key: another deployment's id.
-        let other = SessionIds::new(&[8; 32], &[9; 32]);
+        let other = SessionIds::new(&[8; 32], &[], &[9; 32]);
         assert_eq!(other.open(&id), None);
         // The same key on another node (other entropy) opens it.
-        let node2 = SessionIds::new(&[7; 32], &[3; 32]);
+        let node2 = SessionIds::new(&[7; 32], &[], &[3; 32]);
         assert!(node2.open(&id).is_some());
+    }
+
+    #[test]
+    fn a_rotated_key_still_opens_what_it_sealed_and_seals_nothing() {
+        let mut old = ids();
+        let (token, id) = old.mint();
+        let event = old.event_id(&token, 0, 3);
+        let mut rotated = SessionIds::new(&[8; 32], &[[7; 32]], &[9; 32]);
+        assert_eq!(rotated.open(&id), Some(token), "an id of the previous key");
+        assert_eq!(rotated.open_event_id(&token, &event), Some((0, 3)), "an event id of the previous key");
+        // What the new key seals, only the new key opens.
+        let (t2, id2) = rotated.mint();
+        assert_eq!(old.open(&id2), None);
+        assert_eq!(SessionIds::new(&[8; 32], &[], &[1; 32]).open(&id2), Some(t2));
+        assert_ne!(rotated.id_of(&token), id, "ids are sealed with the new key");
+        // Once the previous key is dropped, its ids are refused.
+        assert_eq!(SessionIds::new(&[8; 32], &[], &[9; 32]).open(&id), None);
     }
 }
