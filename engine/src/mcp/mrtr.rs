@@ -962,7 +962,11 @@ impl Serialize for InputResponse<'_> {
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub fn fuzz_request_state(data: &[u8]) {
-    const KEY: [u8; 32] = [42; 32];
+    let keys_of = |sign: [u8; 32], previous: &[[u8; 32]]| StateKeys {
+        sign,
+        previous: previous.iter().copied().collect(),
+    };
+    let key = keys_of([42; 32], &[]);
     const LIFE: Lifetime = Lifetime { ttl: 600_000_000, skew: 30_000_000 };
     let Some((&mode, rest)) = data.split_first() else { return };
     let digest = [mode; 32];
@@ -970,7 +974,7 @@ pub fn fuzz_request_state(data: &[u8]) {
     if mode % 2 == 0 {
         // Anything a client may send: never a panic, never accepted (that would be a forgery).
         let text = String::from_utf8_lossy(rest);
-        let r = open(Some(&KEY), &text, Clock::default(), LIFE, Method::CallTool, &digest, &mut buf);
+        let r = open(Some(&key), &text, Clock::default(), LIFE, Method::CallTool, &digest, &mut buf);
         assert!(r.is_err(), "an unsealed state verified: {text:?}");
         return;
     }
@@ -982,7 +986,7 @@ pub fn fuzz_request_state(data: &[u8]) {
     let requests: Vec<InputRequest<'_>> = keys.iter().map(|k| InputRequest::list_roots(k)).collect();
     let host = &host[..host.len().min(MAX_HOST_STATE_LEN)];
     let ir = InputRequired::new(&requests).state(host);
-    if check(&ir, Some(&KEY), false).is_err() {
+    if check(&ir, Some(&key), false).is_err() {
         return; // duplicate keys: refused before anything is sealed
     }
     let sent: Vec<&InputRequest<'_>> = requests.iter().collect();
@@ -993,9 +997,9 @@ pub fn fuzz_request_state(data: &[u8]) {
     let clock = |t: u64| if wall { Clock { mono: 0, wall: Some(t) } } else { Clock { mono: t, wall: None } };
     let expiry = clock(t).expiry(LIFE);
     let last = if wall { expiry.at + LIFE.skew } else { expiry.at };
-    seal(&mut out, &KEY, expiry, Method::GetPrompt, &digest, &sent, host);
+    seal(&mut out, &key, expiry, Method::GetPrompt, &digest, &sent, host);
     let text = core::str::from_utf8(&out[1..out.len() - 1]).expect("base64url is ASCII");
-    let opened = open(Some(&KEY), text, clock(last), LIFE, Method::GetPrompt, &digest, &mut buf)
+    let opened = open(Some(&key), text, clock(last), LIFE, Method::GetPrompt, &digest, &mut buf)
         .expect("a sealed state opens until its expiry");
     assert_eq!(&buf[opened.host.clone()], host);
     assert_eq!(opened.asked.len(), keys.len());
@@ -1004,33 +1008,37 @@ pub fn fuzz_request_state(data: &[u8]) {
         assert_eq!(&buf[range.clone()], key.as_bytes());
     }
     assert_eq!(
-        open(Some(&KEY), text, clock(last + 1), LIFE, Method::GetPrompt, &digest, &mut buf).err(),
+        open(Some(&key), text, clock(last + 1), LIFE, Method::GetPrompt, &digest, &mut buf).err(),
         Some(StateError::Expired)
     );
     let other_clock = if wall { Clock { mono: t, wall: None } } else { Clock { mono: t, wall: Some(t) } };
     assert_eq!(
-        open(Some(&KEY), text, other_clock, LIFE, Method::GetPrompt, &digest, &mut buf).err(),
+        open(Some(&key), text, other_clock, LIFE, Method::GetPrompt, &digest, &mut buf).err(),
         Some(StateError::Expired)
     );
     assert_eq!(
-        open(Some(&KEY), text, clock(t), LIFE, Method::CallTool, &digest, &mut buf).err(),
+        open(Some(&key), text, clock(t), LIFE, Method::CallTool, &digest, &mut buf).err(),
         Some(StateError::Mismatch)
     );
     let other = [mode.wrapping_add(1); 32];
     assert_eq!(
-        open(Some(&KEY), text, clock(t), LIFE, Method::GetPrompt, &other, &mut buf).err(),
+        open(Some(&key), text, clock(t), LIFE, Method::GetPrompt, &other, &mut buf).err(),
         Some(StateError::Mismatch)
     );
+    let other_key = keys_of([7; 32], &[]);
     assert_eq!(
-        open(Some(&[7; 32]), text, clock(t), LIFE, Method::GetPrompt, &digest, &mut buf).err(),
+        open(Some(&other_key), text, clock(t), LIFE, Method::GetPrompt, &digest, &mut buf).err(),
         Some(StateError::Forged)
     );
+    // Rotated: a key set that keeps the sealing key as previous opens it.
+    let rotated = keys_of([7; 32], &[[9; 32], [42; 32]]);
+    assert!(open(Some(&rotated), text, clock(t), LIFE, Method::GetPrompt, &digest, &mut buf).is_ok());
     let mut tampered = text.as_bytes().to_vec();
     let at = usize::from(mode) % tampered.len();
     tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).expect("ASCII");
     assert!(
-        open(Some(&KEY), &tampered, clock(t), LIFE, Method::GetPrompt, &digest, &mut buf).is_err(),
+        open(Some(&key), &tampered, clock(t), LIFE, Method::GetPrompt, &digest, &mut buf).is_err(),
         "a changed state verified"
     );
 }

@@ -277,7 +277,8 @@ pub fn open(
 /// cursor sealed from the rest (offset, expiry, the binding's fields); it opens to its
 /// offset for its list and binding until its expiry, names its list to the others, and
 /// is refused after any one change: a byte of the text, the key, the page size, the
-/// revision, the principal, the list's digest, a later time, the other clock.
+/// revision, the principal, the list's digest, a later time, the other clock; a key that
+/// keeps its key as a previous one opens it, one that dropped it does not.
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub fn fuzz_cursor(data: &[u8]) {
@@ -344,6 +345,11 @@ pub fn fuzz_cursor(data: &[u8]) {
     }
     let mut other_key = CursorKey::new(&[7; 32]);
     assert_eq!(open(&mut other_key, kind, &text, &b, clock(now), life), Err(CursorError::Invalid));
+    // Rotated: a key that keeps this one as previous opens it; one that dropped it does not.
+    let mut rotated = CursorKey::new(&[7; 32]).with_previous(&[[9; 32], [42; 32]]);
+    assert_eq!(open(&mut rotated, kind, &text, &b, clock(now), life), Ok(offset));
+    let mut dropped = CursorKey::new(&[7; 32]).with_previous(&[[9; 32]]);
+    assert_eq!(open(&mut dropped, kind, &text, &b, clock(now), life), Err(CursorError::Invalid));
     let mut spoiled = text.into_bytes();
     let at = usize::from(mode) % spoiled.len();
     spoiled[at] = if spoiled[at] == b'A' { b'B' } else { b'A' };
