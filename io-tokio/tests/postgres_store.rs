@@ -10,17 +10,15 @@
 
 mod http_support;
 mod pg_support;
+mod store_support;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http_support::{Conn, Probe, catalog, patient};
-use mcp_engine::Config;
-use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_io_tokio::{AllowAll, HttpServer, PgSessionStore, PgStoreConfig, SessionStore};
+use http_support::{Conn, patient};
+use mcp_io_tokio::{PgSessionStore, PgStoreConfig, SessionStore};
 use pg_support::{Db, PgServer, connect, database};
-use tokio::net::TcpListener;
+use store_support::{INITIALIZE, legacy, node, open, ping};
 
 /// "No hang": an operation that must fail does so well within this (the bounds under
 /// test are 1 to 2 s; the machines are noisy).
@@ -248,57 +246,6 @@ async fn the_schema_is_created_from_nothing_rerun_and_created_by_several_stores_
         }
     })
     .await;
-}
-
-/// A server sharing `store` and the key every node of the test shares (as in
-/// `session_store.rs`).
-async fn node<S: SessionStore>(store: Arc<S>) -> SocketAddr {
-    let mut cfg = Config::new("io-tokio-pg-test", "0.0.1");
-    cfg.secret_key([7; 32]);
-    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let server =
-        HttpServer::new(HttpEngine::new(cfg, http, catalog()), Probe::new(), AllowAll).session_store(store);
-    tokio::spawn(server.serve(listener));
-    addr
-}
-
-const V: &str = "2025-11-25";
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-const PING: &str = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
-
-fn legacy(addr: SocketAddr, session: Option<&str>, body: &str) -> String {
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
-        addr.port()
-    );
-    if let Some(id) = session {
-        req.push_str(&format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: {V}\r\n"));
-    }
-    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    req
-}
-
-/// Opens a session on `addr`; returns its id.
-async fn open(addr: SocketAddr) -> String {
-    let mut c = Conn::open(addr).await;
-    c.send(&legacy(addr, None, INITIALIZE)).await;
-    let r = c.response().await;
-    assert_eq!(r.status, 200, "{r:?}");
-    let id = r.header("mcp-session-id").expect("a session id").to_owned();
-    c.send(&legacy(addr, Some(&id), INITIALIZED)).await;
-    assert_eq!(c.response().await.status, 202);
-    id
-}
-
-/// A ping in session `id`: the status and `Retry-After`.
-async fn ping(addr: SocketAddr, id: &str) -> (u16, Option<String>) {
-    let mut c = Conn::open(addr).await;
-    c.send(&legacy(addr, Some(id), PING)).await;
-    let r = c.response().await;
-    (r.status, r.header("retry-after").map(str::to_owned))
 }
 
 /// Runs `op` until it succeeds; panics if it has not within [`NO_HANG`].

@@ -3,66 +3,14 @@
 //! request `503` with `Retry-After`, and nothing is kept that the client was not told of.
 
 mod http_support;
+mod store_support;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use http_support::{Conn, Probe, catalog, patient};
-use mcp_engine::Config;
-use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_io_tokio::{AllowAll, HttpServer, MemorySessionStore, SessionStore, StoreError, StoreFuture};
-use tokio::net::TcpListener;
-
-const V: &str = "2025-11-25";
-
-/// A server sharing `store` and the key every node of the test shares.
-async fn node<S: SessionStore>(store: Arc<S>) -> SocketAddr {
-    let mut cfg = Config::new("io-tokio-store-test", "0.0.1");
-    cfg.secret_key([7; 32]);
-    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let server =
-        HttpServer::new(HttpEngine::new(cfg, http, catalog()), Probe::new(), AllowAll).session_store(store);
-    tokio::spawn(server.serve(listener));
-    addr
-}
-
-/// A session-bound POST (`session` names the session, if any).
-fn legacy(addr: SocketAddr, session: Option<&str>, body: &str) -> String {
-    let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
-        addr.port()
-    );
-    if let Some(id) = session {
-        req.push_str(&format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: {V}\r\n"));
-    }
-    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    req
-}
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-const PING: &str = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
-
-/// Opens a session on `addr`; returns its id.
-async fn open(addr: SocketAddr) -> String {
-    let mut c = Conn::open(addr).await;
-    c.send(&legacy(addr, None, INITIALIZE)).await;
-    let r = c.response().await;
-    assert_eq!(r.status, 200, "{r:?}");
-    let id = r.header("mcp-session-id").expect("a session id").to_owned();
-    c.send(&legacy(addr, Some(&id), INITIALIZED)).await;
-    assert_eq!(c.response().await.status, 202);
-    id
-}
-
-async fn ping(addr: SocketAddr, id: &str) -> u16 {
-    let mut c = Conn::open(addr).await;
-    c.send(&legacy(addr, Some(id), PING)).await;
-    c.response().await.status
-}
+use http_support::{Conn, patient};
+use mcp_io_tokio::{MemorySessionStore, SessionStore, StoreError, StoreFuture};
+use store_support::{INITIALIZE, legacy, node, open, ping};
 
 #[tokio::test]
 async fn a_session_opened_on_one_server_is_served_by_another_sharing_the_store() {
@@ -71,7 +19,7 @@ async fn a_session_opened_on_one_server_is_served_by_another_sharing_the_store()
         let (a, b) = (node(Arc::clone(&store)).await, node(Arc::clone(&store)).await);
         let id = open(a).await;
         assert_eq!(store.len(), 1, "stored before the client was told");
-        assert_eq!(ping(b, &id).await, 200, "b loads it from the store");
+        assert_eq!(ping(b, &id).await.0, 200, "b loads it from the store");
         let mut c = Conn::open(b).await;
         c.send(&format!(
             "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nMcp-Session-Id: {id}\r\n\r\n",
@@ -80,8 +28,8 @@ async fn a_session_opened_on_one_server_is_served_by_another_sharing_the_store()
         .await;
         assert_eq!(c.response().await.status, 200);
         assert!(store.is_empty(), "deleted from the store before the 200");
-        assert_eq!(ping(b, &id).await, 404);
-        assert_eq!(ping(b, "A".repeat(44).as_str()).await, 404, "a forged id");
+        assert_eq!(ping(b, &id).await.0, 404);
+        assert_eq!(ping(b, "A".repeat(44).as_str()).await.0, 404, "a forged id");
     })
     .await;
 }
@@ -134,9 +82,9 @@ async fn a_store_that_fails_makes_the_request_503_and_keeps_nothing_untold() {
         store.down.store(false, Ordering::SeqCst);
         let id = open(a).await;
         store.down.store(true, Ordering::SeqCst);
-        assert_eq!(ping(b, &id).await, 503, "b cannot load it now");
+        assert_eq!(ping(b, &id).await.0, 503, "b cannot load it now");
         store.down.store(false, Ordering::SeqCst);
-        assert_eq!(ping(b, &id).await, 200, "and can once the store is back");
+        assert_eq!(ping(b, &id).await.0, 200, "and can once the store is back");
     })
     .await;
 }
