@@ -375,3 +375,73 @@ fn the_store_paths_give_the_same_output_whole_or_split() {
         assert_eq!(run(chunk), reference, "split every {chunk} bytes");
     }
 }
+
+#[test]
+fn a_change_made_on_another_node_is_loaded_when_the_copy_here_is_idle() {
+    let mut a = node();
+    let id = open(&mut a);
+    let mut b = node_with(http(), 6);
+    b.store = Store { log: Vec::new(), ..a.store.clone() };
+    assert_eq!(ping(&mut b, &id).status, 200);
+    assert_eq!(logged(&mut b, &id), 0, "no log level set: no log messages");
+    // Node A sets a log level; its store (shared) says so to node B.
+    a.store.log.clear();
+    let r = one(&mut a, &legacy(&request(2, "logging/setLevel", json!({ "level": "info" })), Some(&id)));
+    assert_eq!(r.status, 200);
+    b.store.records = a.store.records.clone();
+    assert!(b.e.session_changed_elsewhere(id.as_bytes()), "an idle copy is dropped");
+    assert_eq!(b.e.sessions(), 0, "dropped, not ended");
+    assert_eq!(logged(&mut b, &id), 3, "the next request loads the new record");
+    assert!(b.store.log.iter().filter(|l| l.starts_with("load")).count() == 2, "{:?}", b.store.log);
+    // Not held, forged or foreign: nothing to drop.
+    assert!(!b.e.session_changed_elsewhere(b"A-forged-id"));
+    assert!(!node_with(http(), 7).e.session_changed_elsewhere(id.as_bytes()));
+}
+
+#[test]
+fn a_copy_in_use_is_kept_when_another_node_changes_the_session() {
+    let mut b = node();
+    let id = open(&mut b);
+    // A request in flight (a slow tool) holds the copy.
+    let call = request(3, "tools/call", json!({ "name": "test_tool_with_progress" }));
+    let raw = legacy(&call, Some(&id));
+    let n = b.e.handle_input(b.now, b.conn, &raw);
+    assert_eq!(n, raw.len());
+    let held = b.e.poll_event().is_some();
+    assert!(held, "the call reached the host");
+    assert!(!b.e.session_changed_elsewhere(id.as_bytes()), "in use: kept");
+    assert_eq!(b.e.sessions(), 1);
+}
+
+#[test]
+fn a_session_ended_on_another_node_ends_here_without_telling_the_store() {
+    let mut a = node();
+    let id = open(&mut a);
+    let log = a.store.log.len();
+    assert!(a.e.session_ended_elsewhere(a.now, id.as_bytes()));
+    assert_eq!(a.e.sessions(), 0);
+    assert_eq!(a.store.log.len(), log, "the other node told the store");
+    // The store forgot it too (the other node's DELETE): the id is now unknown.
+    a.store.records.clear();
+    assert_eq!(ping(&mut a, &id).status, 404);
+    assert!(!a.e.session_ended_elsewhere(a.now, id.as_bytes()), "not held any more");
+}
+
+#[test]
+fn a_session_ended_elsewhere_closes_its_stream_here() {
+    let mut a = node();
+    let id = open(&mut a);
+    let keep = a.conn;
+    a.conn = a.e.open(a.now, None).unwrap();
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: localhost:3000\r\nAccept: text/event-stream\r\nMcp-Session-Id: {id}\r\n\
+         MCP-Protocol-Version: {V}\r\n\r\n"
+    );
+    let head = String::from_utf8(a.feed(get.as_bytes(), usize::MAX)).unwrap();
+    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"), "{head}");
+    let stream = a.conn;
+    a.conn = keep;
+    assert!(a.e.session_ended_elsewhere(a.now, id.as_bytes()));
+    let rest = String::from_utf8(a.e.pending_output(stream).to_vec()).unwrap();
+    assert!(rest.ends_with("0\r\n\r\n"), "the stream's last chunk: {rest:?}");
+}

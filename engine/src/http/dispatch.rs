@@ -60,17 +60,15 @@ impl HttpEngine {
             let status = match (check, attached) {
                 (_, Some(r)) => {
                     ended = self.sessions.get(r).map(|e| e.id);
-                    // What its client was asked can no longer be answered; its stream ends.
-                    stream = self.sessions.get(r).and_then(|e| {
-                        core.inputs_gone(Some(e.session.serial));
-                        e.stream
-                    });
-                    // Its parked requests have nobody left to resume them.
-                    for route in self.parked.drain(|st, _| st.session == r) {
-                        core.cancel_route(route);
-                    }
-                    self.sessions.remove(r);
-                    self.session_timers.set(r.slot(), None);
+                    // What its client was asked can no longer be answered; its stream
+                    // ends; its parked requests have nobody left to resume them.
+                    stream = store::end_session(
+                        core,
+                        &mut self.sessions,
+                        &mut self.parked,
+                        &mut self.session_timers,
+                        r,
+                    );
                     200
                 }
                 (SessionCheck::Unknown, None) => 404,

@@ -247,6 +247,15 @@ impl Sessions {
         (e.principal.as_ref() == principal).then_some(SessionRef { slot, generation: s.generation })
     }
 
+    /// The session `id` names, if it is live here, whoever created it (for what a store
+    /// shared with other nodes reports). Allocates nothing.
+    pub(crate) fn held(&self, id: &[u8]) -> Option<SessionRef> {
+        let token = self.ids.as_ref()?.open(id)?;
+        let &slot = self.by_token.get(&token)?;
+        let s = self.slots.get(slot as usize)?;
+        s.entry.as_ref().map(|_| SessionRef { slot, generation: s.generation })
+    }
+
     /// The live session `r` refers to.
     pub(crate) fn get(&self, r: SessionRef) -> Option<&Entry> {
         let s = self.slots.get(r.slot as usize)?;

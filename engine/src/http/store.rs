@@ -73,6 +73,42 @@ pub enum Loaded<'r> {
 }
 
 impl HttpEngine {
+    /// Another node ended session `id` (`DELETE` there, or its expiry; a shared store
+    /// said so): if this engine holds the session, it ends here too, as a `DELETE` would
+    /// end it (its standalone stream closes, its requests waiting on the client are
+    /// cancelled), and the host's store is not told (the other node did that). Returns
+    /// whether the session was held here.
+    pub fn session_ended_elsewhere(&mut self, now: Instant, id: &[u8]) -> bool {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(r) = self.sessions.held(id) else { return false };
+        let stream =
+            end_session(&mut self.core, &mut self.sessions, &mut self.parked, &mut self.session_timers, r);
+        if let Some((slot, _)) = stream {
+            Self::end_stream(&mut self.slots, stream, now);
+            self.settle(slot);
+        }
+        self.process();
+        true
+    }
+
+    /// Another node changed session `id` (a shared store said so): if this engine holds
+    /// a copy that nothing uses (no request in flight, no stream, no change of its own
+    /// unsaved), the copy is dropped (the session is not ended) and the next request
+    /// naming it loads the new record. Returns whether a copy was dropped; a copy in use
+    /// stays, and what it saves next replaces the record (the store's last writer wins).
+    pub fn session_changed_elsewhere(&mut self, id: &[u8]) -> bool {
+        let Some(r) = self.sessions.held(id) else { return false };
+        let parked = self.parked.find(|st| st.session == r).is_some();
+        let idle = self.sessions.get(r).is_some_and(|e| e.active == 0 && !e.unsaved() && e.stream.is_none());
+        if parked || !idle {
+            return false;
+        }
+        self.sessions.remove(r);
+        self.session_timers.set(r.slot(), None);
+        true
+    }
+
     /// Whether `slot`'s request names a session the store may hold (a sealed id this
     /// engine does not hold); if so it waits for the store, asked once per request.
     pub(super) fn begin_load(&mut self, slot: u32) -> bool {
@@ -240,6 +276,28 @@ impl HttpEngine {
 
 /// Drops from memory the session a store holds unchanged and idle longest (none with a
 /// parked stream), and its timer. Returns whether there is room now.
+/// Ends session `r` as `DELETE` does: what its client was asked can no longer be
+/// answered, its parked requests are cancelled, it leaves the table. Returns the
+/// connection of its standalone stream, for the caller to end.
+pub(super) fn end_session(
+    core: &mut crate::mcp::Core,
+    sessions: &mut Sessions,
+    parked: &mut Parked,
+    timers: &mut Timers,
+    r: SessionRef,
+) -> Option<(u32, u32)> {
+    let stream = sessions.get(r).and_then(|e| {
+        core.inputs_gone(Some(e.session.serial));
+        e.stream
+    });
+    for route in parked.drain(|st, _| st.session == r) {
+        core.cancel_route(route);
+    }
+    sessions.remove(r);
+    timers.set(r.slot(), None);
+    stream
+}
+
 pub(super) fn make_room(sessions: &mut Sessions, parked: &Parked, timers: &mut Timers) -> bool {
     let Some(r) = sessions.evict_stored(|r| parked.find(|st| st.session == r).is_some()) else {
         return false;
