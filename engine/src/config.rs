@@ -227,7 +227,7 @@ impl Config {
         self
     }
     /// The most earlier keys [`Self::previous_secret_keys`] keeps.
-    pub const MAX_PREVIOUS_KEYS: usize = 4;
+    pub const MAX_PREVIOUS_KEYS: usize = crate::wire::MAX_PREVIOUS_KEYS;
     /// Earlier secret keys that still open what they sealed, for rotating the key without
     /// refusing what clients hold: every node first learns the new key as a previous one,
     /// then seals with it ([`Self::secret_key`]) while the old one stays here until what it

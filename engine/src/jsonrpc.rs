@@ -173,6 +173,11 @@ pub(crate) struct Meta {
     pub(crate) log_level: Option<usize>,
     /// `progressToken`.
     pub(crate) progress_token: Option<usize>,
+    /// `traceparent`, `tracestate`, `baggage` (W3C trace context, unprefixed as SEP-414
+    /// and the OpenTelemetry MCP conventions name them), of any type.
+    pub(crate) traceparent: Option<usize>,
+    pub(crate) tracestate: Option<usize>,
+    pub(crate) baggage: Option<usize>,
 }
 
 /// A request (a message with an id and a method), decoded once: every layer reads this
@@ -308,8 +313,15 @@ pub(crate) fn decode<'n, 't>(n: &'n [Node<'t>], names: &mut json::Names) -> Mess
     };
     let mut meta = Meta { at: meta_at, ..Meta::default() };
     if let Some(m) = meta_at {
-        [meta.version, meta.capabilities, meta.log_level, meta.progress_token] =
-            json::members_by(n, m, meta_slot).unwrap_or_default();
+        [
+            meta.version,
+            meta.capabilities,
+            meta.log_level,
+            meta.progress_token,
+            meta.traceparent,
+            meta.tracestate,
+            meta.baggage,
+        ] = json::members_by(n, m, meta_slot).unwrap_or_default();
     }
     Message::Request(Req { n, id, method, params, meta, name, uri, arguments })
 }
@@ -347,6 +359,9 @@ fn meta_slot(name: &str) -> Option<usize> {
         "io.modelcontextprotocol/clientCapabilities" => 1,
         "io.modelcontextprotocol/logLevel" => 2,
         "progressToken" => 3,
+        "traceparent" => 4,
+        "tracestate" => 5,
+        "baggage" => 6,
         _ => return None,
     })
 }

@@ -115,7 +115,8 @@ pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents
 pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMismatch};
 pub use level::LogLevel;
 pub use mcp::event::{
-    Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, TemplateVars,
+    Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, RequestId, RequestInfo,
+    TemplateVars,
 };
 pub use mcp::mrtr::{
     ClientCapabilities, InputError, InputKind, InputRequest, InputRequestBuf, InputRequired, InputResponse,
@@ -127,3 +128,4 @@ pub use mcp::tickets::Ticket;
 pub use revision::Revision;
 pub use stdio::Engine;
 pub use time::{Instant, UnixTime};
+pub use wire::trace::{SpanId, TraceContext, TraceId, TraceParent};

@@ -21,6 +21,7 @@ use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
 use crate::readiness::{Ready, ReadyQueue};
 use crate::store::{SessionStore, StoreError};
+use crate::telemetry::{Telemetry, Wire};
 use crate::work::Tasks;
 
 /// The one buffer every connection is read into (by the engine task).
@@ -97,6 +98,8 @@ pub struct HttpServer<H, A> {
     pub(crate) max_body: usize,
     /// Where sessions are kept beyond the engine's memory, if anywhere.
     pub(crate) store: Option<Arc<dyn SessionStore>>,
+    /// What the request spans record beyond the default.
+    pub(crate) telemetry: Telemetry,
     /// The channel handler replies and publications come back on (made early so that
     /// [`HttpServer::publisher`] works before serving).
     pub(crate) done: (mpsc::UnboundedSender<Completion>, mpsc::UnboundedReceiver<Completion>),
@@ -155,7 +158,24 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         }
         let (max_in_flight, max_body) =
             (engine.config().in_flight_limit(), engine.http_config().body_limit());
-        Self { engine, handler, auth, max_in_flight, max_body, store: None, done: mpsc::unbounded_channel() }
+        Self {
+            engine,
+            handler,
+            auth,
+            max_in_flight,
+            max_body,
+            store: None,
+            telemetry: Telemetry::default(),
+            done: mpsc::unbounded_channel(),
+        }
+    }
+
+    /// What each request's span records beyond the default (see `docs/observability.md`
+    /// and [`Telemetry`]): the default records no argument value, token, cursor,
+    /// `requestState` or resource uri.
+    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
     }
 
     /// Keeps sessions in `store` as well as in the engine's memory (turning the engine's
@@ -214,7 +234,10 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         listener: TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
-        let (host, mut done_rx, mut decided_rx) = Host::new(self);
+        let telemetry = self.telemetry;
+        let (mut host, mut done_rx, mut decided_rx) = Host::new(self);
+        // Connections this server reads itself speak HTTP/1.1.
+        host.tasks.set_telemetry(Wire::HTTP1, telemetry);
         let ready = Arc::new(ReadyQueue::default());
         let mut tcp = Tcp {
             host,
@@ -373,7 +396,8 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
         server: HttpServer<H, A>,
     ) -> (Self, mpsc::UnboundedReceiver<Completion>, mpsc::UnboundedReceiver<Decided>) {
         let (done_tx, done_rx) = server.done;
-        let tasks = Tasks::with_sender(done_tx);
+        let mut tasks = Tasks::with_sender(done_tx);
+        tasks.set_telemetry(Wire::HTTP, server.telemetry);
         let (verdict_tx, verdict_rx) = mpsc::unbounded_channel();
         let host = Self {
             engine: server.engine,

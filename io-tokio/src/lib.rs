@@ -139,6 +139,9 @@
 //! - `request` (imports `strings`, `channel`): the owned requests handed to a handler
 //!   ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied out
 //!   of engine events.
+//! - `telemetry` (imports `channel`, `reply`; used by `work` and `http`): one `tracing`
+//!   span per request, named and attributed as OpenTelemetry's MCP conventions say
+//!   ([`Telemetry`]; see `docs/observability.md`).
 //! - `handler` (imports `reply`, `request`): the [`Handler`] trait and [`tool_fn`].
 //! - `work` (imports `strings`, `reply`, `channel`, `request`, `handler`): the handler
 //!   tasks every run loop shares: starting an event's work on a worker task, aborting it
@@ -183,6 +186,7 @@ mod request;
 mod serve;
 mod store;
 mod strings;
+mod telemetry;
 #[cfg(feature = "tower")]
 mod tower;
 #[cfg(feature = "schemars")]
@@ -208,6 +212,7 @@ pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, 
 pub use serve::{serve, serve_stdio};
 pub use store::{MemorySessionStore, SessionStore, StoreError, StoreFuture};
 pub use strings::{Name, PooledString};
+pub use telemetry::Telemetry;
 #[cfg(feature = "tower")]
 pub use tower::{McpBody, McpService};
 #[cfg(feature = "schemars")]

@@ -21,6 +21,7 @@ use crate::reply::{
 };
 use crate::request::{CompletionRequest, Pools, PromptGet, ResourceRead, ToolCall};
 use crate::strings::Names;
+use crate::telemetry::{self, Telemetry, Wire};
 
 /// Sends [`Outcome::Dropped`] if the work ends without sending its reply (its task
 /// panicked, or was aborted), so a panicking handler is answered rather than leaving its
@@ -225,10 +226,18 @@ macro_rules! answer_on {
 
 answer_on!(Engine, HttpEngine);
 
+/// A request with the handler: its worker, its span (given the outcome once the reply
+/// comes back) and its revision.
+struct Running {
+    worker: Worker,
+    span: tracing::Span,
+    revision: mcp_engine::Revision,
+}
+
 /// The workers running handler futures, by ticket, the idle ones, and the channel their
 /// replies come back on. Aborts them all when dropped.
 pub(crate) struct Tasks {
-    running: HashMap<Ticket, Worker>,
+    running: HashMap<Ticket, Running>,
     /// Workers waiting for a request: as many as ran at once, at most.
     idle: Vec<Worker>,
     tx: mpsc::UnboundedSender<Completion>,
@@ -241,6 +250,9 @@ pub(crate) struct Tasks {
     scratch: Scratch,
     /// Progress and log reports of every running call waiting for the run loop.
     reports: Arc<std::sync::atomic::AtomicUsize>,
+    /// The transport, and what the request spans record (see `telemetry`).
+    wire: Wire,
+    telemetry: Telemetry,
 }
 
 /// Vectors reused, empty, for the borrowed forms of replies. They hold `'static` items
@@ -270,8 +282,8 @@ macro_rules! with_scratch {
 
 impl Drop for Tasks {
     fn drop(&mut self) {
-        for (_, worker) in self.running.drain() {
-            worker.task.abort();
+        for (_, running) in self.running.drain() {
+            running.worker.task.abort();
         }
         for worker in self.idle.drain(..) {
             worker.task.abort();
@@ -298,7 +310,15 @@ impl Tasks {
             pools: Pools::default(),
             scratch: Scratch::default(),
             reports: Arc::default(),
+            wire: Wire::PIPE,
+            telemetry: Telemetry::default(),
         }
+    }
+
+    /// The transport the request spans name, and what they record.
+    pub(crate) fn set_telemetry(&mut self, wire: Wire, telemetry: Telemetry) {
+        self.wire = wire;
+        self.telemetry = telemetry;
     }
 
     /// Whether any task is running.
@@ -308,37 +328,41 @@ impl Tasks {
 
     /// Starts the work of one event, or aborts the work of a cancelled one.
     pub(crate) fn dispatch<H: Handler>(&mut self, handler: &Arc<H>, event: Event<'_>) {
-        let (ticket, span, work) = match event {
+        // The request's span (`telemetry`): nothing is evaluated unless a subscriber wants it.
+        let span = telemetry::request_span(&event, self.wire, self.telemetry);
+        let revision = match &event {
+            Event::CallTool(c) => c.revision,
+            Event::ReadResource(r) => r.revision,
+            Event::GetPrompt(p) => p.revision,
+            Event::Complete(c) => c.revision,
+            _ => mcp_engine::Revision::LATEST_LEGACY,
+        };
+        let (ticket, work) = match event {
             Event::CallTool(call) => {
                 let progress = Progress::new(self.tx.clone(), call.ticket, Arc::clone(&self.reports));
                 let request = ToolCall::from_event(&call, progress, &mut self.names, &self.pools);
-                let span = tracing::debug_span!("tools/call", tool = %request.name);
-                (call.ticket, span, Work::Tool(request))
+                (call.ticket, Work::Tool(request))
             }
             Event::ReadResource(read) => {
                 let request = ResourceRead::from_event(&read, &mut self.names, &self.pools);
-                // The scheme only: a full uri can carry what the client sent.
-                let scheme = request.uri.split_once(':').map_or("", |(s, _)| s);
-                let span = tracing::debug_span!("resources/read", scheme, uri_len = request.uri.len());
-                (read.ticket, span, Work::Resource(request))
+                (read.ticket, Work::Resource(request))
             }
             Event::GetPrompt(get) => {
                 let request = PromptGet::from_event(&get, &mut self.names, &self.pools);
-                let span = tracing::debug_span!("prompts/get", prompt = %request.name);
-                (get.ticket, span, Work::Prompt(request))
+                (get.ticket, Work::Prompt(request))
             }
             Event::Complete(complete) => {
                 let request = CompletionRequest::from_event(&complete);
-                let span = tracing::debug_span!("completion/complete", argument = %request.argument);
-                (complete.ticket, span, Work::Complete(request))
+                (complete.ticket, Work::Complete(request))
             }
             Event::Cancelled(ticket) => {
                 match self.running.remove(&ticket) {
-                    Some(worker) => {
+                    Some(running) => {
                         // Its worker goes with it (it may have finished already, its reply on
                         // the way): a new one starts when needed.
                         tracing::debug!(?ticket, "request cancelled: aborting its handler");
-                        worker.task.abort();
+                        telemetry::record_cancelled(&running.span);
+                        running.worker.task.abort();
                     }
                     None => tracing::debug!(?ticket, "request cancelled after its reply"),
                 }
@@ -349,12 +373,12 @@ impl Tasks {
                 return;
             }
         };
-        let mut job = Job { ticket, span, work };
+        let mut job = Job { ticket, span: span.clone(), work };
         loop {
             let worker = self.idle.pop().unwrap_or_else(|| Worker::start(handler, &self.tx));
             match worker.jobs.try_send(job) {
                 Ok(()) => {
-                    self.running.insert(ticket, worker);
+                    self.running.insert(ticket, Running { worker, span, revision });
                     return;
                 }
                 // Not a worker that is waiting: it is dropped, and another one tried.
@@ -404,11 +428,12 @@ impl Tasks {
             }
             return;
         }
-        let Some(worker) = self.running.remove(&ticket) else {
+        let Some(Running { worker, span, revision }) = self.running.remove(&ticket) else {
             // Cancelled while its reply was on its way: the engine must not answer it.
             tracing::debug!(?ticket, "dropping the reply of a cancelled request");
             return;
         };
+        telemetry::record_outcome(&span, &outcome, revision);
         if !matches!(outcome, Outcome::Dropped) {
             // Done with this request, the worker waits for the next one (one that ended
             // without a reply is gone).

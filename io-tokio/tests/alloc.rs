@@ -142,8 +142,18 @@ const ECHO: Case = ("tools/call", "echo", r#""name":"echo","arguments":{"text":"
 const RESOURCE: Case = ("resources/read", "test://r", r#""uri":"test://r""#);
 /// A prompt of one static user message: the handler's `Vec` of messages.
 const PROMPT: Case = ("prompts/get", "p", r#""name":"p""#);
+/// [`STATIC`] with a W3C trace context in `_meta`: read and handed over (to the request's
+/// span, when a subscriber wants it) without an allocation either.
+const TRACED: Case = (
+    "tools/call",
+    "static",
+    r#""name":"static","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"rojo=00f067aa0ba902b7","baggage":"k=v"}"#,
+);
 
 fn body((method, _, params): Case) -> String {
+    if params.contains(r#""_meta""#) {
+        return format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{{params}}}}}"#);
+    }
     format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{{params},{META}}}}}"#)
 }
 
@@ -359,7 +369,7 @@ where
     W: AsyncWrite + Unpin,
 {
     let two = br#"[{"type":"text","text":"o"},{"type":"text","text":"k"}]"#;
-    [STATIC, TWO, ECHO, RESOURCE, PROMPT]
+    [STATIC, TWO, ECHO, RESOURCE, PROMPT, TRACED]
         .into_iter()
         .map(|case| client.per_round(rt, Round::Plain(&request(case), if case == TWO { two } else { OK })))
         .collect()
@@ -377,8 +387,8 @@ fn allocations_per_stdio_request() {
     });
     let mut client = Client::new(r, w, line, stdio_line);
     let counts = measure(&rt, &mut client, |case| format!("{}\n", body(case)).into_bytes());
-    // static, two blocks, echo, resource, prompt: see the cases.
-    assert_eq!(counts, [0, 1, 1, 4, 1], "allocations per stdio request");
+    // static, two blocks, echo, resource, prompt, static with a trace context: see the cases.
+    assert_eq!(counts, [0, 1, 1, 4, 1, 0], "allocations per stdio request");
 }
 
 /// The counts of `Cases` over HTTP on loopback, with the engine's `authorization` mode and
@@ -419,7 +429,7 @@ fn http_request(addr: SocketAddr, case: Case, extra: &str) -> String {
 fn allocations_per_http_request() {
     let counts = http_counts(Authorization::Everyone, false, AllowAll, "");
     // The same as over stdio: the HTTP server adds nothing.
-    assert_eq!(counts, [0, 1, 1, 4, 1], "allocations per HTTP request");
+    assert_eq!(counts, [0, 1, 1, 4, 1, 0], "allocations per HTTP request");
 }
 
 /// Under `Authorization::Host` the authorizer reads the request's headers from a reused
@@ -434,9 +444,9 @@ fn allocations_per_http_request_under_host_authorization() {
     };
     let header = "Authorization: Bearer s3cret\r\n";
     let counts = http_counts(Authorization::Host, false, bearer, header);
-    assert_eq!(counts, [0, 1, 1, 4, 1], "allocations per HTTP request, head authorized");
+    assert_eq!(counts, [0, 1, 1, 4, 1, 0], "allocations per HTTP request, head authorized");
     let counts = http_counts(Authorization::Host, true, bearer, header);
-    assert_eq!(counts, [0, 1, 1, 4, 1], "allocations per HTTP request, head and body authorized");
+    assert_eq!(counts, [0, 1, 1, 4, 1, 0], "allocations per HTTP request, head and body authorized");
 }
 
 /// The allocations per round of a `2025-11-25` session over `client`, whose `initialize`
@@ -603,7 +613,7 @@ fn allocations_per_request_through_the_typed_router() {
     });
     let mut client = Client::new(r, w, line, stdio_line);
     let counts = measure(&rt, &mut client, |case| format!("{}\n", body(case)).into_bytes());
-    assert_eq!(counts, [0, 1, 1, 4, 1], "allocations per stdio request, typed router");
+    assert_eq!(counts, [0, 1, 1, 4, 1, 0], "allocations per stdio request, typed router");
 
     let (stream, addr) = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -619,5 +629,5 @@ fn allocations_per_request_through_the_typed_router() {
     let (r, w) = stream.into_split();
     let mut client = Client::new(r, w, http_response, session_post);
     let counts = measure(&rt, &mut client, |case| http_request(addr, case, "").into_bytes());
-    assert_eq!(counts, [0, 1, 1, 4, 1], "allocations per HTTP request, typed router");
+    assert_eq!(counts, [0, 1, 1, 4, 1, 0], "allocations per HTTP request, typed router");
 }

@@ -68,6 +68,10 @@ fn rich_catalog() -> Catalog {
 
 /// Answers one event inline with static content.
 fn respond(ev: Event<'_>) {
+    // What a span of the request reads (its trace context, session and addresses).
+    if let Some(r) = ev.request() {
+        std::hint::black_box((r.method, r.id, r.trace, r.session_id, r.peer, r.client));
+    }
     match ev {
         Event::CallTool(call) => call.answer(&ToolOutput::new(&[Content::text("ok")])).unwrap(),
         Event::ReadResource(read) => {
@@ -331,6 +335,18 @@ impl Rev {
             Self::Legacy => request(id, method, params),
         }
     }
+    /// A request line whose `params._meta` also carries a W3C trace context.
+    fn traced(self, id: i64, method: &str, mut params: Value) -> String {
+        let mut meta = match self {
+            Self::Modern => mcp_tests::modern_meta(),
+            Self::Legacy => json!({}),
+        };
+        meta["traceparent"] = json!("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        meta["tracestate"] = json!("rojo=00f067aa0ba902b7, congo=t61rcWkgMzE");
+        meta["baggage"] = json!("userId=alice,serverNode=DF%2028,isProduction=false");
+        params["_meta"] = meta;
+        request(id, method, params)
+    }
     fn engine(self) -> Engine {
         let mut e = Engine::new(keyed(), rich_catalog());
         if let Self::Legacy = self {
@@ -350,6 +366,10 @@ fn requests_allocate_nothing(rev: Rev) {
         (
             "tools/call with input validation",
             rev.line(1, "tools/call", json!({"name": "calc", "arguments": calc_arguments()})),
+        ),
+        (
+            "tools/call with a trace context in _meta",
+            rev.traced(1, "tools/call", json!({"name": "calc", "arguments": calc_arguments()})),
         ),
         (
             "resources/read of a listed resource",
@@ -498,12 +518,25 @@ fn http_keep_alive_requests_allocate_nothing() {
         ("tools/call with input validation", "calc", json!({"name": "calc", "arguments": calc_arguments()})),
         ("resources/read", "test://t005/abc", json!({"uri": "test://t005/abc"})),
         ("prompts/get", "p_003", json!({"name": "p_003", "arguments": {"name": "x"}})),
+        (
+            "tools/call with a trace context",
+            "calc",
+            json!({"name": "calc", "arguments": calc_arguments(), "_meta": {
+                "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                "tracestate": "rojo=00f067aa0ba902b7",
+                "baggage": "k=v"
+            }}),
+        ),
     ];
     let mut failures = Vec::new();
     for (label, name, mut params) in cases {
         let mut h = Http::new();
         let mut sink = Vec::with_capacity(1 << 16);
+        let trace = params.get("_meta").cloned().unwrap_or_else(|| json!({}));
         params["_meta"] = meta.clone();
+        for (k, v) in trace.as_object().unwrap() {
+            params["_meta"][k] = v.clone();
+        }
         let method = label.split(' ').next().unwrap();
         let raw = http_post(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}), name);
         for _ in 0..3 {

@@ -44,6 +44,7 @@ fn io_tokio_modules_import_only_lower_layers() {
         &[
             &["strings", "auth", "reply", "readiness", "store"],
             &["channel", "oauth", "postgres"],
+            &["telemetry"],
             &["request"],
             &["handler"],
             &["work"],

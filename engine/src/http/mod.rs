@@ -760,7 +760,19 @@ impl HttpEngine {
         self.tick(self.last_now);
         self.process();
         if self.core.has_event() {
-            return self.core.next_event().map(HttpEvent::Mcp);
+            let mut event = self.core.next_event()?;
+            // What the core does not know of the request: its session and addresses.
+            if let Some(info) = event.request_mut()
+                && let Route::Http { conn, generation } = info.route
+                && let Some(c) = self.slots.get(conn as usize).filter(|s| s.generation == generation)
+                && let Some(c) = c.conn.as_ref()
+            {
+                info.peer = c.peer;
+                info.client = c.client;
+                let id = c.session.and_then(|r| self.sessions.get(r)).map(|e| &e.id[..]);
+                info.session_id = id.and_then(|id| core::str::from_utf8(id).ok());
+            }
+            return Some(HttpEvent::Mcp(event));
         }
         if let Some(id) = self.expired.pop_front() {
             self.expired_id = id;

@@ -12,7 +12,9 @@ use crate::level::LogLevel;
 use crate::mcp::answers::Answers;
 use crate::mcp::mrtr::{ClientCapabilities, InputRequired, InputResponses};
 use crate::mcp::tickets::Ticket;
+use crate::output::Route;
 use crate::revision::Revision;
+use crate::wire::trace::TraceContext;
 
 /// The arguments of a request, as compact JSON text borrowed from the engine.
 #[derive(Clone, Copy)]
@@ -96,6 +98,105 @@ impl fmt::Debug for TemplateVars<'_> {
     }
 }
 
+/// A request's JSON-RPC `id`, as the client sent it (a string or an integer).
+///
+/// `Display` writes its string form, as OpenTelemetry's `jsonrpc.request.id` wants it: an
+/// integer's decimal digits, a string's text (unescaped).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct RequestId<'a> {
+    /// The id as JSON text (`42`, `"req-7"`), as written in responses.
+    pub(crate) json: &'a str,
+}
+
+impl<'a> RequestId<'a> {
+    /// The id as JSON text: an integer's digits, or a quoted (escaped) string.
+    pub fn as_json(&self) -> &'a str {
+        self.json
+    }
+    /// Whether the client sent a string id.
+    pub fn is_string(&self) -> bool {
+        self.json.starts_with('"')
+    }
+}
+
+impl fmt::Display for RequestId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(inner) = self.json.strip_prefix('"').and_then(|s| s.strip_suffix('"')) else {
+            return f.write_str(self.json);
+        };
+        // The text was written by `serde_json`: `\"`, `\\`, the short escapes and `\u00XX`.
+        let mut rest = inner;
+        while let Some(at) = rest.find('\\') {
+            f.write_str(&rest[..at])?;
+            let esc = &rest[at + 1..];
+            let (c, used) = match esc.as_bytes().first() {
+                Some(b'n') => ('\n', 1),
+                Some(b'r') => ('\r', 1),
+                Some(b't') => ('\t', 1),
+                Some(b'b') => ('\u{8}', 1),
+                Some(b'f') => ('\u{c}', 1),
+                Some(b'u') => {
+                    let code = esc.get(1..5).and_then(|h| u32::from_str_radix(h, 16).ok());
+                    (code.and_then(char::from_u32).unwrap_or('\u{fffd}'), 5)
+                }
+                Some(&other) => (char::from(other), 1),
+                None => break,
+            };
+            fmt::Write::write_char(f, c)?;
+            rest = esc.get(used..).unwrap_or_default();
+        }
+        f.write_str(rest)
+    }
+}
+
+impl fmt::Debug for RequestId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.json)
+    }
+}
+
+/// What identifies a request and where it came from, beside what the event already says
+/// (the tool, prompt or resource, the revision): what a log line or a trace span of the
+/// request needs (see `docs/observability.md`).
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct RequestInfo<'a> {
+    /// The JSON-RPC method: `tools/call`, `resources/read`, `prompts/get` or
+    /// `completion/complete`.
+    pub method: &'static str,
+    /// The request's JSON-RPC id.
+    pub id: RequestId<'a>,
+    /// The W3C trace context the client sent in `params._meta` (`traceparent`,
+    /// `tracestate`, `baggage`), each part only if valid. A request coming back with its
+    /// client's input (a session-bound client's responses) keeps its `traceparent` only.
+    pub trace: TraceContext<'a>,
+    /// The `Mcp-Session-Id` of the session the request was made in: HTTP's session-bound
+    /// revisions (`2025-11-25`, `2025-06-18`) only. A bearer of the session: keep it out of
+    /// places other principals read.
+    pub session_id: Option<&'a str>,
+    /// The TCP peer (HTTP; `None` over stdio, or when the host gave none).
+    pub peer: Option<core::net::SocketAddr>,
+    /// The client's address (HTTP): the peer's, or the one a trusted proxy forwarded
+    /// ([`HttpConfig::trusted_proxies`](crate::http::HttpConfig::trusted_proxies)).
+    pub client: Option<core::net::IpAddr>,
+    /// Where the answer goes (the HTTP layer finds the connection from it).
+    pub(crate) route: Route,
+}
+
+impl fmt::Debug for RequestInfo<'_> {
+    /// The session id's length only.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestInfo")
+            .field("method", &self.method)
+            .field("id", &self.id)
+            .field("trace", &self.trace)
+            .field("session_id", &self.session_id.map(|s| Redacted("bytes", s.len())))
+            .field("peer", &self.peer)
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Stand-in, in `Debug` output, for what must not reach logs: its size only.
 struct Redacted(&'static str, usize);
 
@@ -129,6 +230,8 @@ pub struct CallTool<'a> {
     pub arguments: Arguments<'a>,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// The request's id, method, trace context and origin.
+    pub request: RequestInfo<'a>,
     /// Responses to input requests this request carries (`2026-07-28` retries; empty on
     /// a first round), see [`Engine::answer_input_required`](crate::Engine::answer_input_required).
     pub input_responses: InputResponses<'a>,
@@ -193,6 +296,8 @@ pub struct ReadResource<'a> {
     pub variables: TemplateVars<'a>,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// The request's id, method, trace context and origin.
+    pub request: RequestInfo<'a>,
     /// Responses to input requests this request carries (`2026-07-28` retries; empty on
     /// a first round), see [`Engine::answer_input_required`](crate::Engine::answer_input_required).
     pub input_responses: InputResponses<'a>,
@@ -232,6 +337,8 @@ pub struct GetPrompt<'a> {
     pub arguments: Arguments<'a>,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// The request's id, method, trace context and origin.
+    pub request: RequestInfo<'a>,
     /// Responses to input requests this request carries (`2026-07-28` retries; empty on
     /// a first round), see [`Engine::answer_input_required`](crate::Engine::answer_input_required).
     pub input_responses: InputResponses<'a>,
@@ -285,6 +392,8 @@ pub struct Complete<'a> {
     pub context: Arguments<'a>,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// The request's id, method, trace context and origin.
+    pub request: RequestInfo<'a>,
     pub(crate) responder: Answers<'a>,
 }
 
@@ -309,6 +418,7 @@ impl fmt::Debug for CallTool<'_> {
             .field("tool", &self.tool.name)
             .field("arguments", &self.arguments)
             .field("revision", &self.revision)
+            .field("request", &self.request)
             .field("input_responses", &responses(&self.input_responses))
             .field("request_state", &state(&self.request_state))
             .field("client", &self.client)
@@ -328,6 +438,7 @@ impl fmt::Debug for ReadResource<'_> {
         };
         d.field("variables", &self.variables)
             .field("revision", &self.revision)
+            .field("request", &self.request)
             .field("input_responses", &responses(&self.input_responses))
             .field("request_state", &state(&self.request_state))
             .field("client", &self.client)
@@ -342,6 +453,7 @@ impl fmt::Debug for GetPrompt<'_> {
             .field("prompt", &self.prompt.name)
             .field("arguments", &self.arguments)
             .field("revision", &self.revision)
+            .field("request", &self.request)
             .field("input_responses", &responses(&self.input_responses))
             .field("request_state", &state(&self.request_state))
             .field("client", &self.client)
@@ -362,6 +474,7 @@ impl fmt::Debug for Complete<'_> {
             .field("value", &Redacted("bytes", self.value.len()))
             .field("context", &self.context)
             .field("revision", &self.revision)
+            .field("request", &self.request)
             .finish_non_exhaustive()
     }
 }
@@ -384,7 +497,28 @@ pub enum Event<'a> {
     Cancelled(Ticket),
 }
 
-impl Event<'_> {
+impl<'a> Event<'a> {
+    /// The request this event is about (`None` for a cancellation).
+    pub fn request(&self) -> Option<&RequestInfo<'a>> {
+        match self {
+            Self::CallTool(c) => Some(&c.request),
+            Self::ReadResource(r) => Some(&r.request),
+            Self::GetPrompt(p) => Some(&p.request),
+            Self::Complete(c) => Some(&c.request),
+            Self::Cancelled(_) => None,
+        }
+    }
+    /// The request this event is about, to complete it (the HTTP layer adds the session
+    /// and the addresses).
+    pub(crate) fn request_mut(&mut self) -> Option<&mut RequestInfo<'a>> {
+        match self {
+            Self::CallTool(c) => Some(&mut c.request),
+            Self::ReadResource(r) => Some(&mut r.request),
+            Self::GetPrompt(p) => Some(&mut p.request),
+            Self::Complete(c) => Some(&mut c.request),
+            Self::Cancelled(_) => None,
+        }
+    }
     /// The ticket this event is about.
     pub fn ticket(&self) -> Ticket {
         match self {

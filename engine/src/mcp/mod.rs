@@ -47,7 +47,8 @@ use crate::level::LogLevel;
 use crate::mcp::answers::Answers;
 use crate::mcp::answers::{result_end, result_start};
 use crate::mcp::event::{
-    Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, TemplateVars,
+    Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, RequestId, RequestInfo,
+    TemplateVars,
 };
 use crate::mcp::inputs::Inputs;
 use crate::mcp::lifecycle::Method;
@@ -66,6 +67,7 @@ use crate::revision::Revision;
 use crate::time::Clock;
 use crate::wire::cursor::ListKind;
 use crate::wire::json;
+use crate::wire::trace::{self, TraceContext, TraceParent};
 
 /// Everything but the input buffer and the parser, so a parsed frame (which borrows
 /// those two) can be handled with `&mut Core`.
@@ -126,6 +128,20 @@ pub(crate) struct Scratch {
     pub(crate) responses: Vec<u8>,
     /// The buffer of the repeated-member-name check (`jsonrpc::decode`).
     pub(crate) names: json::Names,
+    /// The trace context of the request handed over last.
+    pub(crate) trace: TraceScratch,
+    /// The id of the event's request, as JSON (copied from its ticket slot).
+    pub(crate) id: tickets::IdBuf,
+}
+
+/// The W3C trace context of the request handed over last (see `requests::take_trace`):
+/// its buffers are reserved at their bounds, so copying one never allocates.
+pub(crate) struct TraceScratch {
+    pub(crate) parent: Option<TraceParent>,
+    pub(crate) state: String,
+    pub(crate) has_state: bool,
+    pub(crate) baggage: String,
+    pub(crate) has_baggage: bool,
 }
 
 impl Round {
@@ -203,6 +219,15 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             responses: Vec::with_capacity(frame),
             // Objects of up to this many members are checked without growing it.
             names: json::Names::with_capacity(NAMES_RESERVED.min(frame / 4 + 1)),
+            // No longer than the frame, nor than their bounds.
+            trace: TraceScratch {
+                parent: None,
+                state: String::with_capacity(trace::MAX_TRACESTATE_LEN.min(frame)),
+                has_state: false,
+                baggage: String::with_capacity(trace::MAX_BAGGAGE_LEN.min(frame)),
+                has_baggage: false,
+            },
+            id: tickets::IdBuf { len: 0, bytes: [0; crate::error::MAX_TICKET_ID_LEN] },
         },
         catalog,
         cfg,
@@ -343,6 +368,32 @@ impl Core {
         let p = self.tickets.pending?;
         let clock = self.clock();
         let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, .. } = self;
+        // The slot's id (only its bytes), route and `traceparent`: the slot stays where it is.
+        let busy = tickets.slots.get(usize::from(p.ticket.slot)).and_then(|s| s.busy.as_ref())?;
+        let (route, kept) = (busy.route, busy.trace);
+        let len = usize::from(busy.id.len);
+        scratch.id.len = busy.id.len;
+        scratch.id.bytes[..len].copy_from_slice(&busy.id.bytes[..len]);
+        let scratch = &*scratch;
+        let t = &scratch.trace;
+        let trace = if p.fresh {
+            TraceContext {
+                parent: t.parent,
+                tracestate: t.has_state.then_some(t.state.as_str()),
+                baggage: t.has_baggage.then_some(t.baggage.as_str()),
+            }
+        } else {
+            TraceContext { parent: kept, tracestate: None, baggage: None }
+        };
+        let request = |method| RequestInfo {
+            method,
+            id: RequestId { json: core::str::from_utf8(scratch.id.as_bytes()).unwrap_or("null") },
+            trace,
+            session_id: None,
+            peer: None,
+            client: None,
+            route,
+        };
         tickets.delivered = true;
         let responder = Answers {
             tickets,
@@ -363,6 +414,7 @@ impl Core {
                 tool: &catalog.tools[i].tool,
                 arguments: args,
                 revision: p.revision,
+                request: request("tools/call"),
                 input_responses,
                 request_state,
                 client,
@@ -373,6 +425,7 @@ impl Core {
                 prompt: &catalog.prompts[i].prompt,
                 arguments: args,
                 revision: p.revision,
+                request: request("prompts/get"),
                 input_responses,
                 request_state,
                 client,
@@ -388,6 +441,7 @@ impl Core {
                 value: &scratch.completion.1,
                 context: args,
                 revision: p.revision,
+                request: request("completion/complete"),
                 responder,
             }),
             PendingKind::Resource(t) => {
@@ -401,6 +455,7 @@ impl Core {
                         captures: &scratch.captures,
                     },
                     revision: p.revision,
+                    request: request("resources/read"),
                     input_responses,
                     request_state,
                     client,

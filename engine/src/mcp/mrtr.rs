@@ -545,7 +545,7 @@ pub(crate) struct Opened {
 #[derive(Debug, Clone)]
 pub(crate) struct StateKeys {
     pub(crate) sign: [u8; 32],
-    pub(crate) previous: heapless::Vec<[u8; 32], { crate::Config::MAX_PREVIOUS_KEYS }>,
+    pub(crate) previous: heapless::Vec<[u8; 32], { crate::wire::MAX_PREVIOUS_KEYS }>,
 }
 
 fn mac(key: &[u8; 32]) -> Hmac<Sha256> {

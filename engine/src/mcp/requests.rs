@@ -14,6 +14,7 @@ use crate::mcp::tickets::{Busy, IdBuf, Kind, Pending, PendingKind, Ticket};
 use crate::revision::Revision;
 use crate::wire::cursor::ListKind;
 use crate::wire::json;
+use crate::wire::trace::{self, TraceParent};
 
 impl Core {
     /// Copies `params.arguments` into `self.scratch.args` as compact JSON (`{}` when absent).
@@ -27,6 +28,28 @@ impl Core {
             Some(_) => return Err(PeerError::ArgumentsNotObject),
         }
         Ok(())
+    }
+
+    /// Reads the request's W3C trace context from `params._meta` into the scratch
+    /// buffers the event lends (each part only if valid; nothing is ever refused for it),
+    /// and returns its `traceparent`.
+    fn take_trace(&mut self, req: &Req<'_, '_>) -> Option<TraceParent> {
+        let t = &mut self.scratch.trace;
+        t.parent = req.str_at(req.meta.traceparent).and_then(TraceParent::parse);
+        // A `tracestate` without a valid `traceparent` is discarded, unread.
+        t.has_state = match (t.parent, req.str_at(req.meta.tracestate)) {
+            (Some(_), Some(s)) => trace::copy_tracestate(s, &mut t.state),
+            _ => false,
+        };
+        t.baggage.clear();
+        t.has_baggage = match req.str_at(req.meta.baggage) {
+            Some(b) if trace::valid_baggage(b) => {
+                t.baggage.push_str(b);
+                true
+            }
+            _ => false,
+        };
+        t.parent
     }
 
     /// Takes a free slot for the request and makes it the event to poll.
@@ -46,6 +69,7 @@ impl Core {
             Node::Static(StaticNode::U64(v)) => IdBuf::of(IdRef::U(*v)),
             _ => None,
         });
+        let trace = self.take_trace(req);
         let (kind_of, target) = match kind {
             PendingKind::Tool(i) => (Kind::Tool, i),
             PendingKind::Resource(_) => (Kind::Resource, 0),
@@ -71,6 +95,7 @@ impl Core {
             session: self.session.serial,
             no_stream: self.no_stream,
             principal: self.principal,
+            trace,
         });
         self.tickets.in_flight += 1;
         let ticket = Ticket { slot: slot as u16, generation: s.generation };

@@ -12,6 +12,7 @@ use crate::error::{MAX_NOT_FOUND_URI_LEN, MAX_TICKET_ID_LEN, cut};
 use crate::output::Route;
 use crate::revision::Revision;
 use crate::wire::json;
+use crate::wire::trace::TraceParent;
 
 /// A handle on work the engine asked the host to do. Answer it once: through the event
 /// while it is held ([`CallTool::answer`](crate::CallTool::answer), ...), or later with [`Engine::answer_tool`](crate::Engine::answer_tool),
@@ -80,6 +81,9 @@ pub(crate) struct Busy {
     pub(crate) no_stream: bool,
     /// The principal the request acts for (HTTP, when the host named one).
     pub(crate) principal: Option<[u8; 32]>,
+    /// The request's valid `_meta.traceparent` (kept for the event made again when the
+    /// client's input comes back).
+    pub(crate) trace: Option<TraceParent>,
 }
 
 #[derive(Clone, Copy)]

@@ -1,6 +1,7 @@
 //! Pure codecs: bytes to values and back, with no MCP state and no knowledge of the
 //! layers above: JSON tape helpers and writers (`json`), list cursors (`cursor`), sealed session ids (`session_id`), the
-//! HTTP/1.1 codec and SSE writers (`http1`), and the `Mcp-*` header matcher (`headers`).
+//! HTTP/1.1 codec and SSE writers (`http1`), the `Mcp-*` header matcher (`headers`), and W3C trace context and baggage values
+//! (`trace`).
 //!
 //! May use: the leaf modules (`time`, `revision`, `level`) and its own files only.
 
@@ -12,3 +13,8 @@ pub(crate) mod headers;
 pub(crate) mod http1;
 pub(crate) mod json;
 pub(crate) mod session_id;
+pub(crate) mod trace;
+
+/// The most earlier keys a sealed value (session id, event id, cursor, `requestState`)
+/// is tried against after the sealing key (key rotation: `Config::previous_secret_keys`).
+pub(crate) const MAX_PREVIOUS_KEYS: usize = 4;

@@ -49,7 +49,7 @@ const MINT_LABEL: &[u8] = b"mcp-engine/session-token";
 pub(crate) struct SessionIds {
     seal: Hmac<Sha256>,
     /// Earlier keys: they still open the ids and event ids they sealed, and seal nothing.
-    previous: heapless::Vec<Hmac<Sha256>, { crate::Config::MAX_PREVIOUS_KEYS }>,
+    previous: heapless::Vec<Hmac<Sha256>, { super::MAX_PREVIOUS_KEYS }>,
     mint: Hmac<Sha256>,
     counter: u64,
 }
@@ -61,7 +61,7 @@ impl SessionIds {
     pub(crate) fn new(secret: &[u8; 32], previous: &[[u8; 32]], entropy: &[u8; 32]) -> Self {
         let key =
             |k: &[u8; 32]| <Hmac<Sha256> as KeyInit>::new_from_slice(k).unwrap_or_else(|_| unreachable!());
-        let previous = previous.iter().map(key).take(crate::Config::MAX_PREVIOUS_KEYS).collect();
+        let previous = previous.iter().map(key).take(super::MAX_PREVIOUS_KEYS).collect();
         Self { seal: key(secret), previous, mint: key(entropy), counter: 0 }
     }
 

@@ -1,0 +1,306 @@
+//! The request spans (`telemetry`): one per request, named and attributed as
+//! OpenTelemetry's MCP conventions say, with the client's trace context recorded, the
+//! outcome's `error.type`, and no argument value, uri or baggage anywhere, captured by a
+//! `tracing` layer that keeps every span's fields (and every event's).
+
+mod common;
+mod http_support;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
+use mcp_engine::{Catalog, Config, Resource, Tool};
+use mcp_io_tokio::{
+    AllowAll, Handler, HostFailure, HttpServer, ResourceRead, ResourceReply, Telemetry, ToolCall, ToolReply,
+};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+const SECRET: &str = "hunter2-do-not-log";
+const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const URI: &str = "test://private/alice-secret";
+
+/// One span as the layer saw it.
+#[derive(Debug, Clone, Default)]
+struct SpanRecord {
+    name: String,
+    fields: BTreeMap<String, String>,
+    closed: bool,
+}
+
+/// Every span and event field seen, shared with the test.
+#[derive(Clone, Default)]
+struct Spans {
+    spans: Arc<Mutex<Vec<SpanRecord>>>,
+    events: Arc<Mutex<Vec<String>>>,
+}
+
+impl Spans {
+    fn named(&self, name: &str) -> Vec<SpanRecord> {
+        let spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
+        spans.iter().filter(|s| s.name == name).cloned().collect()
+    }
+    /// Everything recorded, as text: every span's fields and every event's.
+    fn everything(&self) -> String {
+        let spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
+        let events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        format!("{spans:?}\n{events:?}")
+    }
+}
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+/// The index of a span's record, kept in the span's extensions.
+struct At(usize);
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Spans {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut record = SpanRecord { name: attrs.metadata().name().to_owned(), ..SpanRecord::default() };
+        attrs.record(&mut Fields(&mut record.fields));
+        let mut spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
+        spans.push(record);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(At(spans.len() - 1));
+        }
+    }
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let Some(&At(i)) = span.extensions().get::<At>() else { return };
+        let mut spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
+        values.record(&mut Fields(&mut spans[i].fields));
+    }
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let Some(&At(i)) = span.extensions().get::<At>() else { return };
+        self.spans.lock().unwrap_or_else(PoisonError::into_inner)[i].closed = true;
+    }
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        self.events.lock().unwrap_or_else(PoisonError::into_inner).push(format!("{fields:?}"));
+    }
+}
+
+/// Installs a capturing subscriber for this thread (the tests run on a current-thread
+/// runtime: the run loop and the handler tasks are on it).
+fn capture() -> (Spans, tracing::subscriber::DefaultGuard) {
+    let spans = Spans::default();
+    let subscriber = tracing_subscriber::registry().with(spans.clone());
+    (spans.clone(), tracing::subscriber::set_default(subscriber))
+}
+
+/// Answers each tool its own way: `ok` succeeds, `broken` is a tool error, `crash` a
+/// server error, `picky` invalid params.
+struct Tools;
+
+impl Handler for Tools {
+    async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostFailure> {
+        match call.name.as_str() {
+            "broken" => Ok(ToolReply::error("the tool failed")),
+            "crash" => Err(HostFailure::internal("down")),
+            "picky" => Err(HostFailure::invalid_params("no")),
+            _ => Ok(ToolReply::text("ok")),
+        }
+    }
+    async fn read_resource(&self, read: ResourceRead) -> Result<ResourceReply, HostFailure> {
+        Ok(ResourceReply::text(read.uri.clone(), Some("text/plain"), "body"))
+    }
+}
+
+fn catalog() -> Catalog {
+    let mut b = Catalog::builder().resource(Resource::new(URI, "private"));
+    for name in ["ok", "broken", "crash", "picky"] {
+        b = b.tool(Tool::new(name));
+    }
+    b.build().unwrap()
+}
+
+/// A `tools/call` of the `2026-07-28` revision with a trace context and a secret argument.
+fn traced_call(id: u64, tool: &str) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": tool,
+        "arguments": { "password": SECRET },
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "traceparent": PARENT,
+            "tracestate": "rojo=00f067aa0ba902b7",
+            "baggage": format!("userId={SECRET}")
+        }
+    } })
+    .to_string()
+}
+
+fn field<'a>(span: &'a SpanRecord, name: &str) -> Option<&'a str> {
+    span.fields.get(name).map(String::as_str)
+}
+
+#[tokio::test]
+async fn a_tool_call_over_stdio_has_one_span_named_and_attributed_by_the_conventions() {
+    let (spans, _guard) = capture();
+    let mut client = common::Client::start(Config::new("s", "1"), catalog(), Arc::new(Tools));
+    client.send(&traced_call(7, "ok")).await;
+    let r = client.recv().await;
+    assert_eq!(r["result"]["content"][0]["text"], "ok", "{r}");
+    assert!(client.finish().await.is_empty());
+
+    let calls = spans.named("tools/call");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let s = &calls[0];
+    let expect = [
+        ("otel.name", "tools/call ok"),
+        ("otel.kind", "server"),
+        ("mcp.method.name", "tools/call"),
+        ("gen_ai.tool.name", "ok"),
+        ("gen_ai.operation.name", "execute_tool"),
+        ("mcp.protocol.version", "2026-07-28"),
+        ("jsonrpc.request.id", "7"),
+        ("network.transport", "pipe"),
+        ("parent.trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"),
+        ("parent.span_id", "00f067aa0ba902b7"),
+        ("parent.sampled", "true"),
+    ];
+    for (name, value) in expect {
+        assert_eq!(field(s, name), Some(value), "{name}: {s:?}");
+    }
+    for absent in [
+        "error.type",
+        "otel.status_code",
+        "rpc.response.status_code",
+        "mcp.session.id",
+        "network.protocol.name",
+        "client.address",
+        "gen_ai.prompt.name",
+        "mcp.resource.uri",
+    ] {
+        assert_eq!(field(s, absent), None, "{absent}: {s:?}");
+    }
+    assert!(s.closed, "the span ends with the request: {s:?}");
+    let all = spans.everything();
+    assert!(!all.contains(SECRET), "an argument value or the baggage was recorded: {all}");
+    assert!(!all.contains("rojo"), "the tracestate was recorded: {all}");
+}
+
+#[tokio::test]
+async fn failed_tool_calls_record_their_error_type() {
+    let (spans, _guard) = capture();
+    let mut client = common::Client::start(Config::new("s", "1"), catalog(), Arc::new(Tools));
+    for (id, tool) in [(1, "broken"), (2, "crash"), (3, "picky")] {
+        client.send(&traced_call(id, tool)).await;
+        let r = client.recv().await;
+        assert_eq!(r["id"], id, "{r}");
+    }
+    assert!(client.finish().await.is_empty());
+    let calls = spans.named("tools/call");
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    let by_tool = |tool: &str| calls.iter().find(|s| field(s, "gen_ai.tool.name") == Some(tool)).unwrap();
+    // `isError: true`: a failed operation without a JSON-RPC error.
+    let s = by_tool("broken");
+    assert_eq!((field(s, "error.type"), field(s, "otel.status_code")), (Some("tool_error"), Some("ERROR")));
+    assert_eq!(field(s, "rpc.response.status_code"), None, "{s:?}");
+    // A server error: its code.
+    let s = by_tool("crash");
+    assert_eq!((field(s, "error.type"), field(s, "otel.status_code")), (Some("-32603"), Some("ERROR")));
+    assert_eq!(field(s, "rpc.response.status_code"), Some("-32603"));
+    // The caller's error: the code, but not a failure of the server's.
+    let s = by_tool("picky");
+    assert_eq!(field(s, "rpc.response.status_code"), Some("-32602"), "{s:?}");
+    assert_eq!((field(s, "error.type"), field(s, "otel.status_code")), (None, None), "{s:?}");
+    assert!(calls.iter().all(|s| s.closed));
+    let all = spans.everything();
+    assert!(!all.contains(SECRET), "{all}");
+}
+
+#[tokio::test]
+async fn a_resource_read_records_the_scheme_not_the_uri() {
+    let (spans, _guard) = capture();
+    let mut client = common::Client::start(Config::new("s", "1"), catalog(), Arc::new(Tools));
+    client.send(&common::read(4, URI)).await;
+    let r = client.recv().await;
+    assert_eq!(r["result"]["contents"][0]["text"], "body", "{r}");
+    assert!(client.finish().await.is_empty());
+    let reads = spans.named("resources/read");
+    assert_eq!(reads.len(), 1);
+    let s = &reads[0];
+    assert_eq!(field(s, "otel.name"), Some("resources/read"), "no uri in the name: {s:?}");
+    assert_eq!(field(s, "url.scheme"), Some("test"));
+    assert_eq!(field(s, "mcp.resource.uri"), None);
+    assert!(!spans.everything().contains("alice-secret"), "{}", spans.everything());
+}
+
+async fn http_server(telemetry: Telemetry) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    let engine = HttpEngine::new(Config::new("s", "1"), http, catalog());
+    let server = HttpServer::new(engine, Arc::new(Tools), AllowAll).telemetry(telemetry);
+    tokio::spawn(server.serve(listener));
+    addr
+}
+
+#[tokio::test]
+async fn over_http_the_span_names_the_transport_and_the_client() {
+    let (spans, _guard) = capture();
+    let addr = http_server(Telemetry::default()).await;
+    let mut conn = http_support::Conn::open(addr).await;
+    let local = conn.writer.local_addr().unwrap();
+    conn.send(&http_support::post(addr, "tools/call", Some("ok"), &traced_call(9, "ok"))).await;
+    let r = conn.response().await;
+    assert_eq!(r.status, 200, "{r:?}");
+    // The span closes once the answer is written: give the run loop a moment.
+    for _ in 0..100 {
+        if spans.named("tools/call").iter().any(|s| s.closed) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let calls = spans.named("tools/call");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let s = &calls[0];
+    let port = local.port().to_string();
+    let expect = [
+        ("network.transport", "tcp"),
+        ("network.protocol.name", "http"),
+        ("network.protocol.version", "1.1"),
+        ("client.address", "127.0.0.1"),
+        ("client.port", port.as_str()),
+        ("jsonrpc.request.id", "9"),
+        ("parent.span_id", "00f067aa0ba902b7"),
+    ];
+    for (name, value) in expect {
+        assert_eq!(field(s, name), Some(value), "{name}: {s:?}");
+    }
+    assert_eq!(field(s, "mcp.session.id"), None, "2026-07-28 has no session: {s:?}");
+    assert!(!spans.everything().contains(SECRET), "{}", spans.everything());
+}
+
+#[tokio::test]
+async fn the_host_may_opt_in_to_the_resource_uri() {
+    let (spans, _guard) = capture();
+    let addr = http_server(Telemetry::new().resource_uri(true)).await;
+    let mut conn = http_support::Conn::open(addr).await;
+    let body = http_support::body(3, "resources/read", &format!(r#""uri":"{URI}""#));
+    conn.send(&http_support::post(addr, "resources/read", Some(URI), &body)).await;
+    let r = conn.response().await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let reads = spans.named("resources/read");
+    assert_eq!(reads.len(), 1);
+    assert_eq!(field(&reads[0], "mcp.resource.uri"), Some(URI), "{:?}", reads[0]);
+}
