@@ -162,7 +162,8 @@
 //!   protected resource, `OAuthAuthorizer`, with the issuer's key set fetched over HTTPS
 //!   (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
 //! - `postgres` (feature `postgres`; imports `store`): sessions kept in PostgreSQL for
-//!   several nodes behind one balancer ([`PgSessionStore`], [`PgStoreConfig`]).
+//!   several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`), and the notices
+//!   of other nodes' writes (`SessionNotices`).
 //!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
@@ -201,6 +202,8 @@ pub use http::{HttpServer, serve_http};
 pub use oauth::{
     AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::notify::{SessionNotice, SessionNotices};
 #[cfg(feature = "postgres")]
 pub use postgres::{PgSessionStore, PgStoreConfig};
 pub use reply::{

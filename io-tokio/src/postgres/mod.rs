@@ -6,8 +6,15 @@
 //! schema of its own (`mcp` unless [`PgStoreConfig::schema`] names another), so several
 //! servers, or several deployments, can share one database. Every operation is bounded in
 //! time: a stalled or absent database fails the operation (the request is `503` with
-//! `Retry-After`), it never hangs. See `docs/scale-out.md`.
+//! `Retry-After`), it never hangs.
+//!
+//! Each write is announced to the other nodes sharing the schema (`LISTEN/NOTIFY`, in
+//! the write's own statement: only committed writes are told), and
+//! [`PgSessionStore::notices`] hears the other nodes' announcements (`notify.rs`). See
+//! `docs/scale-out.md`.
 
+// `pub(crate)`: the crate root re-exports its `SessionNotice` and `SessionNotices`.
+pub(crate) mod notify;
 mod schema;
 
 use std::sync::{Arc, Weak};
@@ -18,6 +25,8 @@ use deadpool_postgres::tokio_postgres::{self, NoTls, Row};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 
 use crate::store::{SessionStore, StoreError, StoreFuture};
+use notify::ListenConfig;
+use notify::SessionNotices;
 use schema::fail;
 
 /// How a [`PgSessionStore`] connects, where it keeps its tables and how long it waits.
@@ -48,6 +57,8 @@ pub struct PgStoreConfig {
     migrate_timeout: Duration,
     cleanup_every: Option<Duration>,
     cleanup_batch: u32,
+    notice_capacity: usize,
+    notice_check_every: Duration,
 }
 
 impl PgStoreConfig {
@@ -71,6 +82,8 @@ impl PgStoreConfig {
             migrate_timeout: Duration::from_secs(30),
             cleanup_every: Some(Duration::from_secs(60)),
             cleanup_batch: 1000,
+            notice_capacity: 1024,
+            notice_check_every: Duration::from_secs(10),
         })
     }
 
@@ -169,6 +182,24 @@ impl PgStoreConfig {
         self
     }
 
+    /// How many notices [`PgSessionStore::notices`] holds for a receiver that has not
+    /// taken them yet (default 1,024; at least 1): past that, notices are dropped and a
+    /// `SessionNotice::Missed` is delivered once there is room.
+    pub fn notice_capacity(mut self, notices: usize) -> Self {
+        self.notice_capacity = notices.max(1);
+        self
+    }
+
+    /// How often the connection listening for notices is checked (default every 10 s: a
+    /// `SELECT 1` that must answer within the
+    /// [`operation_timeout`](Self::operation_timeout)); a connection that fails the check
+    /// is made again, and a `SessionNotice::Missed` delivered. This bounds how long a
+    /// silently broken network leaves a node deaf to the others.
+    pub fn notice_check_every(mut self, every: Duration) -> Self {
+        self.notice_check_every = every.max(Duration::from_millis(10));
+        self
+    }
+
     /// Connects, creates or migrates the schema, and starts the cleanup task (on the
     /// current tokio runtime; it ends with the store). Fails when the schema name is not
     /// valid, the database cannot be reached, or its schema is newer than this store.
@@ -195,8 +226,11 @@ impl PgStoreConfig {
         pg.connect_timeout(self.connect_timeout);
         pg.keepalives(true).keepalives_idle(Duration::from_secs(10));
         pg.tcp_user_timeout(self.operation_timeout);
-        let manager =
-            Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(
+            pg.clone(),
+            NoTls,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
         let pool = Pool::builder(manager)
             .max_size(self.pool_size)
             .runtime(Runtime::Tokio1)
@@ -212,7 +246,20 @@ impl PgStoreConfig {
         tokio::time::timeout(self.migrate_timeout + self.connect_timeout, migrate)
             .await
             .map_err(|_| StoreError::new("postgres: migration: timed out"))??;
-        let inner = Arc::new(Inner::new(pool, &self));
+        // The listening connection: a dead peer is found by the keepalives within about
+        // 10 + 3 * 5 s even when no check is in flight.
+        let mut listen = pg;
+        listen.keepalives_interval(Duration::from_secs(5)).keepalives_retries(3);
+        let listen = ListenConfig {
+            pg: listen,
+            channel: schema::channel(&self.schema),
+            node: notify::node_id(),
+            capacity: self.notice_capacity,
+            check_every: self.notice_check_every,
+            connect_timeout: self.connect_timeout,
+            operation_timeout: self.operation_timeout,
+        };
+        let inner = Arc::new(Inner::new(pool, &self, listen));
         let cleanup =
             self.cleanup_every.map(|every| spawn_cleanup(Arc::downgrade(&inner), every).abort_handle());
         Ok(PgSessionStore { inner, cleanup })
@@ -269,13 +316,19 @@ struct Inner {
     save_if: String,
     create_if: String,
     cleanup: String,
+    listen: ListenConfig,
 }
 
 impl Inner {
-    fn new(pool: Pool, cfg: &PgStoreConfig) -> Self {
+    fn new(pool: Pool, cfg: &PgStoreConfig, listen: ListenConfig) -> Self {
         let t = format!("{}.sessions", schema::quote(&cfg.schema));
         let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
         let expiry = "now() + $2::bigint * interval '1 millisecond'";
+        // Each write announces itself in its own statement (a data-modifying `WITH`): one
+        // notice per row written, none when nothing was written, and PostgreSQL delivers
+        // it only if the statement's transaction commits.
+        let changed = notify::notify_sql(&listen.channel, &listen.node, 'c');
+        let ended = notify::notify_sql(&listen.channel, &listen.node, 'e');
         Self {
             pool,
             operation_timeout: cfg.operation_timeout,
@@ -288,35 +341,40 @@ impl Inner {
                  WHERE id = $1 AND record IS NOT NULL AND expires_at > now() RETURNING record, version"
             ),
             save: format!(
-                "INSERT INTO {t} AS t (id, record, version, principal, expires_at) VALUES ($1, $3, 1, $4, {expiry}) \
+                "WITH w AS (INSERT INTO {t} AS t (id, record, version, principal, expires_at) \
+                 VALUES ($1, $3, 1, $4, {expiry}) \
                  ON CONFLICT (id) DO UPDATE SET record = excluded.record, version = t.version + 1, \
                  principal = excluded.principal, touched_at = now(), expires_at = excluded.expires_at \
-                 WHERE t.record IS NOT NULL"
+                 WHERE t.record IS NOT NULL RETURNING 1) SELECT {changed} FROM w"
             ),
             remove: format!(
-                "INSERT INTO {t} AS t (id, record, version, expires_at) VALUES ($1, NULL, 1, {expiry}) \
+                "WITH w AS (INSERT INTO {t} AS t (id, record, version, expires_at) VALUES ($1, NULL, 1, {expiry}) \
                  ON CONFLICT (id) DO UPDATE SET record = NULL, principal = NULL, version = t.version + 1, \
-                 touched_at = now(), expires_at = excluded.expires_at"
+                 touched_at = now(), expires_at = excluded.expires_at RETURNING 1) SELECT {ended} FROM w"
             ),
             expired: format!(
-                "DELETE FROM {t} WHERE id = $1 AND record IS NOT NULL \
-                 AND touched_at < now() - $2::bigint * interval '1 millisecond'"
+                "WITH w AS (DELETE FROM {t} WHERE id = $1 AND record IS NOT NULL \
+                 AND touched_at < now() - $2::bigint * interval '1 millisecond' RETURNING 1) \
+                 SELECT {ended} FROM w"
             ),
             save_if: format!(
-                "UPDATE {t} SET record = $3, version = version + 1, principal = $4, touched_at = now(), \
+                "WITH w AS (UPDATE {t} SET record = $3, version = version + 1, principal = $4, touched_at = now(), \
                  expires_at = {expiry} WHERE id = $1 AND version = $5 AND record IS NOT NULL AND expires_at > now() \
-                 RETURNING version"
+                 RETURNING version) SELECT w.version, {changed} FROM w"
             ),
             create_if: format!(
-                "INSERT INTO {t} AS t (id, record, version, principal, expires_at) VALUES ($1, $3, 1, $4, {expiry}) \
+                "WITH w AS (INSERT INTO {t} AS t (id, record, version, principal, expires_at) \
+                 VALUES ($1, $3, 1, $4, {expiry}) \
                  ON CONFLICT (id) DO UPDATE SET record = excluded.record, version = t.version + 1, \
                  principal = excluded.principal, touched_at = now(), expires_at = excluded.expires_at \
-                 WHERE t.record IS NOT NULL AND t.expires_at <= now() RETURNING version"
+                 WHERE t.record IS NOT NULL AND t.expires_at <= now() RETURNING version) \
+                 SELECT w.version, {changed} FROM w"
             ),
             cleanup: format!(
                 "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE expires_at <= now() \
                  ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)"
             ),
+            listen,
         }
     }
 
@@ -473,6 +531,31 @@ impl PgSessionStore {
             }
         };
         Ok(row.map(|r| r.get(0)))
+    }
+
+    /// Other nodes' writes to the sessions in this store's schema, as they commit: a
+    /// task with a connection of its own listens for them (see `SessionNotices`). The
+    /// writes of this store (this node) are not told back. Returns once the task listens
+    /// (or fails, within the connect timeout plus the operation timeout, when the
+    /// database cannot be reached), so every write another node commits afterwards is
+    /// told, or followed by a `SessionNotice::Missed`. Each call starts a task and a
+    /// connection of its own; dropping the receiver ends them.
+    ///
+    /// What is told: `SessionNotice::Changed` for each committed save (and successful
+    /// [`save_if`](Self::save_if)), `SessionNotice::Ended` for each
+    /// [`remove`](SessionStore::remove), and for each [`expired`](SessionStore::expired)
+    /// that deleted the row. A write that did not commit (failed, timed out, refused by
+    /// `save_if`, a save of a removed session) is not told. The cleanup of rows past
+    /// their `ttl` is not told either: a node serving a session from its memory keeps it
+    /// (the row's expiry is the store's business, not the session's end).
+    pub async fn notices(&self) -> Result<SessionNotices, StoreError> {
+        notify::start(self.inner.listen.clone()).await
+    }
+
+    /// This store's node id (16 hex digits, random per store): what its notices carry,
+    /// so that its own [`notices`](Self::notices) skip them.
+    pub fn node_id(&self) -> &str {
+        &self.inner.listen.node
     }
 
     /// Deletes at most [`cleanup_batch`](PgStoreConfig::cleanup_batch) expired rows (what

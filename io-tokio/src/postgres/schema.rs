@@ -90,6 +90,25 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str, bound: Duration) 
     Ok(LATEST)
 }
 
+/// The `LISTEN/NOTIFY` channel of the sessions in `schema` (a valid name): named like
+/// the table, `<schema>.sessions`, when that fits in an identifier (63 bytes); else the
+/// schema's first 46 bytes, a dot and 16 hex digits of a hash of the whole name (FNV-1a,
+/// 64 bits), 63 bytes in all. Every store naming the same schema, whatever its version,
+/// derives the same channel: this is part of the wire between nodes, never changed.
+pub(crate) fn channel(schema: &str) -> String {
+    let plain = format!("{schema}.sessions");
+    if plain.len() <= 63 {
+        return plain;
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in schema.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    // A valid name is ASCII, so any byte is a character boundary.
+    format!("{}.{h:016x}", &schema[..46])
+}
+
 /// `name` as a quoted identifier (already validated: no quote inside).
 pub(crate) fn quote(name: &str) -> String {
     format!("\"{name}\"")
@@ -110,7 +129,23 @@ pub(crate) fn fail(what: &str, e: impl std::error::Error) -> StoreError {
 
 #[cfg(test)]
 mod tests {
-    use super::valid_name;
+    use super::{channel, valid_name};
+
+    #[test]
+    fn channels_are_identifiers_of_at_most_63_bytes() {
+        assert_eq!(channel("mcp"), "mcp.sessions");
+        let fits = "a".repeat(54);
+        assert_eq!(channel(&fits), format!("{fits}.sessions"));
+        let long = "a".repeat(63);
+        let other = format!("{}b", "a".repeat(62));
+        let (x, y) = (channel(&long), channel(&other));
+        assert_eq!(x.len(), 63);
+        assert_eq!(y.len(), 63);
+        assert!(x.starts_with(&"a".repeat(46)));
+        assert_ne!(x, y, "names alike in their first 46 bytes get different channels");
+        assert_eq!(channel(&long), x, "stable");
+        assert_eq!(channel("a".repeat(55).as_str()).len(), 63);
+    }
 
     #[test]
     fn schema_names_are_plain_identifiers() {

@@ -1,0 +1,396 @@
+//! Session changes announced between nodes: what a [`PgSessionStore`](super::PgSessionStore)
+//! sends with its writes (`pg_notify`, in the write's own statement, so only a committed
+//! write is announced) and the task that listens for other nodes' announcements
+//! ([`SessionNotices`]).
+//!
+//! The payload, the wire between nodes (never changed once released; a listener treats
+//! what it does not understand as [`SessionNotice::Missed`]): `<kind> <node> <id>`,
+//! separated by single spaces, where `kind` is `c` (the record changed) or `e` (the session
+//! ended: removed, or deleted on expiry), `node` the sending store's id (16 hex digits) and
+//! `id` the session id (the rest of the payload, spaces included). An id longer than
+//! [`MAX_ID`] bytes is sent as `? <node>`: "some session changed", a `Missed` for the
+//! listeners (PostgreSQL refuses payloads of 8,000 bytes or more).
+
+use std::future::poll_fn;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use deadpool_postgres::tokio_postgres::tls::NoTlsStream;
+use deadpool_postgres::tokio_postgres::{self, AsyncMessage, Client, Connection, NoTls, Socket};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::store::StoreError;
+
+use super::schema::fail;
+
+/// The longest session id a notice names; a longer one is announced as "some session
+/// changed" (the payload stays far below PostgreSQL's 8,000 bytes).
+pub(crate) const MAX_ID: usize = 4000;
+
+/// The first wait before reconnecting a broken listening connection; doubled after each
+/// failed attempt, up to [`BACKOFF_MAX`].
+const BACKOFF_FIRST: Duration = Duration::from_millis(100);
+/// The longest wait between two attempts to reconnect.
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// What another node did to a session, as told by [`SessionNotices`].
+///
+/// The receiver hands `Changed` to
+/// [`HttpEngine::session_changed_elsewhere`](mcp_engine::http::HttpEngine::session_changed_elsewhere)
+/// and `Ended` to
+/// [`HttpEngine::session_ended_elsewhere`](mcp_engine::http::HttpEngine::session_ended_elsewhere)
+/// (the id's bytes). `Missed` says notices were lost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionNotice {
+    /// Another node committed a new record for this session (a save).
+    Changed(String),
+    /// Another node ended this session: removed it (the client's `DELETE`), or deleted
+    /// it on its idle timeout ([`SessionStore::expired`](crate::SessionStore::expired)).
+    Ended(String),
+    /// Notices were lost: the receiver fell behind (the channel was full) or the
+    /// listening connection broke and was made again (what was written meanwhile was not
+    /// heard). Any session may have changed or ended since: treat every copy nothing
+    /// uses as stale (drop it; the next request loads it again), and check copies in use
+    /// against the store when they are next saved or loaded. Delivered once, after the
+    /// loss, before any notice heard after it.
+    Missed,
+}
+
+impl SessionNotice {
+    /// The session the notice is about (`None` for [`Missed`](Self::Missed)).
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            Self::Changed(id) | Self::Ended(id) => Some(id),
+            Self::Missed => None,
+        }
+    }
+
+    /// Whether this is [`Changed`](Self::Changed).
+    pub fn is_changed(&self) -> bool {
+        matches!(self, Self::Changed(_))
+    }
+
+    /// Whether this is [`Ended`](Self::Ended).
+    pub fn is_ended(&self) -> bool {
+        matches!(self, Self::Ended(_))
+    }
+
+    /// Whether this is [`Missed`](Self::Missed).
+    pub fn is_missed(&self) -> bool {
+        matches!(self, Self::Missed)
+    }
+}
+
+/// Other nodes' writes to the sessions of a [`PgSessionStore`](super::PgSessionStore),
+/// as they commit: from
+/// [`PgSessionStore::notices`](super::PgSessionStore::notices).
+///
+/// Behind it a task listens (`LISTEN`) on a connection of its own (not one of the pool's)
+/// and forwards each notice into a bounded channel
+/// ([`notice_capacity`](super::PgStoreConfig::notice_capacity)). The store's own writes
+/// are not told back. Nothing buffers without bound:
+///
+/// - when the channel is full, the notice is dropped, and [`SessionNotice::Missed`] is
+///   delivered as soon as there is room again (the notices arriving meanwhile are dropped
+///   too: the `Missed` covers them);
+/// - when the listening connection fails (or does not answer the periodic check,
+///   [`notice_check_every`](super::PgStoreConfig::notice_check_every)), the task connects
+///   again, waiting 100 ms after the first failure and twice as long after each next one,
+///   up to 5 s, listens again and then delivers `Missed`.
+///
+/// Dropping this value stops the task and closes its connection.
+#[derive(Debug)]
+pub struct SessionNotices {
+    rx: mpsc::Receiver<SessionNotice>,
+    task: tokio::task::AbortHandle,
+}
+
+impl SessionNotices {
+    /// The next notice, waiting for it. `None` only if the listening task is gone (it
+    /// panicked); otherwise it waits, across reconnections, for ever. Cancel-safe: in a
+    /// `select!`, no notice is lost when another branch wins.
+    pub async fn recv(&mut self) -> Option<SessionNotice> {
+        self.rx.recv().await
+    }
+
+    /// The next notice if one is waiting.
+    pub fn try_recv(&mut self) -> Option<SessionNotice> {
+        self.rx.try_recv().ok()
+    }
+
+    /// [`recv`](Self::recv) as a poll, for a hand-written future or stream.
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<SessionNotice>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for SessionNotices {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What the listening task needs: how to connect, what to listen on, whose notices to
+/// skip, and its bounds.
+#[derive(Debug, Clone)]
+pub(crate) struct ListenConfig {
+    pub(crate) pg: tokio_postgres::Config,
+    /// The channel, unquoted (`schema::channel`).
+    pub(crate) channel: String,
+    /// This store's node id: its own notices are skipped.
+    pub(crate) node: String,
+    pub(crate) capacity: usize,
+    pub(crate) check_every: Duration,
+    /// Bounds connecting, and each statement on the listening connection.
+    pub(crate) connect_timeout: Duration,
+    pub(crate) operation_timeout: Duration,
+}
+
+/// Starts the listening task and waits until it listens (at most the connect timeout
+/// plus the operation timeout): a write committed after this returns is heard, or a
+/// `Missed` follows.
+pub(crate) async fn start(cfg: ListenConfig) -> Result<SessionNotices, StoreError> {
+    let (tx, rx) = mpsc::channel(cfg.capacity.max(1));
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let bound = cfg.connect_timeout + cfg.operation_timeout;
+    let task = tokio::spawn(Listener { cfg, tx, missed: false }.run(ready_tx));
+    let notices = SessionNotices { rx, task: task.abort_handle() };
+    match tokio::time::timeout(bound, ready_rx).await {
+        Ok(Ok(Ok(()))) => Ok(notices),
+        Ok(Ok(Err(e))) => Err(e),
+        Ok(Err(_)) => Err(StoreError::new("postgres: notices: the listening task ended")),
+        Err(_) => Err(StoreError::new(format!("postgres: notices: not listening within {bound:?}"))),
+    }
+}
+
+struct Listener {
+    cfg: ListenConfig,
+    tx: mpsc::Sender<SessionNotice>,
+    /// A `Missed` is owed: delivered once there is room and the connection listens.
+    missed: bool,
+}
+
+/// Why a listening connection was given up.
+enum Stop {
+    /// The receiver is gone: the task ends.
+    Receiver,
+    /// The connection failed: connect again.
+    Broken(StoreError),
+}
+
+type Conn = Connection<Socket, NoTlsStream>;
+
+impl Listener {
+    async fn run(mut self, ready: oneshot::Sender<Result<(), StoreError>>) {
+        let mut ready = Some(ready);
+        let mut backoff = BACKOFF_FIRST;
+        loop {
+            let opened = tokio::select! {
+                opened = self.connect() => opened,
+                () = self.tx.closed() => return,
+            };
+            let why = match opened {
+                Ok((client, conn)) => self.serve(&client, conn, &mut ready, &mut backoff).await,
+                Err(e) => Stop::Broken(e),
+            };
+            let e = match why {
+                Stop::Receiver => return,
+                Stop::Broken(e) => e,
+            };
+            if let Some(ready) = ready.take() {
+                // Not listening yet: `start` says why, and the task ends.
+                let _ = ready.send(Err(e));
+                return;
+            }
+            self.missed = true;
+            tracing::warn!(%e, retry_in = ?backoff, "session notices: listening connection lost");
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = self.tx.closed() => return,
+            }
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    async fn connect(&self) -> Result<(Client, Conn), StoreError> {
+        let bound = self.cfg.connect_timeout + self.cfg.operation_timeout;
+        match tokio::time::timeout(bound, self.cfg.pg.connect(NoTls)).await {
+            Ok(Ok(pair)) => Ok(pair),
+            Ok(Err(e)) => Err(fail("notices: connect", e)),
+            Err(_) => Err(StoreError::new(format!("postgres: notices: connect: no answer within {bound:?}"))),
+        }
+    }
+
+    /// Drives one connection: `LISTEN`, then forwards notifications, checks the
+    /// connection every `check_every`, and delivers an owed `Missed` when there is room,
+    /// until the connection fails or the receiver is gone.
+    async fn serve(
+        &mut self,
+        client: &Client,
+        mut conn: Conn,
+        ready: &mut Option<oneshot::Sender<Result<(), StoreError>>>,
+        backoff: &mut Duration,
+    ) -> Stop {
+        let listen = format!("LISTEN \"{}\"", self.cfg.channel);
+        let bound = self.cfg.operation_timeout;
+        // One statement in flight at a time (the LISTEN, then each check), with its deadline.
+        let mut query = Some(Box::pin(client.batch_execute(&listen)));
+        let mut deadline = Instant::now() + bound;
+        let mut listening = false;
+        let every = self.cfg.check_every;
+        let mut check = tokio::time::interval_at(Instant::now() + every, every);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // A sender of the loop's own: a permit borrows it while `forward` changes `self`.
+        let tx = self.tx.clone();
+        loop {
+            tokio::select! {
+                biased;
+                () = tx.closed() => return Stop::Receiver,
+                permit = tx.reserve(), if self.missed && listening => {
+                    if let Ok(permit) = permit {
+                        permit.send(SessionNotice::Missed);
+                        self.missed = false;
+                    }
+                }
+                message = poll_fn(|cx| conn.poll_message(cx)) => match message {
+                    Some(Ok(AsyncMessage::Notification(n))) => self.forward(n.payload()),
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Stop::Broken(fail("notices: connection", e)),
+                    None => return Stop::Broken(StoreError::new("postgres: notices: connection closed")),
+                },
+                done = async { query.as_mut().expect("guarded").await }, if query.is_some() => {
+                    query = None;
+                    if let Err(e) = done {
+                        return Stop::Broken(fail("notices: LISTEN or check", e));
+                    }
+                    if !listening {
+                        listening = true;
+                        *backoff = BACKOFF_FIRST;
+                        match ready.take() {
+                            Some(ready) => {
+                                let _ = ready.send(Ok(()));
+                            }
+                            None => {
+                                self.missed = true;
+                                tracing::info!("session notices: listening again");
+                            }
+                        }
+                    }
+                }
+                () = tokio::time::sleep_until(deadline), if query.is_some() => {
+                    return Stop::Broken(StoreError::new(format!(
+                        "postgres: notices: no answer within {bound:?}"
+                    )));
+                }
+                _ = check.tick(), if query.is_none() => {
+                    query = Some(Box::pin(client.batch_execute("SELECT 1")));
+                    deadline = Instant::now() + bound;
+                }
+            }
+        }
+    }
+
+    /// Forwards one notification (unless it is this node's own, or a `Missed` is owed
+    /// already, which covers it).
+    fn forward(&mut self, payload: &str) {
+        let mut parts = payload.splitn(3, ' ');
+        let (kind, node, id) = (parts.next(), parts.next(), parts.next());
+        if node == Some(self.cfg.node.as_str()) || self.missed {
+            return;
+        }
+        let notice = match (kind, id) {
+            (Some("c"), Some(id)) => SessionNotice::Changed(id.to_owned()),
+            (Some("e"), Some(id)) => SessionNotice::Ended(id.to_owned()),
+            // "Some session changed", or a kind this version does not know.
+            _ => {
+                self.missed = true;
+                return;
+            }
+        };
+        match self.tx.try_send(notice) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => self.missed = true,
+            // The receiver is gone: the loop ends at its next turn.
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
+    }
+}
+
+/// The `pg_notify` call a write makes, with `kind` (`c` or `e`) for session `$1`: an SQL
+/// expression (the channel and the node id are checked identifiers and hex, safe inline).
+pub(crate) fn notify_sql(channel: &str, node: &str, kind: char) -> String {
+    format!(
+        "pg_notify('{channel}', CASE WHEN octet_length($1::text) <= {MAX_ID} \
+         THEN '{kind} {node} ' || $1::text ELSE '? {node}' END)"
+    )
+}
+
+/// A random node id: 16 hex digits.
+pub(crate) fn node_id() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No entropy source: the clock and the process id still tell nodes apart.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        bytes = (nanos ^ (u64::from(std::process::id()) << 32)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ListenConfig, Listener, SessionNotice, node_id};
+    use tokio::sync::mpsc;
+
+    fn listener(capacity: usize) -> (Listener, mpsc::Receiver<SessionNotice>) {
+        let (tx, rx) = mpsc::channel(capacity);
+        let cfg = ListenConfig {
+            pg: "host=localhost".parse().unwrap(),
+            channel: "mcp.sessions".into(),
+            node: "00000000000000aa".into(),
+            capacity,
+            check_every: std::time::Duration::from_secs(10),
+            connect_timeout: std::time::Duration::from_secs(1),
+            operation_timeout: std::time::Duration::from_secs(1),
+        };
+        (Listener { cfg, tx, missed: false }, rx)
+    }
+
+    #[test]
+    fn payloads_are_parsed_and_own_notices_skipped() {
+        let (mut l, mut rx) = listener(8);
+        l.forward("c 00000000000000bb s1");
+        l.forward("e 00000000000000bb s 2");
+        l.forward("c 00000000000000aa mine");
+        assert_eq!(rx.try_recv().unwrap(), SessionNotice::Changed("s1".into()));
+        assert_eq!(rx.try_recv().unwrap(), SessionNotice::Ended("s 2".into()), "spaces in ids");
+        assert!(rx.try_recv().is_err(), "its own notice skipped");
+        assert!(!l.missed);
+        l.forward("? 00000000000000bb");
+        assert!(l.missed, "an id too long to send");
+        let (mut l, _rx) = listener(8);
+        l.forward("z 00000000000000bb s");
+        assert!(l.missed, "a kind not known");
+    }
+
+    #[test]
+    fn a_full_channel_owes_a_missed_and_drops_until_then() {
+        let (mut l, mut rx) = listener(1);
+        l.forward("c 00000000000000bb a");
+        l.forward("c 00000000000000bb b");
+        assert!(l.missed);
+        assert_eq!(rx.try_recv().unwrap(), SessionNotice::Changed("a".into()));
+        l.forward("c 00000000000000bb c");
+        assert!(rx.try_recv().is_err(), "dropped: the owed Missed covers it");
+    }
+
+    #[test]
+    fn node_ids_are_16_hex_digits_and_differ() {
+        let (a, b) = (node_id(), node_id());
+        assert_eq!(a.len(), 16);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert_ne!(a, b);
+    }
+}
