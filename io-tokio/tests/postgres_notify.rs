@@ -15,8 +15,8 @@ mod pg_support;
 
 use std::time::Duration;
 
-use mcp_io_tokio::{PgSessionStore, PgStoreConfig, SessionStore};
-use pg_support::{Db, PgServer, connect, database};
+use mcp_io_tokio::SessionStore;
+use pg_support::{PgServer, config, connect, fresh, store};
 
 /// The bound on every wait for a notice (the machines are noisy; nothing here should take
 /// more than a fraction of it).
@@ -47,26 +47,6 @@ macro_rules! ended {
         let n = next!($notices);
         assert!(n.is_ended() && n.session() == Some($id), "expected Ended({:?}), got {n:?}", $id);
     }};
-}
-
-/// A database for the test (or `None`: skipped, loudly, outside CI) and a schema name of
-/// its own, dropped first so the test starts from nothing.
-async fn fresh(schema: &str) -> Option<Db> {
-    if !pg_support::available() {
-        return None;
-    }
-    let db = database();
-    let c = connect(&db.url).await;
-    c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")).await.expect("drop schema");
-    Some(db)
-}
-
-fn config(url: &str, schema: &str) -> PgStoreConfig {
-    PgStoreConfig::new(url).expect("url").schema(schema).cleanup_every(None)
-}
-
-async fn store(url: &str, schema: &str) -> PgSessionStore {
-    config(url, schema).build().await.expect("build the store")
 }
 
 /// The whole test within a minute: a hang fails, it does not stall CI.

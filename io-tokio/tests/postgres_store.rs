@@ -16,33 +16,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http_support::{Conn, patient};
-use mcp_io_tokio::{PgSessionStore, PgStoreConfig, SessionStore};
-use pg_support::{Db, PgServer, connect, database};
+use mcp_io_tokio::{PgSessionStore, SessionStore};
+use pg_support::{PgServer, config, connect, fresh, store};
 use store_support::{INITIALIZE, legacy, node, open, ping};
 
 /// "No hang": an operation that must fail does so well within this (the bounds under
 /// test are 1 to 2 s; the machines are noisy).
 const NO_HANG: Duration = Duration::from_secs(10);
-
-/// A database for the test (or `None`: skipped, loudly, outside CI) and a schema name of
-/// its own, dropped first so the test starts from nothing.
-async fn fresh(schema: &str) -> Option<Db> {
-    if !pg_support::available() {
-        return None;
-    }
-    let db = database();
-    let c = connect(&db.url).await;
-    c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")).await.expect("drop schema");
-    Some(db)
-}
-
-fn config(url: &str, schema: &str) -> PgStoreConfig {
-    PgStoreConfig::new(url).expect("url").schema(schema).cleanup_every(None)
-}
-
-async fn store(url: &str, schema: &str) -> PgSessionStore {
-    config(url, schema).build().await.expect("build the store")
-}
 
 /// A version-1 session record with a principal digest (`docs/decisions.md`).
 fn record_with_principal(digest: u8) -> Vec<u8> {

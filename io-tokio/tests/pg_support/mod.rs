@@ -228,3 +228,25 @@ pub async fn connect(url: &str) -> Client {
     });
     client
 }
+
+/// A database for a test (or `None`: skipped, loudly, outside CI) and a schema name of
+/// its own, dropped first so the test starts from nothing.
+pub async fn fresh(schema: &str) -> Option<Db> {
+    if !available() {
+        return None;
+    }
+    let db = database();
+    let c = connect(&db.url).await;
+    c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")).await.expect("drop schema");
+    Some(db)
+}
+
+/// A store's settings for `schema` of `url`, without the periodic cleanup (tests run it).
+pub fn config(url: &str, schema: &str) -> mcp_io_tokio::PgStoreConfig {
+    mcp_io_tokio::PgStoreConfig::new(url).expect("url").schema(schema).cleanup_every(None)
+}
+
+/// A store built from [`config`].
+pub async fn store(url: &str, schema: &str) -> mcp_io_tokio::PgSessionStore {
+    config(url, schema).build().await.expect("build the store")
+}
