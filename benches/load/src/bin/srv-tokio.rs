@@ -48,9 +48,7 @@ fn main() -> std::io::Result<()> {
         Mode::Http(addr) => runtime.block_on(async {
             // Loopback `Host` checks stay on (the default), any `Origin`.
             let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-            if let Some(n) = mcp_load::max_connections() {
-                http.max_connections(n);
-            }
+            mcp_load::held_settings(&mut http);
             let engine = HttpEngine::new(config, http, everything::catalog());
             let std_listener = mcp_load::bind(addr);
             std_listener.set_nonblocking(true)?;
