@@ -184,8 +184,8 @@ impl HttpEngine {
         self.tick(now);
         let now = self.last_now;
         let Some(c) = conn_in(&mut self.slots, conn) else { return };
-        if c.phase != Phase::Loading {
-            return;
+        if c.phase != Phase::Loading || c.resume.is_some() {
+            return; // a `GET` waiting for the event store is not waiting for this
         }
         c.deadline = None;
         let mut full = matches!(found, Loaded::Unavailable);
@@ -248,6 +248,7 @@ impl HttpEngine {
         self.asks.retain(|a| a.slot() != slot);
         match c.phase {
             Phase::Loading => {
+                c.resume = None;
                 conns::lend_out(&mut self.outs, c);
                 respond_empty(c, now, 503, RETRY);
             }
