@@ -388,3 +388,19 @@ fn a_session_ended_while_its_events_load_is_404() {
     let out = more(&mut b, conn);
     assert!(out.starts_with("HTTP/1.1 404"), "{out}");
 }
+
+#[test]
+fn the_writing_node_asks_the_store_when_its_buffer_dropped_what_the_client_missed() {
+    let mut h = http(true);
+    h.replay_buffer(200);
+    let mut a = node_with(h, 5, Box::new(everything::respond));
+    let (id, events) = logging_call(&mut a);
+    // From memory this would be a gap; the store (bounded by the buffer per replay) has
+    // the newest events again, and the stream is not its own memory's any more.
+    let (_, out) = on_new(&mut a, &resume(&id, &events[3].0));
+    assert_eq!(sse_events(&out), events[4..].to_vec(), "{out}");
+    assert!(!out.contains(": gap"), "{out}");
+    let (_, out) = on_new(&mut a, &resume(&id, &events[0].0));
+    assert_eq!(event_loads(&a).len(), 1, "covered by memory once, then the store: {:?}", a.store.log);
+    assert!(out.contains(": gap"), "more than the buffer's bytes: the newest, and the gap said: {out}");
+}

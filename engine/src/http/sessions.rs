@@ -70,6 +70,9 @@ pub(crate) struct Entry {
     /// The session's change count (`Session::changes`) a session store last took: it
     /// is behind while a change is not stored yet.
     pub(crate) stored: u32,
+    /// Requests loaded it from a store and wait to be served (for a ticket slot): it
+    /// does not leave memory to make room meanwhile.
+    pub(crate) pinned: u32,
 }
 
 impl Entry {
@@ -212,6 +215,7 @@ impl Sessions {
             next_stream,
             replay: Replay::default(),
             stored: 0,
+            pinned: 0,
         });
         self.by_token.insert(token, slot);
         self.live += 1;
@@ -238,7 +242,7 @@ impl Sessions {
             .filter_map(|(i, s)| {
                 Some((SessionRef { slot: i as u32, generation: s.generation }, s.entry.as_ref()?))
             })
-            .filter(|&(r, e)| e.active == 0 && !e.unsaved() && !busy(r))
+            .filter(|&(r, e)| e.active == 0 && e.pinned == 0 && !e.unsaved() && !busy(r))
             .min_by_key(|(_, e)| e.idle_since)
             .map(|(r, _)| r)?;
         self.remove(oldest).then_some(oldest)
@@ -317,6 +321,21 @@ impl Sessions {
         self.free.push(r.slot);
         self.live -= 1;
         true
+    }
+
+    /// A request loaded `r` from a store and waits to be served: `r` stays in memory
+    /// until [`unpin`](Self::unpin).
+    pub(crate) fn pin(&mut self, r: SessionRef) {
+        if let Some(e) = self.get_mut(r) {
+            e.pinned += 1;
+        }
+    }
+
+    /// The request that [`pin`](Self::pin)ned `r` is served (or gone).
+    pub(crate) fn unpin(&mut self, r: SessionRef) {
+        if let Some(e) = self.get_mut(r) {
+            e.pinned = e.pinned.saturating_sub(1);
+        }
     }
 
     /// A request of `r` waits for the host: the session does not expire meanwhile.

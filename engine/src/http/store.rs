@@ -189,6 +189,7 @@ impl HttpEngine {
         }
         c.deadline = None;
         let mut full = matches!(found, Loaded::Unavailable);
+        let mut restored = None;
         if let Loaded::Record(bytes) = found
             && let Some(token) = self.sessions.absent(&c.store_id)
             && let Ok((mut session, principal)) = record::decode(bytes)
@@ -198,7 +199,12 @@ impl HttpEngine {
                 make_room(&mut self.sessions, &self.parked, &mut self.session_timers);
             }
             match self.sessions.restore(now, token, principal, session) {
-                Ok(r) => self.session_timers.set(r.slot(), self.sessions.deadline(r)),
+                Ok(r) => {
+                    self.session_timers.set(r.slot(), self.sessions.deadline(r));
+                    // It stays until this request is served, should it wait for a slot.
+                    self.sessions.pin(r);
+                    restored = Some(r);
+                }
                 Err(CreateError::Full) => full = true,
                 Err(CreateError::Unseeded) => {}
             }
@@ -209,6 +215,7 @@ impl HttpEngine {
             respond_empty(c, now, 503, RETRY);
         } else {
             c.phase = Phase::Ready;
+            c.pinned = restored;
         }
         self.work.push_back(conn.slot);
         self.settle(conn.slot);
