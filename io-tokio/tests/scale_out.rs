@@ -151,13 +151,15 @@ async fn a_stream_written_on_one_node_is_resumed_with_last_event_id_on_another()
             addr.port()
         )
     };
-    let post = format!(
-        "POST /mcp HTTP/1.1\r\n{}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Length: {}\r\n\r\n{call}",
-        head(a.addr),
-        call.len()
-    );
-    let written = sse_events(&http_support::patient("the call on A", exchange(a.addr, &post)).await);
+    let post = |body: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\n{}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            head(a.addr),
+            body.len()
+        )
+    };
+    let written = sse_events(&http_support::patient("the call on A", exchange(a.addr, &post(&call))).await);
     assert_eq!(written.len(), 5, "priming, three logs, the answer: {written:?}");
 
     // The client saw the priming event only and comes back on node B, which never wrote
@@ -180,5 +182,29 @@ async fn a_stream_written_on_one_node_is_resumed_with_last_event_id_on_another()
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
     assert_eq!(replayed, written[1..].to_vec(), "every event, in order, with the ids A gave them");
+
+    // A lets the stream of `test_reconnection` go at once (`retry:`) and answers it,
+    // parked: the client comes back on B, which has the answer from the store.
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                      "params": {"name": "test_reconnection", "arguments": {}}})
+    .to_string();
+    let out = http_support::patient("the parked call on A", exchange(a.addr, &post(&call))).await;
+    assert!(out.contains("retry: "), "{out}");
+    let priming = sse_events(&out);
+    assert_eq!(priming.len(), 1, "{out}");
+    let get = get.replace(&written[0].0, &priming[0].0);
+    let mut tries = 0;
+    let answer = loop {
+        let got = sse_events(&http_support::patient("the poll on B", exchange(b.addr, &get)).await);
+        if !got.is_empty() || tries == 50 {
+            break got;
+        }
+        tries += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(answer.len(), 1, "{answer:?}");
+    let v: serde_json::Value = serde_json::from_str(&answer[0].1).expect("JSON");
+    assert_eq!(v["id"], 4, "{v}");
+    assert!(v["result"]["content"][0]["text"].is_string(), "{v}");
     drop((a, b));
 }
