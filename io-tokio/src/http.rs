@@ -20,7 +20,8 @@ use crate::auth::{AuthorizeInfo, Authorizer, NoAuthorizer};
 use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
 use crate::readiness::{Ready, ReadyQueue};
-use crate::store::{SessionStore, StoreError};
+use crate::store::{EventStore, SessionStore, StoreError};
+use crate::stream_events::{self, Appender};
 use crate::telemetry::{Telemetry, Wire};
 use crate::work::Tasks;
 
@@ -98,6 +99,8 @@ pub struct HttpServer<H, A> {
     pub(crate) max_body: usize,
     /// Where sessions are kept beyond the engine's memory, if anywhere.
     pub(crate) store: Option<Arc<dyn SessionStore>>,
+    /// Where session streams' events are kept, if anywhere.
+    pub(crate) events: Option<Arc<dyn EventStore>>,
     /// What the request spans record beyond the default.
     pub(crate) telemetry: Telemetry,
     /// The channel handler replies and publications come back on (made early so that
@@ -165,6 +168,7 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
             max_in_flight,
             max_body,
             store: None,
+            events: None,
             telemetry: Telemetry::default(),
             done: mpsc::unbounded_channel(),
         }
@@ -190,6 +194,18 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     pub fn session_store<S: SessionStore>(mut self, store: Arc<S>) -> Self {
         self.engine.set_session_store(true);
         self.store = Some(store);
+        self
+    }
+
+    /// Keeps the events of session streams in `store` too (turning the engine's
+    /// [`HttpConfig::event_store`](mcp_engine::http::HttpConfig::event_store) on; it
+    /// needs a [`session_store`](Self::session_store), usually the same object): every
+    /// event written on a session's SSE stream is appended to it in the background, in
+    /// order, and a client resuming with a `Last-Event-ID` of a stream this server does
+    /// not hold (another node wrote it) gets what it missed from it. See [`EventStore`].
+    pub fn event_store<S: EventStore>(mut self, store: Arc<S>) -> Self {
+        self.engine.set_event_store(true);
+        self.events = Some(store);
         self
     }
 
@@ -358,6 +374,8 @@ pub(crate) enum Decided {
     Loaded(ConnId, Result<Option<Vec<u8>>, StoreError>),
     /// The store's answer to a `SaveSession`.
     Saved(ConnId, Result<(), StoreError>),
+    /// The event store's answer to a `LoadEvents`.
+    Events(ConnId, stream_events::Loaded),
 }
 
 /// What an `Authorize` or `AuthorizeBody` event leads to.
@@ -380,6 +398,8 @@ pub(crate) struct Host<H, A> {
     store: Option<Arc<dyn SessionStore>>,
     /// A store event arrived with no store: said once.
     warned_no_store: bool,
+    /// Where session streams' events go (see `HttpServer::event_store`).
+    events: Option<Appender>,
     /// Authorization tasks still deciding, by connection.
     authorizing: HashMap<ConnId, AbortHandle>,
     /// The request an authorizer is asked about at once, refilled in place.
@@ -407,6 +427,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             verdict_tx,
             store: server.store,
             warned_no_store: false,
+            events: server.events.map(Appender::new),
             authorizing: HashMap::new(),
             asking: AuthorizeInfo::new(None, core::iter::empty::<(String, Vec<u8>)>()),
             deferred: VecDeque::new(),
@@ -491,6 +512,26 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                     }
                     None
                 }
+                Some(HttpEvent::AppendEvent(e)) => {
+                    if let Some(events) = self.events.as_mut() {
+                        events.push(&e);
+                    }
+                    None
+                }
+                Some(HttpEvent::LoadEvents(load)) => {
+                    let (conn, id, stream, from) =
+                        (load.conn, load.session.to_owned(), load.stream, load.from);
+                    let tx = self.verdict_tx.clone();
+                    let store = self.events.as_ref().map(Appender::store);
+                    tokio::spawn(async move {
+                        let found = match store {
+                            Some(store) => store.load_events(&id, stream, from).await,
+                            None => Err(StoreError::new("no event store")),
+                        };
+                        let _ = tx.send(Decided::Events(conn, found));
+                    });
+                    None
+                }
                 Some(other) => {
                     tracing::warn!(event = ?other, "ignoring an event this adapter does not know");
                     None
@@ -569,6 +610,10 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                     tracing::warn!(%e, "a session could not be stored");
                 }
                 self.engine.session_saved(now, conn, saved.is_ok());
+            }
+            Decided::Events(conn, found) => {
+                let now = self.now();
+                stream_events::answer(&mut self.engine, now, conn, found);
             }
         }
     }

@@ -149,8 +149,12 @@
 //! - `serve` (imports `handler`, `work`): the stream run loop, [`serve`] and
 //!   [`serve_stdio`].
 //! - `store`: where HTTP sessions are kept beyond the engine's memory, [`SessionStore`]
-//!   and [`MemorySessionStore`].
-//! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `store`, `work`): the
+//!   and [`MemorySessionStore`], and their streams' events for `Last-Event-ID` on any
+//!   node, [`EventStore`] within [`EventBounds`].
+//! - `stream_events` (imports `store`): the server's side of an event store: the task
+//!   appending the engine's events in order, a load's answer handed to the engine.
+//! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `store`,
+//!   `stream_events`, `work`): the
 //!   Streamable HTTP server over TCP, [`HttpServer`] and [`serve_http`].
 //! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
 //!   endpoint as a tower `Service`, `McpService`.
@@ -161,9 +165,10 @@
 //! - `oauth` (feature `oauth`; imports `auth`): verifying OAuth 2.1 access tokens for a
 //!   protected resource, `OAuthAuthorizer`, with the issuer's key set fetched over HTTPS
 //!   (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
-//! - `postgres` (feature `postgres`; imports `store`): sessions kept in PostgreSQL for
-//!   several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`), and the notices
-//!   of other nodes' writes (`SessionNotices`).
+//! - `postgres` (feature `postgres`; imports `store`): sessions kept in
+//!   PostgreSQL for several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`),
+//!   their streams' events (`events.rs`), and the notices of other nodes' writes
+//!   (`SessionNotices`).
 //!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
@@ -186,6 +191,7 @@ mod reply;
 mod request;
 mod serve;
 mod store;
+mod stream_events;
 mod strings;
 mod telemetry;
 #[cfg(feature = "tower")]
@@ -213,7 +219,10 @@ pub use reply::{
 };
 pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, ResourceRead, ToolCall};
 pub use serve::{serve, serve_stdio};
-pub use store::{MemorySessionStore, SessionStore, StoreError, StoreFuture};
+pub use store::{
+    EventBounds, EventStore, KeptEvent, MemorySessionStore, SessionStore, StoreError, StoreFuture,
+    StreamEvent,
+};
 pub use strings::{Name, PooledString};
 pub use telemetry::Telemetry;
 #[cfg(feature = "tower")]

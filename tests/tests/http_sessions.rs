@@ -7,7 +7,9 @@ use std::time::Duration;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
 use mcp_engine::{Config, Instant};
 use mcp_fixture as everything;
-use mcp_tests::wire::{Client, Response, client_of, parse_responses, post, req};
+use mcp_tests::wire::{
+    Client, Response, SSE, client_of, get, more, on_new, parse_responses, post, req, sse_events,
+};
 use serde_json::{Value, json};
 
 const ENTROPY: [u8; 32] = [5; 32];
@@ -207,35 +209,6 @@ fn delete_ends_the_session() {
     assert_eq!((r.status, r.header("allow")), (405, Some("GET, POST, DELETE")));
 }
 
-fn get(session: Option<&str>, extra: &str) -> Vec<u8> {
-    let mut s = String::from("GET /mcp HTTP/1.1\r\nHost: localhost:3000\r\n");
-    if let Some(id) = session {
-        s.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
-    }
-    s.push_str(extra);
-    s.push_str("\r\n");
-    s.into_bytes()
-}
-
-/// Sends `raw` on a new connection of `c`; returns its connection and what it wrote.
-fn on_new(c: &mut Client, raw: &[u8]) -> (mcp_engine::http::ConnId, String) {
-    let keep = c.conn;
-    c.conn = c.e.open(c.now, None).unwrap();
-    let out = c.feed(raw, usize::MAX);
-    let conn = core::mem::replace(&mut c.conn, keep);
-    (conn, String::from_utf8(out).unwrap())
-}
-
-fn more(c: &mut Client, conn: mcp_engine::http::ConnId) -> String {
-    let keep = core::mem::replace(&mut c.conn, conn);
-    let mut out = Vec::new();
-    c.drain(&mut out);
-    c.conn = keep;
-    String::from_utf8(out).unwrap()
-}
-
-const SSE: &str = "Accept: text/event-stream\r\n";
-
 #[test]
 fn get_opens_the_sessions_standalone_stream_once() {
     let mut c = client();
@@ -430,20 +403,6 @@ fn a_session_lives_while_the_host_works_on_its_request() {
     c.now = Instant::ZERO + Duration::from_secs(560);
     c.e.handle_timeout(c.now);
     assert_eq!(c.e.sessions(), 0);
-}
-
-/// `(id, data)` of every SSE event in `raw` (an event without an id has an empty one).
-fn sse_events(raw: &str) -> Vec<(String, String)> {
-    let mut events = Vec::new();
-    let mut id = String::new();
-    for line in raw.lines() {
-        if let Some(v) = line.strip_prefix("id: ") {
-            id = v.to_owned();
-        } else if let Some(d) = line.strip_prefix("data: ") {
-            events.push((core::mem::take(&mut id), d.to_owned()));
-        }
-    }
-    events
 }
 
 /// A session whose client logs at `info`, and a tool call that streams three log

@@ -445,3 +445,51 @@ fn a_session_ended_elsewhere_closes_its_stream_here() {
     let rest = String::from_utf8(a.e.pending_output(stream).to_vec()).unwrap();
     assert!(rest.ends_with("0\r\n\r\n"), "the stream's last chunk: {rest:?}");
 }
+
+/// Found by the session_streams fuzz target in store mode: a session loaded for a request
+/// that then waited for a ticket slot was dropped from memory again (to make room for a
+/// new one) before the request was served, which was then answered `404`.
+#[test]
+fn a_session_loaded_for_a_waiting_request_stays_until_the_request_is_served() {
+    use mcp_tests::wire::{more, on_new};
+    let held: std::rc::Rc<std::cell::RefCell<Vec<mcp_engine::Ticket>>> = Default::default();
+    let keep = std::rc::Rc::clone(&held);
+    let mut config = everything::config();
+    config.secret_key([3; 32]);
+    config.max_in_flight(1);
+    let mut h = http();
+    h.max_sessions(2);
+    let host = Box::new(move |ev: mcp_engine::Event<'_>| match ev {
+        mcp_engine::Event::CallTool(call) => keep.borrow_mut().push(call.ticket),
+        ev => everything::respond(ev),
+    });
+    let mut c = client_of(config, h, everything::catalog(), host);
+    c.e.set_entropy(&[5; 32]);
+    let (a, _b, s3) = (open(&mut c), open(&mut c), open(&mut c));
+    assert_eq!(c.e.sessions(), 2, "the first left memory to make room");
+    let call = |id: i64| request(id, "tools/call", json!({ "name": "test_simple_text" }));
+    // A's request waits for the store; meanwhile a request of the third takes the only slot.
+    c.store.hold = true;
+    let (on_a, out) = on_new(&mut c, &legacy(&call(5), Some(&a)));
+    assert!(out.is_empty() && c.store.held.len() == 1);
+    c.store.hold = false;
+    let _ = on_new(&mut c, &legacy(&call(6), Some(&s3)));
+    assert_eq!(held.borrow().len(), 1);
+    // A comes back and waits for the slot; a new session finds no room now.
+    let record = c.store.records[&a].clone();
+    c.e.session_loaded(c.now, c.store.held[0], Loaded::Record(&record));
+    assert!(more(&mut c, on_a).is_empty(), "A's request waits for the slot");
+    let r = one(&mut c, &legacy(&initialize(), None));
+    assert_eq!(r.status, 503, "A is not dropped while its request waits: {r:?}");
+    // The slot frees: A's request is served in A.
+    let t = held.borrow()[0];
+    c.e.answer_tool(t, &mcp_engine::ToolOutput::new(&[mcp_engine::Content::text("six")])).unwrap();
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert_eq!(held.borrow().len(), 2, "A's call reached the host");
+    let t = held.borrow()[1];
+    c.e.answer_tool(t, &mcp_engine::ToolOutput::new(&[mcp_engine::Content::text("five")])).unwrap();
+    let r = parse_responses(more(&mut c, on_a).as_bytes());
+    assert_eq!(r[0].status, 200, "{r:?}");
+    assert_eq!(r[0].json()["result"]["content"][0]["text"], "five");
+}

@@ -21,7 +21,7 @@ use crate::mcp::{Room, SessionCheck};
 use crate::revision::Revision;
 use core::time::Duration;
 
-use crate::http::replay::Replay;
+use crate::http::replay::{Replay, STANDALONE};
 use crate::time::Instant;
 use crate::wire::session_id::{EVENT_ID_LEN, SESSION_ID_LEN, SessionIds, Token};
 
@@ -57,7 +57,10 @@ pub(crate) struct Entry {
     /// The connection (slot, generation) holding its standalone `GET` stream, if one was
     /// opened (it may have closed since: check the connection).
     pub(crate) stream: Option<(u32, u32)>,
-    /// The last event number of the standalone stream (stream 0; it goes on across
+    /// The number of its standalone stream here: 0 on the engine that created it, a
+    /// number of its own (marked `replay::STANDALONE`) on one that loaded it from a store.
+    pub(crate) standalone: u32,
+    /// The last event number of the standalone stream (it goes on across
     /// reconnections).
     pub(crate) standalone_seq: u32,
     /// The number the next `POST` stream gets (from 1).
@@ -67,6 +70,9 @@ pub(crate) struct Entry {
     /// The session's change count (`Session::changes`) a session store last took: it
     /// is behind while a change is not stored yet.
     pub(crate) stored: u32,
+    /// Requests loaded it from a store and wait to be served (for a ticket slot): it
+    /// does not leave memory to make room meanwhile.
+    pub(crate) pinned: u32,
 }
 
 impl Entry {
@@ -167,11 +173,14 @@ impl Sessions {
             return Ok(SessionRef { slot, generation });
         }
         let (noise, _) = ids.mint();
-        let first = u32::from_le_bytes([noise[0], noise[1], noise[2], noise[3]]) | 1 << 30;
+        let first = u32::from_le_bytes([noise[0], noise[1], noise[2], noise[3]]) & !STANDALONE | (1 << 30);
+        // Its standalone stream too: its events must not share ids with another engine's.
+        let standalone = u32::from_le_bytes([noise[4], noise[5], noise[6], noise[7]]) | STANDALONE;
         let id = ids.id_of(&token);
         let r = self.insert(now, token, id, principal, session, first);
         if let Some(e) = self.get_mut(r) {
             e.stored = e.session.changes;
+            e.standalone = standalone;
         }
         Ok(r)
     }
@@ -201,10 +210,12 @@ impl Sessions {
             active: 0,
             idle_since: now,
             stream: None,
+            standalone: 0,
             standalone_seq: 0,
             next_stream,
             replay: Replay::default(),
             stored: 0,
+            pinned: 0,
         });
         self.by_token.insert(token, slot);
         self.live += 1;
@@ -231,7 +242,7 @@ impl Sessions {
             .filter_map(|(i, s)| {
                 Some((SessionRef { slot: i as u32, generation: s.generation }, s.entry.as_ref()?))
             })
-            .filter(|&(r, e)| e.active == 0 && !e.unsaved() && !busy(r))
+            .filter(|&(r, e)| e.active == 0 && e.pinned == 0 && !e.unsaved() && !busy(r))
             .min_by_key(|(_, e)| e.idle_since)
             .map(|(r, _)| r)?;
         self.remove(oldest).then_some(oldest)
@@ -310,6 +321,21 @@ impl Sessions {
         self.free.push(r.slot);
         self.live -= 1;
         true
+    }
+
+    /// A request loaded `r` from a store and waits to be served: `r` stays in memory
+    /// until [`unpin`](Self::unpin).
+    pub(crate) fn pin(&mut self, r: SessionRef) {
+        if let Some(e) = self.get_mut(r) {
+            e.pinned += 1;
+        }
+    }
+
+    /// The request that [`pin`](Self::pin)ned `r` is served (or gone).
+    pub(crate) fn unpin(&mut self, r: SessionRef) {
+        if let Some(e) = self.get_mut(r) {
+            e.pinned = e.pinned.saturating_sub(1);
+        }
     }
 
     /// A request of `r` waits for the host: the session does not expire meanwhile.

@@ -184,11 +184,12 @@ impl HttpEngine {
         self.tick(now);
         let now = self.last_now;
         let Some(c) = conn_in(&mut self.slots, conn) else { return };
-        if c.phase != Phase::Loading {
-            return;
+        if c.phase != Phase::Loading || c.resume.is_some() {
+            return; // a `GET` waiting for the event store is not waiting for this
         }
         c.deadline = None;
         let mut full = matches!(found, Loaded::Unavailable);
+        let mut restored = None;
         if let Loaded::Record(bytes) = found
             && let Some(token) = self.sessions.absent(&c.store_id)
             && let Ok((mut session, principal)) = record::decode(bytes)
@@ -198,7 +199,12 @@ impl HttpEngine {
                 make_room(&mut self.sessions, &self.parked, &mut self.session_timers);
             }
             match self.sessions.restore(now, token, principal, session) {
-                Ok(r) => self.session_timers.set(r.slot(), self.sessions.deadline(r)),
+                Ok(r) => {
+                    self.session_timers.set(r.slot(), self.sessions.deadline(r));
+                    // It stays until this request is served, should it wait for a slot.
+                    self.sessions.pin(r);
+                    restored = Some(r);
+                }
                 Err(CreateError::Full) => full = true,
                 Err(CreateError::Unseeded) => {}
             }
@@ -209,6 +215,7 @@ impl HttpEngine {
             respond_empty(c, now, 503, RETRY);
         } else {
             c.phase = Phase::Ready;
+            c.pinned = restored;
         }
         self.work.push_back(conn.slot);
         self.settle(conn.slot);
@@ -248,6 +255,7 @@ impl HttpEngine {
         self.asks.retain(|a| a.slot() != slot);
         match c.phase {
             Phase::Loading => {
+                c.resume = None;
                 conns::lend_out(&mut self.outs, c);
                 respond_empty(c, now, 503, RETRY);
             }

@@ -13,6 +13,7 @@
 //! [`PgSessionStore::notices`] hears the other nodes' announcements (`notify.rs`). See
 //! `docs/scale-out.md`.
 
+mod events;
 // `pub(crate)`: the crate root re-exports its `SessionNotice` and `SessionNotices`.
 pub(crate) mod notify;
 mod schema;
@@ -59,6 +60,7 @@ pub struct PgStoreConfig {
     cleanup_batch: u32,
     notice_capacity: usize,
     notice_check_every: Duration,
+    events: crate::store::EventBounds,
 }
 
 impl PgStoreConfig {
@@ -84,6 +86,7 @@ impl PgStoreConfig {
             cleanup_batch: 1000,
             notice_capacity: 1024,
             notice_check_every: Duration::from_secs(10),
+            events: crate::store::EventBounds::default(),
         })
     }
 
@@ -317,6 +320,7 @@ struct Inner {
     create_if: String,
     cleanup: String,
     listen: ListenConfig,
+    events: events::Sql,
 }
 
 impl Inner {
@@ -375,6 +379,7 @@ impl Inner {
                  ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)"
             ),
             listen,
+            events: events::Sql::new(cfg),
         }
     }
 

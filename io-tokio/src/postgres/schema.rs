@@ -24,6 +24,19 @@ const MIGRATIONS: &[&str] = &[
         expires_at timestamptz NOT NULL
     );
     CREATE INDEX sessions_expires_at ON {s}.sessions (expires_at);",
+    // Version 2: the events of session streams, for `Last-Event-ID` on any node
+    // (`events.rs`). A row goes with its session's row (deleted at its expiry); `n` is the
+    // order of appends across a session's streams (its oldest go first at its bounds).
+    "CREATE TABLE {s}.events (
+        session_id text NOT NULL REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+        stream bigint NOT NULL,
+        seq bigint NOT NULL,
+        n bigint GENERATED ALWAYS AS IDENTITY,
+        data bytea NOT NULL,
+        is_last boolean NOT NULL,
+        PRIMARY KEY (session_id, stream, seq)
+    );
+    CREATE INDEX events_session_order ON {s}.events (session_id, n);",
 ];
 
 /// The schema version this store writes and reads.
