@@ -376,6 +376,9 @@ impl Core {
         }
         let p = self.tickets.pending?;
         let clock = self.clock();
+        #[cfg(feature = "connectome")]
+        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, connectome, .. } = self;
+        #[cfg(not(feature = "connectome"))]
         let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, .. } = self;
         // The slot's id (only its bytes), route and `traceparent`: the slot stays where it is.
         let busy = tickets.slots.get(usize::from(p.ticket.slot)).and_then(|s| s.busy.as_ref())?;
@@ -427,6 +430,8 @@ impl Core {
                 input_responses,
                 request_state,
                 client,
+                #[cfg(feature = "connectome")]
+                observed: &mut connectome.observed,
                 responder,
             }),
             PendingKind::Prompt(i) => Event::GetPrompt(GetPrompt {
