@@ -367,3 +367,120 @@ fn adding_the_resources_changes_nothing_on_the_wire_but_their_entries() {
     };
     assert_only_the_entries_differ(&run(false), &run(true));
 }
+
+// ------------------------------------------------------------------ the doc
+
+/// `docs/observability.md`, whose last section shows the demo's connectome.
+const DOC: &str = include_str!("../../docs/observability.md");
+
+/// Renders what the doc shows of the demo's connectome: the declared graph's hash and
+/// make-up, the host's edges, the answers of the queries, and the observed graph and
+/// coverage after a few calls. Print it with
+/// `cargo test -p mcp-tests --test connectome doc -- --nocapture`.
+fn demo_connectome_text() -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write as _;
+    let d = demo();
+    let declared = connectome::declared(
+        &everything::catalog_with(d),
+        &everything::config(),
+        &everything::connectome::declarations(d),
+    )
+    .unwrap();
+    let mut t = String::new();
+    let _ = writeln!(t, "sha256 {}", declared.sha256_hex());
+    let _ = writeln!(t, "{} bytes", declared.canonical_bytes().len());
+    let mut nodes: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, n) in declared.nodes() {
+        *nodes.entry(n.kind.as_str()).or_default() += 1;
+    }
+    let nodes: Vec<String> = nodes.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(t, "nodes: {}", nodes.join(", "));
+    let mut edges: BTreeMap<&str, usize> = BTreeMap::new();
+    for (k, _) in declared.edges() {
+        *edges.entry(k.kind.as_str()).or_default() += 1;
+    }
+    let edges: Vec<String> = edges.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(t, "edges: {}", edges.join(", "));
+    let _ = writeln!(t, "declared by the host:");
+    for (k, _) in declared
+        .edges()
+        .filter(|(k, _)| matches!(k.kind, EdgeKind::Reads | EdgeKind::Performs | EdgeKind::GatedBy))
+    {
+        let _ = writeln!(t, "  {} -{}-> {}", k.from, k.kind.as_str(), k.to);
+    }
+    let path = |to: &str| match declared.reach_avoiding_gates("client:client", to) {
+        Some(p) => {
+            p.iter().map(|k| format!("{} -{}->", k.from, k.kind.as_str())).collect::<Vec<_>>().join(" ")
+                + " "
+                + to
+        }
+        None => "none".to_owned(),
+    };
+    let _ = writeln!(
+        t,
+        "reach_avoiding_gates(client, effect:catalog_replacement): {}",
+        path("effect:catalog_replacement")
+    );
+    let _ = writeln!(
+        t,
+        "reach_avoiding_gates(client, effect:client_sampling): {}",
+        path("effect:client_sampling")
+    );
+    for (gate, effect) in [
+        ("client_capability_sampling", "client_sampling"),
+        ("client_capability_elicitation", "client_sampling"),
+    ] {
+        let v =
+            declared.gate_dominates("client:client", &format!("gate:{gate}"), &format!("effect:{effect}"));
+        let _ = writeln!(t, "gate_dominates(client, gate:{gate}, effect:{effect}): {v}");
+    }
+    let every = declared.crossed_by_every_path("client:client", "effect:resource_update_notice").unwrap();
+    let _ = writeln!(t, "crossed_by_every_path(client, effect:resource_update_notice): {}", every.join(", "));
+
+    // A few calls, as the e2e tests make them, then the observed graph and the coverage.
+    let mut e = engine();
+    let input = [
+        call(1, "echo", json!({ "text": "hi" })),
+        call(2, "test_read_resource", json!({ "uri": "test://static-text" })),
+        call(3, "test_read_resource", json!({ "uri": "test://template/5/data" })),
+        call(4, "test_trigger_resource_update", json!({})),
+        read(5, "test://static-text"),
+    ]
+    .concat();
+    drive(&mut e, input.as_bytes(), &[usize::MAX]);
+    let observed = e.connectome().observed();
+    let _ = writeln!(t, "observed after five requests:");
+    for (k, v) in observed.edges() {
+        let _ = writeln!(t, "  {} -{}-> {}  x{}", k.from, k.kind.as_str(), k.to, v.count.unwrap_or(0));
+    }
+    let diff = e.connectome().diff();
+    let _ = writeln!(t, "coverage (declared / observed / both / declared only / observed only / relabeled):");
+    for kind in [None].into_iter().chain(EdgeKind::ALL.map(Some)) {
+        let c = diff.coverage(kind);
+        let name = kind.map_or("all", EdgeKind::as_str);
+        let _ = writeln!(
+            t,
+            "  {name:<10} {:>3} {:>3} {:>3} {:>3} {:>3} {:>3}",
+            c.declared,
+            c.observed,
+            c.declared_and_observed,
+            c.declared_never_observed,
+            c.observed_undeclared,
+            c.relabeled
+        );
+    }
+    t
+}
+
+#[test]
+fn the_observability_doc_shows_the_demos_connectome() {
+    let text = demo_connectome_text();
+    println!("{text}");
+    let block = format!("```text\n{text}```");
+    assert!(
+        DOC.contains(&block),
+        "docs/observability.md, \"The connectome\", must show this block (the demo's catalog or \
+         declarations changed?):\n{block}"
+    );
+}
