@@ -477,6 +477,9 @@ fn demo_connectome_text() -> String {
 fn the_observability_doc_shows_the_demos_connectome() {
     let text = demo_connectome_text();
     println!("{text}");
+    let hash = text.lines().next().and_then(|l| l.strip_prefix("sha256 ")).unwrap();
+    let export = format!("# {hash}  declared.json");
+    assert!(DOC.contains(&export), "the export's printed line in the doc: {export}");
     let block = format!("```text\n{text}```");
     assert!(
         DOC.contains(&block),

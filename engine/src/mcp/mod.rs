@@ -20,8 +20,8 @@
 //! outbox and [`Core::next_event`] out, getters) and the dispatcher.
 //!
 //! May use: `wire`, `catalog`, `content`, `error`, `config`, `connectome`, `jsonrpc`,
-//! `output` and the leaf modules. May not touch: transport state (`stdio`, `http`), sockets, clocks: the
-//! transports pass time in and route what the outbox holds.
+//! `output` and the leaf modules. May not touch: transport state (`stdio`, `http`),
+//! sockets, clocks: the transports pass time in and route what the outbox holds.
 
 pub(crate) mod answers;
 #[cfg(feature = "connectome")]
