@@ -134,8 +134,8 @@
 //! - `readiness`: the per-connection wakers through which the HTTP server's engine task
 //!   waits on every socket itself, and the queue they report to.
 //! - `channel` (imports `reply`): the channel between handler futures and the task
-//!   driving the engine: what a handler task sends back, the progress and log reports of
-//!   a running call, and [`Publisher`] / [`PublishError`].
+//!   driving the engine: what a handler task sends back, the progress, log and read
+//!   reports of a running call, and [`Publisher`] / [`PublishError`].
 //! - `request` (imports `strings`, `channel`): the owned requests handed to a handler
 //!   ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied out
 //!   of engine events.

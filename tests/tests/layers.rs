@@ -26,6 +26,7 @@ fn engine_modules_import_only_lower_layers() {
             &["content"],
             &["catalog"],
             &["config", "error"],
+            &["connectome"],
             &["jsonrpc"],
             &["output"],
             &["mcp"],

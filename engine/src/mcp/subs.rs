@@ -240,6 +240,8 @@ impl Core {
             };
             b.target = found.map_or(u32::MAX, |i| i as u32);
         }
+        #[cfg(feature = "connectome")]
+        self.connectome.observed.replace_catalog(&self.catalog, &catalog);
         self.catalog = catalog;
         self.rules = rules;
         self.catalog_revision += 1;
