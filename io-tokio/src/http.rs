@@ -20,7 +20,7 @@ use crate::auth::{AuthorizeInfo, Authorizer, NoAuthorizer};
 use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
 use crate::readiness::{Ready, ReadyQueue};
-use crate::store::{SessionStore, StoreError};
+use crate::store::{SessionStore, StoreError, StoreNotice, StoreNotices};
 use crate::telemetry::{Telemetry, Wire};
 use crate::work::Tasks;
 
@@ -34,6 +34,11 @@ const READ_BUDGET: usize = 1 << 20;
 /// How long a connection the server ends keeps draining what the client still sends,
 /// after its last response, so that the client reads that response rather than a reset.
 const LINGER: Duration = Duration::from_secs(2);
+
+/// The first pause before asking a store for its notices again; doubled after each
+/// failure, up to [`NOTICES_RETRY_MAX`].
+const NOTICES_RETRY_FIRST: Duration = Duration::from_millis(200);
+const NOTICES_RETRY_MAX: Duration = Duration::from_secs(10);
 
 /// Serves Streamable HTTP on `listener`: see [`HttpServer`], whose defaults this uses.
 ///
@@ -271,6 +276,7 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
                 }
                 Some(done) = done_rx.recv() => tcp.host.complete(done),
                 Some(decided) = decided_rx.recv() => tcp.host.decided(decided),
+                notice = tcp.host.notice() => tcp.host.noticed(notice),
                 // Every report queued, before one pump: a burst of readiness (thousands
                 // of slow clients each sending a byte) costs one pass of the loop.
                 () = ready.wait() => tcp.take_ready(),
@@ -358,6 +364,8 @@ pub(crate) enum Decided {
     Loaded(ConnId, Result<Option<Vec<u8>>, StoreError>),
     /// The store's answer to a `SaveSession`.
     Saved(ConnId, Result<(), StoreError>),
+    /// The store's notices of other nodes' changes, once it listens.
+    Listening(StoreNotices),
 }
 
 /// What an `Authorize` or `AuthorizeBody` event leads to.
@@ -380,6 +388,8 @@ pub(crate) struct Host<H, A> {
     store: Option<Arc<dyn SessionStore>>,
     /// A store event arrived with no store: said once.
     warned_no_store: bool,
+    /// What other nodes sharing the store do, once the store listens (see `listen`).
+    notices: Option<StoreNotices>,
     /// Authorization tasks still deciding, by connection.
     authorizing: HashMap<ConnId, AbortHandle>,
     /// The request an authorizer is asked about at once, refilled in place.
@@ -399,7 +409,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
         let mut tasks = Tasks::with_sender(done_tx);
         tasks.set_telemetry(Wire::HTTP, server.telemetry);
         let (verdict_tx, verdict_rx) = mpsc::unbounded_channel();
-        let host = Self {
+        let mut host = Self {
             engine: server.engine,
             handler: server.handler,
             auth: Arc::new(server.auth),
@@ -407,12 +417,14 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             verdict_tx,
             store: server.store,
             warned_no_store: false,
+            notices: None,
             authorizing: HashMap::new(),
             asking: AuthorizeInfo::new(None, core::iter::empty::<(String, Vec<u8>)>()),
             deferred: VecDeque::new(),
             max_in_flight: server.max_in_flight,
             start: tokio::time::Instant::now(),
         };
+        host.listen();
         (host, done_rx, verdict_rx)
     }
 
@@ -569,6 +581,73 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                     tracing::warn!(%e, "a session could not be stored");
                 }
                 self.engine.session_saved(now, conn, saved.is_ok());
+            }
+            Decided::Listening(notices) => {
+                self.notices = Some(notices);
+                // What other nodes did before this node listened was not heard.
+                self.engine.sessions_changed_elsewhere();
+            }
+        }
+    }
+
+    /// Asks the store for its notices of other nodes' changes (in a task: the answer
+    /// comes back as `Decided::Listening`), again after a pause while that fails.
+    fn listen(&mut self) {
+        let Some(store) = self.store.clone() else { return };
+        let tx = self.verdict_tx.clone();
+        tokio::spawn(async move {
+            let mut pause = NOTICES_RETRY_FIRST;
+            loop {
+                match store.notices().await {
+                    Ok(Some(notices)) => {
+                        let _ = tx.send(Decided::Listening(notices));
+                        return;
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::warn!(%e, retry_in = ?pause, "not hearing other nodes' session changes")
+                    }
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = tx.closed() => return,
+                }
+                pause = (pause * 2).min(NOTICES_RETRY_MAX);
+            }
+        });
+    }
+
+    /// The next notice of the store's, waiting for it (for ever when the store tells
+    /// nothing). `None`: the store's notices ended (its task is gone).
+    pub(crate) async fn notice(&mut self) -> Option<StoreNotice> {
+        match &mut self.notices {
+            Some(notices) => notices.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Hands a notice of another node's change to the engine (`None`: the notices ended).
+    pub(crate) fn noticed(&mut self, notice: Option<StoreNotice>) {
+        let now = self.now();
+        match notice {
+            Some(StoreNotice::Changed(id)) => {
+                let dropped = self.engine.session_changed_elsewhere(id.as_bytes());
+                tracing::trace!(dropped, "a session changed on another node");
+            }
+            Some(StoreNotice::Ended(id)) => {
+                let held = self.engine.session_ended_elsewhere(now, id.as_bytes());
+                tracing::trace!(held, "a session ended on another node");
+            }
+            Some(StoreNotice::Missed) => {
+                let dropped = self.engine.sessions_changed_elsewhere();
+                tracing::debug!(
+                    dropped,
+                    "other nodes' session changes were missed: copies here checked again"
+                );
+            }
+            None => {
+                tracing::warn!("the store's notices ended: other nodes' session changes go unheard");
+                self.notices = None;
             }
         }
     }

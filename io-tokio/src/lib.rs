@@ -163,7 +163,7 @@
 //!   (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
 //! - `postgres` (feature `postgres`; imports `store`): sessions kept in PostgreSQL for
 //!   several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`), and the notices
-//!   of other nodes' writes (`SessionNotices`).
+//!   of other nodes' writes (into `StoreNotices`).
 //!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
@@ -203,8 +203,6 @@ pub use oauth::{
     AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
 };
 #[cfg(feature = "postgres")]
-pub use postgres::notify::{SessionNotice, SessionNotices};
-#[cfg(feature = "postgres")]
 pub use postgres::{PgSessionStore, PgStoreConfig};
 pub use reply::{
     CompleteResult, CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64,
@@ -213,7 +211,7 @@ pub use reply::{
 };
 pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, ResourceRead, ToolCall};
 pub use serve::{serve, serve_stdio};
-pub use store::{MemorySessionStore, SessionStore, StoreError, StoreFuture};
+pub use store::{MemorySessionStore, SessionStore, StoreError, StoreFuture, StoreNotice, StoreNotices};
 pub use strings::{Name, PooledString};
 pub use telemetry::Telemetry;
 #[cfg(feature = "tower")]

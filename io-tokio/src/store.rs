@@ -9,13 +9,20 @@
 //! `docs/decisions.md`. A store that fails, or does not answer within the engine's
 //! [`store_timeout`](mcp_engine::http::HttpConfig::store_timeout), makes the request
 //! `503` with `Retry-After`.
+//!
+//! A store shared by several servers may tell each of them what the others did
+//! ([`SessionStore::notices`], [`StoreNotice`]): the server hands each notice to its
+//! engine, so a copy of a session another node changed or ended is not served stale.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
 
 /// What a [`SessionStore`] method returns: a boxed future (the trait is used as a trait
 /// object, and the store is asked only when a session changes or comes back, never for a
@@ -69,6 +76,114 @@ pub trait SessionStore: Send + Sync + 'static {
     /// store shared by several servers may keep it if another one used the session since.
     fn expired<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         self.remove(id)
+    }
+
+    /// What the other servers sharing this store do, as it hears them: the server asks
+    /// once, when it starts serving (and again, after a pause, while this fails), and
+    /// hands every notice to its engine (see [`StoreNotice`]). `None`, the default: the
+    /// store tells nothing (it serves one server, or cannot hear the others).
+    fn notices(&self) -> StoreFuture<'_, Option<StoreNotices>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+}
+
+/// What another server sharing a [`SessionStore`] did, as its
+/// [`notices`](SessionStore::notices) tell it.
+///
+/// [`HttpServer`](crate::HttpServer) hands `Changed` to
+/// [`HttpEngine::session_changed_elsewhere`](mcp_engine::http::HttpEngine::session_changed_elsewhere),
+/// `Ended` to
+/// [`HttpEngine::session_ended_elsewhere`](mcp_engine::http::HttpEngine::session_ended_elsewhere)
+/// and `Missed` to
+/// [`HttpEngine::sessions_changed_elsewhere`](mcp_engine::http::HttpEngine::sessions_changed_elsewhere).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreNotice {
+    /// Another node committed a new record for this session (a save).
+    Changed(String),
+    /// Another node ended this session: removed it (the client's `DELETE`), or deleted
+    /// it on its idle timeout ([`SessionStore::expired`]).
+    Ended(String),
+    /// Notices were lost: the receiver fell behind (the channel was full) or the
+    /// listening connection broke and was made again (what was written meanwhile was not
+    /// heard). Any session may have changed or ended since: treat every copy nothing
+    /// uses as stale (drop it; the next request loads it again), and check copies in use
+    /// against the store at their next request. Delivered once, after the loss, before
+    /// any notice heard after it.
+    Missed,
+}
+
+impl StoreNotice {
+    /// The session the notice is about (`None` for [`Missed`](Self::Missed)).
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            Self::Changed(id) | Self::Ended(id) => Some(id),
+            Self::Missed => None,
+        }
+    }
+
+    /// Whether this is [`Changed`](Self::Changed).
+    pub fn is_changed(&self) -> bool {
+        matches!(self, Self::Changed(_))
+    }
+
+    /// Whether this is [`Ended`](Self::Ended).
+    pub fn is_ended(&self) -> bool {
+        matches!(self, Self::Ended(_))
+    }
+
+    /// Whether this is [`Missed`](Self::Missed).
+    pub fn is_missed(&self) -> bool {
+        matches!(self, Self::Missed)
+    }
+}
+
+/// The notices a [`SessionStore`] delivers ([`SessionStore::notices`]): a bounded
+/// channel a task of the store's fills. The store decides what happens when the
+/// receiver falls behind (it must not buffer without bound: drop, and deliver
+/// [`StoreNotice::Missed`] once there is room). Dropping this value ends the store's
+/// task, if it gave one ([`with_task`](Self::with_task)).
+#[derive(Debug)]
+pub struct StoreNotices {
+    rx: mpsc::Receiver<StoreNotice>,
+    task: Option<tokio::task::AbortHandle>,
+}
+
+impl StoreNotices {
+    /// The notices sent on the other end of `rx`.
+    pub fn new(rx: mpsc::Receiver<StoreNotice>) -> Self {
+        Self { rx, task: None }
+    }
+
+    /// The notices sent on the other end of `rx` by `task`, which is aborted when this
+    /// value is dropped.
+    pub fn with_task(rx: mpsc::Receiver<StoreNotice>, task: tokio::task::AbortHandle) -> Self {
+        Self { rx, task: Some(task) }
+    }
+
+    /// The next notice, waiting for it. `None` once every sender is gone (the store's
+    /// task ended). Cancel-safe: in a `select!`, no notice is lost when another branch
+    /// wins.
+    pub async fn recv(&mut self) -> Option<StoreNotice> {
+        self.rx.recv().await
+    }
+
+    /// The next notice if one is waiting.
+    pub fn try_recv(&mut self) -> Option<StoreNotice> {
+        self.rx.try_recv().ok()
+    }
+
+    /// [`recv`](Self::recv) as a poll, for a hand-written future or stream.
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<StoreNotice>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for StoreNotices {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 
@@ -159,9 +274,9 @@ mod tests {
 
     fn now<T>(f: StoreFuture<'_, T>) -> Result<T, StoreError> {
         let mut f = f;
-        match f.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-            std::task::Poll::Ready(r) => r,
-            std::task::Poll::Pending => panic!("the memory store answers at once"),
+        match f.as_mut().poll(&mut Context::from_waker(std::task::Waker::noop())) {
+            Poll::Ready(r) => r,
+            Poll::Pending => panic!("the memory store answers at once"),
         }
     }
 

@@ -374,6 +374,7 @@ async fn run<H: Handler, A: Authorizer>(
             biased;
             Some(completion) = done.recv() => task.host.complete(completion),
             Some(decided) = decisions.recv() => task.host.decided(decided),
+            notice = task.host.notice() => task.host.noticed(notice),
             Some(id) = gone.recv() => task.gone(id),
             // Room in a stream's body: the next pump moves more.
             Some(_) = demand.recv() => {}

@@ -67,6 +67,10 @@ pub(crate) struct Entry {
     /// The session's change count (`Session::changes`) a session store last took: it
     /// is behind while a change is not stored yet.
     pub(crate) stored: u32,
+    /// Another node may have changed or ended it while this engine did not hear
+    /// (`HttpEngine::sessions_changed_elsewhere`): its next request checks it against
+    /// the store first.
+    pub(crate) stale: bool,
 }
 
 impl Entry {
@@ -205,6 +209,7 @@ impl Sessions {
             next_stream,
             replay: Replay::default(),
             stored: 0,
+            stale: false,
         });
         self.by_token.insert(token, slot);
         self.live += 1;
@@ -235,6 +240,34 @@ impl Sessions {
             .min_by_key(|(_, e)| e.idle_since)
             .map(|(r, _)| r)?;
         self.remove(oldest).then_some(oldest)
+    }
+
+    /// The session `id` names when it is held here, marked stale and has no change of its
+    /// own unsaved: its next request checks it against the store. Allocates nothing.
+    pub(crate) fn stale(&self, id: &[u8]) -> Option<SessionRef> {
+        let r = self.held(id)?;
+        self.get(r).filter(|e| e.stale && !e.unsaved()).map(|_| r)
+    }
+
+    /// Every live session (a scan of the table).
+    pub(crate) fn refs(&self) -> impl Iterator<Item = SessionRef> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.entry.is_some())
+            .map(|(i, s)| SessionRef { slot: i as u32, generation: s.generation })
+    }
+
+    /// Replaces what the client set up in session `r` by what a store holds (`session`,
+    /// decoded from its record): the copy is fresh again. Its streams, event numbers and
+    /// requests stay as they are.
+    pub(crate) fn refresh(&mut self, r: SessionRef, mut session: Session) {
+        if let Some(e) = self.get_mut(r) {
+            session.serial = e.session.serial;
+            e.session = session;
+            e.stored = e.session.changes;
+            e.stale = false;
+        }
     }
 
     /// The session `id` names, if it is live and `principal` created it. Allocates

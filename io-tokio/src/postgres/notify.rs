@@ -1,10 +1,10 @@
 //! Session changes announced between nodes: what a [`PgSessionStore`](super::PgSessionStore)
 //! sends with its writes (`pg_notify`, in the write's own statement, so only a committed
 //! write is announced) and the task that listens for other nodes' announcements
-//! ([`SessionNotices`]).
+//! (into [`StoreNotices`]).
 //!
 //! The payload, the wire between nodes (never changed once released; a listener treats
-//! what it does not understand as [`SessionNotice::Missed`]): `<kind> <node> <id>`,
+//! what it does not understand as [`StoreNotice::Missed`]): `<kind> <node> <id>`,
 //! separated by single spaces, where `kind` is `c` (the record changed) or `e` (the session
 //! ended: removed, or deleted on expiry), `node` the sending store's id (16 hex digits) and
 //! `id` the session id (the rest of the payload, spaces included). An id longer than
@@ -12,7 +12,6 @@
 //! listeners (PostgreSQL refuses payloads of 8,000 bytes or more).
 
 use std::future::poll_fn;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use deadpool_postgres::tokio_postgres::tls::NoTlsStream;
@@ -20,7 +19,7 @@ use deadpool_postgres::tokio_postgres::{self, AsyncMessage, Client, Connection, 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreNotice, StoreNotices};
 
 use super::schema::fail;
 
@@ -33,103 +32,6 @@ pub(crate) const MAX_ID: usize = 4000;
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 /// The longest wait between two attempts to reconnect.
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
-
-/// What another node did to a session, as told by [`SessionNotices`].
-///
-/// The receiver hands `Changed` to
-/// [`HttpEngine::session_changed_elsewhere`](mcp_engine::http::HttpEngine::session_changed_elsewhere)
-/// and `Ended` to
-/// [`HttpEngine::session_ended_elsewhere`](mcp_engine::http::HttpEngine::session_ended_elsewhere)
-/// (the id's bytes). `Missed` says notices were lost.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionNotice {
-    /// Another node committed a new record for this session (a save).
-    Changed(String),
-    /// Another node ended this session: removed it (the client's `DELETE`), or deleted
-    /// it on its idle timeout ([`SessionStore::expired`](crate::SessionStore::expired)).
-    Ended(String),
-    /// Notices were lost: the receiver fell behind (the channel was full) or the
-    /// listening connection broke and was made again (what was written meanwhile was not
-    /// heard). Any session may have changed or ended since: treat every copy nothing
-    /// uses as stale (drop it; the next request loads it again), and check copies in use
-    /// against the store when they are next saved or loaded. Delivered once, after the
-    /// loss, before any notice heard after it.
-    Missed,
-}
-
-impl SessionNotice {
-    /// The session the notice is about (`None` for [`Missed`](Self::Missed)).
-    pub fn session(&self) -> Option<&str> {
-        match self {
-            Self::Changed(id) | Self::Ended(id) => Some(id),
-            Self::Missed => None,
-        }
-    }
-
-    /// Whether this is [`Changed`](Self::Changed).
-    pub fn is_changed(&self) -> bool {
-        matches!(self, Self::Changed(_))
-    }
-
-    /// Whether this is [`Ended`](Self::Ended).
-    pub fn is_ended(&self) -> bool {
-        matches!(self, Self::Ended(_))
-    }
-
-    /// Whether this is [`Missed`](Self::Missed).
-    pub fn is_missed(&self) -> bool {
-        matches!(self, Self::Missed)
-    }
-}
-
-/// Other nodes' writes to the sessions of a [`PgSessionStore`](super::PgSessionStore),
-/// as they commit: from
-/// [`PgSessionStore::notices`](super::PgSessionStore::notices).
-///
-/// Behind it a task listens (`LISTEN`) on a connection of its own (not one of the pool's)
-/// and forwards each notice into a bounded channel
-/// ([`notice_capacity`](super::PgStoreConfig::notice_capacity)). The store's own writes
-/// are not told back. Nothing buffers without bound:
-///
-/// - when the channel is full, the notice is dropped, and [`SessionNotice::Missed`] is
-///   delivered as soon as there is room again (the notices arriving meanwhile are dropped
-///   too: the `Missed` covers them);
-/// - when the listening connection fails (or does not answer the periodic check,
-///   [`notice_check_every`](super::PgStoreConfig::notice_check_every)), the task connects
-///   again, waiting 100 ms after the first failure and twice as long after each next one,
-///   up to 5 s, listens again and then delivers `Missed`.
-///
-/// Dropping this value stops the task and closes its connection.
-#[derive(Debug)]
-pub struct SessionNotices {
-    rx: mpsc::Receiver<SessionNotice>,
-    task: tokio::task::AbortHandle,
-}
-
-impl SessionNotices {
-    /// The next notice, waiting for it. `None` only if the listening task is gone (it
-    /// panicked); otherwise it waits, across reconnections, for ever. Cancel-safe: in a
-    /// `select!`, no notice is lost when another branch wins.
-    pub async fn recv(&mut self) -> Option<SessionNotice> {
-        self.rx.recv().await
-    }
-
-    /// The next notice if one is waiting.
-    pub fn try_recv(&mut self) -> Option<SessionNotice> {
-        self.rx.try_recv().ok()
-    }
-
-    /// [`recv`](Self::recv) as a poll, for a hand-written future or stream.
-    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<SessionNotice>> {
-        self.rx.poll_recv(cx)
-    }
-}
-
-impl Drop for SessionNotices {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
 
 /// What the listening task needs: how to connect, what to listen on, whose notices to
 /// skip, and its bounds.
@@ -150,12 +52,12 @@ pub(crate) struct ListenConfig {
 /// Starts the listening task and waits until it listens (at most the connect timeout
 /// plus the operation timeout): a write committed after this returns is heard, or a
 /// `Missed` follows.
-pub(crate) async fn start(cfg: ListenConfig) -> Result<SessionNotices, StoreError> {
+pub(crate) async fn start(cfg: ListenConfig) -> Result<StoreNotices, StoreError> {
     let (tx, rx) = mpsc::channel(cfg.capacity.max(1));
     let (ready_tx, ready_rx) = oneshot::channel();
     let bound = cfg.connect_timeout + cfg.operation_timeout;
     let task = tokio::spawn(Listener { cfg, tx, missed: false }.run(ready_tx));
-    let notices = SessionNotices { rx, task: task.abort_handle() };
+    let notices = StoreNotices::with_task(rx, task.abort_handle());
     match tokio::time::timeout(bound, ready_rx).await {
         Ok(Ok(Ok(()))) => Ok(notices),
         Ok(Ok(Err(e))) => Err(e),
@@ -166,7 +68,7 @@ pub(crate) async fn start(cfg: ListenConfig) -> Result<SessionNotices, StoreErro
 
 struct Listener {
     cfg: ListenConfig,
-    tx: mpsc::Sender<SessionNotice>,
+    tx: mpsc::Sender<StoreNotice>,
     /// A `Missed` is owed: delivered once there is room and the connection listens.
     missed: bool,
 }
@@ -249,7 +151,7 @@ impl Listener {
                 () = tx.closed() => return Stop::Receiver,
                 permit = tx.reserve(), if self.missed && listening => {
                     if let Ok(permit) = permit {
-                        permit.send(SessionNotice::Missed);
+                        permit.send(StoreNotice::Missed);
                         self.missed = false;
                     }
                 }
@@ -300,8 +202,8 @@ impl Listener {
             return;
         }
         let notice = match (kind, id) {
-            (Some("c"), Some(id)) => SessionNotice::Changed(id.to_owned()),
-            (Some("e"), Some(id)) => SessionNotice::Ended(id.to_owned()),
+            (Some("c"), Some(id)) => StoreNotice::Changed(id.to_owned()),
+            (Some("e"), Some(id)) => StoreNotice::Ended(id.to_owned()),
             // "Some session changed", or a kind this version does not know.
             _ => {
                 self.missed = true;
@@ -341,10 +243,10 @@ pub(crate) fn node_id() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{ListenConfig, Listener, SessionNotice, node_id};
+    use super::{ListenConfig, Listener, StoreNotice, node_id};
     use tokio::sync::mpsc;
 
-    fn listener(capacity: usize) -> (Listener, mpsc::Receiver<SessionNotice>) {
+    fn listener(capacity: usize) -> (Listener, mpsc::Receiver<StoreNotice>) {
         let (tx, rx) = mpsc::channel(capacity);
         let cfg = ListenConfig {
             pg: "host=localhost".parse().unwrap(),
@@ -364,8 +266,8 @@ mod tests {
         l.forward("c 00000000000000bb s1");
         l.forward("e 00000000000000bb s 2");
         l.forward("c 00000000000000aa mine");
-        assert_eq!(rx.try_recv().unwrap(), SessionNotice::Changed("s1".into()));
-        assert_eq!(rx.try_recv().unwrap(), SessionNotice::Ended("s 2".into()), "spaces in ids");
+        assert_eq!(rx.try_recv().unwrap(), StoreNotice::Changed("s1".into()));
+        assert_eq!(rx.try_recv().unwrap(), StoreNotice::Ended("s 2".into()), "spaces in ids");
         assert!(rx.try_recv().is_err(), "its own notice skipped");
         assert!(!l.missed);
         l.forward("? 00000000000000bb");
@@ -381,7 +283,7 @@ mod tests {
         l.forward("c 00000000000000bb a");
         l.forward("c 00000000000000bb b");
         assert!(l.missed);
-        assert_eq!(rx.try_recv().unwrap(), SessionNotice::Changed("a".into()));
+        assert_eq!(rx.try_recv().unwrap(), StoreNotice::Changed("a".into()));
         l.forward("c 00000000000000bb c");
         assert!(rx.try_recv().is_err(), "dropped: the owed Missed covers it");
     }

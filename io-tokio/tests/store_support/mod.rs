@@ -18,10 +18,11 @@ pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","p
 pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 pub const PING: &str = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
 
-/// A server sharing `store` and the key every node of a test shares.
+/// A server sharing `store` and the key every node of a test shares (with `logging`
+/// on: `logging/setLevel` changes a session).
 pub async fn node<S: SessionStore>(store: Arc<S>) -> SocketAddr {
     let mut cfg = Config::new("io-tokio-store-test", "0.0.1");
-    cfg.secret_key([7; 32]);
+    cfg.secret_key([7; 32]).logging(true);
     let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -62,4 +63,72 @@ pub async fn ping(addr: SocketAddr, id: &str) -> (u16, Option<String>) {
     c.send(&legacy(addr, Some(id), PING)).await;
     let r = c.response().await;
     (r.status, r.header("retry-after").map(str::to_owned))
+}
+
+/// A store that counts what it is asked and hands everything to `inner` (its notices
+/// included).
+pub struct Counting<S> {
+    pub inner: S,
+    pub loads: std::sync::atomic::AtomicUsize,
+    pub saves: std::sync::atomic::AtomicUsize,
+    pub removes: std::sync::atomic::AtomicUsize,
+}
+
+impl<S> Counting<S> {
+    pub fn new(inner: S) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            loads: Default::default(),
+            saves: Default::default(),
+            removes: Default::default(),
+        })
+    }
+
+    /// Loads, saves and removals asked so far.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        use std::sync::atomic::Ordering::SeqCst;
+        (self.loads.load(SeqCst), self.saves.load(SeqCst), self.removes.load(SeqCst))
+    }
+
+    /// Every operation asked so far.
+    pub fn total(&self) -> usize {
+        let (l, s, r) = self.counts();
+        l + s + r
+    }
+}
+
+impl<S: SessionStore> SessionStore for Counting<S> {
+    fn load<'a>(&'a self, id: &'a str) -> mcp_io_tokio::StoreFuture<'a, Option<Vec<u8>>> {
+        self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.load(id)
+    }
+    fn save<'a>(&'a self, id: &'a str, record: &'a [u8]) -> mcp_io_tokio::StoreFuture<'a, ()> {
+        self.saves.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.save(id, record)
+    }
+    fn remove<'a>(&'a self, id: &'a str) -> mcp_io_tokio::StoreFuture<'a, ()> {
+        self.removes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.remove(id)
+    }
+    fn expired<'a>(&'a self, id: &'a str) -> mcp_io_tokio::StoreFuture<'a, ()> {
+        self.removes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.expired(id)
+    }
+    fn notices(&self) -> mcp_io_tokio::StoreFuture<'_, Option<mcp_io_tokio::StoreNotices>> {
+        self.inner.notices()
+    }
+}
+
+/// A `GET` opening the standalone stream of session `id`.
+pub fn get_stream(addr: SocketAddr, id: &str) -> String {
+    format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {id}\r\n\
+         MCP-Protocol-Version: {V}\r\n\r\n",
+        addr.port()
+    )
+}
+
+/// A `DELETE` of session `id`.
+pub fn delete(addr: SocketAddr, id: &str) -> String {
+    format!("DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nMcp-Session-Id: {id}\r\n\r\n", addr.port())
 }
