@@ -249,6 +249,15 @@ impl Sessions {
         self.get(r).filter(|e| e.stale && !e.unsaved()).map(|_| r)
     }
 
+    /// Whether a request naming `id` must ask the store first: `id` verifies under the
+    /// key and names no session held here, or one marked [`stale`](Self::stale). Opens
+    /// the id once; allocates nothing.
+    pub(crate) fn needs_load(&self, id: &[u8]) -> bool {
+        let Some(token) = self.ids.as_ref().and_then(|ids| ids.open(id)) else { return false };
+        let Some(&slot) = self.by_token.get(&token) else { return true };
+        self.slots.get(slot as usize).and_then(|s| s.entry.as_ref()).is_some_and(|e| e.stale && !e.unsaved())
+    }
+
     /// Every live session (a scan of the table).
     pub(crate) fn refs(&self) -> impl Iterator<Item = SessionRef> + '_ {
         self.slots

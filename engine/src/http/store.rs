@@ -155,9 +155,7 @@ impl HttpEngine {
         let (Some(h), None) = (named.next(), named.next()) else { return false };
         let value = h.value.trim_ascii();
         // Not held here, or held but stale (`sessions_changed_elsewhere`): ask the store.
-        if value.len() != SESSION_ID_LEN
-            || (self.sessions.absent(value).is_none() && self.sessions.stale(value).is_none())
-        {
+        if value.len() != SESSION_ID_LEN || !self.sessions.needs_load(value) {
             return false;
         }
         c.store_id.copy_from_slice(value);
