@@ -10,17 +10,17 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use mcp_engine::Instant;
 use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Loaded, Verdict};
+use mcp_engine::{CatalogChange, Instant};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::auth::{AuthorizeInfo, Authorizer, NoAuthorizer};
-use crate::channel::{Completion, Publisher};
+use crate::channel::{Completion, Outcome, Publish, Publisher};
 use crate::handler::Handler;
 use crate::readiness::{Ready, ReadyQueue};
-use crate::store::{SessionStore, StoreError, StoreNotice, StoreNotices};
+use crate::store::{CatalogNews, SessionStore, StoreError, StoreNotice, StoreNotices};
 use crate::telemetry::{Telemetry, Wire};
 use crate::work::Tasks;
 
@@ -103,6 +103,8 @@ pub struct HttpServer<H, A> {
     pub(crate) max_body: usize,
     /// Where sessions are kept beyond the engine's memory, if anywhere.
     pub(crate) store: Option<Arc<dyn SessionStore>>,
+    /// Whether publications are announced to the other nodes sharing the store.
+    pub(crate) announce: bool,
     /// What the request spans record beyond the default.
     pub(crate) telemetry: Telemetry,
     /// The channel handler replies and publications come back on (made early so that
@@ -170,6 +172,7 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
             max_in_flight,
             max_body,
             store: None,
+            announce: true,
             telemetry: Telemetry::default(),
             done: mpsc::unbounded_channel(),
         }
@@ -195,6 +198,18 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     pub fn session_store<S: SessionStore>(mut self, store: Arc<S>) -> Self {
         self.engine.set_session_store(true);
         self.store = Some(store);
+        self
+    }
+
+    /// Whether this server's catalog replacements and resource updates
+    /// ([`Publisher`]) are announced to the other servers sharing its
+    /// [`session_store`](Self::session_store) ([`SessionStore::announce`]; default on), whose
+    /// streams then tell their clients. Turn it off when every server's host makes each
+    /// change on its own server (a catalog read from a shared source, say): each
+    /// server's streams are told by its own replacement then. News the other servers
+    /// announce is heard either way.
+    pub fn announce_changes(mut self, on: bool) -> Self {
+        self.announce = on;
         self
     }
 
@@ -390,6 +405,8 @@ pub(crate) struct Host<H, A> {
     warned_no_store: bool,
     /// What other nodes sharing the store do, once the store listens (see `listen`).
     notices: Option<StoreNotices>,
+    /// Whether this node's publications are announced (`HttpServer::announce_changes`).
+    announce: bool,
     /// Authorization tasks still deciding, by connection.
     authorizing: HashMap<ConnId, AbortHandle>,
     /// The request an authorizer is asked about at once, refilled in place.
@@ -418,6 +435,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             store: server.store,
             warned_no_store: false,
             notices: None,
+            announce: server.announce,
             authorizing: HashMap::new(),
             asking: AuthorizeInfo::new(None, core::iter::empty::<(String, Vec<u8>)>()),
             deferred: VecDeque::new(),
@@ -640,10 +658,23 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             }
             Some(StoreNotice::Missed) => {
                 let dropped = self.engine.sessions_changed_elsewhere();
+                // Catalog news may be lost too: every stream's client lists again.
+                let told = self.engine.announce_list_changed(CatalogChange::ALL);
                 tracing::debug!(
                     dropped,
-                    "other nodes' session changes were missed: copies here checked again"
+                    ?told,
+                    "other nodes' news was missed: copies checked again, lists announced"
                 );
+            }
+            Some(StoreNotice::Catalog(CatalogNews::ListChanged(change))) => {
+                let told = self.engine.announce_list_changed(change);
+                tracing::debug!(?told, "lists changed on another node");
+            }
+            Some(StoreNotice::Catalog(CatalogNews::ResourceUpdated(uri))) => {
+                let n = self.engine.notify_resource_updated(&uri);
+                // The scheme only, as for local updates: the uri may name private things.
+                let scheme = uri.split_once(':').map_or("", |(s, _)| s);
+                tracing::debug!(scheme, subscribers = n, "a resource updated on another node");
             }
             None => {
                 tracing::warn!("the store's notices ended: other nodes' session changes go unheard");
@@ -707,9 +738,44 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
         any
     }
 
-    /// Answers a finished handler task.
+    /// Answers a finished handler task, or applies a publication (announced to the other
+    /// nodes sharing the store once applied, see `announced`).
     pub(crate) fn complete(&mut self, done: Completion) {
+        let done = self.announced(done);
         self.tasks.complete(&mut self.engine, done);
+    }
+
+    /// A publication of this node's, made to be announced to the other nodes sharing the
+    /// store once the engine applied it ([`SessionStore::announce`], in a task: the
+    /// announcement costs this loop nothing): a resource update as it is; a catalog
+    /// replacement when the engine took it and a list changed, its publisher answered
+    /// once the announcement was made (or failed). Anything else is returned as it is.
+    fn announced(&mut self, done: Completion) -> Completion {
+        let Some(store) = self.store.clone().filter(|_| self.announce) else { return done };
+        let Completion { ticket, outcome } = done;
+        let outcome = match outcome {
+            Outcome::Publish(Publish::ResourceUpdated(uri)) => {
+                let news = CatalogNews::ResourceUpdated(uri.clone());
+                tokio::spawn(async move { announce(&*store, &news).await });
+                Outcome::Publish(Publish::ResourceUpdated(uri))
+            }
+            Outcome::Publish(Publish::Catalog(catalog, reply)) => {
+                // The engine's answer goes through here first: announced if it changed a list.
+                let (tx, rx) =
+                    tokio::sync::oneshot::channel::<Result<CatalogChange, mcp_engine::ReplaceError>>();
+                // The publisher learns the outcome once the other nodes were told.
+                tokio::spawn(async move {
+                    let Ok(r) = rx.await else { return };
+                    if let Some(&change) = r.as_ref().ok().filter(|c| !c.is_empty()) {
+                        announce(&*store, &CatalogNews::ListChanged(change)).await;
+                    }
+                    let _ = reply.send(r);
+                });
+                Outcome::Publish(Publish::Catalog(catalog, tx))
+            }
+            other => other,
+        };
+        Completion { ticket, outcome }
     }
 
     /// Forgets `conn`, cancelling its request if it has one.
@@ -1047,6 +1113,13 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
     /// Whether shutting down may finish: nothing with the handler, nothing left to write.
     fn drained(&self) -> bool {
         self.host.idle() && self.conns.keys().all(|&c| self.host.engine.pending_output(c).is_empty())
+    }
+}
+
+/// Announces `news` through `store`, logging a failure (the other nodes' clients miss it).
+async fn announce(store: &dyn SessionStore, news: &CatalogNews) {
+    if let Err(e) = store.announce(news).await {
+        tracing::warn!(%e, "news for other nodes' streams not announced");
     }
 }
 

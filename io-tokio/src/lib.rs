@@ -211,7 +211,9 @@ pub use reply::{
 };
 pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, ResourceRead, ToolCall};
 pub use serve::{serve, serve_stdio};
-pub use store::{MemorySessionStore, SessionStore, StoreError, StoreFuture, StoreNotice, StoreNotices};
+pub use store::{
+    CatalogNews, MemorySessionStore, SessionStore, StoreError, StoreFuture, StoreNotice, StoreNotices,
+};
 pub use strings::{Name, PooledString};
 pub use telemetry::Telemetry;
 #[cfg(feature = "tower")]

@@ -12,7 +12,9 @@
 //!
 //! A store shared by several servers may tell each of them what the others did
 //! ([`SessionStore::notices`], [`StoreNotice`]): the server hands each notice to its
-//! engine, so a copy of a session another node changed or ended is not served stale.
+//! engine, so a copy of a session another node changed or ended is not served stale. It
+//! may also carry what the servers announce to each other ([`SessionStore::announce`],
+//! [`CatalogNews`]): catalog changes and resource updates, for the streams of every node.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,6 +24,7 @@ use std::sync::Mutex;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use mcp_engine::CatalogChange;
 use tokio::sync::mpsc;
 
 /// What a [`SessionStore`] method returns: a boxed future (the trait is used as a trait
@@ -85,6 +88,31 @@ pub trait SessionStore: Send + Sync + 'static {
     fn notices(&self) -> StoreFuture<'_, Option<StoreNotices>> {
         Box::pin(std::future::ready(Ok(None)))
     }
+
+    /// Tells the other servers sharing this store of a catalog change or resource update
+    /// made on this one: they hear it as [`StoreNotice::Catalog`] (and this server does
+    /// not). The server calls it after applying the change to its own engine, off the
+    /// request path; a failure is logged. The default tells no one.
+    fn announce<'a>(&'a self, news: &'a CatalogNews) -> StoreFuture<'a, ()> {
+        let _ = news;
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+/// What a server announces to the others sharing its store ([`SessionStore::announce`])
+/// and hears from them ([`StoreNotice::Catalog`]): news for the clients' streams.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CatalogNews {
+    /// Lists changed in the sender's catalog ([`Publisher::replace_catalog`](crate::Publisher::replace_catalog)):
+    /// the receiving server tells its streams
+    /// ([`HttpEngine::announce_list_changed`](mcp_engine::http::HttpEngine::announce_list_changed)),
+    /// and its clients list again, from the receiver's own catalog.
+    ListChanged(CatalogChange),
+    /// A resource changed ([`Publisher::resource_updated`](crate::Publisher::resource_updated)):
+    /// the receiving server tells its subscribers
+    /// ([`HttpEngine::notify_resource_updated`](mcp_engine::http::HttpEngine::notify_resource_updated)).
+    ResourceUpdated(String),
 }
 
 /// What another server sharing a [`SessionStore`] did, as its
@@ -93,9 +121,11 @@ pub trait SessionStore: Send + Sync + 'static {
 /// [`HttpServer`](crate::HttpServer) hands `Changed` to
 /// [`HttpEngine::session_changed_elsewhere`](mcp_engine::http::HttpEngine::session_changed_elsewhere),
 /// `Ended` to
-/// [`HttpEngine::session_ended_elsewhere`](mcp_engine::http::HttpEngine::session_ended_elsewhere)
-/// and `Missed` to
-/// [`HttpEngine::sessions_changed_elsewhere`](mcp_engine::http::HttpEngine::sessions_changed_elsewhere).
+/// [`HttpEngine::session_ended_elsewhere`](mcp_engine::http::HttpEngine::session_ended_elsewhere),
+/// `Missed` to
+/// [`HttpEngine::sessions_changed_elsewhere`](mcp_engine::http::HttpEngine::sessions_changed_elsewhere)
+/// (and announces every list changed), and `Catalog` news to its streams (see
+/// [`CatalogNews`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StoreNotice {
@@ -109,16 +139,20 @@ pub enum StoreNotice {
     /// heard). Any session may have changed or ended since: treat every copy nothing
     /// uses as stale (drop it; the next request loads it again), and check copies in use
     /// against the store at their next request. Delivered once, after the loss, before
-    /// any notice heard after it.
+    /// any notice heard after it. Catalog news may have been lost too: the server
+    /// announces every list changed to its streams, so their clients list again.
     Missed,
+    /// Another node announced news for the clients' streams ([`SessionStore::announce`]).
+    Catalog(CatalogNews),
 }
 
 impl StoreNotice {
-    /// The session the notice is about (`None` for [`Missed`](Self::Missed)).
+    /// The session the notice is about (`None` for [`Missed`](Self::Missed) and
+    /// [`Catalog`](Self::Catalog)).
     pub fn session(&self) -> Option<&str> {
         match self {
             Self::Changed(id) | Self::Ended(id) => Some(id),
-            Self::Missed => None,
+            Self::Missed | Self::Catalog(_) => None,
         }
     }
 

@@ -9,6 +9,11 @@
 //! - Notices missed (the listening connection cut by the database): a copy in use on the
 //!   other node is checked against the store at its next request.
 //!
+//! - A list change (a catalog replaced through the `Publisher`) and a resource update made
+//!   on one node reach the other's standalone `GET` streams and `subscriptions/listen`
+//!   streams, every one (`PostgreSQL`'s catalog channel); a node whose listening
+//!   connection was cut announces every list changed to its streams.
+//!
 //! What the other node did is observed through a counting store (its loads), never by
 //! timing: a wait polls for the outcome within a generous bound.
 
@@ -196,8 +201,8 @@ async fn after_missed_notices_a_copy_in_use_is_checked_against_the_store() {
         let admin = connect(&db.url).await;
         let cut = admin
             .query(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1",
-                &[&format!("LISTEN \"{schema}.sessions\"")],
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1",
+                &[&format!("LISTEN \"{schema}.sessions\"%")],
             )
             .await
             .expect("terminate the listeners");
@@ -212,6 +217,154 @@ async fn after_missed_notices_a_copy_in_use_is_checked_against_the_store() {
             assert_eq!(ping(b, &id).await.0, 200);
         }
         assert_eq!(sb.counts().0, after, "checked once, then served from memory");
+    })
+    .await;
+}
+
+/// The uri the fan-out nodes' catalog offers.
+const URI: &str = "test://watched";
+
+fn fanout_catalog(extra: bool) -> mcp_engine::Catalog {
+    let mut b = mcp_engine::Catalog::builder()
+        .tool(mcp_engine::Tool::new("echo"))
+        .resource(mcp_engine::Resource::new(URI, "watched"));
+    if extra {
+        b = b.tool(mcp_engine::Tool::new("added"));
+    }
+    b.build().expect("a catalog")
+}
+
+/// A node whose engine announces list changes and resource updates, with its publisher
+/// and its (counted) store.
+async fn fanout_node(
+    url: &str,
+    schema: &str,
+) -> (SocketAddr, mcp_io_tokio::Publisher, Arc<Counting<PgSessionStore>>) {
+    use mcp_engine::Config;
+    use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
+    let store =
+        config(url, schema).notice_check_every(Duration::from_secs(3600)).build().await.expect("store");
+    let store = Counting::new(store);
+    let mut cfg = Config::new("io-tokio-store-test", "0.0.1");
+    cfg.secret_key([7; 32]).logging(true).list_changed(true).resource_subscriptions(true);
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    let engine = HttpEngine::new(cfg, http, fanout_catalog(false));
+    let server = mcp_io_tokio::HttpServer::new(engine, http_support::Probe::new(), mcp_io_tokio::AllowAll)
+        .session_store(Arc::clone(&store));
+    let publisher = server.publisher();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(server.serve(listener));
+    (addr, publisher, store)
+}
+
+/// A `subscriptions/listen` stream (`2026-07-28`) for tool list changes and updates of
+/// [`URI`]; its acknowledgement read.
+async fn listen(addr: SocketAddr) -> Conn {
+    let body = http_support::body(
+        1,
+        "subscriptions/listen",
+        &format!(r#""notifications":{{"toolsListChanged":true,"resourceSubscriptions":["{URI}"]}}"#),
+    );
+    let req = http_support::post(addr, "subscriptions/listen", None, &body).replacen(
+        "\r\n",
+        "\r\nAccept: application/json, text/event-stream\r\n",
+        1,
+    );
+    let mut c = Conn::open(addr).await;
+    c.send(&req).await;
+    let r = c.response().await;
+    assert_eq!((r.status, r.header("content-type")), (200, Some("text/event-stream")), "{r:?}");
+    read_until(&mut c, |t| t.contains("acknowledged")).await;
+    c
+}
+
+/// A 2025-11-25 session subscribed to [`URI`], with its standalone stream open.
+async fn session_stream(addr: SocketAddr) -> Conn {
+    let id = open(addr).await;
+    let mut c = Conn::open(addr).await;
+    let sub =
+        format!(r#"{{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{{"uri":"{URI}"}}}}"#);
+    c.send(&legacy(addr, Some(&id), &sub)).await;
+    assert_eq!(c.response().await.status, 200);
+    stream(addr, &id).await
+}
+
+/// Reads `c`'s stream until what came since the call satisfies `done`; returns it.
+async fn read_until(c: &mut Conn, done: impl Fn(&str) -> bool) -> String {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !done(&String::from_utf8_lossy(&seen)) {
+        let n = tokio::time::timeout(WITHIN, c.reader.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("not within {WITHIN:?}; so far: {}", String::from_utf8_lossy(&seen)))
+            .expect("read");
+        assert!(n > 0, "the stream closed; so far: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// How many times `what` occurs in `text`.
+fn count(text: &str, what: &str) -> usize {
+    text.matches(what).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changes_and_resource_updates_on_one_node_reach_every_stream_of_the_other() {
+    let schema = "t_f_news";
+    let Some(db) = fresh(schema).await else { return };
+    patient("two nodes", async {
+        let (a, pa, sa) = fanout_node(&db.url, schema).await;
+        let (b, _pb, sb) = fanout_node(&db.url, schema).await;
+        both_listening((a, &sa), (b, &sb)).await;
+        // Node B: two listen streams and two session streams; node A one of each.
+        let mut streams =
+            [listen(b).await, listen(b).await, session_stream(b).await, session_stream(b).await];
+        let mut own = [listen(a).await, session_stream(a).await];
+
+        // On node A: a list change, a resource update (of a sub-resource of the one
+        // watched), another list change.
+        pa.replace_catalog(fanout_catalog(true)).await.expect("replaced");
+        assert!(pa.resource_updated(format!("{URI}/part")));
+        pa.replace_catalog(fanout_catalog(false)).await.expect("replaced");
+        let mut told = 0;
+        for (i, s) in streams.iter_mut().chain(own.iter_mut()).enumerate() {
+            let t = read_until(s, |t| {
+                count(t, "notifications/tools/list_changed") >= 2
+                    && t.contains("notifications/resources/updated")
+            })
+            .await;
+            assert_eq!(count(&t, "notifications/tools/list_changed"), 2, "stream {i}: {t}");
+            assert_eq!(count(&t, "notifications/resources/updated"), 1, "stream {i}: {t}");
+            assert!(t.contains(&format!("{URI}/part")), "stream {i}: {t}");
+            told += 1;
+        }
+        assert_eq!(told, 6, "every stream, on both nodes");
+
+        // Node B's listening connection is cut: once it listens again it cannot know
+        // what it missed, so it tells every stream to list again.
+        let admin = connect(&db.url).await;
+        let cut = admin
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1",
+                &[&format!("LISTEN \"{schema}.sessions\"%")],
+            )
+            .await
+            .expect("terminate the listeners");
+        assert_eq!(cut.len(), 2, "both nodes' listening connections");
+        for (i, s) in streams.iter_mut().enumerate() {
+            let t = read_until(s, |t| t.contains("notifications/tools/list_changed")).await;
+            if i >= 2 {
+                // A session stream hears of every list its catalog has.
+                let t = if t.contains("resources/list_changed") {
+                    t
+                } else {
+                    read_until(s, |t| t.contains("notifications/resources/list_changed")).await
+                };
+                assert!(!t.contains("prompts/list_changed"), "no prompts here: {t}");
+            }
+        }
     })
     .await;
 }

@@ -24,7 +24,7 @@ use deadpool_postgres::tokio_postgres::{self, NoTls, Row};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 
 use crate::store::StoreNotices;
-use crate::store::{SessionStore, StoreError, StoreFuture};
+use crate::store::{CatalogNews, SessionStore, StoreError, StoreFuture};
 use notify::ListenConfig;
 use schema::fail;
 
@@ -252,6 +252,7 @@ impl PgStoreConfig {
         let listen = ListenConfig {
             pg: listen,
             channel: schema::channel(&self.schema),
+            catalog: schema::catalog_channel(&self.schema),
             node: notify::node_id(),
             capacity: self.notice_capacity,
             check_every: self.notice_check_every,
@@ -315,6 +316,7 @@ struct Inner {
     save_if: String,
     create_if: String,
     cleanup: String,
+    announce: String,
     listen: ListenConfig,
 }
 
@@ -373,6 +375,7 @@ impl Inner {
                 "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE expires_at <= now() \
                  ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)"
             ),
+            announce: format!("SELECT pg_notify('{}', $1::text)", listen.catalog),
             listen,
         }
     }
@@ -597,6 +600,18 @@ impl SessionStore for PgSessionStore {
         Box::pin(async move {
             let inner = &*self.inner;
             inner.execute("expired", &inner.expired, &[&id, &inner.grace_ms]).await?;
+            Ok(())
+        })
+    }
+
+    /// Announces `news` on the schema's catalog channel (`pg_notify`, one statement): every
+    /// other node's [`notices`](PgSessionStore::notices) hear it as
+    /// [`StoreNotice::Catalog`](crate::StoreNotice::Catalog).
+    fn announce<'a>(&'a self, news: &'a CatalogNews) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let inner = &*self.inner;
+            let payload = notify::news_payload(&inner.listen.node, news);
+            inner.query_opt("announce", &inner.announce, &[&payload]).await?;
             Ok(())
         })
     }

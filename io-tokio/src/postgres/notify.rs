@@ -10,6 +10,12 @@
 //! `id` the session id (the rest of the payload, spaces included). An id longer than
 //! [`MAX_ID`] bytes is sent as `? <node>`: "some session changed", a `Missed` for the
 //! listeners (PostgreSQL refuses payloads of 8,000 bytes or more).
+//!
+//! Catalog news ([`SessionStore::announce`](crate::SessionStore::announce)) goes on a
+//! channel of its own beside the sessions' (`schema::catalog_channel`), heard on the same
+//! listening connection: `l <node> <lists>` (lists changed: three characters, `t` or `-`
+//! for tools, `r` or `-` for resources, `p` or `-` for prompts) and `u <node> <uri>` (a
+//! resource updated; a uri longer than [`MAX_ID`] bytes is sent as `? <node>`, a `Missed`).
 
 use std::future::poll_fn;
 use std::time::Duration;
@@ -19,7 +25,9 @@ use deadpool_postgres::tokio_postgres::{self, AsyncMessage, Client, Connection, 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::store::{StoreError, StoreNotice, StoreNotices};
+use mcp_engine::CatalogChange;
+
+use crate::store::{CatalogNews, StoreError, StoreNotice, StoreNotices};
 
 use super::schema::fail;
 
@@ -38,8 +46,10 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub(crate) struct ListenConfig {
     pub(crate) pg: tokio_postgres::Config,
-    /// The channel, unquoted (`schema::channel`).
+    /// The sessions' channel, unquoted (`schema::channel`).
     pub(crate) channel: String,
+    /// The catalog news' channel, unquoted (`schema::catalog_channel`).
+    pub(crate) catalog: String,
     /// This store's node id: its own notices are skipped.
     pub(crate) node: String,
     pub(crate) capacity: usize,
@@ -134,7 +144,7 @@ impl Listener {
         ready: &mut Option<oneshot::Sender<Result<(), StoreError>>>,
         backoff: &mut Duration,
     ) -> Stop {
-        let listen = format!("LISTEN \"{}\"", self.cfg.channel);
+        let listen = format!("LISTEN \"{}\"; LISTEN \"{}\"", self.cfg.channel, self.cfg.catalog);
         let bound = self.cfg.operation_timeout;
         // One statement in flight at a time (the LISTEN, then each check), with its deadline.
         let mut query = Some(Box::pin(client.batch_execute(&listen)));
@@ -204,6 +214,12 @@ impl Listener {
         let notice = match (kind, id) {
             (Some("c"), Some(id)) => StoreNotice::Changed(id.to_owned()),
             (Some("e"), Some(id)) => StoreNotice::Ended(id.to_owned()),
+            (Some("u"), Some(uri)) => StoreNotice::Catalog(CatalogNews::ResourceUpdated(uri.to_owned())),
+            (Some("l"), Some(lists)) if lists.len() == 3 => {
+                let b = lists.as_bytes();
+                let change = CatalogChange::of(b[0] == b't', b[1] == b'r', b[2] == b'p');
+                StoreNotice::Catalog(CatalogNews::ListChanged(change))
+            }
             // "Some session changed", or a kind this version does not know.
             _ => {
                 self.missed = true;
@@ -228,6 +244,18 @@ pub(crate) fn notify_sql(channel: &str, node: &str, kind: char) -> String {
     )
 }
 
+/// The payload announcing `news` from `node` (see the module docs).
+pub(crate) fn news_payload(node: &str, news: &CatalogNews) -> String {
+    match news {
+        CatalogNews::ListChanged(c) => {
+            let flag = |on: bool, c: char| if on { c } else { '-' };
+            format!("l {node} {}{}{}", flag(c.tools, 't'), flag(c.resources, 'r'), flag(c.prompts, 'p'))
+        }
+        CatalogNews::ResourceUpdated(uri) if uri.len() <= MAX_ID => format!("u {node} {uri}"),
+        CatalogNews::ResourceUpdated(_) => format!("? {node}"),
+    }
+}
+
 /// A random node id: 16 hex digits.
 pub(crate) fn node_id() -> String {
     let mut bytes = [0u8; 8];
@@ -243,7 +271,7 @@ pub(crate) fn node_id() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{ListenConfig, Listener, StoreNotice, node_id};
+    use super::{CatalogChange, CatalogNews, ListenConfig, Listener, StoreNotice, news_payload, node_id};
     use tokio::sync::mpsc;
 
     fn listener(capacity: usize) -> (Listener, mpsc::Receiver<StoreNotice>) {
@@ -251,6 +279,7 @@ mod tests {
         let cfg = ListenConfig {
             pg: "host=localhost".parse().unwrap(),
             channel: "mcp.sessions".into(),
+            catalog: "mcp.catalog".into(),
             node: "00000000000000aa".into(),
             capacity,
             check_every: std::time::Duration::from_secs(10),
@@ -275,6 +304,28 @@ mod tests {
         let (mut l, _rx) = listener(8);
         l.forward("z 00000000000000bb s");
         assert!(l.missed, "a kind not known");
+    }
+
+    #[test]
+    fn catalog_news_goes_out_and_comes_back_as_it_was() {
+        let (mut l, mut rx) = listener(8);
+        let news = [
+            CatalogNews::ListChanged(CatalogChange::of(true, false, true)),
+            CatalogNews::ListChanged(CatalogChange::of(false, true, false)),
+            CatalogNews::ResourceUpdated("file:///a b?c".into()),
+        ];
+        for n in &news {
+            let payload = news_payload("00000000000000bb", n);
+            l.forward(&payload);
+            assert_eq!(rx.try_recv().unwrap(), StoreNotice::Catalog(n.clone()), "{payload}");
+            l.forward(&news_payload("00000000000000aa", n));
+            assert!(rx.try_recv().is_err(), "its own news skipped");
+        }
+        assert_eq!(news_payload("00000000000000bb", &news[0]), "l 00000000000000bb t-p");
+        let long = CatalogNews::ResourceUpdated("x".repeat(4001));
+        assert_eq!(news_payload("00000000000000bb", &long), "? 00000000000000bb");
+        l.forward("l 00000000000000bb tr");
+        assert!(l.missed, "lists not in three characters");
     }
 
     #[test]

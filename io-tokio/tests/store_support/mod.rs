@@ -117,6 +117,9 @@ impl<S: SessionStore> SessionStore for Counting<S> {
     fn notices(&self) -> mcp_io_tokio::StoreFuture<'_, Option<mcp_io_tokio::StoreNotices>> {
         self.inner.notices()
     }
+    fn announce<'a>(&'a self, news: &'a mcp_io_tokio::CatalogNews) -> mcp_io_tokio::StoreFuture<'a, ()> {
+        self.inner.announce(news)
+    }
 }
 
 /// A `GET` opening the standalone stream of session `id`.
