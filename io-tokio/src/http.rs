@@ -40,6 +40,10 @@ const LINGER: Duration = Duration::from_secs(2);
 const NOTICES_RETRY_FIRST: Duration = Duration::from_millis(200);
 const NOTICES_RETRY_MAX: Duration = Duration::from_secs(10);
 
+/// How long [`HttpServer::serve`] waits for its store to listen before it takes its first
+/// connection.
+const NOTICES_FIRST_WAIT: Duration = Duration::from_secs(10);
+
 /// Serves Streamable HTTP on `listener`: see [`HttpServer`], whose defaults this uses.
 ///
 /// Returns only on an error of `listener` (use [`HttpServer::serve_with_shutdown`] to stop
@@ -194,7 +198,14 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     /// The store is asked when a request names a session the engine does not hold, and
     /// when a session is created, changed (`initialized`, `logging/setLevel`,
     /// `resources/subscribe`), deleted or expires; the answer to a change waits until
-    /// the store has it. See [`SessionStore`].
+    /// the store has it. A store that hears the other servers
+    /// ([`SessionStore::notices`]) is listened to: [`serve`](Self::serve) takes its first
+    /// connection once the store listens (or after 10 s, then keeps trying), the tower
+    /// service from when the store listens; each notice goes to the engine, and this
+    /// server's catalog news to the others ([`announce_changes`](Self::announce_changes)).
+    /// A session in use is touched in the store now and then
+    /// ([`HttpConfig::session_touch_every`](mcp_engine::http::HttpConfig::session_touch_every),
+    /// [`SessionStore::touch`]). See [`SessionStore`].
     pub fn session_store<S: SessionStore>(mut self, store: Arc<S>) -> Self {
         self.engine.set_session_store(true);
         self.store = Some(store);
@@ -258,6 +269,8 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         let (mut host, mut done_rx, mut decided_rx) = Host::new(self);
         // Connections this server reads itself speak HTTP/1.1.
         host.tasks.set_telemetry(Wire::HTTP1, telemetry);
+        // Other nodes' news is heard before the first connection is taken.
+        host.listen_first().await;
         let ready = Arc::new(ReadyQueue::default());
         let mut tcp = Tcp {
             host,
@@ -426,7 +439,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
         let mut tasks = Tasks::with_sender(done_tx);
         tasks.set_telemetry(Wire::HTTP, server.telemetry);
         let (verdict_tx, verdict_rx) = mpsc::unbounded_channel();
-        let mut host = Self {
+        let host = Self {
             engine: server.engine,
             handler: server.handler,
             auth: Arc::new(server.auth),
@@ -442,7 +455,6 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             max_in_flight: server.max_in_flight,
             start: tokio::time::Instant::now(),
         };
-        host.listen();
         (host, done_rx, verdict_rx)
     }
 
@@ -510,6 +522,11 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                     self.save(conn, id, record);
                     None
                 }
+                Some(HttpEvent::TouchSession(t)) => {
+                    let id = t.id.to_owned();
+                    self.touch(id);
+                    None
+                }
                 Some(HttpEvent::SessionExpired(gone)) => {
                     let id = gone.id.to_owned();
                     if let Some(store) = self.store.clone() {
@@ -544,6 +561,16 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             tracing::warn!("the engine asks for a session store, but the server has none: memory only");
         }
         self.store.clone()
+    }
+
+    /// Touches a session in use in the store, in a task: nothing waits for it.
+    fn touch(&mut self, id: String) {
+        let Some(store) = self.store.clone() else { return };
+        tokio::spawn(async move {
+            if let Err(e) = store.touch(&id).await {
+                tracing::warn!(%e, "a session in use was not touched in the store (tried again later)");
+            }
+        });
     }
 
     /// Looks a session up in the store; the answer comes back as `Decided::Loaded`.
@@ -608,9 +635,27 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
         }
     }
 
+    /// Asks the store for its notices of other nodes' changes and waits for them (at most
+    /// [`NOTICES_FIRST_WAIT`]), so that no session is served before the server hears the
+    /// other nodes; when the store cannot say by then, goes on as [`listen`](Self::listen).
+    pub(crate) async fn listen_first(&mut self) {
+        let Some(store) = self.store.clone() else { return };
+        match tokio::time::timeout(NOTICES_FIRST_WAIT, store.notices()).await {
+            Ok(Ok(notices)) => self.notices = notices,
+            Ok(Err(e)) => {
+                tracing::warn!(%e, "not hearing other nodes' session changes yet; serving, and trying again");
+                self.listen();
+            }
+            Err(_) => {
+                tracing::warn!(wait = ?NOTICES_FIRST_WAIT, "the store does not listen yet; serving, and trying again");
+                self.listen();
+            }
+        }
+    }
+
     /// Asks the store for its notices of other nodes' changes (in a task: the answer
     /// comes back as `Decided::Listening`), again after a pause while that fails.
-    fn listen(&mut self) {
+    pub(crate) fn listen(&mut self) {
         let Some(store) = self.store.clone() else { return };
         let tx = self.verdict_tx.clone();
         tokio::spawn(async move {

@@ -81,6 +81,17 @@ pub trait SessionStore: Send + Sync + 'static {
         self.remove(id)
     }
 
+    /// A session in use on this server has not been saved or loaded for a while
+    /// ([`HttpConfig::session_touch_every`](mcp_engine::http::HttpConfig::session_touch_every)):
+    /// keep its record as a load would (push its expiry), without reading it. Called off
+    /// the request path (nothing waits); a failure is logged and the next interval tries
+    /// again. The default does nothing (a store whose records expire only on their own
+    /// schedule should implement it).
+    fn touch<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        let _ = id;
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     /// What the other servers sharing this store do, as it hears them: the server asks
     /// once, when it starts serving (and again, after a pause, while this fails), and
     /// hands every notice to its engine (see [`StoreNotice`]). `None`, the default: the
@@ -300,6 +311,14 @@ impl SessionStore for MemorySessionStore {
         self.lock().remove(id);
         Box::pin(std::future::ready(Ok(())))
     }
+
+    fn touch<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        let now = Instant::now();
+        if let Some((_, at)) = self.lock().get_mut(id).filter(|(_, at)| now.duration_since(*at) < self.ttl) {
+            *at = now;
+        }
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 #[cfg(test)]
@@ -337,6 +356,17 @@ mod tests {
         assert!(now(s.save("c", b"3")).is_err());
         now(s.save("a", b"1'")).unwrap();
         assert_eq!(s.len(), 2);
+    }
+
+    #[test]
+    fn a_touch_keeps_a_record_it_does_not_bring_back() {
+        let s = MemorySessionStore::new(4, Duration::from_secs(3600));
+        now(s.save("a", b"1")).unwrap();
+        s.lock().get_mut("a").unwrap().1 -= Duration::from_secs(3000);
+        now(s.touch("a")).unwrap();
+        assert!(s.lock()["a"].1.elapsed() < Duration::from_secs(3000), "its life starts again");
+        now(s.touch("b")).unwrap();
+        assert!(now(s.load("b")).unwrap().is_none(), "nothing made");
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub struct Client {
 pub struct Store {
     /// The records, by session id.
     pub records: HashMap<String, Vec<u8>>,
-    /// Every request, in order: `load ID`, `save ID`, `forget ID`, `expired ID`.
+    /// Every request, in order: `load ID`, `save ID`, `forget ID`, `expired ID`, `touch ID`.
     pub log: Vec<String>,
     /// Answer loads `Unavailable` and saves as failed.
     pub fail: bool,
@@ -177,6 +177,7 @@ impl Client {
                         self.store.log.push(format!("expired {id}"));
                         self.store.records.remove(&id);
                     }
+                    HttpEvent::TouchSession(t) => self.store.log.push(format!("touch {}", t.id)),
                     _ => {}
                 }
             }

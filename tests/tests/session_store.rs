@@ -526,3 +526,45 @@ fn a_stale_copy_the_store_no_longer_holds_ends_here() {
     assert_eq!(ping(&mut c, &id).status, 200);
     assert_eq!(c.store.log.iter().filter(|l| l.starts_with("load")).count(), 2, "{:?}", c.store.log);
 }
+
+#[test]
+fn a_session_in_use_is_touched_in_the_store_once_per_interval_off_the_request_path() {
+    let mut h = http();
+    h.session_touch_every(Duration::from_secs(600));
+    let mut c = node_with(h, 5);
+    let id = open(&mut c);
+    let at = |c: &mut Client, secs: u64| c.now = Instant::ZERO + Duration::from_secs(secs);
+    let touches = |c: &Client| c.store.log.iter().filter(|l| l.starts_with("touch")).count();
+    c.store.log.clear();
+    for secs in [60, 300, 599] {
+        at(&mut c, secs);
+        assert_eq!(ping(&mut c, &id).status, 200);
+    }
+    assert!(c.store.log.is_empty(), "within the interval of its last save: nothing");
+    at(&mut c, 600);
+    assert_eq!(ping(&mut c, &id).status, 200, "answered as ever: nothing waits for the touch");
+    assert_eq!(c.store.log, [format!("touch {id}")]);
+    for secs in [601, 900, 1199] {
+        at(&mut c, secs);
+        assert_eq!(ping(&mut c, &id).status, 200);
+    }
+    assert_eq!(touches(&c), 1, "once per interval");
+    // A change is a save: the interval starts again from it.
+    at(&mut c, 1200);
+    let r = one(&mut c, &legacy(&request(2, "logging/setLevel", json!({ "level": "info" })), Some(&id)));
+    assert_eq!(r.status, 200);
+    at(&mut c, 1799);
+    assert_eq!(ping(&mut c, &id).status, 200);
+    assert_eq!(touches(&c), 1, "saved at 1,200 s: not due before 1,800 s");
+    at(&mut c, 1800);
+    assert_eq!(ping(&mut c, &id).status, 200);
+    assert_eq!(touches(&c), 2);
+    // Zero: never.
+    let mut h = http();
+    h.session_touch_every(Duration::ZERO);
+    let mut c = node_with(h, 5);
+    let id = open(&mut c);
+    at(&mut c, 1000);
+    assert_eq!(ping(&mut c, &id).status, 200);
+    assert_eq!(touches(&c), 0);
+}

@@ -45,6 +45,7 @@ pub struct HttpConfig {
     pub(super) replay_buffer: usize,
     pub(super) session_store: bool,
     pub(super) store_timeout: Duration,
+    pub(super) session_touch_every: Duration,
     pub(super) protected: Option<ProtectedResource>,
     pub(super) hosts: Vec<HostName>,
     pub(super) proxies: Vec<IpNet>,
@@ -75,6 +76,7 @@ impl HttpConfig {
             replay_buffer: 64 * 1024,
             session_store: false,
             store_timeout: Duration::from_secs(5),
+            session_touch_every: Duration::from_secs(10 * 60),
             protected: None,
             hosts: Vec::new(),
             proxies: Vec::new(),
@@ -279,6 +281,18 @@ impl HttpConfig {
     /// in time is undone.
     pub fn store_timeout(&mut self, d: Duration) -> &mut Self {
         self.store_timeout = d.max(MIN_TIMEOUT);
+        self
+    }
+    /// With a [`session_store`](Self::session_store): how long a session in use may go
+    /// without the store hearing of it (default 10 minutes; zero: never). A session
+    /// served from this engine's memory changes nothing in the store, so a store whose
+    /// records expire some time after their last save or load would let it expire while
+    /// it is in use here; once that long has passed since the session was last saved,
+    /// loaded or touched, the end of its next request asks the host to touch it
+    /// ([`HttpEvent::TouchSession`](crate::http::HttpEvent::TouchSession)), off the
+    /// request path: nothing waits for it. Give less than the store's record lifetime.
+    pub fn session_touch_every(&mut self, every: Duration) -> &mut Self {
+        self.session_touch_every = every;
         self
     }
     /// How long a `subscriptions/listen` stream may stay silent before the engine writes

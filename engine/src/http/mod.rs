@@ -54,7 +54,7 @@ pub use limits::{Limits, RATE_LIMITED, Rate};
 pub use proxy::{HostName, InvalidHost, IpNet};
 pub use resource::{ProtectedResource, ResourceError};
 pub use scopes::{ScopePolicy, ScopePolicyError};
-pub use store::{LoadSession, Loaded, SaveSession, SessionExpired};
+pub use store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
 
 use core::fmt;
 use core::net::SocketAddr;
@@ -146,6 +146,9 @@ pub enum HttpEvent<'a> {
     /// [`HttpConfig::session_idle_timeout`]: no answer (only with
     /// [`HttpConfig::session_store`] on; see [`SessionExpired`]).
     SessionExpired(SessionExpired<'a>),
+    /// Push the expiry of a session in use in the store: no answer (only with
+    /// [`HttpConfig::session_store`] on; see [`TouchSession`]).
+    TouchSession(TouchSession<'a>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,6 +271,8 @@ impl HttpEngine {
         if let Some(r) = rules {
             core.set_rules(r);
         }
+        let mut sessions = Sessions::new(http.max_sessions, http.session_idle_timeout);
+        sessions.set_touch_every(http.session_store.then_some(http.session_touch_every));
         Self {
             parser: Parser::new(max_len, depth),
             core,
@@ -291,7 +296,7 @@ impl HttpEngine {
             free: Vec::new(),
             sending: Vec::new(),
             cors_origins,
-            sessions: Sessions::new(http.max_sessions, http.session_idle_timeout),
+            sessions,
             session_timers: Timers::new(),
             parked: parked::Parked::default(),
             expired: std::collections::VecDeque::new(),
@@ -322,6 +327,7 @@ impl HttpEngine {
     /// was built). Call it before serving.
     pub fn set_session_store(&mut self, on: bool) {
         self.http.session_store = on;
+        self.sessions.set_touch_every(on.then_some(self.http.session_touch_every));
     }
 
     /// The latest time the engine was given (for a host answering outside its own
@@ -778,6 +784,10 @@ impl HttpEngine {
             self.expired_id = id;
             let id = core::str::from_utf8(&self.expired_id).unwrap_or_default();
             return Some(HttpEvent::SessionExpired(SessionExpired { id }));
+        }
+        if self.sessions.has_touch() {
+            let id = self.sessions.next_touch().unwrap_or_default();
+            return Some(HttpEvent::TouchSession(TouchSession { id }));
         }
         let ask = self.asks.pop_front()?;
         let slot = ask.slot();

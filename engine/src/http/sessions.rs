@@ -71,6 +71,9 @@ pub(crate) struct Entry {
     /// (`HttpEngine::sessions_changed_elsewhere`): its next request checks it against
     /// the store first.
     pub(crate) stale: bool,
+    /// When the store last heard of it (created or saved, loaded, touched): a session in
+    /// use is touched in the store when this is older than the touch interval.
+    pub(crate) synced: Instant,
 }
 
 impl Entry {
@@ -99,6 +102,12 @@ pub(crate) enum CreateError {
 #[derive(Debug)]
 pub(crate) struct Sessions {
     ids: Option<SessionIds>,
+    /// With a session store: how often a session in use is touched there.
+    touch_every: Option<Duration>,
+    /// Ids of sessions due a touch, oldest first (at most one per session per interval).
+    touches: std::collections::VecDeque<[u8; SESSION_ID_LEN]>,
+    /// The id the last `next_touch` lends.
+    touch_id: [u8; SESSION_ID_LEN],
     by_token: HashMap<Token, u32>,
     slots: Vec<Slot>,
     free: Vec<u32>,
@@ -111,7 +120,59 @@ impl Sessions {
     /// A table of at most `max` live sessions, each expiring `idle` after its last
     /// activity. It creates none until [`seed`](Self::seed)ed.
     pub(crate) fn new(max: usize, idle: Duration) -> Self {
-        Self { ids: None, by_token: HashMap::new(), slots: Vec::new(), free: Vec::new(), live: 0, max, idle }
+        Self {
+            ids: None,
+            touch_every: None,
+            touches: std::collections::VecDeque::new(),
+            touch_id: [0; SESSION_ID_LEN],
+            by_token: HashMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            max,
+            idle,
+        }
+    }
+
+    /// Touches sessions in use in the store every `every` (`None`, or zero: never; see
+    /// `HttpConfig::session_touch_every`).
+    pub(crate) fn set_touch_every(&mut self, every: Option<Duration>) {
+        self.touch_every = every.filter(|d| !d.is_zero());
+    }
+
+    /// Whether a session is due a touch in the store.
+    pub(crate) fn has_touch(&self) -> bool {
+        !self.touches.is_empty()
+    }
+
+    /// The id of the next session due a touch in the store, if any.
+    pub(crate) fn next_touch(&mut self) -> Option<&str> {
+        self.touch_id = self.touches.pop_front()?;
+        core::str::from_utf8(&self.touch_id).ok()
+    }
+
+    /// The store heard of session `r` at `now` (it was saved or loaded).
+    pub(crate) fn synced(&mut self, r: SessionRef, now: Instant) {
+        if let Some(e) = self.get_mut(r) {
+            e.synced = now;
+        }
+    }
+
+    /// A request of `r` ended at `now`: if the store last heard of the session a touch
+    /// interval ago or more (and it has nothing unsaved, which a save will carry), it is
+    /// due a touch.
+    fn note_use(&mut self, r: SessionRef, now: Instant) {
+        let Some(every) = self.touch_every else { return };
+        let Some(s) = self.slots.get_mut(r.slot as usize).filter(|s| s.generation == r.generation) else {
+            return;
+        };
+        let Some(e) = s.entry.as_mut() else { return };
+        if e.unsaved() || now < e.synced + every {
+            return;
+        }
+        e.synced = now;
+        // Bounded by the table: a session is queued at most once per interval.
+        self.touches.push_back(e.id);
     }
 
     /// Seals ids with `secret` and draws tokens from `entropy` from now on. Ids sealed
@@ -210,6 +271,7 @@ impl Sessions {
             replay: Replay::default(),
             stored: 0,
             stale: false,
+            synced: now,
         });
         self.by_token.insert(token, slot);
         self.live += 1;
@@ -367,6 +429,7 @@ impl Sessions {
             e.active = e.active.saturating_sub(1);
             e.idle_since = now;
         }
+        self.note_use(r, now);
     }
 
     /// A request of `r` was answered at once, at `now`.
@@ -374,6 +437,7 @@ impl Sessions {
         if let Some(e) = self.get_mut(r) {
             e.idle_since = now;
         }
+        self.note_use(r, now);
     }
 
     /// When `r` expires: `idle` after its last request ended, never while one runs.

@@ -60,6 +60,18 @@ pub struct SessionExpired<'a> {
     pub id: &'a str,
 }
 
+/// A session in use here has not been saved or loaded for
+/// [`HttpConfig::session_touch_every`](crate::http::HttpConfig::session_touch_every)
+/// ([`HttpEvent::TouchSession`]): push its expiry in the store as a load would, without
+/// reading the record. Nothing waits for an answer (no request is held); a store that
+/// fails is tried again one interval later. A store whose records do not expire ignores it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct TouchSession<'a> {
+    /// The session id.
+    pub id: &'a str,
+}
+
 /// The answer to a [`LoadSession`].
 #[derive(Debug, Clone, Copy)]
 pub enum Loaded<'r> {
@@ -229,7 +241,10 @@ impl HttpEngine {
         if let Some(r) = stale {
             match found {
                 Loaded::Record(bytes) => match record::decode(bytes) {
-                    Ok((session, _)) => self.sessions.refresh(r, session),
+                    Ok((session, _)) => {
+                        self.sessions.refresh(r, session);
+                        self.sessions.synced(r, now);
+                    }
                     Err(_) => self.end_here(r, now),
                 },
                 Loaded::Missing => self.end_here(r, now),
@@ -293,6 +308,7 @@ impl HttpEngine {
         c.deadline = None;
         if let Some(e) = sv.session.and_then(|r| self.sessions.get_mut(r)) {
             e.stored = sv.changes;
+            e.synced = now;
         }
         self.work.push_back(conn.slot);
         self.settle(conn.slot);

@@ -316,6 +316,7 @@ struct Inner {
     save_if: String,
     create_if: String,
     cleanup: String,
+    touch: String,
     announce: String,
     listen: ListenConfig,
 }
@@ -374,6 +375,10 @@ impl Inner {
             cleanup: format!(
                 "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE expires_at <= now() \
                  ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)"
+            ),
+            touch: format!(
+                "UPDATE {t} SET touched_at = now(), expires_at = greatest(expires_at, {expiry}) \
+                 WHERE id = $1 AND record IS NOT NULL AND expires_at > now()"
             ),
             announce: format!("SELECT pg_notify('{}', $1::text)", listen.catalog),
             listen,
@@ -600,6 +605,17 @@ impl SessionStore for PgSessionStore {
         Box::pin(async move {
             let inner = &*self.inner;
             inner.execute("expired", &inner.expired, &[&id, &inner.grace_ms]).await?;
+            Ok(())
+        })
+    }
+
+    /// Pushes the expiry of a live record to now + `ttl` and marks it touched, as a load
+    /// does, without reading it (no notice: nothing changed). A removed or expired
+    /// session is left as it is.
+    fn touch<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let inner = &*self.inner;
+            inner.execute("touch", &inner.touch, &[&id, &inner.ttl_ms]).await?;
             Ok(())
         })
     }

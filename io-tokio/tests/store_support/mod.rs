@@ -21,9 +21,13 @@ pub const PING: &str = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
 /// A server sharing `store` and the key every node of a test shares (with `logging`
 /// on: `logging/setLevel` changes a session).
 pub async fn node<S: SessionStore>(store: Arc<S>) -> SocketAddr {
+    node_with(store, HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone)).await
+}
+
+/// [`node`] with `http`.
+pub async fn node_with<S: SessionStore>(store: Arc<S>, http: HttpConfig) -> SocketAddr {
     let mut cfg = Config::new("io-tokio-store-test", "0.0.1");
     cfg.secret_key([7; 32]).logging(true);
-    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let server =
@@ -72,6 +76,8 @@ pub struct Counting<S> {
     pub loads: std::sync::atomic::AtomicUsize,
     pub saves: std::sync::atomic::AtomicUsize,
     pub removes: std::sync::atomic::AtomicUsize,
+    /// Touches (off the request path; not in [`counts`](Self::counts)).
+    pub touches: std::sync::atomic::AtomicUsize,
 }
 
 impl<S> Counting<S> {
@@ -81,6 +87,7 @@ impl<S> Counting<S> {
             loads: Default::default(),
             saves: Default::default(),
             removes: Default::default(),
+            touches: Default::default(),
         })
     }
 
@@ -113,6 +120,10 @@ impl<S: SessionStore> SessionStore for Counting<S> {
     fn expired<'a>(&'a self, id: &'a str) -> mcp_io_tokio::StoreFuture<'a, ()> {
         self.removes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.expired(id)
+    }
+    fn touch<'a>(&'a self, id: &'a str) -> mcp_io_tokio::StoreFuture<'a, ()> {
+        self.touches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.touch(id)
     }
     fn notices(&self) -> mcp_io_tokio::StoreFuture<'_, Option<mcp_io_tokio::StoreNotices>> {
         self.inner.notices()
