@@ -30,7 +30,7 @@ use std::time::Duration;
 use http_support::{Conn, patient};
 use mcp_io_tokio::PgSessionStore;
 use pg_support::{config, connect, fresh};
-use store_support::{Counting, delete, get_stream, legacy, node, open, ping};
+use store_support::{Counting, count, delete, legacy, listen, node, open, ping, read_until, stream};
 use tokio::io::AsyncReadExt;
 
 /// The bound on waiting for another node's change to arrive (nothing here should take a
@@ -106,16 +106,6 @@ async fn set_level(addr: SocketAddr, id: &str) {
     c.send(&legacy(addr, Some(id), body)).await;
     let r = c.response().await;
     assert_eq!(r.status, 200, "{r:?}");
-}
-
-/// Opens the standalone stream of `id` on `addr`; returns the connection, its head read.
-async fn stream(addr: SocketAddr, id: &str) -> Conn {
-    let mut c = Conn::open(addr).await;
-    c.send(&get_stream(addr, id)).await;
-    let r = c.response().await;
-    assert_eq!(r.status, 200, "{r:?}");
-    assert_eq!(r.header("content-type"), Some("text/event-stream"));
-    c
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -258,27 +248,6 @@ async fn fanout_node(
     (addr, publisher, store)
 }
 
-/// A `subscriptions/listen` stream (`2026-07-28`) for tool list changes and updates of
-/// [`URI`]; its acknowledgement read.
-async fn listen(addr: SocketAddr) -> Conn {
-    let body = http_support::body(
-        1,
-        "subscriptions/listen",
-        &format!(r#""notifications":{{"toolsListChanged":true,"resourceSubscriptions":["{URI}"]}}"#),
-    );
-    let req = http_support::post(addr, "subscriptions/listen", None, &body).replacen(
-        "\r\n",
-        "\r\nAccept: application/json, text/event-stream\r\n",
-        1,
-    );
-    let mut c = Conn::open(addr).await;
-    c.send(&req).await;
-    let r = c.response().await;
-    assert_eq!((r.status, r.header("content-type")), (200, Some("text/event-stream")), "{r:?}");
-    read_until(&mut c, |t| t.contains("acknowledged")).await;
-    c
-}
-
 /// A 2025-11-25 session subscribed to [`URI`], with its standalone stream open.
 async fn session_stream(addr: SocketAddr) -> Conn {
     let id = open(addr).await;
@@ -288,26 +257,6 @@ async fn session_stream(addr: SocketAddr) -> Conn {
     c.send(&legacy(addr, Some(&id), &sub)).await;
     assert_eq!(c.response().await.status, 200);
     stream(addr, &id).await
-}
-
-/// Reads `c`'s stream until what came since the call satisfies `done`; returns it.
-async fn read_until(c: &mut Conn, done: impl Fn(&str) -> bool) -> String {
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !done(&String::from_utf8_lossy(&seen)) {
-        let n = tokio::time::timeout(WITHIN, c.reader.read(&mut buf))
-            .await
-            .unwrap_or_else(|_| panic!("not within {WITHIN:?}; so far: {}", String::from_utf8_lossy(&seen)))
-            .expect("read");
-        assert!(n > 0, "the stream closed; so far: {}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buf[..n]);
-    }
-    String::from_utf8_lossy(&seen).into_owned()
-}
-
-/// How many times `what` occurs in `text`.
-fn count(text: &str, what: &str) -> usize {
-    text.matches(what).count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,8 +269,8 @@ async fn list_changes_and_resource_updates_on_one_node_reach_every_stream_of_the
         both_listening((a, &sa), (b, &sb)).await;
         // Node B: two listen streams and two session streams; node A one of each.
         let mut streams =
-            [listen(b).await, listen(b).await, session_stream(b).await, session_stream(b).await];
-        let mut own = [listen(a).await, session_stream(a).await];
+            [listen(b, URI).await, listen(b, URI).await, session_stream(b).await, session_stream(b).await];
+        let mut own = [listen(a, URI).await, session_stream(a).await];
 
         // On node A: a list change, a resource update (of a sub-resource of the one
         // watched), another list change.

@@ -146,3 +146,62 @@ pub fn get_stream(addr: SocketAddr, id: &str) -> String {
 pub fn delete(addr: SocketAddr, id: &str) -> String {
     format!("DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nMcp-Session-Id: {id}\r\n\r\n", addr.port())
 }
+
+/// How long a stream read waits for what a test expects (nothing should take a fraction
+/// of it).
+pub const STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Opens the standalone stream of `id` on `addr`; returns the connection, its head read.
+pub async fn stream(addr: SocketAddr, id: &str) -> Conn {
+    let mut c = Conn::open(addr).await;
+    c.send(&get_stream(addr, id)).await;
+    let r = c.response().await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    c
+}
+
+/// A `subscriptions/listen` stream (`2026-07-28`) for tool list changes and updates of
+/// `uri`; its acknowledgement read.
+pub async fn listen(addr: SocketAddr, uri: &str) -> Conn {
+    let body = crate::http_support::body(
+        1,
+        "subscriptions/listen",
+        &format!(r#""notifications":{{"toolsListChanged":true,"resourceSubscriptions":["{uri}"]}}"#),
+    );
+    let req = crate::http_support::post(addr, "subscriptions/listen", None, &body).replacen(
+        "\r\n",
+        "\r\nAccept: application/json, text/event-stream\r\n",
+        1,
+    );
+    let mut c = Conn::open(addr).await;
+    c.send(&req).await;
+    let r = c.response().await;
+    assert_eq!((r.status, r.header("content-type")), (200, Some("text/event-stream")), "{r:?}");
+    read_until(&mut c, |t| t.contains("acknowledged")).await;
+    c
+}
+
+/// Reads `c`'s stream until what came since the call satisfies `done` (within
+/// [`STREAM_WAIT`] for each read); returns it.
+pub async fn read_until(c: &mut Conn, done: impl Fn(&str) -> bool) -> String {
+    use tokio::io::AsyncReadExt as _;
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !done(&String::from_utf8_lossy(&seen)) {
+        let n = tokio::time::timeout(STREAM_WAIT, c.reader.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| {
+                panic!("not within {STREAM_WAIT:?}; so far: {}", String::from_utf8_lossy(&seen))
+            })
+            .expect("read");
+        assert!(n > 0, "the stream closed; so far: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// How many times `what` occurs in `text`.
+pub fn count(text: &str, what: &str) -> usize {
+    text.matches(what).count()
+}
