@@ -10,17 +10,17 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use mcp_engine::Instant;
 use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Loaded, Verdict};
-use mcp_engine::{CatalogChange, Instant};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::auth::{AuthorizeInfo, Authorizer, NoAuthorizer};
-use crate::channel::{Completion, Outcome, Publish, Publisher};
+use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
 use crate::readiness::{Ready, ReadyQueue};
-use crate::store::{CatalogNews, SessionStore, StoreError, StoreNotice, StoreNotices};
+use crate::store::{SessionStore, StoreError, StoreNotices};
 use crate::telemetry::{Telemetry, Wire};
 use crate::work::Tasks;
 
@@ -34,15 +34,6 @@ const READ_BUDGET: usize = 1 << 20;
 /// How long a connection the server ends keeps draining what the client still sends,
 /// after its last response, so that the client reads that response rather than a reset.
 const LINGER: Duration = Duration::from_secs(2);
-
-/// The first pause before asking a store for its notices again; doubled after each
-/// failure, up to [`NOTICES_RETRY_MAX`].
-const NOTICES_RETRY_FIRST: Duration = Duration::from_millis(200);
-const NOTICES_RETRY_MAX: Duration = Duration::from_secs(10);
-
-/// How long [`HttpServer::serve`] waits for its store to listen before it takes its first
-/// connection.
-const NOTICES_FIRST_WAIT: Duration = Duration::from_secs(10);
 
 /// Serves Streamable HTTP on `listener`: see [`HttpServer`], whose defaults this uses.
 ///
@@ -411,15 +402,15 @@ pub(crate) struct Host<H, A> {
     handler: Arc<H>,
     auth: Arc<A>,
     tasks: Tasks,
-    verdict_tx: mpsc::UnboundedSender<Decided>,
+    pub(crate) verdict_tx: mpsc::UnboundedSender<Decided>,
     /// Where sessions are kept beyond the engine's memory (see `HttpServer::session_store`).
-    store: Option<Arc<dyn SessionStore>>,
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// A store event arrived with no store: said once.
     warned_no_store: bool,
     /// What other nodes sharing the store do, once the store listens (see `listen`).
-    notices: Option<StoreNotices>,
+    pub(crate) notices: Option<StoreNotices>,
     /// Whether this node's publications are announced (`HttpServer::announce_changes`).
-    announce: bool,
+    pub(crate) announce: bool,
     /// Authorization tasks still deciding, by connection.
     authorizing: HashMap<ConnId, AbortHandle>,
     /// The request an authorizer is asked about at once, refilled in place.
@@ -563,16 +554,6 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
         self.store.clone()
     }
 
-    /// Touches a session in use in the store, in a task: nothing waits for it.
-    fn touch(&mut self, id: String) {
-        let Some(store) = self.store.clone() else { return };
-        tokio::spawn(async move {
-            if let Err(e) = store.touch(&id).await {
-                tracing::warn!(%e, "a session in use was not touched in the store (tried again later)");
-            }
-        });
-    }
-
     /// Looks a session up in the store; the answer comes back as `Decided::Loaded`.
     fn load(&mut self, conn: ConnId, id: String) {
         let Some(store) = self.store_or_warn() else {
@@ -631,99 +612,6 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                 self.notices = Some(notices);
                 // What other nodes did before this node listened was not heard.
                 self.engine.sessions_changed_elsewhere();
-            }
-        }
-    }
-
-    /// Asks the store for its notices of other nodes' changes and waits for them (at most
-    /// [`NOTICES_FIRST_WAIT`]), so that no session is served before the server hears the
-    /// other nodes; when the store cannot say by then, goes on as [`listen`](Self::listen).
-    pub(crate) async fn listen_first(&mut self) {
-        let Some(store) = self.store.clone() else { return };
-        match tokio::time::timeout(NOTICES_FIRST_WAIT, store.notices()).await {
-            Ok(Ok(notices)) => self.notices = notices,
-            Ok(Err(e)) => {
-                tracing::warn!(%e, "not hearing other nodes' session changes yet; serving, and trying again");
-                self.listen();
-            }
-            Err(_) => {
-                tracing::warn!(wait = ?NOTICES_FIRST_WAIT, "the store does not listen yet; serving, and trying again");
-                self.listen();
-            }
-        }
-    }
-
-    /// Asks the store for its notices of other nodes' changes (in a task: the answer
-    /// comes back as `Decided::Listening`), again after a pause while that fails.
-    pub(crate) fn listen(&mut self) {
-        let Some(store) = self.store.clone() else { return };
-        let tx = self.verdict_tx.clone();
-        tokio::spawn(async move {
-            let mut pause = NOTICES_RETRY_FIRST;
-            loop {
-                match store.notices().await {
-                    Ok(Some(notices)) => {
-                        let _ = tx.send(Decided::Listening(notices));
-                        return;
-                    }
-                    Ok(None) => return,
-                    Err(e) => {
-                        tracing::warn!(%e, retry_in = ?pause, "not hearing other nodes' session changes")
-                    }
-                }
-                tokio::select! {
-                    () = tokio::time::sleep(pause) => {}
-                    () = tx.closed() => return,
-                }
-                pause = (pause * 2).min(NOTICES_RETRY_MAX);
-            }
-        });
-    }
-
-    /// The next notice of the store's, waiting for it (for ever when the store tells
-    /// nothing). `None`: the store's notices ended (its task is gone).
-    pub(crate) async fn notice(&mut self) -> Option<StoreNotice> {
-        match &mut self.notices {
-            Some(notices) => notices.recv().await,
-            None => std::future::pending().await,
-        }
-    }
-
-    /// Hands a notice of another node's change to the engine (`None`: the notices ended).
-    pub(crate) fn noticed(&mut self, notice: Option<StoreNotice>) {
-        let now = self.now();
-        match notice {
-            Some(StoreNotice::Changed(id)) => {
-                let dropped = self.engine.session_changed_elsewhere(id.as_bytes());
-                tracing::trace!(dropped, "a session changed on another node");
-            }
-            Some(StoreNotice::Ended(id)) => {
-                let held = self.engine.session_ended_elsewhere(now, id.as_bytes());
-                tracing::trace!(held, "a session ended on another node");
-            }
-            Some(StoreNotice::Missed) => {
-                let dropped = self.engine.sessions_changed_elsewhere();
-                // Catalog news may be lost too: every stream's client lists again.
-                let told = self.engine.announce_list_changed(CatalogChange::ALL);
-                tracing::debug!(
-                    dropped,
-                    ?told,
-                    "other nodes' news was missed: copies checked again, lists announced"
-                );
-            }
-            Some(StoreNotice::Catalog(CatalogNews::ListChanged(change))) => {
-                let told = self.engine.announce_list_changed(change);
-                tracing::debug!(?told, "lists changed on another node");
-            }
-            Some(StoreNotice::Catalog(CatalogNews::ResourceUpdated(uri))) => {
-                let n = self.engine.notify_resource_updated(&uri);
-                // The scheme only, as for local updates: the uri may name private things.
-                let scheme = uri.split_once(':').map_or("", |(s, _)| s);
-                tracing::debug!(scheme, subscribers = n, "a resource updated on another node");
-            }
-            None => {
-                tracing::warn!("the store's notices ended: other nodes' session changes go unheard");
-                self.notices = None;
             }
         }
     }
@@ -788,39 +676,6 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
     pub(crate) fn complete(&mut self, done: Completion) {
         let done = self.announced(done);
         self.tasks.complete(&mut self.engine, done);
-    }
-
-    /// A publication of this node's, made to be announced to the other nodes sharing the
-    /// store once the engine applied it ([`SessionStore::announce`], in a task: the
-    /// announcement costs this loop nothing): a resource update as it is; a catalog
-    /// replacement when the engine took it and a list changed, its publisher answered
-    /// once the announcement was made (or failed). Anything else is returned as it is.
-    fn announced(&mut self, done: Completion) -> Completion {
-        let Some(store) = self.store.clone().filter(|_| self.announce) else { return done };
-        let Completion { ticket, outcome } = done;
-        let outcome = match outcome {
-            Outcome::Publish(Publish::ResourceUpdated(uri)) => {
-                let news = CatalogNews::ResourceUpdated(uri.clone());
-                tokio::spawn(async move { announce(&*store, &news).await });
-                Outcome::Publish(Publish::ResourceUpdated(uri))
-            }
-            Outcome::Publish(Publish::Catalog(catalog, reply)) => {
-                // The engine's answer goes through here first: announced if it changed a list.
-                let (tx, rx) =
-                    tokio::sync::oneshot::channel::<Result<CatalogChange, mcp_engine::ReplaceError>>();
-                // The publisher learns the outcome once the other nodes were told.
-                tokio::spawn(async move {
-                    let Ok(r) = rx.await else { return };
-                    if let Some(&change) = r.as_ref().ok().filter(|c| !c.is_empty()) {
-                        announce(&*store, &CatalogNews::ListChanged(change)).await;
-                    }
-                    let _ = reply.send(r);
-                });
-                Outcome::Publish(Publish::Catalog(catalog, tx))
-            }
-            other => other,
-        };
-        Completion { ticket, outcome }
     }
 
     /// Forgets `conn`, cancelling its request if it has one.
@@ -1158,13 +1013,6 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
     /// Whether shutting down may finish: nothing with the handler, nothing left to write.
     fn drained(&self) -> bool {
         self.host.idle() && self.conns.keys().all(|&c| self.host.engine.pending_output(c).is_empty())
-    }
-}
-
-/// Announces `news` through `store`, logging a failure (the other nodes' clients miss it).
-async fn announce(store: &dyn SessionStore, news: &CatalogNews) {
-    if let Err(e) = store.announce(news).await {
-        tracing::warn!(%e, "news for other nodes' streams not announced");
     }
 }
 

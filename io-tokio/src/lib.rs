@@ -149,9 +149,14 @@
 //! - `serve` (imports `handler`, `work`): the stream run loop, [`serve`] and
 //!   [`serve_stdio`].
 //! - `store`: where HTTP sessions are kept beyond the engine's memory, [`SessionStore`]
-//!   and [`MemorySessionStore`].
+//!   and [`MemorySessionStore`], and what servers sharing one tell each other
+//!   ([`StoreNotice`], [`CatalogNews`]).
 //! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `store`, `work`): the
 //!   Streamable HTTP server over TCP, [`HttpServer`] and [`serve_http`].
+//! - `nodes` (imports `auth`, `channel`, `handler`, `http`, `store`): the server's side of
+//!   a store shared by several servers: the store's notices of other nodes' changes into
+//!   the engine, this node's catalog news out ([`SessionStore::announce`]), touches of
+//!   sessions in use.
 //! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
 //!   endpoint as a tower `Service`, `McpService`.
 //! - `typed/` (feature `schemars`, default; imports `reply`, `request`, `handler`): the
@@ -177,6 +182,7 @@ mod auth;
 mod channel;
 mod handler;
 mod http;
+mod nodes;
 #[cfg(feature = "oauth")]
 mod oauth;
 #[cfg(feature = "postgres")]
