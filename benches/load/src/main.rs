@@ -1507,6 +1507,35 @@ fn print_report(opts: &Opts, warmup: usize, results: &Results) {
     }
     print_targets(opts, results);
     print_sessions(opts, results);
+    print_stores(opts, results);
+}
+
+/// Issue #16: the session store in PostgreSQL against the one in memory, cache warm
+/// (every session opened before the timed window): req/s and server CPU per request,
+/// each the median of the ratios within a round.
+fn print_stores(opts: &Opts, results: &Results) {
+    let each: Vec<String> = opts
+        .scenarios
+        .iter()
+        .filter(|s| s.is_session())
+        .filter_map(|&s| {
+            let (pg, mem) =
+                (samples_of(results, s, Server::TokioPg)?, samples_of(results, s, Server::TokioMem)?);
+            Some(format!(
+                "{} {:.2}× the req/s, {:.2}× the CPU per request",
+                s.name(),
+                paired(pg, mem, |x| x.rps),
+                paired(pg, mem, |x| x.cpu_us)
+            ))
+        })
+        .collect();
+    if !each.is_empty() {
+        println!();
+        println!(
+            "Sessions in PostgreSQL (issue #16), `PgSessionStore` ÷ `MemorySessionStore`: {}.",
+            each.join("; ")
+        );
+    }
 }
 
 /// Issue #11: the session-bound scenarios against rmcp's stateful mode, by server CPU per

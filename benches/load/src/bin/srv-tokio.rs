@@ -63,7 +63,10 @@ fn main() -> std::io::Result<()> {
             match std::env::var(STORE_ENV).ok().as_deref() {
                 None | Some("") => server.serve(listener).await,
                 Some("memory") => {
-                    server.session_store(Arc::new(mcp_io_tokio::MemorySessionStore::default())).serve(listener).await
+                    server
+                        .session_store(Arc::new(mcp_io_tokio::MemorySessionStore::default()))
+                        .serve(listener)
+                        .await
                 }
                 Some(url) => {
                     let store = mcp_io_tokio::PgStoreConfig::new(url)
