@@ -99,6 +99,33 @@ async fn both_listening(
     }
 }
 
+/// Node A (`pg_node`) and node B (`pg_node`, or `tower_node` when `tower`) on `schema`,
+/// each hearing the other.
+async fn pair(
+    url: &str,
+    schema: &str,
+    tower: bool,
+) -> ((SocketAddr, Arc<Counting<PgSessionStore>>), (SocketAddr, Arc<Counting<PgSessionStore>>)) {
+    let a = pg_node(url, schema).await;
+    let b = if tower { tower_node(url, schema).await } else { pg_node(url, schema).await };
+    both_listening((a.0, &a.1), (b.0, &b.1)).await;
+    (a, b)
+}
+
+/// The database ends the listening connections of both nodes on `schema` (a network
+/// failure, as the nodes see it).
+async fn cut_listeners(url: &str, schema: &str) {
+    let admin = connect(url).await;
+    let cut = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1",
+            &[&format!("LISTEN \"{schema}.sessions\"%")],
+        )
+        .await
+        .expect("terminate the listeners");
+    assert_eq!(cut.len(), 2, "both nodes' listening connections");
+}
+
 /// `logging/setLevel` in session `id` (a change of the session's state: saved).
 async fn set_level(addr: SocketAddr, id: &str) {
     let mut c = Conn::open(addr).await;
@@ -112,9 +139,7 @@ async fn set_level(addr: SocketAddr, id: &str) {
 async fn a_session_changed_on_one_node_is_loaded_again_on_the_other() {
     let Some(db) = fresh("t_f_changed").await else { return };
     patient("two nodes", async {
-        let (a, sa) = pg_node(&db.url, "t_f_changed").await;
-        let (b, sb) = pg_node(&db.url, "t_f_changed").await;
-        both_listening((a, &sa), (b, &sb)).await;
+        let ((a, _), (b, sb)) = pair(&db.url, "t_f_changed", false).await;
 
         let id = open(a).await;
         assert_eq!(ping(b, &id).await.0, 200);
@@ -141,9 +166,7 @@ async fn a_session_changed_on_one_node_is_loaded_again_on_the_other() {
 async fn a_session_deleted_on_one_node_closes_its_stream_on_the_other() {
     let Some(db) = fresh("t_f_ended").await else { return };
     patient("two nodes", async {
-        let (a, sa) = pg_node(&db.url, "t_f_ended").await;
-        let (b, sb) = tower_node(&db.url, "t_f_ended").await;
-        both_listening((a, &sa), (b, &sb)).await;
+        let ((a, _), (b, _)) = pair(&db.url, "t_f_ended", true).await;
 
         let id = open(a).await;
         let mut s = stream(b, &id).await;
@@ -171,9 +194,7 @@ async fn after_missed_notices_a_copy_in_use_is_checked_against_the_store() {
     let schema = "t_f_missed";
     let Some(db) = fresh(schema).await else { return };
     patient("two nodes", async {
-        let (a, sa) = pg_node(&db.url, schema).await;
-        let (b, sb) = pg_node(&db.url, schema).await;
-        both_listening((a, &sa), (b, &sb)).await;
+        let ((a, _), (b, sb)) = pair(&db.url, schema, false).await;
 
         let id = open(a).await;
         // Node B holds the session in use: its standalone stream is open there.
@@ -188,15 +209,7 @@ async fn after_missed_notices_a_copy_in_use_is_checked_against_the_store() {
 
         // The database cuts both nodes' listening connections: they listen again and
         // report what they may have missed.
-        let admin = connect(&db.url).await;
-        let cut = admin
-            .query(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1",
-                &[&format!("LISTEN \"{schema}.sessions\"%")],
-            )
-            .await
-            .expect("terminate the listeners");
-        assert_eq!(cut.len(), 2, "both nodes' listening connections");
+        cut_listeners(&db.url, schema).await;
         eventually("node B checks its copy against the store", async || {
             assert_eq!(ping(b, &id).await.0, 200);
             sb.counts().0 > loads
@@ -293,15 +306,7 @@ async fn list_changes_and_resource_updates_on_one_node_reach_every_stream_of_the
 
         // Node B's listening connection is cut: once it listens again it cannot know
         // what it missed, so it tells every stream to list again.
-        let admin = connect(&db.url).await;
-        let cut = admin
-            .query(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1",
-                &[&format!("LISTEN \"{schema}.sessions\"%")],
-            )
-            .await
-            .expect("terminate the listeners");
-        assert_eq!(cut.len(), 2, "both nodes' listening connections");
+        cut_listeners(&db.url, schema).await;
         for (i, s) in streams.iter_mut().enumerate() {
             let t = read_until(s, |t| t.contains("notifications/tools/list_changed")).await;
             if i >= 2 {

@@ -431,16 +431,7 @@ fn a_session_ended_on_another_node_ends_here_without_telling_the_store() {
 fn a_session_ended_elsewhere_closes_its_stream_here() {
     let mut a = node();
     let id = open(&mut a);
-    let keep = a.conn;
-    a.conn = a.e.open(a.now, None).unwrap();
-    let get = format!(
-        "GET /mcp HTTP/1.1\r\nHost: localhost:3000\r\nAccept: text/event-stream\r\nMcp-Session-Id: {id}\r\n\
-         MCP-Protocol-Version: {V}\r\n\r\n"
-    );
-    let head = String::from_utf8(a.feed(get.as_bytes(), usize::MAX)).unwrap();
-    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"), "{head}");
-    let stream = a.conn;
-    a.conn = keep;
+    let stream = open_stream(&mut a, &id);
     assert!(a.e.session_ended_elsewhere(a.now, id.as_bytes()));
     let rest = String::from_utf8(a.e.pending_output(stream).to_vec()).unwrap();
     assert!(rest.ends_with("0\r\n\r\n"), "the stream's last chunk: {rest:?}");
