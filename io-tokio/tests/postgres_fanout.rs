@@ -228,20 +228,29 @@ async fn after_missed_notices_a_copy_in_use_is_checked_against_the_store() {
 const URI: &str = "test://watched";
 
 fn fanout_catalog(extra: bool) -> mcp_engine::Catalog {
+    fanout_catalog_with(extra, false)
+}
+
+/// [`fanout_catalog`], with another resource when `resource`.
+fn fanout_catalog_with(extra: bool, resource: bool) -> mcp_engine::Catalog {
     let mut b = mcp_engine::Catalog::builder()
         .tool(mcp_engine::Tool::new("echo"))
         .resource(mcp_engine::Resource::new(URI, "watched"));
     if extra {
         b = b.tool(mcp_engine::Tool::new("added"));
     }
+    if resource {
+        b = b.resource(mcp_engine::Resource::new("test://other", "other"));
+    }
     b.build().expect("a catalog")
 }
 
-/// A node whose engine announces list changes and resource updates, with its publisher
-/// and its (counted) store.
+/// A node whose engine announces list changes and resource updates (to the other nodes
+/// too, unless `announce` is off), with its publisher and its (counted) store.
 async fn fanout_node(
     url: &str,
     schema: &str,
+    announce: bool,
 ) -> (SocketAddr, mcp_io_tokio::Publisher, Arc<Counting<PgSessionStore>>) {
     use mcp_engine::Config;
     use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
@@ -253,7 +262,8 @@ async fn fanout_node(
     let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     let engine = HttpEngine::new(cfg, http, fanout_catalog(false));
     let server = mcp_io_tokio::HttpServer::new(engine, http_support::Probe::new(), mcp_io_tokio::AllowAll)
-        .session_store(Arc::clone(&store));
+        .session_store(Arc::clone(&store))
+        .announce_changes(announce);
     let publisher = server.publisher();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -277,8 +287,8 @@ async fn list_changes_and_resource_updates_on_one_node_reach_every_stream_of_the
     let schema = "t_f_news";
     let Some(db) = fresh(schema).await else { return };
     patient("two nodes", async {
-        let (a, pa, sa) = fanout_node(&db.url, schema).await;
-        let (b, _pb, sb) = fanout_node(&db.url, schema).await;
+        let (a, pa, sa) = fanout_node(&db.url, schema, true).await;
+        let (b, _pb, sb) = fanout_node(&db.url, schema, true).await;
         both_listening((a, &sa), (b, &sb)).await;
         // Node B: two listen streams and two session streams; node A one of each.
         let mut streams =
@@ -319,6 +329,34 @@ async fn list_changes_and_resource_updates_on_one_node_reach_every_stream_of_the
                 assert!(!t.contains("prompts/list_changed"), "no prompts here: {t}");
             }
         }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_does_not_announce_changes_tells_only_its_own_streams() {
+    let schema = "t_f_quiet";
+    let Some(db) = fresh(schema).await else { return };
+    patient("three nodes", async {
+        let (a, pa, _) = fanout_node(&db.url, schema, false).await;
+        let (b, _, _) = fanout_node(&db.url, schema, true).await;
+        let (_, pc, _) = fanout_node(&db.url, schema, true).await;
+        let mut own = session_stream(a).await;
+        let mut other = session_stream(b).await;
+        // Node A (announcements off) changes its tool list; node C then its resource
+        // list. C's announcement is made after A's replacement resolved, so had A
+        // announced, node B would hear of A's change first.
+        pa.replace_catalog(fanout_catalog(true)).await.expect("replaced");
+        pc.replace_catalog(fanout_catalog_with(false, true)).await.expect("replaced");
+        let t = read_until(&mut other, |t| t.contains("notifications/resources/list_changed")).await;
+        assert!(!t.contains("notifications/tools/list_changed"), "node A's change stayed on node A: {t}");
+        // Its own streams are told, and it still hears the others.
+        let t = read_until(&mut own, |t| {
+            t.contains("notifications/tools/list_changed")
+                && t.contains("notifications/resources/list_changed")
+        })
+        .await;
+        assert_eq!(count(&t, "list_changed"), 2, "{t}");
     })
     .await;
 }
