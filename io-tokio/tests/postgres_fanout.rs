@@ -30,7 +30,9 @@ use std::time::Duration;
 use http_support::{Conn, patient};
 use mcp_io_tokio::PgSessionStore;
 use pg_support::{config, connect, fresh};
-use store_support::{Counting, count, delete, legacy, listen, node, open, ping, read_until, stream};
+use store_support::{
+    Counting, count, delete, heard_so_far, legacy, listen, node, open, ping, read_until, stream,
+};
 use tokio::io::AsyncReadExt;
 
 /// The bound on waiting for another node's change to arrive (nothing here should take a
@@ -142,6 +144,8 @@ async fn a_session_changed_on_one_node_is_loaded_again_on_the_other() {
         let ((a, _), (b, sb)) = pair(&db.url, "t_f_changed", false).await;
 
         let id = open(a).await;
+        // The notices of the session's creation are behind us.
+        heard_so_far(a, b).await;
         assert_eq!(ping(b, &id).await.0, 200);
         let loads = sb.counts().0;
         for _ in 0..3 {

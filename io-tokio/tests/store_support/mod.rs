@@ -205,3 +205,18 @@ pub async fn read_until(c: &mut Conn, done: impl Fn(&str) -> bool) -> String {
 pub fn count(text: &str, what: &str) -> usize {
     text.matches(what).count()
 }
+
+/// Returns once node `b` has handled every notice of the writes node `a` committed before
+/// the call: a marker session opened on `a` is streamed on `b` (a copy in use, which no
+/// `Changed` drops), then deleted on `a`; the notices of one node reach another in commit
+/// order, so when the marker's stream ends on `b`, the earlier ones were handled. (A
+/// notice may reach a node after it loaded the session it names: it then drops a copy
+/// that was fresh, and loads it once more.)
+pub async fn heard_so_far(a: SocketAddr, b: SocketAddr) {
+    let marker = open(a).await;
+    let mut s = stream(b, &marker).await;
+    let mut c = Conn::open(a).await;
+    c.send(&delete(a, &marker)).await;
+    assert_eq!(c.response().await.status, 200);
+    read_until(&mut s, |t| t.ends_with("0\r\n\r\n")).await;
+}
