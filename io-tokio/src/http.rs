@@ -20,7 +20,7 @@ use crate::auth::{AuthorizeInfo, Authorizer, NoAuthorizer};
 use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
 use crate::readiness::{Ready, ReadyQueue};
-use crate::store::{SessionStore, StoreError, StoreNotices};
+use crate::store::{SessionStore, StoreError, StoreNotice, StoreNotices};
 use crate::telemetry::{Telemetry, Wire};
 use crate::work::Tasks;
 
@@ -611,7 +611,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             Decided::Listening(notices) => {
                 self.notices = Some(notices);
                 // What other nodes did before this node listened was not heard.
-                self.engine.sessions_changed_elsewhere();
+                self.noticed(Some(StoreNotice::Missed));
             }
         }
     }
