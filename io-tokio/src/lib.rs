@@ -149,13 +149,18 @@
 //! - `serve` (imports `handler`, `work`): the stream run loop, [`serve`] and
 //!   [`serve_stdio`].
 //! - `store`: where HTTP sessions are kept beyond the engine's memory, [`SessionStore`]
-//!   and [`MemorySessionStore`], and their streams' events for `Last-Event-ID` on any
-//!   node, [`EventStore`] within [`EventBounds`].
+//!   and [`MemorySessionStore`], what servers sharing one tell each other
+//!   ([`StoreNotice`], [`CatalogNews`]), and their streams' events for `Last-Event-ID`
+//!   on any node, [`EventStore`] within [`EventBounds`].
 //! - `stream_events` (imports `store`): the server's side of an event store: the task
 //!   appending the engine's events in order, a load's answer handed to the engine.
 //! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `store`,
 //!   `stream_events`, `work`): the
 //!   Streamable HTTP server over TCP, [`HttpServer`] and [`serve_http`].
+//! - `nodes` (imports `auth`, `channel`, `handler`, `http`, `store`): the server's side of
+//!   a store shared by several servers: the store's notices of other nodes' changes into
+//!   the engine, this node's catalog news out ([`SessionStore::announce`]), touches of
+//!   sessions in use.
 //! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
 //!   endpoint as a tower `Service`, `McpService`.
 //! - `typed/` (feature `schemars`, default; imports `reply`, `request`, `handler`): the
@@ -165,10 +170,9 @@
 //! - `oauth` (feature `oauth`; imports `auth`): verifying OAuth 2.1 access tokens for a
 //!   protected resource, `OAuthAuthorizer`, with the issuer's key set fetched over HTTPS
 //!   (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
-//! - `postgres` (feature `postgres`; imports `store`): sessions kept in
-//!   PostgreSQL for several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`),
-//!   their streams' events (`events.rs`), and the notices of other nodes' writes
-//!   (`SessionNotices`).
+//! - `postgres` (feature `postgres`; imports `store`): sessions kept in PostgreSQL for
+//!   several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`), their streams'
+//!   events (`events.rs`), and the notices of other nodes' writes (into `StoreNotices`).
 //!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
@@ -182,6 +186,7 @@ mod auth;
 mod channel;
 mod handler;
 mod http;
+mod nodes;
 #[cfg(feature = "oauth")]
 mod oauth;
 #[cfg(feature = "postgres")]
@@ -209,8 +214,6 @@ pub use oauth::{
     AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
 };
 #[cfg(feature = "postgres")]
-pub use postgres::notify::{SessionNotice, SessionNotices};
-#[cfg(feature = "postgres")]
 pub use postgres::{PgSessionStore, PgStoreConfig};
 pub use reply::{
     CompleteResult, CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64,
@@ -220,8 +223,8 @@ pub use reply::{
 pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, ResourceRead, ToolCall};
 pub use serve::{serve, serve_stdio};
 pub use store::{
-    EventBounds, EventStore, KeptEvent, MemorySessionStore, SessionStore, StoreError, StoreFuture,
-    StreamEvent,
+    CatalogNews, EventBounds, EventStore, KeptEvent, MemorySessionStore, SessionStore, StoreError,
+    StoreFuture, StoreNotice, StoreNotices, StreamEvent,
 };
 pub use strings::{Name, PooledString};
 pub use telemetry::Telemetry;

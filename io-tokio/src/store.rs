@@ -13,13 +13,22 @@
 //! Beside it, [`EventStore`] keeps the events of session streams for `Last-Event-ID`
 //! resumption on any node ([`HttpServer::event_store`](crate::HttpServer::event_store)),
 //! within [`EventBounds`]; [`MemorySessionStore`] is one too.
+//! A store shared by several servers may tell each of them what the others did
+//! ([`SessionStore::notices`], [`StoreNotice`]): the server hands each notice to its
+//! engine, so a copy of a session another node changed or ended is not served stale. It
+//! may also carry what the servers announce to each other ([`SessionStore::announce`],
+//! [`CatalogNews`]): catalog changes and resource updates, for the streams of every node.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+use mcp_engine::CatalogChange;
+use tokio::sync::mpsc;
 
 /// What a [`SessionStore`] method returns: a boxed future (the trait is used as a trait
 /// object, and the store is asked only when a session changes or comes back, never for a
@@ -73,6 +82,156 @@ pub trait SessionStore: Send + Sync + 'static {
     /// store shared by several servers may keep it if another one used the session since.
     fn expired<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         self.remove(id)
+    }
+
+    /// A session in use on this server has not been saved or loaded for a while
+    /// ([`HttpConfig::session_touch_every`](mcp_engine::http::HttpConfig::session_touch_every)):
+    /// keep its record as a load would (push its expiry), without reading it. Called off
+    /// the request path (nothing waits); a failure is logged and the next interval tries
+    /// again. The default does nothing (a store whose records expire only on their own
+    /// schedule should implement it).
+    fn touch<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        let _ = id;
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// What the other servers sharing this store do, as it hears them: the server asks
+    /// once, when it starts serving (and again, after a pause, while this fails), and
+    /// hands every notice to its engine (see [`StoreNotice`]). `None`, the default: the
+    /// store tells nothing (it serves one server, or cannot hear the others).
+    fn notices(&self) -> StoreFuture<'_, Option<StoreNotices>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// Tells the other servers sharing this store of a catalog change or resource update
+    /// made on this one: they hear it as [`StoreNotice::Catalog`] (and this server does
+    /// not). The server calls it after applying the change to its own engine, off the
+    /// request path; a failure is logged. The default tells no one.
+    fn announce<'a>(&'a self, news: &'a CatalogNews) -> StoreFuture<'a, ()> {
+        let _ = news;
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+/// What a server announces to the others sharing its store ([`SessionStore::announce`])
+/// and hears from them ([`StoreNotice::Catalog`]): news for the clients' streams.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CatalogNews {
+    /// Lists changed in the sender's catalog ([`Publisher::replace_catalog`](crate::Publisher::replace_catalog)):
+    /// the receiving server tells its streams
+    /// ([`HttpEngine::announce_list_changed`](mcp_engine::http::HttpEngine::announce_list_changed)),
+    /// and its clients list again, from the receiver's own catalog.
+    ListChanged(CatalogChange),
+    /// A resource changed ([`Publisher::resource_updated`](crate::Publisher::resource_updated)):
+    /// the receiving server tells its subscribers
+    /// ([`HttpEngine::notify_resource_updated`](mcp_engine::http::HttpEngine::notify_resource_updated)).
+    ResourceUpdated(String),
+}
+
+/// What another server sharing a [`SessionStore`] did, as its
+/// [`notices`](SessionStore::notices) tell it.
+///
+/// [`HttpServer`](crate::HttpServer) hands `Changed` to
+/// [`HttpEngine::session_changed_elsewhere`](mcp_engine::http::HttpEngine::session_changed_elsewhere),
+/// `Ended` to
+/// [`HttpEngine::session_ended_elsewhere`](mcp_engine::http::HttpEngine::session_ended_elsewhere),
+/// `Missed` to
+/// [`HttpEngine::sessions_changed_elsewhere`](mcp_engine::http::HttpEngine::sessions_changed_elsewhere)
+/// (and announces every list changed), and `Catalog` news to its streams (see
+/// [`CatalogNews`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreNotice {
+    /// Another node committed a new record for this session (a save).
+    Changed(String),
+    /// Another node ended this session: removed it (the client's `DELETE`), or deleted
+    /// it on its idle timeout ([`SessionStore::expired`]).
+    Ended(String),
+    /// Notices were lost: the receiver fell behind (the channel was full) or the
+    /// listening connection broke and was made again (what was written meanwhile was not
+    /// heard). Any session may have changed or ended since: treat every copy nothing
+    /// uses as stale (drop it; the next request loads it again), and check copies in use
+    /// against the store at their next request. Delivered once, after the loss, before
+    /// any notice heard after it. Catalog news may have been lost too: the server
+    /// announces every list changed to its streams, so their clients list again.
+    Missed,
+    /// Another node announced news for the clients' streams ([`SessionStore::announce`]).
+    Catalog(CatalogNews),
+}
+
+impl StoreNotice {
+    /// The session the notice is about (`None` for [`Missed`](Self::Missed) and
+    /// [`Catalog`](Self::Catalog)).
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            Self::Changed(id) | Self::Ended(id) => Some(id),
+            Self::Missed | Self::Catalog(_) => None,
+        }
+    }
+
+    /// Whether this is [`Changed`](Self::Changed).
+    pub fn is_changed(&self) -> bool {
+        matches!(self, Self::Changed(_))
+    }
+
+    /// Whether this is [`Ended`](Self::Ended).
+    pub fn is_ended(&self) -> bool {
+        matches!(self, Self::Ended(_))
+    }
+
+    /// Whether this is [`Missed`](Self::Missed).
+    pub fn is_missed(&self) -> bool {
+        matches!(self, Self::Missed)
+    }
+}
+
+/// The notices a [`SessionStore`] delivers ([`SessionStore::notices`]): a bounded
+/// channel a task of the store's fills. The store decides what happens when the
+/// receiver falls behind (it must not buffer without bound: drop, and deliver
+/// [`StoreNotice::Missed`] once there is room). Dropping this value ends the store's
+/// task, if it gave one ([`with_task`](Self::with_task)).
+#[derive(Debug)]
+pub struct StoreNotices {
+    rx: mpsc::Receiver<StoreNotice>,
+    task: Option<tokio::task::AbortHandle>,
+}
+
+impl StoreNotices {
+    /// The notices sent on the other end of `rx`.
+    pub fn new(rx: mpsc::Receiver<StoreNotice>) -> Self {
+        Self { rx, task: None }
+    }
+
+    /// The notices sent on the other end of `rx` by `task`, which is aborted when this
+    /// value is dropped.
+    pub fn with_task(rx: mpsc::Receiver<StoreNotice>, task: tokio::task::AbortHandle) -> Self {
+        Self { rx, task: Some(task) }
+    }
+
+    /// The next notice, waiting for it. `None` once every sender is gone (the store's
+    /// task ended). Cancel-safe: in a `select!`, no notice is lost when another branch
+    /// wins.
+    pub async fn recv(&mut self) -> Option<StoreNotice> {
+        self.rx.recv().await
+    }
+
+    /// The next notice if one is waiting.
+    pub fn try_recv(&mut self) -> Option<StoreNotice> {
+        self.rx.try_recv().ok()
+    }
+
+    /// [`recv`](Self::recv) as a poll, for a hand-written future or stream.
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<StoreNotice>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for StoreNotices {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 
@@ -199,6 +358,14 @@ impl SessionStore for MemorySessionStore {
         let (mut records, mut events) = self.lock_both();
         records.remove(id);
         events.remove(id);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn touch<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        let now = Instant::now();
+        if let Some((_, at)) = self.lock().get_mut(id).filter(|(_, at)| now.duration_since(*at) < self.ttl) {
+            *at = now;
+        }
         Box::pin(std::future::ready(Ok(())))
     }
 }
@@ -361,9 +528,9 @@ mod tests {
 
     fn now<T>(f: StoreFuture<'_, T>) -> Result<T, StoreError> {
         let mut f = f;
-        match f.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-            std::task::Poll::Ready(r) => r,
-            std::task::Poll::Pending => panic!("the memory store answers at once"),
+        match f.as_mut().poll(&mut Context::from_waker(std::task::Waker::noop())) {
+            Poll::Ready(r) => r,
+            Poll::Pending => panic!("the memory store answers at once"),
         }
     }
 
@@ -390,6 +557,17 @@ mod tests {
         assert!(now(s.save("c", b"3")).is_err());
         now(s.save("a", b"1'")).unwrap();
         assert_eq!(s.len(), 2);
+    }
+
+    #[test]
+    fn a_touch_keeps_a_record_it_does_not_bring_back() {
+        let s = MemorySessionStore::new(4, Duration::from_secs(3600));
+        now(s.save("a", b"1")).unwrap();
+        s.lock().get_mut("a").unwrap().1 -= Duration::from_secs(3000);
+        now(s.touch("a")).unwrap();
+        assert!(s.lock()["a"].1.elapsed() < Duration::from_secs(3000), "its life starts again");
+        now(s.touch("b")).unwrap();
+        assert!(now(s.load("b")).unwrap().is_none(), "nothing made");
     }
 
     #[test]

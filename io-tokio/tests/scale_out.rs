@@ -15,36 +15,9 @@ mod http_support;
 mod oauth_support;
 mod pg_support;
 
-use std::path::PathBuf;
-
-use oauth_support::demo::{self, Adapter};
+use oauth_support::demo::{self, Adapter, KeysFile};
 use oauth_support::legacy_post;
 use serde_json::json;
-
-/// A keys file of hex keys (the first seals), removed when dropped.
-struct KeysFile(PathBuf);
-
-impl KeysFile {
-    fn new(name: &str, bytes: &[u8]) -> Self {
-        let path = std::env::temp_dir().join(format!("mcp-scale-{name}-{}", std::process::id()));
-        let lines: String = bytes.iter().map(|&b| format!("{}\n", hex(&[b; 32]))).collect();
-        std::fs::write(&path, lines).expect("write the keys file");
-        Self(path)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 path")
-    }
-}
-
-impl Drop for KeysFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opened_on_one_node_is_served_by_another_with_the_same_key_and_store() {

@@ -36,7 +36,7 @@ pub struct Client {
 pub struct Store {
     /// The records, by session id.
     pub records: HashMap<String, Vec<u8>>,
-    /// Every request, in order: `load ID`, `save ID`, `forget ID`, `expired ID`.
+    /// Every request, in order: `load ID`, `save ID`, `forget ID`, `expired ID`, `touch ID`.
     pub log: Vec<String>,
     /// Answer loads `Unavailable` and saves as failed.
     pub fail: bool,
@@ -249,6 +249,7 @@ impl Client {
                             self.e.events_loaded(self.now, conn, LoadedEvents::Events(&kept));
                         }
                     }
+                    HttpEvent::TouchSession(t) => self.store.log.push(format!("touch {}", t.id)),
                     _ => {}
                 }
             }

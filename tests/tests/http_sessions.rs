@@ -265,6 +265,31 @@ fn the_standalone_stream_carries_list_changes_and_resource_updates() {
 }
 
 #[test]
+fn a_list_change_announced_from_elsewhere_reaches_the_streams_and_leaves_the_catalog() {
+    let mut c = client();
+    let id = open(&mut c, "2025-11-25");
+    let (stream, _) = on_new(&mut c, &get(Some(&id), SSE));
+    let tools = |c: &mut Client| {
+        let r = one(c, &legacy(&request(4, "tools/list", json!({})), Some("2025-11-25"), Some(&id)));
+        r.json()["result"]["tools"].as_array().map(Vec::len)
+    };
+    let before = tools(&mut c);
+    let change = mcp_engine::CatalogChange::of(true, false, true);
+    assert_eq!(c.e.announce_list_changed(change), change);
+    let out = more(&mut c, stream);
+    let methods: Vec<Value> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<Value>(d).unwrap()["method"].clone())
+        .collect();
+    assert_eq!(
+        methods,
+        [json!("notifications/tools/list_changed"), json!("notifications/prompts/list_changed")]
+    );
+    assert_eq!(tools(&mut c), before, "the catalog is this node's: unchanged");
+}
+
+#[test]
 fn an_open_stream_keeps_its_session_and_delete_ends_it() {
     let mut http = http();
     http.session_idle_timeout(Duration::from_secs(5));

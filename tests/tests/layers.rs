@@ -50,6 +50,7 @@ fn io_tokio_modules_import_only_lower_layers() {
             &["handler"],
             &["work"],
             &["serve", "http"],
+            &["nodes"],
             &["tower"],
             &["typed"],
         ],

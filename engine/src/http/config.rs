@@ -47,6 +47,7 @@ pub struct HttpConfig {
     pub(super) store_timeout: Duration,
     pub(super) event_store: bool,
     pub(super) resume_retry: Duration,
+    pub(super) session_touch_every: Duration,
     pub(super) protected: Option<ProtectedResource>,
     pub(super) hosts: Vec<HostName>,
     pub(super) proxies: Vec<IpNet>,
@@ -79,6 +80,7 @@ impl HttpConfig {
             store_timeout: Duration::from_secs(5),
             event_store: false,
             resume_retry: Duration::from_secs(1),
+            session_touch_every: Duration::from_secs(10 * 60),
             protected: None,
             hosts: Vec::new(),
             proxies: Vec::new(),
@@ -312,6 +314,18 @@ impl HttpConfig {
     /// [`resume_retry`](Self::resume_retry) in milliseconds, for `retry:`.
     pub(super) fn resume_retry_ms(&self) -> u32 {
         u32::try_from(self.resume_retry.as_millis()).unwrap_or(u32::MAX)
+    }
+    /// With a [`session_store`](Self::session_store): how long a session in use may go
+    /// without the store hearing of it (default 10 minutes; zero: never). A session
+    /// served from this engine's memory changes nothing in the store, so a store whose
+    /// records expire some time after their last save or load would let it expire while
+    /// it is in use here; once that long has passed since the session was last saved,
+    /// loaded or touched, the end of its next request asks the host to touch it
+    /// ([`HttpEvent::TouchSession`](crate::http::HttpEvent::TouchSession)), off the
+    /// request path: nothing waits for it. Give less than the store's record lifetime.
+    pub fn session_touch_every(&mut self, every: Duration) -> &mut Self {
+        self.session_touch_every = every;
+        self
     }
     /// How long a `subscriptions/listen` stream may stay silent before the engine writes
     /// an SSE comment (`:`) on it, so that proxies and clients do not take it for dead

@@ -56,8 +56,8 @@ pub use limits::{Limits, RATE_LIMITED, Rate};
 pub use proxy::{HostName, InvalidHost, IpNet};
 pub use resource::{ProtectedResource, ResourceError};
 pub use scopes::{ScopePolicy, ScopePolicyError};
-pub use store::{LoadSession, Loaded, SaveSession, SessionExpired};
 pub use stored::{AppendEvent, LoadEvents, LoadedEvents, StoredEvent};
+pub use store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
 
 use core::fmt;
 use core::net::SocketAddr;
@@ -155,6 +155,9 @@ pub enum HttpEvent<'a> {
     /// Find the events a resuming client missed; answer with
     /// [`HttpEngine::events_loaded`] (only with [`HttpConfig::event_store`] on).
     LoadEvents(LoadEvents<'a>),
+    /// Push the expiry of a session in use in the store: no answer (only with
+    /// [`HttpConfig::session_store`] on; see [`TouchSession`]).
+    TouchSession(TouchSession<'a>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,6 +283,8 @@ impl HttpEngine {
         if let Some(r) = rules {
             core.set_rules(r);
         }
+        let mut sessions = Sessions::new(http.max_sessions, http.session_idle_timeout);
+        sessions.set_touch_every(http.session_store.then_some(http.session_touch_every));
         Self {
             parser: Parser::new(max_len, depth),
             core,
@@ -303,7 +308,7 @@ impl HttpEngine {
             free: Vec::new(),
             sending: Vec::new(),
             cors_origins,
-            sessions: Sessions::new(http.max_sessions, http.session_idle_timeout),
+            sessions,
             session_timers: Timers::new(),
             parked: parked::Parked::default(),
             expired: std::collections::VecDeque::new(),
@@ -336,6 +341,7 @@ impl HttpEngine {
     pub fn set_session_store(&mut self, on: bool) {
         self.http.session_store = on;
         self.keep.on = on && self.http.event_store;
+        self.sessions.set_touch_every(on.then_some(self.http.session_touch_every));
     }
 
     /// The latest time the engine was given (for a host answering outside its own
@@ -832,6 +838,10 @@ impl HttpEngine {
         }
         if self.keep.waiting() {
             return self.keep.next().map(HttpEvent::AppendEvent);
+        }
+        if self.sessions.has_touch() {
+            let id = self.sessions.next_touch().unwrap_or_default();
+            return Some(HttpEvent::TouchSession(TouchSession { id }));
         }
         let ask = self.asks.pop_front()?;
         let slot = ask.slot();
