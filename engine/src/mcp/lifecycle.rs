@@ -144,6 +144,9 @@ pub(crate) enum Method {
     Listen,
     Subscribe,
     Unsubscribe,
+    GetTask,
+    UpdateTask,
+    CancelTask,
 }
 
 /// Under which revisions a method exists.
@@ -182,6 +185,8 @@ pub(crate) enum Needs {
     Notifications,
     /// Resources and [`Config::resource_subscriptions`](crate::Config::resource_subscriptions).
     ResourceSubscriptions,
+    /// Tools and [`Config::tasks`](crate::Config::tasks).
+    Tasks,
 }
 
 /// What the configuration and the catalog offer, as [`Needs`] asks it (fixed for an
@@ -195,6 +200,7 @@ pub(crate) struct Features {
     pub(crate) completions: bool,
     pub(crate) list_changed: bool,
     pub(crate) resource_subscriptions: bool,
+    pub(crate) tasks: bool,
 }
 
 impl Features {
@@ -208,6 +214,7 @@ impl Features {
             Needs::Completions => self.completions,
             Needs::Notifications => self.list_changed || self.resource_subscriptions,
             Needs::ResourceSubscriptions => self.resources && self.resource_subscriptions,
+            Needs::Tasks => self.tools && self.tasks,
         }
     }
 }
@@ -227,7 +234,7 @@ const fn row(name: &'static str, method: Method, eras: Eras, needs: Needs) -> Ro
 
 /// Every method, once the revision is decided. A method not here, or whose row does not
 /// admit the revision or whose needs are not met, is `-32601`.
-pub(crate) const METHODS: [Row; 14] = [
+pub(crate) const METHODS: [Row; 17] = [
     row("server/discover", Method::Discover, Eras::Any, Needs::Nothing),
     row("ping", Method::Ping, Eras::Session, Needs::Nothing),
     row("logging/setLevel", Method::SetLevel, Eras::Session, Needs::Logging),
@@ -242,6 +249,9 @@ pub(crate) const METHODS: [Row; 14] = [
     row("subscriptions/listen", Method::Listen, Eras::Stateless, Needs::Notifications),
     row("resources/subscribe", Method::Subscribe, Eras::Session, Needs::ResourceSubscriptions),
     row("resources/unsubscribe", Method::Unsubscribe, Eras::Session, Needs::ResourceSubscriptions),
+    row("tasks/get", Method::GetTask, Eras::Stateless, Needs::Tasks),
+    row("tasks/update", Method::UpdateTask, Eras::Stateless, Needs::Tasks),
+    row("tasks/cancel", Method::CancelTask, Eras::Stateless, Needs::Tasks),
 ];
 
 /// The method `name` under `rev`, if it exists there and `features` meet its needs.
@@ -379,6 +389,8 @@ fn check_headers<'t>(
     let name = match method {
         "tools/call" | "prompts/get" => req.str_at(req.name),
         "resources/read" => req.str_at(req.uri),
+        // The tasks extension routes its methods by task id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => req.str_at(req.param("taskId")),
         _ => None,
     };
     let declared = match (method, name) {
@@ -499,6 +511,7 @@ pub(crate) fn tables_markdown() -> String {
             Needs::Completions => "`Config::completions`",
             Needs::Notifications => "`Config::list_changed` or `Config::resource_subscriptions`",
             Needs::ResourceSubscriptions => "resources, and `Config::resource_subscriptions`",
+            Needs::Tasks => "tools, and `Config::tasks`",
         };
         let _ = writeln!(s, "| `{}` | {eras} | {needs} |", r.name);
     }
@@ -530,6 +543,7 @@ mod tests {
         completions: true,
         list_changed: true,
         resource_subscriptions: true,
+        tasks: true,
     };
     const NONE: Features = Features {
         tools: false,
@@ -539,6 +553,7 @@ mod tests {
         completions: false,
         list_changed: false,
         resource_subscriptions: false,
+        tasks: false,
     };
     const NEW: Revision = Revision::V2026_07_28;
     const OLD: Revision = Revision::V2025_11_25;
@@ -584,6 +599,16 @@ mod tests {
         method!("resources/subscribe", OLD, Features { resource_subscriptions: false, ..ALL } => None);
         method!("resources/unsubscribe", OLDEST, ALL => Some(M::Unsubscribe));
         method!("resources/unsubscribe", OLDEST, Features { resources: false, ..ALL } => None);
+        method!("tasks/get", NEW, ALL => Some(M::GetTask));
+        method!("tasks/get", NEW, Features { tasks: false, ..ALL } => None);
+        method!("tasks/get", NEW, Features { tools: false, ..ALL } => None);
+        method!("tasks/get", OLD, ALL => None);
+        method!("tasks/update", NEW, ALL => Some(M::UpdateTask));
+        method!("tasks/cancel", NEW, ALL => Some(M::CancelTask));
+        method!("tasks/cancel", OLDEST, ALL => None);
+        // Removed by the extension, never part of it.
+        method!("tasks/result", NEW, ALL => None);
+        method!("tasks/list", NEW, ALL => None);
         // Not in the table at all.
         method!("initialize", OLD, ALL => None);
         method!("tools/remove", NEW, ALL => None);

@@ -11,6 +11,8 @@
 //! - [`mrtr`]: multi-round-trip requests (`input_required`, `requestState`);
 //! - [`inputs`]: the same input asked of a session-bound client as server-to-client
 //!   requests, and the request handed back to the host with the responses;
+//! - [`tasks`]: tool calls that outlive their request (the tasks extension): the task
+//!   table, `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers to a task;
 //! - [`scopes`]: what a request was granted and what each method and definition requires
 //!   (a protected HTTP endpoint's scope policy).
 //!
@@ -32,6 +34,7 @@ pub(crate) mod requests;
 pub(crate) mod scopes;
 pub(crate) mod streams;
 pub mod subs;
+pub(crate) mod tasks;
 pub(crate) mod tickets;
 
 use std::collections::VecDeque;
@@ -87,6 +90,8 @@ pub(crate) struct Core {
     pub(crate) subs: Subscriptions,
     /// Input asked of session-bound clients, and the requests waiting for it.
     pub(crate) inputs: Inputs,
+    /// The tasks: tool calls that outlive their request.
+    pub(crate) tasks: tasks::Tasks,
     /// Sessions opened so far (each gets the next serial).
     pub(crate) sessions_opened: u64,
     /// The route of the request being dispatched (becomes its ticket's route).
@@ -149,6 +154,7 @@ impl Round {
         self.caps = ClientCapabilities::default();
         self.host_state = None;
         self.entries.clear();
+        self.tasks = false;
     }
 }
 
@@ -161,6 +167,8 @@ pub(crate) struct Round {
     pub(crate) host_state: Option<core::ops::Range<usize>>,
     /// Key and value ranges in `Scratch::responses`.
     pub(crate) entries: heapless::Vec<mrtr::Entry, MAX_INPUT_REQUESTS>,
+    /// The tool call may become a task (see `Core::task_offer`).
+    pub(crate) tasks: bool,
 }
 
 /// Members of one object the repeated-name check holds without growing its buffer (16 KiB).
@@ -197,6 +205,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         session_check: SessionCheck::Own,
         subs: Subscriptions { list: Vec::with_capacity(cfg.max_subscriptions), subscribed: false },
         inputs: Inputs::new(cfg.max_in_flight, cfg.input_timeout),
+        tasks: tasks::Tasks::new(cfg.max_tasks, cfg.max_tasks_per_principal),
         sessions_opened: 0,
         route: Route::Stdio,
         frames: 0,
@@ -276,7 +285,7 @@ impl Core {
         // A request coming back with its client's input pauses like a new one: what the
         // client sends after its response is served after the host has seen it, so the
         // outcome never depends on how the input was split.
-        self.tickets.pending.is_some() || self.inputs.has_resume()
+        self.tickets.pending.is_some() || self.inputs.has_resume() || self.tasks.has_resume()
     }
 
     /// Whether [`Self::next_event`] has something.
@@ -349,6 +358,7 @@ impl Core {
             tickets: &mut self.tickets,
             outbox: &mut self.outbox,
             inputs: &mut self.inputs,
+            tasks: &mut self.tasks,
             prepared: &self.prepared,
             catalog: &self.catalog,
             resources_cache: self.cfg.resources_cache,
@@ -365,15 +375,24 @@ impl Core {
         if self.tickets.pending.is_none() {
             self.tickets.pending = self.resume();
         }
+        if self.tickets.pending.is_none() {
+            self.tickets.pending = self.resume_task();
+        }
         let p = self.tickets.pending?;
         let clock = self.clock();
-        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, .. } = self;
-        // The slot's id (only its bytes), route and `traceparent`: the slot stays where it is.
-        let busy = tickets.slots.get(usize::from(p.ticket.slot)).and_then(|s| s.busy.as_ref())?;
-        let (route, kept) = (busy.route, busy.trace);
-        let len = usize::from(busy.id.len);
-        scratch.id.len = busy.id.len;
-        scratch.id.bytes[..len].copy_from_slice(&busy.id.bytes[..len]);
+        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, tasks, .. } = self;
+        // The slot's id (only its bytes), route and `traceparent`: the slot stays where it
+        // is (a task's, from its record).
+        let (route, kept, id, offer) = match tasks.get(p.ticket) {
+            Some(r) => (Route::Stdio, r.trace, r.request_id?, false),
+            None => {
+                let busy = tickets.slots.get(usize::from(p.ticket.slot)).and_then(|s| s.busy.as_ref())?;
+                (busy.route, busy.trace, busy.id, busy.tasks)
+            }
+        };
+        let len = usize::from(id.len);
+        scratch.id.len = id.len;
+        scratch.id.bytes[..len].copy_from_slice(&id.bytes[..len]);
         let scratch = &*scratch;
         let t = &scratch.trace;
         let trace = if p.fresh {
@@ -399,6 +418,7 @@ impl Core {
             tickets,
             outbox,
             inputs,
+            tasks,
             prepared,
             catalog,
             resources_cache: cfg.resources_cache,
@@ -418,6 +438,7 @@ impl Core {
                 input_responses,
                 request_state,
                 client,
+                can_start_task: offer,
                 responder,
             }),
             PendingKind::Prompt(i) => Event::GetPrompt(GetPrompt {
@@ -516,6 +537,47 @@ impl Core {
         Some(Pending { kind, ticket, revision: busy.revision, fresh: false })
     }
 
+    /// A task whose client answered every input request, made the pending event again
+    /// (its call, with the answers and the host's state), as [`Self::resume`] does for
+    /// a session-bound request.
+    fn resume_task(&mut self) -> Option<Pending> {
+        let ticket = self.tasks.next_resume()?;
+        let r = self.tasks.get(ticket)?;
+        let scratch = &mut self.scratch;
+        scratch.round.reset();
+        scratch.round.caps = r.caps;
+        scratch.responses.clear();
+        scratch.responses.extend_from_slice(&r.responses);
+        for e in &r.entries {
+            let _ = scratch.round.entries.push(e.clone());
+        }
+        if r.has_state {
+            scratch.state.clear();
+            scratch.state.extend_from_slice(&r.state);
+            scratch.round.host_state = Some(0..r.state.len());
+        }
+        scratch.args.clear();
+        scratch.args.extend_from_slice(&r.args);
+        let (tool, revision) = (r.tool as usize, r.revision.unwrap_or(Revision::V2026_07_28));
+        if tool >= self.catalog.tools.len() {
+            let gone =
+                crate::error::HostError::Internal("the tool was removed while its task waited for input");
+            let _ = self.answers().answer_error(ticket, None, gone);
+            return None;
+        }
+        Some(Pending { kind: PendingKind::Tool(tool), ticket, revision, fresh: false })
+    }
+
+    /// When the earliest task's TTL passes.
+    pub(crate) fn task_deadline(&self) -> Option<u64> {
+        self.tasks.deadline().map(crate::time::Instant::as_micros)
+    }
+
+    /// Seeds the task ids with 32 bytes of the host's entropy.
+    pub(crate) fn seed_tasks(&mut self, entropy: &[u8; 32]) {
+        self.tasks.seed(entropy);
+    }
+
     /// When the earliest request sent to a session-bound client times out.
     pub(crate) fn input_deadline(&self) -> Option<u64> {
         self.inputs.deadline(&self.tickets)
@@ -562,7 +624,7 @@ impl Core {
         for slot in 0..self.tickets.slots.len() {
             let s = self.tickets.slots[slot];
             if s.busy.is_some_and(|b| b.route == route) {
-                let ticket = Ticket { slot: slot as u16, generation: s.generation };
+                let ticket = Ticket { slot: slot as u16, generation: s.generation, task: false };
                 if self.answers().answer_timeout(ticket).is_ok() {
                     self.tickets.tell_cancelled(ticket);
                 }
@@ -899,6 +961,9 @@ impl Core {
             Method::GetPrompt => self.get_prompt(req, rev),
             Method::Complete => self.complete(req, rev),
             Method::Listen => self.listen(req),
+            Method::GetTask => self.get_task(req, rev),
+            Method::UpdateTask => self.update_task(req, rev),
+            Method::CancelTask => self.cancel_task(req, rev),
             Method::Subscribe => self.legacy_subscribe(req, rev, true),
             Method::Unsubscribe => self.legacy_subscribe(req, rev, false),
         }

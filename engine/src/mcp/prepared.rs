@@ -27,6 +27,9 @@ pub(crate) struct Prepared {
     pub(crate) cursor_life: Lifetime,
     /// What the configuration and the catalog offer, as the method table asks it.
     pub(crate) features: Features,
+    /// The longest `ttlMs` and the default `pollIntervalMs` of a task.
+    pub(crate) task_ttl_ms: u64,
+    pub(crate) task_poll_ms: u64,
 }
 
 pub(crate) fn capabilities(cfg: &Config, catalog: &Catalog) -> String {
@@ -64,6 +67,16 @@ impl Prepared {
             meta.extend_from_slice(info.as_bytes());
             meta.push(b'}');
         }
+        // `server/discover` (the 2026-07-28 probe) declares the tasks extension; the
+        // session-bound capabilities of `initialize` never do.
+        let tasks = cfg.tasks && catalog.has_tools();
+        let discover_caps = if tasks {
+            let mut v: serde_json::Value = serde_json::from_str(&caps).unwrap_or_default();
+            v["extensions"] = serde_json::json!({ crate::mcp::tasks::methods::EXTENSION: {} });
+            v.to_string()
+        } else {
+            caps.clone()
+        };
         let discover_for = |revisions: &[Revision]| {
             let mut discover = Vec::new();
             discover.extend_from_slice(b"\"supportedVersions\":[");
@@ -74,7 +87,7 @@ impl Prepared {
                 json::write_str(&mut discover, r.as_str());
             }
             discover.extend_from_slice(b"],\"capabilities\":");
-            discover.extend_from_slice(caps.as_bytes());
+            discover.extend_from_slice(discover_caps.as_bytes());
             if let Some(text) = &cfg.instructions {
                 discover.extend_from_slice(b",\"instructions\":");
                 json::write_str(&mut discover, text);
@@ -115,7 +128,10 @@ impl Prepared {
                 completions: cfg.completions,
                 list_changed: cfg.list_changed,
                 resource_subscriptions: cfg.resource_subscriptions,
+                tasks,
             },
+            task_ttl_ms: u64::try_from(cfg.task_ttl.as_millis()).unwrap_or(u64::MAX),
+            task_poll_ms: u64::try_from(cfg.task_poll_interval.as_millis()).unwrap_or(u64::MAX).max(1),
         }
     }
 }
