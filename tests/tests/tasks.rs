@@ -714,3 +714,52 @@ fn the_per_principal_bound_refuses_a_task_and_keeps_the_call() {
         assert_eq!(t.with(|e| e.tasks()), 3);
     }
 }
+
+/// A task's life in one input (created, read, updated, cancelled, read): the output is
+/// the same however the bytes are split.
+#[test]
+fn a_tasks_session_is_the_same_whole_byte_by_byte_and_in_odd_chunks() {
+    // The id is known in advance: the same entropy draws the same first token.
+    let mut probe = T::new(false, config());
+    let (id, _) = probe.create(1, "slow");
+    let with = |rid: u64, method: &str, params: Value| {
+        let mut params = params;
+        params["_meta"] = declaring();
+        request(rid, method, params)
+    };
+    let input = [
+        with(1, "tools/call", json!({ "name": "slow" })),
+        with(2, "tasks/get", json!({ "taskId": id })),
+        with(3, "tasks/update", json!({ "taskId": id, "inputResponses": { "k": {} } })),
+        with(5, "tasks/cancel", json!({ "taskId": id })),
+        with(6, "tasks/get", json!({ "taskId": id })),
+        with(7, "tasks/get", json!({ "taskId": "AAAAAAAAAAAAAAAAAAAAAA" })),
+    ]
+    .concat();
+    let run = |chunks: &[usize]| {
+        let log = Shared::default();
+        log.borrow_mut().auto_task = true;
+        let mut h = host(log.clone());
+        let mut e = Engine::new(config(), catalog());
+        e.set_entropy(&[3; 32]);
+        let mut out = Vec::new();
+        let (mut pos, mut k) = (0, 0);
+        while pos < input.len() {
+            let end = (pos + chunks[k % chunks.len()]).min(input.len());
+            k += 1;
+            while pos < end {
+                pos += e.handle_input(Instant::ZERO, &input.as_bytes()[pos..end]);
+                drain_with(&mut e, &mut h, &mut out);
+            }
+        }
+        lines(&out)
+    };
+    let whole = run(&[usize::MAX]);
+    assert_eq!(whole.len(), 6, "{whole:?}");
+    assert_eq!(whole[0]["result"]["taskId"], id.as_str());
+    assert_eq!(whole[1]["result"]["status"], "working");
+    assert_eq!(whole[4]["result"]["status"], "cancelled");
+    assert_eq!(error_code(&whole[5]), -32602);
+    assert_eq!(run(&[1]), whole, "byte by byte");
+    assert_eq!(run(&[7, 1, 13, 64]), whole, "odd chunks");
+}
