@@ -305,6 +305,16 @@ pub(crate) enum PeerError<'a> {
     TaskToolNeedsTasks(&'a str),
     /// No task of this caller has this id (unknown, expired, another principal's).
     TaskNotFound,
+    /// `2025-11-25`: a task-augmented call of a tool that never runs as a task, or a plain
+    /// call of one that runs only as a task (`-32601`).
+    TaskAugmentation {
+        tool: &'a str,
+        required: bool,
+    },
+    /// `2025-11-25`: `tasks/cancel` of a task already in this terminal status.
+    TaskFinished(&'static str),
+    /// `2025-11-25`: more `tasks/result` requests wait for one task than allowed.
+    TooManyWaiters,
 }
 
 impl PeerError<'_> {
@@ -331,7 +341,8 @@ impl PeerError<'_> {
             E::SessionNotFound => code::SESSION_NOT_FOUND,
             E::InsufficientScope => code::INSUFFICIENT_SCOPE,
             E::TooManySessions => code::INTERNAL_ERROR,
-            E::MethodNotFound(_) => code::METHOD_NOT_FOUND,
+            E::MethodNotFound(_) | E::TaskAugmentation { .. } => code::METHOD_NOT_FOUND,
+            E::TooManyWaiters => code::INTERNAL_ERROR,
             E::TasksNotDeclared | E::TaskToolNeedsTasks(_) => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             E::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
             E::Detailed { code, .. } => *code,
@@ -517,6 +528,16 @@ impl fmt::Display for PeerError<'_> {
                 Capped(tool)
             ),
             E::TaskNotFound => f.write_str("Invalid params: Task not found (unknown, or expired)"),
+            E::TaskAugmentation { tool, required: false } => write!(
+                f,
+                "Method not found: tool {} does not run as a task (call it without params.task)",
+                Capped(tool)
+            ),
+            E::TaskAugmentation { tool, required: true } => {
+                write!(f, "Method not found: tool {} runs only as a task (call it with params.task)", Capped(tool))
+            }
+            E::TaskFinished(status) => write!(f, "Invalid params: the task is already {status}; it cannot be cancelled"),
+            E::TooManyWaiters => f.write_str("Internal error: too many requests wait for this task's result"),
         }
     }
 }

@@ -763,12 +763,18 @@ fn polling_tasks_allocates_nothing() {
     let ids: Vec<String> =
         mcp_tests::lines(&out).iter().map(|v| v["result"]["taskId"].as_str().unwrap().to_owned()).collect();
     assert_eq!(ids.len(), 2, "two tasks");
-    drop(host);
     e.answer_tool(tickets[1], &ToolOutput::new(&[Content::text("done")])).unwrap();
     let polls: String = (0..50u64)
         .flat_map(|i| {
-            let p = |m: &str, id: &str| request(100 + i, m, json!({ "taskId": id, "inputResponses": {}, "_meta": meta }));
-            [p("tasks/get", &ids[0]), p("tasks/get", &ids[1]), p("tasks/update", &ids[0]), p("tasks/cancel", &ids[1])]
+            let p = |m: &str, id: &str| {
+                request(100 + i, m, json!({ "taskId": id, "inputResponses": {}, "_meta": meta }))
+            };
+            [
+                p("tasks/get", &ids[0]),
+                p("tasks/get", &ids[1]),
+                p("tasks/update", &ids[0]),
+                p("tasks/cancel", &ids[1]),
+            ]
         })
         .collect();
     let mut written = 0;

@@ -1172,8 +1172,10 @@ fn a_tasks_life() {
     let out = s.send(&get("2"), |_, _| panic!("answered by the engine"));
     assert_eq!(out[0]["result"]["status"], "working");
 
-    let schema = serde_json::value::to_raw_value(&json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } }))
-        .unwrap();
+    let schema = serde_json::value::to_raw_value(
+        &json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } }),
+    )
+    .unwrap();
     let asks = [InputRequest::elicit("approve", "Ship it?", &schema)];
     let r = s.e.answer_input_required(t, &InputRequired::new(&asks));
     s.tx.host(format!(
@@ -1183,10 +1185,13 @@ fn a_tasks_life() {
     assert_eq!(out[0]["result"]["status"], "input_required");
     assert_eq!(out[0]["result"]["inputRequests"]["approve"]["method"], "elicitation/create");
 
-    let update = format!(r#""taskId":"{id}","inputResponses":{{"approve":{{"action":"accept","content":{{"ok":true}}}}}}"#);
+    let update = format!(
+        r#""taskId":"{id}","inputResponses":{{"approve":{{"action":"accept","content":{{"ok":true}}}}}}"#
+    );
     let out = s.send(&req_meta("4", "tasks/update", &update, TASKS), |ev, tx| {
         let Event::CallTool(call) = ev else { panic!() };
-        let shown: Vec<String> = call.input_responses.iter().map(|(k, r)| format!("{k:?}: {}", r.raw())).collect();
+        let shown: Vec<String> =
+            call.input_responses.iter().map(|(k, r)| format!("{k:?}: {}", r.raw())).collect();
         tx.host(format!(
             "poll_event() -> Event::CallTool {{ ticket: {:?}, tool: {:?}, input_responses: {{{}}} }}",
             call.ticket,

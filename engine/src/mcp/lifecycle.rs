@@ -147,6 +147,8 @@ pub(crate) enum Method {
     GetTask,
     UpdateTask,
     CancelTask,
+    TaskResult,
+    ListTasks,
 }
 
 /// Under which revisions a method exists.
@@ -157,6 +159,10 @@ pub(crate) enum Eras {
     Stateless,
     /// `2025-11-25` and `2025-06-18` only.
     Session,
+    /// `2026-07-28` (the tasks extension) and `2025-11-25` (the tasks utility).
+    Tasks,
+    /// `2025-11-25` only (the tasks utility).
+    SessionTasks,
 }
 
 impl Eras {
@@ -165,6 +171,8 @@ impl Eras {
             Self::Any => true,
             Self::Stateless => rev.is_stateless(),
             Self::Session => !rev.is_stateless(),
+            Self::Tasks => rev != Revision::V2025_06_18,
+            Self::SessionTasks => rev == Revision::V2025_11_25,
         }
     }
 }
@@ -234,7 +242,7 @@ const fn row(name: &'static str, method: Method, eras: Eras, needs: Needs) -> Ro
 
 /// Every method, once the revision is decided. A method not here, or whose row does not
 /// admit the revision or whose needs are not met, is `-32601`.
-pub(crate) const METHODS: [Row; 17] = [
+pub(crate) const METHODS: [Row; 19] = [
     row("server/discover", Method::Discover, Eras::Any, Needs::Nothing),
     row("ping", Method::Ping, Eras::Session, Needs::Nothing),
     row("logging/setLevel", Method::SetLevel, Eras::Session, Needs::Logging),
@@ -249,9 +257,11 @@ pub(crate) const METHODS: [Row; 17] = [
     row("subscriptions/listen", Method::Listen, Eras::Stateless, Needs::Notifications),
     row("resources/subscribe", Method::Subscribe, Eras::Session, Needs::ResourceSubscriptions),
     row("resources/unsubscribe", Method::Unsubscribe, Eras::Session, Needs::ResourceSubscriptions),
-    row("tasks/get", Method::GetTask, Eras::Stateless, Needs::Tasks),
+    row("tasks/get", Method::GetTask, Eras::Tasks, Needs::Tasks),
     row("tasks/update", Method::UpdateTask, Eras::Stateless, Needs::Tasks),
-    row("tasks/cancel", Method::CancelTask, Eras::Stateless, Needs::Tasks),
+    row("tasks/cancel", Method::CancelTask, Eras::Tasks, Needs::Tasks),
+    row("tasks/result", Method::TaskResult, Eras::SessionTasks, Needs::Tasks),
+    row("tasks/list", Method::ListTasks, Eras::SessionTasks, Needs::Tasks),
 ];
 
 /// The method `name` under `rev`, if it exists there and `features` meet its needs.
@@ -501,6 +511,8 @@ pub(crate) fn tables_markdown() -> String {
             Eras::Any => "any",
             Eras::Stateless => "2026-07-28",
             Eras::Session => "2025-11-25, 2025-06-18",
+            Eras::Tasks => "2026-07-28, 2025-11-25",
+            Eras::SessionTasks => "2025-11-25",
         };
         let needs = match r.needs {
             Needs::Nothing => "—",
@@ -602,13 +614,20 @@ mod tests {
         method!("tasks/get", NEW, ALL => Some(M::GetTask));
         method!("tasks/get", NEW, Features { tasks: false, ..ALL } => None);
         method!("tasks/get", NEW, Features { tools: false, ..ALL } => None);
-        method!("tasks/get", OLD, ALL => None);
+        method!("tasks/get", OLD, ALL => Some(M::GetTask));
+        method!("tasks/get", OLDEST, ALL => None);
         method!("tasks/update", NEW, ALL => Some(M::UpdateTask));
+        method!("tasks/update", OLD, ALL => None);
         method!("tasks/cancel", NEW, ALL => Some(M::CancelTask));
+        method!("tasks/cancel", OLD, ALL => Some(M::CancelTask));
         method!("tasks/cancel", OLDEST, ALL => None);
-        // Removed by the extension, never part of it.
+        // Removed by the extension, never part of it: the 2025-11-25 utility's only.
         method!("tasks/result", NEW, ALL => None);
         method!("tasks/list", NEW, ALL => None);
+        method!("tasks/result", OLD, ALL => Some(M::TaskResult));
+        method!("tasks/list", OLD, ALL => Some(M::ListTasks));
+        method!("tasks/list", OLD, Features { tasks: false, ..ALL } => None);
+        method!("tasks/list", OLDEST, ALL => None);
         // Not in the table at all.
         method!("initialize", OLD, ALL => None);
         method!("tools/remove", NEW, ALL => None);

@@ -116,6 +116,8 @@ pub(crate) struct Core {
     pub(crate) denied: Option<usize>,
     /// The response of the request being dispatched cannot be a stream (HTTP/1.0).
     pub(crate) no_stream: bool,
+    /// The request being dispatched waits for a task to end (`tasks/result`).
+    pub(crate) waiting: bool,
 }
 
 /// Where the data of the current event lives (read by the event while it is held).
@@ -217,6 +219,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         granted: None,
         denied: None,
         no_stream: false,
+        waiting: false,
         scratch: Scratch {
             args: Vec::with_capacity(frame),
             uri: String::with_capacity(1024),
@@ -599,6 +602,7 @@ impl Core {
     /// learns through [`Event::Cancelled`] and nothing more is written for it.
     pub(crate) fn cancel_route(&mut self, route: Route) {
         self.subs.list.retain(|s| s.route != route);
+        self.tasks.drop_waiters(route);
         for slot in 0..self.tickets.slots.len() {
             let s = self.tickets.slots[slot];
             if s.busy.is_some_and(|b| b.route == route) {
@@ -611,6 +615,7 @@ impl Core {
     /// cancelled (a request whose event the host has not polled yet is withdrawn), and
     /// ends a listen stream on it (its grant expired) with its closing result.
     pub(crate) fn time_out_route(&mut self, route: Route) {
+        self.time_out_waiters(route);
         // A listen stream on the route ends as the server ends it (its grant expired).
         let mut i = 0;
         while i < self.subs.list.len() {
@@ -768,7 +773,13 @@ impl Core {
         out.extend_from_slice(b"\"protocolVersion\":");
         json::write_str(&mut out, rev.as_str());
         out.push(b',');
-        out.extend_from_slice(&self.prepared.initialize);
+        // The tasks utility is 2025-11-25's.
+        let tasks = rev == Revision::V2025_11_25 && self.prepared.features.tasks;
+        out.extend_from_slice(if tasks {
+            &self.prepared.initialize_tasks
+        } else {
+            &self.prepared.initialize
+        });
         out.extend_from_slice(b"}}\n");
         self.outbox.out = out;
         Ok(())
@@ -894,7 +905,7 @@ impl Core {
                 }
             }
         };
-        if self.tickets.pending.is_some() {
+        if self.tickets.pending.is_some() || core::mem::take(&mut self.waiting) {
             Dispatched::Pending
         } else if core::mem::take(&mut self.subs.subscribed) {
             Dispatched::Listening
@@ -964,6 +975,8 @@ impl Core {
             Method::GetTask => self.get_task(req, rev),
             Method::UpdateTask => self.update_task(req, rev),
             Method::CancelTask => self.cancel_task(req, rev),
+            Method::TaskResult => self.task_result(req, rev),
+            Method::ListTasks => self.list_tasks(req, rev),
             Method::Subscribe => self.legacy_subscribe(req, rev, true),
             Method::Unsubscribe => self.legacy_subscribe(req, rev, false),
         }

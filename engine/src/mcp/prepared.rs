@@ -19,6 +19,8 @@ pub(crate) struct Prepared {
     /// The body of the `initialize` result for 2025-11-25 and 2025-06-18, without
     /// `protocolVersion`.
     pub(crate) initialize: Vec<u8>,
+    /// The same for 2025-11-25 with tasks on: the `tasks` capability added.
+    pub(crate) initialize_tasks: Vec<u8>,
     /// The `requestState` key and lifetime.
     pub(crate) state_key: Option<crate::mcp::mrtr::StateKeys>,
     pub(crate) state_life: Lifetime,
@@ -96,20 +98,31 @@ impl Prepared {
         };
         let discover = discover_for(STDIO.supported);
         let discover_http = discover_for(HTTP.supported);
-        let mut initialize = Vec::new();
-        initialize.extend_from_slice(b"\"capabilities\":");
-        initialize.extend_from_slice(caps.as_bytes());
-        initialize.extend_from_slice(b",\"serverInfo\":");
-        initialize.extend_from_slice(info.as_bytes());
-        if let Some(text) = &cfg.instructions {
-            initialize.extend_from_slice(b",\"instructions\":");
-            json::write_str(&mut initialize, text);
-        }
+        let initialize_with = |caps: &str| {
+            let mut initialize = Vec::new();
+            initialize.extend_from_slice(b"\"capabilities\":");
+            initialize.extend_from_slice(caps.as_bytes());
+            initialize.extend_from_slice(b",\"serverInfo\":");
+            initialize.extend_from_slice(info.as_bytes());
+            if let Some(text) = &cfg.instructions {
+                initialize.extend_from_slice(b",\"instructions\":");
+                json::write_str(&mut initialize, text);
+            }
+            initialize
+        };
+        let initialize = initialize_with(&caps);
+        let initialize_tasks = {
+            let mut v: serde_json::Value = serde_json::from_str(&caps).unwrap_or_default();
+            v["tasks"] =
+                serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
+            initialize_with(&v.to_string())
+        };
         Self {
             meta,
             discover,
             discover_http,
             initialize,
+            initialize_tasks,
             state_key: cfg.state_key.as_ref().map(|k| crate::mcp::mrtr::StateKeys {
                 sign: k.0,
                 previous: cfg.previous_keys.iter().map(|p| p.0).collect(),

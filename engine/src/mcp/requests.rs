@@ -167,7 +167,12 @@ impl Core {
         }
         self.round_trip(req, rev, Method::CallTool, name)?;
         self.scratch.round.tasks = offer;
-        self.hand_over(req, PendingKind::Tool(ti), rev)
+        self.hand_over(req, PendingKind::Tool(ti), rev)?;
+        if offer && !rev.is_stateless() {
+            // 2025-11-25: the client asked for a task; the host gets the call as one.
+            self.augmented(req);
+        }
+        Ok(())
     }
 
     /// `completion/complete`: the prompt or template and the argument exist; then the

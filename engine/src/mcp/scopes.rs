@@ -45,7 +45,12 @@ pub(crate) fn slot(method: Method) -> usize {
         Method::SetLevel => 3,
         Method::List(kind) => 4 + kind.index(),
         // A task is a tool call: whoever may call tools may read, answer and cancel theirs.
-        Method::CallTool | Method::GetTask | Method::UpdateTask | Method::CancelTask => 8,
+        Method::CallTool
+        | Method::GetTask
+        | Method::UpdateTask
+        | Method::CancelTask
+        | Method::TaskResult
+        | Method::ListTasks => 8,
         Method::ReadResource => 9,
         Method::GetPrompt => 10,
         Method::Complete => 11,

@@ -72,12 +72,15 @@ impl Core {
     /// The task a `tasks/*` request names, for its caller: the extension declared on this
     /// request (`-32021` before anything else), `params.taskId` a string, a task of the
     /// caller's (`-32602` otherwise, whether it never existed, expired, or is another's).
-    fn task_of<'t>(&self, req: &Req<'_, 't>) -> Result<Ticket, PeerError<'t>> {
-        if !declares(req.n, req.meta.capabilities) {
+    pub(crate) fn task_of<'t>(&self, req: &Req<'_, 't>, rev: Revision) -> Result<Ticket, PeerError<'t>> {
+        if rev.is_stateless() && !declares(req.n, req.meta.capabilities) {
             return Err(PeerError::TasksNotDeclared);
         }
         let id = req.str_at(req.param("taskId")).ok_or(PeerError::NotAString("taskId"))?;
-        self.tasks.find(id, self.principal.as_ref()).ok_or(PeerError::TaskNotFound)
+        let ticket = self.tasks.find(id, self.principal.as_ref()).ok_or(PeerError::TaskNotFound)?;
+        // A task lives on the wire it was made on.
+        let same = |r: &Record| r.revision.is_some_and(|v| v.is_stateless() == rev.is_stateless());
+        self.tasks.get(ticket).filter(|r| same(r)).map(|_| ticket).ok_or(PeerError::TaskNotFound)
     }
 
     /// The wall clock now (microseconds since the Unix epoch; the engine's time until the
@@ -88,12 +91,14 @@ impl Core {
 
     /// `tasks/get`: the task as it is now (`DetailedTask`), `resultType: "complete"`.
     pub(crate) fn get_task<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
-        let ticket = self.task_of(req)?;
+        let ticket = self.task_of(req, rev)?;
         let r = self.tasks.get(ticket).ok_or(PeerError::TaskNotFound)?;
         let out = &mut self.outbox.out;
         result_start(out, Reply::Id(req.id));
-        task_members(out, r, false);
-        detail_members(out, r);
+        task_members(out, r, !rev.is_stateless());
+        if rev.is_stateless() {
+            detail_members(out, r);
+        }
         result_end(out, &self.prepared, rev, None);
         Ok(())
     }
@@ -105,7 +110,7 @@ impl Core {
     /// is `working` again and its call comes back to the host with the answers. The
     /// acknowledgement is empty.
     pub(crate) fn update_task<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
-        let ticket = self.task_of(req)?;
+        let ticket = self.task_of(req, rev)?;
         let n = req.n;
         let responses = req.param("inputResponses");
         let Some(&Node::Object { len, .. }) = responses.and_then(|i| n.get(i)) else {
@@ -150,15 +155,27 @@ impl Core {
     /// ([`Event::Cancelled`](crate::Event::Cancelled) with the task's ticket); a finished
     /// one is left as it is. Either way the acknowledgement is the same, empty.
     pub(crate) fn cancel_task<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
-        let ticket = self.task_of(req)?;
+        let ticket = self.task_of(req, rev)?;
         let wall = self.wall_now();
-        if let Some(r) = self.tasks.get_mut(ticket) {
-            let held = r.held;
-            if r.move_to(Status::Cancelled, wall) && held {
-                self.tickets.tell_cancelled(ticket);
-            }
+        let r = self.tasks.get_mut(ticket).ok_or(PeerError::TaskNotFound)?;
+        let held = r.held;
+        let moved = r.move_to(Status::Cancelled, wall);
+        if moved && held {
+            self.tickets.tell_cancelled(ticket);
         }
-        self.ack(req, rev);
+        if rev.is_stateless() {
+            self.ack(req, rev);
+            return Ok(());
+        }
+        // 2025-11-25: a finished task cannot be cancelled; the answer is the task.
+        if !moved {
+            return Err(PeerError::TaskFinished(r.status().as_str()));
+        }
+        crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
+        let out = &mut self.outbox.out;
+        result_start(out, Reply::Id(req.id));
+        task_members(out, r, true);
+        result_end(out, &self.prepared, rev, None);
         Ok(())
     }
 
@@ -171,8 +188,13 @@ impl Core {
 
     /// Deletes the tasks past their TTL; the host is told of those it still works on.
     pub(crate) fn expire_tasks(&mut self) {
-        let Self { tasks, tickets, now, .. } = self;
-        tasks.expire(crate::time::Instant::from_micros(*now), |t| tickets.tell_cancelled(t));
+        let Self { tasks, tickets, now, outbox, .. } = self;
+        tasks.expire(crate::time::Instant::from_micros(*now), |t, r| {
+            if r.held {
+                tickets.tell_cancelled(t);
+            }
+            crate::mcp::tasks::legacy::answer_waiters(outbox, r, Some("Task has expired"));
+        });
     }
 
     /// Whether the tools/call being dispatched may become a task: tasks on, the tool not
@@ -186,7 +208,23 @@ impl Core {
         name: &'t str,
     ) -> Result<bool, PeerError<'t>> {
         let support = self.catalog.tools[tool].tool.task_support;
-        if !self.prepared.features.tasks || support == TaskSupport::Forbidden || !rev.is_stateless() {
+        if !self.prepared.features.tasks || rev == Revision::V2025_06_18 {
+            return Ok(false);
+        }
+        if !rev.is_stateless() {
+            // 2025-11-25: the client asks for a task with `params.task`.
+            let asked = req.param("task").filter(|&t| json::is_object(req.n, t));
+            return match (asked, support) {
+                (Some(_), TaskSupport::Forbidden) => {
+                    Err(PeerError::TaskAugmentation { tool: name, required: false })
+                }
+                (None, TaskSupport::Required) => {
+                    Err(PeerError::TaskAugmentation { tool: name, required: true })
+                }
+                (asked, _) => Ok(asked.is_some()),
+            };
+        }
+        if support == TaskSupport::Forbidden {
             return Ok(false);
         }
         let declared = declares(req.n, req.meta.capabilities);
@@ -254,6 +292,7 @@ impl Answers<'_> {
             request_id: busy.id,
             trace: busy.trace,
             caps: busy.caps,
+            route: busy.route,
             ttl_ms,
             poll_ms,
             message: opts.message,
@@ -266,11 +305,19 @@ impl Answers<'_> {
         let out = &mut self.outbox.out;
         let mark = out.len();
         result_start(out, Reply::Stored(busy.id.as_bytes()));
-        out.extend_from_slice(b"\"resultType\":\"task\"");
-        if let Some(r) = self.tasks.get(task) {
-            task_members(out, r, false);
+        let legacy = !busy.revision.is_stateless();
+        if legacy {
+            // 2025-11-25: `{"task":{..}}`.
+            out.extend_from_slice(b"\"task\":{");
+        } else {
+            out.extend_from_slice(b"\"resultType\":\"task\"");
         }
-        if !self.prepared.meta.is_empty() {
+        if let Some(r) = self.tasks.get(task) {
+            task_members(out, r, legacy);
+        }
+        if legacy {
+            out.push(b'}');
+        } else if !self.prepared.meta.is_empty() {
             out.push(b',');
             out.extend_from_slice(&self.prepared.meta);
         }
@@ -285,13 +332,14 @@ impl Answers<'_> {
         &mut self,
         ticket: Ticket,
         status: Status,
+        error_outcome: bool,
         body: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
     ) -> Result<(), AnswerError> {
         let wall = self.clock.wall.unwrap_or(self.clock.mono);
         let r = self.tasks.held_mut(ticket).ok_or(AnswerError::UnknownTicket)?;
         r.outcome.clear();
-        let status = match body(&mut r.outcome) {
-            Ok(()) => status,
+        let (status, error_outcome) = match body(&mut r.outcome) {
+            Ok(()) => (status, error_outcome),
             Err(e) => {
                 r.outcome.clear();
                 write_error_object(
@@ -299,7 +347,7 @@ impl Answers<'_> {
                     code::INTERNAL_ERROR,
                     format_args!("Internal error: the result could not be serialized ({e})"),
                 );
-                Status::Failed
+                (Status::Failed, true)
             }
         };
         // A frame must not hold line breaks; outside strings they can only be whitespace.
@@ -309,6 +357,8 @@ impl Answers<'_> {
             }
         }
         r.move_to(status, wall);
+        r.error_outcome = error_outcome;
+        crate::mcp::tasks::legacy::changed(self.outbox, r);
         Ok(())
     }
 
@@ -319,7 +369,12 @@ impl Answers<'_> {
         output: &ToolOutput<'_, S>,
         conforms: bool,
     ) -> Result<(), AnswerError> {
-        self.finish_task(ticket, Status::Completed, |out| {
+        let revision = self.tasks.get(ticket).and_then(|r| r.revision).unwrap_or(Revision::V2026_07_28);
+        // 2025-11-25: a tool error fails the task (its result is still what
+        // `tasks/result` returns); 2026-07-28: the task completed.
+        let status =
+            if output.is_error && !revision.is_stateless() { Status::Failed } else { Status::Completed };
+        self.finish_task(ticket, status, false, |out| {
             out.push(b'{');
             if conforms {
                 crate::mcp::answers::write_tool_members(out, output)?;
@@ -327,7 +382,10 @@ impl Answers<'_> {
                 out.extend_from_slice(crate::mcp::answers::MISMATCH_RESULT);
             }
             // The inlined result is the `CallToolResult` the call would have returned.
-            out.extend_from_slice(b",\"resultType\":\"complete\"}");
+            if revision.is_stateless() {
+                out.extend_from_slice(b",\"resultType\":\"complete\"");
+            }
+            out.push(b'}');
             Ok(())
         })
     }
@@ -338,7 +396,7 @@ impl Answers<'_> {
         ticket: Ticket,
         error: HostError<'_>,
     ) -> Result<(), AnswerError> {
-        self.finish_task(ticket, Status::Failed, |out| {
+        self.finish_task(ticket, Status::Failed, true, |out| {
             match error {
                 HostError::NotFound => {
                     write_error_object(out, code::INVALID_PARAMS, format_args!("Not found"))
@@ -368,6 +426,11 @@ impl Answers<'_> {
         }
         let wall = self.clock.wall.unwrap_or(self.clock.mono);
         let r = self.tasks.held_mut(ticket).ok_or(AnswerError::UnknownTicket)?;
+        if r.revision.is_some_and(|v| !v.is_stateless()) {
+            return Err(AnswerError::InvalidInputRequest(
+                "a 2025-11-25 task cannot ask for input yet: answer it without",
+            ));
+        }
         if r.status() != Status::Working {
             return Err(AnswerError::InvalidInputRequest("the task waits for input already"));
         }

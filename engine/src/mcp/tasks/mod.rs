@@ -14,7 +14,11 @@
 //!   the status machine (only the transitions the extension allows);
 //! - [`write`]: the wire form of a task (`CreateTaskResult`, `DetailedTask`, timestamps);
 //! - [`methods`]: `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers
-//!   to a task ticket.
+//!   to a task ticket;
+//! - [`legacy`]: the `2025-11-25` tasks utility on session-bound streams: task-augmented
+//!   `tools/call` (`params.task`), `tasks/result` (waiting for the end), `tasks/list`,
+//!   the `2025-11-25` forms of `tasks/get` and `tasks/cancel`,
+//!   `notifications/tasks/status`.
 //!
 //! Task ids are 128-bit tokens drawn by HMAC-SHA256 in counter mode from the host's
 //! entropy (as session tokens are, `wire/session_id.rs`), written as 22 characters of
@@ -22,6 +26,7 @@
 //! the principal that created it: another principal's id is not found, exactly like an
 //! unknown one.
 
+pub(crate) mod legacy;
 pub(crate) mod methods;
 pub(crate) mod write;
 
@@ -34,6 +39,7 @@ use sha2::Sha256;
 
 use crate::mcp::mrtr::{ClientCapabilities, Entry, InputKind, MAX_INPUT_REQUESTS};
 use crate::mcp::tickets::{IdBuf, Ticket};
+use crate::output::Route;
 use crate::revision::Revision;
 use crate::time::Instant;
 use crate::timer::Timers;
@@ -45,6 +51,8 @@ pub(crate) const TOKEN_LEN: usize = 16;
 pub(crate) const TASK_ID_LEN: usize = 22;
 /// Input request keys one task may use over its life (they must never repeat).
 pub(crate) const MAX_TASK_KEYS: usize = 256;
+/// `tasks/result` requests that may wait for one task at once (`2025-11-25`).
+pub(crate) const MAX_WAITERS: usize = 4;
 /// The longest status message kept, in bytes (a longer one is cut on a char boundary).
 pub(crate) const MAX_STATUS_MESSAGE_LEN: usize = 1024;
 const MINT_LABEL: &[u8] = b"mcp-engine/task-token";
@@ -122,8 +130,15 @@ pub(crate) struct Record {
     pub(crate) request_id: Option<IdBuf>,
     pub(crate) trace: Option<TraceParent>,
     pub(crate) caps: ClientCapabilities,
-    /// `completed`: the `CallToolResult` object; `failed`: the error object.
+    /// `completed`: the `CallToolResult` object; `failed`: the error object (or, under
+    /// `2025-11-25`, a `CallToolResult` with `isError`: `error_outcome` says which).
     pub(crate) outcome: Vec<u8>,
+    pub(crate) error_outcome: bool,
+    /// Where the creating call came from (`2025-11-25` status notifications go to stdio).
+    pub(crate) route: Option<Route>,
+    /// `tasks/result` requests waiting for the task to end (`2025-11-25`): their route
+    /// and id.
+    pub(crate) waiters: heapless::Vec<(Route, IdBuf), MAX_WAITERS>,
     /// The input requests of the latest round, and which the client answered.
     pub(crate) requests: Vec<u8>,
     pub(crate) asked: heapless::Vec<Asked, MAX_INPUT_REQUESTS>,
@@ -187,6 +202,7 @@ pub(crate) struct NewTask<'a> {
     pub(crate) request_id: IdBuf,
     pub(crate) trace: Option<TraceParent>,
     pub(crate) caps: ClientCapabilities,
+    pub(crate) route: Route,
     pub(crate) ttl_ms: u64,
     pub(crate) poll_ms: u64,
     pub(crate) message: Option<&'a str>,
@@ -325,6 +341,9 @@ impl Tasks {
         r.trace = t.trace;
         r.caps = t.caps;
         r.outcome.clear();
+        r.error_outcome = false;
+        r.route = Some(t.route);
+        r.waiters.clear();
         r.requests.clear();
         r.asked.clear();
         r.responses.clear();
@@ -401,16 +420,33 @@ impl Tasks {
         self.timers.next()
     }
 
-    /// Deletes every task past its TTL at `now`; returns the tickets of those whose host
-    /// still held the work (to be told it is cancelled), through `cancelled`.
-    pub(crate) fn expire(&mut self, now: Instant, mut cancelled: impl FnMut(Ticket)) {
+    /// Deletes every task past its TTL at `now`; `gone` sees each first (its host may
+    /// still hold the work, requests may wait for it).
+    pub(crate) fn expire(&mut self, now: Instant, mut gone: impl FnMut(Ticket, &mut Record)) {
         while let Some(slot) = self.timers.pop_due(now) {
             let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.used) else { continue };
             let ticket = Ticket { slot: slot as u16, generation: s.generation, task: true };
-            if s.rec.held {
-                cancelled(ticket);
-            }
+            gone(ticket, &mut s.rec);
             self.remove(ticket);
+        }
+    }
+
+    /// Every task in the table, with its ticket, in slot order from `from`.
+    pub(crate) fn iter_from(&self, from: usize) -> impl Iterator<Item = (usize, &Record)> + '_ {
+        self.slots.iter().enumerate().skip(from).filter(|(_, s)| s.used).map(|(i, s)| (i, &s.rec))
+    }
+
+    /// Runs `f` on every task's record.
+    pub(crate) fn each_mut(&mut self, mut f: impl FnMut(&mut Record)) {
+        for s in self.slots.iter_mut().filter(|s| s.used) {
+            f(&mut s.rec);
+        }
+    }
+
+    /// Drops the waiters on `route` of every task (their connection went away).
+    pub(crate) fn drop_waiters(&mut self, route: Route) {
+        for s in self.slots.iter_mut().filter(|s| s.used && !s.rec.waiters.is_empty()) {
+            s.rec.waiters.retain(|(r, _)| *r != route);
         }
     }
 
@@ -472,6 +508,7 @@ mod tests {
             request_id: IdBuf::of(crate::jsonrpc::IdRef::I(1)).expect("short"),
             trace: None,
             caps: ClientCapabilities::NONE,
+            route: Route::Stdio,
             ttl_ms: 1000,
             poll_ms: 100,
             message: None,
@@ -511,9 +548,9 @@ mod tests {
         // The first expires at 1,000 ms: its holder is told, the others stay.
         assert_eq!(t.deadline(), Some(Instant::from_micros(1_000_000)));
         let mut told = Vec::new();
-        t.expire(Instant::from_micros(999_999), |x| told.push(x));
+        t.expire(Instant::from_micros(999_999), |x, _| told.push(x));
         assert!(told.is_empty());
-        t.expire(Instant::from_micros(1_000_000), |x| told.push(x));
+        t.expire(Instant::from_micros(1_000_000), |x, _| told.push(x));
         assert_eq!(told, vec![a]);
         assert!(t.get(a).is_none());
         assert_eq!(t.len(), 2);
