@@ -1212,3 +1212,40 @@ fn a_tasks_life() {
     let out = s.send(&req("7", "tasks/get", &format!(r#""taskId":"{id}""#), ""), |_, _| panic!());
     assert_eq!(out[0]["error"]["code"], -32021);
 }
+
+#[test]
+fn a_tasks_life_in_a_2025_11_25_session() {
+    let mut c = config();
+    c.tasks(true).task_ttl(Duration::from_secs(600)).task_poll_interval(Duration::from_secs(2));
+    let catalog = Catalog::builder()
+        .tool(Tool::new("build").task_support(mcp_engine::TaskSupport::Optional))
+        .build()
+        .unwrap();
+    let mut s = Stdio::new("a task's life, 2025-11-25", c, catalog);
+    s.e.set_entropy(&[1; 32]);
+    s.e.set_wall_clock(Instant::ZERO, mcp_engine::UnixTime::from_secs(1_796_112_000));
+    let opened = s.quiet(&legacy_open("2025-11-25"));
+    assert_eq!(opened[0]["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"], json!({}));
+    let mut task = None;
+    let out = s.send(&bare("1", "tools/call", r#""name":"build","task":{"ttl":60000}"#), |ev, tx| {
+        let Event::CallTool(call) = ev else { panic!() };
+        tx.host(format!("poll_event() -> Event::CallTool {{ ticket: {:?}, tool: {:?} }}", call.ticket, call.tool.name));
+        task = Some(call.ticket);
+    });
+    let t = task.expect("a task's ticket");
+    let id = out[0]["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    let task_params = format!(r#""taskId":"{id}""#);
+    let out = s.send(&bare("2", "tasks/get", &task_params), |_, _| panic!("answered by the engine"));
+    assert_eq!(out[0]["result"]["status"], "working");
+    let out = s.send(&bare("3", "tasks/result", &task_params), |_, _| panic!("answered by the engine"));
+    assert!(out.is_empty(), "tasks/result waits for the end");
+    let r = s.e.answer_tool(t, &ToolOutput::new(&[Content::text("built")]));
+    s.tx.host(format!("engine.answer_tool(t, &ToolOutput::new(&[Content::text(\"built\")])) -> {r:?}"));
+    let out = s.flush();
+    assert_eq!(out[0]["id"], 3);
+    assert_eq!(out[1]["params"]["status"], "completed");
+    let out = s.send(&bare("4", "tasks/list", ""), |_, _| panic!("answered by the engine"));
+    assert_eq!(out[0]["result"]["tasks"][0]["taskId"], id.as_str());
+    let out = s.send(&bare("5", "tasks/cancel", &task_params), |_, _| panic!("answered by the engine"));
+    assert_eq!(out[0]["error"]["code"], -32602);
+}
