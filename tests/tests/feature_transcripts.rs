@@ -1229,7 +1229,10 @@ fn a_tasks_life_in_a_2025_11_25_session() {
     let mut task = None;
     let out = s.send(&bare("1", "tools/call", r#""name":"build","task":{"ttl":60000}"#), |ev, tx| {
         let Event::CallTool(call) = ev else { panic!() };
-        tx.host(format!("poll_event() -> Event::CallTool {{ ticket: {:?}, tool: {:?} }}", call.ticket, call.tool.name));
+        tx.host(format!(
+            "poll_event() -> Event::CallTool {{ ticket: {:?}, tool: {:?} }}",
+            call.ticket, call.tool.name
+        ));
         task = Some(call.ticket);
     });
     let t = task.expect("a task's ticket");

@@ -271,3 +271,67 @@ fn a_waiting_result_hears_the_ttl() {
     s.now = Instant::from_micros(2_000_000);
     assert_eq!(s.one(3, "tasks/get", json!({ "taskId": id }))["error"]["code"], -32602);
 }
+
+/// Over an HTTP session: the augmented call answered on one connection, `tasks/result`
+/// waiting on another until the host finishes the task, a third waiter's connection
+/// closing first.
+#[test]
+fn over_an_http_session_tasks_result_waits_on_its_connection() {
+    use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
+    use mcp_tests::wire::{client_of, parse_responses, post};
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let kept = calls.clone();
+    let host: Box<dyn FnMut(Event<'_>)> = Box::new(move |ev| {
+        if let Event::CallTool(call) = ev {
+            kept.borrow_mut().push(call.ticket);
+        }
+    });
+    let mut c =
+        client_of(config(), HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone), catalog(), host);
+    c.e.set_entropy(&[8; 32]);
+    // Session-bound requests: no Mcp-Method / Mcp-Name, the session's id once there is one.
+    let legacy = |body: Value, session: Option<&str>| {
+        let mut extra = vec![("Mcp-Method", ""), ("Mcp-Name", ""), ("MCP-Protocol-Version", "")];
+        if let Some(id) = session {
+            extra.push(("Mcp-Session-Id", id));
+        }
+        post(&body, &extra)
+    };
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let r = c.send(&legacy(init, None)).remove(0);
+    assert!(r.json()["result"]["capabilities"]["tasks"].is_object(), "{:?}", r.json());
+    let session = r.header("mcp-session-id").expect("a session").to_owned();
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "slow", "task": {} } });
+    let r = c.send(&legacy(call, Some(&session))).remove(0);
+    assert_eq!(r.status, 200);
+    let id = r.json()["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    let t = *calls.borrow().last().expect("the host has the task");
+    assert!(t.is_task());
+
+    let result = |rid: u64| {
+        legacy(
+            json!({ "jsonrpc": "2.0", "id": rid, "method": "tasks/result", "params": { "taskId": id } }),
+            Some(&session),
+        )
+    };
+    let first = c.conn;
+    let waiting = c.e.open(c.now, None).expect("a connection");
+    c.conn = waiting;
+    assert!(parse_responses(&c.feed(&result(3), usize::MAX)).is_empty(), "it waits");
+    let gone = c.e.open(c.now, None).expect("a connection");
+    c.conn = gone;
+    assert!(parse_responses(&c.feed(&result(4), usize::MAX)).is_empty());
+    c.e.handle_closed(c.now, gone);
+    c.conn = first;
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("built")])).expect("live");
+    c.conn = waiting;
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    let answered = parse_responses(&out);
+    assert_eq!(answered.len(), 1, "{}", String::from_utf8_lossy(&out));
+    let v = answered[0].json();
+    assert_eq!(v["id"], 3);
+    assert_eq!(v["result"]["content"][0]["text"], "built");
+    assert_eq!(v["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
+}
