@@ -335,3 +335,67 @@ fn over_an_http_session_tasks_result_waits_on_its_connection() {
     assert_eq!(v["result"]["content"][0]["text"], "built");
     assert_eq!(v["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
 }
+
+/// A `2025-11-25` task asks its stdio client for input: the requests go out tagged with
+/// the task, the task is `input_required` until every one is answered, then the call comes
+/// back to the host with the answers.
+#[test]
+fn a_2025_task_asks_its_client_with_requests_tagged_by_the_task() {
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let kept = calls.clone();
+    let mut host: Box<dyn FnMut(Event<'_>)> = Box::new(move |ev| {
+        if let Event::CallTool(call) = ev {
+            let answers: Vec<(String, String)> =
+                call.input_responses.iter().map(|(k, r)| (k.to_owned(), r.raw().to_owned())).collect();
+            kept.borrow_mut().push((call.ticket, answers));
+        }
+    });
+    let mut e = Engine::new(config(), catalog());
+    e.set_entropy(&[6; 32]);
+    let open = request(
+        0,
+        "initialize",
+        json!({ "protocolVersion": "2025-11-25",
+        "capabilities": { "elicitation": {} }, "clientInfo": { "name": "t", "version": "1" } }),
+    );
+    let feed = |e: &mut Engine, host: &mut Box<dyn FnMut(Event<'_>)>, input: &str| {
+        let mut out = Vec::new();
+        e.handle_input(Instant::ZERO, input.as_bytes());
+        drain_with(e, host, &mut out);
+        lines(&out)
+    };
+    feed(&mut e, &mut host, &open);
+    let created = feed(&mut e, &mut host, &request(1, "tools/call", json!({ "name": "slow", "task": {} })));
+    let id = created[0]["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    let t = calls.borrow()[0].0;
+    let schema = serde_json::value::to_raw_value(&json!({ "type": "object" })).expect("raw");
+    let asks = [
+        mcp_engine::InputRequest::elicit("ok", "Go on?", &schema),
+        mcp_engine::InputRequest::list_roots("roots"),
+    ];
+    e.answer_input_required(t, &mcp_engine::InputRequired::new(&asks)).expect("asked");
+    let mut out = Vec::new();
+    drain_with(&mut e, &mut host, &mut out);
+    let sent = lines(&out);
+    // Only what the client declared (elicitation), tagged with the task; then the status.
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0]["method"], "elicitation/create");
+    assert_eq!(sent[0]["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
+    assert_eq!(sent[0]["params"]["message"], "Go on?");
+    assert_valid(Rev::V2025_11_25, "JSONRPCRequest", &sent[0]);
+    assert_eq!(sent[1]["params"]["status"], "input_required");
+    let get = feed(&mut e, &mut host, &request(2, "tasks/get", json!({ "taskId": id })));
+    assert_eq!(get[0]["result"]["status"], "input_required");
+    // The client answers the request the task sent.
+    let answer = json!({ "jsonrpc": "2.0", "id": sent[0]["id"], "result": { "action": "accept", "content": { "go": true } } });
+    let out = feed(&mut e, &mut host, &(answer.to_string() + "\n"));
+    assert_eq!(out[0]["params"]["status"], "working", "{out:?}");
+    let (back, answers) = calls.borrow()[1].clone();
+    assert_eq!(back, t);
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].0, "ok");
+    assert!(answers[0].1.contains("\"go\":true"));
+    // A second answer to the same request is ignored.
+    assert!(feed(&mut e, &mut host, &(answer.to_string() + "\n")).is_empty());
+    assert_eq!(calls.borrow().len(), 2);
+}

@@ -887,7 +887,10 @@ impl Core {
             &Message::Response { id, outcome } => {
                 let session = self.session.serial;
                 let names = &mut self.scratch.names;
-                self.inputs.response(&self.tickets, session, n, id, outcome, names);
+                if !self.inputs.response(&self.tickets, session, n, id, outcome, names) {
+                    // Or the answer to what a 2025-11-25 task asked.
+                    self.task_response(n, id, outcome);
+                }
                 200
             }
             &Message::Notification { method, params } => {

@@ -103,7 +103,84 @@ pub(crate) fn changed(outbox: &mut Outbox, r: &mut Record) {
     }
 }
 
+/// Sends what a `2025-11-25` task asks (its `asked` requests) to the client on `route`,
+/// as server-to-client requests whose params carry the related-task `_meta`.
+pub(crate) fn ask(outbox: &mut Outbox, r: &Record, route: Route) {
+    for a in &r.asked {
+        let out = &mut outbox.out;
+        let start = out.len();
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        json::write_u64(out, a.id);
+        out.push(b',');
+        // `{"method":..,"params":{..}}` without its braces, then `_meta` inside `params`.
+        let body = &r.requests[a.body.clone()];
+        let members = body.get(1..body.len().saturating_sub(2)).unwrap_or_default();
+        out.extend_from_slice(members);
+        if out.last() != Some(&b'{') {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"_meta\":{\"");
+        out.extend_from_slice(RELATED.as_bytes());
+        out.extend_from_slice(b"\":{\"taskId\":");
+        json::write_str(out, r.id_str());
+        out.extend_from_slice(b"}}}}\n");
+        outbox.interim(route, start, false);
+    }
+}
+
 impl Core {
+    /// A client's response (`id` at tape index `id`, `Ok(result)` or `Err(error)`) to a
+    /// request a `2025-11-25` task sent: kept under its key (one that does not fit its
+    /// request is kept as an error); once every request is answered the task is `working`
+    /// again and its call comes back to the host. A response to nothing is ignored.
+    pub(crate) fn task_response(
+        &mut self,
+        n: &[simd_json::Node<'_>],
+        id: usize,
+        outcome: Result<usize, usize>,
+    ) {
+        let Some(simd_json::Node::Static(simd_json::StaticNode::U64(id))) = n.get(id).copied() else {
+            return;
+        };
+        let Some(ticket) = self.tasks.asked_by(self.session.serial, id) else { return };
+        let wall = self.wall_now();
+        let Some(r) = self.tasks.get_mut(ticket) else { return };
+        let Some(at) = r.asked.iter().position(|a| a.id == id) else { return };
+        let kind = r.asked[at].kind;
+        let key = r.asked[at].key.clone();
+        let ks = r.responses.len();
+        // The key as the host gave it (its JSON string, unquoted: keys need no escapes to
+        // be matched, and one with escapes is kept as written).
+        let quoted = &r.requests[key];
+        let raw = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_vec();
+        r.responses.extend_from_slice(&raw);
+        let vs = r.responses.len();
+        let error = match outcome {
+            Ok(v) if json::is_object(n, v) && crate::mcp::mrtr::response_fits(n, v, kind) => {
+                json::write_value(n, v, &mut r.responses);
+                false
+            }
+            Err(e) if json::is_object(n, e) => {
+                json::write_value(n, e, &mut r.responses);
+                true
+            }
+            _ => {
+                r.responses
+                    .extend_from_slice(b"{\"code\":-32602,\"message\":\"Invalid response: it does not fit ");
+                r.responses.extend_from_slice(kind.method().as_bytes());
+                r.responses.extend_from_slice(b"\"}");
+                true
+            }
+        };
+        let ve = r.responses.len();
+        let _ = r.entries.push(crate::mcp::mrtr::Entry { key: ks..vs, value: vs..ve, error });
+        r.asked[at].answered = true;
+        if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) {
+            changed(&mut self.outbox, r);
+            self.tasks.resume_later(ticket);
+        }
+    }
+
     /// A `2025-11-25` `tools/call` with `params.task` (`{ttl?}`), handed over just now:
     /// the engine makes it a task at once (the client asked for one), so the request is
     /// answered with the task and the host's event carries the task's ticket. At a bound

@@ -14,6 +14,7 @@ use crate::mcp::mrtr::{self, Entry, InputRequired};
 use crate::mcp::tasks::write::{detail_members, task_members};
 use crate::mcp::tasks::{Asked, MAX_TASK_KEYS, NewTask, Record, Status, key_digest};
 use crate::mcp::tickets::{Kind, Ticket};
+use crate::output::Route;
 use crate::revision::Revision;
 use crate::wire::json;
 
@@ -293,6 +294,7 @@ impl Answers<'_> {
             trace: busy.trace,
             caps: busy.caps,
             route: busy.route,
+            session: busy.session,
             ttl_ms,
             poll_ms,
             message: opts.message,
@@ -426,9 +428,16 @@ impl Answers<'_> {
         }
         let wall = self.clock.wall.unwrap_or(self.clock.mono);
         let r = self.tasks.held_mut(ticket).ok_or(AnswerError::UnknownTicket)?;
-        if r.revision.is_some_and(|v| !v.is_stateless()) {
+        // 2025-11-25: the requests go to the client, on stdio or on a stream waiting
+        // for the task's result.
+        let legacy = r.revision.is_some_and(|v| !v.is_stateless());
+        let to = match r.route {
+            Some(Route::Stdio) => Some(Route::Stdio),
+            _ => r.waiters.first().map(|(route, _)| *route),
+        };
+        if legacy && to.is_none() {
             return Err(AnswerError::InvalidInputRequest(
-                "a 2025-11-25 task cannot ask for input yet: answer it without",
+                "a 2025-11-25 task asks for input on stdio, or while a tasks/result waits for it",
             ));
         }
         if r.status() != Status::Working {
@@ -474,7 +483,8 @@ impl Answers<'_> {
             }
             r.requests.push(b'}');
             let body = bs..r.requests.len();
-            let _ = r.asked.push(Asked { key: ks..bs, body, kind: q.kind(), answered: false });
+            let id = if legacy { self.inputs.next_request_id() } else { 0 };
+            let _ = r.asked.push(Asked { id, key: ks..bs, body, kind: q.kind(), answered: false });
         }
         for b in &mut r.requests {
             if matches!(*b, b'\n' | b'\r') {
@@ -488,6 +498,10 @@ impl Answers<'_> {
         r.has_state = ir.state.is_some();
         r.state.extend_from_slice(ir.state.unwrap_or_default());
         r.move_to(Status::InputRequired, wall);
+        if let (true, Some(route)) = (legacy, to) {
+            crate::mcp::tasks::legacy::ask(self.outbox, r, route);
+            crate::mcp::tasks::legacy::changed(self.outbox, r);
+        }
         Ok(())
     }
 

@@ -99,6 +99,9 @@ impl Status {
 /// are in [`Record::requests`], and whether the client answered it.
 #[derive(Debug, Clone)]
 pub(crate) struct Asked {
+    /// The JSON-RPC id it was sent with (`2025-11-25`; 0 under `2026-07-28`, where the
+    /// client reads it in `tasks/get`).
+    pub(crate) id: u64,
     pub(crate) key: core::ops::Range<usize>,
     pub(crate) body: core::ops::Range<usize>,
     pub(crate) kind: InputKind,
@@ -134,8 +137,10 @@ pub(crate) struct Record {
     /// `2025-11-25`, a `CallToolResult` with `isError`: `error_outcome` says which).
     pub(crate) outcome: Vec<u8>,
     pub(crate) error_outcome: bool,
-    /// Where the creating call came from (`2025-11-25` status notifications go to stdio).
+    /// Where the creating call came from (`2025-11-25` status notifications go to stdio),
+    /// and its session's serial (answers to what the task asks come from there only).
     pub(crate) route: Option<Route>,
+    pub(crate) session: u64,
     /// `tasks/result` requests waiting for the task to end (`2025-11-25`): their route
     /// and id.
     pub(crate) waiters: heapless::Vec<(Route, IdBuf), MAX_WAITERS>,
@@ -203,6 +208,7 @@ pub(crate) struct NewTask<'a> {
     pub(crate) trace: Option<TraceParent>,
     pub(crate) caps: ClientCapabilities,
     pub(crate) route: Route,
+    pub(crate) session: u64,
     pub(crate) ttl_ms: u64,
     pub(crate) poll_ms: u64,
     pub(crate) message: Option<&'a str>,
@@ -343,6 +349,7 @@ impl Tasks {
         r.outcome.clear();
         r.error_outcome = false;
         r.route = Some(t.route);
+        r.session = t.session;
         r.waiters.clear();
         r.requests.clear();
         r.asked.clear();
@@ -436,6 +443,18 @@ impl Tasks {
         self.slots.iter().enumerate().skip(from).filter(|(_, s)| s.used).map(|(i, s)| (i, &s.rec))
     }
 
+    /// The task that sent request `id` in session `session` and waits for its answer.
+    pub(crate) fn asked_by(&self, session: u64, id: u64) -> Option<Ticket> {
+        self.slots.iter().enumerate().find_map(|(i, s)| {
+            let asks = s.used && s.rec.held && s.rec.session == session;
+            (asks && s.rec.asked.iter().any(|a| a.id == id && !a.answered)).then_some(Ticket {
+                slot: i as u16,
+                generation: s.generation,
+                task: true,
+            })
+        })
+    }
+
     /// Runs `f` on every task's record.
     pub(crate) fn each_mut(&mut self, mut f: impl FnMut(&mut Record)) {
         for s in self.slots.iter_mut().filter(|s| s.used) {
@@ -509,6 +528,7 @@ mod tests {
             trace: None,
             caps: ClientCapabilities::NONE,
             route: Route::Stdio,
+            session: 0,
             ttl_ms: 1000,
             poll_ms: 100,
             message: None,
