@@ -1142,17 +1142,24 @@ async fn tokio_adapter_round_trip_and_publisher() {
 
 const TASKS: &str = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#;
 
-#[test]
-fn a_tasks_life() {
+/// The transcripts' engine with tasks on and one task tool, `build`; its entropy and wall
+/// clock fixed (2026-12-01T08:00Z), so ids and times are the same on every run.
+fn task_stdio(name: &'static str) -> Stdio {
     let mut c = config();
     c.tasks(true).task_ttl(Duration::from_secs(600)).task_poll_interval(Duration::from_secs(2));
     let catalog = Catalog::builder()
         .tool(Tool::new("build").task_support(mcp_engine::TaskSupport::Optional))
         .build()
         .unwrap();
-    let mut s = Stdio::new("a task's life", c, catalog);
+    let mut s = Stdio::new(name, c, catalog);
     s.e.set_entropy(&[1; 32]);
     s.e.set_wall_clock(Instant::ZERO, mcp_engine::UnixTime::from_secs(1_796_112_000));
+    s
+}
+
+#[test]
+fn a_tasks_life() {
+    let mut s = task_stdio("a task's life");
     s.tx.shorten(TASKS, "…tasks…");
     let mut task = None;
     let out = s.send(&req_meta("1", "tools/call", r#""name":"build""#, TASKS), |ev, tx| {
@@ -1215,15 +1222,7 @@ fn a_tasks_life() {
 
 #[test]
 fn a_tasks_life_in_a_2025_11_25_session() {
-    let mut c = config();
-    c.tasks(true).task_ttl(Duration::from_secs(600)).task_poll_interval(Duration::from_secs(2));
-    let catalog = Catalog::builder()
-        .tool(Tool::new("build").task_support(mcp_engine::TaskSupport::Optional))
-        .build()
-        .unwrap();
-    let mut s = Stdio::new("a task's life, 2025-11-25", c, catalog);
-    s.e.set_entropy(&[1; 32]);
-    s.e.set_wall_clock(Instant::ZERO, mcp_engine::UnixTime::from_secs(1_796_112_000));
+    let mut s = task_stdio("a task's life, 2025-11-25");
     let opened = s.quiet(&legacy_open("2025-11-25"));
     assert_eq!(opened[0]["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"], json!({}));
     let mut task = None;

@@ -151,6 +151,35 @@ pub(crate) struct TraceScratch {
     pub(crate) has_baggage: bool,
 }
 
+impl Scratch {
+    /// Puts back what a request coming back to the host with its client's input reads:
+    /// the input kinds, the responses (keys and values back to back, and their entries),
+    /// the host's state, the arguments (or uri).
+    fn refill(
+        &mut self,
+        caps: ClientCapabilities,
+        responses: &[u8],
+        entries: &[mrtr::Entry],
+        state: Option<&[u8]>,
+        args: &[u8],
+    ) {
+        self.round.reset();
+        self.round.caps = caps;
+        self.responses.clear();
+        self.responses.extend_from_slice(responses);
+        for e in entries {
+            let _ = self.round.entries.push(e.clone());
+        }
+        if let Some(state) = state {
+            self.state.clear();
+            self.state.extend_from_slice(state);
+            self.round.host_state = Some(0..state.len());
+        }
+        self.args.clear();
+        self.args.extend_from_slice(args);
+    }
+}
+
 impl Round {
     fn reset(&mut self) {
         self.caps = ClientCapabilities::default();
@@ -495,20 +524,8 @@ impl Core {
         let (ticket, cont) = self.inputs.next_resume(&self.tickets)?;
         let busy = self.tickets.slots[ticket.slot as usize].busy?;
         let scratch = &mut self.scratch;
-        scratch.round.reset();
-        scratch.round.caps = busy.caps;
-        scratch.responses.clear();
-        scratch.responses.extend_from_slice(&cont.responses);
-        for e in &cont.entries {
-            let _ = scratch.round.entries.push(e.clone());
-        }
-        if cont.has_state {
-            scratch.state.clear();
-            scratch.state.extend_from_slice(&cont.state);
-            scratch.round.host_state = Some(0..cont.state.len());
-        }
-        scratch.args.clear();
-        scratch.args.extend_from_slice(&cont.args);
+        let state = cont.has_state.then_some(&cont.state[..]);
+        scratch.refill(busy.caps, &cont.responses, &cont.entries, state, &cont.args);
         let target = busy.target as usize;
         let kind = match busy.kind {
             Kind::Tool if target < self.catalog.tools.len() => PendingKind::Tool(target),
@@ -546,21 +563,8 @@ impl Core {
     fn resume_task(&mut self) -> Option<Pending> {
         let ticket = self.tasks.next_resume()?;
         let r = self.tasks.get(ticket)?;
-        let scratch = &mut self.scratch;
-        scratch.round.reset();
-        scratch.round.caps = r.caps;
-        scratch.responses.clear();
-        scratch.responses.extend_from_slice(&r.responses);
-        for e in &r.entries {
-            let _ = scratch.round.entries.push(e.clone());
-        }
-        if r.has_state {
-            scratch.state.clear();
-            scratch.state.extend_from_slice(&r.state);
-            scratch.round.host_state = Some(0..r.state.len());
-        }
-        scratch.args.clear();
-        scratch.args.extend_from_slice(&r.args);
+        let state = r.has_state.then_some(&r.state[..]);
+        self.scratch.refill(r.caps, &r.responses, &r.entries, state, &r.args);
         let (tool, revision) = (r.tool as usize, r.revision.unwrap_or(Revision::V2026_07_28));
         if tool >= self.catalog.tools.len() {
             let gone =
