@@ -763,3 +763,31 @@ fn a_tasks_session_is_the_same_whole_byte_by_byte_and_in_odd_chunks() {
     assert_eq!(run(&[1]), whole, "byte by byte");
     assert_eq!(run(&[7, 1, 13, 64]), whole, "odd chunks");
 }
+
+/// A listen stream asking for task notifications needs the extension on its request.
+#[test]
+fn listening_for_task_ids_needs_the_extension() {
+    let mut c = config();
+    c.list_changed(true);
+    let mut e = Engine::new(c, catalog());
+    let listen = |meta: Value| {
+        request(
+            1,
+            "subscriptions/listen",
+            json!({ "notifications": { "taskIds": ["x"], "toolsListChanged": true }, "_meta": meta }),
+        )
+    };
+    let mut out = Vec::new();
+    let mut h = host(Shared::default());
+    e.handle_input(Instant::ZERO, listen(not_declaring()).as_bytes());
+    drain_with(&mut e, &mut h, &mut out);
+    let v = lines(&out);
+    assert_eq!(error_code(&v[0]), -32021, "{v:?}");
+    assert_eq!(v[0]["error"]["data"]["requiredCapabilities"]["extensions"][TASKS], json!({}));
+    out.clear();
+    e.handle_input(Instant::ZERO, listen(declaring()).as_bytes());
+    drain_with(&mut e, &mut h, &mut out);
+    let v = lines(&out);
+    assert_eq!(v[0]["method"], "notifications/subscriptions/acknowledged", "{v:?}");
+    assert!(v[0]["params"]["notifications"].get("taskIds").is_none(), "no task is agreed to: {v:?}");
+}
