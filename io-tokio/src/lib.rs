@@ -133,19 +133,22 @@
 //!   borrowed engine forms.
 //! - `readiness`: the per-connection wakers through which the HTTP server's engine task
 //!   waits on every socket itself, and the queue they report to.
-//! - `channel` (imports `reply`): the channel between handler futures and the task
+//! - `task`: how a tool call becomes a task ([`TaskStart`]), and the handler's side of a
+//!   task (the module docs).
+//! - `channel` (imports `reply`, `task`): the channel between handler futures and the task
 //!   driving the engine: what a handler task sends back, the progress, log and read
 //!   reports of a running call, and [`Publisher`] / [`PublishError`].
-//! - `request` (imports `strings`, `channel`): the owned requests handed to a handler
-//!   ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied out
-//!   of engine events.
+//! - `request` (imports `strings`, `channel`, `task`): the owned requests handed to a
+//!   handler ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied
+//!   out of engine events; a call's side of a task ([`ToolCall::start_task`]).
 //! - `telemetry` (imports `channel`, `reply`; used by `work` and `http`): one `tracing`
 //!   span per request, named and attributed as OpenTelemetry's MCP conventions say
 //!   ([`Telemetry`]; see `docs/observability.md`).
 //! - `handler` (imports `reply`, `request`): the [`Handler`] trait and [`tool_fn`].
 //! - `work` (imports `strings`, `reply`, `channel`, `request`, `handler`): the handler
 //!   tasks every run loop shares: starting an event's work on a worker task, aborting it
-//!   when cancelled, answering its ticket on the engine when it finishes.
+//!   when cancelled, answering its ticket on the engine when it finishes (a call made a
+//!   task goes on under the task's ticket).
 //! - `serve` (imports `handler`, `work`): the stream run loop, [`serve`] and
 //!   [`serve_stdio`].
 //! - `store`: where HTTP sessions are kept beyond the engine's memory, [`SessionStore`]
@@ -198,6 +201,7 @@ mod serve;
 mod store;
 mod stream_events;
 mod strings;
+mod task;
 mod telemetry;
 #[cfg(feature = "tower")]
 mod tower;
@@ -227,6 +231,7 @@ pub use store::{
     StoreFuture, StoreNotice, StoreNotices, StreamEvent,
 };
 pub use strings::{Name, PooledString};
+pub use task::TaskStart;
 pub use telemetry::Telemetry;
 #[cfg(feature = "tower")]
 pub use tower::{McpBody, McpService};

@@ -50,6 +50,13 @@ where
     W: AsyncWrite + Unpin,
     H: Handler,
 {
+    let mut engine = engine;
+    // Task ids are drawn from the OS random source.
+    let mut entropy = [0u8; 32];
+    match getrandom::fill(&mut entropy) {
+        Ok(()) => engine.set_entropy(&entropy),
+        Err(e) => tracing::warn!(%e, "no OS randomness: tool calls cannot become tasks"),
+    }
     let (tasks, mut rx) = Tasks::new();
     let mut d = Driver {
         engine,

@@ -324,8 +324,9 @@ impl HttpEngine {
     /// random source (say `getrandom::fill`), for each process: session tokens are drawn
     /// from it. Ids are sealed with [`Config::secret_key`](crate::Config::secret_key) when
     /// it is set (so every node sharing the key accepts them), else with a key derived
-    /// from `entropy` (this process only). Until this is called the engine serves the
-    /// stateless `2026-07-28` wire only; the adapters call it.
+    /// from `entropy` (this process only). Task ids are drawn from it too. Until this is
+    /// called the engine serves the stateless `2026-07-28` wire only, without tasks; the
+    /// adapters call it.
     pub fn set_entropy(&mut self, entropy: &[u8; 32]) {
         let config = self.core.config();
         let (secret, previous): (_, Vec<[u8; 32]>) = match &config.state_key {
@@ -333,6 +334,7 @@ impl HttpEngine {
             None => (derive_key(entropy), Vec::new()),
         };
         self.sessions.seed(&secret, &previous, entropy);
+        self.core.seed_tasks(entropy);
     }
 
     /// Turns the host's session store on or off, as
@@ -688,7 +690,8 @@ impl HttpEngine {
     /// deadline of any connection.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let inputs = self.core.input_deadline().map(Instant::from_micros);
-        [self.timers.next(), self.session_timers.next(), inputs].into_iter().flatten().min()
+        let tasks = self.core.task_deadline().map(Instant::from_micros);
+        [self.timers.next(), self.session_timers.next(), inputs, tasks].into_iter().flatten().min()
     }
 
     /// Acts on every connection past its deadline: a request not complete in time is
@@ -703,6 +706,7 @@ impl HttpEngine {
             self.expire(slot, now);
         }
         self.core.expire_inputs();
+        self.core.expire_tasks();
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
                 let id = self.sessions.get(r).map(|e| e.id);
