@@ -128,7 +128,7 @@
 //!   buffers ([`PooledString`]).
 //! - `auth`: deciding the HTTP engine's authorization events ([`Authorizer`],
 //!   [`AllowAll`], [`AuthorizeInfo`]).
-//! - `reply`: the owned replies a handler returns ([`ToolReply`], [`ContentBlocks`], …),
+//! - `reply/`: the owned replies a handler returns ([`ToolReply`], [`ContentBlocks`], …),
 //!   [`HostFailure`], the results a handler resolves to ([`ToolResult`], …), and their
 //!   borrowed engine forms.
 //! - `readiness`: the per-connection wakers through which the HTTP server's engine task
