@@ -56,8 +56,8 @@ pub use limits::{Limits, RATE_LIMITED, Rate};
 pub use proxy::{HostName, InvalidHost, IpNet};
 pub use resource::{ProtectedResource, ResourceError};
 pub use scopes::{ScopePolicy, ScopePolicyError};
-pub use stored::{AppendEvent, LoadEvents, LoadedEvents, StoredEvent};
 pub use store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
+pub use stored::{AppendEvent, LoadEvents, LoadedEvents, StoredEvent};
 
 use core::fmt;
 use core::net::SocketAddr;
