@@ -48,25 +48,6 @@ fi
 (cd .conformance && npx --no-install conformance server --url "$url" "${selection[@]}" \
   --expected-failures "../$expected" -o "../$out")
 rc=$?
-if [ "$requirements" = "2026-07-28" ]; then
-  # The extension's scenarios: none may fail (the expected-failures list of the
-  # extension is empty). `tasks-status-notifications` is a placeholder the suite skips.
-  for scenario in tasks-capability-negotiation tasks-lifecycle tasks-dispatch-and-envelope \
-    tasks-request-headers tasks-mrtr-input tasks-request-state-removal tasks-required-task-error \
-    tasks-wire-fields tasks-mrtr-composition tasks-status-notifications; do
-    (cd .conformance && npx --no-install conformance server --url "$url" --scenario "$scenario" \
-      --spec-version 2026-07-28 --force -o "../$out") > "$out/$scenario.log" 2>&1
-    scenario_rc=$?
-    summary="$(grep -E '^Passed: ' "$out/$scenario.log" || true)"
-    if [ "$scenario_rc" -ne 0 ] || ! grep -qE '^Passed: .*, 0 failed, 0 warnings' "$out/$scenario.log"; then
-      cat "$out/$scenario.log"
-      echo "conformance: $scenario failed on $adapter: ${summary:-no summary}"
-      rc=1
-    else
-      echo "conformance: $scenario: $summary"
-    fi
-  done
-fi
 set -e
 [ "$rc" -eq 0 ] || exit "$rc"
 
