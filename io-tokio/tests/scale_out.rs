@@ -14,10 +14,12 @@
 mod http_support;
 mod oauth_support;
 mod pg_support;
+mod store_support;
 
 use oauth_support::demo::{self, Adapter, KeysFile};
 use oauth_support::legacy_post;
 use serde_json::json;
+use store_support::{exchange, sse_events};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opened_on_one_node_is_served_by_another_with_the_same_key_and_store() {
@@ -60,41 +62,6 @@ async fn a_session_opened_on_one_node_is_served_by_another_with_the_same_key_and
     let r = legacy_post(c.addr, "", &call(5), v, Some(&session)).await;
     assert_eq!(r.status, 404, "{r:?}");
     drop((a, b, c));
-}
-
-/// Sends `raw` on a connection of its own and reads until the server closes it.
-async fn exchange(addr: std::net::SocketAddr, raw: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    s.write_all(raw.as_bytes()).await.expect("write");
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.expect("read");
-    String::from_utf8(out).expect("UTF-8")
-}
-
-/// The `(id, data)` of each SSE event of a chunked response (`head` and chunk sizes
-/// dropped).
-fn sse_events(raw: &str) -> Vec<(String, String)> {
-    let (_, mut rest) = raw.split_once("\r\n\r\n").expect("a head");
-    let mut body = String::new();
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
-        if n == 0 {
-            break;
-        }
-        body.push_str(&after[..n]);
-        rest = &after[n + 2..];
-    }
-    let mut events = Vec::new();
-    let mut id = String::new();
-    for line in body.lines() {
-        if let Some(v) = line.strip_prefix("id: ") {
-            id = v.to_owned();
-        } else if let Some(d) = line.strip_prefix("data: ") {
-            events.push((std::mem::take(&mut id), d.to_owned()));
-        }
-    }
-    events
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,11 +9,9 @@
 //! - a list change made on node 1 (the fixture's `test_trigger_tool_change`) reaches the
 //!   standalone `GET` streams and the `subscriptions/listen` streams on nodes 2 and 3,
 //!   every one, counted;
+//! - a stream written on node 1 resumed with `Last-Event-ID` on nodes 2 and 3 (the events
+//!   come from the store's per-stream buffer, with node 1's ids);
 //! - node 2 killed with `SIGKILL` mid-session: the next request, on node 3, succeeds.
-//!
-//! Left out: a stream resumed with `Last-Event-ID` on another node than the one that wrote
-//! it. That needs the per-stream event buffer in PostgreSQL, another piece of work (branch
-//! `h/replay`); a node today replays only the events it wrote itself.
 //!
 //! PostgreSQL: CI's server (`MCP_TEST_PG_URL`), else one the test starts (`pg_support`).
 //! One test: the demos share the schema `mcp`, so list changes of a parallel test would be
@@ -33,7 +31,7 @@ use http_support::{Conn, HttpResponse, patient};
 use oauth_support::demo::{self, Adapter, Demo, KeysFile};
 use oauth_support::legacy_post;
 use serde_json::{Value, json};
-use store_support::{count, listen, read_until, stream};
+use store_support::{count, exchange, listen, read_until, sse_events, stream};
 
 const V: &str = "2025-11-25";
 
@@ -178,6 +176,47 @@ async fn three_nodes_on_one_database_serve_a_client_that_goes_round_them() {
             told += 1;
         }
         assert_eq!(told, 4, "both streams on nodes 2 and 3");
+
+        // A stream written on node 1 (a call that logs three messages, then answers),
+        // resumed after its priming event on nodes 2 and 3, which never wrote it. Node 1
+        // appends to the store in the background: ask until every event is there.
+        let call =
+            request(45, "tools/call", json!({"name": "test_tool_with_logging", "arguments": {}})).to_string();
+        let head = |addr: SocketAddr| {
+            format!(
+                "Host: 127.0.0.1:{}\r\nMCP-Protocol-Version: {V}\r\nMcp-Session-Id: {session}\r\n\
+                 Connection: close\r\n",
+                addr.port()
+            )
+        };
+        let post = format!(
+            "POST /mcp HTTP/1.1\r\n{}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{call}",
+            head(addrs[0]),
+            call.len()
+        );
+        let written = sse_events(&exchange(addrs[0], &post).await);
+        assert_eq!(written.len(), 5, "priming, three logs, the answer: {written:?}");
+        for &node in &addrs[1..] {
+            let get = format!(
+                "GET /mcp HTTP/1.1\r\n{}Accept: text/event-stream\r\nLast-Event-ID: {}\r\n\r\n",
+                head(node),
+                written[0].0
+            );
+            let mut tries = 0;
+            let replayed = loop {
+                let out = exchange(node, &get).await;
+                assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+                let got = sse_events(&out);
+                if got.len() == 4 || tries == 50 {
+                    assert!(!out.contains(": gap"), "{out}");
+                    break got;
+                }
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            };
+            assert_eq!(replayed, written[1..].to_vec(), "every event, in order, with node 1's ids");
+        }
 
         // Node 2 killed (SIGKILL) mid-session: the next request goes to node 3 and is
         // served (the session comes from the store).

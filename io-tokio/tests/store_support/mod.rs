@@ -220,3 +220,38 @@ pub async fn heard_so_far(a: SocketAddr, b: SocketAddr) {
     assert_eq!(c.response().await.status, 200);
     read_until(&mut s, |t| t.ends_with("0\r\n\r\n")).await;
 }
+
+/// Sends `raw` on a connection of its own and reads until the server closes it.
+pub async fn exchange(addr: SocketAddr, raw: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(raw.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.expect("read");
+    String::from_utf8(out).expect("UTF-8")
+}
+
+/// The `(id, data)` of each SSE event of a chunked response (`head` and chunk sizes
+/// dropped).
+pub fn sse_events(raw: &str) -> Vec<(String, String)> {
+    let (_, mut rest) = raw.split_once("\r\n\r\n").expect("a head");
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
+        if n == 0 {
+            break;
+        }
+        body.push_str(&after[..n]);
+        rest = &after[n + 2..];
+    }
+    let mut events = Vec::new();
+    let mut id = String::new();
+    for line in body.lines() {
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = v.to_owned();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            events.push((std::mem::take(&mut id), d.to_owned()));
+        }
+    }
+    events
+}
