@@ -63,6 +63,7 @@ use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::jsonrpc::Parser;
 use crate::mcp::event::Event;
+use crate::mcp::served::Served;
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
@@ -806,6 +807,24 @@ impl HttpEngine {
             }),
             Ask::Load(_) | Ask::Save(_) => return None,
         })
+    }
+
+    /// The next request the engine answered itself, without the host (lists, `ping`,
+    /// `initialize`, refusals the core wrote, ...), with the session and addresses of
+    /// its connection, for a span and a metric point like those of the requests the host
+    /// serves; `None` when none is waiting. As [`Engine::poll_served`](crate::Engine::poll_served):
+    /// poll until `None` after handing in input, else later records are dropped and
+    /// counted ([`served_dropped`](Self::served_dropped)). Refusals decided on the HTTP
+    /// request alone (its head, its size, authorization, rate limits) are responses of
+    /// the HTTP layer, not served requests: they are not recorded.
+    pub fn poll_served(&mut self) -> Option<Served<'_>> {
+        self.core.poll_served()
+    }
+
+    /// How many records of [`poll_served`](Self::poll_served) were dropped because the
+    /// queue was full.
+    pub fn served_dropped(&self) -> u64 {
+        self.core.served_dropped()
     }
 
     /// Whether the connection `ticket` answers on holds 64 KiB or more unsent.
