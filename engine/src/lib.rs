@@ -123,7 +123,7 @@ pub use mcp::mrtr::{
     InputResponses,
 };
 pub use mcp::scopes::{ScopeSet, Scopes};
-pub use mcp::served::{OTHER_METHOD, SERVED_CAPACITY, Served};
+pub use mcp::served::{OTHER_METHOD, SERVED_CAPACITY, Served, SessionEnd};
 pub use mcp::subs::{CatalogChange, ReplaceError};
 pub use mcp::tickets::Ticket;
 pub use revision::Revision;

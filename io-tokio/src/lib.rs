@@ -19,6 +19,9 @@
 //!   over an [`AuthorizeInfo`]).
 //! - With feature `tower`, `McpService` is the same endpoint as a tower `Service`, to
 //!   mount in an axum router.
+//! - With feature `otel`, each request span has the client's trace context as its
+//!   OpenTelemetry parent, the duration histograms are recorded, and `Otel` exports both
+//!   as OTLP over HTTP.
 //!
 //! Each request runs in a tokio task of its own, so slow handlers do not hold up others and
 //! replies go out in the order they finish. At most the engine's in-flight limit
@@ -140,14 +143,17 @@
 //!   ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied out
 //!   of engine events.
 //! - `telemetry` (imports `channel`, `reply`; used by `work` and `http`): one `tracing`
-//!   span per request, named and attributed as OpenTelemetry's MCP conventions say
-//!   ([`Telemetry`]; see `docs/observability.md`).
+//!   span per request, host-served or answered by the engine itself, named and attributed
+//!   as OpenTelemetry's MCP conventions say ([`Telemetry`]; see `docs/observability.md`).
+//! - `otel` (feature `otel`; imports `strings`, `telemetry`): the client's trace context
+//!   as each span's OpenTelemetry parent, the `mcp.server.operation.duration` and
+//!   `mcp.server.session.duration` histograms, and `Otel`, OTLP over HTTP.
 //! - `handler` (imports `reply`, `request`): the [`Handler`] trait and [`tool_fn`].
 //! - `work` (imports `strings`, `reply`, `channel`, `request`, `handler`): the handler
 //!   tasks every run loop shares: starting an event's work on a worker task, aborting it
 //!   when cancelled, answering its ticket on the engine when it finishes.
-//! - `serve` (imports `handler`, `work`): the stream run loop, [`serve`] and
-//!   [`serve_stdio`].
+//! - `serve` (imports `handler`, `telemetry`, `work`): the stream run loop, [`serve`],
+//!   [`serve_with`] and [`serve_stdio`].
 //! - `store`: where HTTP sessions are kept beyond the engine's memory, [`SessionStore`]
 //!   and [`MemorySessionStore`].
 //! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `store`, `work`): the
@@ -179,6 +185,8 @@ mod handler;
 mod http;
 #[cfg(feature = "oauth")]
 mod oauth;
+#[cfg(feature = "otel")]
+mod otel;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod readiness;
@@ -202,6 +210,8 @@ pub use http::{HttpServer, serve_http};
 pub use oauth::{
     AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
 };
+#[cfg(feature = "otel")]
+pub use otel::{DURATION_BUCKETS, Otel, OtelBuilder, OtelError, SCOPE};
 #[cfg(feature = "postgres")]
 pub use postgres::notify::{SessionNotice, SessionNotices};
 #[cfg(feature = "postgres")]
@@ -211,8 +221,10 @@ pub use reply::{
     OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, PromptResult, ResourceReply,
     ResourceResult, ToolReply, ToolResult,
 };
-pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, ResourceRead, ToolCall};
-pub use serve::{serve, serve_stdio};
+pub use request::{
+    CompletionRequest, CompletionTarget, InputContext, PromptGet, RequestTrace, ResourceRead, ToolCall,
+};
+pub use serve::{serve, serve_stdio, serve_with};
 pub use store::{MemorySessionStore, SessionStore, StoreError, StoreFuture};
 pub use strings::{Name, PooledString};
 pub use telemetry::Telemetry;

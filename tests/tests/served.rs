@@ -235,6 +235,20 @@ fn over_http_a_record_names_the_session_and_the_peer() {
     assert_eq!(r.status, 404, "{r:?}");
     let s = c.e.poll_served().map(|s| seen(&s)).expect("a record");
     assert_eq!((s.method, s.code, s.session_id), ("ping", Some(-32001), None));
+
+    // Ending the session is reported with its id; a second session ends by expiry.
+    assert!(c.e.poll_session_end().is_none());
+    let delete = format!("DELETE /mcp HTTP/1.1\r\nHost: localhost:3000\r\nMcp-Session-Id: {id}\r\n\r\n");
+    assert_eq!(one(&mut c, delete.as_bytes()).status, 200);
+    let end = c.e.poll_session_end().expect("the session's end");
+    assert_eq!((end.id(), end.revision(), end.at()), (id.as_str(), rev, Instant::ZERO));
+    assert!(c.e.poll_session_end().is_none());
+    let r = one(&mut c, &legacy(&init, None));
+    let second = r.header("mcp-session-id").expect("a session").to_owned();
+    let later = Instant::ZERO + std::time::Duration::from_secs(24 * 3600);
+    c.e.handle_timeout(later);
+    let end = c.e.poll_session_end().expect("the idle session's end");
+    assert_eq!((end.id(), end.at()), (second.as_str(), later));
 }
 
 /// The events the host sees are unchanged by the records: a cancelled request has none.

@@ -63,7 +63,7 @@ use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::jsonrpc::Parser;
 use crate::mcp::event::Event;
-use crate::mcp::served::Served;
+use crate::mcp::served::{Served, SessionEnd};
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
@@ -649,9 +649,12 @@ impl HttpEngine {
         self.core.expire_inputs();
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
-                let id = self.sessions.get(r).map(|e| e.id);
+                let id = self.sessions.get(r).map(|e| (e.id, e.session.legacy));
                 if self.sessions.expire(r, now) {
-                    if let Some(id) = id.filter(|_| self.http.session_store) {
+                    if let Some((id, rev)) = id {
+                        self.core.session_ended(id, rev);
+                    }
+                    if let Some((id, _)) = id.filter(|_| self.http.session_store) {
                         self.expired.push_back(id);
                     }
                     for route in self.parked.drain(|st, _| st.session == r) {
@@ -821,10 +824,20 @@ impl HttpEngine {
         self.core.poll_served()
     }
 
-    /// How many records of [`poll_served`](Self::poll_served) were dropped because the
-    /// queue was full.
+    /// How many records of [`poll_served`](Self::poll_served) and
+    /// [`poll_session_end`](Self::poll_session_end) were dropped because their queue was
+    /// full.
     pub fn served_dropped(&self) -> u64 {
         self.core.served_dropped()
+    }
+
+    /// The next session that ended here (`DELETE`, idle expiry, ended by another node),
+    /// for the `mcp.server.session.duration` point of an adapter that saw it open (the
+    /// `initialize` record of [`poll_served`](Self::poll_served) names it); `None` when
+    /// none is waiting. Bounded as `poll_served` is. A session that only left memory for
+    /// the store has not ended.
+    pub fn poll_session_end(&mut self) -> Option<SessionEnd<'_>> {
+        self.core.poll_session_end()
     }
 
     /// Whether the connection `ticket` answers on holds 64 KiB or more unsent.

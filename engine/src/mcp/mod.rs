@@ -353,6 +353,20 @@ impl Core {
         self.served.poll(&self.catalog, self.catalog_revision)
     }
 
+    /// Records that session `id` (of revision `rev`) ended now.
+    pub(crate) fn session_ended(
+        &mut self,
+        id: [u8; crate::wire::session_id::SESSION_ID_LEN],
+        rev: Option<Revision>,
+    ) {
+        self.served.session_ended(id, rev, self.now);
+    }
+
+    /// The next session that ended (see [`served`]).
+    pub(crate) fn poll_session_end(&mut self) -> Option<served::SessionEnd<'_>> {
+        self.served.poll_session_end()
+    }
+
     /// Records waiting to be polled: those of the next message handled come after.
     pub(crate) fn served_len(&self) -> usize {
         self.served.len()

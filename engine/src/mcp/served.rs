@@ -1,7 +1,8 @@
 //! What the engine answered itself: one fixed-size record per request it served without
 //! the host (lists, `ping`, `server/discover`, `initialize`, `logging/setLevel`,
 //! subscriptions, and every refusal), for the adapter to turn into the same span and
-//! metric points as the requests the host serves (`docs/observability.md`).
+//! metric points as the requests the host serves (`docs/observability.md`); and one per
+//! HTTP session that ended, for its duration.
 //!
 //! The records wait in a queue reserved when the engine is built
 //! ([`SERVED_CAPACITY`] of them): recording never allocates, and a record that finds the
@@ -60,11 +61,22 @@ pub(crate) struct Record {
     client: Option<IpAddr>,
 }
 
+/// A session that ended, as kept.
+#[derive(Clone, Copy)]
+pub(crate) struct EndRecord {
+    id: [u8; SESSION_ID_LEN],
+    revision: Option<Revision>,
+    at: Instant,
+}
+
 /// The records waiting for the adapter, and the one it holds now.
 pub(crate) struct Log {
     queue: VecDeque<Record>,
     /// The record [`Served`] borrows (the latest polled).
     polled: Option<Record>,
+    /// Sessions that ended, and the one [`SessionEnd`] borrows.
+    ended: VecDeque<EndRecord>,
+    polled_end: Option<EndRecord>,
     dropped: u64,
     /// The revision of the request being dispatched, once the lifecycle decided it.
     revision: Option<Revision>,
@@ -78,6 +90,8 @@ impl Log {
         Self {
             queue: VecDeque::with_capacity(SERVED_CAPACITY),
             polled: None,
+            ended: VecDeque::with_capacity(SERVED_CAPACITY),
+            polled_end: None,
             dropped: 0,
             revision: None,
             tool_error: false,
@@ -166,6 +180,21 @@ impl Log {
         self.polled = Some(self.queue.pop_front()?);
         let record = self.polled.as_ref()?;
         Some(Served { record, catalog: (record.catalog_revision == catalog_revision).then_some(catalog) })
+    }
+
+    /// Records that session `id` (of revision `revision`) ended at `now`.
+    pub(crate) fn session_ended(&mut self, id: [u8; SESSION_ID_LEN], revision: Option<Revision>, now: u64) {
+        if self.ended.len() >= SERVED_CAPACITY {
+            self.dropped += 1;
+            return;
+        }
+        self.ended.push_back(EndRecord { id, revision, at: Instant::from_micros(now) });
+    }
+
+    /// The next session that ended.
+    pub(crate) fn poll_session_end(&mut self) -> Option<SessionEnd<'_>> {
+        self.polled_end = Some(self.ended.pop_front()?);
+        Some(SessionEnd { record: self.polled_end.as_ref()? })
     }
 
     /// Records dropped so far because the queue was full.
@@ -277,6 +306,40 @@ impl fmt::Debug for Served<'_> {
             .field("session_id_len", &self.session_id().map(str::len))
             .field("peer", &self.peer())
             .field("client", &self.client())
+            .finish()
+    }
+}
+
+/// A session of a session-bound revision that ended (`DELETE`, idle expiry, ended by
+/// another node), polled with
+/// [`HttpEngine::poll_session_end`](crate::http::HttpEngine::poll_session_end).
+#[derive(Clone, Copy)]
+pub struct SessionEnd<'a> {
+    record: &'a EndRecord,
+}
+
+impl<'a> SessionEnd<'a> {
+    /// Its `Mcp-Session-Id` (the one the `initialize` record of its opening named).
+    pub fn id(&self) -> &'a str {
+        core::str::from_utf8(&self.record.id).unwrap_or_default()
+    }
+    /// The revision it was opened with.
+    pub fn revision(&self) -> Option<Revision> {
+        self.record.revision
+    }
+    /// When it ended (the engine's time).
+    pub fn at(&self) -> Instant {
+        self.record.at
+    }
+}
+
+impl fmt::Debug for SessionEnd<'_> {
+    /// The id's length only.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionEnd")
+            .field("id_len", &self.id().len())
+            .field("revision", &self.revision())
+            .field("at", &self.at())
             .finish()
     }
 }
