@@ -136,20 +136,24 @@
 //!   borrowed engine forms.
 //! - `readiness`: the per-connection wakers through which the HTTP server's engine task
 //!   waits on every socket itself, and the queue they report to.
+//! - `conventions`: the values of OpenTelemetry's MCP conventions the spans and the
+//!   metrics share (the transport a run loop records, the class of an answer).
 //! - `channel` (imports `reply`): the channel between handler futures and the task
 //!   driving the engine: what a handler task sends back, the progress and log reports of
 //!   a running call, and [`Publisher`] / [`PublishError`].
+//! - `otel` (feature `otel`; imports `strings`, `conventions`): the client's trace context
+//!   as each span's OpenTelemetry parent, the `mcp.server.operation.duration` and
+//!   `mcp.server.session.duration` histograms, and `Otel`, OTLP over HTTP.
 //! - `request` (imports `strings`, `channel`): the owned requests handed to a handler
 //!   ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied out
 //!   of engine events.
-//! - `telemetry` (imports `channel`, `reply`; used by `work` and `http`): one `tracing`
-//!   span per request, host-served or answered by the engine itself, named and attributed
-//!   as OpenTelemetry's MCP conventions say ([`Telemetry`]; see `docs/observability.md`).
-//! - `otel` (feature `otel`; imports `strings`, `telemetry`): the client's trace context
-//!   as each span's OpenTelemetry parent, the `mcp.server.operation.duration` and
-//!   `mcp.server.session.duration` histograms, and `Otel`, OTLP over HTTP.
+//! - `telemetry` (imports `channel`, `reply`, `conventions`, `otel`; used by `work`,
+//!   `serve` and `http`): one `tracing` span per request, host-served or answered by the
+//!   engine itself, named and attributed as OpenTelemetry's MCP conventions say
+//!   ([`Telemetry`]; see `docs/observability.md`).
 //! - `handler` (imports `reply`, `request`): the [`Handler`] trait and [`tool_fn`].
-//! - `work` (imports `strings`, `reply`, `channel`, `request`, `handler`): the handler
+//! - `work` (imports `strings`, `reply`, `channel`, `otel`, `request`, `telemetry`,
+//!   `handler`): the handler
 //!   tasks every run loop shares: starting an event's work on a worker task, aborting it
 //!   when cancelled, answering its ticket on the engine when it finishes.
 //! - `serve` (imports `handler`, `telemetry`, `work`): the stream run loop, [`serve`],
@@ -181,6 +185,7 @@
 
 mod auth;
 mod channel;
+mod conventions;
 mod handler;
 mod http;
 #[cfg(feature = "oauth")]

@@ -17,6 +17,7 @@
 //! uri.
 //!
 //! [`Telemetry::meter`]: crate::Telemetry::meter
+//! [`crate::Telemetry`]: crate::Telemetry
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -36,8 +37,8 @@ use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing::Span;
 use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt as _};
 
+use crate::conventions::{Verdict, Wire, server_error};
 use crate::strings::Name;
-use crate::telemetry::{Telemetry, Verdict, Wire, server_error};
 
 /// The explicit bucket boundaries, in seconds, the conventions give both histograms.
 pub const DURATION_BUCKETS: [f64; 14] =
@@ -407,23 +408,24 @@ impl Otel {
     }
 
     /// The `tracing` layer that turns the request spans (and every other span) into
-    /// OpenTelemetry spans of this exporter.
+    /// OpenTelemetry spans of this exporter. It adds none of `tracing-opentelemetry`'s
+    /// own attributes (source location, thread, target, busy and idle times): a span
+    /// carries the conventions' attributes and its own fields only.
     pub fn layer<S>(&self) -> OpenTelemetryLayer<S, SdkTracer>
     where
         S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
     {
-        tracing_opentelemetry::layer().with_tracer(self.tracer.tracer(SCOPE))
+        tracing_opentelemetry::layer()
+            .with_tracer(self.tracer.tracer(SCOPE))
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
     }
 
     /// A meter of this exporter (scope [`SCOPE`]).
     pub fn meter(&self) -> Meter {
         self.meter.meter(SCOPE)
-    }
-
-    /// What a server records with this exporter: the default [`Telemetry`] with the
-    /// histograms on this exporter's meter.
-    pub fn telemetry(&self) -> Telemetry {
-        Telemetry::new().meter(&self.meter())
     }
 
     /// The tracer provider (to flush it, or to make other tracers).

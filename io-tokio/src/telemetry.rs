@@ -30,6 +30,8 @@ use tracing::Span;
 use tracing::field::{Empty, display};
 
 use crate::channel::Outcome;
+use crate::conventions::server_error;
+pub(crate) use crate::conventions::{Verdict, Wire};
 use crate::reply::{HostFailure, ResourceReply, ToolReply};
 
 /// What the request spans of a server record beyond the default (see
@@ -67,25 +69,6 @@ impl Telemetry {
         self.metrics = Some(crate::otel::Metrics::new(meter));
         self
     }
-}
-
-/// The transport of a run loop, as the conventions record it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Wire {
-    /// `network.transport`: `pipe` (stdio) or `tcp`.
-    pub(crate) transport: &'static str,
-    /// `network.protocol.name` and `network.protocol.version` (HTTP).
-    pub(crate) protocol: Option<&'static str>,
-    pub(crate) version: Option<&'static str>,
-}
-
-impl Wire {
-    /// stdio, or any byte stream [`serve`](crate::serve) runs over.
-    pub(crate) const PIPE: Self = Self { transport: "pipe", protocol: None, version: None };
-    /// HTTP, version not known here (the tower service: whatever the server in front speaks).
-    pub(crate) const HTTP: Self = Self { transport: "tcp", protocol: Some("http"), version: None };
-    /// The HTTP/1.1 server over TCP.
-    pub(crate) const HTTP1: Self = Self { transport: "tcp", protocol: Some("http"), version: Some("1.1") };
 }
 
 /// The conventions' span name: `{method} {target}`, or the method alone.
@@ -366,12 +349,6 @@ pub(crate) fn code_of(failure: &HostFailure, resource: bool, revision: Revision)
     }
 }
 
-/// Whether the conventions count an answer with `code` as the server's failure: `-32700`,
-/// `-32600`, `-32601`, `-32602` and `-32002` are the caller's errors; any other is.
-pub(crate) fn server_error(code: i32) -> bool {
-    !matches!(code, -32700 | -32600 | -32601 | -32602 | -32002)
-}
-
 /// Records an error answer: the code, and, when it is the server's failure, `error.type`
 /// the code too.
 fn answered_with(span: &Span, code: i32) {
@@ -379,19 +356,6 @@ fn answered_with(span: &Span, code: i32) {
     if server_error(code) {
         failed(span, display(code));
     }
-}
-
-/// What an answer makes of a request, for its span and its metric point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// A result.
-    Ok,
-    /// A tool result with `isError: true`.
-    ToolError,
-    /// An error answer with this JSON-RPC code.
-    Code(i32),
-    /// Cancelled by the client, or timed out, before its answer.
-    Cancelled,
 }
 
 /// The outcome's verdict: `tool_error` for a tool result with `isError: true`, the
@@ -425,5 +389,14 @@ pub(crate) fn record_outcome(span: &Span, verdict: &Verdict) {
             span.record("error.type", "cancelled");
         }
         Verdict::Ok => {}
+    }
+}
+
+#[cfg(feature = "otel")]
+impl crate::otel::Otel {
+    /// What a server records with this exporter: the default [`Telemetry`] with the
+    /// histograms on this exporter's meter.
+    pub fn telemetry(&self) -> Telemetry {
+        Telemetry::new().meter(&self.meter())
     }
 }

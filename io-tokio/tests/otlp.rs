@@ -140,6 +140,13 @@ async fn a_request_span_and_its_point_reach_an_otlp_collector() {
     assert_eq!(string(&span.attributes, "gen_ai.tool.name").as_deref(), Some("ok"));
     assert_eq!(string(&span.attributes, "jsonrpc.request.id").as_deref(), Some("3"));
     assert_eq!(string(&span.attributes, "network.transport").as_deref(), Some("pipe"));
+    for absent in ["code.file.path", "thread.id", "target", "busy_ns"] {
+        assert_eq!(
+            string(&span.attributes, absent),
+            None,
+            "{absent}: the layer adds no attribute of its own"
+        );
+    }
 
     let metrics: Vec<_> = got.iter().filter(|(path, _, _)| path == "/v1/metrics").collect();
     assert!(!metrics.is_empty(), "no metric export");

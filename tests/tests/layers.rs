@@ -42,8 +42,8 @@ fn io_tokio_modules_import_only_lower_layers() {
     assert_layers(
         "io-tokio",
         &[
-            &["strings", "auth", "reply", "readiness", "store"],
-            &["channel", "oauth", "postgres"],
+            &["strings", "auth", "reply", "readiness", "store", "conventions"],
+            &["channel", "oauth", "postgres", "otel"],
             &["telemetry"],
             &["request"],
             &["handler"],
