@@ -11,7 +11,7 @@ use mcp_engine::{
     Catalog, Config, Engine, Event, Instant, OTHER_METHOD, Revision, SERVED_CAPACITY, Served, Tool,
 };
 use mcp_fixture as everything;
-use mcp_tests::wire::{client_of, one, post, req};
+use mcp_tests::wire::{client_of, legacy_post, one, post, req};
 use mcp_tests::{drive, everything_engine, legacy_open, modern, request};
 use serde_json::json;
 
@@ -206,17 +206,10 @@ fn over_http_a_record_names_the_session_and_the_peer() {
     // 2025-11-25: the session initialize opened, and a request in it.
     let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
-    let legacy = |body: &serde_json::Value, session: Option<&str>| {
-        let mut extra = vec![("Mcp-Method", ""), ("Mcp-Name", ""), ("MCP-Protocol-Version", "")];
-        if let Some(id) = session {
-            extra.push(("Mcp-Session-Id", id));
-        }
-        post(body, &extra)
-    };
-    let r = one(&mut c, &legacy(&init, None));
+    let r = one(&mut c, &legacy_post(&init, None));
     let id = r.header("mcp-session-id").expect("a session").to_owned();
     let ping = json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" });
-    let r = one(&mut c, &legacy(&ping, Some(&id)));
+    let r = one(&mut c, &legacy_post(&ping, Some(&id)));
     assert_eq!(r.status, 200, "{r:?}");
     take(&mut c);
 
@@ -231,7 +224,7 @@ fn over_http_a_record_names_the_session_and_the_peer() {
         ]
     );
     // A request refused for a session that is not there: recorded, with its code.
-    let r = one(&mut c, &legacy(&ping, Some(&format!("{}x", &id[..id.len() - 1]))));
+    let r = one(&mut c, &legacy_post(&ping, Some(&format!("{}x", &id[..id.len() - 1]))));
     assert_eq!(r.status, 404, "{r:?}");
     let s = c.e.poll_served().map(|s| seen(&s)).expect("a record");
     assert_eq!((s.method, s.code, s.session_id), ("ping", Some(-32001), None));
@@ -243,7 +236,7 @@ fn over_http_a_record_names_the_session_and_the_peer() {
     let end = c.e.poll_session_end().expect("the session's end");
     assert_eq!((end.id(), end.revision(), end.at()), (id.as_str(), rev, Instant::ZERO));
     assert!(c.e.poll_session_end().is_none());
-    let r = one(&mut c, &legacy(&init, None));
+    let r = one(&mut c, &legacy_post(&init, None));
     let second = r.header("mcp-session-id").expect("a session").to_owned();
     let later = Instant::ZERO + std::time::Duration::from_secs(24 * 3600);
     c.e.handle_timeout(later);
