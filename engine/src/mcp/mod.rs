@@ -368,7 +368,7 @@ impl Core {
     }
 
     /// Records waiting to be polled: those of the next message handled come after.
-    pub(crate) fn served_len(&self) -> usize {
+    pub(crate) fn served_len(&mut self) -> usize {
         self.served.len()
     }
 

@@ -18,7 +18,7 @@ use core::net::{IpAddr, SocketAddr};
 use std::collections::VecDeque;
 
 use crate::catalog::Catalog;
-use crate::jsonrpc::Req;
+use crate::jsonrpc::{IdRef, Req};
 use crate::mcp::event::RequestId;
 use crate::mcp::lifecycle::METHODS;
 use crate::mcp::tickets::IdBuf;
@@ -43,6 +43,16 @@ enum Target {
     Prompt(u32),
 }
 
+/// A request's id as kept: an integer as it is (written out when polled), a string as
+/// JSON text.
+#[derive(Clone, Copy)]
+enum Id {
+    None,
+    I(i64),
+    U(u64),
+    Str(IdBuf),
+}
+
 /// One request the engine answered, as kept (fixed size).
 #[derive(Clone, Copy)]
 pub(crate) struct Record {
@@ -51,7 +61,7 @@ pub(crate) struct Record {
     /// The catalog revision `target` is a position in.
     catalog_revision: u64,
     revision: Option<Revision>,
-    id: Option<IdBuf>,
+    id: Id,
     code: Option<i32>,
     tool_error: bool,
     parent: Option<TraceParent>,
@@ -71,9 +81,16 @@ pub(crate) struct EndRecord {
 
 /// The records waiting for the adapter, and the one it holds now.
 pub(crate) struct Log {
-    queue: VecDeque<Record>,
-    /// The record [`Served`] borrows (the latest polled).
-    polled: Option<Record>,
+    /// A ring of at most [`SERVED_CAPACITY`] records (reserved at build): `len` of them
+    /// from `head` on wait.
+    ring: Vec<Record>,
+    head: usize,
+    len: usize,
+    /// The front record was handed out by the last poll (a [`Served`] borrows it in
+    /// place): it leaves the queue at the next call.
+    polled: bool,
+    /// The polled record's integer id, written out.
+    id_text: itoa::Buffer,
     /// Sessions that ended, and the one [`SessionEnd`] borrows.
     ended: VecDeque<EndRecord>,
     polled_end: Option<EndRecord>,
@@ -88,8 +105,11 @@ pub(crate) struct Log {
 impl Log {
     pub(crate) fn new() -> Self {
         Self {
-            queue: VecDeque::with_capacity(SERVED_CAPACITY),
-            polled: None,
+            ring: Vec::with_capacity(SERVED_CAPACITY),
+            head: 0,
+            len: 0,
+            polled: false,
+            id_text: itoa::Buffer::new(),
             ended: VecDeque::with_capacity(SERVED_CAPACITY),
             polled_end: None,
             dropped: 0,
@@ -124,7 +144,8 @@ impl Log {
         code: Option<i32>,
         now: u64,
     ) {
-        if self.queue.len() >= SERVED_CAPACITY {
+        self.settle();
+        if self.len >= SERVED_CAPACITY {
             self.dropped += 1;
             return;
         }
@@ -138,12 +159,17 @@ impl Log {
             }
             _ => Target::None,
         };
-        self.queue.push_back(Record {
+        let record = Record {
             method,
             target,
             catalog_revision,
             revision: self.revision,
-            id: req.and_then(|r| IdBuf::of(r.id)),
+            id: match req.map(|r| r.id) {
+                Some(IdRef::I(n)) => Id::I(n),
+                Some(IdRef::U(n)) => Id::U(n),
+                Some(id) => IdBuf::of(id).map_or(Id::None, Id::Str),
+                None => Id::None,
+            },
             code,
             tool_error: self.tool_error,
             parent: req.and_then(|r| r.str_at(r.meta.traceparent)).and_then(TraceParent::parse),
@@ -151,12 +177,28 @@ impl Log {
             session_id: None,
             peer: None,
             client: None,
-        });
+        };
+        let at = (self.head + self.len) % SERVED_CAPACITY;
+        if at == self.ring.len() {
+            self.ring.push(record);
+        } else {
+            self.ring[at] = record;
+        }
+        self.len += 1;
     }
 
     /// Records waiting (the HTTP layer fills in what the core does not know of them).
-    pub(crate) fn len(&self) -> usize {
-        self.queue.len()
+    pub(crate) fn len(&mut self) -> usize {
+        self.settle();
+        self.len
+    }
+
+    /// The record handed out last leaves the ring.
+    fn settle(&mut self) {
+        if core::mem::take(&mut self.polled) {
+            self.head = (self.head + 1) % SERVED_CAPACITY;
+            self.len -= 1;
+        }
     }
 
     /// Says what the HTTP layer knows of the records from `from` on (those of the request
@@ -168,7 +210,9 @@ impl Log {
         peer: Option<SocketAddr>,
         client: Option<IpAddr>,
     ) {
-        for r in self.queue.iter_mut().skip(from) {
+        self.settle();
+        for k in from..self.len {
+            let r = &mut self.ring[(self.head + k) % SERVED_CAPACITY];
             r.session_id = session_id;
             r.peer = peer;
             r.client = client;
@@ -177,9 +221,20 @@ impl Log {
 
     /// The next record, as a view on the engine's catalog.
     pub(crate) fn poll<'a>(&'a mut self, catalog: &'a Catalog, catalog_revision: u64) -> Option<Served<'a>> {
-        self.polled = Some(self.queue.pop_front()?);
-        let record = self.polled.as_ref()?;
-        Some(Served { record, catalog: (record.catalog_revision == catalog_revision).then_some(catalog) })
+        self.settle();
+        if self.len == 0 {
+            return None;
+        }
+        let record = &self.ring[self.head];
+        self.polled = true;
+        let id = match &record.id {
+            Id::None => None,
+            Id::I(n) => Some(self.id_text.format(*n)),
+            Id::U(n) => Some(self.id_text.format(*n)),
+            Id::Str(buf) => core::str::from_utf8(buf.as_bytes()).ok(),
+        };
+        let catalog = (record.catalog_revision == catalog_revision).then_some(catalog);
+        Some(Served { record, id, catalog })
     }
 
     /// Records that session `id` (of revision `revision`) ended at `now`.
@@ -222,6 +277,8 @@ fn known_method(name: &str) -> &'static str {
 #[derive(Clone, Copy)]
 pub struct Served<'a> {
     record: &'a Record,
+    /// The id as JSON text.
+    id: Option<&'a str>,
     /// The catalog the target is a position in (`None`: replaced since).
     catalog: Option<&'a Catalog>,
 }
@@ -255,8 +312,7 @@ impl<'a> Served<'a> {
     /// The request's JSON-RPC id (`None` when the message had none the engine could
     /// read, or one longer than [`MAX_TICKET_ID_LEN`](crate::MAX_TICKET_ID_LEN)).
     pub fn id(&self) -> Option<RequestId<'a>> {
-        let id = self.record.id.as_ref()?;
-        Some(RequestId { json: core::str::from_utf8(id.as_bytes()).ok()? })
+        Some(RequestId { json: self.id? })
     }
     /// The JSON-RPC error code of the answer (`None`: it was a result).
     pub fn error_code(&self) -> Option<i32> {
