@@ -45,4 +45,31 @@ fi
   --expected-failures "../$expected" -o "../$out")
 rc=$?
 set -e
-exit "$rc"
+[ "$rc" -eq 0 ] || exit "$rc"
+
+# The suite never fails a run for a scenario it does not score (`--requirements` runs them
+# and reports them apart). Those this server must pass anyway are listed, one per line, in
+# tests/conformance/must-pass-$requirements.txt: each must have run, with no FAILURE or
+# WARNING check.
+must_pass="tests/conformance/must-pass-$requirements.txt"
+if [ -f "$must_pass" ]; then
+  python3 - "$out" "$must_pass" <<'PY'
+import glob, json, os, sys
+out, listing = sys.argv[1], sys.argv[2]
+names = [n for n in (l.split("#")[0].strip() for l in open(listing)) if n]
+bad = []
+for name in names:
+    runs = glob.glob(os.path.join(out, f"server-{name}-2*", "checks.json"))
+    if not runs:
+        bad.append(f"{name}: did not run")
+        continue
+    for run in runs:
+        for c in json.load(open(run)):
+            if c.get("status") in ("FAILURE", "WARNING"):
+                bad.append(f"{name}: {c.get('id')} {c.get('status')}: {c.get('errorMessage')}")
+if bad:
+    print("unscored scenarios that must pass:\n  " + "\n  ".join(bad))
+    sys.exit(1)
+print(f"unscored scenarios that must pass: {len(names)} of {len(names)} passed")
+PY
+fi

@@ -26,6 +26,11 @@ work="$(mktemp -d)"
 demos=()
 nginx_pid=""
 cleanup() {
+  local rc=$?
+  # On failure, the demos' and nginx's logs first, so CI shows what the servers saw.
+  if [ "$rc" -ne 0 ]; then
+    for f in "$work"/*.log; do [ -f "$f" ] && { echo "--- $f ---"; cat "$f"; }; done
+  fi
   for pid in ${demos[@]+"${demos[@]}"}; do kill "$pid" 2>/dev/null || true; done
   [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null || true
   rm -rf "$work"
@@ -36,22 +41,16 @@ free_port() {
 }
 # start_demo LOG ARGS...: starts the demo with ARGS on a free loopback port (its stderr to
 # $work/LOG) and sets `upstream` to the address it listens on.
+. .ci/example-server.sh
 start_demo() {
   local log="$work/$1" pid
   shift
   target/debug/examples/everything --http 127.0.0.1:0 "$@" 2> "$log" &
   pid=$!
   demos+=("$pid")
-  upstream=""
-  for _ in $(seq 1 100); do
-    upstream="$(grep -o 'listening on http://127\.0\.0\.1:[0-9]*' "$log" | grep -o '127\.0\.0\.1:[0-9]*' || true)"
-    [ -n "$upstream" ] && return 0
-    kill -0 "$pid" 2>/dev/null || { cat "$log"; echo "the demo exited"; exit 1; }
-    sleep 0.1
-  done
-  cat "$log"
-  echo "the demo did not say where it listens"
-  exit 1
+  wait_listening "$pid" "$log"
+  upstream="${url#http://}"
+  upstream="${upstream%/mcp}"
 }
 
 # The tokio demo verifies tokens with the adapter's `oauth` feature.

@@ -191,6 +191,30 @@ pub trait Workload {
 /// The paths measured, each paired with its reference (see [`reference()`]).
 pub const CANDIDATES: [&str; 4] = ["stdio/tools_call", "stdio/ping", "stdio/tools_list", "http/tools_call"];
 
+/// The connectome's recording of one `tools/call` (what the dispatcher adds to each),
+/// measured beside the same reference as `stdio/tools_call`: a tape parse of its frame.
+pub const CONNECTOME: &str = "connectome/record";
+
+/// Every measured path: [`CANDIDATES`] and [`CONNECTOME`].
+pub const ALL: [&str; 5] =
+    ["stdio/tools_call", "stdio/ping", "stdio/tools_list", "http/tools_call", CONNECTOME];
+
+/// Counts one `tools/call` of tool 50 by one principal into the connectome's observed
+/// counts of [`catalog`], as the dispatcher does after handing the call to the host.
+struct Record {
+    observed: mcp_engine::connectome::Observed,
+    principal: [u8; 32],
+}
+
+impl Workload for Record {
+    fn run(&mut self) -> usize {
+        use mcp_engine::connectome::{Method, Target};
+        let p = std::hint::black_box(&self.principal);
+        self.observed.record(Some(p), Method::CallTool, Some(std::hint::black_box(Target::Tool(50))));
+        1
+    }
+}
+
 struct Stdio {
     engine: Engine,
     frame: Vec<u8>,
@@ -234,6 +258,7 @@ pub fn input(name: &str) -> Option<Vec<u8>> {
         "stdio/ping" => ping(),
         "stdio/tools_list" => tools_list(),
         "http/tools_call" => http_tools_call(),
+        CONNECTOME => tools_call(),
         _ => return None,
     })
 }
@@ -281,6 +306,10 @@ pub fn scaled(name: &str) -> Option<Box<dyn Workload>> {
 /// The engine path of candidate `name` (one of [`CANDIDATES`]).
 pub fn candidate(name: &str) -> Option<Box<dyn Workload>> {
     let bytes = input(name)?;
+    if name == CONNECTOME {
+        let observed = mcp_engine::connectome::Observed::new(&catalog());
+        return Some(Box::new(Record { observed, principal: [7; 32] }));
+    }
     Some(if name.starts_with("http/") {
         let (engine, conn) = http_engine();
         Box::new(Http { engine, conn, request: bytes, sink: Vec::with_capacity(1 << 16) })

@@ -85,6 +85,8 @@
 // included), never the crate face (docs/architecture.md has the map).
 pub mod catalog;
 mod config;
+#[cfg(feature = "connectome")]
+pub mod connectome;
 pub mod content;
 pub mod error;
 pub mod http;
@@ -114,6 +116,8 @@ pub use config::{CachePolicy, CacheScope, Config, ServerInfo};
 pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
 pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMismatch};
 pub use level::LogLevel;
+#[cfg(feature = "connectome")]
+pub use mcp::connectome::ConnectomeView;
 pub use mcp::event::{
     Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, RequestId, RequestInfo,
     TemplateVars,

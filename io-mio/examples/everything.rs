@@ -5,6 +5,8 @@
 //! cargo run --release -p mcp-io-mio --example everything                  # http://127.0.0.1:3000/mcp
 //! cargo run --release -p mcp-io-mio --example everything -- --http 127.0.0.1:8080
 //! cargo run --release -p mcp-io-mio --example everything -- --stdio
+//! cargo run --release -p mcp-io-mio --example everything -- --connectome      # + connectome://…
+//! cargo run --release -p mcp-io-mio --example everything -- --connectome-export declared.json
 //! # as an OAuth 2.1 protected resource:
 //! cargo run --release -p mcp-io-mio --example everything -- --oauth-issuer https://auth.example.com \
 //!     --oauth-jwks jwks.json --public-url https://mcp.example.com/mcp
@@ -21,6 +23,11 @@
 //! `Verdict::Unauthenticated`. The key set is read once, at start, from a file or from a
 //! plain `http` URL on a loopback host (a blocking `GET`); this demo fetches nothing
 //! over `https`.
+//!
+//! With `--connectome` the catalog also lists `connectome://declared`, `…/observed` and
+//! `…/diff` (the engine answers their reads; `engine().connectome()` shows the same) and
+//! `test_read_resource`, whose reads the fixture reports through its event
+//! (`CallTool::report_read`).
 //!
 //! The slow tools (`test_tool_with_progress`, `test_logging_tool`, `test_tool_with_logging`) keep their
 //! ticket and send each notification 50 ms after the previous one, then the result,
@@ -39,6 +46,7 @@ use mcp_engine::http::{
 };
 use mcp_engine::{Config, Content, Engine, LogLevel, Ticket, ToolOutput, UnixTime};
 use mcp_fixture as everything;
+use mcp_fixture::connectome::ConnectomeOptions;
 use mcp_fixture::edge::EdgeOptions;
 use mcp_fixture::oauth::{Jwks, OAuthOptions};
 use mcp_fixture::scale::ScaleOptions;
@@ -74,10 +82,11 @@ const STORE_USAGE: &str = "not here: this adapter keeps sessions in memory (the 
 
 fn usage() -> String {
     format!(
-        "{USAGE}\n{}\n{}\n{}",
+        "{USAGE}\n{}\n{}\n{}\n\nBoth:\n{}",
         everything::edge::USAGE,
         everything::oauth::usage(JWKS_USAGE),
-        everything::scale::usage(STORE_USAGE)
+        everything::scale::usage(STORE_USAGE),
+        everything::connectome::USAGE
     )
 }
 
@@ -91,7 +100,7 @@ fn raise_open_file_limit() {
 }
 
 fn main() -> ExitCode {
-    let (mode, scale) = match parse(std::env::args().skip(1)) {
+    let (mode, scale, connectome) = match parse(std::env::args().skip(1)) {
         Ok(Some(parsed)) => parsed,
         Ok(None) => {
             eprintln!("{}", usage());
@@ -107,9 +116,28 @@ fn main() -> ExitCode {
         eprintln!("everything: {e}");
         return ExitCode::FAILURE;
     }
+    let start = match &mode {
+        Mode::Http(_, options) => options.1.dynamic(),
+        Mode::Stdio => everything::Dynamic::default(),
+    };
+    if let Some(path) = connectome.export_to() {
+        // The declared graph the demo would serve as connectome://declared, and exit.
+        let d = everything::Dynamic { connectome: true, ..start };
+        return match everything::connectome::export(path, &everything::catalog_with(d), &config, d) {
+            Ok(hash) => {
+                println!("{hash}  {}", path.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("everything: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let dynamic = connectome.dynamic(start);
     let result = match mode {
-        Mode::Stdio => serve_stdio(config),
-        Mode::Http(addr, options) => serve_http(addr, config, &options.0, &options.1),
+        Mode::Stdio => serve_stdio(config, dynamic),
+        Mode::Http(addr, options) => serve_http(addr, config, &options.0, &options.1, dynamic),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -121,16 +149,20 @@ fn main() -> ExitCode {
 }
 
 /// The mode the arguments ask for, with the key options; `None` for `--help`.
-fn parse(args: impl Iterator<Item = String>) -> Result<Option<(Mode, ScaleOptions)>, String> {
+fn parse(
+    args: impl Iterator<Item = String>,
+) -> Result<Option<(Mode, ScaleOptions, ConnectomeOptions)>, String> {
     let mut mode = None;
     let mut edge = EdgeOptions::default();
     let mut oauth = OAuthOptions::default();
     let mut scale = ScaleOptions::default();
+    let mut connectome = ConnectomeOptions::default();
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         if edge.take(&arg, || args.next())?
             || oauth.take(&arg, || args.next())?
             || scale.take(&arg, || args.next())?
+            || connectome.take(&arg, || args.next())?
         {
             continue;
         }
@@ -163,7 +195,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Option<(Mode, ScaleOption
         Some(Mode::Stdio) => Mode::Stdio,
         None => Mode::Http(loopback_addr(DEFAULT_ADDR)?, Box::new((edge, oauth))),
     };
-    Ok(Some((mode, scale)))
+    Ok(Some((mode, scale, connectome)))
 }
 
 /// `addr` parsed, if it is a loopback address: the server trusts whoever can reach it.
@@ -313,9 +345,12 @@ impl Triggers {
     }
 }
 
-fn serve_stdio(config: Config) -> std::io::Result<()> {
-    let triggers = Triggers::default();
-    let server = mcp_io_mio::StdioServer::stdio(Engine::new(config, everything::catalog()))?;
+fn serve_stdio(config: Config, dynamic: everything::Dynamic) -> std::io::Result<()> {
+    let triggers = Triggers { dynamic: Cell::new(dynamic), ..Triggers::default() };
+    let mut engine = Engine::new(config, everything::catalog_with(dynamic));
+    let declared = everything::connectome::declarations(dynamic);
+    engine.set_connectome_declarations(declared).map_err(std::io::Error::other)?;
+    let server = mcp_io_mio::StdioServer::stdio(engine)?;
     server.run_timed(
         |event| triggers.respond(event),
         |engine, now| {
@@ -336,6 +371,7 @@ fn serve_http(
     mut config: Config,
     edge: &EdgeOptions,
     oauth: &OAuthOptions,
+    dynamic: everything::Dynamic,
 ) -> std::io::Result<()> {
     // Loopback only: `Host` must name localhost (or an allowed host), and a browser's
     // `Origin` too.
@@ -354,9 +390,11 @@ fn serve_http(
     if let Some(url) = oauth.apply(&resource, &mut http).map_err(std::io::Error::other)? {
         eprintln!("protected resource {resource}, its metadata at {url}");
     }
-    let engine = HttpEngine::new(config, http, oauth.catalog());
+    let mut engine = HttpEngine::new(config, http, everything::catalog_with(dynamic));
+    let declared = everything::connectome::declarations(dynamic);
+    engine.set_connectome_declarations(declared).map_err(std::io::Error::other)?;
     eprintln!("listening on http://{bound}/mcp");
-    let triggers = Triggers { dynamic: Cell::new(oauth.dynamic()), ..Triggers::default() };
+    let triggers = Triggers { dynamic: Cell::new(dynamic), ..Triggers::default() };
     let server = mcp_io_mio::HttpServer::new(listener, engine);
     server.run_timed(
         |event| match event {

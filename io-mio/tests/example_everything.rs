@@ -21,8 +21,14 @@ fn example() -> PathBuf {
 
 /// The example over stdio: the child, its stdin, and its stdout read by lines.
 fn spawn_stdio(bin: PathBuf) -> (Child, ChildStdin, BufReader<ChildStdout>) {
+    spawn_stdio_with(bin, &[])
+}
+
+/// The example over stdio with `args` too.
+fn spawn_stdio_with(bin: PathBuf, args: &[&str]) -> (Child, ChildStdin, BufReader<ChildStdout>) {
     let mut child = Command::new(bin)
         .arg("--stdio")
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -69,6 +75,42 @@ fn serves_stdio_and_exits_0_when_stdin_closes() {
         assert_eq!(rest, "", "nothing after the last answer");
         let status = child.wait().expect("wait");
         assert!(status.success(), "exit status {status}");
+    });
+}
+
+/// With `--connectome` the mio demo reports `test_read_resource`'s reads through the
+/// event (`CallTool::report_read`), and `connectome://observed` shows them with the calls.
+#[test]
+fn the_connectome_counts_the_calls_and_the_reported_reads() {
+    let bin = example();
+    within(move || {
+        let (mut child, mut stdin, mut stdout) = spawn_stdio_with(bin, &["--connectome"]);
+        let mut call = |line: &str| -> Value {
+            stdin.write_all(line.as_bytes()).expect("write");
+            let mut response = String::new();
+            stdout.read_line(&mut response).expect("read");
+            serde_json::from_str(&response).unwrap_or_else(|e| panic!("not JSON ({e}): {response:?}"))
+        };
+        let read_tool = json!({ "name": "test_read_resource", "arguments": { "uri": "test://static-text" } });
+        let r = call(&modern(1, "tools/call", read_tool));
+        assert_eq!(text_of(&r), mcp_fixture::STATIC_TEXT);
+        let r = call(&modern(2, "resources/read", json!({ "uri": "connectome://observed" })));
+        let g: Value =
+            serde_json::from_str(r["result"]["contents"][0]["text"].as_str().expect("text")).unwrap();
+        let edge = |kind: &str, from: &str, to: &str| {
+            g["edges"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["kind"] == kind && e["from"] == from && e["to"] == to)
+                .cloned()
+        };
+        let read = edge("reads", "tool:test_read_resource", "resource:test://static-text").expect("the read");
+        assert_eq!(read["count"], 1);
+        let called = edge("calls", "client:client", "method:tools/call").expect("the call");
+        assert_eq!(called["count"], 1);
+        drop(stdin);
+        assert!(child.wait().expect("wait").success());
     });
 }
 

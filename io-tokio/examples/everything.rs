@@ -5,6 +5,8 @@
 //! cargo run --release -p mcp-io-tokio --example everything                       # http://127.0.0.1:3000/mcp
 //! cargo run --release -p mcp-io-tokio --example everything -- --http 127.0.0.1:0 # any free port
 //! cargo run --release -p mcp-io-tokio --example everything -- --stdio
+//! cargo run --release -p mcp-io-tokio --example everything -- --connectome      # + connectome://…
+//! cargo run --release -p mcp-io-tokio --example everything -- --connectome-export declared.json
 //! # as an OAuth 2.1 protected resource (feature `oauth`):
 //! cargo run --release -p mcp-io-tokio --features oauth --example everything -- \
 //!     --oauth-issuer https://auth.example.com --public-url https://mcp.example.com/mcp
@@ -27,6 +29,7 @@ use std::sync::Arc;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Config, Engine};
+use mcp_fixture::connectome::ConnectomeOptions;
 use mcp_fixture::edge::EdgeOptions;
 use mcp_fixture::oauth::OAuthOptions;
 use mcp_fixture::scale::ScaleOptions;
@@ -51,8 +54,8 @@ Over HTTP:
 const DEFAULT_ADDR: &str = "127.0.0.1:3000";
 
 enum Mode {
-    Http(SocketAddr, Box<(EdgeOptions, OAuthOptions, ScaleOptions)>),
-    Stdio,
+    Http(SocketAddr, Box<(EdgeOptions, OAuthOptions, ScaleOptions)>, ConnectomeOptions),
+    Stdio(ConnectomeOptions),
 }
 
 /// This demo's `--oauth-jwks`.
@@ -75,7 +78,8 @@ fn usage() -> String {
     } else {
         "\n  (the --oauth-* options need a build with --features oauth)"
     };
-    format!("{USAGE}{}\n{oauth}{feature}\n{scale}\n", mcp_fixture::edge::USAGE)
+    let connectome = mcp_fixture::connectome::USAGE;
+    format!("{USAGE}{}\n{oauth}{feature}\n{scale}\n\nBoth:\n{connectome}\n", mcp_fixture::edge::USAGE)
 }
 
 /// The mode the arguments ask for, or the exit code to leave with.
@@ -85,11 +89,13 @@ fn parse_args() -> Result<Mode, ExitCode> {
     let mut edge = EdgeOptions::default();
     let mut oauth = OAuthOptions::default();
     let mut scale = ScaleOptions::default();
+    let mut connectome = ConnectomeOptions::default();
     while let Some(arg) = args.next() {
         let taken = edge
             .take(&arg, || args.next())
             .and_then(|taken| Ok(taken || oauth.take(&arg, || args.next())?))
-            .and_then(|taken| Ok(taken || scale.take(&arg, || args.next())?));
+            .and_then(|taken| Ok(taken || scale.take(&arg, || args.next())?))
+            .and_then(|taken| Ok(taken || connectome.take(&arg, || args.next())?));
         match taken {
             Ok(true) => continue,
             Ok(false) => {}
@@ -99,11 +105,13 @@ fn parse_args() -> Result<Mode, ExitCode> {
             }
         }
         let next = match arg.as_str() {
-            "--stdio" => Mode::Stdio,
+            "--stdio" => Mode::Stdio(ConnectomeOptions::default()),
             "--http" => {
                 let addr = args.next_if(|a| !a.starts_with('-')).unwrap_or_else(|| DEFAULT_ADDR.to_owned());
                 match addr.parse::<SocketAddr>() {
-                    Ok(addr) if addr.ip().is_loopback() => Mode::Http(addr, Box::default()),
+                    Ok(addr) if addr.ip().is_loopback() => {
+                        Mode::Http(addr, Box::default(), ConnectomeOptions::default())
+                    }
                     Ok(addr) => {
                         eprintln!(
                             "everything: {addr} is not a loopback address: this server accepts any origin \
@@ -152,15 +160,31 @@ fn parse_args() -> Result<Mode, ExitCode> {
                 .to_owned(),
         );
     }
+    if let Some(path) = connectome.export_to() {
+        // The declared graph the demo would serve as connectome://declared, and exit.
+        let d = connectome.dynamic(mcp_fixture::Dynamic { connectome: true, ..oauth.dynamic() });
+        let catalog = mcp_fixture::catalog_with(d);
+        return match mcp_fixture::connectome::export(path, &catalog, &config(), d) {
+            Ok(hash) => {
+                println!("{hash}  {}", path.display());
+                Err(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("everything: {e}");
+                Err(ExitCode::FAILURE)
+            }
+        };
+    }
     match mode {
-        Some(Mode::Stdio) if oauth.is_on() || scale.store().is_some() => {
+        Some(Mode::Stdio(_)) if oauth.is_on() || scale.store().is_some() => {
             refuse("--oauth-issuer and --store are for --http".to_owned())
         }
-        Some(Mode::Stdio) => Ok(Mode::Stdio),
-        Some(Mode::Http(addr, ..)) => Ok(Mode::Http(addr, Box::new((edge, oauth, scale)))),
+        Some(Mode::Stdio(_)) => Ok(Mode::Stdio(connectome)),
+        Some(Mode::Http(addr, ..)) => Ok(Mode::Http(addr, Box::new((edge, oauth, scale)), connectome)),
         None => Ok(Mode::Http(
             DEFAULT_ADDR.parse().expect("a valid default address"),
             Box::new((edge, oauth, scale)),
+            connectome,
         )),
     }
 }
@@ -198,11 +222,11 @@ fn main() -> ExitCode {
         }
     };
     let code = match mode {
-        Mode::Http(addr, options) => {
+        Mode::Http(addr, options, connectome) => {
             let (edge, oauth, scale) = *options;
-            runtime.block_on(serve_http(addr, edge, oauth, scale))
+            runtime.block_on(serve_http(addr, edge, oauth, scale, connectome))
         }
-        Mode::Stdio => runtime.block_on(stdio()),
+        Mode::Stdio(connectome) => runtime.block_on(stdio(connectome)),
     };
     // A read of stdin may still be pending after an error: do not wait for it.
     runtime.shutdown_background();
@@ -214,6 +238,7 @@ async fn serve_http(
     edge: EdgeOptions,
     oauth: OAuthOptions,
     scale: ScaleOptions,
+    connectome: ConnectomeOptions,
 ) -> ExitCode {
     raise_open_file_limit();
     let listener = match tokio::net::TcpListener::bind(addr).await {
@@ -243,8 +268,13 @@ async fn serve_http(
     if let Some(url) = metadata {
         eprintln!("protected resource {resource}, its metadata at {url}");
     }
-    let engine = HttpEngine::new(config, http, oauth.catalog());
-    let handler = Arc::new(Everything::new(oauth.dynamic()));
+    let dynamic = connectome.dynamic(oauth.dynamic());
+    let mut engine = HttpEngine::new(config, http, mcp_fixture::catalog_with(dynamic));
+    if let Err(e) = engine.set_connectome_declarations(mcp_fixture::connectome::declarations(dynamic)) {
+        tracing::error!(%e, "the fixture's connectome declarations do not fit its catalog");
+        return ExitCode::FAILURE;
+    }
+    let handler = Arc::new(Everything::new(dynamic));
     if !oauth.is_on() {
         let server = match with_store(HttpServer::without_authorizer(engine, handler), &scale).await {
             Ok(server) => server,
@@ -279,7 +309,7 @@ async fn serve_http(
     unreachable!("refused when the arguments were read")
 }
 
-/// `server` with the session store of `--store`, connected and its schema migrated now
+/// `server` with the session store of `--store` (also its event store), connected and its schema migrated now
 /// (an error is a configuration error); `server` as it is without the option.
 async fn with_store<H, A>(server: HttpServer<H, A>, scale: &ScaleOptions) -> Result<HttpServer<H, A>, String>
 where
@@ -291,8 +321,9 @@ where
     {
         let store = mcp_io_tokio::PgStoreConfig::new(url).map_err(|e| e.to_string())?.build().await;
         let store = store.map_err(|e| e.to_string())?;
-        tracing::info!("sessions kept in PostgreSQL");
-        Ok(server.session_store(Arc::new(store)))
+        tracing::info!("sessions and their streams' events kept in PostgreSQL");
+        let store = Arc::new(store);
+        Ok(server.session_store(Arc::clone(&store)).event_store(store))
     }
     #[cfg(not(feature = "postgres"))]
     {
@@ -345,10 +376,15 @@ async fn serve<A: Authorizer>(
     }
 }
 
-async fn stdio() -> ExitCode {
-    let engine = Engine::new(config(), fixture::catalog());
+async fn stdio(connectome: ConnectomeOptions) -> ExitCode {
+    let dynamic = connectome.dynamic(mcp_fixture::Dynamic::default());
+    let mut engine = Engine::new(config(), mcp_fixture::catalog_with(dynamic));
+    if let Err(e) = engine.set_connectome_declarations(mcp_fixture::connectome::declarations(dynamic)) {
+        tracing::error!(%e, "the fixture's connectome declarations do not fit its catalog");
+        return ExitCode::FAILURE;
+    }
     tracing::info!("serving the everything fixture on stdio");
-    match serve_stdio(engine, Arc::new(Everything::default())).await {
+    match serve_stdio(engine, Arc::new(Everything::new(dynamic))).await {
         Ok(()) => {
             tracing::info!("client closed the stream; bye");
             ExitCode::SUCCESS

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use mcp_engine::connectome::Graph;
 use mcp_engine::{Catalog, CatalogChange, ReplaceError, Ticket};
 use tokio::sync::{mpsc, oneshot};
 
@@ -22,6 +23,8 @@ pub(crate) enum Publish {
     Catalog(Box<Catalog>, oneshot::Sender<Result<CatalogChange, ReplaceError>>),
     ResourceUpdated(String),
     EndSubscriptions,
+    /// The engine's observed connectome graph, asked for.
+    Observed(oneshot::Sender<Graph>),
 }
 
 /// Publishes catalog changes and resource updates to the clients of a running server:
@@ -101,6 +104,18 @@ impl Publisher {
     pub fn end_subscriptions(&self) -> bool {
         self.send(Publish::EndSubscriptions)
     }
+
+    /// The engine's observed connectome graph as it is now
+    /// ([`ConnectomeView::observed`](mcp_engine::ConnectomeView::observed)): which callers
+    /// called which methods, the definitions they reached and the reads handlers
+    /// reported ([`ToolCall::report_read`](crate::ToolCall::report_read)), with counts.
+    pub async fn observed_graph(&self) -> Result<Graph, PublishError> {
+        let (tx, rx) = oneshot::channel();
+        if !self.send(Publish::Observed(tx)) {
+            return Err(PublishError::Stopped);
+        }
+        rx.await.map_err(|_| PublishError::Stopped)
+    }
 }
 
 /// What a [`Completion`] carries.
@@ -118,6 +133,12 @@ pub(crate) enum Outcome {
         level: mcp_engine::LogLevel,
         logger: Option<String>,
         data: serde_json::Value,
+        _permit: Permit,
+    },
+    /// The call read a resource (the connectome's observed edge); it goes on.
+    Read {
+        tool: crate::strings::Name,
+        uri: String,
         _permit: Permit,
     },
     /// The call lets its client's connection go for now (SSE polling); it goes on.
@@ -205,6 +226,14 @@ impl Progress {
 }
 
 impl Progress {
+    /// Reports that the call of `tool` read `uri`.
+    pub(crate) fn report_read(&self, tool: &crate::strings::Name, uri: &str) -> bool {
+        let Some(permit) = self.permit() else { return false };
+        let outcome = Outcome::Read { tool: tool.clone(), uri: uri.to_owned(), _permit: permit };
+        // The receiver is gone only once the run loop has returned.
+        self.tx.send(Completion { ticket: Some(self.ticket), outcome }).is_ok()
+    }
+
     pub(crate) fn reconnect_later(&self, retry: std::time::Duration) -> bool {
         let outcome = Outcome::Reconnect { retry };
         self.tx.send(Completion { ticket: Some(self.ticket), outcome }).is_ok()

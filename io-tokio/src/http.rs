@@ -20,7 +20,8 @@ use crate::auth::{AuthorizeInfo, Authorizer, NoAuthorizer};
 use crate::channel::{Completion, Publisher};
 use crate::handler::Handler;
 use crate::readiness::{Ready, ReadyQueue};
-use crate::store::{SessionStore, StoreError};
+use crate::store::{EventStore, SessionStore, StoreError, StoreNotice, StoreNotices};
+use crate::stream_events::{self, Appender};
 use crate::telemetry::{Telemetry, Wire};
 use crate::work::Tasks;
 
@@ -98,6 +99,10 @@ pub struct HttpServer<H, A> {
     pub(crate) max_body: usize,
     /// Where sessions are kept beyond the engine's memory, if anywhere.
     pub(crate) store: Option<Arc<dyn SessionStore>>,
+    /// Where session streams' events are kept, if anywhere.
+    pub(crate) events: Option<Arc<dyn EventStore>>,
+    /// Whether publications are announced to the other nodes sharing the store.
+    pub(crate) announce: bool,
     /// What the request spans record beyond the default.
     pub(crate) telemetry: Telemetry,
     /// The channel handler replies and publications come back on (made early so that
@@ -165,6 +170,8 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
             max_in_flight,
             max_body,
             store: None,
+            events: None,
+            announce: true,
             telemetry: Telemetry::default(),
             done: mpsc::unbounded_channel(),
         }
@@ -186,10 +193,41 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     /// The store is asked when a request names a session the engine does not hold, and
     /// when a session is created, changed (`initialized`, `logging/setLevel`,
     /// `resources/subscribe`), deleted or expires; the answer to a change waits until
-    /// the store has it. See [`SessionStore`].
+    /// the store has it. A store that hears the other servers
+    /// ([`SessionStore::notices`]) is listened to: [`serve`](Self::serve) takes its first
+    /// connection once the store listens (or after 10 s, then keeps trying), the tower
+    /// service from when the store listens; each notice goes to the engine, and this
+    /// server's catalog news to the others ([`announce_changes`](Self::announce_changes)).
+    /// A session in use is touched in the store now and then
+    /// ([`HttpConfig::session_touch_every`](mcp_engine::http::HttpConfig::session_touch_every),
+    /// [`SessionStore::touch`]). See [`SessionStore`].
     pub fn session_store<S: SessionStore>(mut self, store: Arc<S>) -> Self {
         self.engine.set_session_store(true);
         self.store = Some(store);
+        self
+    }
+
+    /// Keeps the events of session streams in `store` too (turning the engine's
+    /// [`HttpConfig::event_store`](mcp_engine::http::HttpConfig::event_store) on; it
+    /// needs a [`session_store`](Self::session_store), usually the same object): every
+    /// event written on a session's SSE stream is appended to it in the background, in
+    /// order, and a client resuming with a `Last-Event-ID` of a stream this server does
+    /// not hold (another node wrote it) gets what it missed from it. See [`EventStore`].
+    pub fn event_store<S: EventStore>(mut self, store: Arc<S>) -> Self {
+        self.engine.set_event_store(true);
+        self.events = Some(store);
+        self
+    }
+
+    /// Whether this server's catalog replacements and resource updates
+    /// ([`Publisher`]) are announced to the other servers sharing its
+    /// [`session_store`](Self::session_store) ([`SessionStore::announce`]; default on), whose
+    /// streams then tell their clients. Turn it off when every server's host makes each
+    /// change on its own server (a catalog read from a shared source, say): each
+    /// server's streams are told by its own replacement then. News the other servers
+    /// announce is heard either way.
+    pub fn announce_changes(mut self, on: bool) -> Self {
+        self.announce = on;
         self
     }
 
@@ -238,6 +276,8 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         let (mut host, mut done_rx, mut decided_rx) = Host::new(self);
         // Connections this server reads itself speak HTTP/1.1.
         host.tasks.set_telemetry(Wire::HTTP1, telemetry);
+        // Other nodes' news is heard before the first connection is taken.
+        host.listen_first().await;
         let ready = Arc::new(ReadyQueue::default());
         let mut tcp = Tcp {
             host,
@@ -271,6 +311,7 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
                 }
                 Some(done) = done_rx.recv() => tcp.host.complete(done),
                 Some(decided) = decided_rx.recv() => tcp.host.decided(decided),
+                notice = tcp.host.notice() => tcp.host.noticed(notice),
                 // Every report queued, before one pump: a burst of readiness (thousands
                 // of slow clients each sending a byte) costs one pass of the loop.
                 () = ready.wait() => tcp.take_ready(),
@@ -358,6 +399,10 @@ pub(crate) enum Decided {
     Loaded(ConnId, Result<Option<Vec<u8>>, StoreError>),
     /// The store's answer to a `SaveSession`.
     Saved(ConnId, Result<(), StoreError>),
+    /// The event store's answer to a `LoadEvents`.
+    Events(ConnId, stream_events::Loaded),
+    /// The store's notices of other nodes' changes, once it listens.
+    Listening(StoreNotices),
 }
 
 /// What an `Authorize` or `AuthorizeBody` event leads to.
@@ -375,11 +420,17 @@ pub(crate) struct Host<H, A> {
     handler: Arc<H>,
     auth: Arc<A>,
     tasks: Tasks,
-    verdict_tx: mpsc::UnboundedSender<Decided>,
+    pub(crate) verdict_tx: mpsc::UnboundedSender<Decided>,
     /// Where sessions are kept beyond the engine's memory (see `HttpServer::session_store`).
-    store: Option<Arc<dyn SessionStore>>,
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// A store event arrived with no store: said once.
     warned_no_store: bool,
+    /// Where session streams' events go (see `HttpServer::event_store`).
+    events: Option<Appender>,
+    /// What other nodes sharing the store do, once the store listens (see `listen`).
+    pub(crate) notices: Option<StoreNotices>,
+    /// Whether this node's publications are announced (`HttpServer::announce_changes`).
+    pub(crate) announce: bool,
     /// Authorization tasks still deciding, by connection.
     authorizing: HashMap<ConnId, AbortHandle>,
     /// The request an authorizer is asked about at once, refilled in place.
@@ -407,6 +458,9 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             verdict_tx,
             store: server.store,
             warned_no_store: false,
+            events: server.events.map(Appender::new),
+            notices: None,
+            announce: server.announce,
             authorizing: HashMap::new(),
             asking: AuthorizeInfo::new(None, core::iter::empty::<(String, Vec<u8>)>()),
             deferred: VecDeque::new(),
@@ -487,6 +541,11 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                     self.save(conn, id, record);
                     None
                 }
+                Some(HttpEvent::TouchSession(t)) => {
+                    let id = t.id.to_owned();
+                    self.touch(id);
+                    None
+                }
                 Some(HttpEvent::SessionExpired(gone)) => {
                     let id = gone.id.to_owned();
                     if let Some(store) = self.store.clone() {
@@ -496,6 +555,26 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                             }
                         });
                     }
+                    None
+                }
+                Some(HttpEvent::AppendEvent(e)) => {
+                    if let Some(events) = self.events.as_mut() {
+                        events.push(&e);
+                    }
+                    None
+                }
+                Some(HttpEvent::LoadEvents(load)) => {
+                    let (conn, id, stream, from) =
+                        (load.conn, load.session.to_owned(), load.stream, load.from);
+                    let tx = self.verdict_tx.clone();
+                    let store = self.events.as_ref().map(Appender::store);
+                    tokio::spawn(async move {
+                        let found = match store {
+                            Some(store) => store.load_events(&id, stream, from).await,
+                            None => Err(StoreError::new("no event store")),
+                        };
+                        let _ = tx.send(Decided::Events(conn, found));
+                    });
                     None
                 }
                 Some(other) => {
@@ -577,6 +656,15 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                 }
                 self.engine.session_saved(now, conn, saved.is_ok());
             }
+            Decided::Events(conn, found) => {
+                let now = self.now();
+                stream_events::answer(&mut self.engine, now, conn, found);
+            }
+            Decided::Listening(notices) => {
+                self.notices = Some(notices);
+                // What other nodes did before this node listened was not heard.
+                self.noticed(Some(StoreNotice::Missed));
+            }
         }
     }
 
@@ -635,8 +723,10 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
         any
     }
 
-    /// Answers a finished handler task.
+    /// Answers a finished handler task, or applies a publication (announced to the other
+    /// nodes sharing the store once applied, see `announced`).
     pub(crate) fn complete(&mut self, done: Completion) {
+        let done = self.announced(done);
         self.tasks.complete(&mut self.engine, done);
     }
 

@@ -139,8 +139,8 @@
 //! - `conventions`: the values of OpenTelemetry's MCP conventions the spans and the
 //!   metrics share (the transport a run loop records, the class of an answer).
 //! - `channel` (imports `reply`): the channel between handler futures and the task
-//!   driving the engine: what a handler task sends back, the progress and log reports of
-//!   a running call, and [`Publisher`] / [`PublishError`].
+//!   driving the engine: what a handler task sends back, the progress, log and read
+//!   reports of a running call, and [`Publisher`] / [`PublishError`].
 //! - `otel` (feature `otel`; imports `strings`, `conventions`): the client's trace context
 //!   as each span's OpenTelemetry parent, the `mcp.server.operation.duration` and
 //!   `mcp.server.session.duration` histograms, and `Otel`, OTLP over HTTP.
@@ -159,9 +159,18 @@
 //! - `serve` (imports `handler`, `telemetry`, `work`): the stream run loop, [`serve`],
 //!   [`serve_with`] and [`serve_stdio`].
 //! - `store`: where HTTP sessions are kept beyond the engine's memory, [`SessionStore`]
-//!   and [`MemorySessionStore`].
-//! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `store`, `work`): the
+//!   and [`MemorySessionStore`], what servers sharing one tell each other
+//!   ([`StoreNotice`], [`CatalogNews`]), and their streams' events for `Last-Event-ID`
+//!   on any node, [`EventStore`] within [`EventBounds`].
+//! - `stream_events` (imports `store`): the server's side of an event store: the task
+//!   appending the engine's events in order, a load's answer handed to the engine.
+//! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `store`,
+//!   `stream_events`, `work`): the
 //!   Streamable HTTP server over TCP, [`HttpServer`] and [`serve_http`].
+//! - `nodes` (imports `auth`, `channel`, `handler`, `http`, `store`): the server's side of
+//!   a store shared by several servers: the store's notices of other nodes' changes into
+//!   the engine, this node's catalog news out ([`SessionStore::announce`]), touches of
+//!   sessions in use.
 //! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
 //!   endpoint as a tower `Service`, `McpService`.
 //! - `typed/` (feature `schemars`, default; imports `reply`, `request`, `handler`): the
@@ -172,8 +181,8 @@
 //!   protected resource, `OAuthAuthorizer`, with the issuer's key set fetched over HTTPS
 //!   (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
 //! - `postgres` (feature `postgres`; imports `store`): sessions kept in PostgreSQL for
-//!   several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`), and the notices
-//!   of other nodes' writes (`SessionNotices`).
+//!   several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`), their streams'
+//!   events (`events.rs`), and the notices of other nodes' writes (into `StoreNotices`).
 //!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
@@ -188,6 +197,7 @@ mod channel;
 mod conventions;
 mod handler;
 mod http;
+mod nodes;
 #[cfg(feature = "oauth")]
 mod oauth;
 #[cfg(feature = "otel")]
@@ -199,6 +209,7 @@ mod reply;
 mod request;
 mod serve;
 mod store;
+mod stream_events;
 mod strings;
 mod telemetry;
 #[cfg(feature = "tower")]
@@ -218,8 +229,6 @@ pub use oauth::{
 #[cfg(feature = "otel")]
 pub use otel::{DURATION_BUCKETS, Otel, OtelBuilder, OtelError, SCOPE};
 #[cfg(feature = "postgres")]
-pub use postgres::notify::{SessionNotice, SessionNotices};
-#[cfg(feature = "postgres")]
 pub use postgres::{PgSessionStore, PgStoreConfig};
 pub use reply::{
     CompleteResult, CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64,
@@ -230,7 +239,10 @@ pub use request::{
     CompletionRequest, CompletionTarget, InputContext, PromptGet, RequestTrace, ResourceRead, ToolCall,
 };
 pub use serve::{serve, serve_stdio, serve_with};
-pub use store::{MemorySessionStore, SessionStore, StoreError, StoreFuture};
+pub use store::{
+    CatalogNews, EventBounds, EventStore, KeptEvent, MemorySessionStore, SessionStore, StoreError,
+    StoreFuture, StoreNotice, StoreNotices, StreamEvent,
+};
 pub use strings::{Name, PooledString};
 pub use telemetry::Telemetry;
 #[cfg(feature = "tower")]

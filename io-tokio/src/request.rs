@@ -372,6 +372,15 @@ impl ToolCall {
         self.progress.as_ref().is_some_and(|p| p.reconnect_later(retry))
     }
 
+    /// Reports that this call read the resource at `uri` (as `resources/read` matches
+    /// it: a listed resource or a template's): the engine counts the connectome edge
+    /// `tool reads resource` (see [`mcp_engine::connectome`]). Counts only; nothing of
+    /// what was read is sent. Returns whether the report was queued, as for
+    /// [`log`](Self::log); the engine ignores a uri its catalog has no resource for.
+    pub fn report_read(&self, uri: &str) -> bool {
+        self.progress.as_ref().is_some_and(|p| p.report_read(&self.name, uri))
+    }
+
     /// A [`Publisher`] to the server running this call: replace the catalog, announce
     /// resource updates. `None` for a call built with [`ToolCall::new`].
     pub fn publisher(&self) -> Option<Publisher> {

@@ -147,7 +147,9 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     /// task owning the engine: must be called inside a tokio runtime.
     pub fn into_service(self) -> McpService {
         let max_body = self.max_body;
-        let (host, done_rx, verdict_rx) = Host::new(self);
+        let (mut host, done_rx, verdict_rx) = Host::new(self);
+        // Other nodes' news: heard once the store listens (this cannot wait for it).
+        host.listen();
         let (requests, requests_rx) = mpsc::channel(REQUEST_QUEUE);
         let (gone, gone_rx) = mpsc::unbounded_channel();
         let (demand, demand_rx) = mpsc::unbounded_channel();
@@ -374,6 +376,7 @@ async fn run<H: Handler, A: Authorizer>(
             biased;
             Some(completion) = done.recv() => task.host.complete(completion),
             Some(decided) = decisions.recv() => task.host.decided(decided),
+            notice = task.host.notice() => task.host.noticed(notice),
             Some(id) = gone.recv() => task.gone(id),
             // Room in a stream's body: the next pump moves more.
             Some(_) = demand.recv() => {}

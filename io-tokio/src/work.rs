@@ -146,6 +146,7 @@ pub(crate) trait Answer {
         data: &serde_json::Value,
     ) -> Result<(), NotifyError>;
     fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError>;
+    fn report_read(&mut self, tool: &str, uri: &str) -> bool;
     fn publish(&mut self, p: Publish);
 }
 
@@ -212,8 +213,14 @@ macro_rules! answer_on {
             fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError> {
                 <$engine>::reconnect_later(self, ticket, retry)
             }
+            fn report_read(&mut self, tool: &str, uri: &str) -> bool {
+                <$engine>::report_read(self, tool, uri)
+            }
             fn publish(&mut self, p: Publish) {
                 match p {
+                    Publish::Observed(reply) => {
+                        let _ = reply.send(self.connectome().observed());
+                    }
                     Publish::Catalog(catalog, reply) => {
                         let r = self.replace_catalog(*catalog);
                         if let Err(e) = &r {
@@ -463,6 +470,13 @@ impl Tasks {
             }
             return;
         }
+        if let Outcome::Read { tool, uri, .. } = &outcome {
+            // Counted even for a call cancelled since: the read happened.
+            if !engine.report_read(tool, uri) {
+                tracing::debug!(?ticket, %tool, uri_len = uri.len(), "read report not counted");
+            }
+            return;
+        }
         if let Outcome::Reconnect { retry } = &outcome {
             if self.running.contains_key(&ticket)
                 && let Err(e) = engine.reconnect_later(ticket, *retry)
@@ -569,6 +583,7 @@ impl Tasks {
             Outcome::Progress { .. }
             | Outcome::Log { .. }
             | Outcome::Reconnect { .. }
+            | Outcome::Read { .. }
             | Outcome::Publish(_) => Ok(()),
             Outcome::Dropped => {
                 tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");

@@ -24,8 +24,14 @@ impl Drop for Server {
 
 /// Starts the example on `--http 127.0.0.1:0` and reads the address it prints.
 fn start() -> (Server, SocketAddr) {
+    start_with(&[])
+}
+
+/// Starts the example on `--http 127.0.0.1:0` with `args` too.
+fn start_with(args: &[&str]) -> (Server, SocketAddr) {
     let mut child = Command::new(example_binary())
         .args(["--http", "127.0.0.1:0"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -105,4 +111,62 @@ fn the_example_listens_on_loopback_only() {
         .output()
         .expect("run the example");
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// With `--connectome` the demo serves its wiring diagram: the observed graph counts the
+/// calls made and the reads `test_read_resource` reported through its handler context,
+/// and `connectome://declared` is the file `--connectome-export` writes.
+#[tokio::test]
+async fn the_example_serves_its_connectome() {
+    let (_server, addr) = start_with(&["--connectome"]);
+    let mut conn = Conn::open(addr).await;
+    for (id, uri) in [(1, "test://static-text"), (2, "test://template/5/data"), (3, "test://template/6/data")]
+    {
+        let r = conn.call(id, "test_read_resource", &json!({ "uri": uri })).await;
+        assert_eq!(r.status, 200, "{r:?}");
+        assert!(!first_text(&r.json()).is_empty());
+    }
+    let r = conn.call(4, "echo", &json!({ "text": "hi" })).await;
+    assert_eq!(first_text(&r.json()), "hi");
+
+    let read = |id: u64, uri: &str| {
+        let params = format!(r#""uri":"{uri}""#);
+        post(addr, "resources/read", Some(uri), &body(id, "resources/read", &params))
+    };
+    // A handler's report travels on the channel its reply takes after it, so each call's
+    // read was counted before its answer was written.
+    conn.send(&read(5, "connectome://observed")).await;
+    let r = patient("observed", conn.response()).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let contents = &r.json()["result"]["contents"][0];
+    assert_eq!(contents["mimeType"], "application/json");
+    let observed: serde_json::Value = serde_json::from_str(contents["text"].as_str().expect("text")).unwrap();
+    let edges = observed["edges"].as_array().unwrap();
+    let count = |kind: &str, to: &str| {
+        edges.iter().find(|e| e["kind"] == kind && e["to"] == to).map(|e| e["count"].clone())
+    };
+    assert_eq!(count("dispatches", "tool:test_read_resource"), Some(json!(3)));
+    assert_eq!(count("dispatches", "tool:echo"), Some(json!(1)));
+    assert_eq!(count("reads", "resource:test://static-text"), Some(json!(1)));
+    assert_eq!(count("reads", "template:test://template/{id}/data"), Some(json!(2)));
+    let reader = edges.iter().find(|e| e["kind"] == "reads").unwrap();
+    assert_eq!(reader["from"], "tool:test_read_resource");
+
+    // The declared graph served is byte for byte the exported file.
+    conn.send(&read(6, "connectome://declared")).await;
+    let r = conn.response().await;
+    let served = r.json()["result"]["contents"][0]["text"].as_str().unwrap().to_owned();
+    let file = std::env::temp_dir().join(format!("everything-declared-{}.json", std::process::id()));
+    let out = Command::new(example_binary())
+        .args(["--connectome-export", file.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the export");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let exported = std::fs::read(&file).unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(served.as_bytes(), exported, "connectome://declared is the export");
+    use sha2::Digest as _;
+    let hash: String = sha2::Sha256::digest(&exported).iter().map(|b| format!("{b:02x}")).collect();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&hash), "the export prints its SHA-256");
 }

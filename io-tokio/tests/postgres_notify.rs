@@ -274,7 +274,7 @@ async fn dropping_the_receiver_closes_its_listening_connection() {
         let listeners = || async {
             let row = c
                 .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN \"t_n_drop.sessions\"'",
+                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN \"t_n_drop.sessions\"%'",
                     &[],
                 )
                 .await
@@ -294,6 +294,34 @@ async fn dropping_the_receiver_closes_its_listening_connection() {
             assert!(start.elapsed() < WITHIN, "both closed");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn catalog_news_announced_on_one_node_is_heard_on_the_other_and_not_on_its_own() {
+    use mcp_engine::CatalogChange;
+    use mcp_io_tokio::{CatalogNews, StoreNotice};
+    let Some(db) = fresh("t_n_news").await else { return };
+    bounded("news", async {
+        let (a, b) = (store(&db.url, "t_n_news").await, store(&db.url, "t_n_news").await);
+        let mut na = a.notices().await.expect("A listens");
+        let mut nb = b.notices().await.expect("B listens");
+        let lists = CatalogNews::ListChanged(CatalogChange::of(true, true, false));
+        let updated = CatalogNews::ResourceUpdated("test://r/1 2".into());
+        a.announce(&lists).await.unwrap();
+        a.announce(&updated).await.unwrap();
+        assert_eq!(next!(nb), StoreNotice::Catalog(lists.clone()));
+        assert_eq!(next!(nb), StoreNotice::Catalog(updated));
+        // Session notices and news share the listening connection, in commit order.
+        a.save("s", b"x").await.unwrap();
+        changed!(nb, "s");
+        // A's own news was not told to A: B's marker is A's first notice.
+        b.announce(&lists).await.unwrap();
+        assert_eq!(next!(na), StoreNotice::Catalog(lists));
+        // A uri too long to send is "something changed".
+        a.announce(&CatalogNews::ResourceUpdated("x".repeat(5000))).await.unwrap();
+        assert!(next!(nb).is_missed());
     })
     .await;
 }

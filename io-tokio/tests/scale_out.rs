@@ -2,7 +2,9 @@
 //! a key (`--keys-file`; the second node mid-rotation: it seals with a new key and still
 //! opens with the first): a `2025-11-25` session opened on one node is served by the
 //! other, which loads it from the store; a node with another key refuses the session id
-//! without a lookup (`404`). The first steps of issue 16's three-node scenario.
+//! without a lookup (`404`); a request stream written on one node is resumed with
+//! `Last-Event-ID` on the other (from the PostgreSQL event store). The first steps of
+//! issue 16's three-node scenario.
 //!
 //! PostgreSQL: CI's server (`MCP_TEST_PG_URL`), else one the test starts (see
 //! `pg_support`).
@@ -13,36 +15,9 @@ mod http_support;
 mod oauth_support;
 mod pg_support;
 
-use std::path::PathBuf;
-
-use oauth_support::demo::{self, Adapter};
+use oauth_support::demo::{self, Adapter, KeysFile};
 use oauth_support::legacy_post;
 use serde_json::json;
-
-/// A keys file of hex keys (the first seals), removed when dropped.
-struct KeysFile(PathBuf);
-
-impl KeysFile {
-    fn new(name: &str, bytes: &[u8]) -> Self {
-        let path = std::env::temp_dir().join(format!("mcp-scale-{name}-{}", std::process::id()));
-        let lines: String = bytes.iter().map(|&b| format!("{}\n", hex(&[b; 32]))).collect();
-        std::fs::write(&path, lines).expect("write the keys file");
-        Self(path)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 path")
-    }
-}
-
-impl Drop for KeysFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opened_on_one_node_is_served_by_another_with_the_same_key_and_store() {
@@ -85,4 +60,124 @@ async fn a_session_opened_on_one_node_is_served_by_another_with_the_same_key_and
     let r = legacy_post(c.addr, "", &call(5), v, Some(&session)).await;
     assert_eq!(r.status, 404, "{r:?}");
     drop((a, b, c));
+}
+
+/// Sends `raw` on a connection of its own and reads until the server closes it.
+async fn exchange(addr: std::net::SocketAddr, raw: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(raw.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.expect("read");
+    String::from_utf8(out).expect("UTF-8")
+}
+
+/// The `(id, data)` of each SSE event of a chunked response (`head` and chunk sizes
+/// dropped).
+fn sse_events(raw: &str) -> Vec<(String, String)> {
+    let (_, mut rest) = raw.split_once("\r\n\r\n").expect("a head");
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
+        if n == 0 {
+            break;
+        }
+        body.push_str(&after[..n]);
+        rest = &after[n + 2..];
+    }
+    let mut events = Vec::new();
+    let mut id = String::new();
+    for line in body.lines() {
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = v.to_owned();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            events.push((std::mem::take(&mut id), d.to_owned()));
+        }
+    }
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_written_on_one_node_is_resumed_with_last_event_id_on_another() {
+    let db = pg_support::database();
+    let keys = KeysFile::new("replay", &[0x5a]);
+    let start = || demo::start(Adapter::Tokio, &["--store", db.url.as_str(), "--keys-file", keys.path()]);
+    let (a, b) = (start(), start());
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = legacy_post(a.addr, "", &init, None, None).await;
+    let session = r.header("mcp-session-id").expect("a session").to_owned();
+    let v = Some("2025-11-25");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(legacy_post(a.addr, "", &initialized, v, Some(&session)).await.status, 202);
+    let level = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "info"}});
+    assert_eq!(legacy_post(a.addr, "", &level, v, Some(&session)).await.status, 200);
+
+    // On node A, a call that streams three log messages, then its answer.
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                      "params": {"name": "test_tool_with_logging", "arguments": {}}})
+    .to_string();
+    let head = |addr: std::net::SocketAddr| {
+        format!(
+            "Host: 127.0.0.1:{}\r\nMCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: {session}\r\n\
+             Connection: close\r\n",
+            addr.port()
+        )
+    };
+    let post = |body: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\n{}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            head(a.addr),
+            body.len()
+        )
+    };
+    let written = sse_events(&http_support::patient("the call on A", exchange(a.addr, &post(&call))).await);
+    assert_eq!(written.len(), 5, "priming, three logs, the answer: {written:?}");
+
+    // The client saw the priming event only and comes back on node B, which never wrote
+    // the stream. A's appends run in the background: ask until they are all there.
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\n{}Accept: text/event-stream\r\nLast-Event-ID: {}\r\n\r\n",
+        head(b.addr),
+        written[0].0
+    );
+    let mut tries = 0;
+    let replayed = loop {
+        let out = http_support::patient("the resumption on B", exchange(b.addr, &get)).await;
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        let got = sse_events(&out);
+        if got.len() == 4 || tries == 50 {
+            assert!(!out.contains(": gap"), "{out}");
+            break got;
+        }
+        tries += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(replayed, written[1..].to_vec(), "every event, in order, with the ids A gave them");
+
+    // A lets the stream of `test_reconnection` go at once (`retry:`) and answers it,
+    // parked: the client comes back on B, which has the answer from the store.
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                      "params": {"name": "test_reconnection", "arguments": {}}})
+    .to_string();
+    let out = http_support::patient("the parked call on A", exchange(a.addr, &post(&call))).await;
+    assert!(out.contains("retry: "), "{out}");
+    let priming = sse_events(&out);
+    assert_eq!(priming.len(), 1, "{out}");
+    let get = get.replace(&written[0].0, &priming[0].0);
+    let mut tries = 0;
+    let answer = loop {
+        let got = sse_events(&http_support::patient("the poll on B", exchange(b.addr, &get)).await);
+        if !got.is_empty() || tries == 50 {
+            break got;
+        }
+        tries += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(answer.len(), 1, "{answer:?}");
+    let v: serde_json::Value = serde_json::from_str(&answer[0].1).expect("JSON");
+    assert_eq!(v["id"], 4, "{v}");
+    assert!(v["result"]["content"][0]["text"].is_string(), "{v}");
+    drop((a, b));
 }

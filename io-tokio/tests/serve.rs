@@ -544,3 +544,41 @@ async fn a_result_that_does_not_match_its_output_schema_is_logged_at_warn() {
     assert!(text.contains("WARN") && text.contains("does not match its output schema"), "{text}");
     assert!(text.contains("tool=count") && text.contains("path=/n"), "{text}");
 }
+
+/// Reports a read of `x://r`, then asks the server for the observed connectome graph and
+/// answers with the count of that read edge.
+struct Reader;
+
+impl Handler for Reader {
+    async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostFailure> {
+        assert!(call.report_read("x://r"), "queued");
+        assert!(call.report_read("x://unknown"), "queued, not counted");
+        let publisher = call.publisher().ok_or_else(|| HostFailure::internal("no server"))?;
+        let graph = publisher.observed_graph().await.map_err(|e| HostFailure::internal(e.to_string()))?;
+        let key = mcp_engine::connectome::EdgeKey {
+            from: "tool:reader".into(),
+            kind: mcp_engine::connectome::EdgeKind::Reads,
+            to: "resource:x://r".into(),
+        };
+        let reads = graph.get_edge(&key).and_then(|e| e.count).unwrap_or(0);
+        Ok(ToolReply::text(format!("{reads} {}", graph.edges().len())))
+    }
+}
+
+#[tokio::test]
+async fn a_handler_reports_reads_and_the_publisher_shows_the_observed_graph() {
+    let catalog = Catalog::builder()
+        .tool(mcp_engine::Tool::new("reader"))
+        .resource(Resource::new("x://r", "r"))
+        .build()
+        .unwrap();
+    let mut client = Client::start(config(), catalog, Arc::new(Reader));
+    client.send(&call(1, "reader", &json!({}))).await;
+    let r = client.recv().await;
+    // The reports reach the run loop before the graph is asked for: the read, the call of
+    // tools/call and its dispatch to the tool.
+    assert_eq!(first_text(&r), "1 3", "{r}");
+    client.send(&call(2, "reader", &json!({}))).await;
+    assert_eq!(first_text(&client.recv().await), "2 3");
+    assert!(client.finish().await.is_empty());
+}

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, Verdict,
+    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, LoadedEvents, Verdict,
 };
 use mcp_engine::{Catalog, Config, Event, Instant};
 use mcp_fixture as everything;
@@ -36,7 +36,7 @@ pub struct Client {
 pub struct Store {
     /// The records, by session id.
     pub records: HashMap<String, Vec<u8>>,
-    /// Every request, in order: `load ID`, `save ID`, `forget ID`, `expired ID`.
+    /// Every request, in order: `load ID`, `save ID`, `forget ID`, `expired ID`, `touch ID`.
     pub log: Vec<String>,
     /// Answer loads `Unavailable` and saves as failed.
     pub fail: bool,
@@ -44,6 +44,45 @@ pub struct Store {
     pub hold: bool,
     /// Asks left unanswered while `hold` was on.
     pub held: Vec<ConnId>,
+    /// The events of session streams (`HttpConfig::event_store`), in the order appended.
+    pub events: Vec<StoredEvent>,
+    /// At most this many events kept per stream, oldest dropped first (0: all).
+    pub keep_per_stream: usize,
+    /// Answer event loads `Unavailable`.
+    pub events_fail: bool,
+    /// Answer no event load: they wait in `events_held` (a stalled store).
+    pub events_hold: bool,
+    /// Event loads left unanswered while `events_hold` was on.
+    pub events_held: Vec<ConnId>,
+}
+
+/// An event a test store keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// The session id.
+    pub session: String,
+    /// The stream.
+    pub stream: u32,
+    /// Its number.
+    pub seq: u32,
+    /// Its data.
+    pub data: Vec<u8>,
+    /// The stream's last event.
+    pub last: bool,
+}
+
+impl Store {
+    /// Keeps an appended event, dropping the stream's oldest beyond `keep_per_stream`.
+    fn append(&mut self, e: StoredEvent) {
+        let (session, stream) = (e.session.clone(), e.stream);
+        self.events.push(e);
+        let of = |x: &StoredEvent| x.session == session && x.stream == stream;
+        let n = self.events.iter().filter(|x| of(x)).count();
+        if self.keep_per_stream != 0 && n > self.keep_per_stream {
+            let i = self.events.iter().position(of).unwrap_or_default();
+            self.events.remove(i);
+        }
+    }
 }
 
 /// One HTTP response.
@@ -160,6 +199,9 @@ impl Client {
                         let (conn, id, record) = (s.conn, s.id.to_owned(), s.record.map(<[u8]>::to_vec));
                         let verb = if record.is_some() { "save" } else { "forget" };
                         self.store.log.push(format!("{verb} {id}"));
+                        if record.is_none() {
+                            self.store.events.retain(|e| e.session != id);
+                        }
                         if self.store.hold {
                             self.store.held.push(conn);
                         } else if self.store.fail {
@@ -176,7 +218,38 @@ impl Client {
                         let id = x.id.to_owned();
                         self.store.log.push(format!("expired {id}"));
                         self.store.records.remove(&id);
+                        self.store.events.retain(|e| e.session != id);
                     }
+                    HttpEvent::AppendEvent(a) => self.store.append(StoredEvent {
+                        session: a.session.to_owned(),
+                        stream: a.stream,
+                        seq: a.seq,
+                        data: a.data.to_vec(),
+                        last: a.last,
+                    }),
+                    HttpEvent::LoadEvents(l) => {
+                        let (conn, id, stream, from) = (l.conn, l.session.to_owned(), l.stream, l.from);
+                        self.store.log.push(format!("events {id} {stream} {from}"));
+                        if self.store.events_hold {
+                            self.store.events_held.push(conn);
+                        } else if self.store.events_fail {
+                            self.e.events_loaded(self.now, conn, LoadedEvents::Unavailable);
+                        } else {
+                            let kept: Vec<_> = self
+                                .store
+                                .events
+                                .iter()
+                                .filter(|e| e.session == id && e.stream == stream && e.seq >= from)
+                                .map(|e| mcp_engine::http::StoredEvent {
+                                    seq: e.seq,
+                                    data: &e.data,
+                                    last: e.last,
+                                })
+                                .collect();
+                            self.e.events_loaded(self.now, conn, LoadedEvents::Events(&kept));
+                        }
+                    }
+                    HttpEvent::TouchSession(t) => self.store.log.push(format!("touch {}", t.id)),
                     _ => {}
                 }
             }
@@ -289,4 +362,79 @@ pub fn one(c: &mut Client, raw: &[u8]) -> Response {
     let mut r = c.send(raw);
     assert_eq!(r.len(), 1, "{r:?}");
     r.remove(0)
+}
+
+/// `Accept` for an SSE `GET` (a line of `get`'s `extra`).
+pub const SSE: &str = "Accept: text/event-stream\r\n";
+
+/// A `GET` of the endpoint in `session` (if any), with `extra` header lines.
+pub fn get(session: Option<&str>, extra: &str) -> Vec<u8> {
+    let mut s = String::from("GET /mcp HTTP/1.1\r\nHost: localhost:3000\r\n");
+    if let Some(id) = session {
+        s.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
+    }
+    s.push_str(extra);
+    s.push_str("\r\n");
+    s.into_bytes()
+}
+
+/// Sends `raw` on a new connection of `c`; returns its connection and what it wrote.
+pub fn on_new(c: &mut Client, raw: &[u8]) -> (ConnId, String) {
+    on_new_in(c, raw, usize::MAX)
+}
+
+/// [`on_new`], feeding `raw` in chunks of `chunk` bytes.
+pub fn on_new_in(c: &mut Client, raw: &[u8], chunk: usize) -> (ConnId, String) {
+    let keep = c.conn;
+    c.conn = c.e.open(c.now, None).unwrap();
+    let out = c.feed(raw, chunk);
+    let conn = core::mem::replace(&mut c.conn, keep);
+    (conn, String::from_utf8(out).unwrap())
+}
+
+/// What `conn` of `c` wrote since it was last read (every event answered first).
+pub fn more(c: &mut Client, conn: ConnId) -> String {
+    let keep = core::mem::replace(&mut c.conn, conn);
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    c.conn = keep;
+    String::from_utf8(out).unwrap()
+}
+
+/// `(id, data)` of every SSE event in `raw` (an event without an id has an empty one).
+pub fn sse_events(raw: &str) -> Vec<(String, String)> {
+    let mut events = Vec::new();
+    let mut id = String::new();
+    for line in raw.lines() {
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = v.to_owned();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            events.push((core::mem::take(&mut id), d.to_owned()));
+        }
+    }
+    events
+}
+
+/// A session-bound POST under `version`: `MCP-Protocol-Version` and `Mcp-Session-Id`
+/// when a session is named (none for `initialize`), no `Mcp-Method`.
+pub fn session_post(body: &Value, version: &str, session: Option<&str>) -> Vec<u8> {
+    let mut extra = vec![("Mcp-Method", ""), ("Mcp-Name", ""), ("MCP-Protocol-Version", "")];
+    if let Some(id) = session {
+        extra.push(("MCP-Protocol-Version", version));
+        extra.push(("Mcp-Session-Id", id));
+    }
+    post(body, &extra)
+}
+
+/// Opens a session under `version` (`initialize`, then `notifications/initialized`);
+/// returns its id.
+pub fn open_session(c: &mut Client, version: &str) -> String {
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let r = one(c, &session_post(&init, version, None));
+    assert_eq!(r.status, 200, "{r:?}");
+    let id = r.header("mcp-session-id").expect("a session id").to_owned();
+    let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    assert_eq!(one(c, &session_post(&done, version, Some(&id))).status, 202);
+    id
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
 use mcp_engine::{Config, Instant};
 use mcp_fixture as everything;
-use mcp_tests::wire::{Client, Response, client_of, parse_responses, post, req};
+use mcp_tests::wire::{
+    Client, Response, SSE, client_of, get, more, on_new, parse_responses, post, req, sse_events,
+};
 use serde_json::{Value, json};
 
 const ENTROPY: [u8; 32] = [5; 32];
@@ -207,35 +209,6 @@ fn delete_ends_the_session() {
     assert_eq!((r.status, r.header("allow")), (405, Some("GET, POST, DELETE")));
 }
 
-fn get(session: Option<&str>, extra: &str) -> Vec<u8> {
-    let mut s = String::from("GET /mcp HTTP/1.1\r\nHost: localhost:3000\r\n");
-    if let Some(id) = session {
-        s.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
-    }
-    s.push_str(extra);
-    s.push_str("\r\n");
-    s.into_bytes()
-}
-
-/// Sends `raw` on a new connection of `c`; returns its connection and what it wrote.
-fn on_new(c: &mut Client, raw: &[u8]) -> (mcp_engine::http::ConnId, String) {
-    let keep = c.conn;
-    c.conn = c.e.open(c.now, None).unwrap();
-    let out = c.feed(raw, usize::MAX);
-    let conn = core::mem::replace(&mut c.conn, keep);
-    (conn, String::from_utf8(out).unwrap())
-}
-
-fn more(c: &mut Client, conn: mcp_engine::http::ConnId) -> String {
-    let keep = core::mem::replace(&mut c.conn, conn);
-    let mut out = Vec::new();
-    c.drain(&mut out);
-    c.conn = keep;
-    String::from_utf8(out).unwrap()
-}
-
-const SSE: &str = "Accept: text/event-stream\r\n";
-
 #[test]
 fn get_opens_the_sessions_standalone_stream_once() {
     let mut c = client();
@@ -289,6 +262,31 @@ fn the_standalone_stream_carries_list_changes_and_resource_updates() {
     let others = more(&mut c, other);
     assert_eq!(others.matches("data: ").count(), 1, "{others}");
     assert!(others.contains("tools/list_changed"));
+}
+
+#[test]
+fn a_list_change_announced_from_elsewhere_reaches_the_streams_and_leaves_the_catalog() {
+    let mut c = client();
+    let id = open(&mut c, "2025-11-25");
+    let (stream, _) = on_new(&mut c, &get(Some(&id), SSE));
+    let tools = |c: &mut Client| {
+        let r = one(c, &legacy(&request(4, "tools/list", json!({})), Some("2025-11-25"), Some(&id)));
+        r.json()["result"]["tools"].as_array().map(Vec::len)
+    };
+    let before = tools(&mut c);
+    let change = mcp_engine::CatalogChange::of(true, false, true);
+    assert_eq!(c.e.announce_list_changed(change), change);
+    let out = more(&mut c, stream);
+    let methods: Vec<Value> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<Value>(d).unwrap()["method"].clone())
+        .collect();
+    assert_eq!(
+        methods,
+        [json!("notifications/tools/list_changed"), json!("notifications/prompts/list_changed")]
+    );
+    assert_eq!(tools(&mut c), before, "the catalog is this node's: unchanged");
 }
 
 #[test]
@@ -430,20 +428,6 @@ fn a_session_lives_while_the_host_works_on_its_request() {
     c.now = Instant::ZERO + Duration::from_secs(560);
     c.e.handle_timeout(c.now);
     assert_eq!(c.e.sessions(), 0);
-}
-
-/// `(id, data)` of every SSE event in `raw` (an event without an id has an empty one).
-fn sse_events(raw: &str) -> Vec<(String, String)> {
-    let mut events = Vec::new();
-    let mut id = String::new();
-    for line in raw.lines() {
-        if let Some(v) = line.strip_prefix("id: ") {
-            id = v.to_owned();
-        } else if let Some(d) = line.strip_prefix("data: ") {
-            events.push((core::mem::take(&mut id), d.to_owned()));
-        }
-    }
-    events
 }
 
 /// A session whose client logs at `info`, and a tool call that streams three log

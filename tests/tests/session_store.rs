@@ -431,17 +431,179 @@ fn a_session_ended_on_another_node_ends_here_without_telling_the_store() {
 fn a_session_ended_elsewhere_closes_its_stream_here() {
     let mut a = node();
     let id = open(&mut a);
-    let keep = a.conn;
-    a.conn = a.e.open(a.now, None).unwrap();
+    let stream = open_stream(&mut a, &id);
+    assert!(a.e.session_ended_elsewhere(a.now, id.as_bytes()));
+    let rest = String::from_utf8(a.e.pending_output(stream).to_vec()).unwrap();
+    assert!(rest.ends_with("0\r\n\r\n"), "the stream's last chunk: {rest:?}");
+}
+
+/// Found by the session_streams fuzz target in store mode: a session loaded for a request
+/// that then waited for a ticket slot was dropped from memory again (to make room for a
+/// new one) before the request was served, which was then answered `404`.
+#[test]
+fn a_session_loaded_for_a_waiting_request_stays_until_the_request_is_served() {
+    use mcp_tests::wire::{more, on_new};
+    let held: std::rc::Rc<std::cell::RefCell<Vec<mcp_engine::Ticket>>> = Default::default();
+    let keep = std::rc::Rc::clone(&held);
+    let mut config = everything::config();
+    config.secret_key([3; 32]);
+    config.max_in_flight(1);
+    let mut h = http();
+    h.max_sessions(2);
+    let host = Box::new(move |ev: mcp_engine::Event<'_>| match ev {
+        mcp_engine::Event::CallTool(call) => keep.borrow_mut().push(call.ticket),
+        ev => everything::respond(ev),
+    });
+    let mut c = client_of(config, h, everything::catalog(), host);
+    c.e.set_entropy(&[5; 32]);
+    let (a, _b, s3) = (open(&mut c), open(&mut c), open(&mut c));
+    assert_eq!(c.e.sessions(), 2, "the first left memory to make room");
+    let call = |id: i64| request(id, "tools/call", json!({ "name": "test_simple_text" }));
+    // A's request waits for the store; meanwhile a request of the third takes the only slot.
+    c.store.hold = true;
+    let (on_a, out) = on_new(&mut c, &legacy(&call(5), Some(&a)));
+    assert!(out.is_empty() && c.store.held.len() == 1);
+    c.store.hold = false;
+    let _ = on_new(&mut c, &legacy(&call(6), Some(&s3)));
+    assert_eq!(held.borrow().len(), 1);
+    // A comes back and waits for the slot; a new session finds no room now.
+    let record = c.store.records[&a].clone();
+    c.e.session_loaded(c.now, c.store.held[0], Loaded::Record(&record));
+    assert!(more(&mut c, on_a).is_empty(), "A's request waits for the slot");
+    let r = one(&mut c, &legacy(&initialize(), None));
+    assert_eq!(r.status, 503, "A is not dropped while its request waits: {r:?}");
+    // The slot frees: A's request is served in A.
+    let t = held.borrow()[0];
+    c.e.answer_tool(t, &mcp_engine::ToolOutput::new(&[mcp_engine::Content::text("six")])).unwrap();
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert_eq!(held.borrow().len(), 2, "A's call reached the host");
+    let t = held.borrow()[1];
+    c.e.answer_tool(t, &mcp_engine::ToolOutput::new(&[mcp_engine::Content::text("five")])).unwrap();
+    let r = parse_responses(more(&mut c, on_a).as_bytes());
+    assert_eq!(r[0].status, 200, "{r:?}");
+    assert_eq!(r[0].json()["result"]["content"][0]["text"], "five");
+}
+
+/// Opens the standalone stream of session `id` on a connection of its own; returns it
+/// (the client's own connection stays `c.conn`).
+fn open_stream(c: &mut Client, id: &str) -> mcp_engine::http::ConnId {
+    let keep = c.conn;
+    c.conn = c.e.open(c.now, None).unwrap();
     let get = format!(
         "GET /mcp HTTP/1.1\r\nHost: localhost:3000\r\nAccept: text/event-stream\r\nMcp-Session-Id: {id}\r\n\
          MCP-Protocol-Version: {V}\r\n\r\n"
     );
-    let head = String::from_utf8(a.feed(get.as_bytes(), usize::MAX)).unwrap();
+    let head = String::from_utf8(c.feed(get.as_bytes(), usize::MAX)).unwrap();
     assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"), "{head}");
-    let stream = a.conn;
-    a.conn = keep;
-    assert!(a.e.session_ended_elsewhere(a.now, id.as_bytes()));
-    let rest = String::from_utf8(a.e.pending_output(stream).to_vec()).unwrap();
-    assert!(rest.ends_with("0\r\n\r\n"), "the stream's last chunk: {rest:?}");
+    let stream = c.conn;
+    c.conn = keep;
+    stream
+}
+
+#[test]
+fn a_copy_whose_stream_closed_is_dropped_when_another_node_changes_it() {
+    let mut b = node();
+    let id = open(&mut b);
+    let stream = open_stream(&mut b, &id);
+    assert!(!b.e.session_changed_elsewhere(id.as_bytes()), "its stream is open: kept");
+    b.e.handle_closed(b.now, stream);
+    assert!(b.e.session_changed_elsewhere(id.as_bytes()), "the stream's connection is gone: dropped");
+    assert_eq!(b.e.sessions(), 0);
+    assert_eq!(ping(&mut b, &id).status, 200, "loaded again");
+    assert_eq!(b.store.log.iter().filter(|l| l.starts_with("load")).count(), 1, "{:?}", b.store.log);
+}
+
+#[test]
+fn after_missed_notices_idle_copies_are_dropped_and_copies_in_use_checked_at_their_next_request() {
+    let mut b = node();
+    let idle = open(&mut b);
+    let busy = open(&mut b);
+    let _stream = open_stream(&mut b, &busy);
+    // Another node sets a log level on `busy`: the store has it, this node did not hear.
+    let mut a = node_with(http(), 6);
+    a.store = Store { log: Vec::new(), ..b.store.clone() };
+    let r = one(&mut a, &legacy(&request(2, "logging/setLevel", json!({ "level": "info" })), Some(&busy)));
+    assert_eq!(r.status, 200);
+    b.store.records = a.store.records.clone();
+    assert_eq!(logged(&mut b, &busy), 0, "the copy here is stale and nobody said so");
+
+    b.store.log.clear();
+    assert_eq!(b.e.sessions_changed_elsewhere(), 1, "the idle copy is dropped");
+    assert_eq!(b.e.sessions(), 1, "the one with a stream stays");
+    assert!(b.store.log.is_empty(), "nothing asked of the store until a request comes");
+    assert_eq!(logged(&mut b, &busy), 3, "checked against the store first: the level set elsewhere");
+    assert_eq!(b.store.log, [format!("load {busy}")]);
+    assert_eq!(logged(&mut b, &busy), 3);
+    assert_eq!(b.store.log.len(), 1, "fresh again: served from memory");
+    assert_eq!(ping(&mut b, &idle).status, 200, "the dropped one comes back from the store");
+    assert_eq!(b.store.log, [format!("load {busy}"), format!("load {idle}")]);
+}
+
+#[test]
+fn a_stale_copy_the_store_no_longer_holds_ends_here() {
+    let mut b = node();
+    let id = open(&mut b);
+    let stream = open_stream(&mut b, &id);
+    // Ended on another node (its `DELETE`), unheard here.
+    b.store.records.clear();
+    assert_eq!(b.e.sessions_changed_elsewhere(), 0);
+    let r = ping(&mut b, &id);
+    assert_eq!(r.status, 404, "{r:?}");
+    assert_eq!(b.e.sessions(), 0);
+    let rest = String::from_utf8(b.e.pending_output(stream).to_vec()).unwrap();
+    assert!(rest.ends_with("0\r\n\r\n"), "its stream ended: {rest:?}");
+    // A store that cannot be asked leaves a stale copy alone: 503, and the next try
+    // checks again.
+    let mut c = node();
+    let id = open(&mut c);
+    let _stream = open_stream(&mut c, &id);
+    c.e.sessions_changed_elsewhere();
+    c.store.fail = true;
+    assert_eq!(ping(&mut c, &id).status, 503);
+    c.store.fail = false;
+    assert_eq!(ping(&mut c, &id).status, 200);
+    assert_eq!(c.store.log.iter().filter(|l| l.starts_with("load")).count(), 2, "{:?}", c.store.log);
+}
+
+#[test]
+fn a_session_in_use_is_touched_in_the_store_once_per_interval_off_the_request_path() {
+    let mut h = http();
+    h.session_touch_every(Duration::from_secs(600));
+    let mut c = node_with(h, 5);
+    let id = open(&mut c);
+    let at = |c: &mut Client, secs: u64| c.now = Instant::ZERO + Duration::from_secs(secs);
+    let touches = |c: &Client| c.store.log.iter().filter(|l| l.starts_with("touch")).count();
+    c.store.log.clear();
+    for secs in [60, 300, 599] {
+        at(&mut c, secs);
+        assert_eq!(ping(&mut c, &id).status, 200);
+    }
+    assert!(c.store.log.is_empty(), "within the interval of its last save: nothing");
+    at(&mut c, 600);
+    assert_eq!(ping(&mut c, &id).status, 200, "answered as ever: nothing waits for the touch");
+    assert_eq!(c.store.log, [format!("touch {id}")]);
+    for secs in [601, 900, 1199] {
+        at(&mut c, secs);
+        assert_eq!(ping(&mut c, &id).status, 200);
+    }
+    assert_eq!(touches(&c), 1, "once per interval");
+    // A change is a save: the interval starts again from it.
+    at(&mut c, 1200);
+    let r = one(&mut c, &legacy(&request(2, "logging/setLevel", json!({ "level": "info" })), Some(&id)));
+    assert_eq!(r.status, 200);
+    at(&mut c, 1799);
+    assert_eq!(ping(&mut c, &id).status, 200);
+    assert_eq!(touches(&c), 1, "saved at 1,200 s: not due before 1,800 s");
+    at(&mut c, 1800);
+    assert_eq!(ping(&mut c, &id).status, 200);
+    assert_eq!(touches(&c), 2);
+    // Zero: never.
+    let mut h = http();
+    h.session_touch_every(Duration::ZERO);
+    let mut c = node_with(h, 5);
+    let id = open(&mut c);
+    at(&mut c, 1000);
+    assert_eq!(ping(&mut c, &id).status, 200);
+    assert_eq!(touches(&c), 0);
 }

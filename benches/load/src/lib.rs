@@ -177,10 +177,19 @@ pub fn raise_open_file_limit() -> u64 {
     }
 }
 
-/// `SRV_MAX_CONNECTIONS`: the engine's connection limit for the held-connections
-/// benchmark (`held`), which holds more than the default.
-pub fn max_connections() -> Option<usize> {
-    std::env::var("SRV_MAX_CONNECTIONS").ok()?.parse().ok()
+/// The held-connections benchmark's (`held`) settings of the servers' HTTP engine, from
+/// the environment: `SRV_MAX_CONNECTIONS`, the connection limit (it holds more than the
+/// default), and `SRV_HEAD_TIMEOUT_MS`, the head timeout (longer than the default, so
+/// that every connection is held for a while once the last one is open). Unset, the
+/// engine's defaults stay.
+pub fn held_settings(http: &mut mcp_engine::http::HttpConfig) {
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = var("SRV_MAX_CONNECTIONS") {
+        http.max_connections(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    if let Some(ms) = var("SRV_HEAD_TIMEOUT_MS") {
+        http.head_timeout(std::time::Duration::from_millis(ms));
+    }
 }
 
 /// A tokio runtime as both tokio-based servers use it: multi-threaded (one worker per

@@ -23,22 +23,27 @@ use memchr::memmem;
 
 const USAGE: &str = "\
 usage: load [--quick] [--requests N] [--rounds R] [--servers LIST] [--scenarios LIST] [--depth D]
-            [--no-build]
+            [--pg-url URL] [--no-build]
 
 Drives each server with tools/call `echo` requests and prints a markdown table of medians.
 
   --quick            10,000 requests, 2 rounds (default: 100,000 requests, 5 rounds)
   --requests N       timed requests per run
   --rounds R         rounds; each runs every server once per scenario, in rotated order
-  --servers LIST     comma-separated, of: mio,tokio,tokio-ct,rmcp,rmcp-flush,floor (default:
-                     all; tokio-ct is the tokio adapter on a current-thread runtime,
-                     rmcp-flush is rmcp on hyper with pipeline_flush, HTTP only)
+  --servers LIST     comma-separated, of: mio,tokio,tokio-ct,tokio-mem,tokio-pg,rmcp,
+                     rmcp-flush,floor (default: all, tokio-pg only with --pg-url;
+                     tokio-ct is the tokio adapter on a current-thread runtime,
+                     tokio-mem and tokio-pg the tokio adapter with a session store, in
+                     memory and in PostgreSQL, HTTP only; rmcp-flush is rmcp on hyper
+                     with pipeline_flush, HTTP only)
   --scenarios LIST   comma-separated, of: stdio-pipelined,stdio-64,http-1,http-4,
                      http-1-pipelined,http-4-pipelined,session-1,session-4,
                      session-1-pipelined,session-4-pipelined (default: all; session-*
                      open a 2025-11-25 session on each connection first)
   --depth D          requests kept unanswered on each connection in the *-pipelined
                      HTTP scenarios, 1 to 900 (default: 16)
+  --pg-url URL       the PostgreSQL database tokio-pg keeps its sessions in (schema
+                     mcp_load, created if absent)
   --no-build         do not build the server binaries first (they must be beside this one)
   -h, --help         print this help";
 
@@ -67,6 +72,10 @@ enum Server {
     Tokio,
     /// The tokio adapter on tokio's current-thread runtime.
     TokioCt,
+    /// The tokio adapter with a `MemorySessionStore` (HTTP only).
+    TokioMem,
+    /// The tokio adapter with a `PgSessionStore` on `--pg-url` (HTTP only).
+    TokioPg,
     Rmcp,
     /// rmcp over hyper's HTTP/1 server with `pipeline_flush` (HTTP only).
     RmcpFlush,
@@ -74,13 +83,24 @@ enum Server {
 }
 
 impl Server {
-    const ALL: [Self; 6] = [Self::Mio, Self::Tokio, Self::TokioCt, Self::Rmcp, Self::RmcpFlush, Self::Floor];
+    const ALL: [Self; 8] = [
+        Self::Mio,
+        Self::Tokio,
+        Self::TokioCt,
+        Self::TokioMem,
+        Self::TokioPg,
+        Self::Rmcp,
+        Self::RmcpFlush,
+        Self::Floor,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Self::Mio => "mio",
             Self::Tokio => "tokio",
             Self::TokioCt => "tokio-ct",
+            Self::TokioMem => "tokio-mem",
+            Self::TokioPg => "tokio-pg",
             Self::Rmcp => "rmcp",
             Self::RmcpFlush => "rmcp-flush",
             Self::Floor => "floor",
@@ -92,6 +112,8 @@ impl Server {
             Self::Mio => "ours, mio adapter",
             Self::Tokio => "ours, tokio adapter",
             Self::TokioCt => "ours, tokio adapter, current-thread runtime",
+            Self::TokioMem => "ours, tokio adapter, `MemorySessionStore`",
+            Self::TokioPg => "ours, tokio adapter, `PgSessionStore`",
             Self::Rmcp => "rmcp 3.11.0",
             Self::RmcpFlush => "rmcp 3.11.0, hyper `pipeline_flush`",
             Self::Floor => "floor (no parsing)",
@@ -101,7 +123,7 @@ impl Server {
     fn binary(self) -> &'static str {
         match self {
             Self::Mio => "srv-mio",
-            Self::Tokio | Self::TokioCt => "srv-tokio",
+            Self::Tokio | Self::TokioCt | Self::TokioMem | Self::TokioPg => "srv-tokio",
             Self::Rmcp | Self::RmcpFlush => "srv-rmcp",
             Self::Floor => "srv-floor",
         }
@@ -110,7 +132,7 @@ impl Server {
     /// Whether this server runs in `scenario` (the `pipeline_flush` variant differs from
     /// plain rmcp over HTTP only).
     fn runs(self, scenario: Scenario) -> bool {
-        !(self == Self::RmcpFlush && scenario.is_stdio())
+        !(matches!(self, Self::RmcpFlush | Self::TokioMem | Self::TokioPg) && scenario.is_stdio())
     }
 }
 
@@ -190,16 +212,19 @@ struct Opts {
     scenarios: Vec<Scenario>,
     build: bool,
     quick: bool,
+    /// Where `tokio-pg` keeps its sessions.
+    pg_url: Option<String>,
 }
 
 fn parse_opts() -> Result<Option<Opts>, String> {
     let mut o = Opts {
         requests: 100_000,
         rounds: 5,
-        servers: Server::ALL.to_vec(),
+        servers: Vec::new(),
         scenarios: Scenario::ALL.to_vec(),
         build: true,
         quick: false,
+        pg_url: None,
     };
     let (mut requests, mut rounds, mut depth) = (None, None, DEFAULT_DEPTH);
     let mut args = std::env::args().skip(1);
@@ -219,10 +244,18 @@ fn parse_opts() -> Result<Option<Opts>, String> {
                     return Err(format!("--depth is at most {ID_CYCLE}"));
                 }
             }
+            "--pg-url" => o.pg_url = Some(value("--pg-url")?),
             "--no-build" => o.build = false,
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if o.servers.is_empty() {
+        let pg = o.pg_url.is_some();
+        o.servers = Server::ALL.into_iter().filter(|&s| s != Server::TokioPg || pg).collect();
+    }
+    if o.servers.contains(&Server::TokioPg) && o.pg_url.is_none() {
+        return Err("tokio-pg needs --pg-url".to_owned());
     }
     if o.quick {
         (o.requests, o.rounds) = (10_000, 2);
@@ -312,7 +345,14 @@ fn run(opts: &Opts) -> io::Result<()> {
             let n = servers.len();
             for i in 0..n {
                 let server = servers[(i + round) % n];
-                let job = Job { server, scenario, warmup, requests: opts.requests, stdio: &stdio };
+                let job = Job {
+                    server,
+                    scenario,
+                    warmup,
+                    requests: opts.requests,
+                    stdio: &stdio,
+                    pg_url: opts.pg_url.as_deref(),
+                };
                 let sample = job.run(&bin_dir).map_err(|e| {
                     io::Error::new(e.kind(), format!("{} / {}: {e}", scenario.name(), server.name()))
                 })?;
@@ -623,6 +663,7 @@ struct Job<'a> {
     warmup: usize,
     requests: usize,
     stdio: &'a StdioLoad,
+    pg_url: Option<&'a str>,
 }
 
 /// What the driver reads of a server process at both ends of the timed window.
@@ -652,6 +693,15 @@ impl Job<'_> {
         }
         if self.server == Server::TokioCt {
             cmd.env("SRV_TOKIO_CURRENT_THREAD", "1");
+        }
+        match (self.server, self.pg_url) {
+            (Server::TokioMem, _) => {
+                cmd.env("SRV_TOKIO_STORE", "memory");
+            }
+            (Server::TokioPg, Some(url)) => {
+                cmd.env("SRV_TOKIO_STORE", url);
+            }
+            _ => {}
         }
         if matches!(self.server, Server::Rmcp | Server::RmcpFlush) && self.scenario.is_session() {
             // rmcp's stateful mode (our servers serve both wires on one endpoint).
@@ -1457,6 +1507,35 @@ fn print_report(opts: &Opts, warmup: usize, results: &Results) {
     }
     print_targets(opts, results);
     print_sessions(opts, results);
+    print_stores(opts, results);
+}
+
+/// Issue #16: the session store in PostgreSQL against the one in memory, cache warm
+/// (every session opened before the timed window): req/s and server CPU per request,
+/// each the median of the ratios within a round.
+fn print_stores(opts: &Opts, results: &Results) {
+    let each: Vec<String> = opts
+        .scenarios
+        .iter()
+        .filter(|s| s.is_session())
+        .filter_map(|&s| {
+            let (pg, mem) =
+                (samples_of(results, s, Server::TokioPg)?, samples_of(results, s, Server::TokioMem)?);
+            Some(format!(
+                "{} {:.2}× the req/s, {:.2}× the CPU per request",
+                s.name(),
+                paired(pg, mem, |x| x.rps),
+                paired(pg, mem, |x| x.cpu_us)
+            ))
+        })
+        .collect();
+    if !each.is_empty() {
+        println!();
+        println!(
+            "Sessions in PostgreSQL (issue #16), `PgSessionStore` ÷ `MemorySessionStore`: {}.",
+            each.join("; ")
+        );
+    }
 }
 
 /// Issue #11: the session-bound scenarios against rmcp's stateful mode, by server CPU per

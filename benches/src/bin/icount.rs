@@ -6,26 +6,26 @@
 //!
 //! Setup is the same at every N, so the difference of two runs divided by the difference
 //! of their N is the cost of one operation. `.ci/icount.sh` does that for every variant.
-//! Variants: each path of `mcp_benches::CANDIDATES` (`stdio/tools_call`, ...) and its
+//! Variants: each path of `mcp_benches::ALL` (`stdio/tools_call`, ..., `connectome/record`) and its
 //! reference, the same name with `ref:` in front (`ref:stdio/tools_call`); the scaling
 //! workloads `scale/tools_call/N` and `scale/tools_list/N` (see `mcp_benches::scaled`);
 //! `list` prints the candidates, `describe` prints each path's input and output sizes.
 
 use std::process::ExitCode;
 
-use mcp_benches::{CANDIDATES, candidate, input, reference};
+use mcp_benches::{ALL, candidate, input, reference};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("list") {
-        for name in CANDIDATES {
+        for name in ALL {
             println!("{name}");
             println!("ref:{name}");
         }
         return ExitCode::SUCCESS;
     }
     if args.first().map(String::as_str) == Some("describe") {
-        for name in CANDIDATES {
+        for name in ALL {
             let input = input(name).map_or(0, |b| b.len());
             let output = candidate(name).map_or(0, |mut w| w.run());
             println!("{name}: {input} bytes in, {output} bytes out");

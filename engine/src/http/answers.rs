@@ -156,16 +156,40 @@ impl HttpEngine {
         self.tick(self.last_now);
         let r = self.core.replace_catalog(catalog);
         if let Ok(change) = r {
-            // Sessions hear of it on their standalone streams.
-            for e in self.sessions.with_streams() {
-                if let Some((conn, generation)) = e.stream {
-                    self.core.session_list_changed(Route::Http { conn, generation }, &e.session, change);
-                }
-            }
+            self.sessions_list_changed(change);
         }
         self.collect_answers();
         self.process();
         r
+    }
+
+    /// Announces that lists changed without replacing the catalog: another node sharing
+    /// this deployment's clients changed its catalog (its host said so through a shared
+    /// store), or this node may have missed such news. The listen streams that asked for
+    /// the lists in `change` and the standalone streams of initialized sessions get their
+    /// `notifications/*/list_changed`, exactly as after [`replace_catalog`](Self::replace_catalog)
+    /// (a family this catalog does not have is left out; nothing is sent unless
+    /// `Config::list_changed` is on). Clients then list again, from this node's catalog.
+    /// Returns the change as announced.
+    pub fn announce_list_changed(
+        &mut self,
+        change: crate::mcp::subs::CatalogChange,
+    ) -> crate::mcp::subs::CatalogChange {
+        self.tick(self.last_now);
+        let change = self.core.announce_list_changed(change);
+        self.sessions_list_changed(change);
+        self.collect_answers();
+        self.process();
+        change
+    }
+
+    /// Sessions hear of a list change on their standalone streams.
+    fn sessions_list_changed(&mut self, change: crate::mcp::subs::CatalogChange) {
+        for e in self.sessions.with_streams() {
+            if let Some((conn, generation)) = e.stream {
+                self.core.session_list_changed(Route::Http { conn, generation }, &e.session, change);
+            }
+        }
     }
 
     /// Notifies the subscribers of `uri` (see [`crate::Engine::notify_resource_updated`]).

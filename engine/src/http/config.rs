@@ -45,6 +45,9 @@ pub struct HttpConfig {
     pub(super) replay_buffer: usize,
     pub(super) session_store: bool,
     pub(super) store_timeout: Duration,
+    pub(super) event_store: bool,
+    pub(super) resume_retry: Duration,
+    pub(super) session_touch_every: Duration,
     pub(super) protected: Option<ProtectedResource>,
     pub(super) hosts: Vec<HostName>,
     pub(super) proxies: Vec<IpNet>,
@@ -75,6 +78,9 @@ impl HttpConfig {
             replay_buffer: 64 * 1024,
             session_store: false,
             store_timeout: Duration::from_secs(5),
+            event_store: false,
+            resume_retry: Duration::from_secs(1),
+            session_touch_every: Duration::from_secs(10 * 60),
             protected: None,
             hosts: Vec::new(),
             proxies: Vec::new(),
@@ -279,6 +285,46 @@ impl HttpConfig {
     /// in time is undone.
     pub fn store_timeout(&mut self, d: Duration) -> &mut Self {
         self.store_timeout = d.max(MIN_TIMEOUT);
+        self
+    }
+    /// Hands the events of session streams to the host's store too (default off; it
+    /// takes [`session_store`](Self::session_store) on as well), so that a client
+    /// resumes with `Last-Event-ID` on any node sharing the store: every event written on
+    /// a session's SSE stream is lent to the host
+    /// ([`HttpEvent::AppendEvent`](crate::http::HttpEvent::AppendEvent); no answer), and
+    /// a `Last-Event-ID` naming a stream this engine's buffer does not cover asks for the
+    /// events it missed ([`HttpEvent::LoadEvents`](crate::http::HttpEvent::LoadEvents),
+    /// answered with [`HttpEngine::events_loaded`](crate::http::HttpEngine::events_loaded);
+    /// a store that fails or does not answer within [`store_timeout`](Self::store_timeout)
+    /// makes the `GET` `503` with `Retry-After`). The store keeps a bounded number of
+    /// events per stream and per session, oldest dropped first; a replay that needs
+    /// dropped ones says so (`: gap`) as one from memory does. See `docs/http.md`.
+    pub fn event_store(&mut self, on: bool) -> &mut Self {
+        self.event_store = on;
+        self
+    }
+    /// How long a client resuming a request's stream from the event store, whose answer
+    /// is not among the stored events, is told to wait before it asks again (`retry:`,
+    /// default 1 s, at least 1 ms): the request may still run on the node that wrote the
+    /// stream.
+    pub fn resume_retry(&mut self, d: Duration) -> &mut Self {
+        self.resume_retry = d.max(MIN_TIMEOUT);
+        self
+    }
+    /// [`resume_retry`](Self::resume_retry) in milliseconds, for `retry:`.
+    pub(super) fn resume_retry_ms(&self) -> u32 {
+        u32::try_from(self.resume_retry.as_millis()).unwrap_or(u32::MAX)
+    }
+    /// With a [`session_store`](Self::session_store): how long a session in use may go
+    /// without the store hearing of it (default 10 minutes; zero: never). A session
+    /// served from this engine's memory changes nothing in the store, so a store whose
+    /// records expire some time after their last save or load would let it expire while
+    /// it is in use here; once that long has passed since the session was last saved,
+    /// loaded or touched, the end of its next request asks the host to touch it
+    /// ([`HttpEvent::TouchSession`](crate::http::HttpEvent::TouchSession)), off the
+    /// request path: nothing waits for it. Give less than the store's record lifetime.
+    pub fn session_touch_every(&mut self, every: Duration) -> &mut Self {
+        self.session_touch_every = every;
         self
     }
     /// How long a `subscriptions/listen` stream may stay silent before the engine writes

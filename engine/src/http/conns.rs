@@ -10,6 +10,7 @@
 //! [`forget`]: HttpEngine::forget
 
 use super::exchange::{Exchange, Framing, Phase, SessionStream, refuse};
+use super::replay::is_standalone;
 use super::{ConnId, HttpEngine};
 use crate::jsonrpc::Flow;
 use crate::output::Route;
@@ -157,7 +158,7 @@ impl HttpEngine {
             Some(st)
                 if c.streaming
                     && c.phase == Phase::Waiting
-                    && st.stream != 0
+                    && !is_standalone(st.stream)
                     && self.core.has_route(route) =>
             {
                 self.park(st, route);
@@ -167,6 +168,9 @@ impl HttpEngine {
         if let Some(r) = c.session.take() {
             self.sessions.end(r, self.last_now);
             self.session_timers.set(r.slot(), self.sessions.deadline(r));
+        }
+        if let Some(r) = c.pinned.take() {
+            self.sessions.unpin(r);
         }
         self.asks.retain(|a| a.slot() != slot);
         c.codec.discard_body();

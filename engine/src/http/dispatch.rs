@@ -16,6 +16,9 @@ impl HttpEngine {
     /// Decodes the body of `slot`'s request and serves it, in the session its
     /// `Mcp-Session-Id` names (see `sessions::route`).
     pub(super) fn dispatch(&mut self, slot: u32) {
+        if let Some(r) = self.slots[slot as usize].conn.as_mut().and_then(|c| c.pinned.take()) {
+            self.sessions.unpin(r);
+        }
         if let (Some(c), Some(pr)) = (self.slots[slot as usize].conn.as_mut(), &self.http.protected)
             && c.metadata
         {

@@ -115,6 +115,12 @@ pub(super) struct Exchange {
     pub(super) saving: Option<Saving>,
     /// The session id a store is asked about (loading) or told of (saving).
     pub(super) store_id: [u8; SESSION_ID_LEN],
+    /// While [`Phase::Loading`] for a `GET`'s `Last-Event-ID`: the session, stream and
+    /// last event seen whose missed events the host's event store is asked for.
+    pub(super) resume: Option<(SessionRef, u32, u32)>,
+    /// The session a store gave back for this request, kept in memory until the
+    /// request is served (`Sessions::pin`).
+    pub(super) pinned: Option<SessionRef>,
     /// The `WWW-Authenticate` challenge the response carries (a protected resource's
     /// refusal).
     pub(super) challenge: Option<Arc<str>>,
@@ -183,6 +189,8 @@ impl Exchange {
             loaded: false,
             saving: None,
             store_id: [0; SESSION_ID_LEN],
+            resume: None,
+            pinned: None,
             challenge: None,
             metadata: false,
         }

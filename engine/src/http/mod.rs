@@ -8,7 +8,8 @@
 //! wire a request is served on (`sessions`), a host's session store (`store`, with the
 //! record format in `record`), the sessions' SSE streams (`streams`: the standalone
 //! `GET` stream, event ids, resumption from `replay`, streams `parked` when their
-//! connection went away), who may call (`auth`; `resource`: the endpoint as an OAuth
+//! connection went away; `stored`: their events in a host's event store, for a
+//! resumption on another node), who may call (`auth`; `resource`: the endpoint as an OAuth
 //! protected resource, its metadata and challenges), who the client is behind a proxy
 //! and which `Host` names are ours (`proxy`) and the settings (`config`). It is a
 //! client of the core: it hands it parsed messages through `Core::handle`, learns what
@@ -40,6 +41,7 @@ mod resource;
 mod scopes;
 mod sessions;
 mod store;
+mod stored;
 mod streams;
 #[cfg(feature = "jwt")]
 mod token_cache;
@@ -54,7 +56,8 @@ pub use limits::{Limits, RATE_LIMITED, Rate};
 pub use proxy::{HostName, InvalidHost, IpNet};
 pub use resource::{ProtectedResource, ResourceError};
 pub use scopes::{ScopePolicy, ScopePolicyError};
-pub use store::{LoadSession, Loaded, SaveSession, SessionExpired};
+pub use store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
+pub use stored::{AppendEvent, LoadEvents, LoadedEvents, StoredEvent};
 
 use core::fmt;
 use core::net::SocketAddr;
@@ -77,7 +80,7 @@ use exchange::{
 };
 use resource::{Challenge, Credentials};
 use sessions::Sessions;
-use streams::{stream_event, stream_head};
+use streams::{stream_event, stream_head, stream_last};
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
 /// [`HttpEngine::response`].
@@ -147,6 +150,15 @@ pub enum HttpEvent<'a> {
     /// [`HttpConfig::session_idle_timeout`]: no answer (only with
     /// [`HttpConfig::session_store`] on; see [`SessionExpired`]).
     SessionExpired(SessionExpired<'a>),
+    /// Keep this event of a session stream: no answer (only with
+    /// [`HttpConfig::event_store`] on; see [`AppendEvent`]).
+    AppendEvent(AppendEvent<'a>),
+    /// Find the events a resuming client missed; answer with
+    /// [`HttpEngine::events_loaded`] (only with [`HttpConfig::event_store`] on).
+    LoadEvents(LoadEvents<'a>),
+    /// Push the expiry of a session in use in the store: no answer (only with
+    /// [`HttpConfig::session_store`] on; see [`TouchSession`]).
+    TouchSession(TouchSession<'a>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,11 +167,12 @@ enum Ask {
     Body(u32),
     Load(u32),
     Save(u32),
+    Events(u32),
 }
 
 impl Ask {
     fn slot(self) -> u32 {
-        let (Self::Head(s) | Self::Body(s) | Self::Load(s) | Self::Save(s)) = self;
+        let (Self::Head(s) | Self::Body(s) | Self::Load(s) | Self::Save(s) | Self::Events(s)) = self;
         s
     }
 }
@@ -239,6 +252,8 @@ pub struct HttpEngine {
     expired_id: [u8; crate::wire::session_id::SESSION_ID_LEN],
     /// The record the last [`HttpEvent::SaveSession`] lends.
     record: Vec<u8>,
+    /// The replay buffers' bound, and the events waiting for the host's event store.
+    keep: stored::Keep,
     /// The scope names the policy and the catalog know (empty without scopes), and the
     /// `insufficient_scope` challenge of each method slot.
     scopes: Scopes,
@@ -269,6 +284,8 @@ impl HttpEngine {
         if let Some(r) = rules {
             core.set_rules(r);
         }
+        let mut sessions = Sessions::new(http.max_sessions, http.session_idle_timeout);
+        sessions.set_touch_every(http.session_store.then_some(http.session_touch_every));
         Self {
             parser: Parser::new(max_len, depth),
             core,
@@ -292,12 +309,13 @@ impl HttpEngine {
             free: Vec::new(),
             sending: Vec::new(),
             cors_origins,
-            sessions: Sessions::new(http.max_sessions, http.session_idle_timeout),
+            sessions,
             session_timers: Timers::new(),
             parked: parked::Parked::default(),
             expired: std::collections::VecDeque::new(),
             expired_id: [0; crate::wire::session_id::SESSION_ID_LEN],
             record: Vec::new(),
+            keep: stored::Keep::new(http.replay_buffer, http.event_store && http.session_store),
             http,
         }
     }
@@ -323,6 +341,8 @@ impl HttpEngine {
     /// was built). Call it before serving.
     pub fn set_session_store(&mut self, on: bool) {
         self.http.session_store = on;
+        self.keep.on = on && self.http.event_store;
+        self.sessions.set_touch_every(on.then_some(self.http.session_touch_every));
     }
 
     /// The latest time the engine was given (for a host answering outside its own
@@ -339,6 +359,43 @@ impl HttpEngine {
     /// The catalog being served.
     pub fn catalog(&self) -> &Catalog {
         self.core.catalog()
+    }
+
+    /// The engine's connectome: declared and observed graphs and their diff
+    /// (feature `connectome`; see [`crate::connectome`] and
+    /// [`Engine::connectome`](crate::Engine::connectome)).
+    #[cfg(feature = "connectome")]
+    pub fn connectome(&self) -> crate::mcp::connectome::ConnectomeView<'_> {
+        self.core.connectome_view()
+    }
+
+    /// Sets the edges the host declares on its tools, drawn into the declared graph.
+    ///
+    /// # Errors
+    ///
+    /// Refused, with nothing changed, when a declaration names a tool or uri the catalog
+    /// does not have.
+    #[cfg(feature = "connectome")]
+    pub fn set_connectome_declarations(
+        &mut self,
+        declarations: crate::connectome::Declarations,
+    ) -> Result<(), crate::connectome::DeclarationError> {
+        self.core.set_connectome_declarations(declarations)
+    }
+
+    /// Counts a read of `uri` (matched as `resources/read` matches it) that the host
+    /// reports tool `tool` made: the observed edge `tool reads resource`. Counts only;
+    /// allocates nothing. Returns `false` for a tool or uri the catalog does not have,
+    /// or a new pair once the table is full ([`crate::connectome::Observed::record_read`]).
+    #[cfg(feature = "connectome")]
+    pub fn report_read(&mut self, tool: &str, uri: &str) -> bool {
+        self.core.report_read(tool, uri)
+    }
+
+    /// Forgets every observed count.
+    #[cfg(feature = "connectome")]
+    pub fn clear_observed(&mut self) {
+        self.core.clear_observed();
     }
 
     /// The engine settings.
@@ -783,10 +840,19 @@ impl HttpEngine {
             let id = core::str::from_utf8(&self.expired_id).unwrap_or_default();
             return Some(HttpEvent::SessionExpired(SessionExpired { id }));
         }
+        if self.keep.waiting() {
+            return self.keep.next().map(HttpEvent::AppendEvent);
+        }
+        if self.sessions.has_touch() {
+            let id = self.sessions.next_touch().unwrap_or_default();
+            return Some(HttpEvent::TouchSession(TouchSession { id }));
+        }
         let ask = self.asks.pop_front()?;
         let slot = ask.slot();
-        if let Ask::Load(_) | Ask::Save(_) = ask {
-            return self.store_event(ask);
+        match ask {
+            Ask::Load(_) | Ask::Save(_) => return self.store_event(ask),
+            Ask::Events(_) => return self.events_event(slot),
+            Ask::Head(_) | Ask::Body(_) => {}
         }
         let generation = self.slots[slot as usize].generation;
         let c = self.slots[slot as usize].conn.as_ref()?;
@@ -808,7 +874,7 @@ impl HttpEngine {
                 body: c.codec.body(),
                 scopes: &self.scopes,
             }),
-            Ask::Load(_) | Ask::Save(_) => return None,
+            Ask::Load(_) | Ask::Save(_) | Ask::Events(_) => return None,
         })
     }
 
@@ -879,11 +945,10 @@ impl HttpEngine {
                 let Some(st) = c.sse.filter(|_| !c.http10) else { continue };
                 conns::lend_out(&mut self.outs, c);
                 if !c.streaming {
-                    let max = self.http.replay_buffer;
-                    stream_head(c, &mut self.sessions, max, now, !c.keep_alive);
+                    stream_head(c, &mut self.sessions, &mut self.keep, now, !c.keep_alive);
                     if !st.priming {
                         // The client needs an event id to come back with, whatever the revision.
-                        stream_event(c, &mut self.sessions, max, now, b"");
+                        stream_event(c, &mut self.sessions, &mut self.keep, now, b"");
                     }
                 }
                 // The stream ends here; its request goes on, parked, for the client to resume.
@@ -916,7 +981,6 @@ impl HttpEngine {
             let msg = self.core.outbox().message(&r);
             let keepalive = self.http.sse_keepalive;
             c.keepalive = (r.sub && r.interim && !keepalive.is_zero()).then(|| now + keepalive);
-            let max = self.http.replay_buffer;
             if r.interim {
                 if c.http10 {
                     continue; // an HTTP/1.0 client cannot take a stream: it gets the answer only
@@ -924,14 +988,14 @@ impl HttpEngine {
                 if !c.streaming {
                     c.streaming = true;
                     let close = !c.keep_alive;
-                    stream_head(c, &mut self.sessions, max, now, close);
+                    stream_head(c, &mut self.sessions, &mut self.keep, now, close);
                 }
-                stream_event(c, &mut self.sessions, max, now, msg);
+                stream_event(c, &mut self.sessions, &mut self.keep, now, msg);
                 self.settle(conn);
                 continue;
             }
             if c.streaming {
-                stream_event(c, &mut self.sessions, max, now, msg);
+                stream_last(c, &mut self.sessions, &mut self.keep, now, msg);
                 c.write_sse_end(now);
                 c.streaming = false;
                 let close = !c.keep_alive;

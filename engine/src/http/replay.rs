@@ -26,6 +26,17 @@ const STREAMS: usize = 64;
 /// How many events are kept at most, whatever their size (a priming event has none).
 const EVENTS: usize = 256;
 
+/// The bit that marks the standalone stream of a session this engine loaded from the
+/// store (the engine that created a session numbers its standalone stream 0): every
+/// engine's standalone stream of one session has a number of its own, so their events
+/// never share ids.
+pub(crate) const STANDALONE: u32 = 1 << 31;
+
+/// Whether stream `n` is a standalone `GET` stream (of this engine or another).
+pub(crate) fn is_standalone(n: u32) -> bool {
+    n == 0 || n & STANDALONE != 0
+}
+
 /// The recent events of one session's streams.
 #[derive(Debug, Default)]
 pub(crate) struct Replay {
@@ -82,6 +93,17 @@ impl Replay {
         self.kept.push_back(Kept { stream, seq, start, len: data.len() });
     }
 
+    /// Whether this buffer can replay `stream` after `seq` with nothing missing: it wrote
+    /// the stream (among the most recent ones) and still keeps every event after `seq`.
+    /// Allocates nothing.
+    pub(crate) fn covers(&self, stream: u32, seq: u32) -> bool {
+        let Some(&(_, latest)) = self.latest.iter().find(|(s, _)| *s == stream) else { return false };
+        match self.kept.iter().find(|k| k.stream == stream && k.seq > seq) {
+            Some(first) => first.seq <= seq.saturating_add(1),
+            None => latest <= seq,
+        }
+    }
+
     /// The events of `stream` after `seq` (the last one the client saw).
     pub(crate) fn since(&self, stream: u32, seq: u32) -> Missed<'_> {
         let events: Vec<(u32, &[u8])> = self
@@ -129,5 +151,27 @@ mod tests {
         small.push(7, 11, &[b'x'; 31], 30);
         let m = small.since(7, 10);
         assert!(m.events.is_empty() && m.gap);
+    }
+
+    #[test]
+    fn standalone_streams_are_zero_or_marked() {
+        assert!(is_standalone(0) && is_standalone(STANDALONE | 7));
+        assert!(!is_standalone(1) && !is_standalone(1 << 30 | 5));
+    }
+
+    #[test]
+    fn covers_says_whether_a_replay_would_miss_nothing() {
+        let mut r = Replay::default();
+        assert!(!r.covers(0, 0), "a stream it never wrote");
+        for seq in 1..=10 {
+            r.push(7, seq, b"0123456789", 30);
+        }
+        assert!(r.covers(7, 10), "nothing missed");
+        assert!(r.covers(7, 7) && r.covers(7, 8));
+        assert!(!r.covers(7, 6), "event 7 is no longer kept");
+        assert!(!r.covers(8, 0));
+        for (stream, seq) in [(7, 10), (7, 7), (7, 6), (8, 0), (7, 0)] {
+            assert_eq!(r.covers(stream, seq), !r.since(stream, seq).gap, "{stream}/{seq}");
+        }
     }
 }

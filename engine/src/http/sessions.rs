@@ -21,7 +21,7 @@ use crate::mcp::{Room, SessionCheck};
 use crate::revision::Revision;
 use core::time::Duration;
 
-use crate::http::replay::Replay;
+use crate::http::replay::{Replay, STANDALONE};
 use crate::time::Instant;
 use crate::wire::session_id::{EVENT_ID_LEN, SESSION_ID_LEN, SessionIds, Token};
 
@@ -57,7 +57,10 @@ pub(crate) struct Entry {
     /// The connection (slot, generation) holding its standalone `GET` stream, if one was
     /// opened (it may have closed since: check the connection).
     pub(crate) stream: Option<(u32, u32)>,
-    /// The last event number of the standalone stream (stream 0; it goes on across
+    /// The number of its standalone stream here: 0 on the engine that created it, a
+    /// number of its own (marked `replay::STANDALONE`) on one that loaded it from a store.
+    pub(crate) standalone: u32,
+    /// The last event number of the standalone stream (it goes on across
     /// reconnections).
     pub(crate) standalone_seq: u32,
     /// The number the next `POST` stream gets (from 1).
@@ -67,6 +70,16 @@ pub(crate) struct Entry {
     /// The session's change count (`Session::changes`) a session store last took: it
     /// is behind while a change is not stored yet.
     pub(crate) stored: u32,
+    /// Requests loaded it from a store and wait to be served (for a ticket slot): it
+    /// does not leave memory to make room meanwhile.
+    pub(crate) pinned: u32,
+    /// Another node may have changed or ended it while this engine did not hear
+    /// (`HttpEngine::sessions_changed_elsewhere`): its next request checks it against
+    /// the store first.
+    pub(crate) stale: bool,
+    /// When the store last heard of it (created or saved, loaded, touched): a session in
+    /// use is touched in the store when this is older than the touch interval.
+    pub(crate) synced: Instant,
 }
 
 impl Entry {
@@ -95,6 +108,12 @@ pub(crate) enum CreateError {
 #[derive(Debug)]
 pub(crate) struct Sessions {
     ids: Option<SessionIds>,
+    /// With a session store: how often a session in use is touched there.
+    touch_every: Option<Duration>,
+    /// Ids of sessions due a touch, oldest first (at most one per session per interval).
+    touches: std::collections::VecDeque<[u8; SESSION_ID_LEN]>,
+    /// The id the last `next_touch` lends.
+    touch_id: [u8; SESSION_ID_LEN],
     by_token: HashMap<Token, u32>,
     slots: Vec<Slot>,
     free: Vec<u32>,
@@ -107,7 +126,59 @@ impl Sessions {
     /// A table of at most `max` live sessions, each expiring `idle` after its last
     /// activity. It creates none until [`seed`](Self::seed)ed.
     pub(crate) fn new(max: usize, idle: Duration) -> Self {
-        Self { ids: None, by_token: HashMap::new(), slots: Vec::new(), free: Vec::new(), live: 0, max, idle }
+        Self {
+            ids: None,
+            touch_every: None,
+            touches: std::collections::VecDeque::new(),
+            touch_id: [0; SESSION_ID_LEN],
+            by_token: HashMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            max,
+            idle,
+        }
+    }
+
+    /// Touches sessions in use in the store every `every` (`None`, or zero: never; see
+    /// `HttpConfig::session_touch_every`).
+    pub(crate) fn set_touch_every(&mut self, every: Option<Duration>) {
+        self.touch_every = every.filter(|d| !d.is_zero());
+    }
+
+    /// Whether a session is due a touch in the store.
+    pub(crate) fn has_touch(&self) -> bool {
+        !self.touches.is_empty()
+    }
+
+    /// The id of the next session due a touch in the store, if any.
+    pub(crate) fn next_touch(&mut self) -> Option<&str> {
+        self.touch_id = self.touches.pop_front()?;
+        core::str::from_utf8(&self.touch_id).ok()
+    }
+
+    /// The store heard of session `r` at `now` (it was saved or loaded).
+    pub(crate) fn synced(&mut self, r: SessionRef, now: Instant) {
+        if let Some(e) = self.get_mut(r) {
+            e.synced = now;
+        }
+    }
+
+    /// A request of `r` ended at `now`: if the store last heard of the session a touch
+    /// interval ago or more (and it has nothing unsaved, which a save will carry), it is
+    /// due a touch.
+    fn note_use(&mut self, r: SessionRef, now: Instant) {
+        let Some(every) = self.touch_every else { return };
+        let Some(s) = self.slots.get_mut(r.slot as usize).filter(|s| s.generation == r.generation) else {
+            return;
+        };
+        let Some(e) = s.entry.as_mut() else { return };
+        if e.unsaved() || now < e.synced + every {
+            return;
+        }
+        e.synced = now;
+        // Bounded by the table: a session is queued at most once per interval.
+        self.touches.push_back(e.id);
     }
 
     /// Seals ids with `secret` and draws tokens from `entropy` from now on. Ids sealed
@@ -167,11 +238,14 @@ impl Sessions {
             return Ok(SessionRef { slot, generation });
         }
         let (noise, _) = ids.mint();
-        let first = u32::from_le_bytes([noise[0], noise[1], noise[2], noise[3]]) | 1 << 30;
+        let first = u32::from_le_bytes([noise[0], noise[1], noise[2], noise[3]]) & !STANDALONE | (1 << 30);
+        // Its standalone stream too: its events must not share ids with another engine's.
+        let standalone = u32::from_le_bytes([noise[4], noise[5], noise[6], noise[7]]) | STANDALONE;
         let id = ids.id_of(&token);
         let r = self.insert(now, token, id, principal, session, first);
         if let Some(e) = self.get_mut(r) {
             e.stored = e.session.changes;
+            e.standalone = standalone;
         }
         Ok(r)
     }
@@ -201,10 +275,14 @@ impl Sessions {
             active: 0,
             idle_since: now,
             stream: None,
+            standalone: 0,
             standalone_seq: 0,
             next_stream,
             replay: Replay::default(),
             stored: 0,
+            pinned: 0,
+            stale: false,
+            synced: now,
         });
         self.by_token.insert(token, slot);
         self.live += 1;
@@ -231,10 +309,47 @@ impl Sessions {
             .filter_map(|(i, s)| {
                 Some((SessionRef { slot: i as u32, generation: s.generation }, s.entry.as_ref()?))
             })
-            .filter(|&(r, e)| e.active == 0 && !e.unsaved() && !busy(r))
+            .filter(|&(r, e)| e.active == 0 && e.pinned == 0 && !e.unsaved() && !busy(r))
             .min_by_key(|(_, e)| e.idle_since)
             .map(|(r, _)| r)?;
         self.remove(oldest).then_some(oldest)
+    }
+
+    /// The session `id` names when it is held here, marked stale and has no change of its
+    /// own unsaved: its next request checks it against the store. Allocates nothing.
+    pub(crate) fn stale(&self, id: &[u8]) -> Option<SessionRef> {
+        let r = self.held(id)?;
+        self.get(r).filter(|e| e.stale && !e.unsaved()).map(|_| r)
+    }
+
+    /// Whether a request naming `id` must ask the store first: `id` verifies under the
+    /// key and names no session held here, or one marked [`stale`](Self::stale). Opens
+    /// the id once; allocates nothing.
+    pub(crate) fn needs_load(&self, id: &[u8]) -> bool {
+        let Some(token) = self.ids.as_ref().and_then(|ids| ids.open(id)) else { return false };
+        let Some(&slot) = self.by_token.get(&token) else { return true };
+        self.slots.get(slot as usize).and_then(|s| s.entry.as_ref()).is_some_and(|e| e.stale && !e.unsaved())
+    }
+
+    /// Every live session (a scan of the table).
+    pub(crate) fn refs(&self) -> impl Iterator<Item = SessionRef> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.entry.is_some())
+            .map(|(i, s)| SessionRef { slot: i as u32, generation: s.generation })
+    }
+
+    /// Replaces what the client set up in session `r` by what a store holds (`session`,
+    /// decoded from its record): the copy is fresh again. Its streams, event numbers and
+    /// requests stay as they are.
+    pub(crate) fn refresh(&mut self, r: SessionRef, mut session: Session) {
+        if let Some(e) = self.get_mut(r) {
+            session.serial = e.session.serial;
+            e.session = session;
+            e.stored = e.session.changes;
+            e.stale = false;
+        }
     }
 
     /// The session `id` names, if it is live and `principal` created it. Allocates
@@ -312,6 +427,21 @@ impl Sessions {
         true
     }
 
+    /// A request loaded `r` from a store and waits to be served: `r` stays in memory
+    /// until [`unpin`](Self::unpin).
+    pub(crate) fn pin(&mut self, r: SessionRef) {
+        if let Some(e) = self.get_mut(r) {
+            e.pinned += 1;
+        }
+    }
+
+    /// The request that [`pin`](Self::pin)ned `r` is served (or gone).
+    pub(crate) fn unpin(&mut self, r: SessionRef) {
+        if let Some(e) = self.get_mut(r) {
+            e.pinned = e.pinned.saturating_sub(1);
+        }
+    }
+
     /// A request of `r` waits for the host: the session does not expire meanwhile.
     pub(crate) fn begin(&mut self, r: SessionRef) {
         if let Some(e) = self.get_mut(r) {
@@ -325,6 +455,7 @@ impl Sessions {
             e.active = e.active.saturating_sub(1);
             e.idle_since = now;
         }
+        self.note_use(r, now);
     }
 
     /// A request of `r` was answered at once, at `now`.
@@ -332,6 +463,7 @@ impl Sessions {
         if let Some(e) = self.get_mut(r) {
             e.idle_since = now;
         }
+        self.note_use(r, now);
     }
 
     /// When `r` expires: `idle` after its last request ended, never while one runs.

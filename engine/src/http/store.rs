@@ -60,6 +60,18 @@ pub struct SessionExpired<'a> {
     pub id: &'a str,
 }
 
+/// A session in use here has not been saved or loaded for
+/// [`HttpConfig::session_touch_every`](crate::http::HttpConfig::session_touch_every)
+/// ([`HttpEvent::TouchSession`]): push its expiry in the store as a load would, without
+/// reading the record. Nothing waits for an answer (no request is held); a store that
+/// fails is tried again one interval later. A store whose records do not expire ignores it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct TouchSession<'a> {
+    /// The session id.
+    pub id: &'a str,
+}
+
 /// The answer to a [`LoadSession`].
 #[derive(Debug, Clone, Copy)]
 pub enum Loaded<'r> {
@@ -82,26 +94,58 @@ impl HttpEngine {
         self.tick(now);
         let now = self.last_now;
         let Some(r) = self.sessions.held(id) else { return false };
-        let stream =
-            end_session(&mut self.core, &mut self.sessions, &mut self.parked, &mut self.session_timers, r);
-        if let Some((slot, _)) = stream {
-            Self::end_stream(&mut self.slots, stream, now);
-            self.settle(slot);
-        }
+        self.end_here(r, now);
         self.process();
         true
     }
 
     /// Another node changed session `id` (a shared store said so): if this engine holds
-    /// a copy that nothing uses (no request in flight, no stream, no change of its own
-    /// unsaved), the copy is dropped (the session is not ended) and the next request
-    /// naming it loads the new record. Returns whether a copy was dropped; a copy in use
-    /// stays, and what it saves next replaces the record (the store's last writer wins).
+    /// a copy that nothing uses (no request in flight, no standalone stream open, no
+    /// parked stream, no change of its own unsaved), the copy is dropped (the session is
+    /// not ended) and the next request naming it loads the new record. Returns whether a
+    /// copy was dropped; a copy in use stays, and what it saves next replaces the record
+    /// (the store's last writer wins).
     pub fn session_changed_elsewhere(&mut self, id: &[u8]) -> bool {
         let Some(r) = self.sessions.held(id) else { return false };
+        self.drop_if_idle(r)
+    }
+
+    /// Another node may have changed or ended any session without this engine hearing
+    /// of it (the host's notices from a shared store were lost: it fell behind, or its
+    /// connection to the store broke and was made again). Every copy nothing uses is
+    /// dropped, as [`session_changed_elsewhere`](Self::session_changed_elsewhere) drops
+    /// one; every copy in use stays and is marked stale: its next request asks the store
+    /// for the session first ([`HttpEvent::LoadSession`], answered with
+    /// [`session_loaded`](Self::session_loaded)) and goes on in the stored state, or is
+    /// answered `404` (and the session ends here) when the store no longer holds it. A
+    /// copy with a change of its own unsaved is not reloaded: its next save replaces the
+    /// record. Returns how many copies were dropped. Scans the session table.
+    pub fn sessions_changed_elsewhere(&mut self) -> usize {
+        let mut dropped = 0;
+        let refs: Vec<SessionRef> = self.sessions.refs().collect();
+        for r in refs {
+            if self.drop_if_idle(r) {
+                dropped += 1;
+            } else if let Some(e) = self.sessions.get_mut(r) {
+                e.stale = true;
+            }
+        }
+        dropped
+    }
+
+    /// Drops the copy of session `r` if nothing uses it (see
+    /// [`session_changed_elsewhere`](Self::session_changed_elsewhere)).
+    fn drop_if_idle(&mut self, r: SessionRef) -> bool {
         let parked = self.parked.find(|st| st.session == r).is_some();
-        let idle = self.sessions.get(r).is_some_and(|e| e.active == 0 && !e.unsaved() && e.stream.is_none());
-        if parked || !idle {
+        let Some(e) = self.sessions.get(r) else { return false };
+        // A stream whose connection closed since leaves `stream` set: only a live one counts.
+        let streaming = e.stream.is_some_and(|(s, g)| {
+            self.slots
+                .get(s as usize)
+                .and_then(|x| x.conn.as_ref())
+                .is_some_and(|c| c.generation == g && c.streaming && c.session == Some(r))
+        });
+        if parked || streaming || e.active != 0 || e.unsaved() {
             return false;
         }
         self.sessions.remove(r);
@@ -122,7 +166,8 @@ impl HttpEngine {
         let mut named = headers.as_slice().iter().filter(|h| h.name.eq_ignore_ascii_case("mcp-session-id"));
         let (Some(h), None) = (named.next(), named.next()) else { return false };
         let value = h.value.trim_ascii();
-        if value.len() != SESSION_ID_LEN || self.sessions.absent(value).is_none() {
+        // Not held here, or held but stale (`sessions_changed_elsewhere`): ask the store.
+        if value.len() != SESSION_ID_LEN || !self.sessions.needs_load(value) {
             return false;
         }
         c.store_id.copy_from_slice(value);
@@ -179,17 +224,34 @@ impl HttpEngine {
     /// Answers a [`LoadSession`]: the request goes on in the session `found` holds, is
     /// answered `404` when it holds none (or a record this engine cannot read), or `503`
     /// with `Retry-After` when the store is unavailable or the table is full of sessions
-    /// that cannot leave it. An answer for a request that no longer waits is ignored.
+    /// that cannot leave it. For a stale copy held here (see
+    /// [`sessions_changed_elsewhere`](Self::sessions_changed_elsewhere)) the record
+    /// replaces what the copy holds, and a store holding none ends the session here. An
+    /// answer for a request that no longer waits is ignored.
     pub fn session_loaded(&mut self, now: Instant, conn: ConnId, found: Loaded<'_>) {
         self.tick(now);
         let now = self.last_now;
         let Some(c) = conn_in(&mut self.slots, conn) else { return };
-        if c.phase != Phase::Loading {
-            return;
+        if c.phase != Phase::Loading || c.resume.is_some() {
+            return; // a `GET` waiting for the event store is not waiting for this
         }
         c.deadline = None;
         let mut full = matches!(found, Loaded::Unavailable);
-        if let Loaded::Record(bytes) = found
+        let mut restored = None;
+        let stale = self.sessions.stale(&c.store_id);
+        if let Some(r) = stale {
+            match found {
+                Loaded::Record(bytes) => match record::decode(bytes) {
+                    Ok((session, _)) => {
+                        self.sessions.refresh(r, session);
+                        self.sessions.synced(r, now);
+                    }
+                    Err(_) => self.end_here(r, now),
+                },
+                Loaded::Missing => self.end_here(r, now),
+                Loaded::Unavailable => {}
+            }
+        } else if let Loaded::Record(bytes) = found
             && let Some(token) = self.sessions.absent(&c.store_id)
             && let Ok((mut session, principal)) = record::decode(bytes)
         {
@@ -198,7 +260,12 @@ impl HttpEngine {
                 make_room(&mut self.sessions, &self.parked, &mut self.session_timers);
             }
             match self.sessions.restore(now, token, principal, session) {
-                Ok(r) => self.session_timers.set(r.slot(), self.sessions.deadline(r)),
+                Ok(r) => {
+                    self.session_timers.set(r.slot(), self.sessions.deadline(r));
+                    // It stays until this request is served, should it wait for a slot.
+                    self.sessions.pin(r);
+                    restored = Some(r);
+                }
                 Err(CreateError::Full) => full = true,
                 Err(CreateError::Unseeded) => {}
             }
@@ -209,10 +276,23 @@ impl HttpEngine {
             respond_empty(c, now, 503, RETRY);
         } else {
             c.phase = Phase::Ready;
+            c.pinned = restored;
         }
         self.work.push_back(conn.slot);
         self.settle(conn.slot);
         self.process();
+    }
+
+    /// Ends session `r` here as a `DELETE` would (its standalone stream closes, its
+    /// waiting requests are cancelled) without telling the store: another node ended it,
+    /// or the store no longer holds it (a request that asked then finds no session: `404`).
+    fn end_here(&mut self, r: SessionRef, now: Instant) {
+        let stream =
+            end_session(&mut self.core, &mut self.sessions, &mut self.parked, &mut self.session_timers, r);
+        if let Some((slot, _)) = stream {
+            Self::end_stream(&mut self.slots, stream, now);
+            self.settle(slot);
+        }
     }
 
     /// Answers a [`SaveSession`]: `saved` releases the held response; a failure replaces
@@ -235,6 +315,7 @@ impl HttpEngine {
         c.deadline = None;
         if let Some(e) = sv.session.and_then(|r| self.sessions.get_mut(r)) {
             e.stored = sv.changes;
+            e.synced = now;
         }
         self.work.push_back(conn.slot);
         self.settle(conn.slot);
@@ -248,6 +329,7 @@ impl HttpEngine {
         self.asks.retain(|a| a.slot() != slot);
         match c.phase {
             Phase::Loading => {
+                c.resume = None;
                 conns::lend_out(&mut self.outs, c);
                 respond_empty(c, now, 503, RETRY);
             }

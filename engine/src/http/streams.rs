@@ -2,10 +2,13 @@
 //! and what each session keeps for `Last-Event-ID` (`replay`), and the streams parked
 //! when their connection went away (`parked`). The connection table and routing stay in
 //! `mod.rs`; this file writes a session stream's events and opens, resumes and ends its
-//! streams.
+//! streams (a resumption this engine's buffer does not cover asks the host's event
+//! store first, see `stored`).
 
 use crate::http::exchange::{Exchange, Phase, SessionStream, finish, respond_empty};
+use crate::http::replay::is_standalone;
 use crate::http::sessions::{self, SessionRef, Sessions};
+use crate::http::stored::{Keep, StoredEvent, replay_stored};
 use crate::http::{ConnId, ConnSlot, HeaderList, HttpEngine, conn_in, conns};
 use crate::mcp::SessionCheck;
 use crate::output::Route;
@@ -14,15 +17,16 @@ use crate::time::Instant;
 
 impl HttpEngine {
     /// Keeps message `i` of the outbox (for the parked stream at `route`) as the stream's
-    /// next event in its session's replay buffer; its final answer ends the entry.
+    /// next event in its session's replay buffer (and the host's event store); its final
+    /// answer ends the entry.
     pub(super) fn park_event(&mut self, route: Route, interim: bool, i: usize) {
-        let max = self.http.replay_buffer;
         let r = self.core.outbox().routed[i];
         let msg = self.core.outbox().message(&r);
         if let Some(st) = self.parked.get_mut(route) {
             st.seq = st.seq.wrapping_add(1);
             if let Some(e) = self.sessions.get_mut(st.session) {
-                e.replay.push(st.stream, st.seq, msg, max);
+                e.replay.push(st.stream, st.seq, msg, self.keep.max);
+                self.keep.hand_over(&e.id, st.stream, st.seq, msg, !interim);
             }
         }
         if !interim {
@@ -35,11 +39,10 @@ impl HttpEngine {
     /// changes, resource updates). One per session: a second is `409` while the first is
     /// open. Refused: no `Accept: text/event-stream` (`406`), no `Mcp-Session-Id` (`400`),
     /// a session that is not there (`404`), an `MCP-Protocol-Version` other than the
-    /// session's (`400`), HTTP/1.0, which cannot stream (`400`).
+    /// session's (`400`), HTTP/1.0, which cannot stream (`400`), a `Last-Event-ID` that
+    /// is not an event id of this session (`400`, the store is not asked).
     pub(super) fn open_stream(&mut self, slot: u32) {
         let now = self.last_now;
-        let keepalive = self.http.sse_keepalive;
-        let max = self.http.replay_buffer;
         let generation = self.slots[slot as usize].generation;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         let (head, _, spans) = c.codec.head_body_and_spans();
@@ -64,17 +67,9 @@ impl HttpEngine {
                 }
             }
         }
-        let standalone = resume.is_none_or(|(stream, _)| stream == 0);
-        let open_elsewhere = standalone
-            && entry.and_then(|e| e.stream).is_some_and(|(s, g)| {
-                (s, g) != (slot, generation)
-                    && self
-                        .slots
-                        .get(s as usize)
-                        .and_then(|x| x.conn.as_ref())
-                        .is_some_and(|o| o.generation == g)
-            });
-        let priming = entry.is_some_and(|e| e.session.legacy == Some(Revision::V2025_11_25));
+        let standalone = resume.is_none_or(|(stream, _)| is_standalone(stream));
+        let open_elsewhere =
+            standalone && attached.is_some_and(|r| self.standalone_open(r, slot, generation));
         // No session named at all: there is no standalone stream outside a session.
         let outside = matches!(check, SessionCheck::Absent(_) | SessionCheck::Own);
         let status = match refusal {
@@ -92,17 +87,73 @@ impl HttpEngine {
             return;
         }
         let Some(r) = attached else { return };
+        if let Some((stream, seen)) = resume
+            && self.parked.find(|st| st.session == r && st.stream == stream).is_none()
+            && self.begin_events_load(slot, r, stream, seen)
+        {
+            return; // the host's event store has what this engine does not
+        }
+        self.serve_stream(slot, r, resume, None);
+    }
+
+    /// Whether another connection holds the standalone stream of session `r` open.
+    fn standalone_open(&self, r: SessionRef, slot: u32, generation: u32) -> bool {
+        self.sessions.get(r).and_then(|e| e.stream).is_some_and(|(s, g)| {
+            (s, g) != (slot, generation)
+                && self.slots.get(s as usize).and_then(|x| x.conn.as_ref()).is_some_and(|o| o.generation == g)
+        })
+    }
+
+    /// Serves the `GET` of `slot` for session `r`, resuming `resume` (stream, last event
+    /// seen) from this engine's buffer, or from `stored` (the host's event store): the
+    /// head, what was missed, then the standalone stream, or the rest of a request's
+    /// stream (see the module docs of `stored` for one another node may still write).
+    pub(super) fn serve_stream(
+        &mut self,
+        slot: u32,
+        r: SessionRef,
+        resume: Option<(u32, u32)>,
+        stored: Option<&[StoredEvent<'_>]>,
+    ) {
+        let now = self.last_now;
+        let keepalive = self.http.sse_keepalive;
+        let generation = self.slots[slot as usize].generation;
+        let standalone = resume.is_none_or(|(stream, _)| is_standalone(stream));
+        // Asked again after a wait for the store: the session may have ended meanwhile,
+        // or opened its standalone stream on another connection.
+        let refusal = match self.sessions.get(r) {
+            None => Some(404),
+            Some(_) if standalone && self.standalone_open(r, slot, generation) => Some(409),
+            Some(_) => None,
+        };
+        let priming = self.sessions.get(r).is_some_and(|e| e.session.legacy == Some(Revision::V2025_11_25));
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        conns::lend_out(&mut self.outs, c);
+        if let Some(status) = refusal {
+            respond_empty(c, now, status, &[]);
+            return;
+        }
         let close = !c.keep_alive;
         c.streaming = true;
         c.write_sse_head(now, close);
-        if let Some((stream, seen)) = resume {
-            replay(c, &self.sessions, r, stream, seen, now);
+        let mut ended = true;
+        match (resume, stored) {
+            (Some(at), Some(events)) => {
+                ended = replay_stored(c, &self.sessions, r, at, events, self.keep.max, now)
+            }
+            (Some((stream, seen)), None) => replay(c, &self.sessions, r, stream, seen, now),
+            (None, _) => {}
         }
         if let (false, Some((stream, _))) = (standalone, resume) {
             let here = Route::Http { conn: slot, generation };
             let parked = self.parked.find(|st| st.session == r && st.stream == stream);
             let Some(st) = parked.and_then(|p| self.parked.end(p).map(|st| (p, st))) else {
-                // A request's stream whose request is over: what it sent since is
+                if !ended {
+                    // Its request may still run on the node that wrote it: come back for
+                    // the rest.
+                    c.write_sse_retry(now, self.http.resume_retry_ms());
+                }
+                // A request's stream whose request is over here: what it sent since is
                 // replayed, then it ends.
                 c.write_sse_end(now);
                 c.streaming = false;
@@ -121,9 +172,9 @@ impl HttpEngine {
         }
         let Some(e) = self.sessions.get_mut(r) else { return };
         e.stream = Some((slot, generation));
-        c.sse = Some(SessionStream { session: r, stream: 0, seq: e.standalone_seq, priming });
+        c.sse = Some(SessionStream { session: r, stream: e.standalone, seq: e.standalone_seq, priming });
         if resume.is_none() && priming {
-            stream_event(c, &mut self.sessions, max, now, b"");
+            stream_event(c, &mut self.sessions, &mut self.keep, now, b"");
         }
         // An open stream keeps its session alive (see `settle`).
         self.sessions.begin(r);
@@ -149,8 +200,38 @@ impl HttpEngine {
 }
 
 /// Writes `data` as the next event of `c`'s stream: with an id, and kept for
-/// resumption, when it is a session's stream (see `replay`).
-pub(super) fn stream_event(c: &mut Exchange, sessions: &mut Sessions, max: usize, now: Instant, data: &[u8]) {
+/// resumption (and handed to the host's event store), when it is a session's stream
+/// (see `replay`).
+pub(super) fn stream_event(
+    c: &mut Exchange,
+    sessions: &mut Sessions,
+    keep: &mut Keep,
+    now: Instant,
+    data: &[u8],
+) {
+    stream_event_as(c, sessions, keep, now, data, false);
+}
+
+/// Writes `data` as the last event of `c`'s stream (its request's answer), as
+/// [`stream_event`] does.
+pub(super) fn stream_last(
+    c: &mut Exchange,
+    sessions: &mut Sessions,
+    keep: &mut Keep,
+    now: Instant,
+    data: &[u8],
+) {
+    stream_event_as(c, sessions, keep, now, data, true);
+}
+
+fn stream_event_as(
+    c: &mut Exchange,
+    sessions: &mut Sessions,
+    keep: &mut Keep,
+    now: Instant,
+    data: &[u8],
+    last: bool,
+) {
     let Some(mut st) = c.sse else { return c.write_sse_event(now, data) };
     st.seq = st.seq.wrapping_add(1);
     c.sse = Some(st);
@@ -159,19 +240,26 @@ pub(super) fn stream_event(c: &mut Exchange, sessions: &mut Sessions, max: usize
     };
     c.write_sse_event_with_id(now, core::str::from_utf8(&id).unwrap_or_default(), data);
     if let Some(e) = sessions.get_mut(st.session) {
-        if st.stream == 0 {
+        if st.stream == e.standalone {
             e.standalone_seq = st.seq;
         }
-        e.replay.push(st.stream, st.seq, data, max);
+        e.replay.push(st.stream, st.seq, data, keep.max);
+        keep.hand_over(&e.id, st.stream, st.seq, data, last);
     }
 }
 
 /// Opens `c`'s SSE response: the head, and the priming event (an id, no data) of a
 /// `2025-11-25` session's stream.
-pub(super) fn stream_head(c: &mut Exchange, sessions: &mut Sessions, max: usize, now: Instant, close: bool) {
+pub(super) fn stream_head(
+    c: &mut Exchange,
+    sessions: &mut Sessions,
+    keep: &mut Keep,
+    now: Instant,
+    close: bool,
+) {
     c.write_sse_head(now, close);
     if c.sse.is_some_and(|s| s.priming) {
-        stream_event(c, sessions, max, now, b"");
+        stream_event(c, sessions, keep, now, b"");
     }
 }
 

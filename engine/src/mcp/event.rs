@@ -239,10 +239,22 @@ pub struct CallTool<'a> {
     pub request_state: Option<&'a [u8]>,
     /// The input kinds the client declared on this request (`2026-07-28`).
     pub client: ClientCapabilities,
+    /// The engine's connectome counts, for [`CallTool::report_read`].
+    #[cfg(feature = "connectome")]
+    pub(crate) observed: &'a mut crate::connectome::Observed,
     pub(crate) responder: Answers<'a>,
 }
 
 impl CallTool<'_> {
+    /// Reports that this call read the resource at `uri` (matched as `resources/read`
+    /// matches it): the connectome counts the edge `tool reads resource`, counts only,
+    /// without allocating (see [`Engine::report_read`](crate::Engine::report_read), which
+    /// does the same once the event is gone). Returns `false` for a uri the catalog has
+    /// no resource for (feature `connectome`).
+    #[cfg(feature = "connectome")]
+    pub fn report_read(&mut self, uri: &str) -> bool {
+        self.observed.record_read(self.responder.catalog, &self.tool.name, uri)
+    }
     /// Asks the client for input first (see [`Engine::answer_input_required`](crate::Engine::answer_input_required)).
     pub fn input_required(mut self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
         self.responder.answer_input_required(self.ticket, input)

@@ -14,16 +14,20 @@
 //! - [`scopes`]: what a request was granted and what each method and definition requires
 //!   (a protected HTTP endpoint's scope policy);
 //! - [`served`]: a bounded record of each request the engine answered itself, for the
-//!   adapters' spans and metrics.
+//!   adapters' spans and metrics;
+//! - [`connectome`] (feature `connectome`): counting what is dispatched, answering reads of
+//!   the connectome resources.
 //!
 //! This file holds `Core`, its interface to the transports ([`Core::handle`] in, the
 //! outbox and [`Core::next_event`] out, getters) and the dispatcher.
 //!
-//! May use: `wire`, `catalog`, `content`, `error`, `config`, `jsonrpc`, `output` and the
-//! leaf modules. May not touch: transport state (`stdio`, `http`), sockets, clocks: the
-//! transports pass time in and route what the outbox holds.
+//! May use: `wire`, `catalog`, `content`, `error`, `config`, `connectome`, `jsonrpc`,
+//! `output` and the leaf modules. May not touch: transport state (`stdio`, `http`),
+//! sockets, clocks: the transports pass time in and route what the outbox holds.
 
 pub(crate) mod answers;
+#[cfg(feature = "connectome")]
+pub(crate) mod connectome;
 pub(crate) mod event;
 pub(crate) mod inputs;
 pub(crate) mod lifecycle;
@@ -116,6 +120,9 @@ pub(crate) struct Core {
     pub(crate) no_stream: bool,
     /// The requests answered without the host, for the adapters' spans.
     pub(crate) served: served::Log,
+    /// The observed counts and the host's declared edges.
+    #[cfg(feature = "connectome")]
+    pub(crate) connectome: connectome::Connectome,
 }
 
 /// Where the data of the current event lives (read by the event while it is held).
@@ -214,6 +221,8 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         denied: None,
         no_stream: false,
         served: served::Log::new(),
+        #[cfg(feature = "connectome")]
+        connectome: connectome::Connectome::new(&catalog),
         scratch: Scratch {
             args: Vec::with_capacity(frame),
             uri: String::with_capacity(1024),
@@ -414,6 +423,9 @@ impl Core {
         }
         let p = self.tickets.pending?;
         let clock = self.clock();
+        #[cfg(feature = "connectome")]
+        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, connectome, .. } = self;
+        #[cfg(not(feature = "connectome"))]
         let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, .. } = self;
         // The slot's id (only its bytes), route and `traceparent`: the slot stays where it is.
         let busy = tickets.slots.get(usize::from(p.ticket.slot)).and_then(|s| s.busy.as_ref())?;
@@ -465,6 +477,8 @@ impl Core {
                 input_responses,
                 request_state,
                 client,
+                #[cfg(feature = "connectome")]
+                observed: &mut connectome.observed,
                 responder,
             }),
             PendingKind::Prompt(i) => Event::GetPrompt(GetPrompt {
@@ -961,7 +975,9 @@ impl Core {
             self.denied = Some(scopes::slot(method));
             return Err(PeerError::InsufficientScope);
         }
-        match method {
+        #[cfg(feature = "connectome")]
+        let before = self.tickets.pending.map(|p| p.ticket);
+        let outcome = match method {
             Method::Discover => {
                 self.discover(req);
                 Ok(())
@@ -974,13 +990,22 @@ impl Core {
             Method::SetLevel => self.set_level(req),
             Method::List(kind) => self.list(req, rev, kind),
             Method::CallTool => self.call_tool(req, rev),
-            Method::ReadResource => self.read_resource(req, rev),
+            Method::ReadResource => {
+                #[cfg(feature = "connectome")]
+                if let Some(served) = self.connectome_read(req, rev) {
+                    return served; // counted as it was served
+                }
+                self.read_resource(req, rev)
+            }
             Method::GetPrompt => self.get_prompt(req, rev),
             Method::Complete => self.complete(req, rev),
             Method::Listen => self.listen(req),
             Method::Subscribe => self.legacy_subscribe(req, rev, true),
             Method::Unsubscribe => self.legacy_subscribe(req, rev, false),
-        }
+        };
+        #[cfg(feature = "connectome")]
+        self.observe(method, before);
+        outcome
     }
 }
 

@@ -47,6 +47,15 @@ impl CatalogChange {
         }
     }
 
+    /// Every list changed (what a node announces when it may have missed changes).
+    pub const ALL: Self = Self { tools: true, resources: true, prompts: true };
+
+    /// A change of the lists named: tools, resources (and templates), prompts (for a
+    /// change another node announces, `HttpEngine::announce_list_changed`).
+    pub const fn of(tools: bool, resources: bool, prompts: bool) -> Self {
+        Self { tools, resources, prompts }
+    }
+
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
         !(self.tools || self.resources || self.prompts)
@@ -240,9 +249,27 @@ impl Core {
             };
             b.target = found.map_or(u32::MAX, |i| i as u32);
         }
+        #[cfg(feature = "connectome")]
+        self.connectome.observed.replace_catalog(&self.catalog, &catalog);
         self.catalog = catalog;
         self.rules = rules;
         self.catalog_revision += 1;
+        self.announce_list_changed(change);
+        Ok(change)
+    }
+
+    /// The `notifications/*/list_changed` of `change` to the subscriptions that asked for
+    /// them (and to a session-bound stdio client), when `Config::list_changed` is on:
+    /// after a replacement, or for a change another node made (see
+    /// `HttpEngine::announce_list_changed`). A family the catalog does not have is not
+    /// announced. Returns the change as announced.
+    pub(crate) fn announce_list_changed(&mut self, change: CatalogChange) -> CatalogChange {
+        let c = &self.catalog;
+        let change = CatalogChange {
+            tools: change.tools && c.has_tools(),
+            resources: change.resources && c.has_resources(),
+            prompts: change.prompts && c.has_prompts(),
+        };
         if self.cfg.list_changed {
             let kinds: [(bool, &str, SubFilter); 3] = [
                 (change.tools, "notifications/tools/list_changed", |s| s.tools),
@@ -273,7 +300,7 @@ impl Core {
                 );
             }
         }
-        Ok(change)
+        change
     }
 
     /// Notifies the subscribers of `uri` (see [`Engine::notify_resource_updated`]).

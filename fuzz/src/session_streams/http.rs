@@ -6,7 +6,10 @@
 use core::time::Duration;
 use std::collections::{HashMap, VecDeque};
 
-use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
+use mcp_engine::http::{
+    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, LoadedEvents,
+    StoredEvent,
+};
 use mcp_engine::{
     Config, Content, Event, HostError, InputRequired, Instant, NotifyError, PromptMessage, PromptOutput,
     ResourceContents, Ticket, ToolOutput,
@@ -254,7 +257,25 @@ struct HttpHarness {
     catalog_extra: bool,
     /// List changes each session's standalone stream is owed.
     list_changes: HashMap<usize, i32>,
+    /// The host's session and event store (`HttpConfig::session_store` and
+    /// `event_store`), in store mode.
+    store: Option<HostStore>,
     trace: bool,
+}
+
+/// What the host's store keeps: records by session id, and each stream's events (number,
+/// data, last) in the order they were handed over.
+#[derive(Default)]
+struct HostStore {
+    records: HashMap<String, Vec<u8>>,
+    events: HashMap<(String, u32), Vec<(u32, Vec<u8>, bool)>>,
+}
+
+/// What a store event asks of the host, copied out of the engine's event.
+enum StoreAsk {
+    Load(ConnId, String),
+    Save(ConnId, String, Option<Vec<u8>>),
+    Events(ConnId, String, u32, u32),
 }
 
 fn new_peer(id: ConnId) -> Peer {
@@ -284,6 +305,11 @@ impl HttpHarness {
             .replay_buffer([64 * 1024, 600][usize::from(cfg >> 5) & 1])
             .sse_keepalive(Duration::from_millis([0, 1500][usize::from(cfg >> 6) & 1]))
             .max_body(4096);
+        // Store mode (a small replay buffer and keep-alives): sessions and their streams'
+        // events are kept by the host too, so resumptions the buffer no longer covers are
+        // served from the store.
+        let store = (cfg >> 5) & 3 == 3;
+        http.session_store(store).event_store(store);
         let mut e = HttpEngine::new(c, http, model::catalog(false));
         e.set_entropy(&[cfg | 1; 32]);
         Self {
@@ -309,6 +335,7 @@ impl HttpHarness {
             streams: HashMap::new(),
             catalog_extra: false,
             list_changes: HashMap::new(),
+            store: store.then(HostStore::default),
             trace: std::env::var_os("MCP_FUZZ_TRACE").is_some(),
         }
     }
@@ -667,6 +694,42 @@ impl HttpHarness {
         matches!(self.calls[self.tickets[i].call].loc, Loc::On(c) if self.conn_open(c))
     }
 
+    /// Answers what a store event asked (the store never fails here).
+    fn answer_store(&mut self, ask: Option<StoreAsk>) {
+        let (Some(ask), Some(store)) = (ask, self.store.as_mut()) else { return };
+        match ask {
+            StoreAsk::Load(conn, id) => {
+                super::stat("http session loaded");
+                match store.records.get(&id) {
+                    Some(r) => self.e.session_loaded(self.now, conn, Loaded::Record(r)),
+                    None => self.e.session_loaded(self.now, conn, Loaded::Missing),
+                }
+            }
+            StoreAsk::Save(conn, id, record) => {
+                match record {
+                    Some(r) => {
+                        store.records.insert(id, r);
+                    }
+                    None => {
+                        store.records.remove(&id);
+                        store.events.retain(|(s, _), _| *s != id);
+                    }
+                }
+                self.e.session_saved(self.now, conn, true);
+            }
+            StoreAsk::Events(conn, id, stream, from) => {
+                super::stat("http replay from the store");
+                let kept = store.events.get(&(id, stream)).map(Vec::as_slice).unwrap_or_default();
+                let events: Vec<StoredEvent<'_>> = kept
+                    .iter()
+                    .filter(|e| e.0 >= from)
+                    .map(|(seq, data, last)| StoredEvent { seq: *seq, data, last: *last })
+                    .collect();
+                self.e.events_loaded(self.now, conn, LoadedEvents::Events(&events));
+            }
+        }
+    }
+
     /// Every event: new work is kept or acted on, requests that come back are checked.
     fn poll(&mut self, b: &mut Bytes<'_>) -> bool {
         let mut any = false;
@@ -675,7 +738,14 @@ impl HttpHarness {
             if self.trace {
                 eprintln!("event {ev:?}");
             }
-            let HttpEvent::Mcp(ev) = ev else { panic!("an HTTP event this harness does not ask for") };
+            let ev = match ev {
+                HttpEvent::Mcp(ev) => ev,
+                other => {
+                    let ask = store_event(self.store.as_mut(), other);
+                    self.answer_store(ask);
+                    continue;
+                }
+            };
             let ticket = ev.ticket();
             let work = match &ev {
                 Event::Cancelled(_) => None,
@@ -1221,6 +1291,13 @@ impl HttpHarness {
             matches!(sent, Sent::Init { .. }) && status == 200,
             "Mcp-Session-Id on a {status} to {sent:?}"
         );
+        if self.store.is_some() && status == 503 && !matches!(sent, Sent::Init { .. }) {
+            // A session the store gave back found the table full of sessions that cannot
+            // leave it: refused before it was served (`Retry-After`, no body).
+            assert!(!sse, "a stream with a 503");
+            super::stat("http 503, no room for a stored session");
+            return;
+        }
         let waited = !self.peers[k].as_ref().is_some_and(|p| p.sending);
         let certain = |h: &Self, named: Named| match named {
             _ if waited => None,
@@ -1242,7 +1319,11 @@ impl HttpHarness {
                         let st: Vec<_> = self.sessions.iter().map(|s| (s.created, s.ended)).collect();
                         eprintln!("engine sessions {} (harness: {live} live) {st:?}", self.e.sessions());
                     }
-                    assert!(waited || live < self.max_sessions, "a session past the cap");
+                    // With a store, a session it holds unchanged leaves memory to make room.
+                    assert!(
+                        waited || self.store.is_some() || live < self.max_sessions,
+                        "a session past the cap"
+                    );
                     super::stat("http session");
                     self.sessions.push(Sess {
                         id,
@@ -1257,7 +1338,10 @@ impl HttpHarness {
                 }
                 503 => {
                     let open = self.sessions.iter().filter(|s| !s.ended).count();
-                    assert!(waited || open >= self.max_sessions, "503 with room for a session");
+                    assert!(
+                        waited || self.store.is_some() || open >= self.max_sessions,
+                        "503 with room for a session"
+                    );
                 }
                 s => panic!("initialize answered {s}"),
             },
@@ -1461,7 +1545,14 @@ impl HttpHarness {
             p.sent.pop_front();
         }
         if body.is_empty() {
-            assert!(!matches!(sent, Sent::Call(_) | Sent::Init { .. }), "an empty answer to {sent:?}");
+            let refused = self.store.is_some() && r.status == 503;
+            assert!(
+                refused || !matches!(sent, Sent::Call(_) | Sent::Init { .. }),
+                "an empty answer to {sent:?}"
+            );
+            if let (true, Sent::Call(ci)) = (refused, sent) {
+                self.calls[ci].loc = Loc::Over;
+            }
             return;
         }
         let v: Value =
@@ -1526,7 +1617,13 @@ impl HttpHarness {
             r.retry_seen = true;
             super::stat("http retry");
             let Key::Post(ci) = key else { panic!("retry on a standalone stream") };
+            let resumed = r.replay.is_some();
             self.replay_over(k);
+            if self.store.is_some() && resumed && !self.calls[ci].retry_due {
+                // Resumed from the store, its answer not there: the client is to poll.
+                super::stat("http retry after a stored replay");
+                return;
+            }
             assert!(self.calls[ci].retry_due, "a retry the host did not ask for");
             self.calls[ci].retry_due = false;
             return;
@@ -1816,6 +1913,35 @@ impl HttpHarness {
 }
 
 /// The HTTP half (see [`super::session_streams`]).
+/// Keeps what a store event hands over (store mode only), checking it: a stream's
+/// events come numbered one after the other and nothing follows its last; returns
+/// what the host must answer.
+fn store_event(store: Option<&mut HostStore>, ev: HttpEvent<'_>) -> Option<StoreAsk> {
+    let store = store.unwrap_or_else(|| panic!("a store event with no store: {ev:?}"));
+    match ev {
+        HttpEvent::LoadSession(l) => Some(StoreAsk::Load(l.conn, l.id.to_owned())),
+        HttpEvent::SaveSession(sv) => {
+            Some(StoreAsk::Save(sv.conn, sv.id.to_owned(), sv.record.map(<[u8]>::to_vec)))
+        }
+        HttpEvent::SessionExpired(x) => {
+            store.records.remove(x.id);
+            None
+        }
+        HttpEvent::AppendEvent(a) => {
+            super::stat("http event stored");
+            let kept = store.events.entry((a.session.to_owned(), a.stream)).or_default();
+            if let Some(&(seq, _, last)) = kept.last() {
+                assert!(!last, "an event after its stream's last");
+                assert_eq!(a.seq, seq.wrapping_add(1), "a stream's events handed over out of order");
+            }
+            kept.push((a.seq, a.data.to_vec(), a.last));
+            None
+        }
+        HttpEvent::LoadEvents(l) => Some(StoreAsk::Events(l.conn, l.session.to_owned(), l.stream, l.from)),
+        other => panic!("an HTTP event this harness does not ask for: {other:?}"),
+    }
+}
+
 pub(super) fn run(cfg: u8, data: &[u8]) {
     let mut b = Bytes::new(data);
     let mut h = HttpHarness::new(cfg);

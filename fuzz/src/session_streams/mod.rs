@@ -27,7 +27,14 @@
 //! ids the engine wrote, of this session or another, padded, altered, made up, two of
 //! them); `DELETE`; `notifications/cancelled`; connections closed (a request's stream is
 //! then parked); time passing; catalog replacements (list changes on standalone
-//! streams); the host's answers, input requests, progress and `reconnect_later`.
+//! streams); the host's answers, input requests, progress and `reconnect_later`. In store
+//! mode (the small replay buffer with keep-alives: a quarter of the settings) the host
+//! keeps sessions and their streams' events too (`session_store`, `event_store`):
+//! sessions leave memory at the cap and come back from the store, and resumptions the
+//! buffer no longer covers are answered from the stored events; checked: each stream's
+//! events are handed over numbered one after the other and none after its last, a
+//! session given back at a full table is `503`, and a request's stream resumed from the
+//! store may end with `retry:` (its answer not stored yet) where memory would end it.
 //!
 //! Asserted, beyond no panic:
 //! - every ticket handed out is answered or cancelled exactly once; a cancellation is of a

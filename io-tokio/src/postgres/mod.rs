@@ -13,8 +13,8 @@
 //! [`PgSessionStore::notices`] hears the other nodes' announcements (`notify.rs`). See
 //! `docs/scale-out.md`.
 
-// `pub(crate)`: the crate root re-exports its `SessionNotice` and `SessionNotices`.
-pub(crate) mod notify;
+mod events;
+mod notify;
 mod schema;
 
 use std::sync::{Arc, Weak};
@@ -24,9 +24,9 @@ use deadpool_postgres::tokio_postgres::types::ToSql;
 use deadpool_postgres::tokio_postgres::{self, NoTls, Row};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 
-use crate::store::{SessionStore, StoreError, StoreFuture};
+use crate::store::StoreNotices;
+use crate::store::{CatalogNews, SessionStore, StoreError, StoreFuture};
 use notify::ListenConfig;
-use notify::SessionNotices;
 use schema::fail;
 
 /// How a [`PgSessionStore`] connects, where it keeps its tables and how long it waits.
@@ -59,6 +59,7 @@ pub struct PgStoreConfig {
     cleanup_batch: u32,
     notice_capacity: usize,
     notice_check_every: Duration,
+    events: crate::store::EventBounds,
 }
 
 impl PgStoreConfig {
@@ -84,6 +85,7 @@ impl PgStoreConfig {
             cleanup_batch: 1000,
             notice_capacity: 1024,
             notice_check_every: Duration::from_secs(10),
+            events: crate::store::EventBounds::default(),
         })
     }
 
@@ -184,7 +186,7 @@ impl PgStoreConfig {
 
     /// How many notices [`PgSessionStore::notices`] holds for a receiver that has not
     /// taken them yet (default 1,024; at least 1): past that, notices are dropped and a
-    /// `SessionNotice::Missed` is delivered once there is room.
+    /// [`StoreNotice::Missed`](crate::StoreNotice::Missed) is delivered once there is room.
     pub fn notice_capacity(mut self, notices: usize) -> Self {
         self.notice_capacity = notices.max(1);
         self
@@ -193,7 +195,7 @@ impl PgStoreConfig {
     /// How often the connection listening for notices is checked (default every 10 s: a
     /// `SELECT 1` that must answer within the
     /// [`operation_timeout`](Self::operation_timeout)); a connection that fails the check
-    /// is made again, and a `SessionNotice::Missed` delivered. This bounds how long a
+    /// is made again, and a [`StoreNotice::Missed`](crate::StoreNotice::Missed) delivered. This bounds how long a
     /// silently broken network leaves a node deaf to the others.
     pub fn notice_check_every(mut self, every: Duration) -> Self {
         self.notice_check_every = every.max(Duration::from_millis(10));
@@ -253,6 +255,7 @@ impl PgStoreConfig {
         let listen = ListenConfig {
             pg: listen,
             channel: schema::channel(&self.schema),
+            catalog: schema::catalog_channel(&self.schema),
             node: notify::node_id(),
             capacity: self.notice_capacity,
             check_every: self.notice_check_every,
@@ -316,7 +319,10 @@ struct Inner {
     save_if: String,
     create_if: String,
     cleanup: String,
+    touch: String,
+    announce: String,
     listen: ListenConfig,
+    events: events::Sql,
 }
 
 impl Inner {
@@ -374,7 +380,13 @@ impl Inner {
                 "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE expires_at <= now() \
                  ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)"
             ),
+            touch: format!(
+                "UPDATE {t} SET touched_at = now(), expires_at = greatest(expires_at, {expiry}) \
+                 WHERE id = $1 AND record IS NOT NULL AND expires_at > now()"
+            ),
+            announce: format!("SELECT pg_notify('{}', $1::text)", listen.catalog),
             listen,
+            events: events::Sql::new(cfg),
         }
     }
 
@@ -534,21 +546,21 @@ impl PgSessionStore {
     }
 
     /// Other nodes' writes to the sessions in this store's schema, as they commit: a
-    /// task with a connection of its own listens for them (see `SessionNotices`). The
+    /// task with a connection of its own listens for them (see [`StoreNotices`]). The
     /// writes of this store (this node) are not told back. Returns once the task listens
     /// (or fails, within the connect timeout plus the operation timeout, when the
     /// database cannot be reached), so every write another node commits afterwards is
-    /// told, or followed by a `SessionNotice::Missed`. Each call starts a task and a
+    /// told, or followed by a [`StoreNotice::Missed`](crate::StoreNotice::Missed). Each call starts a task and a
     /// connection of its own; dropping the receiver ends them.
     ///
-    /// What is told: `SessionNotice::Changed` for each committed save (and successful
-    /// [`save_if`](Self::save_if)), `SessionNotice::Ended` for each
+    /// What is told: [`StoreNotice::Changed`](crate::StoreNotice::Changed) for each committed save (and successful
+    /// [`save_if`](Self::save_if)), [`StoreNotice::Ended`](crate::StoreNotice::Ended) for each
     /// [`remove`](SessionStore::remove), and for each [`expired`](SessionStore::expired)
     /// that deleted the row. A write that did not commit (failed, timed out, refused by
     /// `save_if`, a save of a removed session) is not told. The cleanup of rows past
     /// their `ttl` is not told either: a node serving a session from its memory keeps it
     /// (the row's expiry is the store's business, not the session's end).
-    pub async fn notices(&self) -> Result<SessionNotices, StoreError> {
+    pub async fn notices(&self) -> Result<StoreNotices, StoreError> {
         notify::start(self.inner.listen.clone()).await
     }
 
@@ -600,6 +612,34 @@ impl SessionStore for PgSessionStore {
             inner.execute("expired", &inner.expired, &[&id, &inner.grace_ms]).await?;
             Ok(())
         })
+    }
+
+    /// Pushes the expiry of a live record to now + `ttl` and marks it touched, as a load
+    /// does, without reading it (no notice: nothing changed). A removed or expired
+    /// session is left as it is.
+    fn touch<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let inner = &*self.inner;
+            inner.execute("touch", &inner.touch, &[&id, &inner.ttl_ms]).await?;
+            Ok(())
+        })
+    }
+
+    /// Announces `news` on the schema's catalog channel (`pg_notify`, one statement): every
+    /// other node's [`notices`](PgSessionStore::notices) hear it as
+    /// [`StoreNotice::Catalog`](crate::StoreNotice::Catalog).
+    fn announce<'a>(&'a self, news: &'a CatalogNews) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let inner = &*self.inner;
+            let payload = notify::news_payload(&inner.listen.node, news);
+            inner.query_opt("announce", &inner.announce, &[&payload]).await?;
+            Ok(())
+        })
+    }
+
+    /// [`PgSessionStore::notices`]: the server listens from its start.
+    fn notices(&self) -> StoreFuture<'_, Option<StoreNotices>> {
+        Box::pin(async move { Self::notices(self).await.map(Some) })
     }
 }
 

@@ -1,18 +1,23 @@
 //! Session changes announced between nodes: what a [`PgSessionStore`](super::PgSessionStore)
 //! sends with its writes (`pg_notify`, in the write's own statement, so only a committed
 //! write is announced) and the task that listens for other nodes' announcements
-//! ([`SessionNotices`]).
+//! (into [`StoreNotices`]).
 //!
 //! The payload, the wire between nodes (never changed once released; a listener treats
-//! what it does not understand as [`SessionNotice::Missed`]): `<kind> <node> <id>`,
+//! what it does not understand as [`StoreNotice::Missed`]): `<kind> <node> <id>`,
 //! separated by single spaces, where `kind` is `c` (the record changed) or `e` (the session
 //! ended: removed, or deleted on expiry), `node` the sending store's id (16 hex digits) and
 //! `id` the session id (the rest of the payload, spaces included). An id longer than
 //! [`MAX_ID`] bytes is sent as `? <node>`: "some session changed", a `Missed` for the
 //! listeners (PostgreSQL refuses payloads of 8,000 bytes or more).
+//!
+//! Catalog news ([`SessionStore::announce`](crate::SessionStore::announce)) goes on a
+//! channel of its own beside the sessions' (`schema::catalog_channel`), heard on the same
+//! listening connection: `l <node> <lists>` (lists changed: three characters, `t` or `-`
+//! for tools, `r` or `-` for resources, `p` or `-` for prompts) and `u <node> <uri>` (a
+//! resource updated; a uri longer than [`MAX_ID`] bytes is sent as `? <node>`, a `Missed`).
 
 use std::future::poll_fn;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use deadpool_postgres::tokio_postgres::tls::NoTlsStream;
@@ -20,7 +25,9 @@ use deadpool_postgres::tokio_postgres::{self, AsyncMessage, Client, Connection, 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::store::StoreError;
+use mcp_engine::CatalogChange;
+
+use crate::store::{CatalogNews, StoreError, StoreNotice, StoreNotices};
 
 use super::schema::fail;
 
@@ -34,110 +41,15 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 /// The longest wait between two attempts to reconnect.
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
-/// What another node did to a session, as told by [`SessionNotices`].
-///
-/// The receiver hands `Changed` to
-/// [`HttpEngine::session_changed_elsewhere`](mcp_engine::http::HttpEngine::session_changed_elsewhere)
-/// and `Ended` to
-/// [`HttpEngine::session_ended_elsewhere`](mcp_engine::http::HttpEngine::session_ended_elsewhere)
-/// (the id's bytes). `Missed` says notices were lost.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SessionNotice {
-    /// Another node committed a new record for this session (a save).
-    Changed(String),
-    /// Another node ended this session: removed it (the client's `DELETE`), or deleted
-    /// it on its idle timeout ([`SessionStore::expired`](crate::SessionStore::expired)).
-    Ended(String),
-    /// Notices were lost: the receiver fell behind (the channel was full) or the
-    /// listening connection broke and was made again (what was written meanwhile was not
-    /// heard). Any session may have changed or ended since: treat every copy nothing
-    /// uses as stale (drop it; the next request loads it again), and check copies in use
-    /// against the store when they are next saved or loaded. Delivered once, after the
-    /// loss, before any notice heard after it.
-    Missed,
-}
-
-impl SessionNotice {
-    /// The session the notice is about (`None` for [`Missed`](Self::Missed)).
-    pub fn session(&self) -> Option<&str> {
-        match self {
-            Self::Changed(id) | Self::Ended(id) => Some(id),
-            Self::Missed => None,
-        }
-    }
-
-    /// Whether this is [`Changed`](Self::Changed).
-    pub fn is_changed(&self) -> bool {
-        matches!(self, Self::Changed(_))
-    }
-
-    /// Whether this is [`Ended`](Self::Ended).
-    pub fn is_ended(&self) -> bool {
-        matches!(self, Self::Ended(_))
-    }
-
-    /// Whether this is [`Missed`](Self::Missed).
-    pub fn is_missed(&self) -> bool {
-        matches!(self, Self::Missed)
-    }
-}
-
-/// Other nodes' writes to the sessions of a [`PgSessionStore`](super::PgSessionStore),
-/// as they commit: from
-/// [`PgSessionStore::notices`](super::PgSessionStore::notices).
-///
-/// Behind it a task listens (`LISTEN`) on a connection of its own (not one of the pool's)
-/// and forwards each notice into a bounded channel
-/// ([`notice_capacity`](super::PgStoreConfig::notice_capacity)). The store's own writes
-/// are not told back. Nothing buffers without bound:
-///
-/// - when the channel is full, the notice is dropped, and [`SessionNotice::Missed`] is
-///   delivered as soon as there is room again (the notices arriving meanwhile are dropped
-///   too: the `Missed` covers them);
-/// - when the listening connection fails (or does not answer the periodic check,
-///   [`notice_check_every`](super::PgStoreConfig::notice_check_every)), the task connects
-///   again, waiting 100 ms after the first failure and twice as long after each next one,
-///   up to 5 s, listens again and then delivers `Missed`.
-///
-/// Dropping this value stops the task and closes its connection.
-#[derive(Debug)]
-pub struct SessionNotices {
-    rx: mpsc::Receiver<SessionNotice>,
-    task: tokio::task::AbortHandle,
-}
-
-impl SessionNotices {
-    /// The next notice, waiting for it. `None` only if the listening task is gone (it
-    /// panicked); otherwise it waits, across reconnections, for ever. Cancel-safe: in a
-    /// `select!`, no notice is lost when another branch wins.
-    pub async fn recv(&mut self) -> Option<SessionNotice> {
-        self.rx.recv().await
-    }
-
-    /// The next notice if one is waiting.
-    pub fn try_recv(&mut self) -> Option<SessionNotice> {
-        self.rx.try_recv().ok()
-    }
-
-    /// [`recv`](Self::recv) as a poll, for a hand-written future or stream.
-    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<SessionNotice>> {
-        self.rx.poll_recv(cx)
-    }
-}
-
-impl Drop for SessionNotices {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
 /// What the listening task needs: how to connect, what to listen on, whose notices to
 /// skip, and its bounds.
 #[derive(Debug, Clone)]
 pub(crate) struct ListenConfig {
     pub(crate) pg: tokio_postgres::Config,
-    /// The channel, unquoted (`schema::channel`).
+    /// The sessions' channel, unquoted (`schema::channel`).
     pub(crate) channel: String,
+    /// The catalog news' channel, unquoted (`schema::catalog_channel`).
+    pub(crate) catalog: String,
     /// This store's node id: its own notices are skipped.
     pub(crate) node: String,
     pub(crate) capacity: usize,
@@ -150,12 +62,12 @@ pub(crate) struct ListenConfig {
 /// Starts the listening task and waits until it listens (at most the connect timeout
 /// plus the operation timeout): a write committed after this returns is heard, or a
 /// `Missed` follows.
-pub(crate) async fn start(cfg: ListenConfig) -> Result<SessionNotices, StoreError> {
+pub(crate) async fn start(cfg: ListenConfig) -> Result<StoreNotices, StoreError> {
     let (tx, rx) = mpsc::channel(cfg.capacity.max(1));
     let (ready_tx, ready_rx) = oneshot::channel();
     let bound = cfg.connect_timeout + cfg.operation_timeout;
     let task = tokio::spawn(Listener { cfg, tx, missed: false }.run(ready_tx));
-    let notices = SessionNotices { rx, task: task.abort_handle() };
+    let notices = StoreNotices::with_task(rx, task.abort_handle());
     match tokio::time::timeout(bound, ready_rx).await {
         Ok(Ok(Ok(()))) => Ok(notices),
         Ok(Ok(Err(e))) => Err(e),
@@ -166,7 +78,7 @@ pub(crate) async fn start(cfg: ListenConfig) -> Result<SessionNotices, StoreErro
 
 struct Listener {
     cfg: ListenConfig,
-    tx: mpsc::Sender<SessionNotice>,
+    tx: mpsc::Sender<StoreNotice>,
     /// A `Missed` is owed: delivered once there is room and the connection listens.
     missed: bool,
 }
@@ -232,7 +144,7 @@ impl Listener {
         ready: &mut Option<oneshot::Sender<Result<(), StoreError>>>,
         backoff: &mut Duration,
     ) -> Stop {
-        let listen = format!("LISTEN \"{}\"", self.cfg.channel);
+        let listen = format!("LISTEN \"{}\"; LISTEN \"{}\"", self.cfg.channel, self.cfg.catalog);
         let bound = self.cfg.operation_timeout;
         // One statement in flight at a time (the LISTEN, then each check), with its deadline.
         let mut query = Some(Box::pin(client.batch_execute(&listen)));
@@ -249,7 +161,7 @@ impl Listener {
                 () = tx.closed() => return Stop::Receiver,
                 permit = tx.reserve(), if self.missed && listening => {
                     if let Ok(permit) = permit {
-                        permit.send(SessionNotice::Missed);
+                        permit.send(StoreNotice::Missed);
                         self.missed = false;
                     }
                 }
@@ -300,8 +212,14 @@ impl Listener {
             return;
         }
         let notice = match (kind, id) {
-            (Some("c"), Some(id)) => SessionNotice::Changed(id.to_owned()),
-            (Some("e"), Some(id)) => SessionNotice::Ended(id.to_owned()),
+            (Some("c"), Some(id)) => StoreNotice::Changed(id.to_owned()),
+            (Some("e"), Some(id)) => StoreNotice::Ended(id.to_owned()),
+            (Some("u"), Some(uri)) => StoreNotice::Catalog(CatalogNews::ResourceUpdated(uri.to_owned())),
+            (Some("l"), Some(lists)) if lists.len() == 3 => {
+                let b = lists.as_bytes();
+                let change = CatalogChange::of(b[0] == b't', b[1] == b'r', b[2] == b'p');
+                StoreNotice::Catalog(CatalogNews::ListChanged(change))
+            }
             // "Some session changed", or a kind this version does not know.
             _ => {
                 self.missed = true;
@@ -326,6 +244,18 @@ pub(crate) fn notify_sql(channel: &str, node: &str, kind: char) -> String {
     )
 }
 
+/// The payload announcing `news` from `node` (see the module docs).
+pub(crate) fn news_payload(node: &str, news: &CatalogNews) -> String {
+    match news {
+        CatalogNews::ListChanged(c) => {
+            let flag = |on: bool, c: char| if on { c } else { '-' };
+            format!("l {node} {}{}{}", flag(c.tools, 't'), flag(c.resources, 'r'), flag(c.prompts, 'p'))
+        }
+        CatalogNews::ResourceUpdated(uri) if uri.len() <= MAX_ID => format!("u {node} {uri}"),
+        CatalogNews::ResourceUpdated(_) => format!("? {node}"),
+    }
+}
+
 /// A random node id: 16 hex digits.
 pub(crate) fn node_id() -> String {
     let mut bytes = [0u8; 8];
@@ -341,14 +271,15 @@ pub(crate) fn node_id() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{ListenConfig, Listener, SessionNotice, node_id};
+    use super::{CatalogChange, CatalogNews, ListenConfig, Listener, StoreNotice, news_payload, node_id};
     use tokio::sync::mpsc;
 
-    fn listener(capacity: usize) -> (Listener, mpsc::Receiver<SessionNotice>) {
+    fn listener(capacity: usize) -> (Listener, mpsc::Receiver<StoreNotice>) {
         let (tx, rx) = mpsc::channel(capacity);
         let cfg = ListenConfig {
             pg: "host=localhost".parse().unwrap(),
             channel: "mcp.sessions".into(),
+            catalog: "mcp.catalog".into(),
             node: "00000000000000aa".into(),
             capacity,
             check_every: std::time::Duration::from_secs(10),
@@ -364,8 +295,8 @@ mod tests {
         l.forward("c 00000000000000bb s1");
         l.forward("e 00000000000000bb s 2");
         l.forward("c 00000000000000aa mine");
-        assert_eq!(rx.try_recv().unwrap(), SessionNotice::Changed("s1".into()));
-        assert_eq!(rx.try_recv().unwrap(), SessionNotice::Ended("s 2".into()), "spaces in ids");
+        assert_eq!(rx.try_recv().unwrap(), StoreNotice::Changed("s1".into()));
+        assert_eq!(rx.try_recv().unwrap(), StoreNotice::Ended("s 2".into()), "spaces in ids");
         assert!(rx.try_recv().is_err(), "its own notice skipped");
         assert!(!l.missed);
         l.forward("? 00000000000000bb");
@@ -376,12 +307,34 @@ mod tests {
     }
 
     #[test]
+    fn catalog_news_goes_out_and_comes_back_as_it_was() {
+        let (mut l, mut rx) = listener(8);
+        let news = [
+            CatalogNews::ListChanged(CatalogChange::of(true, false, true)),
+            CatalogNews::ListChanged(CatalogChange::of(false, true, false)),
+            CatalogNews::ResourceUpdated("file:///a b?c".into()),
+        ];
+        for n in &news {
+            let payload = news_payload("00000000000000bb", n);
+            l.forward(&payload);
+            assert_eq!(rx.try_recv().unwrap(), StoreNotice::Catalog(n.clone()), "{payload}");
+            l.forward(&news_payload("00000000000000aa", n));
+            assert!(rx.try_recv().is_err(), "its own news skipped");
+        }
+        assert_eq!(news_payload("00000000000000bb", &news[0]), "l 00000000000000bb t-p");
+        let long = CatalogNews::ResourceUpdated("x".repeat(4001));
+        assert_eq!(news_payload("00000000000000bb", &long), "? 00000000000000bb");
+        l.forward("l 00000000000000bb tr");
+        assert!(l.missed, "lists not in three characters");
+    }
+
+    #[test]
     fn a_full_channel_owes_a_missed_and_drops_until_then() {
         let (mut l, mut rx) = listener(1);
         l.forward("c 00000000000000bb a");
         l.forward("c 00000000000000bb b");
         assert!(l.missed);
-        assert_eq!(rx.try_recv().unwrap(), SessionNotice::Changed("a".into()));
+        assert_eq!(rx.try_recv().unwrap(), StoreNotice::Changed("a".into()));
         l.forward("c 00000000000000bb c");
         assert!(rx.try_recv().is_err(), "dropped: the owed Missed covers it");
     }

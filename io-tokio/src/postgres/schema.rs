@@ -24,6 +24,19 @@ const MIGRATIONS: &[&str] = &[
         expires_at timestamptz NOT NULL
     );
     CREATE INDEX sessions_expires_at ON {s}.sessions (expires_at);",
+    // Version 2: the events of session streams, for `Last-Event-ID` on any node
+    // (`events.rs`). A row goes with its session's row (deleted at its expiry); `n` is the
+    // order of appends across a session's streams (its oldest go first at its bounds).
+    "CREATE TABLE {s}.events (
+        session_id text NOT NULL REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+        stream bigint NOT NULL,
+        seq bigint NOT NULL,
+        n bigint GENERATED ALWAYS AS IDENTITY,
+        data bytea NOT NULL,
+        is_last boolean NOT NULL,
+        PRIMARY KEY (session_id, stream, seq)
+    );
+    CREATE INDEX events_session_order ON {s}.events (session_id, n);",
 ];
 
 /// The schema version this store writes and reads.
@@ -96,12 +109,25 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str, bound: Duration) 
 /// 64 bits), 63 bytes in all. Every store naming the same schema, whatever its version,
 /// derives the same channel: this is part of the wire between nodes, never changed.
 pub(crate) fn channel(schema: &str) -> String {
-    let plain = format!("{schema}.sessions");
+    named(schema, "sessions", schema)
+}
+
+/// The channel of the catalog news of `schema`'s servers: `<schema>.catalog`, or, when
+/// that is too long, the schema's first 46 bytes, a dot and the hash of
+/// `<schema>.catalog` (so it differs from [`channel`]'s). Part of the wire, never changed.
+pub(crate) fn catalog_channel(schema: &str) -> String {
+    named(schema, "catalog", &format!("{schema}.catalog"))
+}
+
+/// `<schema>.<suffix>` if it fits in 63 bytes, else the schema's first 46 bytes, a dot
+/// and the FNV-1a hash of `hashed` in hex.
+fn named(schema: &str, suffix: &str, hashed: &str) -> String {
+    let plain = format!("{schema}.{suffix}");
     if plain.len() <= 63 {
         return plain;
     }
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in schema.bytes() {
+    for b in hashed.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -129,7 +155,7 @@ pub(crate) fn fail(what: &str, e: impl std::error::Error) -> StoreError {
 
 #[cfg(test)]
 mod tests {
-    use super::{channel, valid_name};
+    use super::{catalog_channel, channel, valid_name};
 
     #[test]
     fn channels_are_identifiers_of_at_most_63_bytes() {
@@ -145,6 +171,9 @@ mod tests {
         assert_ne!(x, y, "names alike in their first 46 bytes get different channels");
         assert_eq!(channel(&long), x, "stable");
         assert_eq!(channel("a".repeat(55).as_str()).len(), 63);
+        assert_eq!(catalog_channel("mcp"), "mcp.catalog");
+        assert_eq!(catalog_channel(&long).len(), 63);
+        assert_ne!(catalog_channel(&long), channel(&long), "the two channels of a long name differ");
     }
 
     #[test]

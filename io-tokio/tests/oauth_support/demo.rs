@@ -175,3 +175,28 @@ pub fn start(adapter: Adapter, args: &[&str]) -> Demo {
     });
     Demo { child, addr: addr.parse().expect("a socket address"), log }
 }
+
+/// A keys file of hex keys (the first seals), removed when dropped.
+pub struct KeysFile(PathBuf);
+
+impl KeysFile {
+    pub fn new(name: &str, bytes: &[u8]) -> Self {
+        let path = std::env::temp_dir().join(format!("mcp-scale-{name}-{}", std::process::id()));
+        let lines: String = bytes.iter().map(|&b| format!("{}\n", hex(&[b; 32]))).collect();
+        std::fs::write(&path, lines).expect("write the keys file");
+        Self(path)
+    }
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 path")
+    }
+}
+
+impl Drop for KeysFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

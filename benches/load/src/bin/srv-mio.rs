@@ -19,9 +19,7 @@ fn main() -> std::io::Result<()> {
             // As the adapter's `everything` example: loopback `Host` only, any `Origin`.
             let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
             http.loopback(true);
-            if let Some(n) = mcp_load::max_connections() {
-                http.max_connections(n);
-            }
+            mcp_load::held_settings(&mut http);
             let engine = HttpEngine::new(config, http, everything::catalog());
             mcp_io_mio::serve_http(mcp_load::bind(addr), engine, |event| {
                 if let HttpEvent::Mcp(event) = event {

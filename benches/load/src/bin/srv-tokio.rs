@@ -32,6 +32,10 @@ impl Handler for Echo {
 /// multi-threaded one.
 const CURRENT_THREAD_ENV: &str = "SRV_TOKIO_CURRENT_THREAD";
 
+/// Set to keep HTTP sessions in a store as well: `memory` (a `MemorySessionStore`) or a
+/// `postgres://` URL (a `PgSessionStore`, schema `mcp_load`).
+const STORE_ENV: &str = "SRV_TOKIO_STORE";
+
 fn main() -> std::io::Result<()> {
     let mode = mcp_load::mode("srv-tokio");
     mcp_load::serve_stats();
@@ -48,14 +52,30 @@ fn main() -> std::io::Result<()> {
         Mode::Http(addr) => runtime.block_on(async {
             // Loopback `Host` checks stay on (the default), any `Origin`.
             let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-            if let Some(n) = mcp_load::max_connections() {
-                http.max_connections(n);
-            }
+            mcp_load::held_settings(&mut http);
             let engine = HttpEngine::new(config, http, everything::catalog());
             let std_listener = mcp_load::bind(addr);
             std_listener.set_nonblocking(true)?;
             let listener = tokio::net::TcpListener::from_std(std_listener)?;
-            HttpServer::new(engine, Arc::new(Echo), AllowAll).serve(listener).await
+            let server = HttpServer::new(engine, Arc::new(Echo), AllowAll);
+            match std::env::var(STORE_ENV).ok().as_deref() {
+                None | Some("") => server.serve(listener).await,
+                Some("memory") => {
+                    server
+                        .session_store(Arc::new(mcp_io_tokio::MemorySessionStore::default()))
+                        .serve(listener)
+                        .await
+                }
+                Some(url) => {
+                    let store = mcp_io_tokio::PgStoreConfig::new(url)
+                        .map_err(std::io::Error::other)?
+                        .schema("mcp_load")
+                        .build()
+                        .await
+                        .map_err(std::io::Error::other)?;
+                    server.session_store(Arc::new(store)).serve(listener).await
+                }
+            }
         }),
     };
     // A read of stdin may still be pending: do not wait for it.
