@@ -9,6 +9,10 @@
 # The suite ships requirement sets for 2026-07-28 and 2025-11-25; 2025-06-18 has none, so
 # it runs the scenarios that apply to that revision (`--spec-version`, 27 of them).
 #
+# With the 2026-07-28 requirements it then runs the task scenarios of the
+# io.modelcontextprotocol/tasks extension (`tasks-*`), which that set lists as not scored
+# (so the suite's exit code ignores them): each must pass, or this script fails.
+#
 # Needs the npm registry once: Node 22 and the suite are installed into .conformance/
 # (ignored by git), because the suite does not run on older Node.
 set -euo pipefail
@@ -44,6 +48,25 @@ fi
 (cd .conformance && npx --no-install conformance server --url "$url" "${selection[@]}" \
   --expected-failures "../$expected" -o "../$out")
 rc=$?
+if [ "$requirements" = "2026-07-28" ]; then
+  # The extension's scenarios: none may fail (the expected-failures list of the
+  # extension is empty). `tasks-status-notifications` is a placeholder the suite skips.
+  for scenario in tasks-capability-negotiation tasks-lifecycle tasks-dispatch-and-envelope \
+    tasks-request-headers tasks-mrtr-input tasks-request-state-removal tasks-required-task-error \
+    tasks-wire-fields tasks-mrtr-composition tasks-status-notifications; do
+    (cd .conformance && npx --no-install conformance server --url "$url" --scenario "$scenario" \
+      --spec-version 2026-07-28 --force -o "../$out") > "$out/$scenario.log" 2>&1
+    scenario_rc=$?
+    summary="$(grep -E '^Passed: ' "$out/$scenario.log" || true)"
+    if [ "$scenario_rc" -ne 0 ] || ! grep -qE '^Passed: .*, 0 failed, 0 warnings' "$out/$scenario.log"; then
+      cat "$out/$scenario.log"
+      echo "conformance: $scenario failed on $adapter: ${summary:-no summary}"
+      rc=1
+    else
+      echo "conformance: $scenario: $summary"
+    fi
+  done
+fi
 set -e
 [ "$rc" -eq 0 ] || exit "$rc"
 

@@ -104,6 +104,11 @@ pub struct Config {
     pub(crate) tools_cache: CachePolicy,
     pub(crate) resources_cache: CachePolicy,
     pub(crate) prompts_cache: CachePolicy,
+    pub(crate) tasks: bool,
+    pub(crate) max_tasks: usize,
+    pub(crate) max_tasks_per_principal: usize,
+    pub(crate) task_ttl: core::time::Duration,
+    pub(crate) task_poll_interval: core::time::Duration,
 }
 
 impl Config {
@@ -134,6 +139,11 @@ impl Config {
             tools_cache: CachePolicy::default(),
             resources_cache: CachePolicy::default(),
             prompts_cache: CachePolicy::default(),
+            tasks: false,
+            max_tasks: 1024,
+            max_tasks_per_principal: 32,
+            task_ttl: core::time::Duration::from_secs(3600),
+            task_poll_interval: core::time::Duration::from_secs(1),
         }
     }
     /// Display title of the server.
@@ -317,6 +327,45 @@ impl Config {
     /// more is answered `-32603` and not opened.
     pub fn max_subscriptions(&mut self, n: usize) -> &mut Self {
         self.max_subscriptions = n.max(1);
+        self
+    }
+    /// Whether tool calls may become tasks (default off). On, `2026-07-28` clients see the
+    /// `io.modelcontextprotocol/tasks` extension in `server/discover` and get `tasks/get`,
+    /// `tasks/update` and `tasks/cancel`; the host turns a call into a task with
+    /// [`CallTool::start_task`](crate::CallTool::start_task) (see `docs/features.md`).
+    /// Task ids are drawn from the entropy given to `set_entropy`.
+    pub fn tasks(&mut self, on: bool) -> &mut Self {
+        self.tasks = on;
+        self
+    }
+    /// The most tasks the engine holds at once, finished ones included until their TTL
+    /// (default 1,024, at least 1). A call that would be one more is not made a task
+    /// ([`TaskRefusal::Full`](crate::error::TaskRefusal::Full)): the host answers it as
+    /// a plain call, or with an error.
+    pub fn max_tasks(&mut self, n: usize) -> &mut Self {
+        self.max_tasks = n.clamp(1, u32::MAX as usize / 2);
+        self
+    }
+    /// The most tasks one principal holds at once (default 32, at least 1); every caller
+    /// that names none (stdio, an endpoint that does not authenticate) counts as one
+    /// principal. One more is refused as [`max_tasks`](Self::max_tasks) refuses it
+    /// ([`TaskRefusal::PrincipalFull`](crate::error::TaskRefusal::PrincipalFull)).
+    pub fn max_tasks_per_principal(&mut self, n: usize) -> &mut Self {
+        self.max_tasks_per_principal = n.max(1);
+        self
+    }
+    /// How long a task lives from its creation, at most (default 1 hour, at least 1
+    /// second): its `ttlMs`. The host may ask for less per task; never more. When it
+    /// passes the task is deleted, its work cancelled if it still runs
+    /// ([`Event::Cancelled`](crate::Event::Cancelled)), and its id is not found any more.
+    pub fn task_ttl(&mut self, ttl: core::time::Duration) -> &mut Self {
+        self.task_ttl = ttl.max(core::time::Duration::from_secs(1));
+        self
+    }
+    /// The `pollIntervalMs` tasks suggest unless the host gives one (default 1 second, at
+    /// least 1 millisecond).
+    pub fn task_poll_interval(&mut self, interval: core::time::Duration) -> &mut Self {
+        self.task_poll_interval = interval.max(core::time::Duration::from_millis(1));
         self
     }
     /// Whether a secret key is set ([`Self::secret_key`]).

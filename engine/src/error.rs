@@ -84,6 +84,29 @@ pub enum AnswerError {
     /// An input-required answer that cannot be sent (the reason says why). The ticket
     /// stays open.
     InvalidInputRequest(&'static str),
+    /// The call cannot become a task (see [`TaskRefusal`]); the ticket stays open, to be
+    /// answered as a plain call.
+    TaskRefused(TaskRefusal),
+}
+
+/// Why a tool call could not become a task ([`AnswerError::TaskRefused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskRefusal {
+    /// Tasks are off ([`crate::Config::tasks`]), or the engine has no entropy to draw
+    /// task ids from (`set_entropy` was not called).
+    Off,
+    /// The ticket is not a tool call, or is a task already.
+    NotACall,
+    /// The tool is declared [`crate::TaskSupport::Forbidden`].
+    Forbidden,
+    /// The client did not declare the `io.modelcontextprotocol/tasks` extension on this
+    /// request (`2026-07-28`).
+    NotDeclared,
+    /// The caller already holds [`crate::Config::max_tasks_per_principal`] tasks.
+    PrincipalFull,
+    /// The engine holds [`crate::Config::max_tasks`] tasks.
+    Full,
 }
 
 impl fmt::Display for AnswerError {
@@ -96,6 +119,18 @@ impl fmt::Display for AnswerError {
             }
             Self::ClientGone => "the client's stream has ended: it can no longer be asked for input",
             Self::InvalidInputRequest(why) => why,
+            Self::TaskRefused(TaskRefusal::Off) => "tasks are off, or the engine has no entropy for task ids",
+            Self::TaskRefused(TaskRefusal::NotACall) => {
+                "only a tool call that is not a task yet can become one"
+            }
+            Self::TaskRefused(TaskRefusal::Forbidden) => "the tool is declared TaskSupport::Forbidden",
+            Self::TaskRefused(TaskRefusal::NotDeclared) => {
+                "the client did not declare the io.modelcontextprotocol/tasks extension on this request"
+            }
+            Self::TaskRefused(TaskRefusal::PrincipalFull) => {
+                "the caller already holds Config::max_tasks_per_principal tasks"
+            }
+            Self::TaskRefused(TaskRefusal::Full) => "the engine holds Config::max_tasks tasks",
         })
     }
 }
@@ -263,6 +298,23 @@ pub(crate) enum PeerError<'a> {
     InsufficientScope,
     SubscriptionsNotStrings,
     TooManyUris(usize),
+    /// `tasks/*` (or a listen stream's `taskIds`) from a client that did not declare the
+    /// tasks extension on this request (`-32021`, `400`).
+    TasksNotDeclared,
+    /// A task-only tool called by a client that did not declare the tasks extension.
+    TaskToolNeedsTasks(&'a str),
+    /// No task of this caller has this id (unknown, expired, another principal's).
+    TaskNotFound,
+    /// `2025-11-25`: a task-augmented call of a tool that never runs as a task, or a plain
+    /// call of one that runs only as a task (`-32601`).
+    TaskAugmentation {
+        tool: &'a str,
+        required: bool,
+    },
+    /// `2025-11-25`: `tasks/cancel` of a task already in this terminal status.
+    TaskFinished(&'static str),
+    /// `2025-11-25`: more `tasks/result` requests wait for one task than allowed.
+    TooManyWaiters,
 }
 
 impl PeerError<'_> {
@@ -289,7 +341,9 @@ impl PeerError<'_> {
             E::SessionNotFound => code::SESSION_NOT_FOUND,
             E::InsufficientScope => code::INSUFFICIENT_SCOPE,
             E::TooManySessions => code::INTERNAL_ERROR,
-            E::MethodNotFound(_) => code::METHOD_NOT_FOUND,
+            E::MethodNotFound(_) | E::TaskAugmentation { .. } => code::METHOD_NOT_FOUND,
+            E::TooManyWaiters => code::INTERNAL_ERROR,
+            E::TasksNotDeclared | E::TaskToolNeedsTasks(_) => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             E::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
             E::Detailed { code, .. } => *code,
             E::NoFreeSlot | E::Internal | E::TooManySubscriptions(_) | E::TooManySubscriptionsForPeer(_) => {
@@ -315,7 +369,9 @@ impl PeerError<'_> {
             | E::UnknownMetaLogLevel
             | E::RepeatedParam(_)
             | E::SessionRequired
-            | E::SessionVersionMismatch => 400,
+            | E::SessionVersionMismatch
+            | E::TasksNotDeclared
+            | E::TaskToolNeedsTasks(_) => 400,
             E::SessionNotFound => 404,
             E::InsufficientScope => 403,
             E::TooManySessions => 503,
@@ -351,6 +407,7 @@ impl PeerError<'_> {
                 json::write_str(out, uri);
                 out.push(b'}');
             }
+            E::TasksNotDeclared | E::TaskToolNeedsTasks(_) => out.extend_from_slice(TASKS_REQUIRED),
             _ => {}
         }
     }
@@ -462,9 +519,32 @@ impl fmt::Display for PeerError<'_> {
                 f.write_str("Invalid params: resourceSubscriptions must be an array of strings")
             }
             E::TooManyUris(max) => write!(f, "Invalid params: at most {max} resource subscriptions"),
+            E::TasksNotDeclared => f.write_str(
+                "Missing required client capability: the io.modelcontextprotocol/tasks extension (declare it in this request's clientCapabilities.extensions)",
+            ),
+            E::TaskToolNeedsTasks(tool) => write!(
+                f,
+                "Missing required client capability: tool {} runs only as a task, which needs the io.modelcontextprotocol/tasks extension",
+                Capped(tool)
+            ),
+            E::TaskNotFound => f.write_str("Invalid params: Task not found (unknown, or expired)"),
+            E::TaskAugmentation { tool, required: false } => write!(
+                f,
+                "Method not found: tool {} does not run as a task (call it without params.task)",
+                Capped(tool)
+            ),
+            E::TaskAugmentation { tool, required: true } => {
+                write!(f, "Method not found: tool {} runs only as a task (call it with params.task)", Capped(tool))
+            }
+            E::TaskFinished(status) => write!(f, "Invalid params: the task is already {status}; it cannot be cancelled"),
+            E::TooManyWaiters => f.write_str("Internal error: too many requests wait for this task's result"),
         }
     }
 }
+
+/// The `data` of a refusal for want of the tasks extension.
+pub(crate) const TASKS_REQUIRED: &[u8] =
+    br#"{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}"#;
 
 /// The longest member name an error message quotes, in bytes; a longer one is cut on a
 /// char boundary and ends with `...`.

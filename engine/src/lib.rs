@@ -109,12 +109,12 @@ pub mod internal;
 pub use catalog::uritemplate::TemplateError;
 pub use catalog::xheader::{HeaderParam, HeaderParamKind, XHeaderError, XHeaderReason};
 pub use catalog::{
-    Catalog, CatalogBuilder, CatalogError, Icon, Prompt, PromptArgument, Resource, ResourceTemplate, Tool,
-    ToolAnnotations,
+    Catalog, CatalogBuilder, CatalogError, Icon, Prompt, PromptArgument, Resource, ResourceTemplate,
+    TaskSupport, Tool, ToolAnnotations,
 };
 pub use config::{CachePolicy, CacheScope, Config, ServerInfo};
 pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
-pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMismatch};
+pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMismatch, TaskRefusal};
 pub use level::LogLevel;
 #[cfg(feature = "connectome")]
 pub use mcp::connectome::ConnectomeView;
@@ -129,6 +129,7 @@ pub use mcp::mrtr::{
 pub use mcp::scopes::{ScopeSet, Scopes};
 pub use mcp::served::{OTHER_METHOD, SERVED_CAPACITY, Served, SessionEnd};
 pub use mcp::subs::{CatalogChange, ReplaceError};
+pub use mcp::tasks::methods::TaskOptions;
 pub use mcp::tickets::Ticket;
 pub use revision::Revision;
 pub use stdio::Engine;

@@ -15,6 +15,7 @@ use crate::mcp::event::Event;
 use crate::mcp::mrtr::InputRequired;
 use crate::mcp::served::Served;
 use crate::mcp::subs::{CatalogChange, ReplaceError};
+use crate::mcp::tasks::methods::TaskOptions;
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
@@ -267,18 +268,22 @@ impl Engine {
 
     /// When [`handle_timeout`](Self::handle_timeout) should next be called: the
     /// deadline of the earliest request sent to the client for input
-    /// ([`Config::input_timeout`](crate::Config::input_timeout)); `None` while none waits.
+    /// ([`Config::input_timeout`](crate::Config::input_timeout)) or the earliest task's
+    /// TTL; `None` while there is neither.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.core.input_deadline().map(Instant::from_micros)
+        let inputs = self.core.input_deadline();
+        [inputs, self.core.task_deadline()].into_iter().flatten().min().map(Instant::from_micros)
     }
 
     /// Advances timers to `now`: requests sent to the client for input and not answered
     /// by their deadline fail, and the requests that asked for them come back to the
-    /// host as events (drain [`poll_event`](Self::poll_event)).
+    /// host as events (drain [`poll_event`](Self::poll_event)); tasks past their TTL are
+    /// deleted (the host hears [`Event::Cancelled`] of those it still works on).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.clamp_now(now);
         self.release();
         self.core.expire_inputs();
+        self.core.expire_tasks();
     }
 
     /// Sets the wall clock: at `now` it reads `wall` (say
@@ -490,6 +495,51 @@ impl Engine {
         let r = self.core.answers().answer_input_required(ticket, input);
         self.process();
         r
+    }
+
+    /// Turns the live tool call `ticket` into a task (the `io.modelcontextprotocol/tasks`
+    /// extension, `2026-07-28`): the client is answered at once with the task's handle
+    /// (`resultType: "task"`, its id, `working`, `ttlMs`, `pollIntervalMs`), and the
+    /// returned task ticket carries the work from then on, for as long as the task lives:
+    /// answer it as the call ([`answer_tool`](Self::answer_tool): `completed`;
+    /// [`answer_error`](Self::answer_error): `failed`;
+    /// [`answer_input_required`](Self::answer_input_required): `input_required`, the
+    /// client's answers coming back as the call's event again, with the task's ticket),
+    /// report with [`task_status`](Self::task_status) (or
+    /// [`notify_progress`](Self::notify_progress)'s message), and stop on
+    /// [`Event::Cancelled`] (`tasks/cancel`, or the TTL passed).
+    ///
+    /// # Errors
+    ///
+    /// [`AnswerError::TaskRefused`] (nothing written, the ticket stays open: answer it as
+    /// a plain call): tasks off or no entropy ([`Engine::set_entropy`]), a tool declared
+    /// [`TaskSupport::Forbidden`](crate::TaskSupport::Forbidden), a client that did not
+    /// declare the extension on this request, or [`Config::max_tasks`] /
+    /// [`Config::max_tasks_per_principal`] reached.
+    pub fn start_task(&mut self, ticket: Ticket, options: &TaskOptions<'_>) -> Result<Ticket, AnswerError> {
+        self.release();
+        let r = self.core.answers().start_task(ticket, options);
+        self.process();
+        r
+    }
+
+    /// Sets the `statusMessage` of the task `ticket` (a task's ticket the host still works
+    /// on); `None` clears it.
+    pub fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError> {
+        self.release();
+        self.core.answers().task_message(ticket, message)
+    }
+
+    /// How many tasks the engine holds (finished ones included, until their TTL).
+    pub fn tasks(&self) -> usize {
+        self.core.tasks.len()
+    }
+
+    /// Gives the engine 32 bytes fresh from the OS random source (say `getrandom::fill`):
+    /// task ids are drawn from them. Until this is called no call can become a task; the
+    /// adapters call it.
+    pub fn set_entropy(&mut self, entropy: &[u8; 32]) {
+        self.core.seed_tasks(entropy);
     }
 
     /// Replaces the catalog atomically and tells the clients that watch for it which

@@ -191,7 +191,7 @@ pub(crate) fn rich_catalog() -> Catalog {
 
 /// Checks one output line: a JSON-RPC 2.0 object, a response (exactly one of `result` and
 /// `error`, an error with an integer code and a string message) or a notification
-/// (progress or log, without an id). Returns the parsed value.
+/// (progress, log or a task's status, without an id). Returns the parsed value.
 pub(crate) fn check_line(line: &[u8]) -> Value {
     let v: Value =
         serde_json::from_slice(line).unwrap_or_else(|e| panic!("{e}: not JSON: {:?}", lossy(line)));
@@ -200,7 +200,9 @@ pub(crate) fn check_line(line: &[u8]) -> Value {
     match obj.get("method") {
         Some(m) => {
             assert!(
-                m == "notifications/progress" || m == "notifications/message",
+                m == "notifications/progress"
+                    || m == "notifications/message"
+                    || m == "notifications/tasks/status",
                 "the server sent a request or an unknown notification: {v}"
             );
             assert!(!obj.contains_key("id"), "a notification with an id: {v}");

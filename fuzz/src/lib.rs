@@ -15,6 +15,7 @@ mod jsonrpc;
 mod op_sequence;
 mod session_streams;
 mod stdio;
+mod tasks;
 mod uritemplate;
 
 pub use cursor::cursor;
@@ -26,6 +27,7 @@ pub use jsonrpc::jsonrpc;
 pub use op_sequence::op_sequence;
 pub use session_streams::session_streams;
 pub use stdio::stdio_frames;
+pub use tasks::tasks;
 pub use uritemplate::uritemplate;
 
 /// `requestState` sealing and verification; the harness lives with the sealing code.

@@ -32,7 +32,9 @@
 //! The slow tools (`test_tool_with_progress`, `test_logging_tool`, `test_tool_with_logging`) keep their
 //! ticket and send each notification 50 ms after the previous one, then the result,
 //! from the loop's own timer (`run_timed`): a client sees them arrive one by one, as the
-//! conformance tool descriptions ask, without a thread.
+//! conformance tool descriptions ask, without a thread. The task tools
+//! (`mcp_fixture::tasks`: `slow_compute`, `failing_job`, ...) become tasks on the event
+//! and finish from the same timer once their delay has passed.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -250,9 +252,18 @@ struct Paced {
     due: Option<Instant>,
 }
 
+/// A task tool's call (or task) waiting for its time to finish (`mcp_fixture::tasks`).
+struct Delayed {
+    ticket: Ticket,
+    after: Duration,
+    due: Option<Instant>,
+    finish: everything::tasks::Finish,
+}
+
 /// What both engines do for a kept ticket.
 trait Sink {
     fn step(&mut self, ticket: Ticket, step: Step);
+    fn finish(&mut self, ticket: Ticket, finish: &everything::tasks::Finish);
 }
 
 /// The same calls on both engines (they share no trait).
@@ -274,6 +285,24 @@ macro_rules! sink {
                     }
                 };
             }
+            fn finish(&mut self, ticket: Ticket, finish: &everything::tasks::Finish) {
+                use everything::tasks::Finish;
+                // A cancelled call or task refuses the answer; nothing more to do.
+                let _ = match finish {
+                    Finish::Answer { text, is_error, .. } => {
+                        let content = [Content::text(text)];
+                        let mut output = ToolOutput::new(&content);
+                        output.is_error = *is_error;
+                        self.answer_tool(ticket, &output)
+                    }
+                    Finish::Fail { message, .. } => {
+                        self.answer_error(ticket, mcp_engine::HostError::Internal(message))
+                    }
+                    Finish::Ask(requests) => everything::Step::with_input_required(requests, None, |ir| {
+                        self.answer_input_required(ticket, ir)
+                    }),
+                };
+            }
         }
     };
 }
@@ -288,10 +317,16 @@ struct Triggers {
     asked: RefCell<Vec<everything::Trigger>>,
     dynamic: Cell<everything::Dynamic>,
     paced: RefCell<Vec<Paced>>,
+    delayed: RefCell<Vec<Delayed>>,
 }
 
 impl Triggers {
-    fn respond(&self, event: mcp_engine::Event<'_>) {
+    fn respond(&self, mut event: mcp_engine::Event<'_>) {
+        if let mcp_engine::Event::CallTool(call) = &mut event
+            && self.task_tool(call)
+        {
+            return;
+        }
         match &event {
             mcp_engine::Event::CallTool(call) => {
                 let steps = match call.tool.name.as_str() {
@@ -308,10 +343,41 @@ impl Triggers {
                     self.asked.borrow_mut().push(t);
                 }
             }
-            mcp_engine::Event::Cancelled(ticket) => self.paced.borrow_mut().retain(|p| p.ticket != *ticket),
+            mcp_engine::Event::Cancelled(ticket) => {
+                self.paced.borrow_mut().retain(|p| p.ticket != *ticket);
+                self.delayed.borrow_mut().retain(|d| d.ticket != *ticket);
+            }
             _ => {}
         }
         everything::respond(event);
+    }
+
+    /// Carries out a task tool's plan (`mcp_fixture::tasks`): the call becomes a task
+    /// when the plan says so and the engine lets it, then ends now or after its delay,
+    /// from `pace`. Returns whether `call` was a task tool's.
+    fn task_tool(&self, call: &mut mcp_engine::CallTool<'_>) -> bool {
+        use everything::tasks::{Finish, Plan};
+        let responses = call.input_responses;
+        let get = |k: &str| responses.get(k).and_then(|r| r.deserialize().ok());
+        let Some(plan) =
+            everything::tasks::plan(&call.tool.name, call.arguments.raw(), get, call.can_start_task)
+        else {
+            return false;
+        };
+        let finish = match plan {
+            Plan::Task(f) => {
+                // Refused (the bounds): it stays a plain call and ends the same way.
+                let _ = call.start_task(&mcp_engine::TaskOptions::new());
+                f
+            }
+            Plan::Call(f) => f,
+        };
+        let after = match &finish {
+            Finish::Answer { after, .. } | Finish::Fail { after, .. } => *after,
+            Finish::Ask(_) => Duration::ZERO,
+        };
+        self.delayed.borrow_mut().push(Delayed { ticket: call.ticket, after, due: None, finish });
+        true
     }
 
     fn take(&self) -> Vec<Published> {
@@ -341,7 +407,18 @@ impl Triggers {
             }
         }
         paced.retain(|p| !p.steps.is_empty());
-        paced.iter().filter_map(|p| p.due).min()
+        let mut next = paced.iter().filter_map(|p| p.due).min();
+        let mut delayed = self.delayed.borrow_mut();
+        delayed.retain_mut(|d| {
+            let due = *d.due.get_or_insert(now + d.after);
+            if due <= now {
+                engine.finish(d.ticket, &d.finish);
+                return false;
+            }
+            next = Some(next.map_or(due, |n| n.min(due)));
+            true
+        });
+        next
     }
 }
 

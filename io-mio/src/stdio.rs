@@ -63,7 +63,12 @@ impl StdioServer {
     /// A server reading requests from `reader` and writing responses to `writer`, for
     /// instance the ends of two [`mio::unix::pipe::new`] pairs, or a child process's
     /// pipes. Both are put in non-blocking mode.
-    pub fn new(engine: Engine, reader: Receiver, writer: Sender) -> io::Result<Self> {
+    pub fn new(mut engine: Engine, reader: Receiver, writer: Sender) -> io::Result<Self> {
+        // Task ids are drawn from the OS random source (without it no call becomes a task).
+        let mut entropy = [0u8; 32];
+        if getrandom::fill(&mut entropy).is_ok() {
+            engine.set_entropy(&entropy);
+        }
         reader.set_nonblocking(true)?;
         writer.set_nonblocking(true)?;
         Ok(Self {

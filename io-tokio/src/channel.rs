@@ -145,6 +145,17 @@ pub(crate) enum Outcome {
     Reconnect {
         retry: std::time::Duration,
     },
+    /// The call becomes a task (see [`ToolCall::start_task`](crate::ToolCall::start_task));
+    /// it goes on, the engine's answer comes back on `reply`.
+    StartTask {
+        options: crate::task::TaskStart,
+        reply: oneshot::Sender<Result<(), mcp_engine::AnswerError>>,
+    },
+    /// The task's status message; it goes on.
+    TaskStatus {
+        message: Option<String>,
+        _permit: Permit,
+    },
     Tool(ToolResult),
     Resource(ResourceResult),
     Prompt(PromptResult),
@@ -236,6 +247,26 @@ impl Progress {
 
     pub(crate) fn reconnect_later(&self, retry: std::time::Duration) -> bool {
         let outcome = Outcome::Reconnect { retry };
+        self.tx.send(Completion { ticket: Some(self.ticket), outcome }).is_ok()
+    }
+}
+
+impl Progress {
+    /// Asks the run loop to turn the call into a task; the answer comes on the receiver.
+    pub(crate) fn start_task(
+        &self,
+        options: crate::task::TaskStart,
+    ) -> Option<oneshot::Receiver<Result<(), mcp_engine::AnswerError>>> {
+        let (reply, rx) = oneshot::channel();
+        let outcome = Outcome::StartTask { options, reply };
+        self.tx.send(Completion { ticket: Some(self.ticket), outcome }).ok()?;
+        Some(rx)
+    }
+
+    /// Queues the task's status message.
+    pub(crate) fn task_status(&self, message: Option<&str>) -> bool {
+        let Some(permit) = self.permit() else { return false };
+        let outcome = Outcome::TaskStatus { message: message.map(str::to_owned), _permit: permit };
         self.tx.send(Completion { ticket: Some(self.ticket), outcome }).is_ok()
     }
 }

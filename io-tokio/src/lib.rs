@@ -138,15 +138,17 @@
 //!   waits on every socket itself, and the queue they report to.
 //! - `conventions`: the values of OpenTelemetry's MCP conventions the spans and the
 //!   metrics share (the transport a run loop records, the class of an answer).
-//! - `channel` (imports `reply`): the channel between handler futures and the task
+//! - `task`: how a tool call becomes a task ([`TaskStart`]), and the handler's side of a
+//!   task (the module docs).
+//! - `channel` (imports `reply`, `task`): the channel between handler futures and the task
 //!   driving the engine: what a handler task sends back, the progress, log and read
 //!   reports of a running call, and [`Publisher`] / [`PublishError`].
 //! - `otel` (feature `otel`; imports `strings`, `conventions`): the client's trace context
 //!   as each span's OpenTelemetry parent, the `mcp.server.operation.duration` and
 //!   `mcp.server.session.duration` histograms, and `Otel`, OTLP over HTTP.
-//! - `request` (imports `strings`, `channel`): the owned requests handed to a handler
-//!   ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied out
-//!   of engine events.
+//! - `request` (imports `strings`, `channel`, `task`): the owned requests handed to a
+//!   handler ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied
+//!   out of engine events; a call's side of a task ([`ToolCall::start_task`]).
 //! - `telemetry` (imports `channel`, `reply`, `conventions`, `otel`; used by `work`,
 //!   `serve` and `http`): one `tracing` span per request, host-served or answered by the
 //!   engine itself, named and attributed as OpenTelemetry's MCP conventions say
@@ -155,7 +157,8 @@
 //! - `work` (imports `strings`, `reply`, `channel`, `otel`, `request`, `telemetry`,
 //!   `handler`): the handler
 //!   tasks every run loop shares: starting an event's work on a worker task, aborting it
-//!   when cancelled, answering its ticket on the engine when it finishes.
+//!   when cancelled, answering its ticket on the engine when it finishes (a call made a
+//!   task goes on under the task's ticket).
 //! - `serve` (imports `handler`, `telemetry`, `work`): the stream run loop, [`serve`],
 //!   [`serve_with`] and [`serve_stdio`].
 //! - `store`: where HTTP sessions are kept beyond the engine's memory, [`SessionStore`]
@@ -211,6 +214,7 @@ mod serve;
 mod store;
 mod stream_events;
 mod strings;
+mod task;
 mod telemetry;
 #[cfg(feature = "tower")]
 mod tower;
@@ -244,6 +248,7 @@ pub use store::{
     StoreFuture, StoreNotice, StoreNotices, StreamEvent,
 };
 pub use strings::{Name, PooledString};
+pub use task::TaskStart;
 pub use telemetry::Telemetry;
 #[cfg(feature = "tower")]
 pub use tower::{McpBody, McpService};

@@ -298,7 +298,10 @@ pub struct ToolCall {
     pub input: InputContext,
     /// The client's W3C trace context (`params._meta`), as the engine validated it.
     pub trace: RequestTrace,
-    progress: Option<Progress>,
+    pub(crate) progress: Option<Progress>,
+    /// The call may become a task; it is one (`task.rs`).
+    pub(crate) task_offer: bool,
+    pub(crate) is_task: bool,
 }
 
 impl fmt::Debug for ToolCall {
@@ -310,6 +313,8 @@ impl fmt::Debug for ToolCall {
             .field("input", &self.input)
             .field("trace", &self.trace)
             .field("progress", &self.progress)
+            .field("task_offer", &self.task_offer)
+            .field("is_task", &self.is_task)
             .finish()
     }
 }
@@ -325,6 +330,8 @@ impl ToolCall {
             input: InputContext::default(),
             trace: RequestTrace::default(),
             progress: None,
+            task_offer: false,
+            is_task: false,
         }
     }
 
@@ -341,6 +348,8 @@ impl ToolCall {
             input: InputContext::from_event(call.input_responses, call.request_state, call.client, pools),
             trace: RequestTrace::from_event(&call.request.trace, pools),
             progress: Some(progress),
+            task_offer: call.can_start_task,
+            is_task: call.ticket.is_task(),
         }
     }
 
@@ -395,6 +404,44 @@ impl ToolCall {
     /// [`HostFailure::InvalidParams`]: crate::HostFailure::InvalidParams
     pub fn deserialize<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
         serde_json::from_str(&self.arguments)
+    }
+}
+
+/// Tasks (see the `task` module): whether the call may become one, whether it is one,
+/// starting one, its status message.
+impl ToolCall {
+    /// Whether this call may become a task ([`start_task`](Self::start_task)): tasks are
+    /// on in the engine, the tool is not `TaskSupport::Forbidden`, and the client declared
+    /// the tasks extension on this request.
+    pub fn can_start_task(&self) -> bool {
+        self.task_offer
+    }
+
+    /// Whether this call is a task already: one that came back with its client's input.
+    pub fn is_task(&self) -> bool {
+        self.is_task
+    }
+
+    /// Turns this call into a task: the client is answered now with the task's handle,
+    /// and the handler goes on; what it returns then finishes the task instead of the
+    /// request. The task outlives the client's connection.
+    ///
+    /// # Errors
+    ///
+    /// What the engine refused ([`AnswerError::TaskRefused`](mcp_engine::AnswerError::TaskRefused): the call cannot be a task,
+    /// or the bounds are reached): nothing was sent, and the call goes on as a plain call.
+    /// A call made without a server ([`ToolCall::new`]) is refused with
+    /// [`TaskRefusal::Off`](mcp_engine::TaskRefusal::Off).
+    pub async fn start_task(&self, options: crate::task::TaskStart) -> Result<(), mcp_engine::AnswerError> {
+        let off = mcp_engine::AnswerError::TaskRefused(mcp_engine::TaskRefusal::Off);
+        let Some(rx) = self.progress.as_ref().and_then(|p| p.start_task(options)) else { return Err(off) };
+        rx.await.unwrap_or(Err(off))
+    }
+
+    /// Sets the task's `statusMessage` (`None` clears it). Returns whether it was queued
+    /// for the server; dropped once the task is finished, and for a call that is no task.
+    pub fn task_status(&self, message: Option<&str>) -> bool {
+        self.progress.as_ref().is_some_and(|p| p.task_status(message))
     }
 }
 

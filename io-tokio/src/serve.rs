@@ -69,6 +69,13 @@ where
     W: AsyncWrite + Unpin,
     H: Handler,
 {
+    let mut engine = engine;
+    // Task ids are drawn from the OS random source.
+    let mut entropy = [0u8; 32];
+    match getrandom::fill(&mut entropy) {
+        Ok(()) => engine.set_entropy(&entropy),
+        Err(e) => tracing::warn!(%e, "no OS randomness: tool calls cannot become tasks"),
+    }
     let (mut tasks, mut rx) = Tasks::new();
     tasks.set_telemetry(Wire::PIPE, telemetry);
     let mut d = Driver {

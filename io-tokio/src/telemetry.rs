@@ -241,7 +241,12 @@ fn served_span(s: &Served<'_>, wire: Wire) -> Span {
         "completion/complete",
         "subscriptions/listen",
         "resources/subscribe",
-        "resources/unsubscribe"
+        "resources/unsubscribe",
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
+        "tasks/result",
+        "tasks/list"
     );
     #[cfg(feature = "otel")]
     crate::otel::set_parent(&span, &mcp_engine::TraceContext::new(parts.parent, None, None));

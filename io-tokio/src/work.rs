@@ -148,6 +148,12 @@ pub(crate) trait Answer {
     fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError>;
     fn report_read(&mut self, tool: &str, uri: &str) -> bool;
     fn publish(&mut self, p: Publish);
+    fn start_task(
+        &mut self,
+        ticket: Ticket,
+        options: &mcp_engine::TaskOptions<'_>,
+    ) -> Result<Ticket, AnswerError>;
+    fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError>;
 }
 
 /// Both engines answer with methods of the same names: one implementation for both.
@@ -216,6 +222,16 @@ macro_rules! answer_on {
             fn report_read(&mut self, tool: &str, uri: &str) -> bool {
                 <$engine>::report_read(self, tool, uri)
             }
+            fn start_task(
+                &mut self,
+                ticket: Ticket,
+                options: &mcp_engine::TaskOptions<'_>,
+            ) -> Result<Ticket, AnswerError> {
+                <$engine>::start_task(self, ticket, options)
+            }
+            fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError> {
+                <$engine>::task_status(self, ticket, message)
+            }
             fn publish(&mut self, p: Publish) {
                 match p {
                     Publish::Observed(reply) => {
@@ -282,6 +298,9 @@ pub(crate) struct Tasks {
     received: mcp_engine::Instant,
     /// The sessions timed for their duration point.
     sessions: telemetry::SessionClock,
+    /// Calls whose handler made them tasks: the call's ticket (what its worker still
+    /// reports with) to the task's, until the worker's reply comes back.
+    became: HashMap<Ticket, Ticket>,
 }
 
 /// Vectors reused, empty, for the borrowed forms of replies. They hold `'static` items
@@ -343,6 +362,7 @@ impl Tasks {
             telemetry: Telemetry::default(),
             received: mcp_engine::Instant::ZERO,
             sessions: telemetry::SessionClock::default(),
+            became: HashMap::new(),
         }
     }
 
@@ -461,7 +481,41 @@ impl Tasks {
             }
             other => other,
         };
-        let Some(ticket) = ticket else { return };
+        let Some(mut ticket) = ticket else { return };
+        // A call its handler made a task: what its worker sends is the task's.
+        let reports = matches!(
+            outcome,
+            Outcome::Progress { .. }
+                | Outcome::Log { .. }
+                | Outcome::Reconnect { .. }
+                | Outcome::StartTask { .. }
+                | Outcome::TaskStatus { .. }
+        );
+        let renamed = if reports { self.became.get(&ticket).copied() } else { self.became.remove(&ticket) };
+        ticket = renamed.unwrap_or(ticket);
+        if let Outcome::StartTask { options, reply } = outcome {
+            let r = match self.running.contains_key(&ticket) {
+                true => engine.start_task(ticket, &options.as_options()),
+                false => Err(AnswerError::UnknownTicket),
+            };
+            let started = r.map(|task| {
+                if let Some(running) = self.running.remove(&ticket) {
+                    self.running.insert(task, running);
+                }
+                self.became.insert(ticket, task);
+                tracing::debug!(?ticket, ?task, "the call became a task");
+            });
+            let _ = reply.send(started);
+            return;
+        }
+        if let Outcome::TaskStatus { message, .. } = &outcome {
+            if self.running.contains_key(&ticket)
+                && let Err(e) = engine.task_status(ticket, message.as_deref())
+            {
+                tracing::debug!(?ticket, %e, "task status dropped");
+            }
+            return;
+        }
         if let Outcome::Progress { progress, total, message, .. } = &outcome {
             if self.running.contains_key(&ticket)
                 && let Err(e) = engine.progress(ticket, *progress, *total, message.as_deref())
@@ -584,6 +638,8 @@ impl Tasks {
             | Outcome::Log { .. }
             | Outcome::Reconnect { .. }
             | Outcome::Read { .. }
+            | Outcome::StartTask { .. }
+            | Outcome::TaskStatus { .. }
             | Outcome::Publish(_) => Ok(()),
             Outcome::Dropped => {
                 tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");

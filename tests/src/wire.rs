@@ -316,7 +316,8 @@ pub fn post(body: &Value, extra: &[(&str, &str)]) -> Vec<u8> {
         ("Mcp-Method".into(), method),
     ];
     let v: Value = serde_json::from_str(&body).unwrap();
-    if let Some(name) = v["params"]["name"].as_str().or(v["params"]["uri"].as_str()) {
+    let name = v["params"]["name"].as_str().or(v["params"]["uri"].as_str());
+    if let Some(name) = name.or(v["params"]["taskId"].as_str()) {
         headers.push(("Mcp-Name".into(), name.into()));
     }
     for (k, val) in extra {

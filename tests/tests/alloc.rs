@@ -731,3 +731,64 @@ fn a_round_trip_to_a_session_bound_client_allocates_nothing_over_http() {
     });
     assert_eq!(info.count_total, 0, "20 round trips: {info:?}");
 }
+
+/// Polling tasks allocates nothing: `tasks/get` of a working task and of a completed one,
+/// `tasks/update` of a task that asks for nothing, `tasks/cancel` of a finished one.
+#[test]
+fn polling_tasks_allocates_nothing() {
+    let mut config = keyed();
+    config.tasks(true);
+    let catalog = Catalog::builder()
+        .tool(Tool::new("slow").task_support(mcp_engine::TaskSupport::Optional))
+        .build()
+        .unwrap();
+    let mut e = Engine::new(config, catalog);
+    e.set_entropy(&[5; 32]);
+    let mut tickets = Vec::new();
+    let mut host = |ev: Event<'_>| {
+        if let Event::CallTool(mut call) = ev {
+            tickets.push(call.start_task(&mcp_engine::TaskOptions::new()).unwrap());
+        }
+    };
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } }
+    });
+    let call = |id: u64| request(id, "tools/call", json!({ "name": "slow", "_meta": meta }));
+    let mut out = Vec::new();
+    let mut sink = vec![0u8; 1 << 16];
+    pump_with(&mut e, format!("{}{}", call(1), call(2)).as_bytes(), &mut sink, &mut host, |b| {
+        out.extend_from_slice(b)
+    });
+    let ids: Vec<String> =
+        mcp_tests::lines(&out).iter().map(|v| v["result"]["taskId"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(ids.len(), 2, "two tasks");
+    e.answer_tool(tickets[1], &ToolOutput::new(&[Content::text("done")])).unwrap();
+    let polls: String = (0..50u64)
+        .flat_map(|i| {
+            let p = |m: &str, id: &str| {
+                request(100 + i, m, json!({ "taskId": id, "inputResponses": {}, "_meta": meta }))
+            };
+            [
+                p("tasks/get", &ids[0]),
+                p("tasks/get", &ids[1]),
+                p("tasks/update", &ids[0]),
+                p("tasks/cancel", &ids[1]),
+            ]
+        })
+        .collect();
+    let mut written = 0;
+    let mut warm = Vec::new();
+    pump_with(&mut e, polls.as_bytes(), &mut sink, &mut respond, |b| warm.extend_from_slice(b));
+    let answers = mcp_tests::lines(&warm);
+    assert_eq!(answers.len(), 200);
+    assert_eq!(answers[0]["result"]["status"], "working", "{}", answers[0]);
+    assert_eq!(answers[1]["result"]["status"], "completed", "{}", answers[1]);
+    assert_eq!(answers[2]["result"]["resultType"], "complete", "{}", answers[2]);
+    assert_eq!(answers[3]["result"]["resultType"], "complete", "{}", answers[3]);
+    let info = allocation_counter::measure(|| {
+        written = pump(&mut e, polls.as_bytes(), &mut sink);
+    });
+    assert!(written > 200 * 100, "every poll was answered ({written} bytes)");
+    assert_eq!(info.count_total, 0, "200 task requests: {info:?}");
+}

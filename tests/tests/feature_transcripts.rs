@@ -1137,3 +1137,117 @@ async fn tokio_adapter_round_trip_and_publisher() {
     drop(client_write);
     serving.abort();
 }
+
+// ------------------------------------------------------------------------ 9. tasks
+
+const TASKS: &str = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#;
+
+/// The transcripts' engine with tasks on and one task tool, `build`; its entropy and wall
+/// clock fixed (2026-12-01T08:00Z), so ids and times are the same on every run.
+fn task_stdio(name: &'static str) -> Stdio {
+    let mut c = config();
+    c.tasks(true).task_ttl(Duration::from_secs(600)).task_poll_interval(Duration::from_secs(2));
+    let catalog = Catalog::builder()
+        .tool(Tool::new("build").task_support(mcp_engine::TaskSupport::Optional))
+        .build()
+        .unwrap();
+    let mut s = Stdio::new(name, c, catalog);
+    s.e.set_entropy(&[1; 32]);
+    s.e.set_wall_clock(Instant::ZERO, mcp_engine::UnixTime::from_secs(1_796_112_000));
+    s
+}
+
+#[test]
+fn a_tasks_life() {
+    let mut s = task_stdio("a task's life");
+    s.tx.shorten(TASKS, "…tasks…");
+    let mut task = None;
+    let out = s.send(&req_meta("1", "tools/call", r#""name":"build""#, TASKS), |ev, tx| {
+        let Event::CallTool(mut call) = ev else { panic!() };
+        tx.host(format!(
+            "poll_event() -> Event::CallTool {{ tool: {:?}, can_start_task: {} }}",
+            call.tool.name, call.can_start_task
+        ));
+        let r = call.start_task(&mcp_engine::TaskOptions::new().message("queued"));
+        tx.host(format!("call.start_task(&TaskOptions::new().message(\"queued\")) -> {r:?}"));
+        task = r.ok();
+    });
+    let t = task.expect("a task");
+    let id = out[0]["result"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(out[0]["result"]["resultType"], "task");
+    let get = |rid: &str| req_meta(rid, "tasks/get", &format!(r#""taskId":"{id}""#), TASKS);
+    let out = s.send(&get("2"), |_, _| panic!("answered by the engine"));
+    assert_eq!(out[0]["result"]["status"], "working");
+
+    let schema = serde_json::value::to_raw_value(
+        &json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } }),
+    )
+    .unwrap();
+    let asks = [InputRequest::elicit("approve", "Ship it?", &schema)];
+    let r = s.e.answer_input_required(t, &InputRequired::new(&asks));
+    s.tx.host(format!(
+        "engine.answer_input_required(t, &InputRequired::new(&[InputRequest::elicit(\"approve\", \"Ship it?\", &schema)])) -> {r:?}"
+    ));
+    let out = s.send(&get("3"), |_, _| panic!("answered by the engine"));
+    assert_eq!(out[0]["result"]["status"], "input_required");
+    assert_eq!(out[0]["result"]["inputRequests"]["approve"]["method"], "elicitation/create");
+
+    let update = format!(
+        r#""taskId":"{id}","inputResponses":{{"approve":{{"action":"accept","content":{{"ok":true}}}}}}"#
+    );
+    let out = s.send(&req_meta("4", "tasks/update", &update, TASKS), |ev, tx| {
+        let Event::CallTool(call) = ev else { panic!() };
+        let shown: Vec<String> =
+            call.input_responses.iter().map(|(k, r)| format!("{k:?}: {}", r.raw())).collect();
+        tx.host(format!(
+            "poll_event() -> Event::CallTool {{ ticket: {:?}, tool: {:?}, input_responses: {{{}}} }}",
+            call.ticket,
+            call.tool.name,
+            shown.join(", ")
+        ));
+        let r = call.answer(&ToolOutput::new(&[Content::text("shipped")]));
+        tx.host(format!("call.answer(&ToolOutput::new(&[Content::text(\"shipped\")])) -> {r:?}"));
+    });
+    assert_eq!(out[0]["result"], json!({ "resultType": "complete" }));
+    let out = s.send(&get("5"), |_, _| panic!("answered by the engine"));
+    assert_eq!(out[0]["result"]["status"], "completed");
+    assert_eq!(out[0]["result"]["result"]["content"][0]["text"], "shipped");
+    let out = s.send(&req_meta("6", "tasks/cancel", &format!(r#""taskId":"{id}""#), TASKS), |_, _| {
+        panic!("a finished task has no work to cancel")
+    });
+    assert_eq!(out[0]["result"], json!({ "resultType": "complete" }));
+    let out = s.send(&req("7", "tasks/get", &format!(r#""taskId":"{id}""#), ""), |_, _| panic!());
+    assert_eq!(out[0]["error"]["code"], -32021);
+}
+
+#[test]
+fn a_tasks_life_in_a_2025_11_25_session() {
+    let mut s = task_stdio("a task's life, 2025-11-25");
+    let opened = s.quiet(&legacy_open("2025-11-25"));
+    assert_eq!(opened[0]["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"], json!({}));
+    let mut task = None;
+    let out = s.send(&bare("1", "tools/call", r#""name":"build","task":{"ttl":60000}"#), |ev, tx| {
+        let Event::CallTool(call) = ev else { panic!() };
+        tx.host(format!(
+            "poll_event() -> Event::CallTool {{ ticket: {:?}, tool: {:?} }}",
+            call.ticket, call.tool.name
+        ));
+        task = Some(call.ticket);
+    });
+    let t = task.expect("a task's ticket");
+    let id = out[0]["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    let task_params = format!(r#""taskId":"{id}""#);
+    let out = s.send(&bare("2", "tasks/get", &task_params), |_, _| panic!("answered by the engine"));
+    assert_eq!(out[0]["result"]["status"], "working");
+    let out = s.send(&bare("3", "tasks/result", &task_params), |_, _| panic!("answered by the engine"));
+    assert!(out.is_empty(), "tasks/result waits for the end");
+    let r = s.e.answer_tool(t, &ToolOutput::new(&[Content::text("built")]));
+    s.tx.host(format!("engine.answer_tool(t, &ToolOutput::new(&[Content::text(\"built\")])) -> {r:?}"));
+    let out = s.flush();
+    assert_eq!(out[0]["id"], 3);
+    assert_eq!(out[1]["params"]["status"], "completed");
+    let out = s.send(&bare("4", "tasks/list", ""), |_, _| panic!("answered by the engine"));
+    assert_eq!(out[0]["result"]["tasks"][0]["taskId"], id.as_str());
+    let out = s.send(&bare("5", "tasks/cancel", &task_params), |_, _| panic!("answered by the engine"));
+    assert_eq!(out[0]["error"]["code"], -32602);
+}

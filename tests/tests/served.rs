@@ -83,7 +83,7 @@ fn every_request_the_engine_answers_is_recorded_and_none_the_host_serves() {
         modern(4, "tools/call", json!({ "name": "no_such_tool" })),
         modern(5, "tools/call", json!({ "name": "echo", "arguments": { "text": 5 } })),
         modern(6, "prompts/get", json!({ "name": "test_prompt_with_arguments" })),
-        modern(7, "tasks/get", json!({})),
+        modern(7, "nope/never", json!({})),
         "{not json\n".into(),
         "{\"jsonrpc\":\"2.0\",\"id\":8}\n".into(),
     ]

@@ -116,6 +116,24 @@ pub struct Tool {
     /// alternative sets, any one of which suffices; empty: none beyond the method's
     /// ([`Tool::requires_scopes`]).
     pub required_scopes: Vec<Vec<String>>,
+    /// Whether calls may run as tasks (with [`Config::tasks`](crate::Config::tasks) on):
+    /// [`TaskSupport::Forbidden`] by default.
+    pub task_support: TaskSupport,
+}
+
+/// Whether a tool's calls may run as tasks ([`Tool::task_support`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Never a task: the host answers every call as a plain call.
+    #[default]
+    Forbidden,
+    /// The host may turn a call into a task when the client can take one
+    /// ([`CallTool::can_start_task`](crate::CallTool::can_start_task)).
+    Optional,
+    /// Only as a task: a `2026-07-28` call from a client that did not declare the tasks
+    /// extension is refused `-32021` before the host is asked.
+    Required,
 }
 
 impl Tool {
@@ -131,6 +149,7 @@ impl Tool {
             icons: Vec::new(),
             required_client_capabilities: Vec::new(),
             required_scopes: Vec::new(),
+            task_support: TaskSupport::Forbidden,
         }
     }
     /// Sets the title.
@@ -150,6 +169,12 @@ impl Tool {
     #[must_use]
     pub fn requires_client_capability(mut self, capability: impl Into<String>) -> Self {
         self.required_client_capabilities.push(capability.into());
+        self
+    }
+    /// Says whether calls may run as tasks (see [`TaskSupport`]).
+    #[must_use]
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = support;
         self
     }
     /// Sets the input schema.

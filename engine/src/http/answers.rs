@@ -147,6 +147,35 @@ impl HttpEngine {
         r
     }
 
+    /// Turns a live tool call into a task (see [`Engine::start_task`](crate::Engine::start_task)):
+    /// its response is the task's handle, and the task outlives the connection.
+    pub fn start_task(
+        &mut self,
+        ticket: Ticket,
+        options: &crate::mcp::tasks::methods::TaskOptions<'_>,
+    ) -> Result<Ticket, AnswerError> {
+        self.tick(self.last_now);
+        let r = self.core.answers().start_task(ticket, options);
+        self.collect_answers();
+        self.process();
+        r
+    }
+
+    /// Sets a task's `statusMessage` (see [`Engine::task_status`](crate::Engine::task_status)).
+    pub fn task_status(
+        &mut self,
+        ticket: Ticket,
+        message: Option<&str>,
+    ) -> Result<(), crate::error::NotifyError> {
+        self.tick(self.last_now);
+        self.core.answers().task_message(ticket, message)
+    }
+
+    /// How many tasks the engine holds (finished ones included, until their TTL).
+    pub fn tasks(&self) -> usize {
+        self.core.tasks.len()
+    }
+
     /// Replaces the catalog (see [`crate::Engine::replace_catalog`]); listen streams that
     /// asked for the changed lists get their notifications.
     pub fn replace_catalog(

@@ -11,7 +11,8 @@
 //! connection went away; `stored`: their events in a host's event store, for a
 //! resumption on another node), who may call (`auth`; `resource`: the endpoint as an OAuth
 //! protected resource, its metadata and challenges), who the client is behind a proxy
-//! and which `Host` names are ours (`proxy`) and the settings (`config`). It is a
+//! and which `Host` names are ours (`proxy`), what the core answered itself, for the
+//! adapters' spans (`served`), and the settings (`config`). It is a
 //! client of the core: it hands it parsed messages through `Core::handle`, learns what
 //! each became (`Dispatched`), and routes what the outbox holds to connections. It never
 //! reads or writes the core's fields, and holds no MCP rule: those live in `mcp`.
@@ -39,6 +40,7 @@ pub(crate) mod record;
 mod replay;
 mod resource;
 mod scopes;
+mod served;
 mod sessions;
 mod store;
 mod stored;
@@ -66,7 +68,6 @@ use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::jsonrpc::Parser;
 use crate::mcp::event::Event;
-use crate::mcp::served::{Served, SessionEnd};
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
@@ -325,8 +326,9 @@ impl HttpEngine {
     /// random source (say `getrandom::fill`), for each process: session tokens are drawn
     /// from it. Ids are sealed with [`Config::secret_key`](crate::Config::secret_key) when
     /// it is set (so every node sharing the key accepts them), else with a key derived
-    /// from `entropy` (this process only). Until this is called the engine serves the
-    /// stateless `2026-07-28` wire only; the adapters call it.
+    /// from `entropy` (this process only). Task ids are drawn from it too. Until this is
+    /// called the engine serves the stateless `2026-07-28` wire only, without tasks; the
+    /// adapters call it.
     pub fn set_entropy(&mut self, entropy: &[u8; 32]) {
         let config = self.core.config();
         let (secret, previous): (_, Vec<[u8; 32]>) = match &config.state_key {
@@ -334,6 +336,7 @@ impl HttpEngine {
             None => (derive_key(entropy), Vec::new()),
         };
         self.sessions.seed(&secret, &previous, entropy);
+        self.core.seed_tasks(entropy);
     }
 
     /// Turns the host's session store on or off, as
@@ -689,7 +692,8 @@ impl HttpEngine {
     /// deadline of any connection.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let inputs = self.core.input_deadline().map(Instant::from_micros);
-        [self.timers.next(), self.session_timers.next(), inputs].into_iter().flatten().min()
+        let tasks = self.core.task_deadline().map(Instant::from_micros);
+        [self.timers.next(), self.session_timers.next(), inputs, tasks].into_iter().flatten().min()
     }
 
     /// Acts on every connection past its deadline: a request not complete in time is
@@ -704,6 +708,7 @@ impl HttpEngine {
             self.expire(slot, now);
         }
         self.core.expire_inputs();
+        self.core.expire_tasks();
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
                 let id = self.sessions.get(r).map(|e| (e.id, e.session.legacy));
@@ -876,34 +881,6 @@ impl HttpEngine {
             }),
             Ask::Load(_) | Ask::Save(_) | Ask::Events(_) => return None,
         })
-    }
-
-    /// The next request the engine answered itself, without the host (lists, `ping`,
-    /// `initialize`, refusals the core wrote, ...), with the session and addresses of
-    /// its connection, for a span and a metric point like those of the requests the host
-    /// serves; `None` when none is waiting. As [`Engine::poll_served`](crate::Engine::poll_served):
-    /// poll until `None` after handing in input, else later records are dropped and
-    /// counted ([`served_dropped`](Self::served_dropped)). Refusals decided on the HTTP
-    /// request alone (its head, its size, authorization, rate limits) are responses of
-    /// the HTTP layer, not served requests: they are not recorded.
-    pub fn poll_served(&mut self) -> Option<Served<'_>> {
-        self.core.poll_served()
-    }
-
-    /// How many records of [`poll_served`](Self::poll_served) and
-    /// [`poll_session_end`](Self::poll_session_end) were dropped because their queue was
-    /// full.
-    pub fn served_dropped(&self) -> u64 {
-        self.core.served_dropped()
-    }
-
-    /// The next session that ended here (`DELETE`, idle expiry, ended by another node),
-    /// for the `mcp.server.session.duration` point of an adapter that saw it open (the
-    /// `initialize` record of [`poll_served`](Self::poll_served) names it); `None` when
-    /// none is waiting. Bounded as `poll_served` is. A session that only left memory for
-    /// the store has not ended.
-    pub fn poll_session_end(&mut self) -> Option<SessionEnd<'_>> {
-        self.core.poll_session_end()
     }
 
     /// Whether the connection `ticket` answers on holds 64 KiB or more unsent.

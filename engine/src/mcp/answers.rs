@@ -11,6 +11,7 @@ use crate::level::LogLevel;
 use crate::mcp::inputs::Inputs;
 use crate::mcp::mrtr::{self, InputRequired, Method};
 use crate::mcp::prepared::Prepared;
+use crate::mcp::tasks::Tasks;
 use crate::mcp::tickets::Tickets;
 use crate::mcp::tickets::{Busy, Kind, Ticket};
 use crate::output::Outbox;
@@ -66,6 +67,7 @@ pub(crate) struct Answers<'a> {
     pub(crate) tickets: &'a mut Tickets,
     pub(crate) outbox: &'a mut Outbox,
     pub(crate) inputs: &'a mut Inputs,
+    pub(crate) tasks: &'a mut Tasks,
     pub(crate) prepared: &'a Prepared,
     pub(crate) catalog: &'a Catalog,
     pub(crate) resources_cache: CachePolicy,
@@ -83,6 +85,17 @@ impl Answers<'_> {
         total: Option<f64>,
         message: Option<&str>,
     ) -> Result<(), NotifyError> {
+        if ticket.task {
+            // A task has no progress notifications (2026-07-28): the message becomes its
+            // status message.
+            if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+                return Err(NotifyError::NotFinite);
+            }
+            return match message {
+                Some(m) => self.task_message(ticket, Some(m)),
+                None => self.tasks.held_mut(ticket).map(|_| ()).ok_or(NotifyError::UnknownTicket),
+            };
+        }
         let slot = self.tickets.slots.get_mut(ticket.slot as usize).ok_or(NotifyError::UnknownTicket)?;
         let busy = match &mut slot.busy {
             Some(b) if slot.generation == ticket.generation => b,
@@ -127,6 +140,13 @@ impl Answers<'_> {
         logger: Option<&str>,
         data: &S,
     ) -> Result<(), NotifyError> {
+        if ticket.task {
+            // A task has no stream to log on.
+            return Err(self
+                .tasks
+                .held_mut(ticket)
+                .map_or(NotifyError::UnknownTicket, |_| NotifyError::Filtered));
+        }
         let slot = self.tickets.slots.get(ticket.slot as usize).ok_or(NotifyError::UnknownTicket)?;
         let busy = match slot.busy {
             Some(b) if slot.generation == ticket.generation => b,
@@ -169,6 +189,10 @@ impl Answers<'_> {
         ticket: Ticket,
         retry: core::time::Duration,
     ) -> Result<bool, NotifyError> {
+        if ticket.task {
+            // A task has no connection to let go of.
+            return self.tasks.held_mut(ticket).map(|_| false).ok_or(NotifyError::UnknownTicket);
+        }
         let slot = self.tickets.slots.get(ticket.slot as usize).ok_or(NotifyError::UnknownTicket)?;
         let busy = match slot.busy {
             Some(b) if slot.generation == ticket.generation => b,
@@ -242,6 +266,13 @@ impl Answers<'_> {
         kind: Kind,
         body: impl FnOnce(&mut Vec<u8>, Revision) -> Result<Option<CachePolicy>, serde_json::Error>,
     ) -> Result<(), AnswerError> {
+        if ticket.task {
+            // A task is a tool call: it takes a tool result, an error or input.
+            return Err(self
+                .tasks
+                .held_mut(ticket)
+                .map_or(AnswerError::UnknownTicket, |_| AnswerError::WrongKind));
+        }
         let busy = self.tickets.take(ticket, Some(kind))?;
         let out = &mut self.outbox.out;
         let mark = out.len();
@@ -296,6 +327,12 @@ impl Answers<'_> {
         kind: Option<Kind>,
         error: HostError<'_>,
     ) -> Result<(), AnswerError> {
+        if ticket.task {
+            if kind.is_some_and(|k| k != Kind::Tool) {
+                return Err(AnswerError::WrongKind);
+            }
+            return self.answer_task_error(ticket, error);
+        }
         let busy = self.tickets.take(ticket, kind)?;
         let reply = Reply::Stored(busy.id.as_bytes());
         let out = &mut self.outbox.out;
@@ -334,10 +371,16 @@ impl Answers<'_> {
         ticket: Ticket,
         output: &ToolOutput<'_, S>,
     ) -> Result<(), AnswerError> {
-        let busy = self.tickets.peek(ticket, Kind::Tool)?;
-        let declared = self.catalog.tools.get(busy.target as usize).and_then(|t| t.output_validator.as_ref());
+        let (target, revision) = match self.tasks.get(ticket).filter(|r| r.held) {
+            Some(r) => (r.tool, r.revision.unwrap_or(Revision::V2026_07_28)),
+            None => {
+                let busy = self.tickets.peek(ticket, Kind::Tool)?;
+                (busy.target, busy.revision)
+            }
+        };
+        let declared = self.catalog.tools.get(target as usize).and_then(|t| t.output_validator.as_ref());
         if let Some(validator) = declared
-            && !structured_conforms(validator, output.structured_content, busy.revision)
+            && !structured_conforms(validator, output.structured_content, revision)
         {
             // For the host's log: the validator's first error (the error path only).
             let (path, message) = match output.structured_content.map(serde_json::to_value) {
@@ -352,27 +395,22 @@ impl Answers<'_> {
                     }
                 },
             };
-            let tool = self.catalog.tools[busy.target as usize].tool.name.to_string();
+            let tool = self.catalog.tools[target as usize].tool.name.to_string();
             self.outbox.mismatch = Some(crate::error::OutputMismatch { tool, path, message });
             // A host bug must not become invalid output: the model sees a failed call.
+            if ticket.task {
+                return self.answer_task_tool(ticket, output, false);
+            }
             return self.answer(ticket, Kind::Tool, |out, _| {
-                out.extend_from_slice(
-                    b"\"content\":[{\"type\":\"text\",\"text\":\"Internal error: the tool's result does not match its output schema\"}],\"isError\":true",
-                );
+                out.extend_from_slice(MISMATCH_RESULT);
                 Ok(None)
             });
         }
+        if ticket.task {
+            return self.answer_task_tool(ticket, output, true);
+        }
         self.answer(ticket, Kind::Tool, |out, _| {
-            field(out, "content");
-            content::write_array(out, output.content, Content::write_json);
-            if let Some(s) = output.structured_content {
-                field(out, "structuredContent");
-                serde_json::to_writer(&mut *out, s)?;
-            }
-            if output.is_error {
-                field(out, "isError");
-                out.extend_from_slice(b"true");
-            }
+            write_tool_members(out, output)?;
             Ok(None)
         })
     }
@@ -387,6 +425,9 @@ impl Answers<'_> {
         ticket: Ticket,
         ir: &InputRequired<'_>,
     ) -> Result<(), AnswerError> {
+        if ticket.task {
+            return self.answer_task_input(ticket, ir);
+        }
         let slot = self.tickets.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
         let busy = match slot.busy {
             Some(b) if slot.generation == ticket.generation => b,
@@ -532,6 +573,28 @@ impl Answers<'_> {
             Ok(None)
         })
     }
+}
+
+/// The members of the tool result that stands for one whose `structuredContent` does not
+/// match the tool's output schema.
+pub(crate) const MISMATCH_RESULT: &[u8] = b"\"content\":[{\"type\":\"text\",\"text\":\"Internal error: the tool's result does not match its output schema\"}],\"isError\":true";
+
+/// Writes the members of a `CallToolResult` (no braces).
+pub(crate) fn write_tool_members<S: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    output: &ToolOutput<'_, S>,
+) -> Result<(), serde_json::Error> {
+    field(out, "content");
+    content::write_array(out, output.content, Content::write_json);
+    if let Some(s) = output.structured_content {
+        field(out, "structuredContent");
+        serde_json::to_writer(&mut *out, s)?;
+    }
+    if output.is_error {
+        field(out, "isError");
+        out.extend_from_slice(b"true");
+    }
+    Ok(())
 }
 
 /// Writes `{"jsonrpc":"2.0","id":..,"result":{`.

@@ -11,6 +11,7 @@ use crate::error::{AnswerError, HostError, NotifyError};
 use crate::level::LogLevel;
 use crate::mcp::answers::Answers;
 use crate::mcp::mrtr::{ClientCapabilities, InputRequired, InputResponses};
+use crate::mcp::tasks::methods::TaskOptions;
 use crate::mcp::tickets::Ticket;
 use crate::output::Route;
 use crate::revision::Revision;
@@ -242,6 +243,12 @@ pub struct CallTool<'a> {
     /// The engine's connectome counts, for [`CallTool::report_read`].
     #[cfg(feature = "connectome")]
     pub(crate) observed: &'a mut crate::connectome::Observed,
+    /// Whether the call may become a task ([`CallTool::start_task`]): tasks are on
+    /// ([`Config::tasks`](crate::Config::tasks)), the tool is not
+    /// [`TaskSupport::Forbidden`](crate::TaskSupport::Forbidden), and the client declared
+    /// the tasks extension on this request. `false` for a task's call coming back with
+    /// its client's input ([`Ticket::is_task`]).
+    pub can_start_task: bool,
     pub(crate) responder: Answers<'a>,
 }
 
@@ -254,6 +261,15 @@ impl CallTool<'_> {
     #[cfg(feature = "connectome")]
     pub fn report_read(&mut self, uri: &str) -> bool {
         self.observed.record_read(self.responder.catalog, &self.tool.name, uri)
+    }
+
+    /// Turns the call into a task (see [`Engine::start_task`](crate::Engine::start_task)):
+    /// the client gets the task's handle now, and [`CallTool::ticket`] becomes the task's
+    /// ticket, so the event's other methods answer the task.
+    pub fn start_task(&mut self, options: &TaskOptions<'_>) -> Result<Ticket, AnswerError> {
+        let task = self.responder.start_task(self.ticket, options)?;
+        self.ticket = task;
+        Ok(task)
     }
     /// Asks the client for input first (see [`Engine::answer_input_required`](crate::Engine::answer_input_required)).
     pub fn input_required(mut self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
@@ -434,6 +450,7 @@ impl fmt::Debug for CallTool<'_> {
             .field("input_responses", &responses(&self.input_responses))
             .field("request_state", &state(&self.request_state))
             .field("client", &self.client)
+            .field("can_start_task", &self.can_start_task)
             .finish_non_exhaustive()
     }
 }
@@ -504,8 +521,9 @@ pub enum Event<'a> {
     GetPrompt(GetPrompt<'a>),
     /// Complete an argument of a prompt or resource template.
     Complete(Complete<'a>),
-    /// The client cancelled this ticket. Stop the work if you can; an answer given
-    /// later is discarded ([`AnswerError::UnknownTicket`]).
+    /// The client cancelled this ticket (for a task's ticket: `tasks/cancel`, or the
+    /// task's TTL passed). Stop the work if you can; an answer given later is discarded
+    /// ([`AnswerError::UnknownTicket`]).
     Cancelled(Ticket),
 }
 

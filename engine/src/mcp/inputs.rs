@@ -307,6 +307,14 @@ impl Inputs {
         self.conts.iter().filter(|c| c.waiting && live(c)).map(|c| c.deadline).min()
     }
 
+    /// A JSON-RPC id for a request the engine sends for a task (`tasks`), from the same
+    /// sequence as this table's.
+    pub(crate) fn next_request_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
     /// Whether the stream ended: nothing can be asked any more.
     pub(crate) fn closed(&self) -> bool {
         self.closed

@@ -144,6 +144,11 @@ pub(crate) enum Method {
     Listen,
     Subscribe,
     Unsubscribe,
+    GetTask,
+    UpdateTask,
+    CancelTask,
+    TaskResult,
+    ListTasks,
 }
 
 /// Under which revisions a method exists.
@@ -154,6 +159,10 @@ pub(crate) enum Eras {
     Stateless,
     /// `2025-11-25` and `2025-06-18` only.
     Session,
+    /// `2026-07-28` (the tasks extension) and `2025-11-25` (the tasks utility).
+    Tasks,
+    /// `2025-11-25` only (the tasks utility).
+    SessionTasks,
 }
 
 impl Eras {
@@ -162,6 +171,8 @@ impl Eras {
             Self::Any => true,
             Self::Stateless => rev.is_stateless(),
             Self::Session => !rev.is_stateless(),
+            Self::Tasks => rev != Revision::V2025_06_18,
+            Self::SessionTasks => rev == Revision::V2025_11_25,
         }
     }
 }
@@ -182,6 +193,8 @@ pub(crate) enum Needs {
     Notifications,
     /// Resources and [`Config::resource_subscriptions`](crate::Config::resource_subscriptions).
     ResourceSubscriptions,
+    /// Tools and [`Config::tasks`](crate::Config::tasks).
+    Tasks,
 }
 
 /// What the configuration and the catalog offer, as [`Needs`] asks it (fixed for an
@@ -195,6 +208,7 @@ pub(crate) struct Features {
     pub(crate) completions: bool,
     pub(crate) list_changed: bool,
     pub(crate) resource_subscriptions: bool,
+    pub(crate) tasks: bool,
 }
 
 impl Features {
@@ -208,6 +222,7 @@ impl Features {
             Needs::Completions => self.completions,
             Needs::Notifications => self.list_changed || self.resource_subscriptions,
             Needs::ResourceSubscriptions => self.resources && self.resource_subscriptions,
+            Needs::Tasks => self.tools && self.tasks,
         }
     }
 }
@@ -227,7 +242,7 @@ const fn row(name: &'static str, method: Method, eras: Eras, needs: Needs) -> Ro
 
 /// Every method, once the revision is decided. A method not here, or whose row does not
 /// admit the revision or whose needs are not met, is `-32601`.
-pub(crate) const METHODS: [Row; 14] = [
+pub(crate) const METHODS: [Row; 19] = [
     row("server/discover", Method::Discover, Eras::Any, Needs::Nothing),
     row("ping", Method::Ping, Eras::Session, Needs::Nothing),
     row("logging/setLevel", Method::SetLevel, Eras::Session, Needs::Logging),
@@ -242,6 +257,11 @@ pub(crate) const METHODS: [Row; 14] = [
     row("subscriptions/listen", Method::Listen, Eras::Stateless, Needs::Notifications),
     row("resources/subscribe", Method::Subscribe, Eras::Session, Needs::ResourceSubscriptions),
     row("resources/unsubscribe", Method::Unsubscribe, Eras::Session, Needs::ResourceSubscriptions),
+    row("tasks/get", Method::GetTask, Eras::Tasks, Needs::Tasks),
+    row("tasks/update", Method::UpdateTask, Eras::Stateless, Needs::Tasks),
+    row("tasks/cancel", Method::CancelTask, Eras::Tasks, Needs::Tasks),
+    row("tasks/result", Method::TaskResult, Eras::SessionTasks, Needs::Tasks),
+    row("tasks/list", Method::ListTasks, Eras::SessionTasks, Needs::Tasks),
 ];
 
 /// The method `name` under `rev`, if it exists there and `features` meet its needs.
@@ -379,6 +399,8 @@ fn check_headers<'t>(
     let name = match method {
         "tools/call" | "prompts/get" => req.str_at(req.name),
         "resources/read" => req.str_at(req.uri),
+        // The tasks extension routes its methods by task id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => req.str_at(req.param("taskId")),
         _ => None,
     };
     let declared = match (method, name) {
@@ -489,6 +511,8 @@ pub(crate) fn tables_markdown() -> String {
             Eras::Any => "any",
             Eras::Stateless => "2026-07-28",
             Eras::Session => "2025-11-25, 2025-06-18",
+            Eras::Tasks => "2026-07-28, 2025-11-25",
+            Eras::SessionTasks => "2025-11-25",
         };
         let needs = match r.needs {
             Needs::Nothing => "—",
@@ -499,6 +523,7 @@ pub(crate) fn tables_markdown() -> String {
             Needs::Completions => "`Config::completions`",
             Needs::Notifications => "`Config::list_changed` or `Config::resource_subscriptions`",
             Needs::ResourceSubscriptions => "resources, and `Config::resource_subscriptions`",
+            Needs::Tasks => "tools, and `Config::tasks`",
         };
         let _ = writeln!(s, "| `{}` | {eras} | {needs} |", r.name);
     }
@@ -530,6 +555,7 @@ mod tests {
         completions: true,
         list_changed: true,
         resource_subscriptions: true,
+        tasks: true,
     };
     const NONE: Features = Features {
         tools: false,
@@ -539,6 +565,7 @@ mod tests {
         completions: false,
         list_changed: false,
         resource_subscriptions: false,
+        tasks: false,
     };
     const NEW: Revision = Revision::V2026_07_28;
     const OLD: Revision = Revision::V2025_11_25;
@@ -584,6 +611,23 @@ mod tests {
         method!("resources/subscribe", OLD, Features { resource_subscriptions: false, ..ALL } => None);
         method!("resources/unsubscribe", OLDEST, ALL => Some(M::Unsubscribe));
         method!("resources/unsubscribe", OLDEST, Features { resources: false, ..ALL } => None);
+        method!("tasks/get", NEW, ALL => Some(M::GetTask));
+        method!("tasks/get", NEW, Features { tasks: false, ..ALL } => None);
+        method!("tasks/get", NEW, Features { tools: false, ..ALL } => None);
+        method!("tasks/get", OLD, ALL => Some(M::GetTask));
+        method!("tasks/get", OLDEST, ALL => None);
+        method!("tasks/update", NEW, ALL => Some(M::UpdateTask));
+        method!("tasks/update", OLD, ALL => None);
+        method!("tasks/cancel", NEW, ALL => Some(M::CancelTask));
+        method!("tasks/cancel", OLD, ALL => Some(M::CancelTask));
+        method!("tasks/cancel", OLDEST, ALL => None);
+        // Removed by the extension, never part of it: the 2025-11-25 utility's only.
+        method!("tasks/result", NEW, ALL => None);
+        method!("tasks/list", NEW, ALL => None);
+        method!("tasks/result", OLD, ALL => Some(M::TaskResult));
+        method!("tasks/list", OLD, ALL => Some(M::ListTasks));
+        method!("tasks/list", OLD, Features { tasks: false, ..ALL } => None);
+        method!("tasks/list", OLDEST, ALL => None);
         // Not in the table at all.
         method!("initialize", OLD, ALL => None);
         method!("tools/remove", NEW, ALL => None);

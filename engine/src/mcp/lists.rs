@@ -12,6 +12,19 @@ use crate::wire::cursor::{self, Binding, CursorError, ListKind};
 use crate::wire::json;
 
 impl Core {
+    /// `execution.taskSupport` of tool `i` under `2025-11-25` with tasks on, unless it is
+    /// `forbidden` (the default a client assumes when it is absent).
+    fn task_support(&self, kind: ListKind, i: usize, rev: Revision) -> Option<&'static str> {
+        if kind != ListKind::Tools || rev != Revision::V2025_11_25 || !self.prepared.features.tasks {
+            return None;
+        }
+        match self.catalog.tools.get(i)?.tool.task_support {
+            crate::catalog::TaskSupport::Optional => Some("optional"),
+            crate::catalog::TaskSupport::Required => Some("required"),
+            crate::catalog::TaskSupport::Forbidden => None,
+        }
+    }
+
     /// A list page: from the offset the cursor names, `page_size` items (the whole list
     /// without a secret key), and the cursor of the next page.
     pub(crate) fn list<'t>(
@@ -74,7 +87,17 @@ impl Core {
                 if shown > 0 {
                     out.push(b',');
                 }
-                out.extend_from_slice(self.catalog.list_fragment(kind, end, rev.has_icons()).as_bytes());
+                let fragment = self.catalog.list_fragment(kind, end, rev.has_icons()).as_bytes();
+                match self.task_support(kind, end, rev) {
+                    // 2025-11-25's tasks utility: the tool says whether it runs as a task.
+                    Some(support) => {
+                        out.extend_from_slice(fragment.strip_suffix(b"}").unwrap_or(fragment));
+                        out.extend_from_slice(b",\"execution\":{\"taskSupport\":\"");
+                        out.extend_from_slice(support.as_bytes());
+                        out.extend_from_slice(b"\"}}");
+                    }
+                    None => out.extend_from_slice(fragment),
+                }
                 shown += 1;
             }
             end += 1;

@@ -11,6 +11,8 @@
 //! - [`mrtr`]: multi-round-trip requests (`input_required`, `requestState`);
 //! - [`inputs`]: the same input asked of a session-bound client as server-to-client
 //!   requests, and the request handed back to the host with the responses;
+//! - [`tasks`]: tool calls that outlive their request (the tasks extension): the task
+//!   table, `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers to a task;
 //! - [`scopes`]: what a request was granted and what each method and definition requires
 //!   (a protected HTTP endpoint's scope policy);
 //! - [`served`]: a bounded record of each request the engine answered itself, for the
@@ -39,6 +41,7 @@ pub(crate) mod scopes;
 pub(crate) mod served;
 pub(crate) mod streams;
 pub mod subs;
+pub(crate) mod tasks;
 pub(crate) mod tickets;
 
 use std::collections::VecDeque;
@@ -94,6 +97,8 @@ pub(crate) struct Core {
     pub(crate) subs: Subscriptions,
     /// Input asked of session-bound clients, and the requests waiting for it.
     pub(crate) inputs: Inputs,
+    /// The tasks: tool calls that outlive their request.
+    pub(crate) tasks: tasks::Tasks,
     /// Sessions opened so far (each gets the next serial).
     pub(crate) sessions_opened: u64,
     /// The route of the request being dispatched (becomes its ticket's route).
@@ -123,6 +128,8 @@ pub(crate) struct Core {
     /// The observed counts and the host's declared edges.
     #[cfg(feature = "connectome")]
     pub(crate) connectome: connectome::Connectome,
+    /// The request being dispatched waits for a task to end (`tasks/result`).
+    pub(crate) waiting: bool,
 }
 
 /// Where the data of the current event lives (read by the event while it is held).
@@ -156,11 +163,41 @@ pub(crate) struct TraceScratch {
     pub(crate) has_baggage: bool,
 }
 
+impl Scratch {
+    /// Puts back what a request coming back to the host with its client's input reads:
+    /// the input kinds, the responses (keys and values back to back, and their entries),
+    /// the host's state, the arguments (or uri).
+    fn refill(
+        &mut self,
+        caps: ClientCapabilities,
+        responses: &[u8],
+        entries: &[mrtr::Entry],
+        state: Option<&[u8]>,
+        args: &[u8],
+    ) {
+        self.round.reset();
+        self.round.caps = caps;
+        self.responses.clear();
+        self.responses.extend_from_slice(responses);
+        for e in entries {
+            let _ = self.round.entries.push(e.clone());
+        }
+        if let Some(state) = state {
+            self.state.clear();
+            self.state.extend_from_slice(state);
+            self.round.host_state = Some(0..state.len());
+        }
+        self.args.clear();
+        self.args.extend_from_slice(args);
+    }
+}
+
 impl Round {
     fn reset(&mut self) {
         self.caps = ClientCapabilities::default();
         self.host_state = None;
         self.entries.clear();
+        self.tasks = false;
     }
 }
 
@@ -173,6 +210,8 @@ pub(crate) struct Round {
     pub(crate) host_state: Option<core::ops::Range<usize>>,
     /// Key and value ranges in `Scratch::responses`.
     pub(crate) entries: heapless::Vec<mrtr::Entry, MAX_INPUT_REQUESTS>,
+    /// The tool call may become a task (see `Core::task_offer`).
+    pub(crate) tasks: bool,
 }
 
 /// Members of one object the repeated-name check holds without growing its buffer (16 KiB).
@@ -209,6 +248,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         session_check: SessionCheck::Own,
         subs: Subscriptions { list: Vec::with_capacity(cfg.max_subscriptions), subscribed: false },
         inputs: Inputs::new(cfg.max_in_flight, cfg.input_timeout),
+        tasks: tasks::Tasks::new(cfg.max_tasks, cfg.max_tasks_per_principal),
         sessions_opened: 0,
         route: Route::Stdio,
         frames: 0,
@@ -223,6 +263,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         served: served::Log::new(),
         #[cfg(feature = "connectome")]
         connectome: connectome::Connectome::new(&catalog),
+        waiting: false,
         scratch: Scratch {
             args: Vec::with_capacity(frame),
             uri: String::with_capacity(1024),
@@ -291,7 +332,7 @@ impl Core {
         // A request coming back with its client's input pauses like a new one: what the
         // client sends after its response is served after the host has seen it, so the
         // outcome never depends on how the input was split.
-        self.tickets.pending.is_some() || self.inputs.has_resume()
+        self.tickets.pending.is_some() || self.inputs.has_resume() || self.tasks.has_resume()
     }
 
     /// Whether [`Self::next_event`] has something.
@@ -405,6 +446,7 @@ impl Core {
             tickets: &mut self.tickets,
             outbox: &mut self.outbox,
             inputs: &mut self.inputs,
+            tasks: &mut self.tasks,
             prepared: &self.prepared,
             catalog: &self.catalog,
             resources_cache: self.cfg.resources_cache,
@@ -421,18 +463,27 @@ impl Core {
         if self.tickets.pending.is_none() {
             self.tickets.pending = self.resume();
         }
+        if self.tickets.pending.is_none() {
+            self.tickets.pending = self.resume_task();
+        }
         let p = self.tickets.pending?;
         let clock = self.clock();
         #[cfg(feature = "connectome")]
-        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, connectome, .. } = self;
+        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, tasks, connectome, .. } = self;
         #[cfg(not(feature = "connectome"))]
-        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, .. } = self;
-        // The slot's id (only its bytes), route and `traceparent`: the slot stays where it is.
-        let busy = tickets.slots.get(usize::from(p.ticket.slot)).and_then(|s| s.busy.as_ref())?;
-        let (route, kept) = (busy.route, busy.trace);
-        let len = usize::from(busy.id.len);
-        scratch.id.len = busy.id.len;
-        scratch.id.bytes[..len].copy_from_slice(&busy.id.bytes[..len]);
+        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, tasks, .. } = self;
+        // The slot's id (only its bytes), route and `traceparent`: the slot stays where it
+        // is (a task's, from its record).
+        let (route, kept, id, offer) = match tasks.get(p.ticket) {
+            Some(r) => (Route::Stdio, r.trace, r.request_id?, false),
+            None => {
+                let busy = tickets.slots.get(usize::from(p.ticket.slot)).and_then(|s| s.busy.as_ref())?;
+                (busy.route, busy.trace, busy.id, busy.tasks)
+            }
+        };
+        let len = usize::from(id.len);
+        scratch.id.len = id.len;
+        scratch.id.bytes[..len].copy_from_slice(&id.bytes[..len]);
         let scratch = &*scratch;
         let t = &scratch.trace;
         let trace = if p.fresh {
@@ -458,6 +509,7 @@ impl Core {
             tickets,
             outbox,
             inputs,
+            tasks,
             prepared,
             catalog,
             resources_cache: cfg.resources_cache,
@@ -479,6 +531,7 @@ impl Core {
                 client,
                 #[cfg(feature = "connectome")]
                 observed: &mut connectome.observed,
+                can_start_task: offer,
                 responder,
             }),
             PendingKind::Prompt(i) => Event::GetPrompt(GetPrompt {
@@ -532,20 +585,8 @@ impl Core {
         let (ticket, cont) = self.inputs.next_resume(&self.tickets)?;
         let busy = self.tickets.slots[ticket.slot as usize].busy?;
         let scratch = &mut self.scratch;
-        scratch.round.reset();
-        scratch.round.caps = busy.caps;
-        scratch.responses.clear();
-        scratch.responses.extend_from_slice(&cont.responses);
-        for e in &cont.entries {
-            let _ = scratch.round.entries.push(e.clone());
-        }
-        if cont.has_state {
-            scratch.state.clear();
-            scratch.state.extend_from_slice(&cont.state);
-            scratch.round.host_state = Some(0..cont.state.len());
-        }
-        scratch.args.clear();
-        scratch.args.extend_from_slice(&cont.args);
+        let state = cont.has_state.then_some(&cont.state[..]);
+        scratch.refill(busy.caps, &cont.responses, &cont.entries, state, &cont.args);
         let target = busy.target as usize;
         let kind = match busy.kind {
             Kind::Tool if target < self.catalog.tools.len() => PendingKind::Tool(target),
@@ -577,6 +618,34 @@ impl Core {
         Some(Pending { kind, ticket, revision: busy.revision, fresh: false })
     }
 
+    /// A task whose client answered every input request, made the pending event again
+    /// (its call, with the answers and the host's state), as [`Self::resume`] does for
+    /// a session-bound request.
+    fn resume_task(&mut self) -> Option<Pending> {
+        let ticket = self.tasks.next_resume()?;
+        let r = self.tasks.get(ticket)?;
+        let state = r.has_state.then_some(&r.state[..]);
+        self.scratch.refill(r.caps, &r.responses, &r.entries, state, &r.args);
+        let (tool, revision) = (r.tool as usize, r.revision.unwrap_or(Revision::V2026_07_28));
+        if tool >= self.catalog.tools.len() {
+            let gone =
+                crate::error::HostError::Internal("the tool was removed while its task waited for input");
+            let _ = self.answers().answer_error(ticket, None, gone);
+            return None;
+        }
+        Some(Pending { kind: PendingKind::Tool(tool), ticket, revision, fresh: false })
+    }
+
+    /// When the earliest task's TTL passes.
+    pub(crate) fn task_deadline(&self) -> Option<u64> {
+        self.tasks.deadline().map(crate::time::Instant::as_micros)
+    }
+
+    /// Seeds the task ids with 32 bytes of the host's entropy.
+    pub(crate) fn seed_tasks(&mut self, entropy: &[u8; 32]) {
+        self.tasks.seed(entropy);
+    }
+
     /// When the earliest request sent to a session-bound client times out.
     pub(crate) fn input_deadline(&self) -> Option<u64> {
         self.inputs.deadline(&self.tickets)
@@ -598,6 +667,7 @@ impl Core {
     /// learns through [`Event::Cancelled`] and nothing more is written for it.
     pub(crate) fn cancel_route(&mut self, route: Route) {
         self.subs.list.retain(|s| s.route != route);
+        self.tasks.drop_waiters(route);
         for slot in 0..self.tickets.slots.len() {
             let s = self.tickets.slots[slot];
             if s.busy.is_some_and(|b| b.route == route) {
@@ -610,6 +680,7 @@ impl Core {
     /// cancelled (a request whose event the host has not polled yet is withdrawn), and
     /// ends a listen stream on it (its grant expired) with its closing result.
     pub(crate) fn time_out_route(&mut self, route: Route) {
+        self.time_out_waiters(route);
         // A listen stream on the route ends as the server ends it (its grant expired).
         let mut i = 0;
         while i < self.subs.list.len() {
@@ -623,7 +694,7 @@ impl Core {
         for slot in 0..self.tickets.slots.len() {
             let s = self.tickets.slots[slot];
             if s.busy.is_some_and(|b| b.route == route) {
-                let ticket = Ticket { slot: slot as u16, generation: s.generation };
+                let ticket = Ticket { slot: slot as u16, generation: s.generation, task: false };
                 if self.answers().answer_timeout(ticket).is_ok() {
                     self.tickets.tell_cancelled(ticket);
                 }
@@ -767,7 +838,13 @@ impl Core {
         out.extend_from_slice(b"\"protocolVersion\":");
         json::write_str(&mut out, rev.as_str());
         out.push(b',');
-        out.extend_from_slice(&self.prepared.initialize);
+        // The tasks utility is 2025-11-25's.
+        let tasks = rev == Revision::V2025_11_25 && self.prepared.features.tasks;
+        out.extend_from_slice(if tasks {
+            &self.prepared.initialize_tasks
+        } else {
+            &self.prepared.initialize
+        });
         out.extend_from_slice(b"}}\n");
         self.outbox.out = out;
         Ok(())
@@ -892,7 +969,10 @@ impl Core {
             &Message::Response { id, outcome } => {
                 let session = self.session.serial;
                 let names = &mut self.scratch.names;
-                self.inputs.response(&self.tickets, session, n, id, outcome, names);
+                if !self.inputs.response(&self.tickets, session, n, id, outcome, names) {
+                    // Or the answer to what a 2025-11-25 task asked.
+                    self.task_response(n, id, outcome);
+                }
                 200
             }
             &Message::Notification { method, params } => {
@@ -924,7 +1004,7 @@ impl Core {
                 }
             }
         };
-        if self.tickets.pending.is_some() {
+        if self.tickets.pending.is_some() || core::mem::take(&mut self.waiting) {
             Dispatched::Pending
         } else if core::mem::take(&mut self.subs.subscribed) {
             Dispatched::Listening
@@ -1000,6 +1080,11 @@ impl Core {
             Method::GetPrompt => self.get_prompt(req, rev),
             Method::Complete => self.complete(req, rev),
             Method::Listen => self.listen(req),
+            Method::GetTask => self.get_task(req, rev),
+            Method::UpdateTask => self.update_task(req, rev),
+            Method::CancelTask => self.cancel_task(req, rev),
+            Method::TaskResult => self.task_result(req, rev),
+            Method::ListTasks => self.list_tasks(req, rev),
             Method::Subscribe => self.legacy_subscribe(req, rev, true),
             Method::Unsubscribe => self.legacy_subscribe(req, rev, false),
         };

@@ -19,6 +19,8 @@ pub(crate) struct Prepared {
     /// The body of the `initialize` result for 2025-11-25 and 2025-06-18, without
     /// `protocolVersion`.
     pub(crate) initialize: Vec<u8>,
+    /// The same for 2025-11-25 with tasks on: the `tasks` capability added.
+    pub(crate) initialize_tasks: Vec<u8>,
     /// The `requestState` key and lifetime.
     pub(crate) state_key: Option<crate::mcp::mrtr::StateKeys>,
     pub(crate) state_life: Lifetime,
@@ -27,6 +29,9 @@ pub(crate) struct Prepared {
     pub(crate) cursor_life: Lifetime,
     /// What the configuration and the catalog offer, as the method table asks it.
     pub(crate) features: Features,
+    /// The longest `ttlMs` and the default `pollIntervalMs` of a task.
+    pub(crate) task_ttl_ms: u64,
+    pub(crate) task_poll_ms: u64,
 }
 
 pub(crate) fn capabilities(cfg: &Config, catalog: &Catalog) -> String {
@@ -64,6 +69,16 @@ impl Prepared {
             meta.extend_from_slice(info.as_bytes());
             meta.push(b'}');
         }
+        // `server/discover` (the 2026-07-28 probe) declares the tasks extension; the
+        // session-bound capabilities of `initialize` never do.
+        let tasks = cfg.tasks && catalog.has_tools();
+        let discover_caps = if tasks {
+            let mut v: serde_json::Value = serde_json::from_str(&caps).unwrap_or_default();
+            v["extensions"] = serde_json::json!({ crate::mcp::tasks::methods::EXTENSION: {} });
+            v.to_string()
+        } else {
+            caps.clone()
+        };
         let discover_for = |revisions: &[Revision]| {
             let mut discover = Vec::new();
             discover.extend_from_slice(b"\"supportedVersions\":[");
@@ -74,7 +89,7 @@ impl Prepared {
                 json::write_str(&mut discover, r.as_str());
             }
             discover.extend_from_slice(b"],\"capabilities\":");
-            discover.extend_from_slice(caps.as_bytes());
+            discover.extend_from_slice(discover_caps.as_bytes());
             if let Some(text) = &cfg.instructions {
                 discover.extend_from_slice(b",\"instructions\":");
                 json::write_str(&mut discover, text);
@@ -83,20 +98,31 @@ impl Prepared {
         };
         let discover = discover_for(STDIO.supported);
         let discover_http = discover_for(HTTP.supported);
-        let mut initialize = Vec::new();
-        initialize.extend_from_slice(b"\"capabilities\":");
-        initialize.extend_from_slice(caps.as_bytes());
-        initialize.extend_from_slice(b",\"serverInfo\":");
-        initialize.extend_from_slice(info.as_bytes());
-        if let Some(text) = &cfg.instructions {
-            initialize.extend_from_slice(b",\"instructions\":");
-            json::write_str(&mut initialize, text);
-        }
+        let initialize_with = |caps: &str| {
+            let mut initialize = Vec::new();
+            initialize.extend_from_slice(b"\"capabilities\":");
+            initialize.extend_from_slice(caps.as_bytes());
+            initialize.extend_from_slice(b",\"serverInfo\":");
+            initialize.extend_from_slice(info.as_bytes());
+            if let Some(text) = &cfg.instructions {
+                initialize.extend_from_slice(b",\"instructions\":");
+                json::write_str(&mut initialize, text);
+            }
+            initialize
+        };
+        let initialize = initialize_with(&caps);
+        let initialize_tasks = {
+            let mut v: serde_json::Value = serde_json::from_str(&caps).unwrap_or_default();
+            v["tasks"] =
+                serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
+            initialize_with(&v.to_string())
+        };
         Self {
             meta,
             discover,
             discover_http,
             initialize,
+            initialize_tasks,
             state_key: cfg.state_key.as_ref().map(|k| crate::mcp::mrtr::StateKeys {
                 sign: k.0,
                 previous: cfg.previous_keys.iter().map(|p| p.0).collect(),
@@ -115,7 +141,10 @@ impl Prepared {
                 completions: cfg.completions,
                 list_changed: cfg.list_changed,
                 resource_subscriptions: cfg.resource_subscriptions,
+                tasks,
             },
+            task_ttl_ms: u64::try_from(cfg.task_ttl.as_millis()).unwrap_or(u64::MAX),
+            task_poll_ms: u64::try_from(cfg.task_poll_interval.as_millis()).unwrap_or(u64::MAX).max(1),
         }
     }
 }

@@ -96,9 +96,13 @@ impl Core {
             no_stream: self.no_stream,
             principal: self.principal,
             trace,
+            tasks: self.scratch.round.tasks,
         });
+        if self.scratch.round.tasks {
+            self.tasks.keep_args(slot as u16, &self.scratch.args);
+        }
         self.tickets.in_flight += 1;
-        let ticket = Ticket { slot: slot as u16, generation: s.generation };
+        let ticket = Ticket { slot: slot as u16, generation: s.generation, task: false };
         if !revision.is_stateless() && self.session.caps != ClientCapabilities::NONE {
             // The host may ask this client for input: keep what the request needs to come
             // back to it once the client has answered (see `inputs`).
@@ -130,6 +134,7 @@ impl Core {
                 return Err(self.outbox.detail.render(Detailed::MissingCapability { tool: name, required }));
             }
         }
+        let offer = self.task_offer(req, rev, ti, name)?;
         self.take_arguments(req)?;
         // Arguments repeat no member name (`jsonrpc::decode` refuses that), so they are
         // decided on the request's tape and passed on as written, without building a value.
@@ -162,7 +167,13 @@ impl Core {
             }
         }
         self.round_trip(req, rev, Method::CallTool, name)?;
-        self.hand_over(req, PendingKind::Tool(ti), rev)
+        self.scratch.round.tasks = offer;
+        self.hand_over(req, PendingKind::Tool(ti), rev)?;
+        if offer && !rev.is_stateless() {
+            // 2025-11-25: the client asked for a task; the host gets the call as one.
+            self.augmented(req);
+        }
+        Ok(())
     }
 
     /// `completion/complete`: the prompt or template and the argument exist; then the

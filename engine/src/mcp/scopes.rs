@@ -44,7 +44,13 @@ pub(crate) fn slot(method: Method) -> usize {
         Method::Ping => 2,
         Method::SetLevel => 3,
         Method::List(kind) => 4 + kind.index(),
-        Method::CallTool => 8,
+        // A task is a tool call: whoever may call tools may read, answer and cancel theirs.
+        Method::CallTool
+        | Method::GetTask
+        | Method::UpdateTask
+        | Method::CancelTask
+        | Method::TaskResult
+        | Method::ListTasks => 8,
         Method::ReadResource => 9,
         Method::GetPrompt => 10,
         Method::Complete => 11,

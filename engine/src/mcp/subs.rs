@@ -112,6 +112,13 @@ impl Core {
             .param("notifications")
             .filter(|&f| json::is_object(n, f))
             .ok_or(PeerError::NotificationsNotObject)?;
+        // Task status notifications need the tasks extension on this request (none are
+        // sent yet: the acknowledgement lists no task ids).
+        if json::get(n, f, "taskIds").is_some()
+            && !crate::mcp::tasks::methods::declares(n, req.meta.capabilities)
+        {
+            return Err(PeerError::TasksNotDeclared);
+        }
         let id = IdBuf::of(req.id).ok_or(PeerError::IdTooLong)?;
         if self.no_stream {
             return Err(PeerError::ListenNeedsStream);

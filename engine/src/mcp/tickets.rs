@@ -18,10 +18,28 @@ use crate::wire::trace::TraceParent;
 /// while it is held ([`CallTool::answer`](crate::CallTool::answer), ...), or later with [`Engine::answer_tool`](crate::Engine::answer_tool),
 /// [`Engine::answer_resource`](crate::Engine::answer_resource), [`Engine::answer_prompt`](crate::Engine::answer_prompt) or [`Engine::answer_error`](crate::Engine::answer_error). Tickets are small `Copy` values and may be moved to any
 /// thread or event loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ticket {
     pub(crate) slot: u16,
+    /// A task's ticket: `slot` and `generation` are in the task table
+    /// ([`tasks`](crate::mcp::tasks)), not the ticket table.
+    pub(crate) task: bool,
     pub(crate) generation: u32,
+}
+
+impl core::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let name = if self.task { "TaskTicket" } else { "Ticket" };
+        f.debug_struct(name).field("slot", &self.slot).field("generation", &self.generation).finish()
+    }
+}
+
+impl Ticket {
+    /// Whether this is a task's ticket ([`CallTool::start_task`](crate::CallTool::start_task)):
+    /// it lives until the task ends, not with a request.
+    pub fn is_task(&self) -> bool {
+        self.task
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +102,8 @@ pub(crate) struct Busy {
     /// The request's valid `_meta.traceparent` (kept for the event made again when the
     /// client's input comes back).
     pub(crate) trace: Option<TraceParent>,
+    /// A tool call that may become a task (its arguments are kept in the task table).
+    pub(crate) tasks: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -145,7 +165,7 @@ impl Tickets {
     /// to be polled): then the event is withdrawn and nothing is said.
     pub(crate) fn cancel(&mut self, slot: usize) {
         let Some(s) = self.slots.get(slot).filter(|s| s.busy.is_some()) else { return };
-        let ticket = Ticket { slot: slot as u16, generation: s.generation };
+        let ticket = Ticket { slot: slot as u16, generation: s.generation, task: false };
         self.free(slot);
         self.tell_cancelled(ticket);
     }
@@ -188,6 +208,9 @@ impl Tickets {
 
     /// The route of a live ticket.
     pub(crate) fn route_of(&self, ticket: Ticket) -> Option<Route> {
+        if ticket.task {
+            return None;
+        }
         let slot = self.slots.get(ticket.slot as usize)?;
         slot.busy.filter(|_| slot.generation == ticket.generation).map(|b| b.route)
     }
@@ -201,6 +224,9 @@ impl Tickets {
 
     /// The live slot of `ticket`, without freeing it.
     pub(crate) fn peek(&self, ticket: Ticket, kind: Kind) -> Result<Busy, AnswerError> {
+        if ticket.task {
+            return Err(AnswerError::UnknownTicket);
+        }
         let slot = self.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
         match slot.busy {
             Some(b) if slot.generation == ticket.generation && b.kind == kind => Ok(b),
@@ -211,6 +237,9 @@ impl Tickets {
 
     /// Frees the slot of `ticket` if it is live and of kind `kind`.
     pub(crate) fn take(&mut self, ticket: Ticket, kind: Option<Kind>) -> Result<Busy, AnswerError> {
+        if ticket.task {
+            return Err(AnswerError::UnknownTicket);
+        }
         let slot = self.slots.get(ticket.slot as usize).ok_or(AnswerError::UnknownTicket)?;
         let busy = match slot.busy {
             Some(b) if slot.generation == ticket.generation => b,

@@ -1,0 +1,579 @@
+//! Tasks: tool calls that outlive their request (the `io.modelcontextprotocol/tasks`
+//! extension of `2026-07-28`).
+//!
+//! The host turns a tool call into a task ([`CallTool::start_task`](crate::CallTool::start_task));
+//! the engine answers the request at once with the task's handle and keeps a record of it
+//! here, in memory, until its TTL: the status, the status message, the host's result or
+//! error once there is one, the input it asks of the client, and the client's answers.
+//! The host keeps working under a task [`Ticket`] and answers it as it would a call
+//! (result, error, input required); the client reads the record with `tasks/get`, answers
+//! input with `tasks/update` and cancels with `tasks/cancel` (`methods`).
+//!
+//! - this file: the table (slots by ticket, ids by token, the per-principal count, the
+//!   TTL deadlines in a timer table, the tasks whose input is complete), the record, and
+//!   the status machine (only the transitions the extension allows);
+//! - [`write`]: the wire form of a task (`CreateTaskResult`, `DetailedTask`, timestamps);
+//! - [`methods`]: `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers
+//!   to a task ticket;
+//! - [`legacy`]: the `2025-11-25` tasks utility on session-bound streams: task-augmented
+//!   `tools/call` (`params.task`), `tasks/result` (waiting for the end), `tasks/list`,
+//!   the `2025-11-25` forms of `tasks/get` and `tasks/cancel`,
+//!   `notifications/tasks/status`.
+//!
+//! Task ids are 128-bit tokens drawn by HMAC-SHA256 in counter mode from the host's
+//! entropy (as session tokens are, `wire/session_id.rs`), written as 22 characters of
+//! base64url (header-safe, so `Mcp-Name` carries them as they are). A record is bound to
+//! the principal that created it: another principal's id is not found, exactly like an
+//! unknown one.
+
+pub(crate) mod legacy;
+pub(crate) mod methods;
+pub(crate) mod write;
+
+use std::collections::VecDeque;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+use crate::mcp::mrtr::{ClientCapabilities, Entry, InputKind, MAX_INPUT_REQUESTS};
+use crate::mcp::tickets::{IdBuf, Ticket};
+use crate::output::Route;
+use crate::revision::Revision;
+use crate::time::Instant;
+use crate::timer::Timers;
+use crate::wire::trace::TraceParent;
+
+/// Bytes of a task's token.
+pub(crate) const TOKEN_LEN: usize = 16;
+/// Characters of a task id (base64url of the token, without padding).
+pub(crate) const TASK_ID_LEN: usize = 22;
+/// Input request keys one task may use over its life (they must never repeat).
+pub(crate) const MAX_TASK_KEYS: usize = 256;
+/// `tasks/result` requests that may wait for one task at once (`2025-11-25`).
+pub(crate) const MAX_WAITERS: usize = 4;
+/// The longest status message kept, in bytes (a longer one is cut on a char boundary).
+pub(crate) const MAX_STATUS_MESSAGE_LEN: usize = 1024;
+const MINT_LABEL: &[u8] = b"mcp-engine/task-token";
+
+/// A task's status (the extension's `TaskStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::InputRequired => "input_required",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// `completed`, `failed` and `cancelled`: nothing changes a task any more.
+    pub(crate) fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+
+    /// Whether the extension allows a task to go from `self` to `to`: `working` and
+    /// `input_required` to each other and to every terminal status; nothing out of a
+    /// terminal one.
+    pub(crate) fn may_become(self, to: Self) -> bool {
+        match (self, to) {
+            (Self::Working, Self::InputRequired) | (Self::InputRequired, Self::Working) => true,
+            (Self::Working | Self::InputRequired, t) => t.is_terminal(),
+            _ => false,
+        }
+    }
+}
+
+/// One input request a task asked: where its key and its `{"method":..,"params":..}`
+/// are in [`Record::requests`], and whether the client answered it.
+#[derive(Debug, Clone)]
+pub(crate) struct Asked {
+    /// The JSON-RPC id it was sent with (`2025-11-25`; 0 under `2026-07-28`, where the
+    /// client reads it in `tasks/get`).
+    pub(crate) id: u64,
+    pub(crate) key: core::ops::Range<usize>,
+    pub(crate) body: core::ops::Range<usize>,
+    pub(crate) kind: InputKind,
+    pub(crate) answered: bool,
+}
+
+/// What the engine keeps of one task. Buffers are kept from one task to the next in the
+/// same slot (cleared, not freed).
+#[derive(Default)]
+pub(crate) struct Record {
+    pub(crate) token: [u8; TOKEN_LEN],
+    pub(crate) id: [u8; TASK_ID_LEN],
+    /// The principal that created it (HTTP, when the host named one).
+    pub(crate) principal: Option<[u8; 32]>,
+    pub(crate) revision: Option<Revision>,
+    pub(crate) status: Option<Status>,
+    pub(crate) message: String,
+    pub(crate) has_message: bool,
+    /// Wall-clock times (microseconds since the Unix epoch).
+    pub(crate) created: u64,
+    pub(crate) updated: u64,
+    pub(crate) ttl_ms: u64,
+    pub(crate) poll_ms: u64,
+    /// The catalog index of the tool, the call's arguments (compact JSON), request id,
+    /// `traceparent` and the input kinds its client declared: what the call's event is
+    /// made of again when the client's input comes back.
+    pub(crate) tool: u32,
+    pub(crate) args: Vec<u8>,
+    pub(crate) request_id: Option<IdBuf>,
+    pub(crate) trace: Option<TraceParent>,
+    pub(crate) caps: ClientCapabilities,
+    /// `completed`: the `CallToolResult` object; `failed`: the error object (or, under
+    /// `2025-11-25`, a `CallToolResult` with `isError`: `error_outcome` says which).
+    pub(crate) outcome: Vec<u8>,
+    pub(crate) error_outcome: bool,
+    /// Where the creating call came from (`2025-11-25` status notifications go to stdio),
+    /// and its session's serial (answers to what the task asks come from there only).
+    pub(crate) route: Option<Route>,
+    pub(crate) session: u64,
+    /// `tasks/result` requests waiting for the task to end (`2025-11-25`): their route
+    /// and id.
+    pub(crate) waiters: heapless::Vec<(Route, IdBuf), MAX_WAITERS>,
+    /// The input requests of the latest round, and which the client answered.
+    pub(crate) requests: Vec<u8>,
+    pub(crate) asked: heapless::Vec<Asked, MAX_INPUT_REQUESTS>,
+    /// The client's answers (keys and compact values, back to back) and the host's state.
+    pub(crate) responses: Vec<u8>,
+    pub(crate) entries: heapless::Vec<Entry, MAX_INPUT_REQUESTS>,
+    pub(crate) state: Vec<u8>,
+    pub(crate) has_state: bool,
+    /// Digests of every key asked so far (they are unique over a task's life).
+    pub(crate) used_keys: Vec<u64>,
+    /// The host still holds the work (its ticket is live).
+    pub(crate) held: bool,
+}
+
+impl Record {
+    pub(crate) fn status(&self) -> Status {
+        self.status.unwrap_or(Status::Working)
+    }
+
+    pub(crate) fn id_str(&self) -> &str {
+        core::str::from_utf8(&self.id).unwrap_or_default()
+    }
+
+    /// Moves to `to` at wall time `wall` if the status machine allows it.
+    pub(crate) fn move_to(&mut self, to: Status, wall: u64) -> bool {
+        if !self.status().may_become(to) {
+            return false;
+        }
+        self.status = Some(to);
+        self.updated = wall;
+        if to.is_terminal() {
+            self.held = false;
+            self.asked.clear();
+        }
+        true
+    }
+
+    /// Sets the status message (cut to [`MAX_STATUS_MESSAGE_LEN`] bytes).
+    pub(crate) fn set_message(&mut self, message: Option<&str>, wall: u64) {
+        self.message.clear();
+        self.has_message = message.is_some();
+        if let Some(m) = message {
+            self.message.push_str(crate::error::cut(m, MAX_STATUS_MESSAGE_LEN));
+        }
+        self.updated = wall;
+    }
+}
+
+struct Slot {
+    generation: u32,
+    used: bool,
+    rec: Record,
+}
+
+/// How a new task starts.
+pub(crate) struct NewTask<'a> {
+    pub(crate) principal: Option<[u8; 32]>,
+    pub(crate) revision: Revision,
+    pub(crate) tool: u32,
+    pub(crate) args: &'a [u8],
+    pub(crate) request_id: IdBuf,
+    pub(crate) trace: Option<TraceParent>,
+    pub(crate) caps: ClientCapabilities,
+    pub(crate) route: Route,
+    pub(crate) session: u64,
+    pub(crate) ttl_ms: u64,
+    pub(crate) poll_ms: u64,
+    pub(crate) message: Option<&'a str>,
+}
+
+/// The task table.
+pub(crate) struct Tasks {
+    slots: Vec<Slot>,
+    by_token: hashbrown::HashMap<[u8; TOKEN_LEN], u32>,
+    free: Vec<u32>,
+    /// Each used slot's TTL deadline.
+    timers: Timers,
+    /// Tasks whose client answered every input request: their call comes back to the host.
+    resumes: VecDeque<Ticket>,
+    mint: Option<Hmac<Sha256>>,
+    counter: u64,
+    max: usize,
+    per_principal: usize,
+    /// Per ticket slot: the arguments of a tool call that may become a task (kept while
+    /// its ticket is live, so that the host may start the task after the event is gone).
+    kept: Vec<Vec<u8>>,
+}
+
+impl Tasks {
+    pub(crate) fn new(max: usize, per_principal: usize) -> Self {
+        Self {
+            slots: Vec::new(),
+            by_token: hashbrown::HashMap::new(),
+            free: Vec::new(),
+            timers: Timers::new(),
+            resumes: VecDeque::new(),
+            mint: None,
+            counter: 0,
+            max,
+            per_principal,
+            kept: Vec::new(),
+        }
+    }
+
+    /// Keeps the arguments of the call in ticket slot `slot`, which may become a task.
+    pub(crate) fn keep_args(&mut self, slot: u16, args: &[u8]) {
+        let i = usize::from(slot);
+        if self.kept.len() <= i {
+            self.kept.resize_with(i + 1, Vec::new);
+        }
+        self.kept[i].clear();
+        self.kept[i].extend_from_slice(args);
+    }
+
+    /// Takes the arguments kept for ticket slot `slot` (give them back with
+    /// [`Self::return_args`], so the buffer is reused).
+    pub(crate) fn kept_args(&mut self, slot: u16) -> Vec<u8> {
+        self.kept.get_mut(usize::from(slot)).map(core::mem::take).unwrap_or_default()
+    }
+
+    /// Gives back the buffer [`Self::kept_args`] took.
+    pub(crate) fn return_args(&mut self, slot: u16, args: Vec<u8>) {
+        if let Some(k) = self.kept.get_mut(usize::from(slot)) {
+            *k = args;
+        }
+    }
+
+    /// Seeds the token generator with 32 bytes of fresh entropy.
+    pub(crate) fn seed(&mut self, entropy: &[u8; 32]) {
+        let mut m = <Hmac<Sha256> as KeyInit>::new_from_slice(entropy).unwrap_or_else(|_| unreachable!());
+        m.update(MINT_LABEL);
+        self.mint = Some(m);
+    }
+
+    /// Whether tokens can be drawn.
+    pub(crate) fn seeded(&self) -> bool {
+        self.mint.is_some()
+    }
+
+    /// How many tasks the engine holds.
+    pub(crate) fn len(&self) -> usize {
+        self.by_token.len()
+    }
+
+    /// How many tasks `principal` holds.
+    pub(crate) fn held_by(&self, principal: Option<&[u8; 32]>) -> usize {
+        self.slots.iter().filter(|s| s.used && s.rec.principal.as_ref() == principal).count()
+    }
+
+    /// Whether one more task fits for `principal` (`Err`: which bound it meets).
+    pub(crate) fn room(&self, principal: Option<&[u8; 32]>) -> Result<(), crate::error::TaskRefusal> {
+        if self.len() >= self.max {
+            return Err(crate::error::TaskRefusal::Full);
+        }
+        if self.held_by(principal) >= self.per_principal {
+            return Err(crate::error::TaskRefusal::PrincipalFull);
+        }
+        Ok(())
+    }
+
+    fn draw(&mut self) -> Option<[u8; TOKEN_LEN]> {
+        let mut m = self.mint.clone()?;
+        m.update(&self.counter.to_le_bytes());
+        self.counter = self.counter.wrapping_add(1);
+        let mut token = [0u8; TOKEN_LEN];
+        token.copy_from_slice(&m.finalize().into_bytes()[..TOKEN_LEN]);
+        Some(token)
+    }
+
+    /// Creates a `working` task at `now` (wall clock `wall`), whose TTL counts from now;
+    /// `None` when no token can be drawn or the table is full (see [`Self::room`]).
+    pub(crate) fn create(&mut self, t: &NewTask<'_>, now: u64, wall: u64) -> Option<Ticket> {
+        if self.room(t.principal.as_ref()).is_err() {
+            return None;
+        }
+        let token = self.draw()?;
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(Slot { generation: 0, used: false, rec: Record::default() });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let s = &mut self.slots[slot as usize];
+        s.used = true;
+        let r = &mut s.rec;
+        r.token = token;
+        let _ = URL_SAFE_NO_PAD.encode_slice(token, &mut r.id);
+        r.principal = t.principal;
+        r.revision = Some(t.revision);
+        r.status = Some(Status::Working);
+        r.set_message(t.message, wall);
+        r.created = wall;
+        r.updated = wall;
+        r.ttl_ms = t.ttl_ms;
+        r.poll_ms = t.poll_ms;
+        r.tool = t.tool;
+        r.args.clear();
+        r.args.extend_from_slice(t.args);
+        r.request_id = Some(t.request_id);
+        r.trace = t.trace;
+        r.caps = t.caps;
+        r.outcome.clear();
+        r.error_outcome = false;
+        r.route = Some(t.route);
+        r.session = t.session;
+        r.waiters.clear();
+        r.requests.clear();
+        r.asked.clear();
+        r.responses.clear();
+        r.entries.clear();
+        r.state.clear();
+        r.has_state = false;
+        r.used_keys.clear();
+        r.held = true;
+        self.by_token.insert(token, slot);
+        let at = Instant::from_micros(now.saturating_add(t.ttl_ms.saturating_mul(1000)));
+        self.timers.set(slot, Some(at));
+        Some(Ticket { slot: slot as u16, generation: s.generation, task: true })
+    }
+
+    /// The record `ticket` names, while it is a task in the table.
+    pub(crate) fn get(&self, ticket: Ticket) -> Option<&Record> {
+        let s = self.slots.get(usize::from(ticket.slot)).filter(|_| ticket.task)?;
+        (s.used && s.generation == ticket.generation).then_some(&s.rec)
+    }
+
+    /// The record `ticket` names, mutably.
+    pub(crate) fn get_mut(&mut self, ticket: Ticket) -> Option<&mut Record> {
+        let s = self.slots.get_mut(usize::from(ticket.slot)).filter(|_| ticket.task)?;
+        (s.used && s.generation == ticket.generation).then_some(&mut s.rec)
+    }
+
+    /// The record whose host still holds the work (a live task ticket).
+    pub(crate) fn held_mut(&mut self, ticket: Ticket) -> Option<&mut Record> {
+        self.get_mut(ticket).filter(|r| r.held)
+    }
+
+    /// The task `id` of `principal`: its ticket (an unknown id, a malformed one and
+    /// another principal's are all `None`).
+    pub(crate) fn find(&self, id: &str, principal: Option<&[u8; 32]>) -> Option<Ticket> {
+        if id.len() != TASK_ID_LEN {
+            return None;
+        }
+        let mut token = [0u8; TOKEN_LEN + 2];
+        let n = URL_SAFE_NO_PAD.decode_slice(id.as_bytes(), &mut token).ok()?;
+        let token: [u8; TOKEN_LEN] = token.get(..n)?.try_into().ok()?;
+        let &slot = self.by_token.get(&token)?;
+        let s = self.slots.get(slot as usize)?;
+        // The id must be the one written (base64url has one spelling per token here, but
+        // trailing bits could differ): compare the text.
+        (s.used && s.rec.id == id.as_bytes() && s.rec.principal.as_ref() == principal).then_some(Ticket {
+            slot: slot as u16,
+            generation: s.generation,
+            task: true,
+        })
+    }
+
+    /// Queues `ticket`'s call to come back to the host with its client's input.
+    pub(crate) fn resume_later(&mut self, ticket: Ticket) {
+        self.resumes.push_back(ticket);
+    }
+
+    /// Whether a task's call waits to come back to the host.
+    pub(crate) fn has_resume(&self) -> bool {
+        !self.resumes.is_empty()
+    }
+
+    /// The next task whose call comes back to the host (still held, still `working`).
+    pub(crate) fn next_resume(&mut self) -> Option<Ticket> {
+        while let Some(t) = self.resumes.pop_front() {
+            if self.get(t).is_some_and(|r| r.held && r.status() == Status::Working) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// The earliest TTL deadline.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    /// Deletes every task past its TTL at `now`; `gone` sees each first (its host may
+    /// still hold the work, requests may wait for it).
+    pub(crate) fn expire(&mut self, now: Instant, mut gone: impl FnMut(Ticket, &mut Record)) {
+        while let Some(slot) = self.timers.pop_due(now) {
+            let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.used) else { continue };
+            let ticket = Ticket { slot: slot as u16, generation: s.generation, task: true };
+            gone(ticket, &mut s.rec);
+            self.remove(ticket);
+        }
+    }
+
+    /// Every task in the table, with its ticket, in slot order from `from`.
+    pub(crate) fn iter_from(&self, from: usize) -> impl Iterator<Item = (usize, &Record)> + '_ {
+        self.slots.iter().enumerate().skip(from).filter(|(_, s)| s.used).map(|(i, s)| (i, &s.rec))
+    }
+
+    /// The task that sent request `id` in session `session` and waits for its answer.
+    pub(crate) fn asked_by(&self, session: u64, id: u64) -> Option<Ticket> {
+        self.slots.iter().enumerate().find_map(|(i, s)| {
+            let asks = s.used && s.rec.held && s.rec.session == session;
+            (asks && s.rec.asked.iter().any(|a| a.id == id && !a.answered)).then_some(Ticket {
+                slot: i as u16,
+                generation: s.generation,
+                task: true,
+            })
+        })
+    }
+
+    /// Runs `f` on every task's record.
+    pub(crate) fn each_mut(&mut self, mut f: impl FnMut(&mut Record)) {
+        for s in self.slots.iter_mut().filter(|s| s.used) {
+            f(&mut s.rec);
+        }
+    }
+
+    /// Drops the waiters on `route` of every task (their connection went away).
+    pub(crate) fn drop_waiters(&mut self, route: Route) {
+        for s in self.slots.iter_mut().filter(|s| s.used && !s.rec.waiters.is_empty()) {
+            s.rec.waiters.retain(|(r, _)| *r != route);
+        }
+    }
+
+    /// Deletes the task `ticket` names.
+    pub(crate) fn remove(&mut self, ticket: Ticket) {
+        let Some(s) = self.slots.get_mut(usize::from(ticket.slot)).filter(|s| s.used) else { return };
+        if s.generation != ticket.generation {
+            return;
+        }
+        s.used = false;
+        s.rec.held = false;
+        s.generation = s.generation.wrapping_add(1);
+        self.by_token.remove(&s.rec.token);
+        self.timers.set(u32::from(ticket.slot), None);
+        self.free.push(u32::from(ticket.slot));
+    }
+}
+
+/// A digest of an input request key, to tell whether a task used it before.
+pub(crate) fn key_digest(key: &[u8]) -> u64 {
+    use sha2::Digest as _;
+    let d = Sha256::digest(key);
+    u64::from_le_bytes(d[..8].try_into().unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Status; 5] =
+        [Status::Working, Status::InputRequired, Status::Completed, Status::Failed, Status::Cancelled];
+
+    #[test]
+    fn only_the_allowed_transitions() {
+        use Status as S;
+        let allowed = [
+            (S::Working, S::InputRequired),
+            (S::Working, S::Completed),
+            (S::Working, S::Failed),
+            (S::Working, S::Cancelled),
+            (S::InputRequired, S::Working),
+            (S::InputRequired, S::Completed),
+            (S::InputRequired, S::Failed),
+            (S::InputRequired, S::Cancelled),
+        ];
+        for from in ALL {
+            for to in ALL {
+                assert_eq!(from.may_become(to), allowed.contains(&(from, to)), "{from:?} -> {to:?}");
+            }
+        }
+    }
+
+    fn new_task(principal: Option<[u8; 32]>) -> NewTask<'static> {
+        NewTask {
+            principal,
+            revision: Revision::V2026_07_28,
+            tool: 0,
+            args: b"{}",
+            request_id: IdBuf::of(crate::jsonrpc::IdRef::I(1)).expect("short"),
+            trace: None,
+            caps: ClientCapabilities::NONE,
+            route: Route::Stdio,
+            session: 0,
+            ttl_ms: 1000,
+            poll_ms: 100,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn ids_are_found_by_their_principal_only() {
+        let mut t = Tasks::new(8, 8);
+        assert!(t.create(&new_task(None), 0, 0).is_none(), "no entropy, no task");
+        t.seed(&[7; 32]);
+        let a = t.create(&new_task(Some([1; 32])), 0, 0).expect("room");
+        let b = t.create(&new_task(None), 0, 0).expect("room");
+        let id_a = t.get(a).map(|r| r.id_str().to_owned()).unwrap_or_default();
+        let id_b = t.get(b).map(|r| r.id_str().to_owned()).unwrap_or_default();
+        assert_eq!(id_a.len(), TASK_ID_LEN);
+        assert_ne!(id_a, id_b);
+        assert_eq!(t.find(&id_a, Some(&[1; 32])), Some(a));
+        assert_eq!(t.find(&id_a, None), None);
+        assert_eq!(t.find(&id_a, Some(&[2; 32])), None);
+        assert_eq!(t.find(&id_b, None), Some(b));
+        assert_eq!(t.find("", None), None);
+        assert_eq!(t.find("not-a-task-id-at-all!!", None), None);
+    }
+
+    #[test]
+    fn the_bounds_and_the_ttl() {
+        let mut t = Tasks::new(3, 2);
+        t.seed(&[9; 32]);
+        let p = Some([1; 32]);
+        let a = t.create(&new_task(p), 0, 0).expect("room");
+        assert!(t.create(&new_task(p), 10, 0).is_some());
+        assert_eq!(t.room(p.as_ref()), Err(crate::error::TaskRefusal::PrincipalFull));
+        assert!(t.create(&new_task(p), 0, 0).is_none());
+        assert!(t.create(&new_task(None), 20, 0).is_some());
+        assert_eq!(t.room(None), Err(crate::error::TaskRefusal::Full));
+        // The first expires at 1,000 ms: its holder is told, the others stay.
+        assert_eq!(t.deadline(), Some(Instant::from_micros(1_000_000)));
+        let mut told = Vec::new();
+        t.expire(Instant::from_micros(999_999), |x, _| told.push(x));
+        assert!(told.is_empty());
+        t.expire(Instant::from_micros(1_000_000), |x, _| told.push(x));
+        assert_eq!(told, vec![a]);
+        assert!(t.get(a).is_none());
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.room(p.as_ref()), Ok(()));
+    }
+}
