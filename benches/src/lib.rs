@@ -74,6 +74,8 @@ pub fn dispatch(e: &mut Engine, frame: &[u8], sink: &mut [u8]) -> usize {
         while let Some(ev) = e.poll_event() {
             answer_call(ev);
         }
+        // What the engine answered itself, as an adapter drains it for its spans.
+        while e.poll_served().is_some() {}
         loop {
             let n = e.poll_transmit(sink);
             if n == 0 {
@@ -134,6 +136,7 @@ pub fn http_dispatch(e: &mut HttpEngine, conn: ConnId, request: &[u8], sink: &mu
                 answer_call(ev);
             }
         }
+        while e.poll_served().is_some() {}
         let out = e.pending_output(conn);
         let out_len = out.len();
         sink.extend_from_slice(out);

@@ -127,6 +127,7 @@ pub use mcp::mrtr::{
     InputResponses,
 };
 pub use mcp::scopes::{ScopeSet, Scopes};
+pub use mcp::served::{OTHER_METHOD, SERVED_CAPACITY, Served, SessionEnd};
 pub use mcp::subs::{CatalogChange, ReplaceError};
 pub use mcp::tasks::methods::TaskOptions;
 pub use mcp::tickets::Ticket;

@@ -13,6 +13,7 @@ use crate::jsonrpc::{Flow, Parser};
 use crate::level::LogLevel;
 use crate::mcp::event::Event;
 use crate::mcp::mrtr::InputRequired;
+use crate::mcp::served::Served;
 use crate::mcp::subs::{CatalogChange, ReplaceError};
 use crate::mcp::tasks::methods::TaskOptions;
 use crate::mcp::tickets::Ticket;
@@ -309,6 +310,22 @@ impl Engine {
         self.release();
         self.process();
         self.core.next_event()
+    }
+
+    /// The next request the engine answered itself, without the host (lists, `ping`,
+    /// `initialize`, refusals, ...), for a span and a metric point like those of the
+    /// requests the host serves; `None` when none is waiting. Poll it until `None` after
+    /// handing in input: at most [`SERVED_CAPACITY`](crate::SERVED_CAPACITY) wait, later
+    /// ones are dropped and counted ([`served_dropped`](Self::served_dropped)). A host
+    /// that wants none never polls; recording costs no allocation either way.
+    pub fn poll_served(&mut self) -> Option<Served<'_>> {
+        self.core.poll_served()
+    }
+
+    /// How many records of [`poll_served`](Self::poll_served) were dropped because the
+    /// queue was full.
+    pub fn served_dropped(&self) -> u64 {
+        self.core.served_dropped()
     }
 
     /// Copies output into `buf`; returns how many bytes were written (0: none pending).

@@ -272,7 +272,7 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         listener: TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
-        let telemetry = self.telemetry;
+        let telemetry = self.telemetry.clone();
         let (mut host, mut done_rx, mut decided_rx) = Host::new(self);
         // Connections this server reads itself speak HTTP/1.1.
         host.tasks.set_telemetry(Wire::HTTP1, telemetry);
@@ -448,7 +448,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
     ) -> (Self, mpsc::UnboundedReceiver<Completion>, mpsc::UnboundedReceiver<Decided>) {
         let (done_tx, done_rx) = server.done;
         let mut tasks = Tasks::with_sender(done_tx);
-        tasks.set_telemetry(Wire::HTTP, server.telemetry);
+        tasks.set_telemetry(Wire::HTTP, server.telemetry.clone());
         let (verdict_tx, verdict_rx) = mpsc::unbounded_channel();
         let host = Self {
             engine: server.engine,
@@ -477,6 +477,11 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
         now
     }
 
+    /// Says input was read at `now`: the requests the engine answers from it begin there.
+    pub(crate) fn received(&mut self, now: Instant) {
+        self.tasks.received(now);
+    }
+
     /// Whether the engine may start one more request without passing the in-flight limit.
     pub(crate) fn room(&self) -> bool {
         self.engine.in_flight() < self.max_in_flight
@@ -502,6 +507,8 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
     /// work. Returns whether there was any.
     pub(crate) fn drain(&mut self) -> bool {
         let mut any = false;
+        // The requests the engine answered itself get their spans first (they came first).
+        self.tasks.served(&mut self.engine);
         loop {
             // A decision taken at once (no allocation), or an owned copy for a task.
             let ask = match self.engine.poll_event() {
@@ -936,6 +943,7 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
     /// whether the engine took any.
     fn input(&mut self, conn: ConnId) -> bool {
         let now = self.host.now();
+        self.host.received(now);
         let mut progress = false;
         let Some(c) = self.conns.get_mut(&conn) else { return false };
         if c.held_at < c.held.len() {

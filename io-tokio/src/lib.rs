@@ -19,6 +19,9 @@
 //!   over an [`AuthorizeInfo`]).
 //! - With feature `tower`, `McpService` is the same endpoint as a tower `Service`, to
 //!   mount in an axum router.
+//! - With feature `otel`, each request span has the client's trace context as its
+//!   OpenTelemetry parent, the duration histograms are recorded, and `Otel` exports both
+//!   as OTLP over HTTP.
 //!
 //! Each request runs in a tokio task of its own, so slow handlers do not hold up others and
 //! replies go out in the order they finish. At most the engine's in-flight limit
@@ -133,24 +136,31 @@
 //!   borrowed engine forms.
 //! - `readiness`: the per-connection wakers through which the HTTP server's engine task
 //!   waits on every socket itself, and the queue they report to.
+//! - `conventions`: the values of OpenTelemetry's MCP conventions the spans and the
+//!   metrics share (the transport a run loop records, the class of an answer).
 //! - `task`: how a tool call becomes a task ([`TaskStart`]), and the handler's side of a
 //!   task (the module docs).
 //! - `channel` (imports `reply`, `task`): the channel between handler futures and the task
 //!   driving the engine: what a handler task sends back, the progress, log and read
 //!   reports of a running call, and [`Publisher`] / [`PublishError`].
+//! - `otel` (feature `otel`; imports `strings`, `conventions`): the client's trace context
+//!   as each span's OpenTelemetry parent, the `mcp.server.operation.duration` and
+//!   `mcp.server.session.duration` histograms, and `Otel`, OTLP over HTTP.
 //! - `request` (imports `strings`, `channel`, `task`): the owned requests handed to a
 //!   handler ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied
 //!   out of engine events; a call's side of a task ([`ToolCall::start_task`]).
-//! - `telemetry` (imports `channel`, `reply`; used by `work` and `http`): one `tracing`
-//!   span per request, named and attributed as OpenTelemetry's MCP conventions say
+//! - `telemetry` (imports `channel`, `reply`, `conventions`, `otel`; used by `work`,
+//!   `serve` and `http`): one `tracing` span per request, host-served or answered by the
+//!   engine itself, named and attributed as OpenTelemetry's MCP conventions say
 //!   ([`Telemetry`]; see `docs/observability.md`).
 //! - `handler` (imports `reply`, `request`): the [`Handler`] trait and [`tool_fn`].
-//! - `work` (imports `strings`, `reply`, `channel`, `request`, `handler`): the handler
+//! - `work` (imports `strings`, `reply`, `channel`, `otel`, `request`, `telemetry`,
+//!   `handler`): the handler
 //!   tasks every run loop shares: starting an event's work on a worker task, aborting it
 //!   when cancelled, answering its ticket on the engine when it finishes (a call made a
 //!   task goes on under the task's ticket).
-//! - `serve` (imports `handler`, `work`): the stream run loop, [`serve`] and
-//!   [`serve_stdio`].
+//! - `serve` (imports `handler`, `telemetry`, `work`): the stream run loop, [`serve`],
+//!   [`serve_with`] and [`serve_stdio`].
 //! - `store`: where HTTP sessions are kept beyond the engine's memory, [`SessionStore`]
 //!   and [`MemorySessionStore`], what servers sharing one tell each other
 //!   ([`StoreNotice`], [`CatalogNews`]), and their streams' events for `Last-Event-ID`
@@ -187,11 +197,14 @@
 
 mod auth;
 mod channel;
+mod conventions;
 mod handler;
 mod http;
 mod nodes;
 #[cfg(feature = "oauth")]
 mod oauth;
+#[cfg(feature = "otel")]
+mod otel;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod readiness;
@@ -217,6 +230,8 @@ pub use http::{HttpServer, serve_http};
 pub use oauth::{
     AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
 };
+#[cfg(feature = "otel")]
+pub use otel::{DURATION_BUCKETS, Otel, OtelBuilder, OtelError, SCOPE};
 #[cfg(feature = "postgres")]
 pub use postgres::{PgSessionStore, PgStoreConfig};
 pub use reply::{
@@ -224,8 +239,10 @@ pub use reply::{
     OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, PromptResult, ResourceReply,
     ResourceResult, ToolReply, ToolResult,
 };
-pub use request::{CompletionRequest, CompletionTarget, InputContext, PromptGet, ResourceRead, ToolCall};
-pub use serve::{serve, serve_stdio};
+pub use request::{
+    CompletionRequest, CompletionTarget, InputContext, PromptGet, RequestTrace, ResourceRead, ToolCall,
+};
+pub use serve::{serve, serve_stdio, serve_with};
 pub use store::{
     CatalogNews, EventBounds, EventStore, KeptEvent, MemorySessionStore, SessionStore, StoreError,
     StoreFuture, StoreNotice, StoreNotices, StreamEvent,

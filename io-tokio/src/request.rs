@@ -4,11 +4,61 @@
 use core::fmt;
 use std::ops::Range;
 
-use mcp_engine::{CallTool, ClientCapabilities, GetPrompt, InputResponses, ReadResource, Revision};
+use mcp_engine::{
+    CallTool, ClientCapabilities, GetPrompt, InputResponses, ReadResource, Revision, TraceContext,
+    TraceParent,
+};
 use serde::Deserialize;
 
 use crate::channel::{Progress, Publisher};
 use crate::strings::{Name, Names, Pool, Pooled, PooledString, Reuse, StringPool};
+
+/// The W3C trace context a request carried in `params._meta`, as the engine validated
+/// it ([`TraceContext`]): the client's `traceparent`, the `tracestate` beside it and the
+/// `baggage`, each only if valid. The two texts sit in buffers the server reuses once the
+/// request is dropped (none is taken when the request carried none).
+///
+/// With feature `otel` the request's span already has this context as its parent and is
+/// current while the handler runs (`opentelemetry::Context::current()` holds the span
+/// and the baggage); this is the same context for handlers that propagate it themselves.
+/// `Debug` shows the `traceparent` and only the lengths of the others.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct RequestTrace {
+    parent: Option<TraceParent>,
+    tracestate: Option<PooledString>,
+    baggage: Option<PooledString>,
+}
+
+impl RequestTrace {
+    /// The context as the engine hands it out.
+    pub fn context(&self) -> TraceContext<'_> {
+        TraceContext::new(self.parent, self.tracestate.as_deref(), self.baggage.as_deref())
+    }
+
+    /// A context of these parts (for tests of a handler without an engine); a
+    /// `tracestate` without a parent is dropped, as the engine drops it.
+    pub fn new(parent: Option<TraceParent>, tracestate: Option<&str>, baggage: Option<&str>) -> Self {
+        Self {
+            parent,
+            tracestate: tracestate.filter(|_| parent.is_some()).map(PooledString::from),
+            baggage: baggage.map(PooledString::from),
+        }
+    }
+
+    pub(crate) fn from_event(trace: &TraceContext<'_>, pools: &Pools) -> Self {
+        Self {
+            parent: trace.parent(),
+            tracestate: trace.tracestate().map(|s| pools.strings.copy(s)),
+            baggage: trace.baggage().map(|s| pools.strings.copy(s)),
+        }
+    }
+}
+
+impl fmt::Debug for RequestTrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.context(), f)
+    }
+}
 
 /// A value `Debug` output must not show (arguments, responses, state): its length.
 struct Bytes(usize);
@@ -246,6 +296,8 @@ pub struct ToolCall {
     pub revision: Revision,
     /// Multi-round-trip input (responses, state, client capabilities).
     pub input: InputContext,
+    /// The client's W3C trace context (`params._meta`), as the engine validated it.
+    pub trace: RequestTrace,
     pub(crate) progress: Option<Progress>,
     /// The call may become a task; it is one (`task.rs`).
     pub(crate) task_offer: bool,
@@ -259,6 +311,7 @@ impl fmt::Debug for ToolCall {
             .field("arguments", &Bytes(self.arguments.len()))
             .field("revision", &self.revision)
             .field("input", &self.input)
+            .field("trace", &self.trace)
             .field("progress", &self.progress)
             .field("task_offer", &self.task_offer)
             .field("is_task", &self.is_task)
@@ -275,6 +328,7 @@ impl ToolCall {
             arguments: arguments.into(),
             revision: Revision::V2026_07_28,
             input: InputContext::default(),
+            trace: RequestTrace::default(),
             progress: None,
             task_offer: false,
             is_task: false,
@@ -292,6 +346,7 @@ impl ToolCall {
             arguments: pools.strings.copy(call.arguments.raw()),
             revision: call.revision,
             input: InputContext::from_event(call.input_responses, call.request_state, call.client, pools),
+            trace: RequestTrace::from_event(&call.request.trace, pools),
             progress: Some(progress),
             task_offer: call.can_start_task,
             is_task: call.ticket.is_task(),
@@ -414,6 +469,8 @@ pub struct ResourceRead {
     pub revision: Revision,
     /// Multi-round-trip input (responses, state, client capabilities).
     pub input: InputContext,
+    /// The client's W3C trace context (`params._meta`), as the engine validated it.
+    pub trace: RequestTrace,
 }
 
 impl std::fmt::Debug for ResourceRead {
@@ -426,6 +483,7 @@ impl std::fmt::Debug for ResourceRead {
             .field("query_pairs", &self.query_pairs.len())
             .field("revision", &self.revision)
             .field("input", &self.input)
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -441,6 +499,7 @@ impl ResourceRead {
             query_pairs: Vec::new(),
             revision: Revision::V2026_07_28,
             input: InputContext::default(),
+            trace: RequestTrace::default(),
         }
     }
 
@@ -463,6 +522,7 @@ impl ResourceRead {
             query_pairs: read.variables.pairs().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
             revision: read.revision,
             input: InputContext::from_event(read.input_responses, read.request_state, read.client, pools),
+            trace: RequestTrace::from_event(&read.request.trace, pools),
         }
     }
 
@@ -488,6 +548,8 @@ pub struct PromptGet {
     pub revision: Revision,
     /// Multi-round-trip input (responses, state, client capabilities).
     pub input: InputContext,
+    /// The client's W3C trace context (`params._meta`), as the engine validated it.
+    pub trace: RequestTrace,
 }
 
 impl fmt::Debug for PromptGet {
@@ -497,6 +559,7 @@ impl fmt::Debug for PromptGet {
             .field("arguments", &Bytes(self.arguments.len()))
             .field("revision", &self.revision)
             .field("input", &self.input)
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -510,6 +573,7 @@ impl PromptGet {
             arguments: arguments.into(),
             revision: Revision::V2026_07_28,
             input: InputContext::default(),
+            trace: RequestTrace::default(),
         }
     }
 
@@ -519,6 +583,7 @@ impl PromptGet {
             arguments: pools.strings.copy(get.arguments.raw()),
             revision: get.revision,
             input: InputContext::from_event(get.input_responses, get.request_state, get.client, pools),
+            trace: RequestTrace::from_event(&get.request.trace, pools),
         }
     }
 
@@ -589,6 +654,9 @@ mod tests {
         let arguments = format!(r#"{{"password":"{secret}"}}"#);
         let mut call = ToolCall::new("login", arguments.as_str());
         call.input = input.clone();
+        let parent = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        let trace = RequestTrace::new(parent, Some(&format!("k={secret}")), Some(&format!("u={secret}")));
+        call.trace = trace.clone();
         let mut get = PromptGet::new("p", arguments.as_str());
         get.input = input.clone();
         let mut read = ResourceRead::new(format!("x://r/{secret}").as_str());
@@ -601,7 +669,10 @@ mod tests {
             value: secret.into(),
             context: context.clone(),
             revision: Revision::V2026_07_28,
+            trace: trace.clone(),
         };
+        assert_eq!(call.trace.context().baggage(), Some(format!("u={secret}").as_str()));
+        assert_eq!(call.trace.context().parent(), parent);
         let shown = [format!("{call:?}"), format!("{get:?}"), format!("{read:?}"), format!("{completion:?}")];
         for s in &shown {
             assert!(!s.contains("hunter2"), "a value leaks into Debug: {s}");
@@ -652,6 +723,8 @@ pub struct CompletionRequest {
     pub context: String,
     /// The revision the request was made under.
     pub revision: Revision,
+    /// The client's W3C trace context (`params._meta`), as the engine validated it.
+    pub trace: RequestTrace,
 }
 
 impl fmt::Debug for CompletionRequest {
@@ -662,12 +735,13 @@ impl fmt::Debug for CompletionRequest {
             .field("value", &Bytes(self.value.len()))
             .field("context", &Bytes(self.context.len()))
             .field("revision", &self.revision)
+            .field("trace", &self.trace)
             .finish()
     }
 }
 
 impl CompletionRequest {
-    pub(crate) fn from_event(c: &mcp_engine::Complete<'_>) -> Self {
+    pub(crate) fn from_event(c: &mcp_engine::Complete<'_>, pools: &Pools) -> Self {
         let target = match c.reference {
             mcp_engine::CompletionRef::Prompt(p) => CompletionTarget::Prompt(p.name.clone()),
             mcp_engine::CompletionRef::Template(t) => CompletionTarget::Template(t.uri_template.clone()),
@@ -679,6 +753,7 @@ impl CompletionRequest {
             value: c.value.to_owned(),
             context: c.context.raw().to_owned(),
             revision: c.revision,
+            trace: RequestTrace::from_event(&c.request.trace, pools),
         }
     }
 }

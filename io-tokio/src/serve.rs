@@ -8,6 +8,7 @@ use mcp_engine::{Engine, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::handler::Handler;
+use crate::telemetry::{Telemetry, Wire};
 use crate::work::Tasks;
 
 /// Bytes read from the client at a time.
@@ -44,7 +45,25 @@ const READ_BUF_LEN: usize = 64 * 1024;
 /// are aborted.
 ///
 /// Must run inside a tokio runtime (it spawns tasks).
-pub async fn serve<R, W, H>(engine: Engine, handler: Arc<H>, mut reader: R, mut writer: W) -> io::Result<()>
+pub async fn serve<R, W, H>(engine: Engine, handler: Arc<H>, reader: R, writer: W) -> io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+    H: Handler,
+{
+    serve_with(engine, handler, reader, writer, Telemetry::default()).await
+}
+
+/// [`serve`] with what the request spans record ([`Telemetry`]: with feature `otel`, the
+/// duration histograms on a meter). The uri opt-in ([`Telemetry::resource_uri`]) applies
+/// here as over HTTP.
+pub async fn serve_with<R, W, H>(
+    engine: Engine,
+    handler: Arc<H>,
+    mut reader: R,
+    mut writer: W,
+    telemetry: Telemetry,
+) -> io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -57,7 +76,8 @@ where
         Ok(()) => engine.set_entropy(&entropy),
         Err(e) => tracing::warn!(%e, "no OS randomness: tool calls cannot become tasks"),
     }
-    let (tasks, mut rx) = Tasks::new();
+    let (mut tasks, mut rx) = Tasks::new();
+    tasks.set_telemetry(Wire::PIPE, telemetry);
     let mut d = Driver {
         engine,
         handler,
@@ -106,6 +126,7 @@ where
                 Ok(n) => {
                     tracing::trace!(bytes = n, "read");
                     d.held = 0..n;
+                    d.tasks.received(d.now());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -118,6 +139,8 @@ where
         }
     }
     writer.flush().await?;
+    let now = d.now();
+    d.tasks.stream_ended(now);
     tracing::debug!(frames = d.engine.frames_processed(), "finished");
     Ok(())
 }
@@ -189,10 +212,14 @@ impl<H: Handler> Driver<H> {
                 self.engine.handle_eof(now);
                 progress = true;
             }
+            // The requests the engine answered itself get their spans (polling events
+            // processes more frames: the next round takes theirs).
+            self.tasks.served(&mut self.engine);
             while let Some(event) = self.engine.poll_event() {
                 progress = true;
                 self.tasks.dispatch(&self.handler, event);
             }
+            self.tasks.served(&mut self.engine);
             if !progress {
                 break;
             }

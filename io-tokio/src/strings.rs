@@ -24,6 +24,12 @@ impl Name {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The shared text itself (no copy).
+    #[cfg(feature = "otel")]
+    pub(crate) fn shared(&self) -> Arc<str> {
+        Arc::clone(&self.0)
+    }
 }
 
 impl Deref for Name {

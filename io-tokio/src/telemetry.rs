@@ -9,29 +9,44 @@
 //! `otel.kind` is `server`. Every field is formatted lazily: with no subscriber (or one
 //! that does not want the span) nothing is evaluated and nothing is allocated.
 //!
+//! Requests the engine answers itself (lists, `ping`, `initialize`, refusals) get the
+//! same span, made and closed when the run loop drains the engine's records of them
+//! (`served`; `mcp_engine::Engine::poll_served`), named by the engine's name for the
+//! method (`_OTHER` for one it does not serve).
+//!
+//! With feature `otel` (the `otel` module) each span's parent is the client's context and
+//! the duration histograms are recorded when the host gave a meter
+//! ([`Telemetry::meter`]).
+//!
 //! Never recorded: argument values, `requestState`, `inputResponses`, cursors, tokens,
 //! `tracestate`, `baggage`, error messages; a resource's uri only when the host opts in
 //! ([`Telemetry::resource_uri`]), its scheme otherwise.
 
 use core::fmt;
+use core::net::{IpAddr, SocketAddr};
 
-use mcp_engine::{Event, RequestInfo, Revision};
+use mcp_engine::{Event, Instant, RequestId, RequestInfo, Revision, Served, TraceParent};
 use tracing::Span;
-use tracing::field::Empty;
+use tracing::field::{Empty, display};
 
 use crate::channel::Outcome;
+use crate::conventions::server_error;
+pub(crate) use crate::conventions::{Verdict, Wire};
 use crate::reply::{HostFailure, ResourceReply, ToolReply};
 
 /// What the request spans of a server record beyond the default (see
 /// [`HttpServer::telemetry`](crate::HttpServer::telemetry)). The default records no value
 /// that came from the client other than the names the catalog declares, the request id,
 /// the session id and the trace context's ids.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Telemetry {
     /// Record `mcp.resource.uri`, the full uri of a `resources/read` (off by default: a
     /// uri can carry what the client sent, and it is high-cardinality).
     pub resource_uri: bool,
+    /// The duration histograms (feature `otel`, [`Telemetry::meter`]).
+    #[cfg(feature = "otel")]
+    pub(crate) metrics: Option<crate::otel::Metrics>,
 }
 
 impl Telemetry {
@@ -39,30 +54,21 @@ impl Telemetry {
     pub fn new() -> Self {
         Self::default()
     }
-    /// Records the full uri of each `resources/read` as `mcp.resource.uri`.
+    /// Records the full uri of each `resources/read` as `mcp.resource.uri` (on the span;
+    /// never on a metric point).
     pub fn resource_uri(mut self, on: bool) -> Self {
         self.resource_uri = on;
         self
     }
-}
 
-/// The transport of a run loop, as the conventions record it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Wire {
-    /// `network.transport`: `pipe` (stdio) or `tcp`.
-    transport: &'static str,
-    /// `network.protocol.name` and `network.protocol.version` (HTTP).
-    protocol: Option<&'static str>,
-    version: Option<&'static str>,
-}
-
-impl Wire {
-    /// stdio, or any byte stream [`serve`](crate::serve) runs over.
-    pub(crate) const PIPE: Self = Self { transport: "pipe", protocol: None, version: None };
-    /// HTTP, version not known here (the tower service: whatever the server in front speaks).
-    pub(crate) const HTTP: Self = Self { transport: "tcp", protocol: Some("http"), version: None };
-    /// The HTTP/1.1 server over TCP.
-    pub(crate) const HTTP1: Self = Self { transport: "tcp", protocol: Some("http"), version: Some("1.1") };
+    /// Records `mcp.server.operation.duration` and `mcp.server.session.duration` with
+    /// `meter` (feature `otel`): histograms in seconds, with the conventions' attributes and
+    /// bucket boundaries ([`DURATION_BUCKETS`](crate::DURATION_BUCKETS)).
+    #[cfg(feature = "otel")]
+    pub fn meter(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
+        self.metrics = Some(crate::otel::Metrics::new(meter));
+        self
+    }
 }
 
 /// The conventions' span name: `{method} {target}`, or the method alone.
@@ -79,11 +85,11 @@ impl fmt::Display for SpanName<'_> {
 
 /// The span of a request. `$name` is the method, as a literal (span names are static).
 macro_rules! request_span {
-    ($name:literal, $info:expr, $wire:expr, $revision:expr, tool = $tool:expr, prompt = $prompt:expr, uri = $uri:expr, scheme = $scheme:expr) => {{
-        let info: &RequestInfo<'_> = $info;
+    ($name:literal, $parts:expr, $wire:expr, tool = $tool:expr, prompt = $prompt:expr, uri = $uri:expr, scheme = $scheme:expr) => {{
+        let parts: &Parts<'_> = $parts;
         let wire: Wire = $wire;
         let (tool, prompt): (Option<&str>, Option<&str>) = ($tool, $prompt);
-        let parent = info.trace.parent();
+        let parent = parts.parent;
         tracing::info_span!(
             $name,
             otel.name = %SpanName($name, tool.or(prompt)),
@@ -95,14 +101,14 @@ macro_rules! request_span {
             gen_ai.prompt.name = prompt,
             mcp.resource.uri = $uri,
             url.scheme = $scheme,
-            mcp.protocol.version = $revision.as_str(),
-            mcp.session.id = info.session_id,
-            jsonrpc.request.id = %info.id,
+            mcp.protocol.version = parts.revision.map(Revision::as_str),
+            mcp.session.id = parts.session_id,
+            jsonrpc.request.id = parts.id.map(display),
             network.transport = wire.transport,
             network.protocol.name = wire.protocol,
             network.protocol.version = wire.version,
-            client.address = info.client.map(display),
-            client.port = info.peer.filter(|p| Some(p.ip()) == info.client).map(|p| p.port()),
+            client.address = parts.client.map(display),
+            client.port = parts.peer.filter(|p| Some(p.ip()) == parts.client).map(|p| p.port()),
             error.type = Empty,
             rpc.response.status_code = Empty,
             parent.trace_id = parent.map(|p| display(p.trace_id())),
@@ -112,107 +118,290 @@ macro_rules! request_span {
     }};
 }
 
+/// What a request span records of its request beside the method and its target.
+struct Parts<'a> {
+    revision: Option<Revision>,
+    id: Option<RequestId<'a>>,
+    session_id: Option<&'a str>,
+    peer: Option<SocketAddr>,
+    client: Option<IpAddr>,
+    parent: Option<TraceParent>,
+}
+
+impl<'a> Parts<'a> {
+    fn of(info: &RequestInfo<'a>, revision: Revision) -> Self {
+        Self {
+            revision: Some(revision),
+            id: Some(info.id),
+            session_id: info.session_id,
+            peer: info.peer,
+            client: info.client,
+            parent: info.trace.parent(),
+        }
+    }
+}
+
 /// The span of `event`'s request (a disabled span for a cancellation, or when nothing
-/// listens).
-pub(crate) fn request_span(event: &Event<'_>, wire: Wire, telemetry: Telemetry) -> Span {
-    match event {
-        Event::CallTool(call) => request_span!(
-            "tools/call",
+/// listens). With feature `otel`, its parent is the client's context.
+pub(crate) fn request_span(event: &Event<'_>, wire: Wire, telemetry: &Telemetry) -> Span {
+    let (span, info) = match event {
+        Event::CallTool(call) => (
+            request_span!(
+                "tools/call",
+                &Parts::of(&call.request, call.revision),
+                wire,
+                tool = Some(call.tool.name.as_str()),
+                prompt = None,
+                uri = None::<&str>,
+                scheme = None::<&str>
+            ),
             &call.request,
-            wire,
-            call.revision,
-            tool = Some(call.tool.name.as_str()),
-            prompt = None,
-            uri = None::<&str>,
-            scheme = None::<&str>
         ),
-        Event::GetPrompt(get) => request_span!(
-            "prompts/get",
+        Event::GetPrompt(get) => (
+            request_span!(
+                "prompts/get",
+                &Parts::of(&get.request, get.revision),
+                wire,
+                tool = None,
+                prompt = Some(get.prompt.name.as_str()),
+                uri = None::<&str>,
+                scheme = None::<&str>
+            ),
             &get.request,
-            wire,
-            get.revision,
-            tool = None,
-            prompt = Some(get.prompt.name.as_str()),
-            uri = None::<&str>,
-            scheme = None::<&str>
         ),
         Event::ReadResource(read) => {
             let scheme = read.uri.split_once(':').map(|(s, _)| s);
-            request_span!(
+            let span = request_span!(
                 "resources/read",
-                &read.request,
+                &Parts::of(&read.request, read.revision),
                 wire,
-                read.revision,
                 tool = None,
                 prompt = None,
                 uri = telemetry.resource_uri.then_some(read.uri),
                 scheme = scheme
-            )
+            );
+            (span, &read.request)
         }
-        Event::Complete(complete) => request_span!(
-            "completion/complete",
+        Event::Complete(complete) => (
+            request_span!(
+                "completion/complete",
+                &Parts::of(&complete.request, complete.revision),
+                wire,
+                tool = None,
+                prompt = None,
+                uri = None::<&str>,
+                scheme = None::<&str>
+            ),
             &complete.request,
-            wire,
-            complete.revision,
-            tool = None,
-            prompt = None,
-            uri = None::<&str>,
-            scheme = None::<&str>
         ),
-        _ => Span::none(),
+        _ => return Span::none(),
+    };
+    #[cfg(feature = "otel")]
+    crate::otel::set_parent(&span, &info.trace);
+    #[cfg(not(feature = "otel"))]
+    let _ = info;
+    span
+}
+
+/// The span of a request the engine answered itself, closed at once: the method is
+/// matched to its literal (span names are static), any other is `_OTHER`.
+fn served_span(s: &Served<'_>, wire: Wire) -> Span {
+    let parts = Parts {
+        revision: s.revision(),
+        id: s.id(),
+        session_id: s.session_id(),
+        peer: s.peer(),
+        client: s.client(),
+        parent: s.trace_parent(),
+    };
+    macro_rules! by_method {
+        ($($name:literal),*) => {
+            match s.method() {
+                $($name => request_span!(
+                    $name, &parts, wire, tool = s.tool(), prompt = s.prompt(), uri = None::<&str>, scheme = None::<&str>
+                ),)*
+                _ => request_span!(
+                    "_OTHER", &parts, wire, tool = None, prompt = None, uri = None::<&str>, scheme = None::<&str>
+                ),
+            }
+        };
+    }
+    let span = by_method!(
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "subscriptions/listen",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
+        "tasks/result",
+        "tasks/list"
+    );
+    #[cfg(feature = "otel")]
+    crate::otel::set_parent(&span, &mcp_engine::TraceContext::new(parts.parent, None, None));
+    span
+}
+
+/// The sessions a run loop times for `mcp.server.session.duration` (feature `otel`).
+#[derive(Default)]
+pub(crate) struct SessionClock {
+    #[cfg(feature = "otel")]
+    sessions: crate::otel::Sessions,
+}
+
+/// Makes the span (and, with feature `otel` and a meter, the metric point) of every
+/// request `engine` answered itself since the last call, and the points of the sessions
+/// that ended. `received` is when the adapter read the input they came in (the engine's
+/// time): a request's duration runs from there to the engine's answer.
+pub(crate) fn served(
+    engine: &mut impl ServedBy,
+    wire: Wire,
+    telemetry: &Telemetry,
+    received: Instant,
+    clock: &mut SessionClock,
+) {
+    while let Some(s) = engine.poll_served() {
+        let span = served_span(&s, wire);
+        let verdict = match (s.is_tool_error(), s.error_code()) {
+            (true, _) => Verdict::ToolError,
+            (false, Some(code)) => Verdict::Code(code),
+            (false, None) => Verdict::Ok,
+        };
+        record_outcome(&span, &verdict);
+        #[cfg(feature = "otel")]
+        if let Some(metrics) = &telemetry.metrics {
+            metrics.served(&s, verdict, wire, s.at().saturating_duration_since(received));
+            if s.method() == "initialize" && verdict == Verdict::Ok {
+                clock.sessions.opened(s.session_id(), s.at(), s.revision());
+            }
+        }
+    }
+    while let Some(end) = engine.poll_session_end() {
+        #[cfg(feature = "otel")]
+        if let Some(metrics) = &telemetry.metrics
+            && let Some((revision, took)) = clock.sessions.ended(Some(end.id()), end.at())
+        {
+            metrics.session_ended(revision, wire, took);
+        }
+        #[cfg(not(feature = "otel"))]
+        let _ = end;
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = (telemetry, received, clock);
+}
+
+/// The stream a run loop served ended at `now`: the point of its session, if it opened
+/// one (feature `otel`, with a meter).
+pub(crate) fn stream_ended(wire: Wire, telemetry: &Telemetry, now: Instant, clock: &mut SessionClock) {
+    #[cfg(feature = "otel")]
+    if let Some(metrics) = &telemetry.metrics
+        && let Some((revision, took)) = clock.sessions.ended(None, now)
+    {
+        metrics.session_ended(revision, wire, took);
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = (wire, telemetry, now, clock);
+}
+
+/// The engines that record what they answered themselves.
+pub(crate) trait ServedBy {
+    fn poll_served(&mut self) -> Option<Served<'_>>;
+    /// The next HTTP session that ended (a stream's ends with the stream).
+    fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>>;
+}
+
+impl ServedBy for mcp_engine::Engine {
+    fn poll_served(&mut self) -> Option<Served<'_>> {
+        Self::poll_served(self)
+    }
+    fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>> {
+        None
+    }
+}
+
+impl ServedBy for mcp_engine::http::HttpEngine {
+    fn poll_served(&mut self) -> Option<Served<'_>> {
+        Self::poll_served(self)
+    }
+    fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>> {
+        Self::poll_session_end(self)
     }
 }
 
 /// Marks `span` failed with `error_type` (span status `ERROR`).
-fn failed(span: &Span, error_type: &'static str) {
+fn failed(span: &Span, error_type: impl tracing::Value) {
     span.record("error.type", error_type);
     span.record("otel.status_code", "ERROR");
 }
 
-/// The JSON-RPC error code a host failure is answered with, as text.
-fn code_of(failure: &HostFailure, resource: bool, revision: Revision) -> &'static str {
+/// The JSON-RPC error code a host failure is answered with.
+pub(crate) fn code_of(failure: &HostFailure, resource: bool, revision: Revision) -> i32 {
     match failure {
-        HostFailure::NotFound if resource && !revision.is_stateless() => "-32002",
-        HostFailure::NotFound | HostFailure::InvalidParams(_) => "-32602",
-        HostFailure::Internal(_) => "-32603",
+        HostFailure::NotFound if resource && !revision.is_stateless() => -32002,
+        HostFailure::NotFound | HostFailure::InvalidParams(_) => -32602,
+        HostFailure::Internal(_) => -32603,
     }
 }
 
-/// Records the classes of error the conventions name for the server side: `-32700`,
-/// `-32600`, `-32601`, `-32602` and `-32002` are the caller's (the code is recorded, the
-/// span is not failed); any other code fails it with the code as `error.type`.
-fn answered_with(span: &Span, code: &'static str) {
-    span.record("rpc.response.status_code", code);
-    if !matches!(code, "-32700" | "-32600" | "-32601" | "-32602" | "-32002") {
-        failed(span, code);
+/// Records an error answer: the code, and, when it is the server's failure, `error.type`
+/// the code too.
+fn answered_with(span: &Span, code: i32) {
+    span.record("rpc.response.status_code", display(code));
+    if server_error(code) {
+        failed(span, display(code));
     }
 }
 
-/// Records what a handler's outcome makes of the request: `error.type` `tool_error` for
-/// a tool result with `isError: true`, the JSON-RPC code for an error answer, `-32603` for
-/// a handler that ended without a reply. `revision` is the request's.
-pub(crate) fn record_outcome(span: &Span, outcome: &Outcome, revision: Revision) {
+/// The outcome's verdict: `tool_error` for a tool result with `isError: true`, the
+/// JSON-RPC code for an error answer, `-32603` for a handler that ended without a reply.
+/// `revision` is the request's.
+pub(crate) fn verdict(outcome: &Outcome, revision: Revision) -> Verdict {
+    match outcome {
+        Outcome::Tool(Ok(ToolReply { is_error: true, input_required: None, .. })) => Verdict::ToolError,
+        Outcome::Resource(Ok(ResourceReply::NotFound)) => {
+            Verdict::Code(code_of(&HostFailure::NotFound, true, revision))
+        }
+        Outcome::Resource(Err(f)) => Verdict::Code(code_of(f, true, revision)),
+        Outcome::Tool(Err(f)) | Outcome::Prompt(Err(f)) | Outcome::Complete(Err(f)) => {
+            Verdict::Code(code_of(f, false, revision))
+        }
+        Outcome::Dropped => Verdict::Code(-32603),
+        _ => Verdict::Ok,
+    }
+}
+
+/// Records what a handler's outcome makes of the request (see [`verdict`]).
+pub(crate) fn record_outcome(span: &Span, verdict: &Verdict) {
     if span.is_disabled() {
         return;
     }
-    match outcome {
-        Outcome::Tool(Ok(ToolReply { is_error: true, input_required: None, .. })) => {
-            failed(span, "tool_error")
+    match verdict {
+        Verdict::ToolError => failed(span, "tool_error"),
+        Verdict::Code(code) => answered_with(span, *code),
+        // The conventions name no value for it; not the server's failure.
+        Verdict::Cancelled => {
+            span.record("error.type", "cancelled");
         }
-        Outcome::Resource(Ok(ResourceReply::NotFound)) => {
-            answered_with(span, code_of(&HostFailure::NotFound, true, revision));
-        }
-        Outcome::Resource(Err(f)) => answered_with(span, code_of(f, true, revision)),
-        Outcome::Tool(Err(f)) | Outcome::Prompt(Err(f)) | Outcome::Complete(Err(f)) => {
-            answered_with(span, code_of(f, false, revision));
-        }
-        Outcome::Dropped => answered_with(span, "-32603"),
-        _ => {}
+        Verdict::Ok => {}
     }
 }
 
-/// Records that the client cancelled the request (or it timed out) before its answer:
-/// `error.type` `cancelled` (the conventions name no value for it).
-pub(crate) fn record_cancelled(span: &Span) {
-    span.record("error.type", "cancelled");
+#[cfg(feature = "otel")]
+impl crate::otel::Otel {
+    /// What a server records with this exporter: the default [`Telemetry`] with the
+    /// histograms on this exporter's meter.
+    pub fn telemetry(&self) -> Telemetry {
+        Telemetry::new().meter(&self.meter())
+    }
 }

@@ -418,6 +418,7 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
             );
         }
         let now = self.host.now();
+        self.host.received(now);
         match self.host.engine.handle_request(now, peer, parts.method.as_str(), path, &headers, &body) {
             Ok(conn) => {
                 self.live.insert(conn, Live { id, reply: Some(reply), events: None });

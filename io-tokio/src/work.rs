@@ -63,6 +63,20 @@ enum Work {
     Complete(CompletionRequest),
 }
 
+impl Work {
+    /// The method and the tool or prompt it names, as its metric point records them.
+    #[cfg(feature = "otel")]
+    fn target(&self) -> crate::otel::Target {
+        use crate::otel::Target;
+        match self {
+            Self::Tool(call) => Target::Tool(call.name.clone()),
+            Self::Prompt(get) => Target::Prompt(get.name.clone()),
+            Self::Resource(_) => Target::Method("resources/read"),
+            Self::Complete(_) => Target::Method("completion/complete"),
+        }
+    }
+}
+
 /// A task that runs handler futures, one request at a time, and waits for the next
 /// request in between: a request needs no task (nor a heap allocation) of its own.
 struct Worker {
@@ -255,6 +269,9 @@ struct Running {
     worker: Worker,
     span: tracing::Span,
     revision: mcp_engine::Revision,
+    /// Its `mcp.server.operation.duration` point, begun (feature `otel`, with a meter).
+    #[cfg(feature = "otel")]
+    point: Option<crate::otel::Point>,
 }
 
 /// The workers running handler futures, by ticket, the idle ones, and the channel their
@@ -276,6 +293,11 @@ pub(crate) struct Tasks {
     /// The transport, and what the request spans record (see `telemetry`).
     wire: Wire,
     telemetry: Telemetry,
+    /// When the run loop last read input (the engine's time): where the points of the
+    /// requests the engine answers itself begin.
+    received: mcp_engine::Instant,
+    /// The sessions timed for their duration point.
+    sessions: telemetry::SessionClock,
     /// Calls whose handler made them tasks: the call's ticket (what its worker still
     /// reports with) to the task's, until the worker's reply comes back.
     became: HashMap<Ticket, Ticket>,
@@ -338,6 +360,8 @@ impl Tasks {
             reports: Arc::default(),
             wire: Wire::PIPE,
             telemetry: Telemetry::default(),
+            received: mcp_engine::Instant::ZERO,
+            sessions: telemetry::SessionClock::default(),
             became: HashMap::new(),
         }
     }
@@ -348,6 +372,21 @@ impl Tasks {
         self.telemetry = telemetry;
     }
 
+    /// Says the run loop read input at `now` (the engine's time).
+    pub(crate) fn received(&mut self, now: mcp_engine::Instant) {
+        self.received = now;
+    }
+
+    /// Makes the spans (and metric points) of the requests `engine` answered itself.
+    pub(crate) fn served(&mut self, engine: &mut impl telemetry::ServedBy) {
+        telemetry::served(engine, self.wire, &self.telemetry, self.received, &mut self.sessions);
+    }
+
+    /// The stream ended at `now` (the engine's time): its session, if any, did too.
+    pub(crate) fn stream_ended(&mut self, now: mcp_engine::Instant) {
+        telemetry::stream_ended(self.wire, &self.telemetry, now, &mut self.sessions);
+    }
+
     /// Whether any task is running.
     pub(crate) fn is_empty(&self) -> bool {
         self.running.is_empty()
@@ -356,7 +395,7 @@ impl Tasks {
     /// Starts the work of one event, or aborts the work of a cancelled one.
     pub(crate) fn dispatch<H: Handler>(&mut self, handler: &Arc<H>, event: Event<'_>) {
         // The request's span (`telemetry`): nothing is evaluated unless a subscriber wants it.
-        let span = telemetry::request_span(&event, self.wire, self.telemetry);
+        let span = telemetry::request_span(&event, self.wire, &self.telemetry);
         let revision = match &event {
             Event::CallTool(c) => c.revision,
             Event::ReadResource(r) => r.revision,
@@ -379,7 +418,7 @@ impl Tasks {
                 (get.ticket, Work::Prompt(request))
             }
             Event::Complete(complete) => {
-                let request = CompletionRequest::from_event(&complete);
+                let request = CompletionRequest::from_event(&complete, &self.pools);
                 (complete.ticket, Work::Complete(request))
             }
             Event::Cancelled(ticket) => {
@@ -388,7 +427,12 @@ impl Tasks {
                         // Its worker goes with it (it may have finished already, its reply on
                         // the way): a new one starts when needed.
                         tracing::debug!(?ticket, "request cancelled: aborting its handler");
-                        telemetry::record_cancelled(&running.span);
+                        let verdict = telemetry::Verdict::Cancelled;
+                        telemetry::record_outcome(&running.span, &verdict);
+                        #[cfg(feature = "otel")]
+                        if let (Some(metrics), Some(point)) = (&self.telemetry.metrics, running.point) {
+                            metrics.finished(point, verdict, self.wire);
+                        }
                         running.worker.task.abort();
                     }
                     None => tracing::debug!(?ticket, "request cancelled after its reply"),
@@ -400,12 +444,19 @@ impl Tasks {
                 return;
             }
         };
+        #[cfg(feature = "otel")]
+        let point =
+            self.telemetry.metrics.as_ref().map(|_| crate::otel::Point::begin(work.target(), revision));
         let mut job = Job { ticket, span: span.clone(), work };
         loop {
             let worker = self.idle.pop().unwrap_or_else(|| Worker::start(handler, &self.tx));
             match worker.jobs.try_send(job) {
                 Ok(()) => {
-                    self.running.insert(ticket, Running { worker, span, revision });
+                    #[cfg(feature = "otel")]
+                    let running = Running { worker, span, revision, point };
+                    #[cfg(not(feature = "otel"))]
+                    let running = Running { worker, span, revision };
+                    self.running.insert(ticket, running);
                     return;
                 }
                 // Not a worker that is waiting: it is dropped, and another one tried.
@@ -496,12 +547,18 @@ impl Tasks {
             }
             return;
         }
-        let Some(Running { worker, span, revision }) = self.running.remove(&ticket) else {
+        let Some(running) = self.running.remove(&ticket) else {
             // Cancelled while its reply was on its way: the engine must not answer it.
             tracing::debug!(?ticket, "dropping the reply of a cancelled request");
             return;
         };
-        telemetry::record_outcome(&span, &outcome, revision);
+        let verdict = telemetry::verdict(&outcome, running.revision);
+        telemetry::record_outcome(&running.span, &verdict);
+        #[cfg(feature = "otel")]
+        if let (Some(metrics), Some(point)) = (&self.telemetry.metrics, running.point) {
+            metrics.finished(point, verdict, self.wire);
+        }
+        let Running { worker, span: _span, .. } = running;
         if !matches!(outcome, Outcome::Dropped) {
             // Done with this request, the worker waits for the next one (one that ended
             // without a reply is gone).

@@ -304,3 +304,105 @@ async fn the_host_may_opt_in_to_the_resource_uri() {
     assert_eq!(reads.len(), 1);
     assert_eq!(field(&reads[0], "mcp.resource.uri"), Some(URI), "{:?}", reads[0]);
 }
+
+/// A request of the `2026-07-28` revision with `params` (JSON object members) and the
+/// client's `traceparent`.
+fn traced(id: u64, method: &str, params: &str) -> String {
+    let sep = if params.is_empty() { "" } else { "," };
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params}{sep}"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"traceparent":"{PARENT}","baggage":"userId={SECRET}"}}}}}}"#
+    )
+}
+
+#[tokio::test]
+async fn requests_the_engine_answers_itself_have_the_same_span() {
+    let (spans, _guard) = capture();
+    let mut client = common::Client::start(Config::new("s", "1"), catalog(), Arc::new(Tools));
+    client.send(&traced(1, "tools/list", "")).await;
+    client.send(&traced(2, "tools/call", &format!(r#""name":"nope","arguments":{{"k":"{SECRET}"}}"#))).await;
+    client.send(&traced(3, "no/such/method", "")).await;
+    client.send(&traced(4, "server/discover", "")).await;
+    client.send("{not json").await;
+    for _ in 0..5 {
+        client.recv().await;
+    }
+    assert!(client.finish().await.is_empty());
+
+    let list = spans.named("tools/list");
+    assert_eq!(list.len(), 1, "{list:?}");
+    let s = &list[0];
+    let expect = [
+        ("otel.name", "tools/list"),
+        ("otel.kind", "server"),
+        ("mcp.method.name", "tools/list"),
+        ("mcp.protocol.version", "2026-07-28"),
+        ("jsonrpc.request.id", "1"),
+        ("network.transport", "pipe"),
+        ("parent.trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"),
+        ("parent.span_id", "00f067aa0ba902b7"),
+    ];
+    for (name, value) in expect {
+        assert_eq!(field(s, name), Some(value), "{name}: {s:?}");
+    }
+    assert_eq!((field(s, "error.type"), field(s, "rpc.response.status_code")), (None, None), "{s:?}");
+    assert!(s.closed, "{s:?}");
+
+    // An unknown tool: the caller's error (its code, no failure), and no target named.
+    let call = spans.named("tools/call");
+    assert_eq!(call.len(), 1, "{call:?}");
+    assert_eq!(field(&call[0], "otel.name"), Some("tools/call"), "the client's tool name is not recorded");
+    assert_eq!(field(&call[0], "rpc.response.status_code"), Some("-32602"));
+    assert_eq!((field(&call[0], "error.type"), field(&call[0], "otel.status_code")), (None, None));
+    assert_eq!(field(&call[0], "gen_ai.tool.name"), None);
+
+    // A method the engine does not serve: `_OTHER`, never the client's string.
+    let other = spans.named("_OTHER");
+    assert_eq!(other.len(), 2, "the unknown method and the parse error: {other:?}");
+    assert_eq!(field(&other[0], "mcp.method.name"), Some("_OTHER"));
+    assert_eq!(field(&other[0], "rpc.response.status_code"), Some("-32601"));
+    assert_eq!(field(&other[1], "rpc.response.status_code"), Some("-32700"));
+    assert_eq!(field(&other[1], "jsonrpc.request.id"), None, "a parse error has no id");
+    assert_eq!(spans.named("server/discover").len(), 1);
+    let all = spans.everything();
+    assert!(!all.contains(SECRET), "an argument value or the baggage was recorded: {all}");
+    assert!(!all.contains("no/such/method"), "the client's method string was recorded: {all}");
+}
+
+#[tokio::test]
+async fn over_http_engine_answered_requests_name_their_session() {
+    let (spans, _guard) = capture();
+    let addr = http_server(Telemetry::default()).await;
+    let mut conn = http_support::Conn::open(addr).await;
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let head = |session: Option<&str>, len: usize| {
+        let mut h = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {len}\r\n"
+        );
+        if let Some(id) = session {
+            h.push_str(&format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-11-25\r\n"));
+        }
+        h.push_str("\r\n");
+        h
+    };
+    conn.send(&format!("{}{init}", head(None, init.len()))).await;
+    let r = conn.response().await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let id = r.header("mcp-session-id").expect("a session id").to_owned();
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    conn.send(&format!("{}{ping}", head(Some(&id), ping.len()))).await;
+    assert_eq!(conn.response().await.status, 200);
+
+    let init = spans.named("initialize");
+    assert_eq!(init.len(), 1, "{init:?}");
+    let ping = spans.named("ping");
+    assert_eq!(ping.len(), 1, "{ping:?}");
+    for s in [&init[0], &ping[0]] {
+        assert_eq!(field(s, "mcp.session.id"), Some(id.as_str()), "{s:?}");
+        assert_eq!(field(s, "mcp.protocol.version"), Some("2025-11-25"), "{s:?}");
+        assert_eq!(field(s, "network.protocol.name"), Some("http"), "{s:?}");
+        assert_eq!(field(s, "client.address"), Some("127.0.0.1"), "{s:?}");
+        assert!(s.closed, "{s:?}");
+    }
+    assert_eq!(field(&ping[0], "jsonrpc.request.id"), Some("2"));
+}

@@ -334,6 +334,16 @@ pub fn post(body: &Value, extra: &[(&str, &str)]) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// A POST of a session-bound (`2025-11-25`) client: no `Mcp-Method`, `Mcp-Name` or
+/// `MCP-Protocol-Version` header, and the session's `Mcp-Session-Id` once it has one.
+pub fn legacy_post(body: &Value, session: Option<&str>) -> Vec<u8> {
+    let mut extra = vec![("Mcp-Method", ""), ("Mcp-Name", ""), ("MCP-Protocol-Version", "")];
+    if let Some(id) = session {
+        extra.push(("Mcp-Session-Id", id));
+    }
+    post(body, &extra)
+}
+
 fn body_str(body: &str, key: &str) -> String {
     let v: Value = serde_json::from_str(body).unwrap();
     v[key].as_str().unwrap_or("").to_owned()

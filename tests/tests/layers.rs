@@ -43,8 +43,8 @@ fn io_tokio_modules_import_only_lower_layers() {
     assert_layers(
         "io-tokio",
         &[
-            &["strings", "auth", "reply", "readiness", "store", "task"],
-            &["channel", "oauth", "postgres", "stream_events"],
+            &["strings", "auth", "reply", "readiness", "store", "conventions", "task"],
+            &["channel", "oauth", "postgres", "stream_events", "otel"],
             &["telemetry"],
             &["request"],
             &["handler"],

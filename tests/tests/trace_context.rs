@@ -12,7 +12,7 @@ use mcp_engine::{
     Catalog, Config, Content, Engine, Event, HostError, Instant, Prompt, Resource, Tool, ToolOutput,
 };
 use mcp_fixture as everything;
-use mcp_tests::wire::{client_of, one, post, req};
+use mcp_tests::wire::{client_of, legacy_post, one, post, req};
 use mcp_tests::{lines, modern_meta};
 use serde_json::{Value, json};
 
@@ -244,18 +244,11 @@ fn over_http_the_event_names_the_peer_and_the_session() {
     // 2025-11-25 in a session: its Mcp-Session-Id.
     let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
-    let legacy = |body: &Value, session: Option<&str>| {
-        let mut extra = vec![("Mcp-Method", ""), ("Mcp-Name", ""), ("MCP-Protocol-Version", "")];
-        if let Some(id) = session {
-            extra.push(("Mcp-Session-Id", id));
-        }
-        post(body, &extra)
-    };
-    let r = one(&mut c, &legacy(&init, None));
+    let r = one(&mut c, &legacy_post(&init, None));
     let id = r.header("mcp-session-id").expect("a session").to_owned();
     let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": { "name": "test_simple_text", "_meta": { "traceparent": PARENT } } });
-    let r = one(&mut c, &legacy(&call, Some(&id)));
+    let r = one(&mut c, &legacy_post(&call, Some(&id)));
     assert_eq!(r.status, 200, "{r:?}");
     let s = record.borrow_mut().pop().unwrap();
     assert_eq!(s.session_id.as_deref(), Some(id.as_str()));

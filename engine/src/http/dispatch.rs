@@ -103,6 +103,7 @@ impl HttpEngine {
         let (limits, limiter, refusal, client) =
             (&self.http.limits, &mut self.limiter, &mut self.limit_body, c.client);
         let mut limited = None;
+        let served_from = core.served_len();
         let outcome = self.parser.parse(body, |parsed| {
             if let Ok(n) = parsed
                 && limits.rates_requests()
@@ -144,6 +145,9 @@ impl HttpEngine {
                 created = Some(r);
             }
         }
+        // The session and addresses of what the core answered itself (its spans).
+        let session_id = attached.and_then(|r| self.sessions.get(r)).map(|e| e.id).or(c.session_id);
+        core.fill_served(served_from, session_id, c.peer, c.client);
         match outcome {
             Dispatched::Pending => {
                 c.phase = Phase::Waiting;

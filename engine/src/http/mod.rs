@@ -11,7 +11,8 @@
 //! connection went away; `stored`: their events in a host's event store, for a
 //! resumption on another node), who may call (`auth`; `resource`: the endpoint as an OAuth
 //! protected resource, its metadata and challenges), who the client is behind a proxy
-//! and which `Host` names are ours (`proxy`) and the settings (`config`). It is a
+//! and which `Host` names are ours (`proxy`), what the core answered itself, for the
+//! adapters' spans (`served`), and the settings (`config`). It is a
 //! client of the core: it hands it parsed messages through `Core::handle`, learns what
 //! each became (`Dispatched`), and routes what the outbox holds to connections. It never
 //! reads or writes the core's fields, and holds no MCP rule: those live in `mcp`.
@@ -39,6 +40,7 @@ pub(crate) mod record;
 mod replay;
 mod resource;
 mod scopes;
+mod served;
 mod sessions;
 mod store;
 mod stored;
@@ -709,9 +711,12 @@ impl HttpEngine {
         self.core.expire_tasks();
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
-                let id = self.sessions.get(r).map(|e| e.id);
+                let id = self.sessions.get(r).map(|e| (e.id, e.session.legacy));
                 if self.sessions.expire(r, now) {
-                    if let Some(id) = id.filter(|_| self.http.session_store) {
+                    if let Some((id, rev)) = id {
+                        self.core.session_ended(id, rev);
+                    }
+                    if let Some((id, _)) = id.filter(|_| self.http.session_store) {
                         self.expired.push_back(id);
                     }
                     for route in self.parked.drain(|st, _| st.session == r) {

@@ -370,6 +370,7 @@ pub(super) fn end_session(
 ) -> Option<(u32, u32)> {
     let stream = sessions.get(r).and_then(|e| {
         core.inputs_gone(Some(e.session.serial));
+        core.session_ended(e.id, e.session.legacy);
         e.stream
     });
     for route in parked.drain(|st, _| st.session == r) {

@@ -15,6 +15,8 @@
 //!   table, `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers to a task;
 //! - [`scopes`]: what a request was granted and what each method and definition requires
 //!   (a protected HTTP endpoint's scope policy);
+//! - [`served`]: a bounded record of each request the engine answered itself, for the
+//!   adapters' spans and metrics;
 //! - [`connectome`] (feature `connectome`): counting what is dispatched, answering reads of
 //!   the connectome resources.
 //!
@@ -36,6 +38,7 @@ pub mod mrtr;
 pub(crate) mod prepared;
 pub(crate) mod requests;
 pub(crate) mod scopes;
+pub(crate) mod served;
 pub(crate) mod streams;
 pub mod subs;
 pub(crate) mod tasks;
@@ -120,6 +123,8 @@ pub(crate) struct Core {
     pub(crate) denied: Option<usize>,
     /// The response of the request being dispatched cannot be a stream (HTTP/1.0).
     pub(crate) no_stream: bool,
+    /// The requests answered without the host, for the adapters' spans.
+    pub(crate) served: served::Log,
     /// The observed counts and the host's declared edges.
     #[cfg(feature = "connectome")]
     pub(crate) connectome: connectome::Connectome,
@@ -255,6 +260,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         granted: None,
         denied: None,
         no_stream: false,
+        served: served::Log::new(),
         #[cfg(feature = "connectome")]
         connectome: connectome::Connectome::new(&catalog),
         waiting: false,
@@ -390,6 +396,47 @@ impl Core {
     /// The outbox, to take what was sent.
     pub(crate) fn outbox_mut(&mut self) -> &mut Outbox {
         &mut self.outbox
+    }
+
+    /// The next request the engine answered itself (see [`served`]).
+    pub(crate) fn poll_served(&mut self) -> Option<served::Served<'_>> {
+        self.served.poll(&self.catalog, self.catalog_revision)
+    }
+
+    /// Records that session `id` (of revision `rev`) ended now.
+    pub(crate) fn session_ended(
+        &mut self,
+        id: [u8; crate::wire::session_id::SESSION_ID_LEN],
+        rev: Option<Revision>,
+    ) {
+        self.served.session_ended(id, rev, self.now);
+    }
+
+    /// The next session that ended (see [`served`]).
+    pub(crate) fn poll_session_end(&mut self) -> Option<served::SessionEnd<'_>> {
+        self.served.poll_session_end()
+    }
+
+    /// Records waiting to be polled: those of the next message handled come after.
+    pub(crate) fn served_len(&mut self) -> usize {
+        self.served.len()
+    }
+
+    /// Says what the HTTP layer knows of the records from `from` on (those of the message
+    /// it handed in just now): its session and addresses.
+    pub(crate) fn fill_served(
+        &mut self,
+        from: usize,
+        session_id: Option<[u8; crate::wire::session_id::SESSION_ID_LEN]>,
+        peer: Option<core::net::SocketAddr>,
+        client: Option<core::net::IpAddr>,
+    ) {
+        self.served.fill(from, session_id, peer, client);
+    }
+
+    /// Records of requests answered by the engine dropped because nobody polled them.
+    pub(crate) fn served_dropped(&self) -> u64 {
+        self.served.dropped()
     }
 
     /// The handle every answer and notification for a ticket goes through.
@@ -830,12 +877,24 @@ impl Core {
         } else {
             PeerError::Parse
         };
+        self.refused(None, &e);
         self.outbox.reject(Reply::None, &e)
     }
 
     /// Answers a stdio frame longer than the limit.
     pub(crate) fn oversized(&mut self) {
-        self.outbox.reject(Reply::None, &PeerError::Oversized(self.cfg.max_frame_len));
+        let e = PeerError::Oversized(self.cfg.max_frame_len);
+        self.refused(None, &e);
+        self.outbox.reject(Reply::None, &e);
+    }
+
+    /// Records a request (`None`: a message that never became one) answered with `e`.
+    fn refused(&mut self, req: Option<&Req<'_, '_>>, e: &PeerError<'_>) {
+        let code = match *e {
+            PeerError::Detailed { code, .. } => code,
+            _ => e.code(),
+        };
+        self.served.answered((&self.catalog, self.catalog_revision), req, Some(code), self.now);
     }
 
     /// Serves one parsed message (or answers its parse failure) for the caller at
@@ -888,12 +947,17 @@ impl Core {
     /// Serves one message.
     fn dispatch<'t>(&mut self, n: &[Node<'t>], headers: &'t [httparse::Header<'t>]) -> Dispatched {
         let mark = self.outbox.out.len();
+        self.served.begin();
         // Matched by reference: the request view is not moved out of the message.
         let message = jsonrpc::decode(n, &mut self.scratch.names);
         let status = match &message {
-            Message::Refused(reply, e) => self.outbox.reject(*reply, e),
+            Message::Refused(reply, e) => {
+                self.refused(None, e);
+                self.outbox.reject(*reply, e)
+            }
             // Whatever it is, a message for a session that is not there finds nothing.
             Message::Request(req) if self.session_check == SessionCheck::Unknown => {
+                self.refused(Some(req), &PeerError::SessionNotFound);
                 self.outbox.reject(Reply::Id(req.id), &PeerError::SessionNotFound)
             }
             Message::Notification { .. } | Message::Ignored | Message::Response { .. }
@@ -916,13 +980,27 @@ impl Core {
                 200
             }
             Message::Request(req) if self.id_in_flight(req) => {
+                self.refused(Some(req), &PeerError::IdInUse);
                 self.outbox.reject(Reply::Id(req.id), &PeerError::IdInUse)
             }
             Message::Request(req) => {
                 self.scratch.round.reset();
                 match self.serve(req, headers) {
+                    // Answered here, or a listen stream opened: the engine served it.
+                    Ok(()) if self.tickets.pending.is_none() => {
+                        // `initialize` is served before a revision; it negotiates one.
+                        if let ("initialize", Some(rev)) = (req.method, self.session.legacy) {
+                            self.served.revision(rev);
+                        }
+                        let catalog = (&self.catalog, self.catalog_revision);
+                        self.served.answered(catalog, Some(req), None, self.now);
+                        200
+                    }
                     Ok(()) => 200,
-                    Err(e) => self.outbox.reject(Reply::Id(req.id), &e),
+                    Err(e) => {
+                        self.refused(Some(req), &e);
+                        self.outbox.reject(Reply::Id(req.id), &e)
+                    }
                 }
             }
         };
@@ -970,6 +1048,7 @@ impl Core {
 
     /// Runs `method` for `req` under `rev`: the one place that sees every family.
     fn run<'t>(&mut self, method: Method, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
+        self.served.revision(rev);
         if let (Some(rules), Some(granted)) = (&self.rules, self.granted)
             && !rules.method(method, granted)
         {

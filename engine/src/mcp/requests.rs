@@ -162,6 +162,7 @@ impl Core {
                 out.extend_from_slice(b"}],\"isError\":true");
                 result_end(&mut out, &self.prepared, rev, None);
                 self.outbox.out = out;
+                self.served.tool_error();
                 return Ok(());
             }
         }

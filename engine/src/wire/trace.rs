@@ -96,7 +96,7 @@ impl fmt::Debug for SpanId {
 ///
 /// `Display` writes it as version `00` (`00-<trace id>-<parent id>-<flags>`), the
 /// highest version known, as a receiver re-emits a higher one.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TraceParent {
     version: u8,
     trace_id: TraceId,
@@ -178,17 +178,6 @@ impl fmt::Display for TraceParent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "00-{}-{}-", self.trace_id, self.parent_id)?;
         write_hex(f, &[self.flags])
-    }
-}
-
-impl fmt::Debug for TraceParent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TraceParent")
-            .field("version", &self.version)
-            .field("trace_id", &self.trace_id)
-            .field("parent_id", &self.parent_id)
-            .field("flags", &self.flags)
-            .finish()
     }
 }
 
