@@ -47,6 +47,7 @@ mod stored;
 mod streams;
 #[cfg(feature = "jwt")]
 mod token_cache;
+mod verdicts;
 
 pub use crate::mcp::scopes::{ScopeSet, Scopes};
 pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, Grant, HeaderList, Principal, Verdict};
@@ -77,7 +78,7 @@ use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
 use exchange::{
     ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, is_metadata, refuse,
-    respond_empty, respond_json, start_body,
+    respond_json, start_body,
 };
 use resource::{Challenge, Credentials};
 use sessions::Sessions;
@@ -748,79 +749,6 @@ impl HttpEngine {
         self.core.set_wall_clock(wall.as_micros());
     }
 
-    /// Answers an [`HttpEvent::Authorize`].
-    pub fn authorize(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
-        self.tick(now);
-        let now = self.last_now;
-        let body_phase = self.http.body_deadline;
-        let Some(c) = conn_in(&mut self.slots, conn) else { return };
-        if c.phase != Phase::Authorizing {
-            return;
-        }
-        c.principal = verdict.principal();
-        c.grant = granted(verdict);
-        conns::lend_out(&mut self.outs, c);
-        if matches!(verdict, Verdict::Unauthenticated | Verdict::Forbidden) {
-            self.limiter.failed(&self.http.limits, c.client, now);
-        }
-        match verdict {
-            Verdict::Allow | Verdict::AllowAs(_) | Verdict::Grant(_) => {
-                // The deadline counts from the request's first byte; the host's time to
-                // decide is not the client's fault, so it starts again for the body.
-                start_body(c, now);
-                c.deadline = Some(now + body_phase);
-                self.work.push_back(conn.slot);
-            }
-            // Refused before the body is read: the connection ends.
-            Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
-                challenge(c, self.http.protected.as_ref(), verdict);
-                refuse(c, now, if verdict == Verdict::Forbidden { 403 } else { 401 }, &[]);
-            }
-            Verdict::Unauthenticated => refuse(c, now, 401, &[("www-authenticate", "Bearer")]),
-            Verdict::Forbidden => refuse(c, now, 403, &[]),
-            Verdict::Failed => refuse(c, now, 500, &[]),
-            Verdict::Unavailable => refuse(c, now, 503, &[("retry-after", "1")]),
-        }
-        self.settle(conn.slot);
-        self.process();
-    }
-
-    /// Answers an [`HttpEvent::AuthorizeBody`]. A refusal here keeps the connection: the
-    /// body was read, so the next request can follow.
-    pub fn authorize_body(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
-        self.tick(now);
-        let now = self.last_now;
-        let Some(c) = conn_in(&mut self.slots, conn) else { return };
-        if c.phase != Phase::AuthorizingBody {
-            return;
-        }
-        if let Some(p) = verdict.principal() {
-            c.principal = Some(p);
-        }
-        // The body's verdict narrows the head's: a grant replaces it, a plain allow keeps it.
-        if let Verdict::Grant(_) = verdict {
-            c.grant = granted(verdict);
-        }
-        conns::lend_out(&mut self.outs, c);
-        if matches!(verdict, Verdict::Unauthenticated | Verdict::Forbidden) {
-            self.limiter.failed(&self.http.limits, c.client, now);
-        }
-        match verdict {
-            Verdict::Allow | Verdict::AllowAs(_) | Verdict::Grant(_) => c.phase = Phase::Ready,
-            Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
-                challenge(c, self.http.protected.as_ref(), verdict);
-                respond_empty(c, now, if verdict == Verdict::Forbidden { 403 } else { 401 }, &[]);
-            }
-            Verdict::Unauthenticated => respond_empty(c, now, 401, &[("www-authenticate", "Bearer")]),
-            Verdict::Forbidden => respond_empty(c, now, 403, &[]),
-            Verdict::Failed => respond_empty(c, now, 500, &[]),
-            Verdict::Unavailable => respond_empty(c, now, 503, &[("retry-after", "1")]),
-        }
-        self.work.push_back(conn.slot);
-        self.settle(conn.slot);
-        self.process();
-    }
-
     /// The next piece of work for the host.
     pub fn poll_event(&mut self) -> Option<HttpEvent<'_>> {
         self.tick(self.last_now);
@@ -1183,24 +1111,6 @@ fn derive_key(entropy: &[u8; 32]) -> [u8; 32] {
 fn instant_at(wall: Option<u64>, now: Instant, at: UnixTime) -> Option<Instant> {
     let left = at.as_micros().saturating_sub(wall?);
     Some(now + core::time::Duration::from_micros(left))
-}
-
-/// What a verdict that allows grants: the scopes and expiry of a [`Verdict::Grant`],
-/// nothing for `Allow` and `AllowAs` (the scope policy then lets through only what
-/// requires no scope).
-fn granted(verdict: Verdict) -> Option<(ScopeSet, Option<UnixTime>)> {
-    match verdict {
-        Verdict::Grant(g) => Some((g.scopes, g.expires)),
-        _ => Some((ScopeSet::EMPTY, None)),
-    }
-}
-
-/// Puts on `c`'s response the challenge of a protected resource for the host's refusal
-/// of a request that presented a token: `invalid_token`, or `insufficient_scope`.
-fn challenge(c: &mut Exchange, protected: Option<&ProtectedResource>, verdict: Verdict) {
-    let kind =
-        if verdict == Verdict::Forbidden { Challenge::InsufficientScope } else { Challenge::InvalidToken };
-    c.challenge = protected.map(|p| std::sync::Arc::clone(p.challenge(kind)));
 }
 
 /// The connection `id` names in `slots`, if it is still open.

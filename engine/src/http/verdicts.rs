@@ -1,0 +1,106 @@
+//! The host's verdicts on a request ([`HttpEvent::Authorize`] on its head,
+//! [`HttpEvent::AuthorizeBody`] on its body), and what each leads to: the body read, the
+//! request served, or the refusal (`401` / `403` with a protected resource's challenge,
+//! `500`, `503`); failed authentications counted for the client's rate.
+
+use crate::http::exchange::{Exchange, Phase, refuse, respond_empty, start_body};
+use crate::http::resource::{Challenge, ProtectedResource};
+use crate::http::{ConnId, HttpEngine, Verdict, conn_in, conns};
+use crate::mcp::scopes::ScopeSet;
+use crate::time::{Instant, UnixTime};
+
+#[cfg(doc)]
+use crate::http::HttpEvent;
+
+impl HttpEngine {
+    /// Answers an [`HttpEvent::Authorize`].
+    pub fn authorize(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
+        self.tick(now);
+        let now = self.last_now;
+        let body_phase = self.http.body_deadline;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if c.phase != Phase::Authorizing {
+            return;
+        }
+        c.principal = verdict.principal();
+        c.grant = granted(verdict);
+        conns::lend_out(&mut self.outs, c);
+        if matches!(verdict, Verdict::Unauthenticated | Verdict::Forbidden) {
+            self.limiter.failed(&self.http.limits, c.client, now);
+        }
+        match verdict {
+            Verdict::Allow | Verdict::AllowAs(_) | Verdict::Grant(_) => {
+                // The deadline counts from the request's first byte; the host's time to
+                // decide is not the client's fault, so it starts again for the body.
+                start_body(c, now);
+                c.deadline = Some(now + body_phase);
+                self.work.push_back(conn.slot);
+            }
+            // Refused before the body is read: the connection ends.
+            Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
+                challenge(c, self.http.protected.as_ref(), verdict);
+                refuse(c, now, if verdict == Verdict::Forbidden { 403 } else { 401 }, &[]);
+            }
+            Verdict::Unauthenticated => refuse(c, now, 401, &[("www-authenticate", "Bearer")]),
+            Verdict::Forbidden => refuse(c, now, 403, &[]),
+            Verdict::Failed => refuse(c, now, 500, &[]),
+            Verdict::Unavailable => refuse(c, now, 503, &[("retry-after", "1")]),
+        }
+        self.settle(conn.slot);
+        self.process();
+    }
+
+    /// Answers an [`HttpEvent::AuthorizeBody`]. A refusal here keeps the connection: the
+    /// body was read, so the next request can follow.
+    pub fn authorize_body(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if c.phase != Phase::AuthorizingBody {
+            return;
+        }
+        if let Some(p) = verdict.principal() {
+            c.principal = Some(p);
+        }
+        // The body's verdict narrows the head's: a grant replaces it, a plain allow keeps it.
+        if let Verdict::Grant(_) = verdict {
+            c.grant = granted(verdict);
+        }
+        conns::lend_out(&mut self.outs, c);
+        if matches!(verdict, Verdict::Unauthenticated | Verdict::Forbidden) {
+            self.limiter.failed(&self.http.limits, c.client, now);
+        }
+        match verdict {
+            Verdict::Allow | Verdict::AllowAs(_) | Verdict::Grant(_) => c.phase = Phase::Ready,
+            Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
+                challenge(c, self.http.protected.as_ref(), verdict);
+                respond_empty(c, now, if verdict == Verdict::Forbidden { 403 } else { 401 }, &[]);
+            }
+            Verdict::Unauthenticated => respond_empty(c, now, 401, &[("www-authenticate", "Bearer")]),
+            Verdict::Forbidden => respond_empty(c, now, 403, &[]),
+            Verdict::Failed => respond_empty(c, now, 500, &[]),
+            Verdict::Unavailable => respond_empty(c, now, 503, &[("retry-after", "1")]),
+        }
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
+    }
+}
+
+/// What a verdict that allows grants: the scopes and expiry of a [`Verdict::Grant`],
+/// nothing for `Allow` and `AllowAs` (the scope policy then lets through only what
+/// requires no scope).
+fn granted(verdict: Verdict) -> Option<(ScopeSet, Option<UnixTime>)> {
+    match verdict {
+        Verdict::Grant(g) => Some((g.scopes, g.expires)),
+        _ => Some((ScopeSet::EMPTY, None)),
+    }
+}
+
+/// Puts on `c`'s response the challenge of a protected resource for the host's refusal
+/// of a request that presented a token: `invalid_token`, or `insufficient_scope`.
+fn challenge(c: &mut Exchange, protected: Option<&ProtectedResource>, verdict: Verdict) {
+    let kind =
+        if verdict == Verdict::Forbidden { Challenge::InsufficientScope } else { Challenge::InvalidToken };
+    c.challenge = protected.map(|p| std::sync::Arc::clone(p.challenge(kind)));
+}
