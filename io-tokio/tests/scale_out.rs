@@ -19,7 +19,7 @@ mod store_support;
 use oauth_support::demo::{self, Adapter, KeysFile};
 use oauth_support::legacy_post;
 use serde_json::json;
-use store_support::{exchange, sse_events};
+use store_support::{exchange, resume_until, sse_events};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opened_on_one_node_is_served_by_another_with_the_same_key_and_store() {
@@ -109,18 +109,7 @@ async fn a_stream_written_on_one_node_is_resumed_with_last_event_id_on_another()
         head(b.addr),
         written[0].0
     );
-    let mut tries = 0;
-    let replayed = loop {
-        let out = http_support::patient("the resumption on B", exchange(b.addr, &get)).await;
-        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-        let got = sse_events(&out);
-        if got.len() == 4 || tries == 50 {
-            assert!(!out.contains(": gap"), "{out}");
-            break got;
-        }
-        tries += 1;
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    let replayed = resume_until(b.addr, &get, 4).await;
     assert_eq!(replayed, written[1..].to_vec(), "every event, in order, with the ids A gave them");
 
     // A lets the stream of `test_reconnection` go at once (`retry:`) and answers it,

@@ -31,7 +31,7 @@ use http_support::{Conn, HttpResponse, patient};
 use oauth_support::demo::{self, Adapter, Demo, KeysFile};
 use oauth_support::legacy_post;
 use serde_json::{Value, json};
-use store_support::{count, exchange, listen, read_until, sse_events, stream};
+use store_support::{count, exchange, listen, read_until, resume_until, sse_events, stream};
 
 const V: &str = "2025-11-25";
 
@@ -203,18 +203,7 @@ async fn three_nodes_on_one_database_serve_a_client_that_goes_round_them() {
                 head(node),
                 written[0].0
             );
-            let mut tries = 0;
-            let replayed = loop {
-                let out = exchange(node, &get).await;
-                assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-                let got = sse_events(&out);
-                if got.len() == 4 || tries == 50 {
-                    assert!(!out.contains(": gap"), "{out}");
-                    break got;
-                }
-                tries += 1;
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            };
+            let replayed = resume_until(node, &get, 4).await;
             assert_eq!(replayed, written[1..].to_vec(), "every event, in order, with node 1's ids");
         }
 

@@ -235,8 +235,8 @@ impl Resource {
 
 /// A family of resources named by an RFC 6570 template (MCP `ResourceTemplate`).
 ///
-/// The accepted subset, refused at [`CatalogBuilder::build`] otherwise
-/// ([`CatalogError::InvalidTemplate`]):
+/// The accepted subset, refused at [`CatalogBuilder::build`](super::CatalogBuilder::build) otherwise
+/// ([`CatalogError::InvalidTemplate`](super::CatalogError::InvalidTemplate)):
 ///
 /// * `{var}` matches a non-empty value of unreserved characters (`A-Z a-z 0-9 - . _ ~`)
 ///   and percent escapes: what RFC 6570 simple expansion produces, so no raw `/ ? #` and

@@ -356,7 +356,7 @@ impl From<Cow<'static, str>> for OwnedContent {
     }
 }
 
-/// The content blocks of a [`ToolReply`]: a list of [`OwnedContent`] that holds one block
+/// The content blocks of a [`ToolReply`](super::ToolReply): a list of [`OwnedContent`] that holds one block
 /// without a heap allocation, and more in a `Vec`.
 ///
 /// Reads as a slice ([`Deref`]); made from a `Vec<OwnedContent>`, one `OwnedContent`, or

@@ -255,3 +255,21 @@ pub fn sse_events(raw: &str) -> Vec<(String, String)> {
     }
     events
 }
+
+/// Resumes with `get` (a `GET` carrying `Last-Event-ID`) on `addr` until `want` events
+/// come back (the writing node appends to the store in the background; at most 50 tries,
+/// 100 ms apart) and returns them; the replay must say no events are missing.
+pub async fn resume_until(addr: SocketAddr, get: &str, want: usize) -> Vec<(String, String)> {
+    let mut tries = 0;
+    loop {
+        let out = crate::http_support::patient("a resumption", exchange(addr, get)).await;
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        let got = sse_events(&out);
+        if got.len() == want || tries == 50 {
+            assert!(!out.contains(": gap"), "{out}");
+            return got;
+        }
+        tries += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
