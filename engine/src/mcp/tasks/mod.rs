@@ -15,6 +15,8 @@
 //! - [`write`]: the wire form of a task (`CreateTaskResult`, `DetailedTask`, timestamps);
 //! - [`methods`]: `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers
 //!   to a task ticket;
+//! - [`record`]: the task record a host's task store keeps (its versioned binary
+//!   format, the owner and its lease, how a node reads a record another node wrote);
 //! - [`legacy`]: the `2025-11-25` tasks utility on session-bound streams: task-augmented
 //!   `tools/call` (`params.task`), `tasks/result` (waiting for the end), `tasks/list`,
 //!   the `2025-11-25` forms of `tasks/get` and `tasks/cancel`,
@@ -28,6 +30,7 @@
 
 pub(crate) mod legacy;
 pub(crate) mod methods;
+pub(crate) mod record;
 pub(crate) mod write;
 
 use std::collections::VecDeque;
