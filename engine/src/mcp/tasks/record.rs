@@ -52,9 +52,6 @@
 //! that is not UTF-8) with [`RecordError`], and never panics: the engine then treats the
 //! task as not found (`-32602`), which is what the client would see had it expired.
 
-// The engine's task store reads and writes records from the next step on.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use crate::mcp::mrtr::{ClientCapabilities, Entry, InputKind, MAX_INPUT_REQUESTS};
 use crate::mcp::tasks::{Asked, MAX_STATUS_MESSAGE_LEN, MAX_TASK_KEYS, Record, Status, TOKEN_LEN};
 use crate::mcp::tickets::IdBuf;
