@@ -535,3 +535,21 @@ fn a_2025_11_25_task_handle_waits_for_the_store_too() {
     let rec = store.borrow().records[&id].1.clone();
     assert_eq!((rec[1], rec[2]), (2, 2), "revision 2025-11-25, completed");
 }
+
+#[test]
+fn a_store_given_after_the_entropy_and_missed_notices() {
+    let store = Shared::default();
+    let mut h = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    h.node_name("a");
+    let mut a = Node::with("a", 1, &store, h);
+    a.e.set_task_store(true);
+    let (id, task) = a.create(1);
+    assert_eq!(a.log(), [format!("save {id} 1")]);
+    // A node that missed its notices reads every task it runs again.
+    let (id2, _) = a.create(2);
+    a.host_does(|e| answer(e, task, "done"));
+    assert_eq!(a.e.tasks_changed_elsewhere(a.now), 1, "the finished one is not asked for");
+    a.pump(&mut Vec::new());
+    let log = a.log();
+    assert!(log.contains(&format!("load {id2}")) && !log.contains(&format!("load {id}")), "{log:?}");
+}

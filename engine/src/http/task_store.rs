@@ -88,6 +88,8 @@ pub(super) struct TaskIo {
     loading: Vec<(ConnId, [u8; TASK_ID_LEN])>,
     /// Responses held for a save.
     waits: Vec<Wait>,
+    /// This engine's boot id, once its entropy is known.
+    boot: Option<[u8; 16]>,
 }
 
 /// The boot id of an engine: 16 bytes drawn from its entropy under a label.
@@ -115,13 +117,43 @@ fn named_task(n: &[simd_json::Node<'_>]) -> Option<[u8; TASK_ID_LEN]> {
 }
 
 impl HttpEngine {
-    /// Turns the task store on (with [`HttpConfig::task_store`]), once the entropy the
-    /// boot id is drawn from is known.
+    /// Draws the boot id from `entropy`, and turns the task store on if
+    /// [`HttpConfig::task_store`] says so.
     pub(super) fn start_task_store(&mut self, entropy: &[u8; 32]) {
+        self.task_io.boot = Some(boot_id(entropy));
+        self.enable_task_store();
+    }
+
+    fn enable_task_store(&mut self) {
         let HttpConfig { task_store, node_name, task_lease, .. } = &self.http;
-        if *task_store {
-            self.core.enable_task_store(node_name, boot_id(entropy), *task_lease);
+        match (*task_store, self.task_io.boot) {
+            (true, Some(boot)) if self.core.tasks.store.is_none() => {
+                self.core.enable_task_store(node_name, boot, *task_lease);
+            }
+            (false, _) => self.core.tasks.store = None,
+            _ => {}
         }
+    }
+
+    /// Turns the task store on or off, as [`HttpConfig::task_store`] would (for an
+    /// adapter given a store after the engine was built); set it before serving.
+    pub fn set_task_store(&mut self, on: bool) {
+        self.http.task_store = on;
+        self.enable_task_store();
+    }
+
+    /// Another node may have changed any task without this engine hearing of it (the
+    /// host's notices from a shared store were lost): every task this engine runs is read
+    /// again from the store, as [`task_changed_elsewhere`](Self::task_changed_elsewhere)
+    /// does for one. Returns how many. Scans the task table.
+    pub fn tasks_changed_elsewhere(&mut self, now: Instant) -> usize {
+        self.tick(now);
+        let mut ids: Vec<[u8; TASK_ID_LEN]> = Vec::new();
+        self.core.tasks.each_running(|id| ids.push(*id));
+        for id in &ids {
+            self.ask_task(id);
+        }
+        ids.len()
     }
 
     /// Whether a task store event is ready ([`task_store_event`](Self::task_store_event)

@@ -172,6 +172,16 @@ impl super::Tasks {
         }
     }
 
+    /// Runs `f` on the id of every task this engine runs (held by its host, not a copy,
+    /// not finished).
+    pub(crate) fn each_running(&self, mut f: impl FnMut(&[u8; TASK_ID_LEN])) {
+        for s in self.slots.iter().filter(|s| s.used && !s.st.copy && s.rec.held) {
+            if !s.rec.status().is_terminal() {
+                f(&s.rec.id);
+            }
+        }
+    }
+
     /// The earliest lease renewal or retry.
     pub(crate) fn store_deadline(&self) -> Option<Instant> {
         self.store.as_ref().and_then(|s| s.timers.next())
