@@ -112,6 +112,12 @@ impl Node {
 
     /// Answers every event and takes every output byte.
     fn pump(&mut self, out: &mut Vec<u8>) {
+        self.pump_until(out, false);
+    }
+
+    /// Answers events until `poll_event` says there are none, once (`once`: as an adapter
+    /// that drains only when woken does), or until nothing moves.
+    fn pump_until(&mut self, out: &mut Vec<u8>, once: bool) {
         loop {
             let mut progressed = false;
             while let Some(ev) = self.e.poll_event() {
@@ -165,6 +171,9 @@ impl Node {
                     }
                     _ => {}
                 }
+            }
+            if once {
+                return;
             }
             let pending = self.e.pending_output(self.conn);
             if !pending.is_empty() {
@@ -552,4 +561,22 @@ fn a_store_given_after_the_entropy_and_missed_notices() {
     a.pump(&mut Vec::new());
     let log = a.log();
     assert!(log.contains(&format!("load {id2}")) && !log.contains(&format!("load {id}")), "{log:?}");
+}
+
+#[test]
+fn answers_taken_on_a_copy_are_saved_in_the_same_drain() {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let mut b = Node::new("b", 2, &store);
+    let (id, task) = a.create(1);
+    let requests = [confirm()];
+    a.host_does(|e| e.answer_input_required(task, &InputRequired::new(&requests))).expect("asked");
+    // One drain, as an adapter woken by the input runs it: the load, the update and its
+    // save all come out of it (the copy resumes nothing, so no event is owed).
+    let yes = json!({ "action": "accept", "content": { "confirm": true } });
+    let raw = post(2, "tasks/update", json!({ "taskId": id, "inputResponses": { "confirm": yes } }));
+    let n = b.e.handle_input(b.now, b.conn, &raw);
+    assert_eq!(n, raw.len());
+    b.pump_until(&mut Vec::new(), true);
+    assert!(b.log().contains(&format!("save {id} 3")), "{:?}", b.log());
 }

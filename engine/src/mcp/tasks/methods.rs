@@ -149,7 +149,9 @@ impl Core {
                     r.changes += 1;
                 }
             }
-            if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) {
+            // A copy of another node's task (task store) runs nothing here: its owner
+            // hears of the answers and resumes the call.
+            if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) && r.held {
                 self.tasks.resume_later(ticket);
             }
         }
