@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded};
 use mcp_engine::{
-    Catalog, Config, Content, Event, InputRequest, InputRequired, Instant, TaskOptions, TaskSupport, Ticket,
-    Tool, ToolOutput, UnixTime,
+    Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, TaskSupport, Ticket, Tool,
+    ToolOutput, UnixTime,
 };
 use serde_json::{Value, json};
 
@@ -277,15 +277,16 @@ fn parse(out: &[u8]) -> (u16, Value) {
     })
 }
 
-fn confirm() -> InputRequest<'static> {
-    static SCHEMA: std::sync::OnceLock<Box<serde_json::value::RawValue>> = std::sync::OnceLock::new();
-    let schema = SCHEMA.get_or_init(|| {
-        serde_json::value::to_raw_value(
-            &json!({ "type": "object", "properties": { "confirm": { "type": "boolean" } } }),
-        )
-        .expect("raw")
-    });
-    InputRequest::elicit("confirm", "Really?", schema)
+/// Two nodes sharing a store, and a task node A runs that asks for input: the store, the
+/// nodes, the task id and A's task ticket.
+fn asking() -> (Shared<Store>, Node, Node, String, Ticket) {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let b = Node::new("b", 2, &store);
+    let (id, task) = a.create(1);
+    let requests = [mcp_tests::confirm()];
+    a.host_does(|e| e.answer_input_required(task, &InputRequired::new(&requests))).expect("asked");
+    (store, a, b, id, task)
 }
 
 fn answer(e: &mut HttpEngine, t: Ticket, text: &str) {
@@ -347,12 +348,7 @@ fn a_store_that_fails_or_stalls_is_503_and_no_task() {
 
 #[test]
 fn a_task_is_read_answered_and_cancelled_on_another_node() {
-    let store = Shared::default();
-    let mut a = Node::new("a", 1, &store);
-    let mut b = Node::new("b", 2, &store);
-    let (id, task) = a.create(1);
-    let requests = [confirm()];
-    a.host_does(|e| e.answer_input_required(task, &InputRequired::new(&requests))).expect("asked");
+    let (_store, mut a, mut b, id, task) = asking();
     assert_eq!(b.hear(), 0, "b runs none of it");
 
     // Node B reads it from the store.
@@ -468,12 +464,7 @@ fn garbage_ids_never_reach_the_store() {
 /// Runs a cross-node scenario feeding every request in chunks of `chunk`; returns every
 /// output byte of node B.
 fn scenario(chunk: usize) -> Vec<u8> {
-    let store = Shared::default();
-    let mut a = Node::new("a", 1, &store);
-    let mut b = Node::new("b", 2, &store);
-    let (id, task) = a.create(1);
-    let requests = [confirm()];
-    a.host_does(|e| e.answer_input_required(task, &InputRequired::new(&requests))).expect("asked");
+    let (_store, mut a, mut b, id, task) = asking();
     let mut out = b.feed(&post(2, "tasks/get", json!({ "taskId": id })), chunk);
     let yes = json!({ "action": "accept", "content": { "confirm": true } });
     out.extend(b.feed(
@@ -565,12 +556,7 @@ fn a_store_given_after_the_entropy_and_missed_notices() {
 
 #[test]
 fn answers_taken_on_a_copy_are_saved_in_the_same_drain() {
-    let store = Shared::default();
-    let mut a = Node::new("a", 1, &store);
-    let mut b = Node::new("b", 2, &store);
-    let (id, task) = a.create(1);
-    let requests = [confirm()];
-    a.host_does(|e| e.answer_input_required(task, &InputRequired::new(&requests))).expect("asked");
+    let (_store, _a, mut b, id, _) = asking();
     // One drain, as an adapter woken by the input runs it: the load, the update and its
     // save all come out of it (the copy resumes nothing, so no event is owed).
     let yes = json!({ "action": "accept", "content": { "confirm": true } });

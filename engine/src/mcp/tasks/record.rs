@@ -56,6 +56,7 @@ use crate::mcp::mrtr::{ClientCapabilities, Entry, InputKind, MAX_INPUT_REQUESTS}
 use crate::mcp::tasks::{Asked, MAX_STATUS_MESSAGE_LEN, MAX_TASK_KEYS, Record, Status, TOKEN_LEN};
 use crate::mcp::tickets::IdBuf;
 use crate::revision::Revision;
+use crate::wire::record::{Reader, RecordError};
 
 /// The format version this engine writes (and the only one it reads).
 pub(crate) const VERSION: u8 = 1;
@@ -69,17 +70,6 @@ const HAS_PRINCIPAL: u8 = 1;
 const HAS_MESSAGE: u8 = 2;
 const ERROR_OUTCOME: u8 = 4;
 const HAS_STATE: u8 = 8;
-
-/// Why a record could not be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RecordError {
-    /// A format version this engine does not read.
-    Version(u8),
-    /// A field holds a value the format does not define.
-    Invalid,
-    /// The record ends early, or goes on after its last field.
-    Length,
-}
 
 /// Who runs a task's work: the engine that created it, named by a boot id drawn from
 /// its entropy when it started and by the node name its host configured (empty when
@@ -333,10 +323,10 @@ pub(crate) fn decode<'a>(bytes: &'a [u8], r: &mut Record) -> Result<Decoded<'a>,
     if tool.is_empty() {
         return Err(RecordError::Invalid);
     }
-    rd.bytes32(&mut r.args)?;
-    rd.bytes32(&mut r.outcome)?;
+    rd.bytes32(&mut r.args, MAX_FIELD_LEN)?;
+    rd.bytes32(&mut r.outcome, MAX_FIELD_LEN)?;
     r.error_outcome = flags & ERROR_OUTCOME != 0;
-    rd.bytes32(&mut r.requests)?;
+    rd.bytes32(&mut r.requests, MAX_FIELD_LEN)?;
     let count = usize::from(rd.byte()?);
     if count > MAX_INPUT_REQUESTS {
         return Err(RecordError::Invalid);
@@ -356,7 +346,7 @@ pub(crate) fn decode<'a>(bytes: &'a [u8], r: &mut Record) -> Result<Decoded<'a>,
         let answered = rd.flag()?;
         let _ = r.asked.push(Asked { id, key, body, kind, answered });
     }
-    rd.bytes32(&mut r.responses)?;
+    rd.bytes32(&mut r.responses, MAX_FIELD_LEN)?;
     let count = usize::from(rd.byte()?);
     if count > MAX_INPUT_REQUESTS {
         return Err(RecordError::Invalid);
@@ -368,7 +358,7 @@ pub(crate) fn decode<'a>(bytes: &'a [u8], r: &mut Record) -> Result<Decoded<'a>,
         let error = rd.flag()?;
         let _ = r.entries.push(Entry { key, value, error });
     }
-    rd.bytes32(&mut r.state)?;
+    rd.bytes32(&mut r.state, MAX_FIELD_LEN)?;
     r.has_state = flags & HAS_STATE != 0;
     if !r.has_state && !r.state.is_empty() {
         return Err(RecordError::Invalid);
@@ -390,70 +380,6 @@ pub(crate) fn decode<'a>(bytes: &'a [u8], r: &mut Record) -> Result<Decoded<'a>,
     r.trace = None;
     r.held = false;
     Ok(Decoded { meta: Meta { revision, owner, lease_until }, tool })
-}
-
-/// Reads the fields of a record, front to back.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
-        if self.0.len() < n {
-            return Err(RecordError::Length);
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
-    }
-
-    fn byte(&mut self) -> Result<u8, RecordError> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn flag(&mut self) -> Result<bool, RecordError> {
-        match self.byte()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            _ => Err(RecordError::Invalid),
-        }
-    }
-
-    fn u16(&mut self) -> Result<u16, RecordError> {
-        let mut b = [0u8; 2];
-        b.copy_from_slice(self.take(2)?);
-        Ok(u16::from_be_bytes(b))
-    }
-
-    fn u32(&mut self) -> Result<usize, RecordError> {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(self.take(4)?);
-        Ok(u32::from_be_bytes(b) as usize)
-    }
-
-    fn u64(&mut self) -> Result<u64, RecordError> {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(self.take(8)?);
-        Ok(u64::from_be_bytes(b))
-    }
-
-    /// A buffer field, copied into `into` (cleared first).
-    fn bytes32(&mut self, into: &mut Vec<u8>) -> Result<(), RecordError> {
-        let len = self.u32()?;
-        if len > MAX_FIELD_LEN {
-            return Err(RecordError::Invalid);
-        }
-        into.clear();
-        into.extend_from_slice(self.take(len)?);
-        Ok(())
-    }
-
-    /// A range inside a buffer of `within` bytes (start at most end).
-    fn range(&mut self, within: usize) -> Result<core::ops::Range<usize>, RecordError> {
-        let (start, end) = (self.u32()?, self.u32()?);
-        if start > end || end > within {
-            return Err(RecordError::Invalid);
-        }
-        Ok(start..end)
-    }
 }
 
 #[cfg(test)]
