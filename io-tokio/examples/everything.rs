@@ -309,7 +309,7 @@ async fn serve_http(
     unreachable!("refused when the arguments were read")
 }
 
-/// `server` with the session store of `--store` (also its event store), connected and its schema migrated now
+/// `server` with the session store of `--store` (also its event store and task store), connected and its schema migrated now
 /// (an error is a configuration error); `server` as it is without the option.
 async fn with_store<H, A>(server: HttpServer<H, A>, scale: &ScaleOptions) -> Result<HttpServer<H, A>, String>
 where
@@ -321,9 +321,9 @@ where
     {
         let store = mcp_io_tokio::PgStoreConfig::new(url).map_err(|e| e.to_string())?.build().await;
         let store = store.map_err(|e| e.to_string())?;
-        tracing::info!("sessions and their streams' events kept in PostgreSQL");
+        tracing::info!("sessions, their streams' events and task records kept in PostgreSQL");
         let store = Arc::new(store);
-        Ok(server.session_store(Arc::clone(&store)).event_store(store))
+        Ok(server.session_store(Arc::clone(&store)).event_store(Arc::clone(&store)).task_store(store))
     }
     #[cfg(not(feature = "postgres"))]
     {

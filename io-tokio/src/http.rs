@@ -22,6 +22,7 @@ use crate::handler::Handler;
 use crate::readiness::{Ready, ReadyQueue};
 use crate::store::{EventStore, SessionStore, StoreError, StoreNotice, StoreNotices};
 use crate::stream_events::{self, Appender};
+use crate::task_store::{TaskDecided, TaskStore};
 use crate::telemetry::{Telemetry, Wire};
 use crate::work::Tasks;
 
@@ -101,6 +102,8 @@ pub struct HttpServer<H, A> {
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     /// Where session streams' events are kept, if anywhere.
     pub(crate) events: Option<Arc<dyn EventStore>>,
+    /// Where task records are kept, if anywhere.
+    pub(crate) task_store: Option<Arc<dyn TaskStore>>,
     /// Whether publications are announced to the other nodes sharing the store.
     pub(crate) announce: bool,
     /// What the request spans record beyond the default.
@@ -171,6 +174,7 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
             max_body,
             store: None,
             events: None,
+            task_store: None,
             announce: true,
             telemetry: Telemetry::default(),
             done: mpsc::unbounded_channel(),
@@ -216,6 +220,20 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     pub fn event_store<S: EventStore>(mut self, store: Arc<S>) -> Self {
         self.engine.set_event_store(true);
         self.events = Some(store);
+        self
+    }
+
+    /// Keeps task records in `store` as well as in the engine's memory (turning the
+    /// engine's [`HttpConfig::task_store`](mcp_engine::http::HttpConfig::task_store) on):
+    /// a task's handle is sent once its record is saved, a task is read, answered and
+    /// cancelled on any server sharing the store (give each server its own
+    /// [`node_name`](mcp_engine::http::HttpConfig::node_name)), and its result outlives
+    /// this process. A change another server makes to a task this server runs is heard
+    /// through the [`session_store`](Self::session_store)'s notices
+    /// ([`StoreNotice::TaskChanged`]). See [`TaskStore`].
+    pub fn task_store<S: TaskStore>(mut self, store: Arc<S>) -> Self {
+        self.engine.set_task_store(true);
+        self.task_store = Some(store);
         self
     }
 
@@ -403,6 +421,8 @@ pub(crate) enum Decided {
     Events(ConnId, stream_events::Loaded),
     /// The store's notices of other nodes' changes, once it listens.
     Listening(StoreNotices),
+    /// A task store's answer.
+    Task(TaskDecided),
 }
 
 /// What an `Authorize` or `AuthorizeBody` event leads to.
@@ -427,6 +447,8 @@ pub(crate) struct Host<H, A> {
     warned_no_store: bool,
     /// Where session streams' events go (see `HttpServer::event_store`).
     events: Option<Appender>,
+    /// Where task records are kept (see `HttpServer::task_store`).
+    pub(crate) task_store: Option<Arc<dyn TaskStore>>,
     /// What other nodes sharing the store do, once the store listens (see `listen`).
     pub(crate) notices: Option<StoreNotices>,
     /// Whether this node's publications are announced (`HttpServer::announce_changes`).
@@ -459,6 +481,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             store: server.store,
             warned_no_store: false,
             events: server.events.map(Appender::new),
+            task_store: server.task_store,
             notices: None,
             announce: server.announce,
             authorizing: HashMap::new(),
@@ -577,6 +600,21 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                     });
                     None
                 }
+                Some(HttpEvent::SaveTask(save)) => {
+                    let save = crate::task_store::TaskSave::of(&save);
+                    self.save_task(save);
+                    None
+                }
+                Some(HttpEvent::LoadTask(load)) => {
+                    let id = load.id.to_owned();
+                    self.load_task(id);
+                    None
+                }
+                Some(HttpEvent::TaskExpired(gone)) => {
+                    let id = gone.id.to_owned();
+                    self.task_expired(id);
+                    None
+                }
                 Some(other) => {
                     tracing::warn!(event = ?other, "ignoring an event this adapter does not know");
                     None
@@ -660,6 +698,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                 let now = self.now();
                 stream_events::answer(&mut self.engine, now, conn, found);
             }
+            Decided::Task(decided) => self.task_decided(decided),
             Decided::Listening(notices) => {
                 self.notices = Some(notices);
                 // What other nodes did before this node listened was not heard.

@@ -165,15 +165,21 @@
 //!   and [`MemorySessionStore`], what servers sharing one tell each other
 //!   ([`StoreNotice`], [`CatalogNews`]), and their streams' events for `Last-Event-ID`
 //!   on any node, [`EventStore`] within [`EventBounds`].
+//! - `task_store` (imports `store`): where task records are kept beyond the engine's
+//!   memory, [`TaskStore`] (compare-and-set on the record's revision) and
+//!   [`MemoryTaskStore`], with [`TaskSave`].
 //! - `stream_events` (imports `store`): the server's side of an event store: the task
 //!   appending the engine's events in order, a load's answer handed to the engine.
 //! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `store`,
-//!   `stream_events`, `work`): the
+//!   `stream_events`, `task_store`, `work`): the
 //!   Streamable HTTP server over TCP, [`HttpServer`] and [`serve_http`].
 //! - `nodes` (imports `auth`, `channel`, `handler`, `http`, `store`): the server's side of
 //!   a store shared by several servers: the store's notices of other nodes' changes into
 //!   the engine, this node's catalog news out ([`SessionStore::announce`]), touches of
 //!   sessions in use.
+//! - `task_io` (imports `auth`, `handler`, `http`, `task_store`): the server's side of a
+//!   task store: the engine's `SaveTask`, `LoadTask` and `TaskExpired` handed to it in
+//!   tasks of their own, the answers back to the engine.
 //! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
 //!   endpoint as a tower `Service`, `McpService`.
 //! - `typed/` (feature `schemars`, default; imports `reply`, `request`, `handler`): the
@@ -183,9 +189,10 @@
 //! - `oauth` (feature `oauth`; imports `auth`): verifying OAuth 2.1 access tokens for a
 //!   protected resource, `OAuthAuthorizer`, with the issuer's key set fetched over HTTPS
 //!   (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
-//! - `postgres` (feature `postgres`; imports `store`): sessions kept in PostgreSQL for
-//!   several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`), their streams'
-//!   events (`events.rs`), and the notices of other nodes' writes (into `StoreNotices`).
+//! - `postgres` (feature `postgres`; imports `store`, `task_store`): sessions kept in
+//!   PostgreSQL for several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`),
+//!   their streams' events (`events.rs`), task records (`tasks.rs`, migration 3), and the
+//!   notices of other nodes' writes (into `StoreNotices`).
 //!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
@@ -215,6 +222,8 @@ mod store;
 mod stream_events;
 mod strings;
 mod task;
+mod task_io;
+mod task_store;
 mod telemetry;
 #[cfg(feature = "tower")]
 mod tower;
@@ -249,6 +258,7 @@ pub use store::{
 };
 pub use strings::{Name, PooledString};
 pub use task::TaskStart;
+pub use task_store::{MemoryTaskStore, TaskSave, TaskStore};
 pub use telemetry::Telemetry;
 #[cfg(feature = "tower")]
 pub use tower::{McpBody, McpService};

@@ -158,6 +158,10 @@ pub enum StoreNotice {
     Missed,
     /// Another node announced news for the clients' streams ([`SessionStore::announce`]).
     Catalog(CatalogNews),
+    /// Another node saved this task's record (a [`TaskStore`](crate::TaskStore) sharing
+    /// the notices): the server hands it to
+    /// [`HttpEngine::task_changed_elsewhere`](mcp_engine::http::HttpEngine::task_changed_elsewhere).
+    TaskChanged(String),
 }
 
 impl StoreNotice {
@@ -166,7 +170,7 @@ impl StoreNotice {
     pub fn session(&self) -> Option<&str> {
         match self {
             Self::Changed(id) | Self::Ended(id) => Some(id),
-            Self::Missed | Self::Catalog(_) => None,
+            Self::Missed | Self::Catalog(_) | Self::TaskChanged(_) => None,
         }
     }
 

@@ -10,6 +10,19 @@ use mcp_engine::{Config, Engine, Instant};
 use mcp_fixture as everything;
 use serde_json::{Value, json};
 
+/// A form elicitation under the key `confirm` asking "Really?" for a boolean `confirm`
+/// (the input the task tests ask for).
+pub fn confirm() -> mcp_engine::InputRequest<'static> {
+    static SCHEMA: std::sync::OnceLock<Box<serde_json::value::RawValue>> = std::sync::OnceLock::new();
+    let schema = SCHEMA.get_or_init(|| {
+        serde_json::value::to_raw_value(
+            &json!({ "type": "object", "properties": { "confirm": { "type": "boolean" } } }),
+        )
+        .expect("raw")
+    });
+    mcp_engine::InputRequest::elicit("confirm", "Really?", schema)
+}
+
 /// The `_meta` a 2026-07-28 request carries.
 pub fn modern_meta() -> Value {
     json!({

@@ -15,7 +15,7 @@ use mcp_engine::{
 };
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::wire::{self, Client};
-use mcp_tests::{drain_with, lines, request};
+use mcp_tests::{confirm, drain_with, lines, request};
 use serde_json::{Value, json};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
@@ -489,17 +489,6 @@ fn another_principals_task_is_not_found() {
     // Anonymous callers are one principal of their own.
     set(&mut t, Verdict::Allow);
     assert_eq!(error_code(&t.get(5, &id)), -32602);
-}
-
-fn confirm() -> InputRequest<'static> {
-    static SCHEMA: std::sync::OnceLock<Box<serde_json::value::RawValue>> = std::sync::OnceLock::new();
-    let schema = SCHEMA.get_or_init(|| {
-        serde_json::value::to_raw_value(
-            &json!({ "type": "object", "properties": { "confirm": { "type": "boolean" } } }),
-        )
-        .expect("raw")
-    });
-    InputRequest::elicit("confirm", "Really?", schema)
 }
 
 fn second() -> InputRequest<'static> {

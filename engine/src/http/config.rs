@@ -48,6 +48,9 @@ pub struct HttpConfig {
     pub(super) event_store: bool,
     pub(super) resume_retry: Duration,
     pub(super) session_touch_every: Duration,
+    pub(super) task_store: bool,
+    pub(super) node_name: String,
+    pub(super) task_lease: Duration,
     pub(super) protected: Option<ProtectedResource>,
     pub(super) hosts: Vec<HostName>,
     pub(super) proxies: Vec<IpNet>,
@@ -81,6 +84,9 @@ impl HttpConfig {
             event_store: false,
             resume_retry: Duration::from_secs(1),
             session_touch_every: Duration::from_secs(10 * 60),
+            task_store: false,
+            node_name: String::new(),
+            task_lease: Duration::from_secs(30),
             protected: None,
             hosts: Vec::new(),
             proxies: Vec::new(),
@@ -325,6 +331,38 @@ impl HttpConfig {
     /// request path: nothing waits for it. Give less than the store's record lifetime.
     pub fn session_touch_every(&mut self, every: Duration) -> &mut Self {
         self.session_touch_every = every;
+        self
+    }
+    /// Hands task records to the host's task store (default off): a task's record is
+    /// saved ([`HttpEvent::SaveTask`](crate::http::HttpEvent::SaveTask), answered with
+    /// [`HttpEngine::task_saved`](crate::http::HttpEngine::task_saved)) before its handle
+    /// is sent and whenever it changes, a `tasks/*` request naming a task this engine
+    /// does not hold asks the store for it first
+    /// ([`HttpEvent::LoadTask`](crate::http::HttpEvent::LoadTask), answered with
+    /// [`HttpEngine::task_loaded`](crate::http::HttpEngine::task_loaded)), and the host
+    /// hears of the tasks that expired ([`HttpEvent::TaskExpired`](crate::http::HttpEvent::TaskExpired)).
+    /// A store that fails or does not answer within [`store_timeout`](Self::store_timeout)
+    /// makes the request `503` with `Retry-After` (a task whose creation was not saved is
+    /// undone). See `docs/decisions.md` ("The task record").
+    pub fn task_store(&mut self, on: bool) -> &mut Self {
+        self.task_store = on;
+        self
+    }
+    /// This node's name in the task records it writes (default empty; at most 64 bytes,
+    /// cut on a char boundary): stable across restarts of the same node and unique in the
+    /// deployment. A node that finds its own name on a running task under another boot
+    /// knows it restarted, and reads the task as `failed` at once; without a name only
+    /// the lease tells (see [`task_lease`](Self::task_lease)).
+    pub fn node_name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.node_name = name.into();
+        self
+    }
+    /// How long a node's claim on a task it runs lasts (default 30 s, at least 3 ms);
+    /// the node renews it every third of that with a save while its host holds the task.
+    /// A task whose lease ended more than [`Config::clock_skew`](crate::Config::clock_skew)
+    /// ago reads as `failed` on every node.
+    pub fn task_lease(&mut self, lease: Duration) -> &mut Self {
+        self.task_lease = lease.max(Duration::from_millis(3));
         self
     }
     /// How long a `subscriptions/listen` stream may stay silent before the engine writes

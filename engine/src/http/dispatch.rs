@@ -178,7 +178,7 @@ impl HttpEngine {
             Dispatched::Accepted => respond_empty(c, now, 202, &[]),
         }
         if !store {
-            return;
+            return self.hold_for_task(slot, before);
         }
         // A change to the session is acknowledged once the host's store has it (one
         // answered later, or not taken, goes with the session's next answered request).
@@ -195,5 +195,6 @@ impl HttpEngine {
         {
             self.begin_save(slot, Some(r), id, created, before);
         }
+        self.hold_for_task(slot, before);
     }
 }

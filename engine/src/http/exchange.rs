@@ -110,6 +110,8 @@ pub(super) struct Exchange {
     /// The session store was asked for the session this request names (it is not asked
     /// twice for one request).
     pub(super) loaded: bool,
+    /// The task store was asked for the task this request names (or it names none).
+    pub(super) task_loaded: bool,
     /// While [`Phase::Saving`]: what is being stored, and the output that may be sent
     /// meanwhile (what preceded the held response).
     pub(super) saving: Option<Saving>,
@@ -187,6 +189,7 @@ impl Exchange {
             session: None,
             sse: None,
             loaded: false,
+            task_loaded: false,
             saving: None,
             store_id: [0; SESSION_ID_LEN],
             resume: None,
@@ -667,6 +670,7 @@ pub(super) fn finish(c: &mut Exchange, now: Instant, close: bool) {
     c.get = false;
     c.sse = None;
     c.loaded = false;
+    c.task_loaded = false;
     c.challenge = None;
     c.metadata = false;
     c.served = c.served.saturating_add(1);

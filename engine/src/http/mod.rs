@@ -45,6 +45,7 @@ mod sessions;
 mod store;
 mod stored;
 mod streams;
+mod task_store;
 #[cfg(feature = "jwt")]
 mod token_cache;
 mod verdicts;
@@ -61,6 +62,7 @@ pub use resource::{ProtectedResource, ResourceError};
 pub use scopes::{ScopePolicy, ScopePolicyError};
 pub use store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
 pub use stored::{AppendEvent, LoadEvents, LoadedEvents, StoredEvent};
+pub use task_store::{LoadTask, SaveTask, TaskExpired};
 
 use core::fmt;
 use core::net::SocketAddr;
@@ -161,6 +163,15 @@ pub enum HttpEvent<'a> {
     /// Push the expiry of a session in use in the store: no answer (only with
     /// [`HttpConfig::session_store`] on; see [`TouchSession`]).
     TouchSession(TouchSession<'a>),
+    /// Store this task's record; answer with [`HttpEngine::task_saved`] (only with
+    /// [`HttpConfig::task_store`] on).
+    SaveTask(SaveTask<'a>),
+    /// Find this task in the task store; answer with [`HttpEngine::task_loaded`] (only
+    /// with [`HttpConfig::task_store`] on).
+    LoadTask(LoadTask<'a>),
+    /// This engine deleted a task at its TTL: no answer (only with
+    /// [`HttpConfig::task_store`] on; see [`TaskExpired`]).
+    TaskExpired(TaskExpired<'a>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,6 +271,8 @@ pub struct HttpEngine {
     /// `insufficient_scope` challenge of each method slot.
     scopes: Scopes,
     step_up: [Option<std::sync::Arc<str>>; 15],
+    /// The task store's events and held responses (`task_store`).
+    task_io: task_store::TaskIo,
 }
 
 impl fmt::Debug for HttpEngine {
@@ -318,6 +331,7 @@ impl HttpEngine {
             expired_id: [0; crate::wire::session_id::SESSION_ID_LEN],
             record: Vec::new(),
             keep: stored::Keep::new(http.replay_buffer, http.event_store && http.session_store),
+            task_io: task_store::TaskIo::default(),
             http,
         }
     }
@@ -338,6 +352,7 @@ impl HttpEngine {
         };
         self.sessions.seed(&secret, &previous, entropy);
         self.core.seed_tasks(entropy);
+        self.start_task_store(entropy);
     }
 
     /// Turns the host's session store on or off, as
@@ -694,7 +709,8 @@ impl HttpEngine {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let inputs = self.core.input_deadline().map(Instant::from_micros);
         let tasks = self.core.task_deadline().map(Instant::from_micros);
-        [self.timers.next(), self.session_timers.next(), inputs, tasks].into_iter().flatten().min()
+        let store = self.core.tasks.store_deadline();
+        [self.timers.next(), self.session_timers.next(), inputs, tasks, store].into_iter().flatten().min()
     }
 
     /// Acts on every connection past its deadline: a request not complete in time is
@@ -710,6 +726,7 @@ impl HttpEngine {
         }
         self.core.expire_inputs();
         self.core.expire_tasks();
+        self.core.tasks.store_due(now);
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
                 let id = self.sessions.get(r).map(|e| (e.id, e.session.legacy));
@@ -779,6 +796,9 @@ impl HttpEngine {
         if self.sessions.has_touch() {
             let id = self.sessions.next_touch().unwrap_or_default();
             return Some(HttpEvent::TouchSession(TouchSession { id }));
+        }
+        if self.task_store_ready() {
+            return self.task_store_event();
         }
         let ask = self.asks.pop_front()?;
         let slot = ask.slot();
@@ -899,6 +919,7 @@ impl HttpEngine {
                 self.settle(conn);
                 continue;
             }
+            let before = c.out.len();
             if c.streaming {
                 stream_last(c, &mut self.sessions, &mut self.keep, now, msg);
                 c.write_sse_end(now);
@@ -908,10 +929,12 @@ impl HttpEngine {
             } else {
                 respond_json(c, now, if r.status == 0 { 200 } else { r.status }, msg, &[]);
             }
+            self.hold_created(r.route, before);
             self.work.push_back(conn);
             self.settle(conn);
         }
         self.core.outbox_mut().clear();
+        self.forget_fresh();
     }
 
     /// Advances every connection that has work, until the core holds an event.
@@ -1080,6 +1103,9 @@ impl HttpEngine {
                         return;
                     }
                     if self.http.session_store && self.begin_load(slot) {
+                        return;
+                    }
+                    if self.http.task_store && self.begin_task_load(slot) {
                         return;
                     }
                     self.dispatch(slot);

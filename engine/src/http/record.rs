@@ -34,23 +34,14 @@ use crate::mcp::lifecycle::Session;
 use crate::mcp::mrtr::ClientCapabilities;
 use crate::mcp::subs::MAX_SUBSCRIBED_URIS;
 use crate::revision::Revision;
+use crate::wire::record::Reader;
+pub(crate) use crate::wire::record::RecordError;
 
 /// The format version this engine writes (and the only one it reads).
 pub(crate) const VERSION: u8 = 1;
 
 const INITIALIZED: u8 = 1;
 const HAS_PRINCIPAL: u8 = 2;
-
-/// Why a record could not be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RecordError {
-    /// A format version this engine does not read.
-    Version(u8),
-    /// A field holds a value the format does not define.
-    Invalid,
-    /// The record ends early, or goes on after its last field.
-    Length,
-}
 
 /// Writes the record of `session`, created by `principal`, into `out` (cleared first).
 pub(crate) fn encode(session: &Session, principal: Option<&Principal>, out: &mut Vec<u8>) {
@@ -129,29 +120,6 @@ pub(crate) fn decode(record: &[u8]) -> Result<(Session, Option<Principal>), Reco
         ..Session::default()
     };
     Ok((session, principal))
-}
-
-/// The unread rest of a record.
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
-        if self.0.len() < n {
-            return Err(RecordError::Length);
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
-    }
-
-    fn byte(&mut self) -> Result<u8, RecordError> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn u16(&mut self) -> Result<u16, RecordError> {
-        let b = self.take(2)?;
-        Ok(u16::from_be_bytes([b[0], b[1]]))
-    }
 }
 
 /// Fuzz harness (`cargo fuzz run session_record`): any bytes decode to a record or a

@@ -325,6 +325,7 @@ impl HttpEngine {
     /// The store failed `slot`'s request, or did not answer in time: `503` with
     /// `Retry-After` instead of what it waited for.
     pub(super) fn store_failed(&mut self, slot: u32, now: Instant) {
+        self.task_wait_failed(slot);
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         self.asks.retain(|a| a.slot() != slot);
         match c.phase {

@@ -12,6 +12,7 @@ pub(crate) mod cursor;
 pub(crate) mod headers;
 pub(crate) mod http1;
 pub(crate) mod json;
+pub(crate) mod record;
 pub(crate) mod session_id;
 pub(crate) mod trace;
 

@@ -1,6 +1,8 @@
 //! Sessions kept in PostgreSQL (feature `postgres`): [`PgSessionStore`], a
 //! [`SessionStore`] that several servers share through one database, and its settings,
-//! [`PgStoreConfig`].
+//! [`PgStoreConfig`]. It keeps session streams' events (`events.rs`, an
+//! [`EventStore`](crate::EventStore)) and task records (`tasks.rs`, a
+//! [`TaskStore`](crate::TaskStore)) too.
 //!
 //! The store creates and migrates its own tables at start ([`PgStoreConfig::build`]), in a
 //! schema of its own (`mcp` unless [`PgStoreConfig::schema`] names another), so several
@@ -16,6 +18,7 @@
 mod events;
 mod notify;
 mod schema;
+mod tasks;
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -323,6 +326,7 @@ struct Inner {
     announce: String,
     listen: ListenConfig,
     events: events::Sql,
+    tasks: tasks::Sql,
 }
 
 impl Inner {
@@ -385,6 +389,7 @@ impl Inner {
                  WHERE id = $1 AND record IS NOT NULL AND expires_at > now()"
             ),
             announce: format!("SELECT pg_notify('{}', $1::text)", listen.catalog),
+            tasks: tasks::Sql::new(cfg, &listen.channel, &listen.node),
             listen,
             events: events::Sql::new(cfg),
         }
@@ -464,7 +469,9 @@ impl Inner {
     }
 
     async fn cleanup_once(&self) -> Result<u64, StoreError> {
-        self.execute("cleanup", &self.cleanup, &[&self.batch]).await
+        let sessions = self.execute("cleanup", &self.cleanup, &[&self.batch]).await?;
+        let tasks = self.execute("cleanup tasks", &self.tasks.cleanup, &[&self.batch]).await?;
+        Ok(sessions + tasks)
     }
 }
 
@@ -488,8 +495,8 @@ fn spawn_cleanup(inner: Weak<Inner>, every: Duration) -> tokio::task::JoinHandle
             let Some(inner) = inner.upgrade() else { return };
             match inner.cleanup_once().await {
                 Ok(0) => {}
-                Ok(n) => tracing::debug!(rows = n, "expired sessions deleted"),
-                Err(e) => tracing::warn!(%e, "expired sessions not deleted this round"),
+                Ok(n) => tracing::debug!(rows = n, "expired sessions and tasks deleted"),
+                Err(e) => tracing::warn!(%e, "expired sessions or tasks not deleted this round"),
             }
         }
     })
@@ -570,8 +577,9 @@ impl PgSessionStore {
         &self.inner.listen.node
     }
 
-    /// Deletes at most [`cleanup_batch`](PgStoreConfig::cleanup_batch) expired rows (what
-    /// the cleanup task does each round); returns how many.
+    /// Deletes at most [`cleanup_batch`](PgStoreConfig::cleanup_batch) expired session
+    /// rows and as many expired task rows (what the cleanup task does each round);
+    /// returns how many.
     pub async fn cleanup(&self) -> Result<u64, StoreError> {
         self.inner.cleanup_once().await
     }

@@ -5,8 +5,9 @@
 //!
 //! The payload, the wire between nodes (never changed once released; a listener treats
 //! what it does not understand as [`StoreNotice::Missed`]): `<kind> <node> <id>`,
-//! separated by single spaces, where `kind` is `c` (the record changed) or `e` (the session
-//! ended: removed, or deleted on expiry), `node` the sending store's id (16 hex digits) and
+//! separated by single spaces, where `kind` is `c` (the record changed), `e` (the session
+//! ended: removed, or deleted on expiry) or `t` (a task's record changed: `id` is then the
+//! task id; a listener of a version before tasks takes it as unknown, a `Missed`), `node` the sending store's id (16 hex digits) and
 //! `id` the session id (the rest of the payload, spaces included). An id longer than
 //! [`MAX_ID`] bytes is sent as `? <node>`: "some session changed", a `Missed` for the
 //! listeners (PostgreSQL refuses payloads of 8,000 bytes or more).
@@ -214,6 +215,7 @@ impl Listener {
         let notice = match (kind, id) {
             (Some("c"), Some(id)) => StoreNotice::Changed(id.to_owned()),
             (Some("e"), Some(id)) => StoreNotice::Ended(id.to_owned()),
+            (Some("t"), Some(id)) => StoreNotice::TaskChanged(id.to_owned()),
             (Some("u"), Some(uri)) => StoreNotice::Catalog(CatalogNews::ResourceUpdated(uri.to_owned())),
             (Some("l"), Some(lists)) if lists.len() == 3 => {
                 let b = lists.as_bytes();
@@ -295,8 +297,10 @@ mod tests {
         l.forward("c 00000000000000bb s1");
         l.forward("e 00000000000000bb s 2");
         l.forward("c 00000000000000aa mine");
+        l.forward("t 00000000000000bb AAAAAAAAAAAAAAAAAAAAAA");
         assert_eq!(rx.try_recv().unwrap(), StoreNotice::Changed("s1".into()));
         assert_eq!(rx.try_recv().unwrap(), StoreNotice::Ended("s 2".into()), "spaces in ids");
+        assert_eq!(rx.try_recv().unwrap(), StoreNotice::TaskChanged("AAAAAAAAAAAAAAAAAAAAAA".into()));
         assert!(rx.try_recv().is_err(), "its own notice skipped");
         assert!(!l.missed);
         l.forward("? 00000000000000bb");

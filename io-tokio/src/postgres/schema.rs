@@ -37,6 +37,18 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, stream, seq)
     );
     CREATE INDEX events_session_order ON {s}.events (session_id, n);",
+    // Version 3: task records (`tasks.rs`). `revision` is the record's own (the engine's
+    // compare-and-set); `expires_at` is the task's createdAt plus its TTL.
+    "CREATE TABLE {s}.tasks (
+        id text PRIMARY KEY,
+        revision bigint NOT NULL,
+        principal bytea,
+        record bytea NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL
+    );
+    CREATE INDEX tasks_expires_at ON {s}.tasks (expires_at);",
 ];
 
 /// The schema version this store writes and reads.

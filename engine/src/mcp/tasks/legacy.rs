@@ -175,6 +175,7 @@ impl Core {
         let ve = r.responses.len();
         let _ = r.entries.push(crate::mcp::mrtr::Entry { key: ks..vs, value: vs..ve, error });
         r.asked[at].answered = true;
+        r.changes += 1;
         if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) {
             changed(&mut self.outbox, r);
             self.tasks.resume_later(ticket);

@@ -73,7 +73,7 @@ impl Core {
     /// The task a `tasks/*` request names, for its caller: the extension declared on this
     /// request (`-32021` before anything else), `params.taskId` a string, a task of the
     /// caller's (`-32602` otherwise, whether it never existed, expired, or is another's).
-    pub(crate) fn task_of<'t>(&self, req: &Req<'_, 't>, rev: Revision) -> Result<Ticket, PeerError<'t>> {
+    pub(crate) fn task_of<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<Ticket, PeerError<'t>> {
         if rev.is_stateless() && !declares(req.n, req.meta.capabilities) {
             return Err(PeerError::TasksNotDeclared);
         }
@@ -81,7 +81,11 @@ impl Core {
         let ticket = self.tasks.find(id, self.principal.as_ref()).ok_or(PeerError::TaskNotFound)?;
         // A task lives on the wire it was made on.
         let same = |r: &Record| r.revision.is_some_and(|v| v.is_stateless() == rev.is_stateless());
-        self.tasks.get(ticket).filter(|r| same(r)).map(|_| ticket).ok_or(PeerError::TaskNotFound)
+        let found = self.tasks.get(ticket).filter(|r| same(r)).map(|_| ticket).ok_or(PeerError::TaskNotFound);
+        if let (Ok(t), Some(st)) = (found, self.tasks.store.as_mut()) {
+            st.touched = Some(t);
+        }
+        found
     }
 
     /// The wall clock now (microseconds since the Unix epoch; the engine's time until the
@@ -142,9 +146,12 @@ impl Core {
                     let ve = r.responses.len();
                     let _ = r.entries.push(Entry { key: ks..vs, value: vs..ve, error: false });
                     r.asked[at].answered = true;
+                    r.changes += 1;
                 }
             }
-            if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) {
+            // A copy of another node's task (task store) runs nothing here: its owner
+            // hears of the answers and resumes the call.
+            if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) && r.held {
                 self.tasks.resume_later(ticket);
             }
         }
@@ -304,6 +311,10 @@ impl Answers<'_> {
         self.tasks.return_args(ticket.slot, args);
         let task = created.ok_or(AnswerError::TaskRefused(TaskRefusal::Full))?;
         let busy = self.tickets.take(ticket, Some(Kind::Tool))?;
+        if let Some(st) = self.tasks.store.as_mut() {
+            // Its handle is held until the store has the record.
+            st.fresh.push((busy.route, task));
+        }
         let out = &mut self.outbox.out;
         let mark = out.len();
         result_start(out, Reply::Stored(busy.id.as_bytes()));

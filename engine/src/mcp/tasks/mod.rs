@@ -15,6 +15,8 @@
 //! - [`write`]: the wire form of a task (`CreateTaskResult`, `DetailedTask`, timestamps);
 //! - [`methods`]: `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers
 //!   to a task ticket;
+//! - [`record`]: the task record a host's task store keeps (its versioned binary
+//!   format, the owner and its lease, how a node reads a record another node wrote);
 //! - [`legacy`]: the `2025-11-25` tasks utility on session-bound streams: task-augmented
 //!   `tools/call` (`params.task`), `tasks/result` (waiting for the end), `tasks/list`,
 //!   the `2025-11-25` forms of `tasks/get` and `tasks/cancel`,
@@ -28,6 +30,8 @@
 
 pub(crate) mod legacy;
 pub(crate) mod methods;
+pub(crate) mod record;
+pub(crate) mod store;
 pub(crate) mod write;
 
 use std::collections::VecDeque;
@@ -156,6 +160,8 @@ pub(crate) struct Record {
     pub(crate) used_keys: Vec<u64>,
     /// The host still holds the work (its ticket is live).
     pub(crate) held: bool,
+    /// Counts the changes a task store must hear of (status, message, answers).
+    pub(crate) changes: u64,
 }
 
 impl Record {
@@ -174,6 +180,7 @@ impl Record {
         }
         self.status = Some(to);
         self.updated = wall;
+        self.changes += 1;
         if to.is_terminal() {
             self.held = false;
             self.asked.clear();
@@ -189,6 +196,7 @@ impl Record {
             self.message.push_str(crate::error::cut(m, MAX_STATUS_MESSAGE_LEN));
         }
         self.updated = wall;
+        self.changes += 1;
     }
 }
 
@@ -196,6 +204,8 @@ struct Slot {
     generation: u32,
     used: bool,
     rec: Record,
+    /// What the host's task store has of it (with a task store only).
+    st: store::Stored,
 }
 
 /// How a new task starts.
@@ -230,6 +240,8 @@ pub(crate) struct Tasks {
     /// Per ticket slot: the arguments of a tool call that may become a task (kept while
     /// its ticket is live, so that the host may start the task after the event is gone).
     kept: Vec<Vec<u8>>,
+    /// The host's task store, when it has one (`store`).
+    pub(crate) store: Option<store::Settings>,
 }
 
 impl Tasks {
@@ -245,6 +257,7 @@ impl Tasks {
             max,
             per_principal,
             kept: Vec::new(),
+            store: None,
         }
     }
 
@@ -320,14 +333,9 @@ impl Tasks {
             return None;
         }
         let token = self.draw()?;
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.slots.push(Slot { generation: 0, used: false, rec: Record::default() });
-                (self.slots.len() - 1) as u32
-            }
-        };
+        let slot = self.alloc();
         let s = &mut self.slots[slot as usize];
+        s.st.reset();
         s.used = true;
         let r = &mut s.rec;
         r.token = token;
@@ -359,10 +367,27 @@ impl Tasks {
         r.has_state = false;
         r.used_keys.clear();
         r.held = true;
+        r.changes = 0;
         self.by_token.insert(token, slot);
         let at = Instant::from_micros(now.saturating_add(t.ttl_ms.saturating_mul(1000)));
         self.timers.set(slot, Some(at));
         Some(Ticket { slot: slot as u16, generation: s.generation, task: true })
+    }
+
+    /// A free slot (not yet marked used).
+    fn alloc(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    used: false,
+                    rec: Record::default(),
+                    st: store::Stored::default(),
+                });
+                (self.slots.len() - 1) as u32
+            }
+        }
     }
 
     /// The record `ticket` names, while it is a task in the table.
@@ -434,6 +459,9 @@ impl Tasks {
             let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.used) else { continue };
             let ticket = Ticket { slot: slot as u16, generation: s.generation, task: true };
             gone(ticket, &mut s.rec);
+            if let Some(st) = self.store.as_mut() {
+                st.expired.push_back(s.rec.id);
+            }
             self.remove(ticket);
         }
     }
@@ -480,6 +508,9 @@ impl Tasks {
         s.generation = s.generation.wrapping_add(1);
         self.by_token.remove(&s.rec.token);
         self.timers.set(u32::from(ticket.slot), None);
+        if let Some(st) = self.store.as_mut() {
+            st.timers.set(u32::from(ticket.slot), None);
+        }
         self.free.push(u32::from(ticket.slot));
     }
 }

@@ -1,0 +1,426 @@
+//! The host's task store, sans-IO ([`HttpConfig::task_store`]): the engine hands out a
+//! task's record when it is created and whenever it changes ([`HttpEvent::SaveTask`]),
+//! holds the response that shows a task (its handle, a `tasks/*` answer) until the store
+//! has the state it shows, asks for a task a `tasks/*` request names that it does not
+//! hold ([`HttpEvent::LoadTask`]), and tells the host of the tasks it expired
+//! ([`HttpEvent::TaskExpired`]). The table's side (revisions, copies, merges) is
+//! `mcp/tasks/store.rs`; the record is `mcp/tasks/record.rs`'s.
+//!
+//! A response held for a task waits in [`Phase::Saving`] like one held for a session,
+//! bounded by [`HttpConfig::store_timeout`]; a request waiting for a record waits in
+//! [`Phase::Loading`]. A store that fails or does not answer in time makes the request
+//! `503` with `Retry-After`; a task whose creation was not saved is undone (the host's
+//! work is cancelled), so no client holds the id of a task the store never had.
+
+use std::collections::VecDeque;
+
+use crate::http::exchange::{Phase, Saving};
+use crate::http::store::Loaded;
+use crate::http::{ConnId, HttpConfig, HttpEngine, HttpEvent, conn_in};
+use crate::mcp::tasks::TASK_ID_LEN;
+use crate::mcp::tasks::store::Save;
+use crate::mcp::tickets::Ticket;
+use crate::output::Route;
+use crate::time::{Instant, UnixTime};
+
+/// A task was created or changed ([`HttpEvent::SaveTask`]): store `record` under `id`
+/// unless the store holds a revision of it at or above `revision` (then the save fails:
+/// another node wrote it meanwhile), and answer with [`HttpEngine::task_saved`]. The
+/// response that shows the change waits until then.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct SaveTask<'a> {
+    /// The task id (the store's key).
+    pub id: &'a str,
+    /// The record's revision: 1 when created, one more with each save.
+    pub revision: u64,
+    /// The record (versioned; see `docs/decisions.md`, "The task record").
+    pub record: &'a [u8],
+    /// The digest of the principal that created it (`None`: anonymous), for a store
+    /// that indexes tasks by principal.
+    pub principal: Option<&'a [u8; 32]>,
+    /// When the task's TTL ends (wall clock): the store may delete it from then on.
+    pub expires: UnixTime,
+}
+
+/// A `tasks/*` request names a task this engine does not hold ([`HttpEvent::LoadTask`]),
+/// or another node changed a task this engine runs: look `id` up in the store and answer
+/// with [`HttpEngine::task_loaded`]. Only well-formed ids get here (22 characters of
+/// base64url, as the engine writes them): anything else is not found without asking.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct LoadTask<'a> {
+    /// The task id.
+    pub id: &'a str,
+}
+
+/// This engine deleted task `id` at its TTL ([`HttpEvent::TaskExpired`]); nothing waits
+/// for an answer. The store may delete it (its record's TTL has passed on every node).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct TaskExpired<'a> {
+    /// The task id.
+    pub id: &'a str,
+}
+
+/// A response held until the store has the task state it shows.
+#[derive(Debug, Clone, Copy)]
+struct Wait {
+    conn: ConnId,
+    ticket: Ticket,
+    changes: u64,
+    /// The response is the task's handle: should the save fail, the task is undone.
+    created: bool,
+}
+
+/// The HTTP layer's state for a task store.
+#[derive(Default)]
+pub(super) struct TaskIo {
+    /// The record and ids the last event lends.
+    record: Vec<u8>,
+    id: [u8; TASK_ID_LEN],
+    principal: [u8; 32],
+    save: Option<Save>,
+    /// Ids to ask the store for, and those asked and not yet answered.
+    loads: VecDeque<[u8; TASK_ID_LEN]>,
+    asking: Vec<[u8; TASK_ID_LEN]>,
+    /// Requests waiting for a record (until they are dispatched).
+    loading: Vec<(ConnId, [u8; TASK_ID_LEN])>,
+    /// Responses held for a save.
+    waits: Vec<Wait>,
+    /// This engine's boot id, once its entropy is known.
+    boot: Option<[u8; 16]>,
+}
+
+/// The boot id of an engine: 16 bytes drawn from its entropy under a label.
+fn boot_id(entropy: &[u8; 32]) -> [u8; 16] {
+    use hmac::{KeyInit, Mac};
+    let mut m =
+        <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(entropy).unwrap_or_else(|_| unreachable!());
+    m.update(b"mcp-engine/boot-id");
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&m.finalize().into_bytes()[..16]);
+    id
+}
+
+/// The `tasks/*` request's task id in `n`, if it names one (a method that reads a task,
+/// `params.taskId` a string).
+fn named_task(n: &[simd_json::Node<'_>]) -> Option<[u8; TASK_ID_LEN]> {
+    use crate::wire::json;
+    let method = json::get(n, 0, "method").and_then(|i| json::str_at(n, i))?;
+    if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result") {
+        return None;
+    }
+    let params = json::get(n, 0, "params")?;
+    let id = json::get(n, params, "taskId").and_then(|i| json::str_at(n, i))?;
+    id.as_bytes().try_into().ok()
+}
+
+impl HttpEngine {
+    /// Draws the boot id from `entropy`, and turns the task store on if
+    /// [`HttpConfig::task_store`] says so.
+    pub(super) fn start_task_store(&mut self, entropy: &[u8; 32]) {
+        self.task_io.boot = Some(boot_id(entropy));
+        self.enable_task_store();
+    }
+
+    fn enable_task_store(&mut self) {
+        let HttpConfig { task_store, node_name, task_lease, .. } = &self.http;
+        match (*task_store, self.task_io.boot) {
+            (true, Some(boot)) if self.core.tasks.store.is_none() => {
+                self.core.enable_task_store(node_name, boot, *task_lease);
+            }
+            (false, _) => self.core.tasks.store = None,
+            _ => {}
+        }
+    }
+
+    /// Turns the task store on or off, as [`HttpConfig::task_store`] would (for an
+    /// adapter given a store after the engine was built); set it before serving.
+    pub fn set_task_store(&mut self, on: bool) {
+        self.http.task_store = on;
+        self.enable_task_store();
+    }
+
+    /// Another node may have changed any task without this engine hearing of it (the
+    /// host's notices from a shared store were lost): every task this engine runs is read
+    /// again from the store, as [`task_changed_elsewhere`](Self::task_changed_elsewhere)
+    /// does for one. Returns how many. Scans the task table.
+    pub fn tasks_changed_elsewhere(&mut self, now: Instant) -> usize {
+        self.tick(now);
+        let mut ids: Vec<[u8; TASK_ID_LEN]> = Vec::new();
+        self.core.tasks.each_running(|id| ids.push(*id));
+        for id in &ids {
+            self.ask_task(id);
+        }
+        ids.len()
+    }
+
+    /// Whether a task store event is ready ([`task_store_event`](Self::task_store_event)
+    /// lends it): an expiry, a load, then a save.
+    pub(super) fn task_store_ready(&mut self) -> bool {
+        let Some(st) = self.core.tasks.store.as_ref() else { return false };
+        if !st.expired.is_empty() || !self.task_io.loads.is_empty() {
+            return true;
+        }
+        self.task_io.save = self.core.next_task_save(&mut self.task_io.record);
+        self.task_io.save.is_some()
+    }
+
+    /// The event [`task_store_ready`](Self::task_store_ready) found.
+    pub(super) fn task_store_event(&mut self) -> Option<HttpEvent<'_>> {
+        let io = &mut self.task_io;
+        if let Some(id) = self.core.tasks.store.as_mut().and_then(|s| s.expired.pop_front()) {
+            io.id = id;
+            let id = core::str::from_utf8(&io.id).unwrap_or_default();
+            return Some(HttpEvent::TaskExpired(TaskExpired { id }));
+        }
+        if let Some(id) = io.loads.pop_front() {
+            io.asking.push(id);
+            io.id = id;
+            let id = core::str::from_utf8(&io.id).unwrap_or_default();
+            return Some(HttpEvent::LoadTask(LoadTask { id }));
+        }
+        let save = io.save.take()?;
+        io.id = save.id;
+        if let Some(p) = save.principal {
+            io.principal = p;
+        }
+        Some(HttpEvent::SaveTask(SaveTask {
+            id: core::str::from_utf8(&io.id).unwrap_or_default(),
+            revision: save.revision,
+            record: &io.record,
+            principal: save.principal.map(|_| &io.principal),
+            expires: UnixTime::from_micros(save.expires),
+        }))
+    }
+
+    /// Answers a [`SaveTask`]: `saved` releases the responses that waited for it; a
+    /// failure makes them `503` with `Retry-After` and undoes a task whose creation it
+    /// was. A task this engine runs whose save failed is read again from the store
+    /// ([`HttpEvent::LoadTask`]: another node may have written it) and saved again. An
+    /// answer for a save that is not out is ignored.
+    pub fn task_saved(&mut self, now: Instant, id: &str, revision: u64, saved: bool) {
+        self.tick(now);
+        let now = self.last_now;
+        let retry = self.http.store_timeout;
+        let Some((ticket, owned)) = self.core.task_save_answered(id.as_bytes(), revision, saved, retry)
+        else {
+            return;
+        };
+        let mut i = 0;
+        while i < self.task_io.waits.len() {
+            let w = self.task_io.waits[i];
+            let done = w.ticket == ticket && (!saved || self.core.tasks.saved_up_to(ticket, w.changes));
+            if !done {
+                i += 1;
+                continue;
+            }
+            self.task_io.waits.swap_remove(i);
+            if saved {
+                self.release(w.conn);
+                continue;
+            }
+            if w.created {
+                self.core.undo_task(ticket);
+            }
+            if conn_in(&mut self.slots, w.conn).is_some_and(|c| c.phase == Phase::Saving) {
+                self.store_failed(w.conn.slot, now);
+            }
+        }
+        if owned && self.core.tasks.get(ticket).is_some() {
+            self.ask_task(id.as_bytes());
+        }
+        self.drop_copies();
+        self.process();
+    }
+
+    /// Answers a [`LoadTask`]: the requests that waited go on with the record (a task
+    /// another node runs is served from it; one whose owner is gone reads as `failed`),
+    /// or find no task (`-32602`) when the store holds none (or a record this engine
+    /// cannot read), or are answered `503` with `Retry-After` when the store is
+    /// unavailable or the task table is full. For a task this engine runs (read again
+    /// after [`task_changed_elsewhere`](Self::task_changed_elsewhere) or a failed save),
+    /// what the other node wrote joins it: a cancellation cancels the host's work, the
+    /// client's answers bring the call back to the host once complete.
+    pub fn task_loaded(&mut self, now: Instant, id: &str, found: Loaded<'_>) {
+        self.tick(now);
+        let now = self.last_now;
+        let Ok(key) = <[u8; TASK_ID_LEN]>::try_from(id.as_bytes()) else { return };
+        let Some(at) = self.task_io.asking.iter().position(|a| *a == key) else { return };
+        self.task_io.asking.swap_remove(at);
+        let held = self.core.tasks.ticket_of(&key);
+        let mut unavailable = matches!(found, Loaded::Unavailable);
+        match (held, found) {
+            (Some(t), Loaded::Record(bytes)) if self.core.tasks.stored(t).is_some_and(|s| !s.copy) => {
+                self.core.merge_task(t, bytes);
+            }
+            (None, Loaded::Record(bytes))
+                if self.core.restore_task(bytes) == Err(crate::mcp::tasks::store::RestoreError::Full) =>
+            {
+                unavailable = true;
+            }
+            _ => {}
+        }
+        let mut i = 0;
+        while i < self.task_io.loading.len() {
+            let (conn, wanted) = self.task_io.loading[i];
+            if wanted != key {
+                i += 1;
+                continue;
+            }
+            let Some(c) = conn_in(&mut self.slots, conn).filter(|c| c.phase == Phase::Loading) else {
+                self.task_io.loading.swap_remove(i);
+                continue;
+            };
+            i += 1;
+            if unavailable {
+                self.store_failed(conn.slot, now);
+                continue;
+            }
+            c.phase = Phase::Ready;
+            c.deadline = None;
+            self.work.push_back(conn.slot);
+            self.settle(conn.slot);
+        }
+        self.process();
+        self.drop_copies();
+    }
+
+    /// Another node changed task `id` (a shared store said so): if this engine runs it,
+    /// it reads the record again ([`HttpEvent::LoadTask`], answered with
+    /// [`task_loaded`](Self::task_loaded)) and takes what the other node wrote (the
+    /// client's answers, a cancellation). Returns whether it runs the task.
+    pub fn task_changed_elsewhere(&mut self, now: Instant, id: &[u8]) -> bool {
+        self.tick(now);
+        let Some(t) = self.core.tasks.ticket_of(id) else { return false };
+        let runs = self.core.tasks.stored(t).is_some_and(|s| !s.copy)
+            && self.core.tasks.get(t).is_some_and(|r| r.held && !r.status().is_terminal());
+        if runs {
+            self.ask_task(id);
+        }
+        runs
+    }
+
+    /// Asks the store for task `id` (once while a question about it is out).
+    fn ask_task(&mut self, id: &[u8]) {
+        let Ok(id) = <[u8; TASK_ID_LEN]>::try_from(id) else { return };
+        if !self.task_io.asking.contains(&id) && !self.task_io.loads.contains(&id) {
+            self.task_io.loads.push_back(id);
+        }
+    }
+
+    /// Whether `slot`'s request names a task the store may hold (a well-formed id this
+    /// engine does not hold); if so it waits for the store, asked once per request.
+    pub(super) fn begin_task_load(&mut self, slot: u32) -> bool {
+        let deadline = self.last_now + self.http.store_timeout;
+        let generation = self.slots[slot as usize].generation;
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };
+        if c.task_loaded || c.get || c.delete || c.metadata {
+            return false;
+        }
+        c.task_loaded = true;
+        let (_, body, _) = c.codec.head_body_and_spans();
+        if !body.windows(7).any(|w| w == b"\"tasks/") {
+            return false;
+        }
+        let Some(id) = self.parser.peek(body, &mut self.peek, |p| p.ok().and_then(named_task)) else {
+            return false;
+        };
+        if !self.core.tasks.wants_load(&id) {
+            return false;
+        }
+        c.phase = Phase::Loading;
+        c.deadline = Some(deadline);
+        self.task_io.loading.push((ConnId { slot, generation }, id));
+        self.ask_task(&id);
+        true
+    }
+
+    /// After `slot`'s request was served: its response waits (from output byte `held`)
+    /// if it shows a task whose state the store does not have yet.
+    pub(super) fn hold_for_task(&mut self, slot: u32, held: usize) {
+        let Some(st) = self.core.tasks.store.as_mut() else { return };
+        let touched = st.touched.take();
+        self.task_io.loading.retain(|(c, _)| c.slot != slot);
+        if let Some(t) = touched {
+            let changes = self.core.tasks.changes(t);
+            if !self.core.tasks.saved_up_to(t, changes) {
+                self.hold(slot, t, changes, false, held);
+            }
+        }
+        self.drop_copies();
+    }
+
+    /// A final answer was written on `route` from output byte `held`: if it is the
+    /// handle of a task created just now, it waits until the store has the task.
+    pub(super) fn hold_created(&mut self, route: Route, held: usize) {
+        let Some(st) = self.core.tasks.store.as_mut() else { return };
+        let Some(at) = st.fresh.iter().position(|(r, _)| *r == route) else { return };
+        let (_, t) = st.fresh.swap_remove(at);
+        let Route::Http { conn, .. } = route else { return };
+        let changes = self.core.tasks.changes(t);
+        if !self.core.tasks.saved_up_to(t, changes) {
+            self.hold(conn, t, changes, true, held);
+        }
+    }
+
+    /// Forgets the tasks created in the pass whose answers were just collected.
+    pub(super) fn forget_fresh(&mut self) {
+        if let Some(st) = self.core.tasks.store.as_mut() {
+            st.fresh.clear();
+        }
+    }
+
+    fn hold(&mut self, slot: u32, ticket: Ticket, changes: u64, created: bool, held: usize) {
+        let deadline = self.last_now + self.http.store_timeout;
+        let generation = self.slots[slot as usize].generation;
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        if matches!(c.phase, Phase::Saving | Phase::Waiting | Phase::Loading) {
+            return; // held for its session already, or not answered
+        }
+        c.saving = Some(Saving { session: None, changes: 0, created: false, then: c.phase, held });
+        c.phase = Phase::Saving;
+        c.deadline = Some(deadline);
+        self.task_io.waits.push(Wait { conn: ConnId { slot, generation }, ticket, changes, created });
+    }
+
+    /// Sends the response held on `conn`.
+    fn release(&mut self, conn: ConnId) {
+        let Some(c) = conn_in(&mut self.slots, conn).filter(|c| c.phase == Phase::Saving) else { return };
+        let Some(sv) = c.saving.take() else { return };
+        c.phase = sv.then;
+        c.deadline = None;
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+    }
+
+    /// `slot`'s wait for the store ended without an answer (timeout, failure): a task
+    /// whose handle it held is undone.
+    pub(super) fn task_wait_failed(&mut self, slot: u32) {
+        if self.core.tasks.store.is_none() {
+            return;
+        }
+        self.task_io.loading.retain(|(c, _)| c.slot != slot);
+        let mut i = 0;
+        while i < self.task_io.waits.len() {
+            let w = self.task_io.waits[i];
+            if w.conn.slot != slot {
+                i += 1;
+                continue;
+            }
+            self.task_io.waits.swap_remove(i);
+            if w.created {
+                self.core.undo_task(w.ticket);
+            }
+        }
+    }
+
+    /// Drops the copies of other nodes' tasks nothing needs any more.
+    fn drop_copies(&mut self) {
+        let io = &self.task_io;
+        self.core.tasks.drop_copies(|t, id| {
+            io.waits.iter().any(|w| w.ticket == t) || io.loading.iter().any(|(_, l)| l == id)
+        });
+    }
+}

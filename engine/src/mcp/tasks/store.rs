@@ -1,0 +1,395 @@
+//! The task table's side of a host's task store (`HttpConfig::task_store`): which task
+//! records the store must be told of next, what it has acknowledged, the records read
+//! back from it (a task created on another node, or by this node before a restart), and
+//! the owner's merge of what another node wrote (the client's answers, a cancellation).
+//! The HTTP layer (`http/task_store.rs`) turns this into events and held responses; the
+//! record format is `record`'s.
+//!
+//! Every record a store holds has a revision, one more with each save. A save is handed
+//! out at most once at a time per task; a change made while it is out goes with the
+//! next. An owner whose save fails asks the store for the record, merges it and saves
+//! again (a store compares revisions: a save not above what it holds is refused, so a
+//! client's answers written on another node are never overwritten unseen). A task this
+//! engine runs renews its lease with a save every third of the lease while the host
+//! holds it.
+
+use std::collections::VecDeque;
+
+use crate::mcp::Core;
+use crate::mcp::tasks::record::{self, Liveness, Meta, Owner};
+use crate::mcp::tasks::{Record, Status, TASK_ID_LEN, TOKEN_LEN};
+use crate::mcp::tickets::Ticket;
+use crate::output::Route;
+use crate::time::Instant;
+use crate::timer::Timers;
+
+/// What the table knows of the store (one per engine with a task store).
+pub(crate) struct Settings {
+    /// Who this engine is in the records it writes.
+    pub(crate) me: Owner,
+    /// How long a lease lasts (microseconds); it is renewed every third of it.
+    pub(crate) lease_us: u64,
+    /// The tasks expired here since the host last heard (their ids).
+    pub(crate) expired: VecDeque<[u8; TASK_ID_LEN]>,
+    /// When each task's lease is renewed next, or its failed save tried again (by slot).
+    pub(crate) timers: Timers,
+    /// Tasks created since the HTTP layer last looked, with the route of their handle.
+    pub(crate) fresh: Vec<(Route, Ticket)>,
+    /// The task the request being served named (`tasks/*`).
+    pub(crate) touched: Option<Ticket>,
+}
+
+/// What the store has of one task.
+#[derive(Debug, Default)]
+pub(crate) struct Stored {
+    /// The revision of the last save handed out (or of the record read).
+    pub(crate) revision: u64,
+    /// The revision the store last acknowledged (0: none yet).
+    pub(crate) stored: u64,
+    /// `Record::changes` as of the last save handed out, and as of the last one the
+    /// store acknowledged.
+    pub(crate) queued: u64,
+    pub(crate) acked: u64,
+    /// A save is out (no second one until it is answered).
+    pub(crate) in_flight: bool,
+    /// A save is due though nothing changed (the lease, a retry, a merge).
+    pub(crate) due: bool,
+    /// A copy of a record another engine runs (or ran): never renewed, dropped once
+    /// served.
+    pub(crate) copy: bool,
+    /// The owner and lease a copy's record names (an owned task's are this engine's).
+    pub(crate) owner: Owner,
+    pub(crate) lease_until: u64,
+    /// A copy's tool, by name (it may not be in this node's catalog).
+    pub(crate) tool: String,
+}
+
+impl Stored {
+    /// A task created here: nothing saved yet.
+    pub(crate) fn reset(&mut self) {
+        self.revision = 0;
+        self.stored = 0;
+        self.queued = 0;
+        self.acked = 0;
+        self.in_flight = false;
+        self.due = true;
+        self.copy = false;
+        self.lease_until = 0;
+        self.tool.clear();
+    }
+}
+
+/// A save the host is asked to make ([`Core::next_task_save`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Save {
+    pub(crate) id: [u8; TASK_ID_LEN],
+    pub(crate) revision: u64,
+    pub(crate) principal: Option<[u8; 32]>,
+    /// When the record may be deleted (wall clock, microseconds): `createdAt` + TTL.
+    pub(crate) expires: u64,
+}
+
+/// Why a record read from the store was not put in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RestoreError {
+    /// Not a record this engine reads, or past its TTL: as if the store had none.
+    Gone,
+    /// The table is full.
+    Full,
+}
+
+/// An error object `{"code":-32603,"message":"Internal error: <why>"}`.
+fn internal_error(out: &mut Vec<u8>, why: &str) {
+    out.clear();
+    out.extend_from_slice(b"{\"code\":-32603,\"message\":");
+    crate::wire::json::write_str(out, &format!("Internal error: {why}"));
+    out.push(b'}');
+}
+
+/// The token an id names, when it is one (22 characters of base64url, spelled as the
+/// engine spells it): anything else never reaches a store.
+pub(crate) fn token_of(id: &[u8]) -> Option<[u8; TOKEN_LEN]> {
+    use base64::Engine as _;
+    if id.len() != TASK_ID_LEN {
+        return None;
+    }
+    let mut token = [0u8; TOKEN_LEN + 2];
+    let n = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode_slice(id, &mut token).ok()?;
+    let token: [u8; TOKEN_LEN] = token.get(..n)?.try_into().ok()?;
+    let mut again = [0u8; TASK_ID_LEN];
+    let _ = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode_slice(token, &mut again);
+    (again == id).then_some(token)
+}
+
+impl super::Tasks {
+    /// The slot of the task with `token`, whoever's it is.
+    fn slot_of(&self, token: &[u8; TOKEN_LEN]) -> Option<(u32, Ticket)> {
+        let &slot = self.by_token.get(token)?;
+        let s = self.slots.get(slot as usize).filter(|s| s.used)?;
+        Some((slot, Ticket { slot: slot as u16, generation: s.generation, task: true }))
+    }
+
+    /// The task `id` names, whoever's it is.
+    pub(crate) fn ticket_of(&self, id: &[u8]) -> Option<Ticket> {
+        self.slot_of(&token_of(id)?).map(|(_, t)| t)
+    }
+
+    /// Whether a `tasks/*` request naming `id` should ask the store first: a well-formed
+    /// id this engine does not hold.
+    pub(crate) fn wants_load(&self, id: &[u8]) -> bool {
+        self.store.is_some() && token_of(id).is_some_and(|t| !self.by_token.contains_key(&t))
+    }
+
+    /// What the store has of `ticket`'s task.
+    pub(crate) fn stored(&self, ticket: Ticket) -> Option<&Stored> {
+        let s = self.slots.get(usize::from(ticket.slot))?;
+        (s.used && s.generation == ticket.generation).then_some(&s.st)
+    }
+
+    /// Whether the store has acknowledged every change of `ticket`'s task up to
+    /// `changes` (a task no longer in the table has nothing left to save).
+    pub(crate) fn saved_up_to(&self, ticket: Ticket, changes: u64) -> bool {
+        self.stored(ticket).is_none_or(|st| st.stored != 0 && st.acked >= changes)
+    }
+
+    /// The changes of `ticket`'s task so far.
+    pub(crate) fn changes(&self, ticket: Ticket) -> u64 {
+        self.get(ticket).map_or(0, |r| r.changes)
+    }
+
+    /// Drops every copy that has nothing left to save, but those `keep` names.
+    pub(crate) fn drop_copies(&mut self, mut keep: impl FnMut(Ticket, &[u8; TASK_ID_LEN]) -> bool) {
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            let idle = s.used && s.st.copy && !s.st.in_flight && s.st.queued == s.rec.changes;
+            if !idle || !s.rec.waiters.is_empty() {
+                continue;
+            }
+            let t = Ticket { slot: i as u16, generation: s.generation, task: true };
+            if !keep(t, &s.rec.id) {
+                self.remove(t);
+            }
+        }
+    }
+
+    /// Runs `f` on the id of every task this engine runs (held by its host, not a copy,
+    /// not finished).
+    pub(crate) fn each_running(&self, mut f: impl FnMut(&[u8; TASK_ID_LEN])) {
+        for s in self.slots.iter().filter(|s| s.used && !s.st.copy && s.rec.held) {
+            if !s.rec.status().is_terminal() {
+                f(&s.rec.id);
+            }
+        }
+    }
+
+    /// The earliest lease renewal or retry.
+    pub(crate) fn store_deadline(&self) -> Option<Instant> {
+        self.store.as_ref().and_then(|s| s.timers.next())
+    }
+
+    /// Marks the saves due at `now`.
+    pub(crate) fn store_due(&mut self, now: Instant) {
+        let Some(settings) = self.store.as_mut() else { return };
+        while let Some(slot) = settings.timers.pop_due(now) {
+            if let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.used) {
+                s.st.due = true;
+            }
+        }
+    }
+}
+
+impl Core {
+    /// Turns the task store on: this engine is `node` (its host's name for it; may be
+    /// empty) with boot id `boot`, and its leases last `lease`.
+    pub(crate) fn enable_task_store(&mut self, node: &str, boot: [u8; 16], lease: core::time::Duration) {
+        self.tasks.store = Some(Settings {
+            me: Owner::new(boot, node),
+            lease_us: u64::try_from(lease.as_micros()).unwrap_or(u64::MAX).max(3),
+            expired: VecDeque::new(),
+            timers: Timers::new(),
+            fresh: Vec::new(),
+            touched: None,
+        });
+    }
+
+    /// The next task whose record the store must be told of, its record written into
+    /// `out`: a task changed since its last save, one whose lease is due, or one whose
+    /// save failed and is tried again. Scans the table (with a store only).
+    pub(crate) fn next_task_save(&mut self, out: &mut Vec<u8>) -> Option<Save> {
+        let settings = self.tasks.store.as_mut()?;
+        let wall = self.wall.map_or(self.now, |(w, at)| w.saturating_add(self.now.saturating_sub(at)));
+        let i = self
+            .tasks
+            .slots
+            .iter()
+            .position(|s| s.used && !s.st.in_flight && (s.st.due || s.st.queued != s.rec.changes))?;
+        let s = &mut self.tasks.slots[i];
+        let (r, st) = (&s.rec, &mut s.st);
+        st.revision += 1;
+        st.queued = r.changes;
+        st.in_flight = true;
+        st.due = false;
+        let meta = if st.copy {
+            Meta { revision: st.revision, owner: st.owner, lease_until: st.lease_until }
+        } else {
+            let live = r.held && !r.status().is_terminal();
+            if live {
+                let at = Instant::from_micros(self.now.saturating_add(settings.lease_us / 3));
+                settings.timers.set(i as u32, Some(at));
+            }
+            let lease_until = if live { wall.saturating_add(settings.lease_us) } else { 0 };
+            Meta { revision: st.revision, owner: settings.me, lease_until }
+        };
+        let tool = if st.copy {
+            st.tool.as_str()
+        } else {
+            self.catalog.tools.get(r.tool as usize).map_or("", |t| t.tool.name.as_str())
+        };
+        record::encode(r, tool, &meta, out);
+        Some(Save {
+            id: r.id,
+            revision: st.revision,
+            principal: r.principal,
+            expires: r.created.saturating_add(r.ttl_ms.saturating_mul(1000)),
+        })
+    }
+
+    /// The store answered the save of `id` at `revision`. Returns the task's ticket and,
+    /// for a failure, whether it is a task this engine runs (it then asks the store for
+    /// the record, merges it and saves again: the caller asks) or a copy (whose request
+    /// fails). `None`: no such save is out.
+    pub(crate) fn task_save_answered(
+        &mut self,
+        id: &[u8],
+        revision: u64,
+        saved: bool,
+        retry: core::time::Duration,
+    ) -> Option<(Ticket, bool)> {
+        let token = token_of(id)?;
+        let (slot, ticket) = self.tasks.slot_of(&token)?;
+        let now = self.now;
+        let settings = self.tasks.store.as_mut()?;
+        let st = &mut self.tasks.slots[slot as usize].st;
+        if !st.in_flight || st.revision != revision {
+            return None;
+        }
+        st.in_flight = false;
+        if saved {
+            st.acked = st.queued;
+            st.stored = revision;
+            return Some((ticket, false));
+        }
+        if !st.copy {
+            // Tried again once the store has been read (or after `retry`, should it fail).
+            let at = u64::try_from(retry.as_micros()).unwrap_or(u64::MAX);
+            settings.timers.set(slot, Some(Instant::from_micros(now.saturating_add(at))));
+        }
+        Some((ticket, !st.copy))
+    }
+
+    /// A record the store gave for a task this engine does not hold: it joins the table
+    /// as a copy (served, then dropped), read as `failed` when its owner is gone
+    /// (`record::judge`): the record then says so at its next save.
+    pub(crate) fn restore_task(&mut self, bytes: &[u8]) -> Result<Ticket, RestoreError> {
+        let (now, wall) = (self.now, self.wall_now());
+        let skew = u64::try_from(self.cfg.clock_skew.as_micros()).unwrap_or(u64::MAX);
+        let me = self.tasks.store.as_ref().ok_or(RestoreError::Gone)?.me;
+        let mut rec = Record::default();
+        let decoded = record::decode(bytes, &mut rec).map_err(|_| RestoreError::Gone)?;
+        let expires = rec.created.saturating_add(rec.ttl_ms.saturating_mul(1000));
+        if expires <= wall || self.tasks.by_token.contains_key(&rec.token) {
+            return Err(RestoreError::Gone);
+        }
+        if self.tasks.len() >= self.tasks.max {
+            return Err(RestoreError::Full);
+        }
+        let tool = decoded.tool;
+        let meta = decoded.meta;
+        rec.tool = self.catalog.tools.iter().position(|t| t.tool.name == tool).map_or(u32::MAX, |i| i as u32);
+        let base = rec.changes;
+        if let Liveness::Dead(why) = record::judge(rec.status(), &meta, &me, wall, skew) {
+            fail(&mut rec, why, wall);
+        }
+        let slot = self.tasks.alloc();
+        let s = &mut self.tasks.slots[slot as usize];
+        s.used = true;
+        s.st = Stored {
+            revision: meta.revision,
+            stored: meta.revision,
+            queued: base,
+            acked: base,
+            in_flight: false,
+            due: false,
+            copy: true,
+            owner: meta.owner,
+            lease_until: meta.lease_until,
+            tool: tool.to_owned(),
+        };
+        let token = rec.token;
+        s.rec = rec;
+        self.tasks.by_token.insert(token, slot);
+        self.tasks.timers.set(slot, Some(Instant::from_micros(now.saturating_add(expires - wall))));
+        Ok(Ticket { slot: slot as u16, generation: s.generation, task: true })
+    }
+
+    /// The store's record of a task this engine runs (read again after another node
+    /// changed it, or after a save failed): what the other node wrote joins the task
+    /// here (a cancellation cancels the host's work; the client's answers to the
+    /// outstanding requests are taken, and once every one is answered the call comes
+    /// back to the host), and the task is saved again above the store's revision.
+    /// Returns whether it was merged.
+    pub(crate) fn merge_task(&mut self, ticket: Ticket, bytes: &[u8]) -> bool {
+        let wall = self.wall_now();
+        let mut theirs = Record::default();
+        let Ok(decoded) = record::decode(bytes, &mut theirs) else { return false };
+        let Some(s) = self.tasks.slots.get_mut(usize::from(ticket.slot)) else { return false };
+        if !s.used || s.generation != ticket.generation || s.st.copy || theirs.token != s.rec.token {
+            return false;
+        }
+        s.st.revision = s.st.revision.max(decoded.meta.revision);
+        s.st.due = true;
+        let r = &mut s.rec;
+        if theirs.status() == Status::Cancelled && !r.status().is_terminal() {
+            let held = r.held;
+            if r.move_to(Status::Cancelled, wall) && held {
+                self.tickets.tell_cancelled(ticket);
+            }
+            return true;
+        }
+        let same_round = r.status() == Status::InputRequired
+            && theirs.requests == r.requests
+            && theirs.asked.len() == r.asked.len()
+            && theirs.asked.iter().filter(|a| a.answered).count()
+                > r.asked.iter().filter(|a| a.answered).count();
+        if same_round {
+            r.responses.clone_from(&theirs.responses);
+            r.entries.clone_from(&theirs.entries);
+            for (mine, t) in r.asked.iter_mut().zip(&theirs.asked) {
+                mine.answered = t.answered;
+            }
+            r.changes += 1;
+            if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) {
+                self.tasks.resume_later(ticket);
+            }
+        }
+        true
+    }
+
+    /// Undoes task `ticket`, whose creation the store did not take: its client never
+    /// learns the id; the host's work is cancelled.
+    pub(crate) fn undo_task(&mut self, ticket: Ticket) {
+        if self.tasks.get(ticket).is_some_and(|r| r.held) {
+            self.tickets.tell_cancelled(ticket);
+        }
+        self.tasks.remove(ticket);
+    }
+}
+
+/// Makes `r` `failed` with `why` (its owner is gone).
+fn fail(r: &mut Record, why: &str, wall: u64) {
+    if r.move_to(Status::Failed, wall) {
+        r.set_message(Some(why), wall);
+        internal_error(&mut r.outcome, why);
+        r.error_outcome = true;
+    }
+}

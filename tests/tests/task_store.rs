@@ -1,0 +1,568 @@
+//! The task store, sans-IO (`HttpConfig::task_store`): a task's handle waits until the
+//! host stored its record, a store that fails or stalls makes the request `503` and
+//! undoes the task, a task created on one engine is read, answered and cancelled on
+//! another sharing the store (the owner hears of it through `task_changed_elsewhere`),
+//! a node that restarted reads its running tasks as `failed` and its finished ones with
+//! their result, a lapsed lease reads as `failed`, expiry is told, garbage ids never
+//! reach the store, and the bytes are the same whole or split.
+//!
+//! Two `HttpEngine`s share a store kept in the test (records by id, with revisions);
+//! time is passed in.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded};
+use mcp_engine::{
+    Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, TaskSupport, Ticket, Tool,
+    ToolOutput, UnixTime,
+};
+use serde_json::{Value, json};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+/// The wall clock both nodes start on (2026-01-01).
+const WALL: u64 = 1_767_225_600_000_000;
+
+fn catalog() -> Catalog {
+    Catalog::builder()
+        .tool(Tool::new("slow").description("May run as a task.").task_support(TaskSupport::Optional))
+        .build()
+        .expect("a valid catalog")
+}
+
+fn config() -> Config {
+    let mut c = Config::new("task-store-test", "0.1.0");
+    c.tasks(true).task_ttl(Duration::from_secs(600));
+    c
+}
+
+fn http(node: &str) -> HttpConfig {
+    let mut h = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    h.task_store(true).node_name(node).task_lease(Duration::from_secs(30));
+    h
+}
+
+/// The store both nodes share.
+#[derive(Default)]
+struct Store {
+    /// Records by task id, with their revision.
+    records: HashMap<String, (u64, Vec<u8>)>,
+    /// What it was asked: `save ID REV`, `load ID`, `expired ID`.
+    log: Vec<String>,
+    /// Saves that changed a record, for the other nodes to hear of (node, id).
+    notices: Vec<(String, String)>,
+    fail: bool,
+    hold: bool,
+    /// Saves left unanswered while `hold` was on.
+    held: Vec<(String, u64)>,
+}
+
+type Shared<T> = Rc<RefCell<T>>;
+
+/// What a host saw.
+#[derive(Default)]
+struct Host {
+    /// Every call event: its ticket and the input responses it carried.
+    calls: Vec<(Ticket, Vec<String>)>,
+    cancelled: Vec<Ticket>,
+}
+
+struct Node {
+    name: String,
+    e: HttpEngine,
+    conn: ConnId,
+    now: Instant,
+    store: Shared<Store>,
+    host: Shared<Host>,
+}
+
+impl Node {
+    fn new(name: &str, entropy: u8, store: &Shared<Store>) -> Self {
+        Self::with(name, entropy, store, http(name))
+    }
+
+    fn with(name: &str, entropy: u8, store: &Shared<Store>, http: HttpConfig) -> Self {
+        let mut e = HttpEngine::new(config(), http, catalog());
+        e.set_entropy(&[entropy; 32]);
+        e.set_wall_clock(Instant::ZERO, UnixTime::from_micros(WALL));
+        let conn = e.open(Instant::ZERO, None).expect("a connection");
+        Self { name: name.into(), e, conn, now: Instant::ZERO, store: store.clone(), host: Shared::default() }
+    }
+
+    /// Feeds `raw` in chunks of `chunk`, answering every event; returns the output.
+    fn feed(&mut self, raw: &[u8], chunk: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut rest = raw;
+        while !rest.is_empty() {
+            let take = rest.len().min(chunk);
+            let n = self.e.handle_input(self.now, self.conn, &rest[..take]);
+            rest = &rest[n..];
+            self.pump(&mut out);
+            assert!(n > 0 || rest.is_empty() || !self.e.pending_output(self.conn).is_empty() || self.stuck());
+        }
+        self.pump(&mut out);
+        out
+    }
+
+    fn stuck(&self) -> bool {
+        self.store.borrow().hold
+    }
+
+    /// Answers every event and takes every output byte.
+    fn pump(&mut self, out: &mut Vec<u8>) {
+        self.pump_until(out, false);
+    }
+
+    /// Answers events until `poll_event` says there are none, once (`once`: as an adapter
+    /// that drains only when woken does), or until nothing moves.
+    fn pump_until(&mut self, out: &mut Vec<u8>, once: bool) {
+        loop {
+            let mut progressed = false;
+            while let Some(ev) = self.e.poll_event() {
+                progressed = true;
+                match ev {
+                    HttpEvent::Mcp(Event::CallTool(mut call)) => {
+                        let responses = call.input_responses.iter().map(|(k, _)| k.to_owned()).collect();
+                        let ticket = if call.can_start_task {
+                            call.start_task(&TaskOptions::new()).expect("a task")
+                        } else {
+                            call.ticket
+                        };
+                        self.host.borrow_mut().calls.push((ticket, responses));
+                    }
+                    HttpEvent::Mcp(Event::Cancelled(t)) => self.host.borrow_mut().cancelled.push(t),
+                    HttpEvent::SaveTask(s) => {
+                        let (id, rev, record) = (s.id.to_owned(), s.revision, s.record.to_vec());
+                        let mut st = self.store.borrow_mut();
+                        st.log.push(format!("save {id} {rev}"));
+                        if st.hold {
+                            st.held.push((id, rev));
+                            continue;
+                        }
+                        let ok = !st.fail && st.records.get(&id).is_none_or(|(r, _)| *r < rev);
+                        if ok {
+                            st.records.insert(id.clone(), (rev, record));
+                            st.notices.push((self.name.clone(), id.clone()));
+                        }
+                        drop(st);
+                        self.e.task_saved(self.now, &id, rev, ok);
+                    }
+                    HttpEvent::LoadTask(l) => {
+                        let id = l.id.to_owned();
+                        let st = self.store.borrow();
+                        let found = st.records.get(&id).map(|(_, r)| r.clone());
+                        let fail = st.fail;
+                        drop(st);
+                        self.store.borrow_mut().log.push(format!("load {id}"));
+                        let answer = match (&found, fail) {
+                            (_, true) => Loaded::Unavailable,
+                            (Some(r), _) => Loaded::Record(r),
+                            (None, _) => Loaded::Missing,
+                        };
+                        self.e.task_loaded(self.now, &id, answer);
+                    }
+                    HttpEvent::TaskExpired(x) => {
+                        let id = x.id.to_owned();
+                        let mut st = self.store.borrow_mut();
+                        st.log.push(format!("expired {id}"));
+                        st.records.remove(&id);
+                    }
+                    _ => {}
+                }
+            }
+            if once {
+                return;
+            }
+            let pending = self.e.pending_output(self.conn);
+            if !pending.is_empty() {
+                out.extend_from_slice(pending);
+                let n = pending.len();
+                self.e.consume_output(self.conn, n);
+                progressed = true;
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    /// Sends one request; returns its JSON answer (or `Value::Null`) and status.
+    fn call(&mut self, id: u64, method: &str, params: Value) -> (u16, Value) {
+        let out = self.feed(&post(id, method, params), usize::MAX);
+        parse(&out)
+    }
+
+    fn get(&mut self, id: u64, task: &str) -> Value {
+        let (status, v) = self.call(id, "tasks/get", json!({ "taskId": task }));
+        assert_eq!(status, 200, "{v}");
+        v
+    }
+
+    /// Calls `slow` and returns the task id and the host's task ticket.
+    fn create(&mut self, id: u64) -> (String, Ticket) {
+        let (status, r) = self.call(id, "tools/call", json!({ "name": "slow", "arguments": {} }));
+        assert_eq!(status, 200, "{r}");
+        assert_eq!(r["result"]["resultType"], "task", "{r}");
+        let task = r["result"]["taskId"].as_str().expect("a task id").to_owned();
+        (task, self.host.borrow().calls.last().expect("a call").0)
+    }
+
+    /// Runs a host command, then answers what follows.
+    fn host_does<R>(&mut self, f: impl FnOnce(&mut HttpEngine) -> R) -> R {
+        let r = f(&mut self.e);
+        self.pump(&mut Vec::new());
+        r
+    }
+
+    /// Moves time (and the wall clock with it) and fires the timers.
+    fn advance(&mut self, d: Duration) {
+        self.now = self.now + d;
+        self.e.handle_timeout(self.now);
+        self.e.handle_closed(self.now, self.conn);
+        self.conn = self.e.open(self.now, None).expect("a connection");
+        self.pump(&mut Vec::new());
+    }
+
+    /// Hears the notices of every other node's saves.
+    fn hear(&mut self) -> usize {
+        let notices: Vec<_> = self.store.borrow_mut().notices.drain(..).collect();
+        let mut runs = 0;
+        for (from, id) in notices {
+            if from != self.name && self.e.task_changed_elsewhere(self.now, id.as_bytes()) {
+                runs += 1;
+            }
+        }
+        self.pump(&mut Vec::new());
+        runs
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.store.borrow().log.clone()
+    }
+}
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {}, "extensions": { TASKS: {} } }
+    })
+}
+
+fn post(id: u64, method: &str, mut params: Value) -> Vec<u8> {
+    params["_meta"] = meta();
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    let name = params["name"].as_str().or(params["taskId"].as_str()).unwrap_or_default().to_owned();
+    let body = body.to_string();
+    let mut s = String::from("POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n");
+    s.push_str("Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n");
+    s.push_str(&format!("Mcp-Method: {method}\r\n"));
+    if !name.is_empty() {
+        s.push_str(&format!("Mcp-Name: {name}\r\n"));
+    }
+    s.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    s.into_bytes()
+}
+
+/// The status and JSON body of the one response in `out` (`Null` for none).
+fn parse(out: &[u8]) -> (u16, Value) {
+    let r = mcp_tests::wire::parse_responses(out);
+    assert!(r.len() <= 1, "{r:?}");
+    r.first().map_or((0, Value::Null), |r| {
+        (
+            r.status,
+            if r.body.is_empty() { Value::Null } else { serde_json::from_slice(&r.body).expect("json") },
+        )
+    })
+}
+
+/// Two nodes sharing a store, and a task node A runs that asks for input: the store, the
+/// nodes, the task id and A's task ticket.
+fn asking() -> (Shared<Store>, Node, Node, String, Ticket) {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let b = Node::new("b", 2, &store);
+    let (id, task) = a.create(1);
+    let requests = [mcp_tests::confirm()];
+    a.host_does(|e| e.answer_input_required(task, &InputRequired::new(&requests))).expect("asked");
+    (store, a, b, id, task)
+}
+
+fn answer(e: &mut HttpEngine, t: Ticket, text: &str) {
+    let content = [Content::text(text)];
+    e.answer_tool(t, &ToolOutput::new(&content)).expect("a live task");
+}
+
+#[test]
+fn the_handle_waits_until_the_store_has_the_task() {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    store.borrow_mut().hold = true;
+    let out = a.feed(&post(1, "tools/call", json!({ "name": "slow", "arguments": {} })), usize::MAX);
+    assert!(out.is_empty(), "no handle byte before the store answers: {}", String::from_utf8_lossy(&out));
+    assert_eq!(a.e.tasks(), 1);
+    let (id, rev) = store.borrow_mut().held.pop().expect("a save held");
+    assert_eq!((rev, a.log()), (1, vec![format!("save {id} 1")]));
+    store.borrow_mut().hold = false;
+    a.e.task_saved(a.now, &id, rev, true);
+    let mut out = Vec::new();
+    a.pump(&mut out);
+    let (status, r) = parse(&out);
+    assert_eq!((status, r["result"]["taskId"].as_str()), (200, Some(id.as_str())), "{r}");
+    // A second answer for the same save is ignored.
+    a.e.task_saved(a.now, &id, rev, true);
+}
+
+#[test]
+fn a_store_that_fails_or_stalls_is_503_and_no_task() {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    store.borrow_mut().fail = true;
+    let out = a.feed(&post(1, "tools/call", json!({ "name": "slow", "arguments": {} })), usize::MAX);
+    let r = mcp_tests::wire::parse_responses(&out);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!((r[0].status, r[0].header("retry-after")), (503, Some("1")));
+    assert_eq!(a.e.tasks(), 0, "the task is undone");
+    let task = a.host.borrow().calls[0].0;
+    assert_eq!(a.host.borrow().cancelled, vec![task], "its host's work is cancelled");
+
+    // A store that never answers: the same, at the store timeout.
+    store.borrow_mut().fail = false;
+    store.borrow_mut().hold = true;
+    let out = a.feed(&post(2, "tools/call", json!({ "name": "slow", "arguments": {} })), usize::MAX);
+    assert!(out.is_empty());
+    a.now = a.now + Duration::from_secs(5);
+    a.e.handle_timeout(a.now);
+    let mut out = Vec::new();
+    a.pump(&mut out);
+    let r = mcp_tests::wire::parse_responses(&out);
+    assert_eq!(r[0].status, 503, "{r:?}");
+    assert_eq!(a.e.tasks(), 0);
+    assert_eq!(a.host.borrow().cancelled.len(), 2);
+    // The late answer changes nothing.
+    let (id, rev) = store.borrow_mut().held.pop().expect("held");
+    a.e.task_saved(a.now, &id, rev, true);
+    assert_eq!(a.e.tasks(), 0);
+}
+
+#[test]
+fn a_task_is_read_answered_and_cancelled_on_another_node() {
+    let (_store, mut a, mut b, id, task) = asking();
+    assert_eq!(b.hear(), 0, "b runs none of it");
+
+    // Node B reads it from the store.
+    let g = b.get(2, &id);
+    assert_eq!(g["result"]["status"], "input_required", "{g}");
+    assert_eq!(g["result"]["inputRequests"]["confirm"]["method"], "elicitation/create");
+    assert!(b.log().contains(&format!("load {id}")));
+    assert_eq!(b.e.tasks(), 0, "a copy is dropped once served");
+
+    // Node B takes the answer; node A hears of it and its host gets the call back.
+    let yes = json!({ "action": "accept", "content": { "confirm": true } });
+    let (status, r) =
+        b.call(3, "tasks/update", json!({ "taskId": id, "inputResponses": { "confirm": yes } }));
+    assert_eq!((status, &r["result"]["resultType"]), (200, &json!("complete")), "{r}");
+    let calls = a.host.borrow().calls.len();
+    assert_eq!(a.hear(), 1);
+    let host = a.host.borrow();
+    assert_eq!(host.calls.len(), calls + 1, "the call comes back to its host");
+    assert_eq!(host.calls[calls], (task, vec!["confirm".to_owned()]));
+    drop(host);
+    assert_eq!(a.get(4, &id)["result"]["status"], "working");
+
+    // Node A finishes it; node B reads the result.
+    a.host_does(|e| answer(e, task, "done"));
+    let g = b.get(5, &id);
+    assert_eq!(g["result"]["status"], "completed", "{g}");
+    assert_eq!(g["result"]["result"]["content"][0]["text"], "done");
+
+    // A second task, cancelled on node B: node A's host hears of it.
+    let (id2, task2) = a.create(6);
+    let (status, r) = b.call(7, "tasks/cancel", json!({ "taskId": id2 }));
+    assert_eq!((status, &r["result"]["resultType"]), (200, &json!("complete")), "{r}");
+    assert_eq!(b.get(8, &id2)["result"]["status"], "cancelled");
+    assert!(a.host.borrow().cancelled.is_empty());
+    assert_eq!(a.hear(), 1);
+    assert_eq!(a.host.borrow().cancelled, vec![task2]);
+    assert_eq!(a.get(9, &id2)["result"]["status"], "cancelled");
+    assert!(a.e.answer_tool(task2, &ToolOutput::new(&[Content::text("late")])).is_err());
+}
+
+#[test]
+fn a_restarted_node_reads_its_running_task_as_failed_and_a_finished_one_with_its_result() {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let (running, _) = a.create(1);
+    let (finished, t2) = a.create(2);
+    a.host_does(|e| answer(e, t2, "kept"));
+    drop(a);
+    // The same node name, another boot.
+    let mut a2 = Node::new("a", 9, &store);
+    let g = a2.get(3, &running);
+    assert_eq!(g["result"]["status"], "failed", "{g}");
+    assert_eq!(g["result"]["statusMessage"], "the server restarted while the task ran");
+    assert_eq!(g["result"]["error"]["code"], -32603);
+    let g = a2.get(4, &finished);
+    assert_eq!(g["result"]["status"], "completed", "{g}");
+    assert_eq!(g["result"]["result"]["content"][0]["text"], "kept");
+    // The record says so now, for every node.
+    assert!(a2.log().contains(&format!("save {running} 2")), "{:?}", a2.log());
+    let mut b = Node::new("b", 3, &store);
+    assert_eq!(b.get(5, &running)["result"]["status"], "failed");
+}
+
+#[test]
+fn a_lease_renewed_holds_and_a_lapsed_one_reads_as_failed() {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let (id, _) = a.create(1);
+    // The owner renews every third of the lease while its host holds the task.
+    a.advance(Duration::from_secs(10));
+    assert!(a.log().contains(&format!("save {id} 2")), "{:?}", a.log());
+    // Another node, 30 s of lease plus 30 s of skew later: still running elsewhere.
+    let mut b = Node::new("b", 2, &store);
+    b.e.set_wall_clock(b.now, UnixTime::from_micros(WALL + 70_000_000));
+    assert_eq!(b.get(2, &id)["result"]["status"], "working");
+    // One more second and the owner is gone.
+    b.e.set_wall_clock(b.now, UnixTime::from_micros(WALL + 70_000_001));
+    let g = b.get(3, &id);
+    assert_eq!(g["result"]["status"], "failed", "{g}");
+    assert_eq!(g["result"]["statusMessage"], "the server running the task stopped (its lease ran out)");
+}
+
+#[test]
+fn expiry_is_told_to_the_store() {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let (id, _) = a.create(1);
+    a.advance(Duration::from_secs(601));
+    assert!(a.log().contains(&format!("expired {id}")), "{:?}", a.log());
+    assert!(store.borrow().records.is_empty());
+    assert_eq!(a.e.tasks(), 0);
+}
+
+#[test]
+fn garbage_ids_never_reach_the_store() {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    for bad in ["nope", "!!!!!!!!!!!!!!!!!!!!!!", "AAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAB"] {
+        let (status, r) = a.call(1, "tasks/get", json!({ "taskId": bad }));
+        assert_eq!((status, r["error"]["code"].as_i64()), (200, Some(-32602)), "{bad}: {r}");
+    }
+    assert!(a.log().is_empty(), "{:?}", a.log());
+    // A well-formed id the store does not hold: asked once, not found.
+    let (status, r) = a.call(2, "tasks/get", json!({ "taskId": "AAAAAAAAAAAAAAAAAAAAAA" }));
+    assert_eq!((status, r["error"]["code"].as_i64()), (200, Some(-32602)), "{r}");
+    assert_eq!(a.log(), ["load AAAAAAAAAAAAAAAAAAAAAA"]);
+    // A store that fails: 503.
+    store.borrow_mut().fail = true;
+    let (status, _) = a.call(3, "tasks/get", json!({ "taskId": "AAAAAAAAAAAAAAAAAAAAAA" }));
+    assert_eq!(status, 503);
+}
+
+/// Runs a cross-node scenario feeding every request in chunks of `chunk`; returns every
+/// output byte of node B.
+fn scenario(chunk: usize) -> Vec<u8> {
+    let (_store, mut a, mut b, id, task) = asking();
+    let mut out = b.feed(&post(2, "tasks/get", json!({ "taskId": id })), chunk);
+    let yes = json!({ "action": "accept", "content": { "confirm": true } });
+    out.extend(b.feed(
+        &post(3, "tasks/update", json!({ "taskId": id, "inputResponses": { "confirm": yes } })),
+        chunk,
+    ));
+    a.hear();
+    a.host_does(|e| answer(e, task, "done"));
+    out.extend(b.feed(&post(4, "tasks/get", json!({ "taskId": id })), chunk));
+    out.extend(b.feed(&post(5, "tasks/cancel", json!({ "taskId": id })), chunk));
+    out
+}
+
+#[test]
+fn whole_and_split_input_give_the_same_bytes() {
+    let whole = scenario(usize::MAX);
+    assert_eq!(parse_all(&whole), 4);
+    for chunk in [1, 7, 64] {
+        assert_eq!(scenario(chunk), whole, "chunks of {chunk}");
+    }
+}
+
+fn parse_all(out: &[u8]) -> usize {
+    mcp_tests::wire::parse_responses(out).len()
+}
+
+#[test]
+fn without_the_store_nothing_is_asked() {
+    let store = Shared::default();
+    let mut h = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    h.node_name("a");
+    let mut a = Node::with("a", 1, &store, h);
+    let (id, _) = a.create(1);
+    assert_eq!(a.get(2, &id)["result"]["status"], "working");
+    let (_, r) = a.call(3, "tasks/get", json!({ "taskId": "AAAAAAAAAAAAAAAAAAAAAA" }));
+    assert_eq!(r["error"]["code"], -32602);
+    assert!(a.log().is_empty());
+}
+
+#[test]
+fn a_2025_11_25_task_handle_waits_for_the_store_too() {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let v = "2025-11-25";
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": v, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let raw = a.feed(&mcp_tests::wire::session_post(&init, v, None), usize::MAX);
+    let session =
+        mcp_tests::wire::parse_responses(&raw)[0].header("mcp-session-id").expect("a session").to_owned();
+    let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    a.feed(&mcp_tests::wire::session_post(&done, v, Some(&session)), usize::MAX);
+
+    store.borrow_mut().hold = true;
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "slow", "arguments": {}, "task": { "ttl": 60000 } } });
+    let out = a.feed(&mcp_tests::wire::session_post(&call, v, Some(&session)), usize::MAX);
+    assert!(out.is_empty(), "no handle byte before the store answers: {}", String::from_utf8_lossy(&out));
+    let (id, rev) = store.borrow_mut().held.pop().expect("a save held");
+    store.borrow_mut().hold = false;
+    a.e.task_saved(a.now, &id, rev, true);
+    let mut out = Vec::new();
+    a.pump(&mut out);
+    let (status, r) = parse(&out);
+    assert_eq!((status, r["result"]["task"]["taskId"].as_str()), (200, Some(id.as_str())), "{r}");
+    // Its record says the revision it was made on, and has its result once finished.
+    let task = a.host.borrow().calls.last().expect("a call").0;
+    a.host_does(|e| answer(e, task, "legacy"));
+    let rec = store.borrow().records[&id].1.clone();
+    assert_eq!((rec[1], rec[2]), (2, 2), "revision 2025-11-25, completed");
+}
+
+#[test]
+fn a_store_given_after_the_entropy_and_missed_notices() {
+    let store = Shared::default();
+    let mut h = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    h.node_name("a");
+    let mut a = Node::with("a", 1, &store, h);
+    a.e.set_task_store(true);
+    let (id, task) = a.create(1);
+    assert_eq!(a.log(), [format!("save {id} 1")]);
+    // A node that missed its notices reads every task it runs again.
+    let (id2, _) = a.create(2);
+    a.host_does(|e| answer(e, task, "done"));
+    assert_eq!(a.e.tasks_changed_elsewhere(a.now), 1, "the finished one is not asked for");
+    a.pump(&mut Vec::new());
+    let log = a.log();
+    assert!(log.contains(&format!("load {id2}")) && !log.contains(&format!("load {id}")), "{log:?}");
+}
+
+#[test]
+fn answers_taken_on_a_copy_are_saved_in_the_same_drain() {
+    let (_store, _a, mut b, id, _) = asking();
+    // One drain, as an adapter woken by the input runs it: the load, the update and its
+    // save all come out of it (the copy resumes nothing, so no event is owed).
+    let yes = json!({ "action": "accept", "content": { "confirm": true } });
+    let raw = post(2, "tasks/update", json!({ "taskId": id, "inputResponses": { "confirm": yes } }));
+    let n = b.e.handle_input(b.now, b.conn, &raw);
+    assert_eq!(n, raw.len());
+    b.pump_until(&mut Vec::new(), true);
+    assert!(b.log().contains(&format!("save {id} 3")), "{:?}", b.log());
+}
