@@ -3,8 +3,9 @@
 # a session (tests/interop/session-client.mjs): initialize, tools/list, a call with progress,
 # a call with logging, calls during which the server sends sampling/createMessage (answered,
 # then refused), elicitation/create and roots/list to the client on the POST's SSE stream,
-# a call resumed with GET and Last-Event-ID after the server ended its stream early,
-# DELETE, and the 404 after it. Uses the Node installed by .ci/conformance.sh in
+# a call resumed with GET and Last-Event-ID after the server ended its stream early, a
+# call resumed the same way after a TCP proxy cut its connection mid-stream (every progress
+# notification and the result replayed), DELETE, and the 404 after it. Uses the Node installed by .ci/conformance.sh in
 # .conformance/, and installs the pinned SDK there when missing.
 #
 #   .ci/interop.sh [tokio|mio|axum]        (default: tokio)

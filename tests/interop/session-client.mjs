@@ -4,8 +4,11 @@
 // the server sends requests to the client on the POST's SSE stream (`sampling/createMessage`
 // answered, then refused with an error; `elicitation/create`; `roots/list`), terminate
 // (DELETE), and a request after it (must fail); a call whose stream the server ends early
-// (SSE polling) is resumed with GET and Last-Event-ID.
+// (SSE polling) is resumed with GET and Last-Event-ID; and, through a TCP proxy that cuts
+// the connection of a call's SSE response after its first event, a second session's call is
+// resumed with GET and Last-Event-ID on a new connection, every event replayed.
 // Usage: node session-client.mjs URL. Exits non-zero, naming the step, on any failure.
+import net from "node:net";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
@@ -151,6 +154,85 @@ if (!textOf(resumed)?.startsWith("Reconnection test completed successfully")) {
   fail("tools/call resumed after the stream ended", JSON.stringify(resumed));
 }
 
+// A dropped connection. A TCP proxy in front of the server forwards everything, except that
+// the response to the one POST armed by `cutNext` is cut, once it is an SSE stream, right
+// after its first event (the priming event, which carries an id): the proxy forwards that
+// far and destroys both sockets. The SDK must come back with GET and Last-Event-ID on a new
+// connection, and the server, which kept the stream's events, replays the rest: every
+// progress notification and the result.
+const drop = { cutNext: false, cut: false, resumedWith: null };
+const proxy = net.createServer((down) => {
+  const up = net.connect(Number(url.port), url.hostname);
+  let method = null; // the method of the request on this connection whose response is read
+  let held = null; // bytes of an armed POST's response, held until the cut point is known
+  const closeBoth = () => {
+    down.destroy();
+    up.destroy();
+  };
+  down.on("error", closeBoth);
+  up.on("error", closeBoth);
+  down.on("close", () => up.destroy());
+  up.on("close", () => down.destroy());
+  down.on("data", (bytes) => {
+    const text = bytes.toString("latin1");
+    const start = /^(GET|POST|DELETE) /.exec(text);
+    if (start) {
+      method = start[1];
+      const resumed = /\r\nlast-event-id:[ \t]*([^\r\n]+)/i.exec(text);
+      if (method === "GET" && resumed) drop.resumedWith = resumed[1].trim();
+      if (method === "POST" && drop.cutNext) {
+        drop.cutNext = false;
+        held = Buffer.alloc(0);
+      }
+    }
+    up.write(bytes);
+  });
+  up.on("data", (bytes) => {
+    if (held === null) return void down.write(bytes);
+    held = Buffer.concat([held, bytes]);
+    const text = held.toString("latin1");
+    const headEnd = text.indexOf("\r\n\r\n");
+    if (headEnd < 0) return;
+    if (!/\r\ncontent-type:[ \t]*text\/event-stream/i.test(text.slice(0, headEnd + 2))) {
+      // Not a stream: forwarded whole; the check below fails the step.
+      down.write(held);
+      held = null;
+      return;
+    }
+    const id = text.indexOf("\nid:", headEnd);
+    const eventEnd = id < 0 ? -1 : text.indexOf("\n\n", id + 1);
+    if (eventEnd < 0) return;
+    down.write(held.subarray(0, eventEnd + 2), closeBoth);
+    held = null;
+    drop.cut = true;
+  });
+});
+await new Promise((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+const proxied = new URL(url);
+proxied.port = String(proxy.address().port);
+const dropTransport = new StreamableHTTPClientTransport(proxied);
+const dropClient = new Client({ name: "mcp-engine-interop-drop", version: "1.0.0" }, { capabilities: {} });
+dropClient.onerror = () => {}; // the SDK reports the broken stream here, then resumes
+await dropClient.connect(dropTransport).catch((e) => fail("initialize through the proxy", e));
+const dropProgress = [];
+drop.cutNext = true;
+const afterDrop = await dropClient
+  .callTool({ name: "test_tool_with_progress", arguments: {} }, undefined, {
+    onprogress: (p) => dropProgress.push(p.progress),
+  })
+  .catch((e) => fail("tools/call resumed after a dropped connection", e));
+if (!drop.cut) fail("tools/call resumed after a dropped connection", "the proxy cut nothing (no SSE response?)");
+if (!drop.resumedWith) fail("tools/call resumed after a dropped connection", "no GET with Last-Event-ID followed the cut");
+if (textOf(afterDrop) !== textOf(called)) {
+  fail("tools/call resumed after a dropped connection", `result ${JSON.stringify(afterDrop)}`);
+}
+if (JSON.stringify(dropProgress) !== JSON.stringify(progress)) {
+  fail("tools/call resumed after a dropped connection", `progress ${JSON.stringify(dropProgress)}, expected ${JSON.stringify(progress)}`);
+}
+await dropTransport.terminateSession().catch((e) => fail("DELETE through the proxy", e));
+await dropClient.close();
+proxy.close();
+
 const ended = transport.sessionId;
 await transport.terminateSession().catch((e) => fail("DELETE", e));
 // The ended session's id is refused: a raw request with it is 404.
@@ -168,5 +250,5 @@ if (after.status !== 404) fail("after DELETE", `status ${after.status}`);
 await client.close();
 console.log(
   `interop: ${version.name} ${version.version}: session, list, progress (${progress.length}), logging (${logs.length}), ` +
-    `sampling, sampling declined (${JSON.stringify(declined)}), elicitation, roots, resumption, DELETE, 404 after it: ok`,
+    `sampling, sampling declined (${JSON.stringify(declined)}), elicitation, roots, resumption, resumption after a dropped connection (${dropProgress.length} progress), DELETE, 404 after it: ok`,
 );
