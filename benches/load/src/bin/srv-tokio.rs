@@ -32,8 +32,9 @@ impl Handler for Echo {
 /// multi-threaded one.
 const CURRENT_THREAD_ENV: &str = "SRV_TOKIO_CURRENT_THREAD";
 
-/// Set to keep HTTP sessions in a store as well: `memory` (a `MemorySessionStore`) or a
-/// `postgres://` URL (a `PgSessionStore`, schema `mcp_load`).
+/// Set to keep HTTP sessions and their streams' events in a store as well: `memory` (a
+/// `MemorySessionStore`) or a `postgres://` URL (a `PgSessionStore`, schema `mcp_load`,
+/// which keeps task records too), as the tokio demo's `--store` does.
 const STORE_ENV: &str = "SRV_TOKIO_STORE";
 
 fn main() -> std::io::Result<()> {
@@ -61,10 +62,8 @@ fn main() -> std::io::Result<()> {
             match std::env::var(STORE_ENV).ok().as_deref() {
                 None | Some("") => server.serve(listener).await,
                 Some("memory") => {
-                    server
-                        .session_store(Arc::new(mcp_io_tokio::MemorySessionStore::default()))
-                        .serve(listener)
-                        .await
+                    let store = Arc::new(mcp_io_tokio::MemorySessionStore::default());
+                    server.session_store(Arc::clone(&store)).event_store(store).serve(listener).await
                 }
                 Some(url) => {
                     let store = mcp_io_tokio::PgStoreConfig::new(url)
@@ -73,7 +72,13 @@ fn main() -> std::io::Result<()> {
                         .build()
                         .await
                         .map_err(std::io::Error::other)?;
-                    server.session_store(Arc::new(store)).serve(listener).await
+                    let store = Arc::new(store);
+                    server
+                        .session_store(Arc::clone(&store))
+                        .event_store(Arc::clone(&store))
+                        .task_store(store)
+                        .serve(listener)
+                        .await
                 }
             }
         }),
