@@ -56,35 +56,49 @@ pub(crate) trait Records {
     fn poll_answered(&mut self) -> Option<Answered>;
 }
 
-impl Records for mcp_engine::Engine {
-    fn keep_answers(&mut self) {
-        #[cfg(feature = "tracing")]
-        Self::record_answers(self, true);
-    }
-    #[cfg(feature = "tracing")]
-    fn poll_served(&mut self) -> Option<Served<'_>> {
-        Self::poll_served(self)
-    }
-    #[cfg(feature = "tracing")]
-    fn poll_answered(&mut self) -> Option<Answered> {
-        Self::poll_answered(self)
-    }
+/// Implements [`Records`] for each engine type by its inherent methods.
+macro_rules! records {
+    ($($engine:ty),*) => {$(
+        impl Records for $engine {
+            fn keep_answers(&mut self) {
+                #[cfg(feature = "tracing")]
+                Self::record_answers(self, true);
+            }
+            #[cfg(feature = "tracing")]
+            fn poll_served(&mut self) -> Option<Served<'_>> {
+                Self::poll_served(self)
+            }
+            #[cfg(feature = "tracing")]
+            fn poll_answered(&mut self) -> Option<Answered> {
+                Self::poll_answered(self)
+            }
+        }
+    )*};
 }
 
-impl Records for mcp_engine::http::HttpEngine {
-    fn keep_answers(&mut self) {
+records!(mcp_engine::Engine, mcp_engine::http::HttpEngine);
+
+/// The span options of a server (feature `tracing`), as methods of its type: both
+/// servers have them, on their `spans` field.
+macro_rules! span_options {
+    () => {
+        /// Records the full uri of each `resources/read` as `mcp.resource.uri` on its
+        /// span (feature `tracing`; off by default: a uri can carry what the client sent,
+        /// and it is high-cardinality).
         #[cfg(feature = "tracing")]
-        Self::record_answers(self, true);
-    }
-    #[cfg(feature = "tracing")]
-    fn poll_served(&mut self) -> Option<Served<'_>> {
-        Self::poll_served(self)
-    }
-    #[cfg(feature = "tracing")]
-    fn poll_answered(&mut self) -> Option<Answered> {
-        Self::poll_answered(self)
-    }
+        pub fn record_resource_uri(&mut self, on: bool) {
+            self.spans.resource_uri = on;
+        }
+
+        /// The attribute name(s) the spans record a JSON-RPC error code under (feature
+        /// `tracing`; default `rpc.response.status_code`).
+        #[cfg(feature = "tracing")]
+        pub fn status_code_key(&mut self, key: mcp_spans::StatusCodeKey) {
+            self.spans.status_code = key;
+        }
+    };
 }
+pub(crate) use span_options;
 
 impl Spans {
     /// The spans of a server over stdio (`http` false) or HTTP/1.1 over TCP.

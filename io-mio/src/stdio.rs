@@ -294,20 +294,7 @@ impl StdioServer {
         Ok(())
     }
 
-    /// Records the full uri of each `resources/read` as `mcp.resource.uri` on its span
-    /// (feature `tracing`; off by default: a uri can carry what the client sent, and it
-    /// is high-cardinality).
-    #[cfg(feature = "tracing")]
-    pub fn record_resource_uri(&mut self, on: bool) {
-        self.spans.resource_uri = on;
-    }
-
-    /// The attribute name(s) the spans record a JSON-RPC error code under (feature
-    /// `tracing`; default `rpc.response.status_code`).
-    #[cfg(feature = "tracing")]
-    pub fn status_code_key(&mut self, key: mcp_spans::StatusCodeKey) {
-        self.spans.status_code = key;
-    }
+    crate::spans::span_options!();
 
     /// The engine, for its getters.
     pub fn engine(&self) -> &Engine {

@@ -15,12 +15,11 @@ use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Ht
 use mcp_engine::{Config, Engine};
 use mcp_fixture as everything;
 use mcp_io_mio::{HttpServer, StatusCodeKey, StdioServer};
-use mcp_spans::testing::{Captured, SpanRecord, capture};
+use mcp_spans::testing::{Captured, PARENT, PARENT_FIELDS, SpanRecord, capture};
 use serde_json::{Value, json};
 use support::http::Client;
 use support::{pipes, within};
 
-const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const SECRET: &str = "hunter2-do-not-log";
 const TOKEN: &str = "tok-3f9a-secret-bearer";
 const CURSOR: &str = "cursor-7c1e-secret";
@@ -102,11 +101,9 @@ fn over_stdio_each_request_has_the_conventions_span() {
                 ("mcp.protocol.version", "2026-07-28"),
                 ("jsonrpc.request.id", "7"),
                 ("network.transport", "pipe"),
-                ("parent.trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"),
-                ("parent.span_id", "00f067aa0ba902b7"),
-                ("parent.sampled", "true"),
             ],
         );
+        assert_fields(echo, &PARENT_FIELDS);
         for absent in
             ["error.type", "otel.status_code", "rpc.response.status_code", "mcp.session.id", "client.address"]
         {

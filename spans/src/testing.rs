@@ -12,6 +12,16 @@ use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
 use tracing_subscriber::registry::LookupSpan;
 
+/// A valid, sampled `traceparent` for the tests' requests.
+pub const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// The plain fields a span records of [`PARENT`] when no OpenTelemetry layer took it.
+pub const PARENT_FIELDS: [(&str, &str); 3] = [
+    ("parent.trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"),
+    ("parent.span_id", "00f067aa0ba902b7"),
+    ("parent.sampled", "true"),
+];
+
 /// One span as the layer saw it.
 #[derive(Debug, Clone, Default)]
 pub struct SpanRecord {
