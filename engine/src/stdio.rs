@@ -340,8 +340,8 @@ impl Engine {
 
     /// The next answer the host gave ([`record_answers`](Self::record_answers)): the
     /// ticket of the request's event, and whether it was a result, a tool error or an
-    /// error with a code. Answers of tasks are not recorded (their request was answered
-    /// when the task was made).
+    /// error with a code. A call made a task is recorded when the task is made (its request
+    /// is answered then, with the task's handle); the task's later result is not.
     pub fn poll_answered(&mut self) -> Option<crate::mcp::answered::Answered> {
         self.core.poll_answered()
     }

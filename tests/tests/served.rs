@@ -315,3 +315,31 @@ fn the_hosts_answers_are_recorded_when_asked() {
     e.answer_tool(t, &ToolOutput::new(&[Content::text("x")])).unwrap();
     assert!(e.poll_answered().is_none(), "turned off again");
 }
+
+/// A call the host makes a task is answered then, with the task's handle: recorded under
+/// the call's ticket; the task's later result is not an answer to the request.
+#[test]
+fn a_call_made_a_task_is_recorded_when_the_task_is_made() {
+    use mcp_engine::{Content, TaskOptions, TaskSupport, ToolOutput};
+    let mut config = Config::new("s", "1");
+    config.tasks(true);
+    let catalog = Catalog::builder().tool(Tool::new("slow").task_support(TaskSupport::Optional)).build().unwrap();
+    let mut e = Engine::new(config, catalog);
+    e.set_entropy(&[5; 32]);
+    e.record_answers(true);
+    let mut line = modern(1, "tools/call", json!({ "name": "slow" }));
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } } });
+    let mut v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    v["params"]["_meta"] = meta;
+    line = format!("{v}\n");
+    assert_eq!(e.handle_input(Instant::ZERO, line.as_bytes()), line.len());
+    let Some(Event::CallTool(mut call)) = e.poll_event() else { panic!("no call") };
+    let ticket = call.ticket;
+    let task = call.start_task(&TaskOptions::new()).expect("a task");
+    drop(call);
+    let got: Vec<_> = std::iter::from_fn(|| e.poll_answered()).map(|a| (a.ticket(), a.error_code())).collect();
+    assert_eq!(got, vec![(ticket, None)]);
+    e.answer_tool(task, &ToolOutput::new(&[Content::text("done")])).expect("the task's result");
+    assert!(e.poll_answered().is_none(), "the task's result answers no request");
+}
