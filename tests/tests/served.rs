@@ -323,7 +323,8 @@ fn a_call_made_a_task_is_recorded_when_the_task_is_made() {
     use mcp_engine::{Content, TaskOptions, TaskSupport, ToolOutput};
     let mut config = Config::new("s", "1");
     config.tasks(true);
-    let catalog = Catalog::builder().tool(Tool::new("slow").task_support(TaskSupport::Optional)).build().unwrap();
+    let catalog =
+        Catalog::builder().tool(Tool::new("slow").task_support(TaskSupport::Optional)).build().unwrap();
     let mut e = Engine::new(config, catalog);
     e.set_entropy(&[5; 32]);
     e.record_answers(true);
@@ -334,11 +335,13 @@ fn a_call_made_a_task_is_recorded_when_the_task_is_made() {
     v["params"]["_meta"] = meta;
     line = format!("{v}\n");
     assert_eq!(e.handle_input(Instant::ZERO, line.as_bytes()), line.len());
-    let Some(Event::CallTool(mut call)) = e.poll_event() else { panic!("no call") };
-    let ticket = call.ticket;
-    let task = call.start_task(&TaskOptions::new()).expect("a task");
-    drop(call);
-    let got: Vec<_> = std::iter::from_fn(|| e.poll_answered()).map(|a| (a.ticket(), a.error_code())).collect();
+    let (ticket, task) = {
+        let Some(Event::CallTool(mut call)) = e.poll_event() else { panic!("no call") };
+        let ticket = call.ticket;
+        (ticket, call.start_task(&TaskOptions::new()).expect("a task"))
+    };
+    let got: Vec<_> =
+        std::iter::from_fn(|| e.poll_answered()).map(|a| (a.ticket(), a.error_code())).collect();
     assert_eq!(got, vec![(ticket, None)]);
     e.answer_tool(task, &ToolOutput::new(&[Content::text("done")])).expect("the task's result");
     assert!(e.poll_answered().is_none(), "the task's result answers no request");
