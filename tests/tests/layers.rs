@@ -64,7 +64,7 @@ fn io_mio_modules_import_only_lower_layers() {
 
 #[test]
 fn mcp_spans_modules_import_only_lower_layers() {
-    assert_layers("spans", &[&["testing"]]);
+    assert_layers("engine/spans", &[&["testing"]]);
 }
 
 #[test]
