@@ -116,6 +116,7 @@ pub use config::{CachePolicy, CacheScope, Config, ServerInfo};
 pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
 pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMismatch, TaskRefusal};
 pub use level::LogLevel;
+pub use mcp::answered::{ANSWERED_CAPACITY, Answered};
 #[cfg(feature = "connectome")]
 pub use mcp::connectome::ConnectomeView;
 pub use mcp::event::{
@@ -127,7 +128,7 @@ pub use mcp::mrtr::{
     InputResponses,
 };
 pub use mcp::scopes::{ScopeSet, Scopes};
-pub use mcp::served::{OTHER_METHOD, SERVED_CAPACITY, Served, SessionEnd};
+pub use mcp::served::{SERVED_CAPACITY, Served, SessionEnd};
 pub use mcp::subs::{CatalogChange, ReplaceError};
 pub use mcp::tasks::methods::TaskOptions;
 pub use mcp::tickets::Ticket;

@@ -322,10 +322,28 @@ impl Engine {
         self.core.poll_served()
     }
 
-    /// How many records of [`poll_served`](Self::poll_served) were dropped because the
-    /// queue was full.
+    /// How many records of [`poll_served`](Self::poll_served) (and of
+    /// [`poll_answered`](Self::poll_answered)) were dropped because their queue was full.
     pub fn served_dropped(&self) -> u64 {
         self.core.served_dropped()
+    }
+
+    /// Keeps a record of each answer the host gives to a request it was handed (`on`;
+    /// off by default), for [`poll_answered`](Self::poll_answered): an adapter that does
+    /// not see the host's answers (the host answers through the engine) closes the
+    /// request's span with them. At most [`ANSWERED_CAPACITY`](crate::ANSWERED_CAPACITY)
+    /// wait; the queue is reserved when this is first turned on, so recording never
+    /// allocates.
+    pub fn record_answers(&mut self, on: bool) {
+        self.core.record_answers(on);
+    }
+
+    /// The next answer the host gave ([`record_answers`](Self::record_answers)): the
+    /// ticket of the request's event, and whether it was a result, a tool error or an
+    /// error with a code. A call made a task is recorded when the task is made (its request
+    /// is answered then, with the task's handle); the task's later result is not.
+    pub fn poll_answered(&mut self) -> Option<crate::mcp::answered::Answered> {
+        self.core.poll_answered()
     }
 
     /// Copies output into `buf`; returns how many bytes were written (0: none pending).

@@ -35,6 +35,14 @@
 //! conformance tool descriptions ask, without a thread. The task tools
 //! (`mcp_fixture::tasks`: `slow_compute`, `failing_job`, ...) become tasks on the event
 //! and finish from the same timer once their delay has passed.
+//!
+//! Built with the feature `tracing` and run with `RUST_LOG` set (`RUST_LOG=info`), the
+//! demo prints each request's span on stderr as it closes (name, the conventions'
+//! attributes, time busy):
+//!
+//! ```text
+//! RUST_LOG=info cargo run -p mcp-io-mio --features tracing --example everything -- --stdio
+//! ```
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -101,7 +109,22 @@ fn raise_open_file_limit() {
     }
 }
 
+/// With the feature `tracing` and `RUST_LOG` set: a subscriber that prints each request
+/// span on stderr when it closes.
+fn trace_when_asked() {
+    #[cfg(feature = "tracing")]
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .with_env_filter(filter)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .init();
+    }
+}
+
 fn main() -> ExitCode {
+    trace_when_asked();
     let (mode, scale, connectome) = match parse(std::env::args().skip(1)) {
         Ok(Some(parsed)) => parsed,
         Ok(None) => {

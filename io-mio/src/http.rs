@@ -12,6 +12,7 @@ use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Verdict};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Registry, Token};
 
+use crate::spans::{Records as _, Spans};
 use crate::stdio::READ_BUF_LEN;
 
 /// Bytes one call reads at most from one connection before it yields to the others.
@@ -154,9 +155,9 @@ enum Next {
 /// What the server calls for each engine event; see [`HttpServer`].
 type Host<'h> = dyn FnMut(HttpEvent<'_>) -> Option<Verdict> + 'h;
 
-/// Hands every engine event to `host`; answers the authorization events the host
-/// decided. Returns whether there was any.
-fn drain(engine: &mut HttpEngine, now: Instant, host: &mut Host<'_>) -> bool {
+/// Hands every engine event to `host` (an MCP request inside its span); answers the
+/// authorization events the host decided. Returns whether there was any.
+fn drain(engine: &mut HttpEngine, spans: &mut Spans, now: Instant, host: &mut Host<'_>) -> bool {
     let mut any = false;
     while let Some(event) = engine.poll_event() {
         any = true;
@@ -165,13 +166,17 @@ fn drain(engine: &mut HttpEngine, now: Instant, host: &mut Host<'_>) -> bool {
             HttpEvent::AuthorizeBody(b) => Some((b.conn, true)),
             _ => None,
         };
-        let verdict = host(event);
+        let verdict = match event {
+            HttpEvent::Mcp(event) => spans.call(event, |event| host(HttpEvent::Mcp(event))),
+            event => host(event),
+        };
         match (ask, verdict) {
             (Some((conn, false)), Some(v)) => engine.authorize(now, conn, v),
             (Some((conn, true)), Some(v)) => engine.authorize_body(now, conn, v),
             _ => {}
         }
     }
+    spans.drain(engine);
     any
 }
 
@@ -224,6 +229,8 @@ pub struct HttpServer {
     epoch: u64,
     /// Scratch for [`HttpEngine::writable`].
     ids: Vec<ConnId>,
+    /// The request spans (feature `tracing`; a no-op without it).
+    spans: Spans,
 }
 
 impl HttpServer {
@@ -237,6 +244,7 @@ impl HttpServer {
         if getrandom::fill(&mut entropy).is_ok() {
             engine.set_entropy(&entropy);
         }
+        engine.keep_answers();
         Self {
             engine,
             listener,
@@ -255,6 +263,7 @@ impl HttpServer {
             serial: 0,
             epoch: 0,
             ids: Vec::new(),
+            spans: Spans::new(true),
         }
     }
 
@@ -440,7 +449,7 @@ impl HttpServer {
                 progress |= self.pump(registry, idx, now, host);
             }
             self.batch.clear();
-            progress |= drain(&mut self.engine, now, host);
+            progress |= drain(&mut self.engine, &mut self.spans, now, host);
             progress |= self.flush_all(registry, now);
             progress |= self.reap(registry, now);
             if !progress {
@@ -551,6 +560,7 @@ impl HttpServer {
             c.budget = READ_BUDGET;
         }
         let engine = &mut self.engine;
+        let spans = &mut self.spans;
         let buf = &mut self.buf;
         // Output first: it answers what was read before.
         let mut progress = c.flush(engine);
@@ -593,7 +603,7 @@ impl HttpServer {
                 }
                 continue;
             }
-            drain(engine, now, host);
+            drain(engine, spans, now, host);
             c.flush(engine);
             if c.next(engine) != Next::Keep {
                 break;
@@ -695,6 +705,8 @@ impl HttpServer {
         self.free.push(idx);
         self.live -= 1;
     }
+
+    crate::spans::span_options!();
 
     /// The engine, for its getters.
     pub fn engine(&self) -> &HttpEngine {

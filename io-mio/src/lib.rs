@@ -209,6 +209,21 @@
 //! - [`serve_http`] and [`HttpServer::run`] call the host only when a socket is ready:
 //!   MCP events and authorizations must be answered inside the callback there.
 //!
+//! ## Request spans (feature `tracing`)
+//!
+//! With the feature `tracing` (off by default: without it the crate does not depend on
+//! `tracing` at all), both servers make one `tracing` span per request, named and
+//! attributed as OpenTelemetry's semantic conventions for MCP say, with the same names and
+//! attributes as `mcp-io-tokio`'s (the mapping is shared: crate `mcp-spans`): for each
+//! request handed to the host, entered while the host callback runs and closed when the
+//! engine reports the host's answer (with `error.type` for a tool error or a server
+//! error), and for each request or notification the engine answered itself. Install any
+//! `tracing` subscriber to see them; with none, nothing is recorded or allocated. The
+//! client's `traceparent` is recorded as the fields `parent.trace_id`, `parent.span_id`
+//! and `parent.sampled` (this crate makes no OpenTelemetry spans, and records no metrics:
+//! see `docs/observability.md`). `record_resource_uri` and `status_code_key` on either
+//! server choose what else is recorded.
+//!
 //! [mio]: https://docs.rs/mio
 //! [`HttpEngine`]: mcp_engine::http::HttpEngine
 //! [`HttpEngine::handle_input`]: mcp_engine::http::HttpEngine::handle_input
@@ -232,11 +247,16 @@
 #![warn(missing_docs)]
 
 // Module map, lowest first: `wake` (the host's own wake-up times in the private loops),
-// `stdio` (the stdio server and the shared read-buffer size),
-// `http` (the Streamable HTTP server; uses `stdio`'s buffer size). This file is the face.
+// `spans` (the request spans of feature `tracing`, made with crate `mcp-spans`; a no-op
+// without it), `stdio` (the stdio server and the shared read-buffer size; uses `spans`),
+// `http` (the Streamable HTTP server; uses `stdio`'s buffer size and `spans`). This file
+// is the face.
 mod http;
+mod spans;
 mod stdio;
 mod wake;
 
 pub use http::{HttpServer, LINGER, serve_http};
+#[cfg(feature = "tracing")]
+pub use mcp_spans::StatusCodeKey;
 pub use stdio::{StdioServer, serve_stdio};

@@ -10,6 +10,8 @@ use mcp_engine::{Engine, Event, Instant};
 use mio::unix::pipe::{Receiver, Sender};
 use mio::{Events, Interest, Poll, Registry, Token};
 
+use crate::spans::{Records as _, Spans};
+
 /// Size of the buffer bytes are read into.
 pub(crate) const READ_BUF_LEN: usize = 64 * 1024;
 
@@ -46,6 +48,8 @@ pub struct StdioServer {
     writable: bool,
     /// Put the descriptors back in blocking mode on drop (the stdio duplicates).
     restore_blocking: bool,
+    /// The request spans (feature `tracing`; a no-op without it).
+    spans: Spans,
 }
 
 impl StdioServer {
@@ -71,6 +75,7 @@ impl StdioServer {
         }
         reader.set_nonblocking(true)?;
         writer.set_nonblocking(true)?;
+        engine.keep_answers();
         Ok(Self {
             engine,
             reader,
@@ -87,6 +92,7 @@ impl StdioServer {
             writer_registered: false,
             writable: true,
             restore_blocking: false,
+            spans: Spans::new(false),
         })
     }
 
@@ -192,8 +198,9 @@ impl StdioServer {
                 progress = true;
             }
             while let Some(event) = self.engine.poll_event() {
-                host(event);
+                self.spans.call(event, &mut host);
             }
+            self.spans.drain(&mut self.engine);
             progress |= self.flush()?;
             progress |= self.fill(&mut budget)?;
             if !progress {
@@ -286,6 +293,8 @@ impl StdioServer {
         }
         Ok(())
     }
+
+    crate::spans::span_options!();
 
     /// The engine, for its getters.
     pub fn engine(&self) -> &Engine {

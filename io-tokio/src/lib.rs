@@ -136,23 +136,22 @@
 //!   borrowed engine forms.
 //! - `readiness`: the per-connection wakers through which the HTTP server's engine task
 //!   waits on every socket itself, and the queue they report to.
-//! - `conventions`: the values of OpenTelemetry's MCP conventions the spans and the
-//!   metrics share (the transport a run loop records, the class of an answer).
 //! - `task`: how a tool call becomes a task ([`TaskStart`]), and the handler's side of a
 //!   task (the module docs).
 //! - `channel` (imports `reply`, `task`): the channel between handler futures and the task
 //!   driving the engine: what a handler task sends back, the progress, log and read
 //!   reports of a running call, and [`Publisher`] / [`PublishError`].
-//! - `otel` (feature `otel`; imports `strings`, `conventions`): the client's trace context
+//! - `otel` (feature `otel`; imports `strings`): the client's trace context
 //!   as each span's OpenTelemetry parent, the `mcp.server.operation.duration` and
 //!   `mcp.server.session.duration` histograms, and `Otel`, OTLP over HTTP.
 //! - `request` (imports `strings`, `channel`, `task`): the owned requests handed to a
 //!   handler ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied
 //!   out of engine events; a call's side of a task ([`ToolCall::start_task`]).
-//! - `telemetry` (imports `channel`, `reply`, `conventions`, `otel`; used by `work`,
-//!   `serve` and `http`): one `tracing` span per request, host-served or answered by the
-//!   engine itself, named and attributed as OpenTelemetry's MCP conventions say
-//!   ([`Telemetry`]; see `docs/observability.md`).
+//! - `telemetry` (imports `channel`, `reply`, `otel`; used by `work`, `serve` and `http`):
+//!   one `tracing` span per request, host-served or answered by the engine itself, named
+//!   and attributed as OpenTelemetry's MCP conventions say by the mapping the mio adapter
+//!   shares (crate `mcp-spans`: the span, the transport a run loop records, the class of
+//!   an answer) ([`Telemetry`]; see `docs/observability.md`).
 //! - `handler` (imports `reply`, `request`): the [`Handler`] trait and [`tool_fn`].
 //! - `work` (imports `strings`, `reply`, `channel`, `otel`, `request`, `telemetry`,
 //!   `handler`): the handler
@@ -204,7 +203,6 @@
 
 mod auth;
 mod channel;
-mod conventions;
 mod handler;
 mod http;
 mod nodes;
@@ -235,6 +233,7 @@ pub use auth::{AllowAll, AuthorizeInfo, Authorizer, NoAuthorizer};
 pub use channel::{PublishError, Publisher};
 pub use handler::{Handler, ToolFn, tool_fn};
 pub use http::{HttpServer, serve_http};
+pub use mcp_spans::StatusCodeKey;
 #[cfg(feature = "oauth")]
 pub use oauth::{
     AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,

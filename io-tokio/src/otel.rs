@@ -37,8 +37,8 @@ use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing::Span;
 use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt as _};
 
-use crate::conventions::{Verdict, Wire, server_error};
 use crate::strings::Name;
+use mcp_spans::{StatusCodeKey, Verdict, Wire, server_error};
 
 /// The explicit bucket boundaries, in seconds, the conventions give both histograms.
 pub const DURATION_BUCKETS: [f64; 14] =
@@ -50,10 +50,11 @@ pub const SCOPE: &str = "mcp-io-tokio";
 /// Makes the client's context the parent of `span` (before it starts): a remote span
 /// context of the valid `traceparent` (its flags as sent) and `tracestate`, and the
 /// `baggage` in the same context. Nothing when the span is disabled, the request carried
-/// no context, or no OpenTelemetry layer records the span.
-pub(crate) fn set_parent(span: &Span, trace: &TraceContext<'_>) {
+/// no context, or no OpenTelemetry layer records the span. Returns whether an
+/// OpenTelemetry layer took the context.
+pub(crate) fn set_parent(span: &Span, trace: &TraceContext<'_>) -> bool {
     if span.is_disabled() || trace.is_empty() {
-        return;
+        return false;
     }
     let mut cx = Context::new();
     if let Some(p) = trace.parent() {
@@ -71,7 +72,7 @@ pub(crate) fn set_parent(span: &Span, trace: &TraceContext<'_>) {
         cx = BaggagePropagator::new().extract_with_context(&cx, &BaggageOnly(baggage));
     }
     // Refused only when no OpenTelemetry layer records the span: then it has no parent.
-    let _ = span.set_parent(cx);
+    span.set_parent(cx).is_ok()
 }
 
 /// The one `baggage` value, as the W3C propagator reads a carrier.
@@ -91,6 +92,8 @@ impl Extractor for BaggageOnly<'_> {
 pub(crate) struct Metrics {
     operation: Histogram<f64>,
     session: Histogram<f64>,
+    /// The attribute name(s) of a JSON-RPC error code.
+    pub(crate) key: StatusCodeKey,
 }
 
 impl fmt::Debug for Metrics {
@@ -153,16 +156,19 @@ fn common(attributes: &mut Vec<KeyValue>, revision: Option<Revision>, wire: Wire
     }
 }
 
-/// `mcp.server.operation.duration`'s attributes.
+/// `mcp.server.operation.duration`'s attributes (`method` `None`: one the engine does not
+/// serve, without `mcp.method.name`).
 fn operation(
-    method: &'static str,
+    method: Option<&'static str>,
     target: Option<(bool, Value)>,
     revision: Option<Revision>,
-    verdict: Verdict,
+    (verdict, key): (Verdict, StatusCodeKey),
     wire: Wire,
 ) -> Vec<KeyValue> {
-    let mut attributes = Vec::with_capacity(10);
-    attributes.push(KeyValue::new("mcp.method.name", method));
+    let mut attributes = Vec::with_capacity(11);
+    if let Some(method) = method {
+        attributes.push(KeyValue::new("mcp.method.name", method));
+    }
     match target {
         Some((true, tool)) => {
             attributes.push(KeyValue::new("gen_ai.tool.name", tool));
@@ -177,7 +183,9 @@ fn operation(
         Verdict::ToolError => attributes.push(KeyValue::new("error.type", "tool_error")),
         Verdict::Cancelled => attributes.push(KeyValue::new("error.type", "cancelled")),
         Verdict::Code(code) => {
-            attributes.push(KeyValue::new("rpc.response.status_code", code_text(code)));
+            for name in key.names() {
+                attributes.push(KeyValue::new(*name, code_text(code)));
+            }
             if server_error(code) {
                 attributes.push(KeyValue::new("error.type", code_text(code)));
             }
@@ -192,7 +200,7 @@ fn shared(name: &Name) -> Value {
 }
 
 impl Metrics {
-    pub(crate) fn new(meter: &Meter) -> Self {
+    pub(crate) fn new(meter: &Meter, key: StatusCodeKey) -> Self {
         let histogram = |name: &'static str, description: &'static str| {
             meter
                 .f64_histogram(name)
@@ -211,12 +219,13 @@ impl Metrics {
                 "mcp.server.session.duration",
                 "The duration of the MCP session as observed on the MCP server.",
             ),
+            key,
         }
     }
 
     /// The point of a request the engine answered itself, `took` after it was read.
     pub(crate) fn served(&self, s: &Served<'_>, verdict: Verdict, wire: Wire, took: Duration) {
-        if s.method() == "subscriptions/listen" && verdict == Verdict::Ok {
+        if s.method() == Some("subscriptions/listen") && verdict == Verdict::Ok {
             return;
         }
         let target = match (s.tool(), s.prompt()) {
@@ -228,7 +237,7 @@ impl Metrics {
             }
             (None, None) => None,
         };
-        let attributes = operation(s.method(), target, s.revision(), verdict, wire);
+        let attributes = operation(s.method(), target, s.revision(), (verdict, self.key), wire);
         self.operation.record(took.as_secs_f64(), &attributes);
     }
 
@@ -239,7 +248,7 @@ impl Metrics {
             Target::Tool(t) => ("tools/call", Some((true, shared(t)))),
             Target::Prompt(p) => ("prompts/get", Some((false, shared(p)))),
         };
-        let attributes = operation(method, target, Some(point.revision), verdict, wire);
+        let attributes = operation(Some(method), target, Some(point.revision), (verdict, self.key), wire);
         self.operation.record(point.started.elapsed().as_secs_f64(), &attributes);
     }
 

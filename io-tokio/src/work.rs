@@ -428,7 +428,7 @@ impl Tasks {
                         // the way): a new one starts when needed.
                         tracing::debug!(?ticket, "request cancelled: aborting its handler");
                         let verdict = telemetry::Verdict::Cancelled;
-                        telemetry::record_outcome(&running.span, &verdict);
+                        telemetry::record_outcome(&running.span, verdict, &self.telemetry);
                         #[cfg(feature = "otel")]
                         if let (Some(metrics), Some(point)) = (&self.telemetry.metrics, running.point) {
                             metrics.finished(point, verdict, self.wire);
@@ -553,7 +553,7 @@ impl Tasks {
             return;
         };
         let verdict = telemetry::verdict(&outcome, running.revision);
-        telemetry::record_outcome(&running.span, &verdict);
+        telemetry::record_outcome(&running.span, verdict, &self.telemetry);
         #[cfg(feature = "otel")]
         if let (Some(metrics), Some(point)) = (&self.telemetry.metrics, running.point) {
             metrics.finished(point, verdict, self.wire);

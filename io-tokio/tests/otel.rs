@@ -12,9 +12,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_engine::{Catalog, Config, Engine, Tool};
+use mcp_engine::{Catalog, Config, Engine, Resource, Tool};
 use mcp_io_tokio::{
-    AllowAll, DURATION_BUCKETS, Handler, HostFailure, HttpServer, Telemetry, ToolCall, ToolReply, serve_with,
+    AllowAll, AuthorizeInfo, DURATION_BUCKETS, Handler, HostFailure, HttpServer, StatusCodeKey, Telemetry,
+    ToolCall, ToolReply, serve_with,
 };
 use opentelemetry::baggage::BaggageExt as _;
 use opentelemetry::metrics::MeterProvider as _;
@@ -137,8 +138,11 @@ impl Handler for Tools {
     }
 }
 
+/// A resource whose uri names its owner: never recorded unless the host opts in.
+const URI: &str = "test://private/alice-8d2f";
+
 fn catalog() -> Catalog {
-    let mut b = Catalog::builder();
+    let mut b = Catalog::builder().resource(Resource::new(URI, "private"));
     for name in ["ok", "broken", "crash"] {
         b = b.tool(Tool::new(name));
     }
@@ -206,7 +210,17 @@ async fn a_host_served_call_is_a_server_span_whose_parent_is_the_clients() {
     ] {
         assert_eq!(attr(s, key).as_deref(), Some(value), "{key}: {s:?}");
     }
-    for absent in ["error.type", "rpc.response.status_code", "mcp.session.id", "client.address"] {
+    // Nor the plain-`tracing` fields of the client's ids: the parent says it.
+    for absent in [
+        "error.type",
+        "rpc.response.status_code",
+        "mcp.session.id",
+        "client.address",
+        "parent.trace_id",
+        "parent.span_id",
+        "parent.sampled",
+        "url.scheme",
+    ] {
         assert_eq!(attr(s, absent), None, "{absent}: {s:?}");
     }
     let everything = format!("{:?}", otel.spans());
@@ -416,4 +430,140 @@ async fn over_http_a_session_and_its_requests_are_exported() {
         ops.iter().filter_map(|p| p.attributes.get("mcp.method.name").map(String::as_str)).collect();
     assert!(methods.contains(&"initialize") && methods.contains(&"tools/call"), "{ops:?}");
     assert!(!format!("{ops:?}").contains(&id), "no session id on a metric");
+}
+
+#[tokio::test]
+async fn the_status_code_attribute_is_named_as_the_host_chooses() {
+    for (key, present, absent) in [
+        (StatusCodeKey::Response, &["rpc.response.status_code"][..], &["rpc.status_code"][..]),
+        (StatusCodeKey::Rpc, &["rpc.status_code"][..], &["rpc.response.status_code"][..]),
+        (StatusCodeKey::Both, &["rpc.response.status_code", "rpc.status_code"][..], &[][..]),
+    ] {
+        let otel = Otel::install();
+        let telemetry = otel.telemetry().status_code_key(key);
+        over_stdio(
+            &[call(1, "crash"), traced(2, "tools/call", r#""name":"missing""#, "01")],
+            telemetry,
+            Arc::default(),
+        )
+        .await;
+        let crash = &otel.named("tools/call crash")[0];
+        let missing = &otel.named("tools/call")[0];
+        let points = otel.points("mcp.server.operation.duration");
+        assert_eq!(points.len(), 2, "{points:?}");
+        for name in present {
+            assert_eq!(attr(crash, name).as_deref(), Some("-32603"), "{key:?} {name}: {crash:?}");
+            assert_eq!(attr(missing, name).as_deref(), Some("-32602"), "{key:?} {name}: {missing:?}");
+            assert!(points.iter().all(|p| p.attributes.contains_key(*name)), "{key:?} {name}: {points:?}");
+        }
+        for name in absent {
+            assert_eq!(attr(crash, name), None, "{key:?} {name}: {crash:?}");
+            assert!(points.iter().all(|p| !p.attributes.contains_key(*name)), "{key:?} {name}: {points:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_method_has_no_method_name_and_a_notification_has_its_span() {
+    let otel = Otel::install();
+    let lines = [
+        traced(1, "no/such/method", "", "01"),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}"#.to_owned(),
+    ];
+    let out = over_stdio(&lines, otel.telemetry(), Arc::default()).await;
+    assert_eq!(out.len(), 1, "the notification is not answered: {out:?}");
+    let other = &otel.named("mcp")[0];
+    assert_eq!(attr(other, "mcp.method.name"), None, "{other:?}");
+    assert_eq!(attr(other, "rpc.response.status_code").as_deref(), Some("-32601"));
+    let note = &otel.named("notifications/cancelled")[0];
+    assert_eq!(note.span_kind, SpanKind::Server);
+    assert_eq!(attr(note, "mcp.method.name").as_deref(), Some("notifications/cancelled"));
+    assert_eq!(attr(note, "jsonrpc.request.id"), None, "a notification has no id: {note:?}");
+    let points = otel.points("mcp.server.operation.duration");
+    let unknown =
+        points.iter().find(|p| p.attributes.contains_key("rpc.response.status_code")).expect("a point");
+    assert_eq!(unknown.attributes.get("mcp.method.name"), None, "{points:?}");
+    let all = format!("{:?}{points:?}", otel.spans());
+    assert!(!all.contains("no/such/method") && !all.contains("_OTHER"), "{all}");
+}
+
+const TOKEN: &str = "tok-3f9a-secret-bearer";
+const CURSOR: &str = "cursor-7c1e-secret";
+const STATE: &str = "state-51d0-secret";
+const RESPONSE: &str = "answer-9e2b-secret";
+
+/// An HTTP server that lets in only the bearer of [`TOKEN`].
+async fn guarded_server(telemetry: Telemetry) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    let engine = HttpEngine::new(Config::new("s", "1"), http, catalog());
+    let auth = |req: &AuthorizeInfo| match req.bearer_token() {
+        Some(TOKEN) => mcp_engine::http::Verdict::Allow,
+        _ => mcp_engine::http::Verdict::Unauthenticated,
+    };
+    let server = HttpServer::new(engine, Arc::new(Tools::default()), auth).telemetry(telemetry);
+    tokio::spawn(server.serve(listener));
+    addr
+}
+
+/// Sends, with the bearer token, a call with a secret argument, a list with a cursor, a
+/// retry with `requestState` and `inputResponses`, and a read of [`URI`]; returns once
+/// their four spans are exported.
+async fn secrets_over_http(otel: &Otel, addr: SocketAddr) {
+    let mut conn = http_support::Conn::open(addr).await;
+    let bearer = |req: String| req.replacen("\r\n", &format!("\r\nAuthorization: Bearer {TOKEN}\r\n"), 1);
+    let requests = [
+        ("tools/call", Some("ok"), call(1, "ok")),
+        ("tools/list", None, traced(2, "tools/list", &format!(r#""cursor":"{CURSOR}""#), "01")),
+        (
+            "tools/call",
+            Some("ok"),
+            traced(
+                3,
+                "tools/call",
+                &format!(
+                    r#""name":"ok","arguments":{{"k":"{SECRET}"}},"requestState":"{STATE}","inputResponses":{{"ask":{{"action":"accept","content":{{"v":"{RESPONSE}"}}}}}}"#
+                ),
+                "01",
+            ),
+        ),
+        ("resources/read", Some(URI), traced(4, "resources/read", &format!(r#""uri":"{URI}""#), "01")),
+    ];
+    for (method, name, body) in requests {
+        conn.send(&bearer(http_support::post(addr, method, name, &body))).await;
+        let r = conn.response().await;
+        assert_ne!(r.status, 401, "the token was accepted: {r:?}");
+    }
+    eventually("the four spans", || otel.spans().len() >= 4).await;
+}
+
+#[tokio::test]
+async fn no_token_argument_cursor_state_input_or_uri_is_exported() {
+    let otel = Otel::install();
+    let addr = guarded_server(otel.telemetry()).await;
+    secrets_over_http(&otel, addr).await;
+    let spans = otel.spans();
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+    assert!(names.contains(&"resources/read") && names.contains(&"tools/list"), "{names:?}");
+    let all = format!("{spans:?}{:?}", otel.points("mcp.server.operation.duration"));
+    for secret in [TOKEN, SECRET, CURSOR, STATE, RESPONSE, URI, "alice"] {
+        assert!(!all.contains(secret), "{secret} was exported: {all}");
+    }
+}
+
+#[tokio::test]
+async fn the_uri_is_exported_only_when_the_host_opts_in_and_only_on_the_span() {
+    let otel = Otel::install();
+    let addr = guarded_server(otel.telemetry().resource_uri(true)).await;
+    secrets_over_http(&otel, addr).await;
+    let read = &otel.named("resources/read")[0];
+    assert_eq!(attr(read, "mcp.resource.uri").as_deref(), Some(URI), "{read:?}");
+    let spans = format!("{:?}", otel.spans());
+    assert_eq!(spans.matches(URI).count(), 1, "the uri in mcp.resource.uri only: {spans}");
+    let points = format!("{:?}", otel.points("mcp.server.operation.duration"));
+    assert!(!points.contains(URI), "never on a metric: {points}");
+    for secret in [TOKEN, SECRET, CURSOR, STATE, RESPONSE] {
+        assert!(!spans.contains(secret) && !points.contains(secret), "{secret} was exported");
+    }
 }

@@ -6,105 +6,20 @@
 mod common;
 mod http_support;
 
-use std::collections::BTreeMap;
-use std::fmt;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Catalog, Config, Resource, Tool};
 use mcp_io_tokio::{
     AllowAll, Handler, HostFailure, HttpServer, ResourceRead, ResourceReply, Telemetry, ToolCall, ToolReply,
 };
+use mcp_spans::testing::{PARENT, PARENT_FIELDS, SpanRecord, capture};
 use serde_json::json;
 use tokio::net::TcpListener;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Subscriber};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
 
 const SECRET: &str = "hunter2-do-not-log";
-const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const URI: &str = "test://private/alice-secret";
-
-/// One span as the layer saw it.
-#[derive(Debug, Clone, Default)]
-struct SpanRecord {
-    name: String,
-    fields: BTreeMap<String, String>,
-    closed: bool,
-}
-
-/// Every span and event field seen, shared with the test.
-#[derive(Clone, Default)]
-struct Spans {
-    spans: Arc<Mutex<Vec<SpanRecord>>>,
-    events: Arc<Mutex<Vec<String>>>,
-}
-
-impl Spans {
-    fn named(&self, name: &str) -> Vec<SpanRecord> {
-        let spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
-        spans.iter().filter(|s| s.name == name).cloned().collect()
-    }
-    /// Everything recorded, as text: every span's fields and every event's.
-    fn everything(&self) -> String {
-        let spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
-        let events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
-        format!("{spans:?}\n{events:?}")
-    }
-}
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-/// The index of a span's record, kept in the span's extensions.
-struct At(usize);
-
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Spans {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let mut record = SpanRecord { name: attrs.metadata().name().to_owned(), ..SpanRecord::default() };
-        attrs.record(&mut Fields(&mut record.fields));
-        let mut spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
-        spans.push(record);
-        if let Some(span) = ctx.span(id) {
-            span.extensions_mut().insert(At(spans.len() - 1));
-        }
-    }
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
-        let Some(&At(i)) = span.extensions().get::<At>() else { return };
-        let mut spans = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
-        values.record(&mut Fields(&mut spans[i].fields));
-    }
-    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(&id) else { return };
-        let Some(&At(i)) = span.extensions().get::<At>() else { return };
-        self.spans.lock().unwrap_or_else(PoisonError::into_inner)[i].closed = true;
-    }
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        let mut fields = BTreeMap::new();
-        event.record(&mut Fields(&mut fields));
-        self.events.lock().unwrap_or_else(PoisonError::into_inner).push(format!("{fields:?}"));
-    }
-}
-
-/// Installs a capturing subscriber for this thread (the tests run on a current-thread
-/// runtime: the run loop and the handler tasks are on it).
-fn capture() -> (Spans, tracing::subscriber::DefaultGuard) {
-    let spans = Spans::default();
-    let subscriber = tracing_subscriber::registry().with(spans.clone());
-    (spans.clone(), tracing::subscriber::set_default(subscriber))
-}
 
 /// Answers each tool its own way: `ok` succeeds, `broken` is a tool error, `crash` a
 /// server error, `picky` invalid params.
@@ -149,7 +64,7 @@ fn traced_call(id: u64, tool: &str) -> String {
 }
 
 fn field<'a>(span: &'a SpanRecord, name: &str) -> Option<&'a str> {
-    span.fields.get(name).map(String::as_str)
+    span.field(name)
 }
 
 #[tokio::test]
@@ -173,11 +88,8 @@ async fn a_tool_call_over_stdio_has_one_span_named_and_attributed_by_the_convent
         ("mcp.protocol.version", "2026-07-28"),
         ("jsonrpc.request.id", "7"),
         ("network.transport", "pipe"),
-        ("parent.trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"),
-        ("parent.span_id", "00f067aa0ba902b7"),
-        ("parent.sampled", "true"),
     ];
-    for (name, value) in expect {
+    for (name, value) in expect.into_iter().chain(PARENT_FIELDS) {
         assert_eq!(field(s, name), Some(value), "{name}: {s:?}");
     }
     for absent in [
@@ -229,7 +141,7 @@ async fn failed_tool_calls_record_their_error_type() {
 }
 
 #[tokio::test]
-async fn a_resource_read_records_the_scheme_not_the_uri() {
+async fn a_resource_read_records_no_uri_by_default() {
     let (spans, _guard) = capture();
     let mut client = common::Client::start(Config::new("s", "1"), catalog(), Arc::new(Tools));
     client.send(&common::read(4, URI)).await;
@@ -240,8 +152,8 @@ async fn a_resource_read_records_the_scheme_not_the_uri() {
     assert_eq!(reads.len(), 1);
     let s = &reads[0];
     assert_eq!(field(s, "otel.name"), Some("resources/read"), "no uri in the name: {s:?}");
-    assert_eq!(field(s, "url.scheme"), Some("test"));
     assert_eq!(field(s, "mcp.resource.uri"), None);
+    assert_eq!(field(s, "url.scheme"), None, "not a convention attribute of the span: {s:?}");
     assert!(!spans.everything().contains("alice-secret"), "{}", spans.everything());
 }
 
@@ -355,10 +267,13 @@ async fn requests_the_engine_answers_itself_have_the_same_span() {
     assert_eq!((field(&call[0], "error.type"), field(&call[0], "otel.status_code")), (None, None));
     assert_eq!(field(&call[0], "gen_ai.tool.name"), None);
 
-    // A method the engine does not serve: `_OTHER`, never the client's string.
-    let other = spans.named("_OTHER");
+    // A method the engine does not serve: no `mcp.method.name` (the conventions have no
+    // value for it; `_OTHER` is error.type's), never the client's string.
+    let other = spans.named("mcp");
     assert_eq!(other.len(), 2, "the unknown method and the parse error: {other:?}");
-    assert_eq!(field(&other[0], "mcp.method.name"), Some("_OTHER"));
+    assert_eq!(field(&other[0], "mcp.method.name"), None);
+    assert_eq!(field(&other[0], "otel.name"), Some("mcp"));
+    assert!(!spans.everything().contains("_OTHER"), "{}", spans.everything());
     assert_eq!(field(&other[0], "rpc.response.status_code"), Some("-32601"));
     assert_eq!(field(&other[1], "rpc.response.status_code"), Some("-32700"));
     assert_eq!(field(&other[1], "jsonrpc.request.id"), None, "a parse error has no id");

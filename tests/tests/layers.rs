@@ -43,7 +43,7 @@ fn io_tokio_modules_import_only_lower_layers() {
     assert_layers(
         "io-tokio",
         &[
-            &["strings", "auth", "reply", "readiness", "store", "conventions", "task"],
+            &["strings", "auth", "reply", "readiness", "store", "task"],
             &["task_store"],
             &["channel", "oauth", "postgres", "stream_events", "otel"],
             &["telemetry"],
@@ -60,7 +60,12 @@ fn io_tokio_modules_import_only_lower_layers() {
 
 #[test]
 fn io_mio_modules_import_only_lower_layers() {
-    assert_layers("io-mio", &[&["wake"], &["stdio"], &["http"]]);
+    assert_layers("io-mio", &[&["wake"], &["spans"], &["stdio"], &["http"]]);
+}
+
+#[test]
+fn mcp_spans_modules_import_only_lower_layers() {
+    assert_layers("engine/spans", &[&["testing"]]);
 }
 
 #[test]

@@ -7,9 +7,7 @@
 use std::net::SocketAddr;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
-use mcp_engine::{
-    Catalog, Config, Engine, Event, Instant, OTHER_METHOD, Revision, SERVED_CAPACITY, Served, Tool,
-};
+use mcp_engine::{Catalog, Config, Engine, Event, Instant, Revision, SERVED_CAPACITY, Served, Tool};
 use mcp_fixture as everything;
 use mcp_tests::wire::{client_of, legacy_post, one, post, req};
 use mcp_tests::{drive, everything_engine, legacy_open, modern, request};
@@ -20,7 +18,8 @@ const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 /// What a record says, owned.
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
-    method: &'static str,
+    method: Option<&'static str>,
+    notification: bool,
     tool: Option<String>,
     prompt: Option<String>,
     revision: Option<Revision>,
@@ -35,6 +34,7 @@ struct Seen {
 fn seen(s: &Served<'_>) -> Seen {
     Seen {
         method: s.method(),
+        notification: s.is_notification(),
         tool: s.tool().map(str::to_owned),
         prompt: s.prompt().map(str::to_owned),
         revision: s.revision(),
@@ -57,7 +57,8 @@ fn served(e: &mut Engine) -> Vec<Seen> {
 
 fn plain(method: &'static str, revision: Option<Revision>, id: &str) -> Seen {
     Seen {
-        method,
+        method: Some(method),
+        notification: false,
         tool: None,
         prompt: None,
         revision,
@@ -102,9 +103,11 @@ fn every_request_the_engine_answers_is_recorded_and_none_the_host_serves() {
         prompt: Some("test_prompt_with_arguments".into()),
         ..plain("prompts/get", rev, "6")
     };
-    let other = Seen { code: Some(-32601), ..plain(OTHER_METHOD, None, "7") };
-    let parse = Seen { code: Some(-32700), id: None, ..plain(OTHER_METHOD, None, "") };
-    let no_method = Seen { code: Some(-32600), id: None, ..plain(OTHER_METHOD, None, "") };
+    // A method the engine does not serve, and messages with none: no method recorded
+    // (the client's string is not kept).
+    let other = Seen { code: Some(-32601), method: None, ..plain("", None, "7") };
+    let parse = Seen { code: Some(-32700), id: None, method: None, ..plain("", None, "") };
+    let no_method = Seen { code: Some(-32600), id: None, method: None, ..plain("", None, "") };
     assert_eq!(
         got,
         vec![
@@ -132,21 +135,25 @@ fn a_session_bound_stream_records_its_lifecycle_requests() {
     input.push_str(&request(3, "resources/subscribe", json!({ "uri": "test://static-text" })));
     input.push_str(&request(4, "logging/setLevel", json!({ "level": "loud" })));
     input.push_str(&request(5, "tools/list", json!({})));
+    input.push_str(&mcp_tests::notification("notifications/cancelled", json!({ "requestId": 99 })));
     drive(&mut e, input.as_bytes(), &[7]);
     let rev = Some(Revision::V2025_11_25);
     let got = served(&mut e);
+    let note = |method| Seen { id: None, notification: true, ..plain(method, rev, "") };
     assert_eq!(
         got,
         vec![
             plain("initialize", rev, "0"),
+            note("notifications/initialized"),
             plain("ping", rev, "1"),
             plain("logging/setLevel", rev, "2"),
             // This engine offers no subscriptions: the method is not found.
             Seen { code: Some(-32601), revision: None, ..plain("resources/subscribe", rev, "3") },
             Seen { code: Some(-32602), ..plain("logging/setLevel", rev, "4") },
             plain("tools/list", rev, "5"),
+            note("notifications/cancelled"),
         ],
-        "the notification is no request; the byte-by-byte split changes nothing"
+        "the notifications the engine acts on are recorded, without an id; the byte-by-byte split changes nothing"
     );
 }
 
@@ -176,7 +183,7 @@ fn a_replaced_catalog_drops_the_target_rather_than_misname_it() {
     e.replace_catalog(Catalog::builder().tool(Tool::new("other")).build().unwrap()).unwrap();
     let got = served(&mut e);
     assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!((got[0].method, got[0].tool.as_deref(), got[0].tool_error), ("tools/call", None, true));
+    assert_eq!((got[0].method, got[0].tool.as_deref(), got[0].tool_error), (Some("tools/call"), None, true));
 }
 
 #[test]
@@ -227,7 +234,7 @@ fn over_http_a_record_names_the_session_and_the_peer() {
     let r = one(&mut c, &legacy_post(&ping, Some(&format!("{}x", &id[..id.len() - 1]))));
     assert_eq!(r.status, 404, "{r:?}");
     let s = c.e.poll_served().map(|s| seen(&s)).expect("a record");
-    assert_eq!((s.method, s.code, s.session_id), ("ping", Some(-32001), None));
+    assert_eq!((s.method, s.code, s.session_id), (Some("ping"), Some(-32001), None));
 
     // Ending the session is reported with its id; a second session ends by expiry.
     assert!(c.e.poll_session_end().is_none());
@@ -252,4 +259,90 @@ fn polling_records_does_not_disturb_events() {
     e.handle_input(Instant::ZERO, line.as_bytes());
     assert!(e.poll_served().is_none());
     assert!(matches!(e.poll_event(), Some(Event::CallTool(_))));
+}
+
+/// The host's answers, recorded only when asked (`record_answers`): each with its
+/// event's ticket and what it was, whether given through the event or later by ticket;
+/// a cancelled ticket's late answer is refused and not recorded.
+#[test]
+fn the_hosts_answers_are_recorded_when_asked() {
+    use mcp_engine::{Content, HostError, ToolOutput};
+    let catalog = Catalog::builder().tool(Tool::new("t")).build().unwrap();
+    let mut e = Engine::new(Config::new("s", "1"), catalog);
+    let mut tickets = Vec::new();
+    let feed = |e: &mut Engine, id: i64| {
+        let line = modern(id, "tools/call", json!({ "name": "t" }));
+        assert_eq!(e.handle_input(Instant::ZERO, line.as_bytes()), line.len());
+        let Some(event) = e.poll_event() else { panic!("no event for call {id}") };
+        event.ticket()
+    };
+    // Not asked: nothing is kept.
+    let t = feed(&mut e, 1);
+    e.answer_tool(t, &ToolOutput::new(&[Content::text("x")])).unwrap();
+    assert!(e.poll_answered().is_none());
+
+    e.record_answers(true);
+    for id in 2..=5 {
+        tickets.push(feed(&mut e, id));
+    }
+    e.answer_tool(tickets[0], &ToolOutput::new(&[Content::text("ok")])).unwrap();
+    e.answer_tool(tickets[1], &ToolOutput::error(&[Content::text("failed")])).unwrap();
+    e.answer_error(tickets[2], HostError::Internal("down")).unwrap();
+    e.answer_error(tickets[3], HostError::InvalidParams("no")).unwrap();
+    let got: Vec<_> = std::iter::from_fn(|| e.poll_answered())
+        .map(|a| (a.ticket(), a.is_tool_error(), a.error_code()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (tickets[0], false, None),
+            (tickets[1], true, None),
+            (tickets[2], false, Some(-32603)),
+            (tickets[3], false, Some(-32602)),
+        ]
+    );
+    assert!(e.poll_served().is_none(), "the host's answers are not the engine's");
+
+    // Cancelled, then answered: the answer is refused, and not recorded.
+    let t = feed(&mut e, 6);
+    let cancel = mcp_tests::notification("notifications/cancelled", json!({ "requestId": 6 }));
+    assert_eq!(e.handle_input(Instant::ZERO, cancel.as_bytes()), cancel.len());
+    assert!(matches!(e.poll_event(), Some(Event::Cancelled(c)) if c == t));
+    assert!(e.answer_tool(t, &ToolOutput::new(&[Content::text("late")])).is_err());
+    assert!(e.poll_answered().is_none());
+    e.record_answers(false);
+    let t = feed(&mut e, 7);
+    e.answer_tool(t, &ToolOutput::new(&[Content::text("x")])).unwrap();
+    assert!(e.poll_answered().is_none(), "turned off again");
+}
+
+/// A call the host makes a task is answered then, with the task's handle: recorded under
+/// the call's ticket; the task's later result is not an answer to the request.
+#[test]
+fn a_call_made_a_task_is_recorded_when_the_task_is_made() {
+    use mcp_engine::{Content, TaskOptions, TaskSupport, ToolOutput};
+    let mut config = Config::new("s", "1");
+    config.tasks(true);
+    let catalog =
+        Catalog::builder().tool(Tool::new("slow").task_support(TaskSupport::Optional)).build().unwrap();
+    let mut e = Engine::new(config, catalog);
+    e.set_entropy(&[5; 32]);
+    e.record_answers(true);
+    let mut line = modern(1, "tools/call", json!({ "name": "slow" }));
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } } });
+    let mut v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    v["params"]["_meta"] = meta;
+    line = format!("{v}\n");
+    assert_eq!(e.handle_input(Instant::ZERO, line.as_bytes()), line.len());
+    let (ticket, task) = {
+        let Some(Event::CallTool(mut call)) = e.poll_event() else { panic!("no call") };
+        let ticket = call.ticket;
+        (ticket, call.start_task(&TaskOptions::new()).expect("a task"))
+    };
+    let got: Vec<_> =
+        std::iter::from_fn(|| e.poll_answered()).map(|a| (a.ticket(), a.error_code())).collect();
+    assert_eq!(got, vec![(ticket, None)]);
+    e.answer_tool(task, &ToolOutput::new(&[Content::text("done")])).expect("the task's result");
+    assert!(e.poll_answered().is_none(), "the task's result answers no request");
 }

@@ -532,3 +532,121 @@ fn the_queries_work_on_the_declared_graph_of_a_catalog() {
         ["client:client", "method:tools/call", "tool:report", "effect:email"]
     );
 }
+
+// ------------------------------------------------------------------ queries, by property
+
+/// A graph of eight tools (`tool:0` .. `tool:7`) with path edges between them (`steps`:
+/// from, kind, to) and gates (`gates`: the tool, one of three gates).
+fn random_flow(steps: &[(u8, u8, u8)], gates: &[(u8, u8)]) -> Graph {
+    const PATH_KINDS: [EdgeKind; 4] =
+        [EdgeKind::Calls, EdgeKind::Dispatches, EdgeKind::Reads, EdgeKind::Performs];
+    let names = ["0", "1", "2", "3", "4", "5", "6", "7"];
+    let mut g = Graph::new(GraphKind::Declared);
+    for n in names {
+        g.node(NodeKind::Tool, n);
+    }
+    for &(a, kind, b) in steps {
+        let (a, b) = (names[a as usize % 8], names[b as usize % 8]);
+        g.edge((NodeKind::Tool, a), PATH_KINDS[kind as usize % 4], (NodeKind::Tool, b));
+    }
+    for &(t, gate) in gates {
+        g.edge(
+            (NodeKind::Tool, names[t as usize % 8]),
+            EdgeKind::GatedBy,
+            (NodeKind::Gate, ["g0", "g1", "g2"][gate as usize % 3]),
+        );
+    }
+    g
+}
+
+/// The reference: breadth-first search over the graph's own edge list (no petgraph),
+/// following every kind but `gated_by`, never entering a node `blocked` says.
+fn bfs(g: &Graph, from: &str, to: &str, blocked: &dyn Fn(&str) -> bool) -> bool {
+    if g.get_node(from).is_none() || g.get_node(to).is_none() || blocked(from) || blocked(to) {
+        return false;
+    }
+    let mut seen = std::collections::BTreeSet::from([from.to_owned()]);
+    let mut queue = std::collections::VecDeque::from([from.to_owned()]);
+    while let Some(n) = queue.pop_front() {
+        if n == to {
+            return true;
+        }
+        for (k, _) in g.edges() {
+            if k.kind != EdgeKind::GatedBy && k.from == n && !blocked(&k.to) && seen.insert(k.to.clone()) {
+                queue.push_back(k.to.clone());
+            }
+        }
+    }
+    false
+}
+
+/// Whether node `n` is gated (by `gate`, or by any with `None`), from the edge list.
+fn gated_by(g: &Graph, n: &str, gate: Option<&str>) -> bool {
+    g.edges().any(|(k, _)| k.kind == EdgeKind::GatedBy && k.from == n && gate.is_none_or(|x| k.to == x))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn the_queries_agree_with_a_search_over_the_edge_list(
+        steps in proptest::collection::vec((0u8..8, 0u8..4, 0u8..8), 0..20),
+        gates in proptest::collection::vec((0u8..8, 0u8..3), 0..4),
+    ) {
+        let g = random_flow(&steps, &gates);
+        let ids: Vec<String> = g.nodes().map(|(id, _)| id.to_owned()).filter(|id| id.starts_with("tool:")).collect();
+        let none = |_: &str| false;
+        for a in &ids {
+            for b in &ids {
+                let reachable = bfs(&g, a, b, &none);
+                prop_assert_eq!(g.reaches(a, b), reachable, "reaches {} {}", a, b);
+
+                // A witness: the graph's own path edges, chained from a to b, through no gated node.
+                match g.reach_avoiding_gates(a, b) {
+                    Some(path) => {
+                        let mut at = a.clone();
+                        for step in &path {
+                            prop_assert!(g.get_edge(step).is_some(), "{:?} is an edge of the graph", step);
+                            prop_assert!(step.kind != EdgeKind::GatedBy);
+                            prop_assert_eq!(&step.from, &at);
+                            prop_assert!(!gated_by(&g, &step.from, None) && !gated_by(&g, &step.to, None));
+                            at = step.to.clone();
+                        }
+                        prop_assert_eq!(&at, b, "the path ends at the target");
+                        prop_assert!(!gated_by(&g, a, None));
+                    }
+                    None => prop_assert!(
+                        !bfs(&g, a, b, &|n| gated_by(&g, n, None)),
+                        "a gate-free path {} -> {} exists", a, b
+                    ),
+                }
+
+                // Gate dominance: reachable, and not once the gate's nodes are out.
+                for gate in ["gate:g0", "gate:g1", "gate:g2"] {
+                    let expected = reachable
+                        && (gated_by(&g, a, Some(gate))
+                            || gated_by(&g, b, Some(gate))
+                            || !bfs(&g, a, b, &|n| gated_by(&g, n, Some(gate))));
+                    prop_assert_eq!(g.gate_dominates(a, gate, b), expected, "{} dominates {} -> {}", gate, a, b);
+                }
+
+                // Dominators: from a to b, each on every path (b unreachable without it).
+                match g.crossed_by_every_path(a, b) {
+                    Some(chain) => {
+                        prop_assert!(reachable);
+                        prop_assert_eq!(chain.first(), Some(a));
+                        prop_assert_eq!(chain.last(), Some(b));
+                        for d in chain.iter().filter(|d| *d != a && *d != b) {
+                            prop_assert!(!bfs(&g, a, b, &|n| n == d), "{} -> {} avoids {}", a, b, d);
+                        }
+                        // And none is missing: a path avoids every other node.
+                        for n in ids.iter().filter(|n| !chain.contains(n)) {
+                            prop_assert!(bfs(&g, a, b, &|m| m == n), "every {} -> {} path crosses {}", a, b, n);
+                        }
+                    }
+                    None => prop_assert!(!reachable, "{} reaches {} but has no dominators", a, b),
+                }
+            }
+        }
+    }
+}

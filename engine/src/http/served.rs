@@ -25,6 +25,18 @@ impl HttpEngine {
         self.core.served_dropped()
     }
 
+    /// Keeps a record of each answer the host gives to a request it was handed (`on`;
+    /// off by default), as [`Engine::record_answers`](crate::Engine::record_answers).
+    pub fn record_answers(&mut self, on: bool) {
+        self.core.record_answers(on);
+    }
+
+    /// The next answer the host gave ([`record_answers`](Self::record_answers)), as
+    /// [`Engine::poll_answered`](crate::Engine::poll_answered).
+    pub fn poll_answered(&mut self) -> Option<crate::mcp::answered::Answered> {
+        self.core.poll_answered()
+    }
+
     /// The next session that ended here (`DELETE`, idle expiry, ended by another node),
     /// for the `mcp.server.session.duration` point of an adapter that saw it open (the
     /// `initialize` record of [`poll_served`](Self::poll_served) names it); `None` when

@@ -8,6 +8,7 @@ use crate::content::{self, Content, PromptMessage, PromptOutput, ResourceContent
 use crate::error::{AnswerError, HostError, NotifyError, code};
 use crate::jsonrpc::{Reply, field, write_error};
 use crate::level::LogLevel;
+use crate::mcp::answered::AnswerLog;
 use crate::mcp::inputs::Inputs;
 use crate::mcp::mrtr::{self, InputRequired, Method};
 use crate::mcp::prepared::Prepared;
@@ -73,6 +74,8 @@ pub(crate) struct Answers<'a> {
     pub(crate) resources_cache: CachePolicy,
     /// The engine's clocks at its latest time (`requestState` expiry).
     pub(crate) clock: Clock,
+    /// Where each answer is recorded for an adapter that asked (`served`).
+    pub(crate) log: &'a mut AnswerLog,
 }
 
 impl Answers<'_> {
@@ -266,6 +269,17 @@ impl Answers<'_> {
         kind: Kind,
         body: impl FnOnce(&mut Vec<u8>, Revision) -> Result<Option<CachePolicy>, serde_json::Error>,
     ) -> Result<(), AnswerError> {
+        self.answer_as(ticket, kind, false, body)
+    }
+
+    /// [`Self::answer`], recorded as a tool result with `isError: true` when `tool_error`.
+    fn answer_as(
+        &mut self,
+        ticket: Ticket,
+        kind: Kind,
+        tool_error: bool,
+        body: impl FnOnce(&mut Vec<u8>, Revision) -> Result<Option<CachePolicy>, serde_json::Error>,
+    ) -> Result<(), AnswerError> {
         if ticket.task {
             // A task is a tool call: it takes a tool result, an error or input.
             return Err(self
@@ -287,7 +301,8 @@ impl Answers<'_> {
                     out[at + p] = b' ';
                     at += p + 1;
                 }
-                result_end(out, self.prepared, busy.revision, cache)
+                result_end(out, self.prepared, busy.revision, cache);
+                self.log.answered(ticket, None, tool_error);
             }
             Err(e) => {
                 out.truncate(mark);
@@ -298,6 +313,7 @@ impl Answers<'_> {
                     format_args!("Internal error: the result could not be serialized ({e})"),
                     |_| {},
                 );
+                self.log.answered(ticket, Some(code::INTERNAL_ERROR), false);
             }
         }
         self.outbox.routed(busy.route, mark);
@@ -317,6 +333,7 @@ impl Answers<'_> {
             format_args!("Request timed out"),
             |_| {},
         );
+        self.log.answered(ticket, Some(code::REQUEST_TIMEOUT), false);
         self.outbox.routed(busy.route, mark);
         Ok(())
     }
@@ -337,6 +354,14 @@ impl Answers<'_> {
         let reply = Reply::Stored(busy.id.as_bytes());
         let out = &mut self.outbox.out;
         let mark = out.len();
+        let logged = match error {
+            HostError::NotFound if busy.kind == Kind::Resource && !busy.revision.is_stateless() => {
+                code::RESOURCE_NOT_FOUND
+            }
+            HostError::NotFound | HostError::InvalidParams(_) => code::INVALID_PARAMS,
+            HostError::Internal(_) => code::INTERNAL_ERROR,
+        };
+        self.log.answered(ticket, Some(logged), false);
         match error {
             HostError::NotFound if busy.kind == Kind::Resource => {
                 let code = if busy.revision.is_stateless() {
@@ -401,7 +426,7 @@ impl Answers<'_> {
             if ticket.task {
                 return self.answer_task_tool(ticket, output, false);
             }
-            return self.answer(ticket, Kind::Tool, |out, _| {
+            return self.answer_as(ticket, Kind::Tool, true, |out, _| {
                 out.extend_from_slice(MISMATCH_RESULT);
                 Ok(None)
             });
@@ -409,7 +434,7 @@ impl Answers<'_> {
         if ticket.task {
             return self.answer_task_tool(ticket, output, true);
         }
-        self.answer(ticket, Kind::Tool, |out, _| {
+        self.answer_as(ticket, Kind::Tool, output.is_error, |out, _| {
             write_tool_members(out, output)?;
             Ok(None)
         })
@@ -461,6 +486,7 @@ impl Answers<'_> {
                     format_args!("Internal error: the input requests could not be serialized ({e})"),
                     |_| {},
                 );
+                self.log.answered(ticket, Some(code::INTERNAL_ERROR), false);
                 self.outbox.routed(busy.route, mark);
                 return Ok(());
             }
@@ -477,6 +503,7 @@ impl Answers<'_> {
                 ),
                 |out| mrtr::write_required(out, missing),
             );
+            self.log.answered(ticket, Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY), false);
             self.outbox.routed_with(busy.route, mark, 400);
             return Ok(());
         }
@@ -497,6 +524,7 @@ impl Answers<'_> {
         }
         let end = out.len();
         out[end - 1] = b'\n';
+        self.log.answered(ticket, None, false);
         self.outbox.routed(busy.route, mark);
         Ok(())
     }
@@ -532,6 +560,7 @@ impl Answers<'_> {
                 ),
                 |out| mrtr::write_required(out, missing),
             );
+            self.log.answered(ticket, Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY), false);
             self.outbox.routed(busy.route, mark);
             return Ok(());
         }

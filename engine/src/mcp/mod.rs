@@ -15,8 +15,10 @@
 //!   table, `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers to a task;
 //! - [`scopes`]: what a request was granted and what each method and definition requires
 //!   (a protected HTTP endpoint's scope policy);
-//! - [`served`]: a bounded record of each request the engine answered itself, for the
-//!   adapters' spans and metrics;
+//! - [`served`]: a bounded record of each request the engine answered itself (and each
+//!   notification it acted on), for the adapters' spans and metrics;
+//! - [`answered`]: a bounded record of each answer the host gave, when an adapter asks
+//!   (the mio adapter closes its request spans with them);
 //! - [`connectome`] (feature `connectome`): counting what is dispatched, answering reads of
 //!   the connectome resources.
 //!
@@ -27,6 +29,7 @@
 //! `output` and the leaf modules. May not touch: transport state (`stdio`, `http`),
 //! sockets, clocks: the transports pass time in and route what the outbox holds.
 
+pub(crate) mod answered;
 pub(crate) mod answers;
 #[cfg(feature = "connectome")]
 pub(crate) mod connectome;
@@ -125,6 +128,8 @@ pub(crate) struct Core {
     pub(crate) no_stream: bool,
     /// The requests answered without the host, for the adapters' spans.
     pub(crate) served: served::Log,
+    /// The host's answers, recorded when an adapter asks (see [`answered`]).
+    pub(crate) answered: answered::AnswerLog,
     /// The observed counts and the host's declared edges.
     #[cfg(feature = "connectome")]
     pub(crate) connectome: connectome::Connectome,
@@ -261,6 +266,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         denied: None,
         no_stream: false,
         served: served::Log::new(),
+        answered: answered::AnswerLog::default(),
         #[cfg(feature = "connectome")]
         connectome: connectome::Connectome::new(&catalog),
         waiting: false,
@@ -434,9 +440,20 @@ impl Core {
         self.served.fill(from, session_id, peer, client);
     }
 
+    /// Keeps a record of each answer the host gives from now on (`on`), for
+    /// [`Self::poll_answered`].
+    pub(crate) fn record_answers(&mut self, on: bool) {
+        self.answered.record(on);
+    }
+
+    /// The next answer of the host recorded (see [`served`]).
+    pub(crate) fn poll_answered(&mut self) -> Option<answered::Answered> {
+        self.answered.poll()
+    }
+
     /// Records of requests answered by the engine dropped because nobody polled them.
     pub(crate) fn served_dropped(&self) -> u64 {
-        self.served.dropped()
+        self.served.dropped() + self.answered.dropped()
     }
 
     /// The handle every answer and notification for a ticket goes through.
@@ -451,6 +468,7 @@ impl Core {
             catalog: &self.catalog,
             resources_cache: self.cfg.resources_cache,
             clock,
+            log: &mut self.answered,
         }
     }
 
@@ -469,9 +487,21 @@ impl Core {
         let p = self.tickets.pending?;
         let clock = self.clock();
         #[cfg(feature = "connectome")]
-        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, tasks, connectome, .. } = self;
+        let Self {
+            cfg,
+            catalog,
+            prepared,
+            scratch,
+            tickets,
+            outbox,
+            inputs,
+            tasks,
+            answered,
+            connectome,
+            ..
+        } = self;
         #[cfg(not(feature = "connectome"))]
-        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, tasks, .. } = self;
+        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, tasks, answered, .. } = self;
         // The slot's id (only its bytes), route and `traceparent`: the slot stays where it
         // is (a task's, from its record).
         let (route, kept, id, offer) = match tasks.get(p.ticket) {
@@ -514,6 +544,7 @@ impl Core {
             catalog,
             resources_cache: cfg.resources_cache,
             clock,
+            log: answered,
         };
         let args = Arguments { raw: core::str::from_utf8(&scratch.args).unwrap_or("{}") };
         let input_responses = InputResponses { buf: &scratch.responses, entries: &scratch.round.entries };
@@ -768,11 +799,15 @@ impl Core {
     pub(crate) fn notification(&mut self, n: &[Node<'_>], method: &str, params: Option<usize>) {
         match notification(self.mode.rules(), method, &self.session) {
             Some(Notification::Initialized) if !self.session.initialized => {
+                self.served.notified("notifications/initialized", self.session.legacy, self.now);
                 self.session.initialized = true;
                 self.session.touch();
             }
-            Some(Notification::Initialized) => {}
+            Some(Notification::Initialized) => {
+                self.served.notified("notifications/initialized", self.session.legacy, self.now);
+            }
             Some(Notification::Cancelled) => {
+                self.served.notified("notifications/cancelled", self.session.legacy, self.now);
                 let Some(idb) = cancelled_id(n, params) else { return };
                 // Over HTTP only a request of the same session (two sessions may use the
                 // same ids), and none outside a session (stateless requests are cancelled

@@ -31,10 +31,6 @@ use crate::wire::trace::TraceParent;
 /// is dropped and counted.
 pub const SERVED_CAPACITY: usize = 128;
 
-/// `mcp.method.name` of a request whose method the engine does not serve: a client's
-/// method string is never recorded (it could be anything, of any length).
-pub const OTHER_METHOD: &str = "_OTHER";
-
 /// The definition a request named, by its position in the catalog it was served with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
@@ -56,7 +52,12 @@ enum Id {
 /// One request the engine answered, as kept (fixed size).
 #[derive(Clone, Copy)]
 pub(crate) struct Record {
-    method: &'static str,
+    /// The engine's name for the method; `None` for one it does not serve (a client's
+    /// method string is never kept: it could be anything, of any length) and a message
+    /// refused before it named one.
+    method: Option<&'static str>,
+    /// A notification the engine acted on (no answer).
+    notification: bool,
     target: Target,
     /// The catalog revision `target` is a position in.
     catalog_revision: u64,
@@ -150,17 +151,20 @@ impl Log {
             return;
         }
         let (catalog, catalog_revision) = catalog;
-        let method = req.map_or(OTHER_METHOD, |r| known_method(r.method));
+        let method = req.and_then(|r| known_method(r.method));
         let name = req.and_then(|r| r.str_at(r.name));
         let target = match (method, name) {
-            ("tools/call", Some(n)) => catalog.tool_index(n).map_or(Target::None, |i| Target::Tool(i as u32)),
-            ("prompts/get", Some(n)) => {
+            (Some("tools/call"), Some(n)) => {
+                catalog.tool_index(n).map_or(Target::None, |i| Target::Tool(i as u32))
+            }
+            (Some("prompts/get"), Some(n)) => {
                 catalog.prompt_index(n).map_or(Target::None, |i| Target::Prompt(i as u32))
             }
             _ => Target::None,
         };
         let record = Record {
             method,
+            notification: false,
             target,
             catalog_revision,
             revision: self.revision,
@@ -178,6 +182,37 @@ impl Log {
             peer: None,
             client: None,
         };
+        self.push(record);
+    }
+
+    /// Records a notification the engine acted on at `now` (`method`: its name, as the
+    /// lifecycle tables spell it) in a session of `revision` (`None`: none). Its
+    /// `traceparent` is not read (a notification's `_meta` is not decoded).
+    pub(crate) fn notified(&mut self, method: &'static str, revision: Option<Revision>, now: u64) {
+        self.settle();
+        if self.len >= SERVED_CAPACITY {
+            self.dropped += 1;
+            return;
+        }
+        self.push(Record {
+            method: Some(method),
+            notification: true,
+            target: Target::None,
+            catalog_revision: 0,
+            revision,
+            id: Id::None,
+            code: None,
+            tool_error: false,
+            parent: None,
+            at: Instant::from_micros(now),
+            session_id: None,
+            peer: None,
+            client: None,
+        });
+    }
+
+    /// Appends `record` to the ring (room checked by the caller).
+    fn push(&mut self, record: Record) {
         let at = (self.head + self.len) % SERVED_CAPACITY;
         if at == self.ring.len() {
             self.ring.push(record);
@@ -258,12 +293,12 @@ impl Log {
     }
 }
 
-/// The method's name as the method table spells it, or [`OTHER_METHOD`].
-fn known_method(name: &str) -> &'static str {
+/// The method's name as the method table spells it (`None`: not one the engine serves).
+fn known_method(name: &str) -> Option<&'static str> {
     if name == "initialize" {
-        return "initialize";
+        return Some("initialize");
     }
-    METHODS.iter().find(|r| r.name == name).map_or(OTHER_METHOD, |r| r.name)
+    METHODS.iter().find(|r| r.name == name).map(|r| r.name)
 }
 
 /// A request the engine answered itself, without the host: what its span and its
@@ -272,8 +307,9 @@ fn known_method(name: &str) -> &'static str {
 /// [`HttpEngine::poll_served`](crate::http::HttpEngine::poll_served).
 ///
 /// It holds no value the client sent but the request's id and `traceparent`: the method
-/// is the engine's own name for it ([`OTHER_METHOD`] for one it does not serve), the
-/// target a name the catalog declares.
+/// is the engine's own name for it (none for one it does not serve), the target a name
+/// the catalog declares. A notification the engine acted on (`notifications/initialized`,
+/// `notifications/cancelled`) is recorded too ([`Served::is_notification`]).
 #[derive(Clone, Copy)]
 pub struct Served<'a> {
     record: &'a Record,
@@ -285,10 +321,14 @@ pub struct Served<'a> {
 
 impl<'a> Served<'a> {
     /// The JSON-RPC method: the engine's name for it (`tools/list`, `ping`,
-    /// `initialize`, ...), or [`OTHER_METHOD`] for a method it does not serve and a
-    /// message refused before it named one.
-    pub fn method(&self) -> &'static str {
+    /// `initialize`, `notifications/cancelled`, ...); `None` for a method it does not
+    /// serve (the client's string is not kept) and a message refused before it named one.
+    pub fn method(&self) -> Option<&'static str> {
         self.record.method
+    }
+    /// Whether it was a notification (no id, no answer).
+    pub fn is_notification(&self) -> bool {
+        self.record.notification
     }
     /// The tool a refused `tools/call` named, if the catalog declares it.
     pub fn tool(&self) -> Option<&'a str> {
@@ -351,6 +391,7 @@ impl fmt::Debug for Served<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Served")
             .field("method", &self.method())
+            .field("notification", &self.is_notification())
             .field("tool", &self.tool())
             .field("prompt", &self.prompt())
             .field("revision", &self.revision())

@@ -335,6 +335,8 @@ impl Answers<'_> {
             out.extend_from_slice(&self.prepared.meta);
         }
         out.extend_from_slice(b"}}\n");
+        // The call's request is answered (with the task's handle).
+        self.log.answered(ticket, None, false);
         self.outbox.routed(busy.route, mark);
         Ok(task)
     }
