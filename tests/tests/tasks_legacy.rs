@@ -399,3 +399,68 @@ fn a_2025_task_asks_its_client_with_requests_tagged_by_the_task() {
     assert!(feed(&mut e, &mut host, &(answer.to_string() + "\n")).is_empty());
     assert_eq!(calls.borrow().len(), 2);
 }
+
+/// Over HTTP a `2025-11-25` task's status changes reach the standalone `GET` stream of
+/// the session that created it, as `notifications/tasks/status` carrying the whole task
+/// (valid under the `2025-11-25` schema), and no other session's stream.
+#[test]
+fn over_an_http_session_status_notifications_reach_the_creating_sessions_stream() {
+    use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
+    use mcp_tests::wire::{SSE, client_of, get, more, on_new, one, open_session, session_post, sse_events};
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let kept = calls.clone();
+    let host: Box<dyn FnMut(Event<'_>)> = Box::new(move |ev| {
+        if let Event::CallTool(call) = ev {
+            kept.borrow_mut().push(call.ticket);
+        }
+    });
+    let mut c =
+        client_of(config(), HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone), catalog(), host);
+    c.e.set_entropy(&[8; 32]);
+    let mine = open_session(&mut c, "2025-11-25");
+    let other = open_session(&mut c, "2025-11-25");
+    let (my_stream, head) = on_new(&mut c, &get(Some(&mine), SSE));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (their_stream, head) = on_new(&mut c, &get(Some(&other), SSE));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let notes = |raw: &str| -> Vec<Value> {
+        sse_events(raw)
+            .into_iter()
+            .filter(|(_, d)| !d.is_empty())
+            .map(|(_, d)| serde_json::from_str(&d).expect("JSON"))
+            .collect()
+    };
+    let create = |c: &mut mcp_tests::wire::Client, rid: u64| {
+        let call = json!({ "jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": { "name": "slow", "task": {} } });
+        let r = one(c, &session_post(&call, "2025-11-25", Some(&mine)));
+        r.json()["result"]["task"]["taskId"].as_str().expect("a task").to_owned()
+    };
+
+    // The host finishes the task: its session's stream hears `completed`.
+    let id = create(&mut c, 2);
+    let t = *calls.borrow().last().expect("the host has the task");
+    assert!(notes(&more(&mut c, my_stream)).is_empty(), "created: no notification");
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("built")])).expect("live");
+    let heard = notes(&more(&mut c, my_stream));
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_valid(Rev::V2025_11_25, "TaskStatusNotification", &heard[0]);
+    assert_eq!(heard[0]["method"], "notifications/tasks/status");
+    assert_eq!(heard[0]["params"]["taskId"], id.as_str());
+    assert_eq!(heard[0]["params"]["status"], "completed");
+    assert!(heard[0]["params"].get("_meta").is_none(), "no related-task _meta on it");
+
+    // The client cancels another: `cancelled`, on the same stream.
+    let id = create(&mut c, 3);
+    let cancel = json!({ "jsonrpc": "2.0", "id": 4, "method": "tasks/cancel", "params": { "taskId": id } });
+    let r = one(&mut c, &session_post(&cancel, "2025-11-25", Some(&mine)));
+    assert_eq!(r.json()["result"]["status"], "cancelled", "{:?}", r.json());
+    let heard = notes(&more(&mut c, my_stream));
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_valid(Rev::V2025_11_25, "TaskStatusNotification", &heard[0]);
+    assert_eq!(heard[0]["params"]["taskId"], id.as_str());
+    assert_eq!(heard[0]["params"]["status"], "cancelled");
+
+    // The other session's stream heard nothing of either.
+    assert!(notes(&more(&mut c, their_stream)).is_empty());
+}
