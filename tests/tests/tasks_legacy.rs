@@ -464,3 +464,55 @@ fn over_an_http_session_status_notifications_reach_the_creating_sessions_stream(
     // The other session's stream heard nothing of either.
     assert!(notes(&more(&mut c, their_stream)).is_empty());
 }
+
+/// Over HTTP with two principals, `tasks/list` shows each caller its own tasks only (the
+/// other's are skipped, also between the pages), a cursor is good for the principal it
+/// was given to only, and an anonymous caller sees neither's.
+#[test]
+fn over_http_tasks_list_hides_another_principals_tasks() {
+    use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
+    use mcp_tests::wire::{Client, client_of, one, open_session, session_post};
+    // The host authorizes each request (its verdict names the principal).
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    let mut c = client_of(config(), http, catalog(), Box::new(|_| {}));
+    c.e.set_entropy(&[8; 32]);
+    let alice = Verdict::AllowAs(Principal::of(b"alice"));
+    let bob = Verdict::AllowAs(Principal::of(b"bob"));
+    let mut sessions = Vec::new();
+    for v in [alice, bob, Verdict::Allow] {
+        c.verdict = v;
+        sessions.push(open_session(&mut c, "2025-11-25"));
+    }
+    let ask = |c: &mut Client, who: usize, rid: u64, method: &str, params: Value| {
+        c.verdict = [alice, bob, Verdict::Allow][who];
+        let body = json!({ "jsonrpc": "2.0", "id": rid, "method": method, "params": params });
+        one(c, &session_post(&body, "2025-11-25", Some(&sessions[who]))).json()
+    };
+    let create = |c: &mut Client, who: usize, rid: u64| {
+        let r = ask(c, who, rid, "tools/call", json!({ "name": "slow", "task": {} }));
+        r["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {r}")).to_owned()
+    };
+    let ids = |r: &Value| -> Vec<String> {
+        let tasks = r["result"]["tasks"].as_array().unwrap_or_else(|| panic!("tasks: {r}"));
+        tasks.iter().map(|t| t["taskId"].as_str().unwrap_or_default().to_owned()).collect()
+    };
+    // Bob's task sits between Alice's in the table.
+    let a1 = create(&mut c, 0, 2);
+    let b1 = create(&mut c, 1, 3);
+    let a2 = create(&mut c, 0, 4);
+    let a3 = create(&mut c, 0, 5);
+
+    let first = ask(&mut c, 0, 6, "tasks/list", json!({}));
+    assert_valid(Rev::V2025_11_25, "ListTasksResult", &first["result"]);
+    assert_eq!(ids(&first), [a1.as_str(), a2.as_str()]);
+    let cursor = first["result"]["nextCursor"].as_str().expect("a next page").to_owned();
+    let second = ask(&mut c, 0, 7, "tasks/list", json!({ "cursor": cursor }));
+    assert_eq!(ids(&second), [a3.as_str()]);
+    assert!(second["result"].get("nextCursor").is_none(), "{second}");
+
+    let theirs = ask(&mut c, 1, 8, "tasks/list", json!({}));
+    assert_eq!(ids(&theirs), [b1.as_str()]);
+    let stolen = ask(&mut c, 1, 9, "tasks/list", json!({ "cursor": cursor }));
+    assert_eq!(stolen["error"]["code"], -32602, "Alice's cursor is hers: {stolen}");
+    assert!(ids(&ask(&mut c, 2, 10, "tasks/list", json!({}))).is_empty(), "anonymous sees none");
+}
