@@ -575,6 +575,20 @@ fn answers_taken_on_a_copy_are_saved_in_the_same_drain() {
     assert!(b.log().contains(&format!("save {id} 3")), "{:?}", b.log());
 }
 
+/// Two nodes sharing a store, and a `2025-11-25` task created on node A (id 2 in a
+/// session of A's): the store, the nodes, A's session and the task id.
+fn legacy_task_on_a() -> (Shared<Store>, Node, Node, String, String) {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let b = Node::new("b", 2, &store);
+    let on_a = a.legacy_session();
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "slow", "arguments": {}, "task": { "ttl": 60000 } } });
+    let (_, r) = parse(&a.feed(&mcp_tests::wire::session_post(&call, "2025-11-25", Some(&on_a)), usize::MAX));
+    let id = r["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    (store, a, b, on_a, id)
+}
+
 /// A `2025-11-25` `tasks/result` on node B for a task node A runs waits on a copy read
 /// from the store; when A changes the task B hears of it and reads the copy again: it
 /// waits on while the task runs, and is answered with the result once A finishes it.
@@ -582,14 +596,7 @@ fn answers_taken_on_a_copy_are_saved_in_the_same_drain() {
 fn a_tasks_result_waiting_on_a_copy_is_answered_when_the_owner_finishes() {
     use mcp_tests::wire::session_post;
     let v = "2025-11-25";
-    let store = Shared::default();
-    let mut a = Node::new("a", 1, &store);
-    let mut b = Node::new("b", 2, &store);
-    let on_a = a.legacy_session();
-    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": { "name": "slow", "arguments": {}, "task": { "ttl": 60000 } } });
-    let (_, r) = parse(&a.feed(&session_post(&call, v, Some(&on_a)), usize::MAX));
-    let id = r["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    let (store, mut a, mut b, _, id) = legacy_task_on_a();
     let task = a.host.borrow().calls.last().expect("a call").0;
 
     // B's client (a session of the same principal there) waits for the result.
@@ -634,14 +641,7 @@ fn a_tasks_result_waiting_on_a_copy_is_answered_when_the_owner_finishes() {
 fn an_owners_waiting_tasks_result_hears_a_cancel_made_elsewhere() {
     use mcp_tests::wire::session_post;
     let v = "2025-11-25";
-    let store = Shared::default();
-    let mut a = Node::new("a", 1, &store);
-    let mut b = Node::new("b", 2, &store);
-    let on_a = a.legacy_session();
-    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": { "name": "slow", "arguments": {}, "task": {} } });
-    let (_, r) = parse(&a.feed(&session_post(&call, v, Some(&on_a)), usize::MAX));
-    let id = r["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    let (store, mut a, mut b, on_a, id) = legacy_task_on_a();
     let result = json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": { "taskId": id } });
     assert!(a.feed(&session_post(&result, v, Some(&on_a)), usize::MAX).is_empty(), "it waits");
 

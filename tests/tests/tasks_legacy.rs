@@ -272,13 +272,9 @@ fn a_waiting_result_hears_the_ttl() {
     assert_eq!(s.one(3, "tasks/get", json!({ "taskId": id }))["error"]["code"], -32602);
 }
 
-/// Over an HTTP session: the augmented call answered on one connection, `tasks/result`
-/// waiting on another until the host finishes the task, a third waiter's connection
-/// closing first.
-#[test]
-fn over_an_http_session_tasks_result_waits_on_its_connection() {
+/// An HTTP engine anyone may use (one principal), whose host keeps every call's ticket.
+fn http_client() -> (mcp_tests::wire::Client, Rc<RefCell<Vec<Ticket>>>) {
     use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
-    use mcp_tests::wire::{client_of, parse_responses, post};
     let calls = Rc::new(RefCell::new(Vec::new()));
     let kept = calls.clone();
     let host: Box<dyn FnMut(Event<'_>)> = Box::new(move |ev| {
@@ -286,9 +282,19 @@ fn over_an_http_session_tasks_result_waits_on_its_connection() {
             kept.borrow_mut().push(call.ticket);
         }
     });
-    let mut c =
-        client_of(config(), HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone), catalog(), host);
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    let mut c = mcp_tests::wire::client_of(config(), http, catalog(), host);
     c.e.set_entropy(&[8; 32]);
+    (c, calls)
+}
+
+/// Over an HTTP session: the augmented call answered on one connection, `tasks/result`
+/// waiting on another until the host finishes the task, a third waiter's connection
+/// closing first.
+#[test]
+fn over_an_http_session_tasks_result_waits_on_its_connection() {
+    use mcp_tests::wire::{parse_responses, post};
+    let (mut c, calls) = http_client();
     // Session-bound requests: no Mcp-Method / Mcp-Name, the session's id once there is one.
     let legacy = |body: Value, session: Option<&str>| {
         let mut extra = vec![("Mcp-Method", ""), ("Mcp-Name", ""), ("MCP-Protocol-Version", "")];
@@ -405,18 +411,8 @@ fn a_2025_task_asks_its_client_with_requests_tagged_by_the_task() {
 /// (valid under the `2025-11-25` schema), and no other session's stream.
 #[test]
 fn over_an_http_session_status_notifications_reach_the_creating_sessions_stream() {
-    use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
-    use mcp_tests::wire::{SSE, client_of, get, more, on_new, one, open_session, session_post, sse_events};
-    let calls = Rc::new(RefCell::new(Vec::new()));
-    let kept = calls.clone();
-    let host: Box<dyn FnMut(Event<'_>)> = Box::new(move |ev| {
-        if let Event::CallTool(call) = ev {
-            kept.borrow_mut().push(call.ticket);
-        }
-    });
-    let mut c =
-        client_of(config(), HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone), catalog(), host);
-    c.e.set_entropy(&[8; 32]);
+    use mcp_tests::wire::{SSE, get, more, on_new, one, open_session, session_post, sse_events};
+    let (mut c, calls) = http_client();
     let mine = open_session(&mut c, "2025-11-25");
     let other = open_session(&mut c, "2025-11-25");
     let (my_stream, head) = on_new(&mut c, &get(Some(&mine), SSE));
