@@ -55,6 +55,20 @@ pub(crate) struct Outbox {
     pub(crate) detail: Detail,
     /// The last tool result replaced for not matching its output schema, for the host.
     pub(crate) mismatch: Option<crate::error::OutputMismatch>,
+    /// Notifications for an HTTP session's standalone stream, which the HTTP layer routes.
+    pub(crate) session_notes: SessionNotes,
+}
+
+/// Notifications for the standalone `GET` stream of an HTTP session that only the HTTP
+/// layer can find (`2025-11-25` `notifications/tasks/status`), kept apart from `out`
+/// (whose tail may be a response being written) until the HTTP layer next collects the
+/// answers: it routes each to its session's stream, or drops it. The messages back to
+/// back in `bytes`, and per message its session's serial and its end. Cleared at every
+/// collection: what one engine call writes (one message per status change) bounds it.
+#[derive(Default)]
+pub(crate) struct SessionNotes {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) ends: Vec<(u64, usize)>,
 }
 
 impl Outbox {

@@ -87,8 +87,9 @@ const JWKS_USAGE: &str = "from a file, or a plain
                                   start. Required with --oauth-issuer";
 
 /// This demo's `--store`.
-const STORE_USAGE: &str = "not here: this adapter keeps sessions in memory (the tokio
-                                  demo has a PostgreSQL store)";
+const STORE_USAGE: &str = "not here: this adapter keeps sessions and tasks in memory
+                                  (the tokio demo has a PostgreSQL store; --node-name
+                                  is refused too)";
 
 fn usage() -> String {
     format!(
@@ -208,6 +209,9 @@ fn parse(
     oauth.check(&edge)?;
     if scale.store().is_some() {
         return Err("--store: the mio demo keeps sessions in memory (the tokio demo has a store)".into());
+    }
+    if scale.node_name().is_some() {
+        return Err("--node-name: the mio demo keeps tasks in memory (the tokio demo has a store)".into());
     }
     if oauth.is_on() && oauth.jwks().is_none() {
         return Err(

@@ -66,9 +66,10 @@ const JWKS_USAGE: &str = "from a file, or a URL
                                   does not hold";
 
 /// This demo's `--store`.
-const STORE_USAGE: &str = "keep sessions in this PostgreSQL database (postgres://...;
-                                  feature `postgres`) as well as in memory, so that
-                                  several nodes on one database serve the same sessions";
+const STORE_USAGE: &str = "keep sessions, their streams' events and task records in
+                                  this PostgreSQL database (postgres://...; feature
+                                  `postgres`) as well as in memory, so that several
+                                  nodes on one database serve the same sessions and tasks";
 
 fn usage() -> String {
     let oauth = mcp_fixture::oauth::usage(JWKS_USAGE);
@@ -152,6 +153,9 @@ fn parse_args() -> Result<Mode, ExitCode> {
              cargo run -p mcp-io-tokio --features oauth --example everything -- ..."
                 .to_owned(),
         );
+    }
+    if scale.node_name().is_some() && scale.store().is_none() {
+        return refuse("--node-name names this node in the task records of --store: give both".to_owned());
     }
     if scale.store().is_some() && !cfg!(feature = "postgres") {
         return refuse(
@@ -253,6 +257,9 @@ async fn serve_http(
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     let mut config = config();
     edge.apply(&mut config, &mut http);
+    if let Some(name) = scale.node_name() {
+        http.node_name(name);
+    }
     if let Err(e) = scale.apply(&mut config) {
         tracing::error!(%e, "cannot read the key");
         return ExitCode::FAILURE;

@@ -91,13 +91,13 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                 tracing::trace!(held, "a session ended on another node");
             }
             Some(StoreNotice::TaskChanged(id)) => {
-                let runs = self.engine.task_changed_elsewhere(now, id.as_bytes());
-                tracing::trace!(runs, "a task changed on another node");
+                let reread = self.engine.task_changed_elsewhere(now, id.as_bytes());
+                tracing::trace!(reread, "a task changed on another node");
             }
             Some(StoreNotice::Missed) => {
                 let dropped = self.engine.sessions_changed_elsewhere();
                 let tasks = self.engine.tasks_changed_elsewhere(now);
-                tracing::trace!(tasks, "tasks this node runs read again");
+                tracing::trace!(tasks, "tasks this node runs or waits on read again");
                 // Catalog news may be lost too: every stream's client lists again.
                 let told = self.engine.announce_list_changed(CatalogChange::ALL);
                 tracing::debug!(

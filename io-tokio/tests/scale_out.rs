@@ -4,7 +4,8 @@
 //! other, which loads it from the store; a node with another key refuses the session id
 //! without a lookup (`404`); a request stream written on one node is resumed with
 //! `Last-Event-ID` on the other (from the PostgreSQL event store). The first steps of
-//! issue 16's three-node scenario.
+//! issue 16's three-node scenario. And a node killed mid-task and restarted under the same
+//! `--node-name` reads its running task as `failed` at once (issue 17).
 //!
 //! PostgreSQL: CI's server (`MCP_TEST_PG_URL`), else one the test starts (see
 //! `pg_support`).
@@ -135,5 +136,55 @@ async fn a_stream_written_on_one_node_is_resumed_with_last_event_id_on_another()
     let v: serde_json::Value = serde_json::from_str(&answer[0].1).expect("JSON");
     assert_eq!(v["id"], 4, "{v}");
     assert!(v["result"]["content"][0]["text"].is_string(), "{v}");
+    drop((a, b));
+}
+
+/// A `2026-07-28` task running on demo node A, which is killed mid-run: restarted under
+/// the same `--node-name`, node A reads the task as `failed` at once (its own name under
+/// another boot), and saves it so; node B read it as `working` while A lived (without the
+/// name, A's successor would too, until the 30 s lease ran out) and reads `failed` after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demo_restarted_under_its_node_name_reads_its_running_task_as_failed_at_once() {
+    let db = pg_support::database();
+    let start = |name: &str| demo::start(Adapter::Tokio, &["--store", db.url.as_str(), "--node-name", name]);
+    let (a, b) = (start("node-a"), start("node-b"));
+    let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } } });
+    let ask = |addr: std::net::SocketAddr, method: &str, name: &str, params: serde_json::Value| {
+        let mut params = params;
+        params["_meta"] = meta.clone();
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }).to_string();
+        let raw = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: {method}\r\nMcp-Name: {name}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            addr.port(),
+            body.len()
+        );
+        async move {
+            let out = http_support::patient("a request", exchange(addr, &raw)).await;
+            let json = out.split("\r\n\r\n").nth(1).unwrap_or_default();
+            serde_json::from_str::<serde_json::Value>(json).unwrap_or_else(|e| panic!("{e}: {out}"))
+        }
+    };
+    let r = ask(
+        a.addr,
+        "tools/call",
+        "slow_compute",
+        json!({ "name": "slow_compute",
+        "arguments": { "seconds": 60, "label": "restart" } }),
+    )
+    .await;
+    let id = r["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {r}")).to_owned();
+    let status = |r: &serde_json::Value| r["result"]["status"].as_str().unwrap_or_default().to_owned();
+    let get = json!({ "taskId": id });
+    assert_eq!(status(&ask(b.addr, "tasks/get", &id, get.clone()).await), "working");
+
+    drop(a);
+    let a = start("node-a");
+    let r = ask(a.addr, "tasks/get", &id, get.clone()).await;
+    assert_eq!(status(&r), "failed", "{r}");
+    assert!(r["result"]["statusMessage"].as_str().is_some_and(|m| m.contains("restarted")), "{r}");
+    assert_eq!(status(&ask(b.addr, "tasks/get", &id, get).await), "failed", "A's successor saved it");
     drop((a, b));
 }

@@ -241,6 +241,20 @@ impl Node {
     fn log(&self) -> Vec<String> {
         self.store.borrow().log.clone()
     }
+
+    /// Opens a `2025-11-25` session (`initialize`, `notifications/initialized`); returns
+    /// its id.
+    fn legacy_session(&mut self) -> String {
+        let v = "2025-11-25";
+        let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": v, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+        let raw = self.feed(&mcp_tests::wire::session_post(&init, v, None), usize::MAX);
+        let session =
+            mcp_tests::wire::parse_responses(&raw)[0].header("mcp-session-id").expect("a session").to_owned();
+        let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        self.feed(&mcp_tests::wire::session_post(&done, v, Some(&session)), usize::MAX);
+        session
+    }
 }
 
 fn meta() -> Value {
@@ -509,13 +523,7 @@ fn a_2025_11_25_task_handle_waits_for_the_store_too() {
     let store = Shared::default();
     let mut a = Node::new("a", 1, &store);
     let v = "2025-11-25";
-    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": v, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
-    let raw = a.feed(&mcp_tests::wire::session_post(&init, v, None), usize::MAX);
-    let session =
-        mcp_tests::wire::parse_responses(&raw)[0].header("mcp-session-id").expect("a session").to_owned();
-    let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    a.feed(&mcp_tests::wire::session_post(&done, v, Some(&session)), usize::MAX);
+    let session = a.legacy_session();
 
     store.borrow_mut().hold = true;
     let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -565,4 +573,89 @@ fn answers_taken_on_a_copy_are_saved_in_the_same_drain() {
     assert_eq!(n, raw.len());
     b.pump_until(&mut Vec::new(), true);
     assert!(b.log().contains(&format!("save {id} 3")), "{:?}", b.log());
+}
+
+/// Two nodes sharing a store, and a `2025-11-25` task created on node A (id 2 in a
+/// session of A's): the store, the nodes, A's session and the task id.
+fn legacy_task_on_a() -> (Shared<Store>, Node, Node, String, String) {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let b = Node::new("b", 2, &store);
+    let on_a = a.legacy_session();
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "slow", "arguments": {}, "task": { "ttl": 60000 } } });
+    let (_, r) = parse(&a.feed(&mcp_tests::wire::session_post(&call, "2025-11-25", Some(&on_a)), usize::MAX));
+    let id = r["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    (store, a, b, on_a, id)
+}
+
+/// A `2025-11-25` `tasks/result` on node B for a task node A runs waits on a copy read
+/// from the store; when A changes the task B hears of it and reads the copy again: it
+/// waits on while the task runs, and is answered with the result once A finishes it.
+#[test]
+fn a_tasks_result_waiting_on_a_copy_is_answered_when_the_owner_finishes() {
+    use mcp_tests::wire::session_post;
+    let v = "2025-11-25";
+    let (store, mut a, mut b, _, id) = legacy_task_on_a();
+    let task = a.host.borrow().calls.last().expect("a call").0;
+
+    // B's client (a session of the same principal there) waits for the result.
+    let on_b = b.legacy_session();
+    let result = json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": { "taskId": id } });
+    let out = b.feed(&session_post(&result, v, Some(&on_b)), usize::MAX);
+    assert!(out.is_empty(), "it waits: {}", String::from_utf8_lossy(&out));
+    assert!(b.log().contains(&format!("load {id}")));
+    assert_eq!(b.e.tasks(), 1, "the copy stays while a request waits on it");
+
+    // A changes the task without finishing it: B reads it again and waits on.
+    a.host_does(|e| e.task_status(task, Some("halfway"))).expect("live");
+    let loads = |b: &Node| b.log().iter().filter(|l| **l == format!("load {id}")).count();
+    let notices: Vec<_> = store.borrow_mut().notices.drain(..).collect();
+    assert!(notices.iter().any(|(from, n)| from == "a" && *n == id), "{notices:?}");
+    assert!(b.e.task_changed_elsewhere(b.now, id.as_bytes()), "b follows the copy");
+    let mut out = Vec::new();
+    b.pump(&mut out);
+    assert!(out.is_empty(), "still running: {}", String::from_utf8_lossy(&out));
+    assert_eq!(loads(&b), 2);
+
+    // A finishes it: B's waiting request gets the result.
+    a.host_does(|e| answer(e, task, "done elsewhere"));
+    store.borrow_mut().notices.clear();
+    assert!(b.e.task_changed_elsewhere(b.now, id.as_bytes()));
+    let mut out = Vec::new();
+    b.pump(&mut out);
+    let (status, r) = parse(&out);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["id"], 3);
+    assert_eq!(r["result"]["content"][0]["text"], "done elsewhere", "{r}");
+    assert_eq!(r["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id.as_str());
+    assert_eq!(loads(&b), 3);
+    assert_eq!(b.e.tasks(), 0, "the copy is dropped once nothing waits on it");
+    assert!(!b.e.task_changed_elsewhere(b.now, id.as_bytes()), "nothing left to follow");
+}
+
+/// A `2025-11-25` task cancelled on node B: node A, which runs it, merges the
+/// cancellation and answers the `tasks/result` waiting there (a cancelled task has no
+/// result: `-32602`), as a local `tasks/cancel` would.
+#[test]
+fn an_owners_waiting_tasks_result_hears_a_cancel_made_elsewhere() {
+    use mcp_tests::wire::session_post;
+    let v = "2025-11-25";
+    let (store, mut a, mut b, on_a, id) = legacy_task_on_a();
+    let result = json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": { "taskId": id } });
+    assert!(a.feed(&session_post(&result, v, Some(&on_a)), usize::MAX).is_empty(), "it waits");
+
+    let on_b = b.legacy_session();
+    let cancel = json!({ "jsonrpc": "2.0", "id": 4, "method": "tasks/cancel", "params": { "taskId": id } });
+    let (status, r) = parse(&b.feed(&session_post(&cancel, v, Some(&on_b)), usize::MAX));
+    assert_eq!((status, &r["result"]["status"]), (200, &json!("cancelled")), "{r}");
+
+    store.borrow_mut().notices.clear();
+    assert!(a.e.task_changed_elsewhere(a.now, id.as_bytes()), "a runs it");
+    let mut out = Vec::new();
+    a.pump(&mut out);
+    let (status, r) = parse(&out);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["id"].as_u64(), r["error"]["code"].as_i64()), (Some(3), Some(-32602)), "{r}");
+    assert_eq!(a.host.borrow().cancelled.len(), 1, "its host was told");
 }

@@ -283,6 +283,12 @@ impl Eng<'_> {
             Self::Http(e) => e.task_status(t, Some(m)),
         }
     }
+    fn progress(&mut self, t: Ticket, p: f64, m: Option<&str>) -> Result<(), mcp_engine::NotifyError> {
+        match self {
+            Self::Stdio(e) => e.notify_progress(t, p, Some(1.0), m),
+            Self::Http(e) => e.notify_progress(t, p, Some(1.0), m),
+        }
+    }
     fn tasks(&self) -> usize {
         match self {
             Self::Stdio(e) => e.tasks(),
@@ -463,6 +469,34 @@ fn mcp_name_must_mirror_the_task_id() {
     // The method header is checked as on every request.
     let wrong = wire::one(c, &wire::post(&body(5), &[("Mcp-Method", "tools/call")]));
     assert_eq!(wrong.json()["error"]["code"], -32020);
+}
+
+/// A task has no progress notifications: the message of a handler's progress report
+/// becomes the task's `statusMessage` (cut to 1,024 bytes on a char boundary), a report
+/// without one leaves it, a report that is not finite is refused, and once the task has
+/// ended its ticket takes none.
+#[test]
+fn a_progress_message_on_a_task_becomes_its_status_message() {
+    for mut t in T::both() {
+        let (id, task) = t.create(1, "slow");
+        t.out.clear();
+        t.with(|mut e| e.progress(task, 0.5, Some("half way"))).expect("a live task");
+        assert_eq!(t.get(2, &id)["result"]["statusMessage"], "half way");
+        t.with(|mut e| e.progress(task, 0.6, None)).expect("a live task");
+        assert_eq!(t.get(3, &id)["result"]["statusMessage"], "half way", "kept without a message");
+        let refused = t.with(|mut e| e.progress(task, f64::NAN, Some("nan")));
+        assert_eq!(refused, Err(mcp_engine::NotifyError::NotFinite));
+        let long = "é".repeat(600); // 1,200 bytes
+        t.with(|mut e| e.progress(task, 0.7, Some(&long))).expect("a live task");
+        let g = t.get(4, &id);
+        let kept = g["result"]["statusMessage"].as_str().expect("a message");
+        assert_eq!(kept, "é".repeat(512), "cut at 1,024 bytes, on a char boundary");
+        assert!(t.out.is_empty(), "no notifications/progress: {:?}", t.out);
+        t.with(|mut e| e.answer(task, "done", false)).expect("the task takes its result");
+        let late = t.with(|mut e| e.progress(task, 0.9, Some("late")));
+        assert_eq!(late, Err(mcp_engine::NotifyError::UnknownTicket));
+        assert_eq!(t.get(5, &id)["result"]["statusMessage"], kept.to_owned().as_str());
+    }
 }
 
 #[test]

@@ -272,13 +272,9 @@ fn a_waiting_result_hears_the_ttl() {
     assert_eq!(s.one(3, "tasks/get", json!({ "taskId": id }))["error"]["code"], -32602);
 }
 
-/// Over an HTTP session: the augmented call answered on one connection, `tasks/result`
-/// waiting on another until the host finishes the task, a third waiter's connection
-/// closing first.
-#[test]
-fn over_an_http_session_tasks_result_waits_on_its_connection() {
+/// An HTTP engine anyone may use (one principal), whose host keeps every call's ticket.
+fn http_client() -> (mcp_tests::wire::Client, Rc<RefCell<Vec<Ticket>>>) {
     use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
-    use mcp_tests::wire::{client_of, parse_responses, post};
     let calls = Rc::new(RefCell::new(Vec::new()));
     let kept = calls.clone();
     let host: Box<dyn FnMut(Event<'_>)> = Box::new(move |ev| {
@@ -286,9 +282,19 @@ fn over_an_http_session_tasks_result_waits_on_its_connection() {
             kept.borrow_mut().push(call.ticket);
         }
     });
-    let mut c =
-        client_of(config(), HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone), catalog(), host);
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    let mut c = mcp_tests::wire::client_of(config(), http, catalog(), host);
     c.e.set_entropy(&[8; 32]);
+    (c, calls)
+}
+
+/// Over an HTTP session: the augmented call answered on one connection, `tasks/result`
+/// waiting on another until the host finishes the task, a third waiter's connection
+/// closing first.
+#[test]
+fn over_an_http_session_tasks_result_waits_on_its_connection() {
+    use mcp_tests::wire::{parse_responses, post};
+    let (mut c, calls) = http_client();
     // Session-bound requests: no Mcp-Method / Mcp-Name, the session's id once there is one.
     let legacy = |body: Value, session: Option<&str>| {
         let mut extra = vec![("Mcp-Method", ""), ("Mcp-Name", ""), ("MCP-Protocol-Version", "")];
@@ -398,4 +404,111 @@ fn a_2025_task_asks_its_client_with_requests_tagged_by_the_task() {
     // A second answer to the same request is ignored.
     assert!(feed(&mut e, &mut host, &(answer.to_string() + "\n")).is_empty());
     assert_eq!(calls.borrow().len(), 2);
+}
+
+/// Over HTTP a `2025-11-25` task's status changes reach the standalone `GET` stream of
+/// the session that created it, as `notifications/tasks/status` carrying the whole task
+/// (valid under the `2025-11-25` schema), and no other session's stream.
+#[test]
+fn over_an_http_session_status_notifications_reach_the_creating_sessions_stream() {
+    use mcp_tests::wire::{SSE, get, more, on_new, one, open_session, session_post, sse_events};
+    let (mut c, calls) = http_client();
+    let mine = open_session(&mut c, "2025-11-25");
+    let other = open_session(&mut c, "2025-11-25");
+    let (my_stream, head) = on_new(&mut c, &get(Some(&mine), SSE));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (their_stream, head) = on_new(&mut c, &get(Some(&other), SSE));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let notes = |raw: &str| -> Vec<Value> {
+        sse_events(raw)
+            .into_iter()
+            .filter(|(_, d)| !d.is_empty())
+            .map(|(_, d)| serde_json::from_str(&d).expect("JSON"))
+            .collect()
+    };
+    let create = |c: &mut mcp_tests::wire::Client, rid: u64| {
+        let call = json!({ "jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": { "name": "slow", "task": {} } });
+        let r = one(c, &session_post(&call, "2025-11-25", Some(&mine)));
+        r.json()["result"]["task"]["taskId"].as_str().expect("a task").to_owned()
+    };
+
+    // The host finishes the task: its session's stream hears `completed`.
+    let id = create(&mut c, 2);
+    let t = *calls.borrow().last().expect("the host has the task");
+    assert!(notes(&more(&mut c, my_stream)).is_empty(), "created: no notification");
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("built")])).expect("live");
+    let heard = notes(&more(&mut c, my_stream));
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_valid(Rev::V2025_11_25, "TaskStatusNotification", &heard[0]);
+    assert_eq!(heard[0]["method"], "notifications/tasks/status");
+    assert_eq!(heard[0]["params"]["taskId"], id.as_str());
+    assert_eq!(heard[0]["params"]["status"], "completed");
+    assert!(heard[0]["params"].get("_meta").is_none(), "no related-task _meta on it");
+
+    // The client cancels another: `cancelled`, on the same stream.
+    let id = create(&mut c, 3);
+    let cancel = json!({ "jsonrpc": "2.0", "id": 4, "method": "tasks/cancel", "params": { "taskId": id } });
+    let r = one(&mut c, &session_post(&cancel, "2025-11-25", Some(&mine)));
+    assert_eq!(r.json()["result"]["status"], "cancelled", "{:?}", r.json());
+    let heard = notes(&more(&mut c, my_stream));
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_valid(Rev::V2025_11_25, "TaskStatusNotification", &heard[0]);
+    assert_eq!(heard[0]["params"]["taskId"], id.as_str());
+    assert_eq!(heard[0]["params"]["status"], "cancelled");
+
+    // The other session's stream heard nothing of either.
+    assert!(notes(&more(&mut c, their_stream)).is_empty());
+}
+
+/// Over HTTP with two principals, `tasks/list` shows each caller its own tasks only (the
+/// other's are skipped, also between the pages), a cursor is good for the principal it
+/// was given to only, and an anonymous caller sees neither's.
+#[test]
+fn over_http_tasks_list_hides_another_principals_tasks() {
+    use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
+    use mcp_tests::wire::{Client, client_of, one, open_session, session_post};
+    // The host authorizes each request (its verdict names the principal).
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    let mut c = client_of(config(), http, catalog(), Box::new(|_| {}));
+    c.e.set_entropy(&[8; 32]);
+    let alice = Verdict::AllowAs(Principal::of(b"alice"));
+    let bob = Verdict::AllowAs(Principal::of(b"bob"));
+    let mut sessions = Vec::new();
+    for v in [alice, bob, Verdict::Allow] {
+        c.verdict = v;
+        sessions.push(open_session(&mut c, "2025-11-25"));
+    }
+    let ask = |c: &mut Client, who: usize, rid: u64, method: &str, params: Value| {
+        c.verdict = [alice, bob, Verdict::Allow][who];
+        let body = json!({ "jsonrpc": "2.0", "id": rid, "method": method, "params": params });
+        one(c, &session_post(&body, "2025-11-25", Some(&sessions[who]))).json()
+    };
+    let create = |c: &mut Client, who: usize, rid: u64| {
+        let r = ask(c, who, rid, "tools/call", json!({ "name": "slow", "task": {} }));
+        r["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {r}")).to_owned()
+    };
+    let ids = |r: &Value| -> Vec<String> {
+        let tasks = r["result"]["tasks"].as_array().unwrap_or_else(|| panic!("tasks: {r}"));
+        tasks.iter().map(|t| t["taskId"].as_str().unwrap_or_default().to_owned()).collect()
+    };
+    // Bob's task sits between Alice's in the table.
+    let a1 = create(&mut c, 0, 2);
+    let b1 = create(&mut c, 1, 3);
+    let a2 = create(&mut c, 0, 4);
+    let a3 = create(&mut c, 0, 5);
+
+    let first = ask(&mut c, 0, 6, "tasks/list", json!({}));
+    assert_valid(Rev::V2025_11_25, "ListTasksResult", &first["result"]);
+    assert_eq!(ids(&first), [a1.as_str(), a2.as_str()]);
+    let cursor = first["result"]["nextCursor"].as_str().expect("a next page").to_owned();
+    let second = ask(&mut c, 0, 7, "tasks/list", json!({ "cursor": cursor }));
+    assert_eq!(ids(&second), [a3.as_str()]);
+    assert!(second["result"].get("nextCursor").is_none(), "{second}");
+
+    let theirs = ask(&mut c, 1, 8, "tasks/list", json!({}));
+    assert_eq!(ids(&theirs), [b1.as_str()]);
+    let stolen = ask(&mut c, 1, 9, "tasks/list", json!({ "cursor": cursor }));
+    assert_eq!(stolen["error"]["code"], -32602, "Alice's cursor is hers: {stolen}");
+    assert!(ids(&ask(&mut c, 2, 10, "tasks/list", json!({}))).is_empty(), "anonymous sees none");
 }

@@ -221,6 +221,36 @@ impl HttpEngine {
         }
     }
 
+    /// Routes the core's notifications for sessions' standalone streams (`2025-11-25`
+    /// `notifications/tasks/status`, see `legacy::changed`): each to the standalone
+    /// stream of its session, if one is open on this engine; otherwise it is dropped
+    /// (clients must not rely on them, and poll). Called first thing when answers are
+    /// collected; a scan of the sessions with streams per message.
+    pub(super) fn route_session_notes(&mut self) {
+        let outbox = self.core.outbox_mut();
+        let notes = core::mem::take(&mut outbox.session_notes);
+        let mut from = 0;
+        for &(serial, end) in &notes.ends {
+            let msg = notes.bytes.get(from..end).unwrap_or_default();
+            from = end;
+            let mut streams = self.sessions.with_streams();
+            let Some((conn, generation)) =
+                streams.find(|e| e.session.serial == serial).and_then(|e| e.stream)
+            else {
+                continue;
+            };
+            let outbox = self.core.outbox_mut();
+            let start = outbox.out.len();
+            outbox.out.extend_from_slice(msg);
+            outbox.interim(Route::Http { conn, generation }, start, true);
+        }
+        // The buffers go back, emptied (no allocation from one collection to the next).
+        let outbox = self.core.outbox_mut();
+        outbox.session_notes = notes;
+        outbox.session_notes.bytes.clear();
+        outbox.session_notes.ends.clear();
+    }
+
     /// Notifies the subscribers of `uri` (see [`crate::Engine::notify_resource_updated`]).
     pub fn notify_resource_updated(&mut self, uri: &str) -> usize {
         self.tick(self.last_now);

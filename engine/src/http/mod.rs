@@ -846,6 +846,7 @@ impl HttpEngine {
     /// notification before the answer turns the response into an SSE stream
     /// (`text/event-stream`, `X-Accel-Buffering: no`); the answer is then its last event.
     fn collect_answers(&mut self) {
+        self.route_session_notes();
         let now = self.last_now;
         // Streams parked in this pass: what was written for them after the parking (an
         // answer given right after `reconnect_later`) follows them.

@@ -143,13 +143,14 @@ impl HttpEngine {
     }
 
     /// Another node may have changed any task without this engine hearing of it (the
-    /// host's notices from a shared store were lost): every task this engine runs is read
-    /// again from the store, as [`task_changed_elsewhere`](Self::task_changed_elsewhere)
-    /// does for one. Returns how many. Scans the task table.
+    /// host's notices from a shared store were lost): every task this engine runs, and
+    /// every copy a `tasks/result` waits on, is read again from the store, as
+    /// [`task_changed_elsewhere`](Self::task_changed_elsewhere) does for one. Returns how
+    /// many. Scans the task table.
     pub fn tasks_changed_elsewhere(&mut self, now: Instant) -> usize {
         self.tick(now);
         let mut ids: Vec<[u8; TASK_ID_LEN]> = Vec::new();
-        self.core.tasks.each_running(|id| ids.push(*id));
+        self.core.tasks.each_followed(|id| ids.push(*id));
         for id in &ids {
             self.ask_task(id);
         }
@@ -255,6 +256,10 @@ impl HttpEngine {
             (Some(t), Loaded::Record(bytes)) if self.core.tasks.stored(t).is_some_and(|s| !s.copy) => {
                 self.core.merge_task(t, bytes);
             }
+            (Some(t), Loaded::Record(bytes)) => {
+                // A copy requests wait on: they are answered once it has ended.
+                self.core.refresh_copy(t, bytes);
+            }
             (None, Loaded::Record(bytes))
                 if self.core.restore_task(bytes) == Err(crate::mcp::tasks::store::RestoreError::Full) =>
             {
@@ -262,6 +267,9 @@ impl HttpEngine {
             }
             _ => {}
         }
+        // What a merge or a refreshed copy answered (waiting `tasks/result` requests, a
+        // status notification) goes out now.
+        self.collect_answers();
         let mut i = 0;
         while i < self.task_io.loading.len() {
             let (conn, wanted) = self.task_io.loading[i];
@@ -290,16 +298,17 @@ impl HttpEngine {
     /// Another node changed task `id` (a shared store said so): if this engine runs it,
     /// it reads the record again ([`HttpEvent::LoadTask`], answered with
     /// [`task_loaded`](Self::task_loaded)) and takes what the other node wrote (the
-    /// client's answers, a cancellation). Returns whether it runs the task.
+    /// client's answers, a cancellation); if `2025-11-25` `tasks/result` requests wait
+    /// here on a copy of it, the copy is read again and they are answered once the task
+    /// has ended (they wait on otherwise). Returns whether it asked the store.
     pub fn task_changed_elsewhere(&mut self, now: Instant, id: &[u8]) -> bool {
         self.tick(now);
         let Some(t) = self.core.tasks.ticket_of(id) else { return false };
-        let runs = self.core.tasks.stored(t).is_some_and(|s| !s.copy)
-            && self.core.tasks.get(t).is_some_and(|r| r.held && !r.status().is_terminal());
-        if runs {
+        let follows = self.core.tasks.follows(t);
+        if follows {
             self.ask_task(id);
         }
-        runs
+        follows
     }
 
     /// Asks the store for task `id` (once while a question about it is out).

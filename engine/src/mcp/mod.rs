@@ -240,6 +240,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             routed: Vec::with_capacity(cfg.max_in_flight),
             detail: Detail::default(),
             mismatch: None,
+            session_notes: crate::output::SessionNotes::default(),
         },
         tickets: Tickets {
             slots,

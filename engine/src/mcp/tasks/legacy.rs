@@ -2,7 +2,7 @@
 //! `tasks/result` (the task's result or error once it ends; a request for an unfinished
 //! task waits for it), `tasks/list` (the caller's tasks, a page at a time), and what the
 //! records write under that revision: the nested `CreateTaskResult`, `ttl` /
-//! `pollInterval`, `notifications/tasks/status` on stdio, and
+//! `pollInterval`, `notifications/tasks/status`, and
 //! `_meta["io.modelcontextprotocol/related-task"]` on `tasks/result`.
 
 use base64::Engine as _;
@@ -87,7 +87,10 @@ pub(crate) fn answer_waiters(outbox: &mut Outbox, r: &mut Record, gone: Option<&
 }
 
 /// After a `2025-11-25` task's status changed: the requests waiting for its end are
-/// answered once it has one, and a stdio client hears `notifications/tasks/status`.
+/// answered once it has one, and the session that created it hears
+/// `notifications/tasks/status` (the full task): on stdio at once; over HTTP on the
+/// session's standalone `GET` stream, through the HTTP layer (`Outbox::session_notes`),
+/// dropped when none is open here.
 pub(crate) fn changed(outbox: &mut Outbox, r: &mut Record) {
     if r.revision.is_none_or(Revision::is_stateless) {
         return;
@@ -95,11 +98,18 @@ pub(crate) fn changed(outbox: &mut Outbox, r: &mut Record) {
     if r.status().is_terminal() {
         answer_waiters(outbox, r, None);
     }
-    if r.route == Some(Route::Stdio) {
-        let out = &mut outbox.out;
-        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tasks/status\",\"params\":{");
-        task_members(out, r, true);
-        out.extend_from_slice(b"}}\n");
+    let out = match r.route {
+        Some(Route::Stdio) => &mut outbox.out,
+        // A copy of another node's task (no session here) tells no one.
+        Some(_) if r.session != 0 => &mut outbox.session_notes.bytes,
+        _ => return,
+    };
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tasks/status\",\"params\":{");
+    task_members(out, r, true);
+    out.extend_from_slice(b"}}\n");
+    if r.route != Some(Route::Stdio) {
+        let end = outbox.session_notes.bytes.len();
+        outbox.session_notes.ends.push((r.session, end));
     }
 }
 

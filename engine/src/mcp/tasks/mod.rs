@@ -141,8 +141,9 @@ pub(crate) struct Record {
     /// `2025-11-25`, a `CallToolResult` with `isError`: `error_outcome` says which).
     pub(crate) outcome: Vec<u8>,
     pub(crate) error_outcome: bool,
-    /// Where the creating call came from (`2025-11-25` status notifications go to stdio),
-    /// and its session's serial (answers to what the task asks come from there only).
+    /// Where the creating call came from and its session's serial: `2025-11-25` status
+    /// notifications go to that stdio stream or that HTTP session's standalone stream,
+    /// and answers to what the task asks come from that session only.
     pub(crate) route: Option<Route>,
     pub(crate) session: u64,
     /// `tasks/result` requests waiting for the task to end (`2025-11-25`): their route

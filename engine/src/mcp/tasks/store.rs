@@ -77,6 +77,22 @@ impl Stored {
         self.lease_until = 0;
         self.tool.clear();
     }
+
+    /// A copy of a record read from the store (`meta`, its tool's name, its change count
+    /// `base`): nothing of it left to save.
+    fn take_copy(&mut self, meta: &Meta, tool: &str, base: u64) {
+        self.revision = meta.revision;
+        self.stored = meta.revision;
+        self.queued = base;
+        self.acked = base;
+        self.in_flight = false;
+        self.due = false;
+        self.copy = true;
+        self.owner = meta.owner;
+        self.lease_until = meta.lease_until;
+        self.tool.clear();
+        self.tool.push_str(tool);
+    }
 }
 
 /// A save the host is asked to make ([`Core::next_task_save`]).
@@ -172,14 +188,22 @@ impl super::Tasks {
         }
     }
 
-    /// Runs `f` on the id of every task this engine runs (held by its host, not a copy,
-    /// not finished).
-    pub(crate) fn each_running(&self, mut f: impl FnMut(&[u8; TASK_ID_LEN])) {
-        for s in self.slots.iter().filter(|s| s.used && !s.st.copy && s.rec.held) {
-            if !s.rec.status().is_terminal() {
-                f(&s.rec.id);
-            }
+    /// Runs `f` on the id of every task whose news this engine follows ([`follows`]).
+    ///
+    /// [`follows`]: Self::follows
+    pub(crate) fn each_followed(&self, mut f: impl FnMut(&[u8; TASK_ID_LEN])) {
+        for s in self.slots.iter().filter(|s| s.used && followed(s)) {
+            f(&s.rec.id);
         }
+    }
+
+    /// Whether another node's change to `ticket`'s task concerns this engine: it runs the
+    /// task (held by its host, not a copy, not finished: it merges what the other node
+    /// wrote), or requests wait on a copy of it (`2025-11-25` `tasks/result`: the copy is
+    /// read again, and they are answered once it has ended).
+    pub(crate) fn follows(&self, ticket: Ticket) -> bool {
+        let s = self.slots.get(usize::from(ticket.slot));
+        s.is_some_and(|s| s.used && s.generation == ticket.generation && followed(s))
     }
 
     /// The earliest lease renewal or retry.
@@ -287,15 +311,30 @@ impl Core {
         Some((ticket, !st.copy))
     }
 
+    /// Reads `bytes` into `rec` as this engine reads another node's record: the tool's
+    /// index in this catalog (`u32::MAX`: not in it), and `failed` when its owner is
+    /// gone (`record::judge`; the record then says so at its next save). Returns the
+    /// record's meta, its tool's name and its change count before any such failure.
+    fn read_copy<'b>(&self, bytes: &'b [u8], rec: &mut Record) -> Option<(Meta, &'b str, u64)> {
+        let wall = self.wall_now();
+        let skew = u64::try_from(self.cfg.clock_skew.as_micros()).unwrap_or(u64::MAX);
+        let me = self.tasks.store.as_ref()?.me;
+        let decoded = record::decode(bytes, rec).ok()?;
+        let tool = decoded.tool;
+        rec.tool = self.catalog.tools.iter().position(|t| t.tool.name == tool).map_or(u32::MAX, |i| i as u32);
+        let base = rec.changes;
+        if let Liveness::Dead(why) = record::judge(rec.status(), &decoded.meta, &me, wall, skew) {
+            fail(rec, why, wall);
+        }
+        Some((decoded.meta, tool, base))
+    }
+
     /// A record the store gave for a task this engine does not hold: it joins the table
-    /// as a copy (served, then dropped), read as `failed` when its owner is gone
-    /// (`record::judge`): the record then says so at its next save.
+    /// as a copy (served, then dropped), read as `failed` when its owner is gone.
     pub(crate) fn restore_task(&mut self, bytes: &[u8]) -> Result<Ticket, RestoreError> {
         let (now, wall) = (self.now, self.wall_now());
-        let skew = u64::try_from(self.cfg.clock_skew.as_micros()).unwrap_or(u64::MAX);
-        let me = self.tasks.store.as_ref().ok_or(RestoreError::Gone)?.me;
         let mut rec = Record::default();
-        let decoded = record::decode(bytes, &mut rec).map_err(|_| RestoreError::Gone)?;
+        let (meta, tool, base) = self.read_copy(bytes, &mut rec).ok_or(RestoreError::Gone)?;
         let expires = rec.created.saturating_add(rec.ttl_ms.saturating_mul(1000));
         if expires <= wall || self.tasks.by_token.contains_key(&rec.token) {
             return Err(RestoreError::Gone);
@@ -303,28 +342,11 @@ impl Core {
         if self.tasks.len() >= self.tasks.max {
             return Err(RestoreError::Full);
         }
-        let tool = decoded.tool;
-        let meta = decoded.meta;
-        rec.tool = self.catalog.tools.iter().position(|t| t.tool.name == tool).map_or(u32::MAX, |i| i as u32);
-        let base = rec.changes;
-        if let Liveness::Dead(why) = record::judge(rec.status(), &meta, &me, wall, skew) {
-            fail(&mut rec, why, wall);
-        }
         let slot = self.tasks.alloc();
         let s = &mut self.tasks.slots[slot as usize];
         s.used = true;
-        s.st = Stored {
-            revision: meta.revision,
-            stored: meta.revision,
-            queued: base,
-            acked: base,
-            in_flight: false,
-            due: false,
-            copy: true,
-            owner: meta.owner,
-            lease_until: meta.lease_until,
-            tool: tool.to_owned(),
-        };
+        s.st = Stored::default();
+        s.st.take_copy(&meta, tool, base);
         let token = rec.token;
         s.rec = rec;
         self.tasks.by_token.insert(token, slot);
@@ -332,12 +354,38 @@ impl Core {
         Ok(Ticket { slot: slot as u16, generation: s.generation, task: true })
     }
 
+    /// The store's record of a copy that requests wait on (`2025-11-25` `tasks/result`
+    /// for a task another node runs), read again after that node changed it: the copy
+    /// becomes what the record says, its waiters kept, and once the task has ended they
+    /// are answered. A record not newer than the copy, and a copy with a change of its
+    /// own not yet saved, leave it as it is. Returns whether it was taken.
+    pub(crate) fn refresh_copy(&mut self, ticket: Ticket, bytes: &[u8]) -> bool {
+        let mut theirs = Record::default();
+        let Some((meta, tool, base)) = self.read_copy(bytes, &mut theirs) else { return false };
+        let Some(s) = self.tasks.slots.get_mut(usize::from(ticket.slot)) else { return false };
+        let current = s.used && s.generation == ticket.generation && s.st.copy && theirs.token == s.rec.token;
+        let settled = !s.st.in_flight && s.st.queued == s.rec.changes;
+        if !current || !settled || meta.revision <= s.st.stored {
+            return false;
+        }
+        theirs.waiters = core::mem::take(&mut s.rec.waiters);
+        let was = s.rec.status();
+        s.rec = theirs;
+        s.st.take_copy(&meta, tool, base);
+        if s.rec.status() != was {
+            crate::mcp::tasks::legacy::changed(&mut self.outbox, &mut s.rec);
+        }
+        true
+    }
+
     /// The store's record of a task this engine runs (read again after another node
     /// changed it, or after a save failed): what the other node wrote joins the task
     /// here (a cancellation cancels the host's work; the client's answers to the
     /// outstanding requests are taken, and once every one is answered the call comes
-    /// back to the host), and the task is saved again above the store's revision.
-    /// Returns whether it was merged.
+    /// back to the host), and the task is saved again above the store's revision. A
+    /// status it moves to is told as a local change is (`legacy::changed`: waiting
+    /// `tasks/result` requests, the session's status notification). Returns whether it
+    /// was merged.
     pub(crate) fn merge_task(&mut self, ticket: Ticket, bytes: &[u8]) -> bool {
         let wall = self.wall_now();
         let mut theirs = Record::default();
@@ -351,8 +399,11 @@ impl Core {
         let r = &mut s.rec;
         if theirs.status() == Status::Cancelled && !r.status().is_terminal() {
             let held = r.held;
-            if r.move_to(Status::Cancelled, wall) && held {
-                self.tickets.tell_cancelled(ticket);
+            if r.move_to(Status::Cancelled, wall) {
+                if held {
+                    self.tickets.tell_cancelled(ticket);
+                }
+                crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
             }
             return true;
         }
@@ -369,6 +420,7 @@ impl Core {
             }
             r.changes += 1;
             if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) {
+                crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
                 self.tasks.resume_later(ticket);
             }
         }
@@ -383,6 +435,12 @@ impl Core {
         }
         self.tasks.remove(ticket);
     }
+}
+
+/// See [`super::Tasks::follows`].
+fn followed(s: &super::Slot) -> bool {
+    let runs = !s.st.copy && s.rec.held && !s.rec.status().is_terminal();
+    runs || (s.st.copy && !s.rec.waiters.is_empty())
 }
 
 /// Makes `r` `failed` with `why` (its owner is gone).
