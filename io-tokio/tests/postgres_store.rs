@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use http_support::{Conn, patient};
 use mcp_io_tokio::{PgSessionStore, SessionStore};
 use pg_support::{PgServer, config, connect, fresh, store};
-use store_support::{INITIALIZE, legacy, node, open, ping};
+use store_support::{INITIALIZE, PING, legacy, node, open, ping};
 
 /// "No hang": an operation that must fail does so well within this (the bounds under
 /// test are 1 to 2 s; the machines are noisy).
@@ -281,6 +281,40 @@ async fn a_database_killed_mid_session_is_503_fast_then_the_same_store_recovers(
         assert_eq!(ping(third, &id).await.0, 200, "served from the store again");
         let fresh = open(a).await;
         assert!(store.load(&fresh).await.unwrap().is_some(), "new sessions stored again");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_database_killed_while_a_request_waits_on_it_is_503_then_the_same_store_recovers() {
+    if !pg_support::available() {
+        return;
+    }
+    let pg = PgServer::start();
+    patient("database killed mid-request", async {
+        let store = Arc::new(store(&pg.url(), "mcp").await);
+        let a = node(Arc::clone(&store)).await;
+        let id = open(a).await;
+        // Node b does not hold the session: its request waits on a load from PostgreSQL.
+        let b = node(Arc::clone(&store)).await;
+        // Frozen, the database takes the load's statement and answers nothing; then every
+        // one of its processes is killed (SIGKILL reaches frozen processes), as a crashed
+        // host would be. The request is sent while the database is frozen, so its load is
+        // stuck on the database when the kill comes, or starts after it: both are a crash
+        // under a request in flight, and both must end in a 503, never a hang.
+        pg.signal("STOP");
+        let t = Instant::now();
+        let mut c = Conn::open(b).await;
+        c.send(&legacy(b, Some(&id), PING)).await;
+        pg.crash();
+        let r = c.response().await;
+        assert_eq!((r.status, r.header("retry-after")), (503, Some("1")), "{r:?}");
+        assert!(t.elapsed() < NO_HANG, "503 without a hang: {:?}", t.elapsed());
+
+        pg.up();
+        // The connections the crash broke are replaced: the same store, not rebuilt.
+        eventually("the store after the crash", || store.load(&id)).await.expect("the session survived");
+        assert_eq!(ping(b, &id).await.0, 200, "the node that got the 503 serves the session now");
     })
     .await;
 }

@@ -141,6 +141,34 @@ impl PgServer {
         self.pg("pg_ctl", &["-D", &self.data(), "-m", "immediate", "-w", "stop"]);
     }
 
+    /// Kills the server and every one of its processes with `SIGKILL` (it reaches frozen
+    /// processes too), as a crash of the database host would; once they are gone (or
+    /// zombies no one reaped), the stale `postmaster.pid` and socket lock file are removed,
+    /// as a rebooted host would not have them. [`up`](Self::up) then starts the server with crash recovery.
+    pub fn crash(&self) {
+        let pids = self.pids().expect("the server's processes (postmaster.pid)");
+        run(Command::new("kill").arg("-KILL").args(&pids), "kill");
+        let running = |pid: &String| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+            state.is_some_and(|s| s != "Z" && s != "X")
+        };
+        for _ in 0..200 {
+            if !pids.iter().any(running) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        assert!(!pids.iter().any(running), "the killed server's processes are gone");
+        let _ = std::fs::remove_file(self.dir.join("data/postmaster.pid"));
+        // The socket and its lock file name the dead postmaster too.
+        for entry in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            if entry.file_name().to_string_lossy().starts_with(".s.PGSQL.") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+
     /// Freezes (`STOP`) or thaws (`CONT`) the server and all its processes, as a stalled
     /// database host would be: connections stay open, nothing answers.
     pub fn signal(&self, sig: &str) {
