@@ -116,6 +116,7 @@ pub use config::{CachePolicy, CacheScope, Config, ServerInfo};
 pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
 pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMismatch, TaskRefusal};
 pub use level::LogLevel;
+pub use mcp::asks::{AskError, ClientAsk, ClientReply};
 #[cfg(feature = "connectome")]
 pub use mcp::connectome::ConnectomeView;
 pub use mcp::event::{
