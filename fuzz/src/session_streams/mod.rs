@@ -69,12 +69,23 @@
 //!   for; the host's answer reaches the stream that is on a connection; each catalog
 //!   change reaches each open standalone stream of an initialized session once.
 //!
-//! It found four engine bugs when it was written, fixed since (regression tests in
-//! `tests/tests/http_sessions.rs` and `server_requests.rs`): a client's response waited
-//! for a ticket slot over HTTP and behind a waiting request on stdio; a request whose
-//! session had been deleted was parked, never cancelled, when its connection closed; a
-//! request whose connection closed before the host polled its event was announced
-//! `Cancelled` and then handed out as work.
+//! It found six engine bugs, fixed since, each with a regression test:
+//! - when it was written (commit 25a5128; `tests/tests/http_sessions.rs`,
+//!   `server_requests.rs`): a client's response (and a `GET`, a `DELETE`) waited for a
+//!   free ticket slot, over HTTP and behind a waiting request on stdio; a request whose
+//!   session had been deleted was parked, never cancelled, when its connection closed; the
+//!   same when the host let its stream go (`reconnect_later`), found once the first three
+//!   were fixed; a request whose connection closed before the host polled its event was
+//!   announced `Cancelled` and then handed out as work;
+//! - on stdio (a854d5b; `server_requests.rs`
+//!   `a_response_behind_many_cancellations_of_waiting_requests_is_still_taken`): past the
+//!   eight cancellations of waiting requests the engine remembers, the scan behind a
+//!   waiting request stopped, so a client's response further on waited until its input
+//!   timed out;
+//! - in store mode (769ffeb; `tests/tests/session_store.rs`
+//!   `a_session_loaded_for_a_waiting_request_stays_until_the_request_is_served`): a
+//!   session loaded from the store for a request that then waited for a ticket slot left
+//!   memory again at the cap before the request was served, which got `404`.
 //!
 //! `MCP_FUZZ_TRACE=1` prints what is sent, read and polled; `MCP_FUZZ_STATS=1`
 //! prints how often each path was reached (totals after every input: run a corpus with
