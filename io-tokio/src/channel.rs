@@ -150,7 +150,8 @@ impl Publisher {
     /// with its result: over HTTP to the session `session_id` names, on its standalone
     /// `GET` stream ([`HttpEngine::ask_client`](mcp_engine::http::HttpEngine::ask_client));
     /// on stdio (`session_id` is ignored) on the output stream
-    /// ([`Engine::ask_client`](mcp_engine::Engine::ask_client)). Errors: refused by the
+    /// ([`Engine::ask_client`](mcp_engine::Engine::ask_client); the stdio run loop hears
+    /// publishers while a handler runs, so ask from one). Errors: refused by the
     /// engine (nothing sent), the client's or engine's error (a timeout after
     /// [`Config::input_timeout`](mcp_engine::Config::input_timeout), the session ended),
     /// or the server stopped.

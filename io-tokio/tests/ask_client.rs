@@ -43,7 +43,7 @@ async fn open(addr: SocketAddr, caps: &Value) -> String {
 
 /// The JSON of the last `data:` line of `text` (an SSE stream read so far).
 fn last_event(text: &str) -> Value {
-    let data = text.lines().filter_map(|l| l.strip_prefix("data: ")).filter(|d| !d.is_empty()).last();
+    let data = text.lines().filter_map(|l| l.strip_prefix("data: ")).rfind(|d| !d.is_empty());
     serde_json::from_str(data.unwrap_or_else(|| panic!("no event: {text}"))).expect("JSON")
 }
 

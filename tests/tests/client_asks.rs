@@ -265,7 +265,7 @@ fn on_stdio_a_reply_gives_the_same_output_however_the_input_is_split() {
                         progressed = true;
                         let again = matches!(ev, Event::ClientReply(_));
                         record(ev);
-                        if again && asked.borrow().len() < 1 {
+                        if again && asked.borrow().is_empty() {
                             asked.borrow_mut().push(e.ask_client(&InputRequest::list_roots("b")).unwrap());
                         }
                     }

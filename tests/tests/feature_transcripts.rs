@@ -475,15 +475,21 @@ fn asking_the_client_outside_any_request() {
         json!({ "protocolVersion": "2025-11-25", "capabilities": { "roots": {} }, "clientInfo": { "name": "t", "version": "1" } }),
     ) + &mcp_tests::notification("notifications/initialized", json!({}));
     s.quiet(&init);
-    s.tx.host("(initialize with capabilities {\"roots\":{}} and notifications/initialized exchanged, not shown)");
+    s.tx.host(
+        "(initialize with capabilities {\"roots\":{}} and notifications/initialized exchanged, not shown)",
+    );
     let (r, out) = act!(s, |e| e.ask_client(&InputRequest::list_roots("roots")));
     let ask = r.unwrap();
     assert_eq!(out[0]["method"], "roots/list");
-    let sampling = serde_json::value::RawValue::from_string(r#"{"messages":[],"maxTokens":5}"#.into()).unwrap();
+    let sampling =
+        serde_json::value::RawValue::from_string(r#"{"messages":[],"maxTokens":5}"#.into()).unwrap();
     let sample = InputRequest::raw("s", mcp_engine::InputKind::Sampling, &sampling);
     let (r, out) = act!(s, |e| e.ask_client(&sample));
     assert!(r.is_err() && out.is_empty());
-    let reply = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"roots":[{{"uri":"file:///work"}}]}}}}"#, ask.request_id());
+    let reply = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"roots":[{{"uri":"file:///work"}}]}}}}"#,
+        ask.request_id()
+    );
     let out = s.send(&reply, |ev, tx| {
         tx.host(format!("poll_event() -> {ev:?}"));
         let Event::ClientReply(r) = ev else { panic!("{ev:?}") };

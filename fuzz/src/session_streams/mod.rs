@@ -16,7 +16,12 @@
 //! garbage; bytes fed in pieces; output read in pieces; time passing (`handle_timeout`);
 //! the end of input. The host acts on every event (answer, error, `answer_input_required`
 //! with a fuzzed set of kinds, repeated or empty keys, host state; progress; keep) and
-//! later on tickets it kept, or that are over.
+//! later on tickets it kept, or that are over; it also asks the client outside any
+//! request (`ask_client`, a fuzzed kind): refused exactly when the input ended, the
+//! client did not declare the kind or every ask slot waits; else sent with the next id,
+//! its reply heard once, as the first response the engine took for it became, or the
+//! timeout (only past its deadline) or `-32000` (only after the end of input), and none
+//! outlives its deadline or the stream.
 //!
 //! **HTTP** ([`HttpEngine`](mcp_engine::http::HttpEngine)), over up to five connections:
 //! `initialize` (fuzzed capabilities and revision) and `notifications/initialized`; calls
