@@ -90,19 +90,11 @@ impl Stdio {
     }
 
     fn send(&mut self, input: &str) -> Vec<Value> {
-        let mut out = Vec::new();
-        let mut fed = 0;
-        while fed < input.len() {
-            fed += self.e.handle_input(self.now, &input.as_bytes()[fed..]);
-            drain_with(&mut self.e, &mut *self.host, &mut out);
-        }
-        lines(&out)
+        mcp_tests::send_with(&mut self.e, self.now, &mut *self.host, input)
     }
 
     fn pump(&mut self) -> Vec<Value> {
-        let mut out = Vec::new();
-        drain_with(&mut self.e, &mut *self.host, &mut out);
-        lines(&out)
+        self.send("")
     }
 }
 

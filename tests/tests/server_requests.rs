@@ -15,7 +15,7 @@ use mcp_engine::{
 use mcp_fixture as everything;
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::wire::{Client, client_of, post};
-use mcp_tests::{drain_with, drive, lines, notification, request};
+use mcp_tests::{drive, lines, notification, request};
 use serde_json::{Value, json};
 
 /// What the test host saw when a request came back to it.
@@ -138,19 +138,11 @@ impl Stdio {
     }
 
     fn send(&mut self, input: &str) -> Vec<Value> {
-        let mut out = Vec::new();
-        let mut fed = 0;
-        while fed < input.len() {
-            fed += self.e.handle_input(self.now, &input.as_bytes()[fed..]);
-            drain_with(&mut self.e, &mut *self.host, &mut out);
-        }
-        lines(&out)
+        mcp_tests::send_with(&mut self.e, self.now, &mut *self.host, input)
     }
 
     fn pump(&mut self) -> Vec<Value> {
-        let mut out = Vec::new();
-        drain_with(&mut self.e, &mut *self.host, &mut out);
-        lines(&out)
+        self.send("")
     }
 }
 

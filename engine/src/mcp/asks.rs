@@ -19,11 +19,8 @@
 
 use std::collections::VecDeque;
 
-use simd_json::Node;
-
-use crate::mcp::Core;
-use crate::mcp::inputs::{GONE, TIMED_OUT, response_id, write_outcome, write_request};
-use crate::mcp::mrtr::{ClientCapabilities, InputError, InputKind, InputRequest, InputResponse};
+use crate::mcp::inputs::{GONE, Response, TIMED_OUT, response_id, write_outcome, write_request};
+use crate::mcp::mrtr::{InputError, InputKind, InputRequest, InputResponse};
 use crate::output::{Outbox, Route};
 use crate::wire::json;
 
@@ -224,16 +221,10 @@ impl Asks {
         Ok(ClientAsk { slot: free as u16, generation: s.generation, id })
     }
 
-    /// Takes a client's response in session `session` (the id at tape index `id`,
-    /// `Ok(result)` or `Err(error)` at theirs). Returns whether it answered an ask.
-    pub(crate) fn response(
-        &mut self,
-        session: u64,
-        n: &[Node<'_>],
-        id: usize,
-        outcome: Result<usize, usize>,
-        names: &mut json::Names,
-    ) -> bool {
+    /// Takes a client's response `r` in session `session`. Returns whether it answered
+    /// an ask.
+    pub(crate) fn response(&mut self, session: u64, r: Response<'_, '_>, names: &mut json::Names) -> bool {
+        let Response { n, id, outcome } = r;
         let Some(id) = response_id(n, id) else { return false };
         let found =
             self.slots.iter().position(|s| s.state == State::Waiting && s.id == id && s.session == session);
@@ -310,36 +301,5 @@ impl Asks {
         let result = if s.error { Err(InputError::new(raw)) } else { Ok(InputResponse::new(raw)) };
         let ask = ClientAsk { slot: i, generation: s.generation, id: s.id };
         Some(ClientReply { ask, kind: s.kind, result })
-    }
-}
-
-impl Core {
-    /// Sends `request` to the client of the session `session` names (its serial and
-    /// declared capabilities; `None`: the stdio stream's own session) on `route`.
-    pub(crate) fn ask_client(
-        &mut self,
-        route: Route,
-        session: Option<(u64, ClientCapabilities)>,
-        request: &InputRequest<'_>,
-    ) -> Result<ClientAsk, AskError> {
-        let (serial, caps) = match session {
-            Some(s) => s,
-            None if self.session.legacy.is_some() => (self.session.serial, self.session.caps),
-            None => return Err(AskError::NoSession),
-        };
-        if self.inputs.closed() {
-            return Err(AskError::ClientGone);
-        }
-        if route == Route::Stdio && self.output_backlogged() {
-            return Err(AskError::Backpressure);
-        }
-        if !request.declared_by(caps) {
-            return Err(AskError::NotDeclared(request.kind()));
-        }
-        if !self.asks.has_room() {
-            return Err(AskError::TooMany);
-        }
-        let id = self.inputs.next_request_id();
-        self.asks.ask(&mut self.outbox, route, serial, request, id, self.now)
     }
 }

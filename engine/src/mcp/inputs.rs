@@ -40,6 +40,15 @@ pub(crate) const TIMED_OUT: &[u8] =
 pub(crate) const GONE: &[u8] =
     br#"{"code":-32000,"message":"Connection closed: the client went away before answering"}"#;
 
+/// A client's response as the dispatcher decoded it: the tape, the index of its id, and
+/// `Ok(result)` or `Err(error)` at theirs.
+#[derive(Clone, Copy)]
+pub(crate) struct Response<'a, 'n> {
+    pub(crate) n: &'a [Node<'n>],
+    pub(crate) id: usize,
+    pub(crate) outcome: Result<usize, usize>,
+}
+
 /// The JSON-RPC id of a client's response (at tape index `id`) as the engine numbers its
 /// requests: a non-negative integer (anything else answers nothing the engine sent).
 pub(crate) fn response_id(n: &[Node<'_>], id: usize) -> Option<u64> {
@@ -257,18 +266,16 @@ impl Inputs {
         Ok(true)
     }
 
-    /// Takes a client's response in session `session`: the id at tape index `id`, and
-    /// `Ok(result)` or `Err(error)` at theirs. Returns whether it answered a request the
-    /// engine sent there; a response to anything else is ignored.
+    /// Takes a client's response `r` in session `session`. Returns whether it answered a
+    /// request the engine sent there; a response to anything else is ignored.
     pub(crate) fn response(
         &mut self,
         tickets: &Tickets,
         session: u64,
-        n: &[Node<'_>],
-        id: usize,
-        outcome: Result<usize, usize>,
+        r: Response<'_, '_>,
         names: &mut json::Names,
     ) -> bool {
+        let Response { n, id, outcome } = r;
         let Some(id) = response_id(n, id) else { return false };
         let found = self
             .conts

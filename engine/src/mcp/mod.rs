@@ -679,6 +679,35 @@ impl Core {
         self.asks.gone(serial);
     }
 
+    /// Sends `request` to the client of the session `session` names (its serial and
+    /// declared capabilities; `None`: the stdio stream's own session) on `route`.
+    pub(crate) fn ask_client(
+        &mut self,
+        route: Route,
+        session: Option<(u64, ClientCapabilities)>,
+        request: &mrtr::InputRequest<'_>,
+    ) -> Result<asks::ClientAsk, asks::AskError> {
+        let (serial, caps) = match session {
+            Some(s) => s,
+            None if self.session.legacy.is_some() => (self.session.serial, self.session.caps),
+            None => return Err(asks::AskError::NoSession),
+        };
+        if self.inputs.closed() {
+            return Err(asks::AskError::ClientGone);
+        }
+        if route == Route::Stdio && self.output_backlogged() {
+            return Err(asks::AskError::Backpressure);
+        }
+        if !request.declared_by(caps) {
+            return Err(asks::AskError::NotDeclared(request.kind()));
+        }
+        if !self.asks.has_room() {
+            return Err(asks::AskError::TooMany);
+        }
+        let id = self.inputs.next_request_id();
+        self.asks.ask(&mut self.outbox, route, serial, request, id, self.now)
+    }
+
     /// Cancels every ticket of `route` (its HTTP response stream closed): the host
     /// learns through [`Event::Cancelled`] and nothing more is written for it.
     pub(crate) fn cancel_route(&mut self, route: Route) {
@@ -985,8 +1014,9 @@ impl Core {
             &Message::Response { id, outcome } => {
                 let session = self.session.serial;
                 let names = &mut self.scratch.names;
-                if !self.inputs.response(&self.tickets, session, n, id, outcome, names)
-                    && !self.asks.response(session, n, id, outcome, names)
+                let r = inputs::Response { n, id, outcome };
+                if !self.inputs.response(&self.tickets, session, r, names)
+                    && !self.asks.response(session, r, names)
                 {
                     // Or the answer to what a 2025-11-25 task asked.
                     self.task_response(n, id, outcome);
