@@ -117,6 +117,7 @@ pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents
 pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMismatch, TaskRefusal};
 pub use level::LogLevel;
 pub use mcp::answered::{ANSWERED_CAPACITY, Answered};
+pub use mcp::asks::{AskError, ClientAsk, ClientReply};
 #[cfg(feature = "connectome")]
 pub use mcp::connectome::ConnectomeView;
 pub use mcp::event::{

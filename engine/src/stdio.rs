@@ -11,8 +11,9 @@ use crate::content::{PromptOutput, ResourceContents, ToolOutput};
 use crate::error::{AnswerError, HostError, NotifyError};
 use crate::jsonrpc::{Flow, Parser};
 use crate::level::LogLevel;
+use crate::mcp::asks::{AskError, ClientAsk};
 use crate::mcp::event::Event;
-use crate::mcp::mrtr::InputRequired;
+use crate::mcp::mrtr::{InputRequest, InputRequired};
 use crate::mcp::served::Served;
 use crate::mcp::subs::{CatalogChange, ReplaceError};
 use crate::mcp::tasks::methods::TaskOptions;
@@ -511,6 +512,25 @@ impl Engine {
     ) -> Result<(), AnswerError> {
         self.release();
         let r = self.core.answers().answer_input_required(ticket, input);
+        self.process();
+        r
+    }
+
+    /// Sends `request` to the client outside any request (`sampling/createMessage`,
+    /// `elicitation/create` in form or url mode, `roots/list`): on a stream opened with
+    /// `initialize` under `2025-11-25` or `2025-06-18`, the request goes out on the output
+    /// at once, with an id from the engine's sequence. The client's reply comes back as
+    /// [`Event::ClientReply`] carrying the returned handle, exactly once: its result or
+    /// error, `-32001` after [`Config::input_timeout`](crate::Config::input_timeout)
+    /// (see [`poll_timeout`](Self::poll_timeout)), `-32000` when the input ends first.
+    ///
+    /// Refused, with nothing written: no session-bound session ([`AskError::NoSession`]),
+    /// a capability the client did not declare in `initialize`
+    /// ([`AskError::NotDeclared`]), the output backlogged, `max_in_flight` asks waiting,
+    /// the input ended ([`AskError::ClientGone`]).
+    pub fn ask_client(&mut self, request: &InputRequest<'_>) -> Result<ClientAsk, AskError> {
+        self.release();
+        let r = self.core.ask_client(Route::Stdio, None, request);
         self.process();
         r
     }

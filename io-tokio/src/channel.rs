@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcp_engine::connectome::Graph;
-use mcp_engine::{Catalog, CatalogChange, ReplaceError, Ticket};
+use mcp_engine::{AskError, Catalog, CatalogChange, InputRequestBuf, ReplaceError, Ticket};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::reply::{CompleteResult, PromptResult, ResourceResult, ToolResult};
@@ -25,7 +25,47 @@ pub(crate) enum Publish {
     EndSubscriptions,
     /// The engine's observed connectome graph, asked for.
     Observed(oneshot::Sender<Graph>),
+    /// A request to a session's client outside any request; its reply comes on `reply`.
+    AskClient {
+        session: Option<String>,
+        request: InputRequestBuf,
+        reply: oneshot::Sender<Result<serde_json::Value, AskClientError>>,
+    },
 }
+
+/// Why [`Publisher::ask_client`] has no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AskClientError {
+    /// The engine refused to send the request (nothing was sent): no such session, a
+    /// capability its client did not declare, no standalone stream open, ... (see
+    /// [`AskError`]).
+    Refused(AskError),
+    /// The request was sent and got no result: the client's JSON-RPC error, or the
+    /// engine's (`-32602` the result did not fit the request, `-32001` no response within
+    /// [`Config::input_timeout`](mcp_engine::Config::input_timeout), `-32000` the session
+    /// was deleted or expired, or the stream ended).
+    Failed {
+        /// The error's code.
+        code: i64,
+        /// The error's message.
+        message: String,
+    },
+    /// The server is not running (any more).
+    Stopped,
+}
+
+impl std::fmt::Display for AskClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused(e) => write!(f, "refused: {e}"),
+            Self::Failed { code, message } => write!(f, "the client's request failed ({code}): {message}"),
+            Self::Stopped => f.write_str("the server is not running"),
+        }
+    }
+}
+
+impl std::error::Error for AskClientError {}
 
 /// Publishes catalog changes and resource updates to the clients of a running server:
 /// the server's run loop applies them to its engine between events
@@ -103,6 +143,29 @@ impl Publisher {
     /// is not running.
     pub fn end_subscriptions(&self) -> bool {
         self.send(Publish::EndSubscriptions)
+    }
+
+    /// Sends `request` (`sampling/createMessage`, `elicitation/create` in form or url
+    /// mode, `roots/list`) to a session-bound client outside any request, and resolves
+    /// with its result: over HTTP to the session `session_id` names, on its standalone
+    /// `GET` stream ([`HttpEngine::ask_client`](mcp_engine::http::HttpEngine::ask_client));
+    /// on stdio (`session_id` is ignored) on the output stream
+    /// ([`Engine::ask_client`](mcp_engine::Engine::ask_client); the stdio run loop hears
+    /// publishers while a handler runs, so ask from one). Errors: refused by the
+    /// engine (nothing sent), the client's or engine's error (a timeout after
+    /// [`Config::input_timeout`](mcp_engine::Config::input_timeout), the session ended),
+    /// or the server stopped.
+    pub async fn ask_client(
+        &self,
+        session_id: Option<&str>,
+        request: InputRequestBuf,
+    ) -> Result<serde_json::Value, AskClientError> {
+        let (tx, rx) = oneshot::channel();
+        let session = session_id.map(str::to_owned);
+        if !self.send(Publish::AskClient { session, request, reply: tx }) {
+            return Err(AskClientError::Stopped);
+        }
+        rx.await.unwrap_or(Err(AskClientError::Stopped))
     }
 
     /// The engine's observed connectome graph as it is now

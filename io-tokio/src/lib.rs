@@ -230,7 +230,7 @@ mod typed;
 mod work;
 
 pub use auth::{AllowAll, AuthorizeInfo, Authorizer, NoAuthorizer};
-pub use channel::{PublishError, Publisher};
+pub use channel::{AskClientError, PublishError, Publisher};
 pub use handler::{Handler, ToolFn, tool_fn};
 pub use http::{HttpServer, serve_http};
 pub use mcp_spans::StatusCodeKey;

@@ -97,7 +97,8 @@ where
         }
         let can_read = !d.read_eof && d.held.is_empty() && d.engine.input_capacity() > 0;
         let has_output = !d.engine.pending_output().is_empty();
-        let waiting = !d.tasks.is_empty();
+        // Handler tasks report on the channel; so does a publisher asking the client.
+        let waiting = !d.tasks.is_empty() || d.tasks.asking();
         // The engine's timer: requests sent to the client for input time out.
         let deadline = d.engine.poll_timeout().map(|t| d.instant_of(t));
         tokio::select! {

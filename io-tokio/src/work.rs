@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use mcp_engine::http::HttpEngine;
 use mcp_engine::{
-    AnswerError, Content, Engine, Event, HostError, InputRequest, InputRequestBuf, InputRequired,
-    NotifyError, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput,
+    AnswerError, AskError, ClientAsk, Content, Engine, Event, HostError, InputRequest, InputRequestBuf,
+    InputRequired, NotifyError, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput,
 };
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::AbortHandle;
 use tracing::Instrument;
 
-use crate::channel::{Completion, Outcome, Progress, Publish};
+use crate::channel::{AskClientError, Completion, Outcome, Progress, Publish};
 use crate::handler::Handler;
 use crate::reply::{
     OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, ResourceReply, ToolReply,
@@ -154,6 +154,30 @@ pub(crate) trait Answer {
         options: &mcp_engine::TaskOptions<'_>,
     ) -> Result<Ticket, AnswerError>;
     fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError>;
+    /// Sends `request` to a session's client outside any request (`session`: over HTTP,
+    /// the session id; ignored on stdio).
+    fn ask_client(
+        &mut self,
+        session: Option<&str>,
+        request: &InputRequest<'_>,
+    ) -> Result<ClientAsk, AskError>;
+}
+
+impl AskClient for Engine {
+    fn ask(&mut self, _session: Option<&str>, request: &InputRequest<'_>) -> Result<ClientAsk, AskError> {
+        self.ask_client(request)
+    }
+}
+
+impl AskClient for HttpEngine {
+    fn ask(&mut self, session: Option<&str>, request: &InputRequest<'_>) -> Result<ClientAsk, AskError> {
+        self.ask_client(session.ok_or(AskError::NoSession)?, request)
+    }
+}
+
+/// The two engines' `ask_client`, whose signatures differ.
+trait AskClient {
+    fn ask(&mut self, session: Option<&str>, request: &InputRequest<'_>) -> Result<ClientAsk, AskError>;
 }
 
 /// Both engines answer with methods of the same names: one implementation for both.
@@ -232,6 +256,13 @@ macro_rules! answer_on {
             fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError> {
                 <$engine>::task_status(self, ticket, message)
             }
+            fn ask_client(
+                &mut self,
+                session: Option<&str>,
+                request: &InputRequest<'_>,
+            ) -> Result<ClientAsk, AskError> {
+                AskClient::ask(self, session, request)
+            }
             fn publish(&mut self, p: Publish) {
                 match p {
                     Publish::Observed(reply) => {
@@ -253,6 +284,10 @@ macro_rules! answer_on {
                     Publish::EndSubscriptions => {
                         let n = self.end_subscriptions();
                         tracing::debug!(subscriptions = n, "subscriptions ended");
+                    }
+                    // Taken by `Tasks::complete`, which keeps the reply's sender.
+                    Publish::AskClient { reply, .. } => {
+                        let _ = reply.send(Err(AskClientError::Stopped));
                     }
                 }
             }
@@ -301,6 +336,8 @@ pub(crate) struct Tasks {
     /// Calls whose handler made them tasks: the call's ticket (what its worker still
     /// reports with) to the task's, until the worker's reply comes back.
     became: HashMap<Ticket, Ticket>,
+    /// Requests sent to clients outside any request, waiting for their replies.
+    asks: HashMap<ClientAsk, tokio::sync::oneshot::Sender<Result<serde_json::Value, AskClientError>>>,
 }
 
 /// Vectors reused, empty, for the borrowed forms of replies. They hold `'static` items
@@ -363,6 +400,7 @@ impl Tasks {
             received: mcp_engine::Instant::ZERO,
             sessions: telemetry::SessionClock::default(),
             became: HashMap::new(),
+            asks: HashMap::new(),
         }
     }
 
@@ -390,6 +428,11 @@ impl Tasks {
     /// Whether any task is running.
     pub(crate) fn is_empty(&self) -> bool {
         self.running.is_empty()
+    }
+
+    /// Whether a client is asked something outside any request (its reply is awaited).
+    pub(crate) fn asking(&self) -> bool {
+        !self.asks.is_empty()
     }
 
     /// Starts the work of one event, or aborts the work of a cancelled one.
@@ -420,6 +463,22 @@ impl Tasks {
             Event::Complete(complete) => {
                 let request = CompletionRequest::from_event(&complete, &self.pools);
                 (complete.ticket, Work::Complete(request))
+            }
+            Event::ClientReply(reply) => {
+                let outcome = match reply.result {
+                    Ok(v) => serde_json::from_str(v.raw())
+                        .map_err(|e| AskClientError::Failed { code: -32700, message: e.to_string() }),
+                    Err(e) => {
+                        Err(AskClientError::Failed { code: e.code(), message: e.message().into_owned() })
+                    }
+                };
+                match self.asks.remove(&reply.ask) {
+                    Some(tx) => {
+                        let _ = tx.send(outcome);
+                    }
+                    None => tracing::debug!(ask = ?reply.ask, "a client's reply nobody waits for"),
+                }
+                return;
             }
             Event::Cancelled(ticket) => {
                 match self.running.remove(&ticket) {
@@ -472,6 +531,17 @@ impl Tasks {
     pub(crate) fn complete(&mut self, engine: &mut impl Answer, done: Completion) {
         let Completion { ticket, outcome } = done;
         let outcome = match outcome {
+            Outcome::Publish(Publish::AskClient { session, request, reply }) => {
+                match engine.ask_client(session.as_deref(), &request.as_request()) {
+                    Ok(ask) => {
+                        self.asks.insert(ask, reply);
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(AskClientError::Refused(e)));
+                    }
+                }
+                return;
+            }
             Outcome::Publish(p) => {
                 if let Publish::Catalog(..) = p {
                     // Names of the old catalog are not needed any more.

@@ -150,6 +150,26 @@ pub fn feed_keeping_tickets(e: &mut Engine, input: &str) -> (Vec<Value>, Vec<mcp
     (lines(&out), tickets)
 }
 
+/// Feeds `input` to `engine` at `now` until it is all taken, answering every event with
+/// `host` and taking all output (with an empty `input`: what is pending now); returns the
+/// frames written.
+pub fn send_with(
+    engine: &mut Engine,
+    now: Instant,
+    host: &mut dyn FnMut(mcp_engine::Event<'_>),
+    input: &str,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut fed = 0;
+    loop {
+        fed += engine.handle_input(now, &input.as_bytes()[fed..]);
+        drain_with(engine, host, &mut out);
+        if fed >= input.len() {
+            return lines(&out);
+        }
+    }
+}
+
 /// Parses newline-delimited JSON output; panics on a line that is not JSON.
 pub fn lines(out: &[u8]) -> Vec<Value> {
     let text = std::str::from_utf8(out).expect("output is UTF-8");

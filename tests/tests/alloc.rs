@@ -792,3 +792,148 @@ fn polling_tasks_allocates_nothing() {
     assert!(written > 200 * 100, "every poll was answered ({written} bytes)");
     assert_eq!(info.count_total, 0, "200 task requests: {info:?}");
 }
+
+/// A request the host sends its session-bound client outside any request
+/// (`Engine::ask_client`: the request out, the client's response in, the reply handed to
+/// the host) allocates nothing in steady state, over stdio.
+#[test]
+fn an_ask_outside_any_request_allocates_nothing_over_stdio() {
+    let sample = serde_json::value::RawValue::from_string(SAMPLING.into()).unwrap();
+    let request = mcp_engine::InputRequest::raw("s", mcp_engine::InputKind::Sampling, &sample);
+    let replies = std::cell::Cell::new(0usize);
+    let mut host = |ev: Event<'_>| {
+        if let Event::ClientReply(r) = ev {
+            let raw = r.result.map(|v| v.raw()).unwrap_or_else(|e| e.raw());
+            assert!(raw.contains("\"model\""), "{raw}");
+            replies.set(replies.get() + 1);
+        }
+    };
+    let mut e = Engine::new(keyed(), rich_catalog());
+    let mut out = Vec::with_capacity(1 << 16);
+    let mut sink = vec![0u8; 1 << 16];
+    pump_with(&mut e, open_with_sampling().as_bytes(), &mut sink, &mut host, |b| out.extend_from_slice(b));
+    // The engine numbers its requests 1, 2, ...: ask `i` is answered with id `i`.
+    let responses: Vec<String> = (1..=23).map(sampled).collect();
+    let mut round = |e: &mut Engine, i: usize, out: &mut Vec<u8>| {
+        let ask = e.ask_client(&request).unwrap();
+        assert_eq!(ask.request_id(), i as u64 + 1);
+        pump_with(e, responses[i].as_bytes(), &mut sink, &mut host, |b| out.extend_from_slice(b));
+    };
+    out.clear();
+    for i in 0..3 {
+        round(&mut e, i, &mut out);
+    }
+    let lines = mcp_tests::lines(&out);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0]["method"], "sampling/createMessage");
+    out.clear();
+    let info = allocation_counter::measure(|| {
+        for i in 3..23 {
+            round(&mut e, i, &mut out);
+        }
+    });
+    assert_eq!(mcp_tests::lines(&out).len(), 20, "every ask sent");
+    assert_eq!(replies.get(), 23, "every reply heard");
+    assert_eq!(info.count_total, 0, "20 asks: {info:?}");
+}
+
+/// The same over Streamable HTTP: the request on the session's standalone `GET` stream
+/// (an event with an id, kept for replay), the client's response POSTed on a keep-alive
+/// connection (`202`), the reply handed to the host.
+#[test]
+fn an_ask_outside_any_request_allocates_nothing_over_http() {
+    let sample = serde_json::value::RawValue::from_string(SAMPLING.into()).unwrap();
+    let request = mcp_engine::InputRequest::raw("s", mcp_engine::InputKind::Sampling, &sample);
+    let replies = std::rc::Rc::new(std::cell::Cell::new(0usize));
+    let mut h = Http::new();
+    let heard = replies.clone();
+    h.c.host = Box::new(move |ev| {
+        if let Event::ClientReply(r) = ev {
+            assert!(r.result.is_ok());
+            heard.set(heard.get() + 1);
+        }
+    });
+    let mut sink = Vec::with_capacity(1 << 16);
+    let id = h.open_session(json!({"sampling": {}}), &mut sink);
+    let posts = h.c.conn;
+    let stream = h.c.e.open(Instant::ZERO, None).unwrap();
+    h.c.conn = stream;
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: localhost:3000\r\nAccept: text/event-stream\r\nMcp-Session-Id: {id}\r\n\r\n"
+    );
+    h.round(get.as_bytes(), &mut sink);
+    assert!(sink.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&sink));
+    let responses: Vec<Vec<u8>> =
+        (1..=63).map(|i| session_post(&serde_json::from_str(&sampled(i)).unwrap(), &id)).collect();
+    let run = |h: &mut Http, i: usize, sink: &mut Vec<u8>| {
+        let ask = h.c.e.ask_client(&id, &request).unwrap();
+        assert_eq!(ask.request_id(), i as u64 + 1);
+        h.c.conn = stream;
+        sink.clear();
+        h.c.drain(sink);
+        assert!(sink.windows(4).any(|w| w == b"id: "), "{}", String::from_utf8_lossy(sink));
+        h.c.conn = posts;
+        h.round(&responses[i], sink);
+        assert!(sink.starts_with(b"HTTP/1.1 202"), "{}", String::from_utf8_lossy(sink));
+    };
+    // Warm-up: the pooled output buffers circulate between the stream's connection and
+    // the POSTs' until each has grown to the size it serves (3 rounds are not enough).
+    for i in 0..43 {
+        run(&mut h, i, &mut sink);
+    }
+    let info = allocation_counter::measure(|| {
+        for i in 43..63 {
+            run(&mut h, i, &mut sink);
+        }
+    });
+    assert_eq!(replies.get(), 63, "every reply heard");
+    assert_eq!(info.count_total, 0, "20 asks: {info:?}");
+}
+
+/// A request naming a session this engine never issued (a well-formed id sealed under
+/// the same key by another engine), a forged id, or a deleted session's id is answered
+/// `404` without an allocation.
+#[test]
+fn a_request_with_an_unknown_or_forged_session_id_allocates_nothing() {
+    let mut sink = Vec::with_capacity(1 << 16);
+    // Another engine with the same key (and other entropy) issues an id unknown here.
+    let mut other = Http::new();
+    other.c.e.set_entropy(&[8; 32]);
+    let unknown = {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let mut open = session_post(&init, "x");
+        let at = open.windows(16).position(|w| w == b"Mcp-Session-Id: ").unwrap();
+        open.drain(at..at + "Mcp-Session-Id: x\r\n".len());
+        other.round(&open, &mut sink);
+        let text = String::from_utf8_lossy(&sink).into_owned();
+        text.lines().find_map(|l| l.strip_prefix("mcp-session-id: ")).unwrap().trim().to_owned()
+    };
+    let mut h = Http::new();
+    let live = h.open_session(json!({}), &mut sink);
+    assert_ne!(live, unknown);
+    let mut forged = live.clone().into_bytes();
+    forged[10] = if forged[10] == b'A' { b'B' } else { b'A' };
+    let forged = String::from_utf8(forged).unwrap();
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let mut failures = Vec::new();
+    for (label, id) in [("never issued here", unknown.as_str()), ("forged", forged.as_str())] {
+        let raw = session_post(&ping, id);
+        for _ in 0..3 {
+            h.round(&raw, &mut sink);
+        }
+        let text = String::from_utf8_lossy(&sink).into_owned();
+        assert!(text.starts_with("HTTP/1.1 404"), "{label}: {text}");
+        assert!(text.contains("-32001"), "{label}: {text}");
+        let info = allocation_counter::measure(|| {
+            for _ in 0..20 {
+                h.round(&raw, &mut sink);
+            }
+        });
+        if info.count_total != 0 {
+            failures.push(format!("{label}: {} allocations for 20 requests ({info:?})", info.count_total));
+        }
+    }
+    assert_eq!(h.c.e.sessions(), 1, "no session was created");
+    assert!(failures.is_empty(), "404s:\n{}", failures.join("\n"));
+}

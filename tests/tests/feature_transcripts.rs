@@ -464,6 +464,42 @@ fn logging_legacy_set_level() {
     assert_eq!(out[1]["error"]["code"], -32601);
 }
 
+/// A request the host sends its session-bound client outside any request, and the reply.
+#[test]
+fn asking_the_client_outside_any_request() {
+    let catalog = Catalog::builder().tool(Tool::new("t")).build().unwrap();
+    let mut s = Stdio::new("asking the client outside any request (2025-11-25)", config(), catalog);
+    let init = mcp_tests::request(
+        0,
+        "initialize",
+        json!({ "protocolVersion": "2025-11-25", "capabilities": { "roots": {} }, "clientInfo": { "name": "t", "version": "1" } }),
+    ) + &mcp_tests::notification("notifications/initialized", json!({}));
+    s.quiet(&init);
+    s.tx.host(
+        "(initialize with capabilities {\"roots\":{}} and notifications/initialized exchanged, not shown)",
+    );
+    let (r, out) = act!(s, |e| e.ask_client(&InputRequest::list_roots("roots")));
+    let ask = r.unwrap();
+    assert_eq!(out[0]["method"], "roots/list");
+    let sampling =
+        serde_json::value::RawValue::from_string(r#"{"messages":[],"maxTokens":5}"#.into()).unwrap();
+    let sample = InputRequest::raw("s", mcp_engine::InputKind::Sampling, &sampling);
+    let (r, out) = act!(s, |e| e.ask_client(&sample));
+    assert!(r.is_err() && out.is_empty());
+    let reply = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"roots":[{{"uri":"file:///work"}}]}}}}"#,
+        ask.request_id()
+    );
+    let out = s.send(&reply, |ev, tx| {
+        tx.host(format!("poll_event() -> {ev:?}"));
+        let Event::ClientReply(r) = ev else { panic!("{ev:?}") };
+        let raw = r.result.map(|v| v.raw()).unwrap_or_default();
+        tx.host(format!("reply.result -> Ok({raw})"));
+        assert_eq!(r.ask, ask);
+    });
+    assert!(out.is_empty());
+}
+
 // ------------------------------------------------------------------------ 3. cancellation
 
 #[test]

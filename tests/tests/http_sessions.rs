@@ -370,6 +370,43 @@ fn a_session_is_found_only_by_the_principal_that_opened_it() {
     assert_eq!(one(&mut c, &legacy(&request(2, "ping", json!({})), None, Some(&id))).status, 200);
 }
 
+/// Sessions are created only after authorization passed: an `initialize` refused by the
+/// host's verdict on its head (`401`, `403`) or on its body (`403`) creates none, and
+/// with a session store on the store hears of none.
+#[test]
+fn an_initialize_refused_by_authorization_creates_no_session() {
+    for store in [false, true] {
+        for (verdict, body_verdict, status) in [
+            (Verdict::Unauthenticated, Verdict::Allow, 401),
+            (Verdict::Forbidden, Verdict::Allow, 403),
+            (Verdict::Allow, Verdict::Forbidden, 403),
+        ] {
+            let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+            http.session_store(store);
+            http.authorize_body(true);
+            let mut c = client_with(http);
+            c.verdict = verdict;
+            c.body_verdict = body_verdict;
+            let r = one(&mut c, &legacy(&initialize("2025-11-25"), None, None));
+            let label = format!("store {store}, {verdict:?} / {body_verdict:?}");
+            assert_eq!(r.status, status, "{label}: {r:?}");
+            assert_eq!(r.header("mcp-session-id"), None, "{label}");
+            assert_eq!(c.e.sessions(), 0, "{label}");
+            assert!(c.store.log.is_empty(), "{label}: {:?}", c.store.log);
+            // Allowed, the same request opens one (and the store hears of it).
+            c.verdict = Verdict::Allow;
+            c.body_verdict = Verdict::Allow;
+            let conn = c.e.open(c.now, None).unwrap();
+            c.conn = conn;
+            let r = one(&mut c, &legacy(&initialize("2025-11-25"), None, None));
+            assert_eq!(r.status, 200, "{label}: {r:?}");
+            assert_eq!(c.e.sessions(), 1, "{label}");
+            let saves = c.store.log.iter().filter(|l| l.starts_with("save ")).count();
+            assert_eq!(saves, usize::from(store), "{label}: {:?}", c.store.log);
+        }
+    }
+}
+
 #[test]
 fn without_entropy_the_engine_serves_the_stateless_wire_only() {
     let mut c =

@@ -13,8 +13,9 @@ use mcp_engine::{
     PromptMessage, PromptOutput, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput,
 };
 use mcp_fixture as everything;
+use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::wire::{Client, client_of, post};
-use mcp_tests::{drain_with, drive, lines, notification, request};
+use mcp_tests::{drive, lines, notification, request};
 use serde_json::{Value, json};
 
 /// What the test host saw when a request came back to it.
@@ -137,19 +138,11 @@ impl Stdio {
     }
 
     fn send(&mut self, input: &str) -> Vec<Value> {
-        let mut out = Vec::new();
-        let mut fed = 0;
-        while fed < input.len() {
-            fed += self.e.handle_input(self.now, &input.as_bytes()[fed..]);
-            drain_with(&mut self.e, &mut *self.host, &mut out);
-        }
-        lines(&out)
+        mcp_tests::send_with(&mut self.e, self.now, &mut *self.host, input)
     }
 
     fn pump(&mut self) -> Vec<Value> {
-        let mut out = Vec::new();
-        drain_with(&mut self.e, &mut *self.host, &mut out);
-        lines(&out)
+        self.send("")
     }
 }
 
@@ -516,4 +509,69 @@ fn a_response_behind_many_cancellations_of_waiting_requests_is_still_taken() {
     let out = s.send(&behind);
     assert_eq!(out[0]["id"], 1, "{out:?}");
     assert_eq!(out[0]["result"]["messages"][0]["content"]["text"], "done", "{out:?}");
+}
+
+/// A host that asks for input in url mode (`elicitation/create` with `mode: "url"`), then
+/// answers with what came back.
+fn url_host() -> Box<dyn FnMut(Event<'_>)> {
+    Box::new(|ev| {
+        if let Event::CallTool(call) = ev {
+            if call.input_responses.is_empty() {
+                let asks =
+                    [InputRequest::elicit_url("auth", "Sign in", "https://example.com/auth?x=1", "el-42")];
+                call.input_required(&InputRequired::new(&asks)).unwrap();
+            } else {
+                let text = match call.input_responses.get("auth") {
+                    Some(r) => r.raw().to_owned(),
+                    None => "no response".to_owned(),
+                };
+                call.answer(&ToolOutput::new(&[Content::text(&text)])).unwrap();
+            }
+        }
+    })
+}
+
+#[test]
+fn url_mode_elicitation_goes_to_a_session_client_that_declared_it() {
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    let mut c = client_of(config(), http, catalog(), url_host());
+    c.e.set_entropy(&[9; 32]);
+    let sid = http_open(&mut c, json!({ "elicitation": { "url": {} } }));
+    let call = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": { "name": "ask" } });
+    let a = c.e.open(c.now, None).unwrap();
+    let raw = on(&mut c, a, &session_post(&call, Some(&sid)));
+    let sent = events(&raw);
+    assert_eq!(sent.len(), 1, "{raw}");
+    assert_eq!(sent[0]["method"], "elicitation/create");
+    assert_eq!(sent[0]["params"]["mode"], "url");
+    assert_eq!(sent[0]["params"]["url"], "https://example.com/auth?x=1");
+    assert_eq!(sent[0]["params"]["elicitationId"], "el-42");
+    assert_valid(Rev::V2025_11_25, "ElicitRequest", &sent[0]);
+    assert_valid(Rev::V2025_11_25, "ElicitRequestURLParams", &sent[0]["params"]);
+    let accepted = json!({ "action": "accept" });
+    assert_valid(Rev::V2025_11_25, "ElicitResult", &accepted);
+    let response = json!({ "jsonrpc": "2.0", "id": sent[0]["id"], "result": accepted });
+    let b = c.e.open(c.now, None).unwrap();
+    assert!(on(&mut c, b, &session_post(&response, Some(&sid))).starts_with("HTTP/1.1 202"));
+    let done = events(&more(&mut c, a));
+    assert_eq!(done[0]["id"], 5, "{done:?}");
+    assert_eq!(done[0]["result"]["content"][0]["text"], r#"{"action":"accept"}"#);
+    assert_valid(Rev::V2025_11_25, "JSONRPCResponse", &done[0]);
+
+    // A client that declared form mode only is not asked: the call is answered -32021
+    // naming what it lacks.
+    let sid = http_open(&mut c, json!({ "elicitation": { "form": {} } }));
+    let a = c.e.open(c.now, None).unwrap();
+    let raw = on(&mut c, a, &session_post(&call, Some(&sid)));
+    assert!(!raw.contains("elicitation/create"), "{raw}");
+    let body = raw.split("\r\n\r\n").nth(1).unwrap_or_default();
+    let answer: Value = serde_json::from_str(body.trim()).unwrap_or_else(|_| panic!("{raw}"));
+    assert_eq!(answer["error"]["code"], -32021, "{answer}");
+    assert_eq!(answer["error"]["data"]["requiredCapabilities"], json!({ "elicitation": { "url": {} } }));
+
+    // Over stdio, the same.
+    let mut s = Stdio::new(json!({ "elicitation": { "url": {} } }), url_host());
+    let out = s.send(&request(1, "tools/call", json!({ "name": "ask" })));
+    assert_eq!(out[0]["params"]["mode"], "url", "{out:?}");
+    assert_valid(Rev::V2025_11_25, "ElicitRequest", &out[0]);
 }

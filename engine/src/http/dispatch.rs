@@ -52,7 +52,7 @@ impl HttpEngine {
             sessions::route(&self.sessions, headers.as_slice(), principal.as_ref());
         if store && check == SessionCheck::Absent(Room::Full) {
             // A session the store holds unchanged leaves memory to make room.
-            if store::make_room(&mut self.sessions, &self.parked, &mut self.session_timers) {
+            if store::make_room(core, &mut self.sessions, &self.parked, &mut self.session_timers) {
                 check = SessionCheck::Absent(Room::Yes);
             }
         }

@@ -730,9 +730,14 @@ impl HttpEngine {
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
                 let id = self.sessions.get(r).map(|e| (e.id, e.session.legacy));
+                let serial = self.sessions.get(r).map(|e| e.session.serial);
                 if self.sessions.expire(r, now) {
                     if let Some((id, rev)) = id {
                         self.core.session_ended(id, rev);
+                    }
+                    // What its client was asked can no longer be answered.
+                    if serial.is_some() {
+                        self.core.inputs_gone(serial);
                     }
                     if let Some((id, _)) = id.filter(|_| self.http.session_store) {
                         self.expired.push_back(id);

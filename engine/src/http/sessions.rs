@@ -301,7 +301,7 @@ impl Sessions {
     /// unsaved): it is not ended, and comes back from the store when next named.
     /// Returns the one dropped. Scans the table: called only at the cap. `busy` names
     /// sessions that must stay for another reason (a parked stream).
-    pub(crate) fn evict_stored(&mut self, busy: impl Fn(SessionRef) -> bool) -> Option<SessionRef> {
+    pub(crate) fn evict_stored(&mut self, busy: impl Fn(SessionRef, &Entry) -> bool) -> Option<SessionRef> {
         let oldest = self
             .slots
             .iter()
@@ -309,7 +309,7 @@ impl Sessions {
             .filter_map(|(i, s)| {
                 Some((SessionRef { slot: i as u32, generation: s.generation }, s.entry.as_ref()?))
             })
-            .filter(|&(r, e)| e.active == 0 && e.pinned == 0 && !e.unsaved() && !busy(r))
+            .filter(|&(r, e)| e.active == 0 && e.pinned == 0 && !e.unsaved() && !busy(r, e))
             .min_by_key(|(_, e)| e.idle_since)
             .map(|(r, _)| r)?;
         self.remove(oldest).then_some(oldest)

@@ -13,7 +13,7 @@
 
 use crate::http::exchange::{Phase, Saving, respond_empty};
 use crate::http::parked::Parked;
-use crate::http::sessions::{CreateError, SessionRef, Sessions};
+use crate::http::sessions::{CreateError, Entry, SessionRef, Sessions};
 use crate::http::{Ask, ConnId, HeaderList, HttpEngine, HttpEvent, conn_in, conns, record};
 use crate::time::Instant;
 use crate::timer::Timers;
@@ -257,7 +257,7 @@ impl HttpEngine {
         {
             self.core.number_session(&mut session);
             if !self.sessions.room() {
-                make_room(&mut self.sessions, &self.parked, &mut self.session_timers);
+                make_room(&self.core, &mut self.sessions, &self.parked, &mut self.session_timers);
             }
             match self.sessions.restore(now, token, principal, session) {
                 Ok(r) => {
@@ -382,8 +382,17 @@ pub(super) fn end_session(
     stream
 }
 
-pub(super) fn make_room(sessions: &mut Sessions, parked: &Parked, timers: &mut Timers) -> bool {
-    let Some(r) = sessions.evict_stored(|r| parked.find(|st| st.session == r).is_some()) else {
+pub(super) fn make_room(
+    core: &crate::mcp::Core,
+    sessions: &mut Sessions,
+    parked: &Parked,
+    timers: &mut Timers,
+) -> bool {
+    // A request the host sent its client outside any request is answered by serial,
+    // which a session coming back from the store does not keep: it stays.
+    let busy =
+        |r, e: &Entry| parked.find(|st| st.session == r).is_some() || core.asks.waiting_in(e.session.serial);
+    let Some(r) = sessions.evict_stored(busy) else {
         return false;
     };
     timers.set(r.slot(), None);

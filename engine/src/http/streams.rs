@@ -9,8 +9,10 @@ use crate::http::exchange::{Exchange, Phase, SessionStream, finish, respond_empt
 use crate::http::replay::is_standalone;
 use crate::http::sessions::{self, SessionRef, Sessions};
 use crate::http::stored::{Keep, StoredEvent, replay_stored};
-use crate::http::{ConnId, ConnSlot, HeaderList, HttpEngine, conn_in, conns};
+use crate::http::{ConnId, ConnSlot, HeaderList, HttpEngine, MAX_UNSENT, conn_in, conns};
 use crate::mcp::SessionCheck;
+use crate::mcp::asks::{AskError, ClientAsk};
+use crate::mcp::mrtr::InputRequest;
 use crate::output::Route;
 use crate::revision::Revision;
 use crate::time::Instant;
@@ -94,6 +96,54 @@ impl HttpEngine {
             return; // the host's event store has what this engine does not
         }
         self.serve_stream(slot, r, resume, None);
+    }
+
+    /// Sends `request` to the client of session `session_id` outside any request
+    /// (`sampling/createMessage`, `elicitation/create` in form or url mode,
+    /// `roots/list`), on the session's standalone `GET` stream: an event with an id, kept
+    /// for `Last-Event-ID` like the stream's other events. The client answers with a
+    /// `POST` of the JSON-RPC response in the same session (`202`); its reply comes back
+    /// as [`Event::ClientReply`](crate::Event::ClientReply) (in [`HttpEvent::Mcp`])
+    /// carrying the returned handle, exactly once: its result or error, `-32001` after
+    /// [`Config::input_timeout`](crate::Config::input_timeout), `-32000` when the
+    /// session is deleted or expires first. The stream's connection closing does not end
+    /// the ask: the client may resume the stream and answer.
+    ///
+    /// Refused, with nothing sent: no live session of that id
+    /// ([`AskError::NoSession`]), a capability its client did not declare in
+    /// `initialize` ([`AskError::NotDeclared`]), no standalone stream open
+    /// ([`AskError::NoStream`]: nothing is queued; ask again once the client opened
+    /// one), 64 KiB unsent on the stream's connection ([`AskError::Backpressure`]),
+    /// `max_in_flight` asks waiting ([`AskError::TooMany`]).
+    ///
+    /// [`HttpEvent::Mcp`]: crate::http::HttpEvent::Mcp
+    pub fn ask_client(
+        &mut self,
+        session_id: &str,
+        request: &InputRequest<'_>,
+    ) -> Result<ClientAsk, AskError> {
+        self.tick(self.last_now);
+        let r = self.sessions.held(session_id.as_bytes()).ok_or(AskError::NoSession)?;
+        let e = self.sessions.get(r).ok_or(AskError::NoSession)?;
+        let session = (e.session.serial, e.session.caps);
+        if !request.declared_by(e.session.caps) {
+            return Err(AskError::NotDeclared(request.kind()));
+        }
+        let standalone = e.standalone;
+        let (slot, generation) = e.stream.ok_or(AskError::NoStream)?;
+        let c = conn_in(&mut self.slots, ConnId { slot, generation }).ok_or(AskError::NoStream)?;
+        let open = c.phase == Phase::Waiting
+            && c.streaming
+            && c.sse.is_some_and(|st| st.session == r && st.stream == standalone);
+        if !open {
+            return Err(AskError::NoStream);
+        }
+        if c.out.len() >= MAX_UNSENT {
+            return Err(AskError::Backpressure);
+        }
+        let asked = self.core.ask_client(Route::Http { conn: slot, generation }, Some(session), request);
+        self.collect_answers();
+        asked
     }
 
     /// Whether another connection holds the standalone stream of session `r` open.

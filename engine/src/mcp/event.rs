@@ -10,6 +10,7 @@ use crate::content::{PromptOutput, ResourceContents, ToolOutput};
 use crate::error::{AnswerError, HostError, NotifyError};
 use crate::level::LogLevel;
 use crate::mcp::answers::Answers;
+use crate::mcp::asks::ClientReply;
 use crate::mcp::mrtr::{ClientCapabilities, InputRequired, InputResponses};
 use crate::mcp::tasks::methods::TaskOptions;
 use crate::mcp::tickets::Ticket;
@@ -525,7 +526,18 @@ pub enum Event<'a> {
     /// task's TTL passed). Stop the work if you can; an answer given later is discarded
     /// ([`AnswerError::UnknownTicket`]).
     Cancelled(Ticket),
+    /// The reply to a request the host sent a client outside any request
+    /// ([`Engine::ask_client`](crate::Engine::ask_client),
+    /// [`HttpEngine::ask_client`](crate::http::HttpEngine::ask_client)): the client's
+    /// result or error, a timeout, or the session or stream gone. Exactly one per ask;
+    /// nothing to answer.
+    ClientReply(ClientReply<'a>),
 }
+
+/// The ticket [`Event::ticket`] gives for an event about no ticket
+/// ([`Event::ClientReply`]): no slot has this number, so answering it is
+/// [`AnswerError::UnknownTicket`].
+const NO_TICKET: Ticket = Ticket { slot: u16::MAX, task: false, generation: u32::MAX };
 
 impl<'a> Event<'a> {
     /// The request this event is about (`None` for a cancellation).
@@ -535,7 +547,7 @@ impl<'a> Event<'a> {
             Self::ReadResource(r) => Some(&r.request),
             Self::GetPrompt(p) => Some(&p.request),
             Self::Complete(c) => Some(&c.request),
-            Self::Cancelled(_) => None,
+            Self::Cancelled(_) | Self::ClientReply(_) => None,
         }
     }
     /// The request this event is about, to complete it (the HTTP layer adds the session
@@ -546,10 +558,11 @@ impl<'a> Event<'a> {
             Self::ReadResource(r) => Some(&mut r.request),
             Self::GetPrompt(p) => Some(&mut p.request),
             Self::Complete(c) => Some(&mut c.request),
-            Self::Cancelled(_) => None,
+            Self::Cancelled(_) | Self::ClientReply(_) => None,
         }
     }
-    /// The ticket this event is about.
+    /// The ticket this event is about (for [`Event::ClientReply`], which is about none, a
+    /// ticket that names nothing: answering it is [`AnswerError::UnknownTicket`]).
     pub fn ticket(&self) -> Ticket {
         match self {
             Self::CallTool(c) => c.ticket,
@@ -557,6 +570,7 @@ impl<'a> Event<'a> {
             Self::GetPrompt(p) => p.ticket,
             Self::Complete(c) => c.ticket,
             Self::Cancelled(t) => *t,
+            Self::ClientReply(_) => NO_TICKET,
         }
     }
 }

@@ -34,11 +34,83 @@ use crate::wire::json;
 
 /// The error a request gets when the client did not answer in time (the code the
 /// official SDKs use for a request timeout).
-const TIMED_OUT: &[u8] =
+pub(crate) const TIMED_OUT: &[u8] =
     br#"{"code":-32001,"message":"Request timed out: the client did not answer in time"}"#;
 /// The error a request gets when its stream or session ended before the client answered.
-const GONE: &[u8] =
+pub(crate) const GONE: &[u8] =
     br#"{"code":-32000,"message":"Connection closed: the client went away before answering"}"#;
+
+/// A client's response as the dispatcher decoded it: the tape, the index of its id, and
+/// `Ok(result)` or `Err(error)` at theirs.
+#[derive(Clone, Copy)]
+pub(crate) struct Response<'a, 'n> {
+    pub(crate) n: &'a [Node<'n>],
+    pub(crate) id: usize,
+    pub(crate) outcome: Result<usize, usize>,
+}
+
+/// The JSON-RPC id of a client's response (at tape index `id`) as the engine numbers its
+/// requests: a non-negative integer (anything else answers nothing the engine sent).
+pub(crate) fn response_id(n: &[Node<'_>], id: usize) -> Option<u64> {
+    match n.get(id) {
+        Some(Node::Static(StaticNode::U64(v))) => Some(*v),
+        Some(Node::Static(StaticNode::I64(v))) => u64::try_from(*v).ok(),
+        _ => None,
+    }
+}
+
+/// Writes `{"jsonrpc":"2.0","id":<id>,"method":..,"params":..}` and a line break: a
+/// request the engine sends its client. Host-serialized params may hold line breaks as
+/// JSON whitespace; a frame must not, so they become spaces.
+pub(crate) fn write_request(
+    out: &mut Vec<u8>,
+    id: u64,
+    r: &mrtr::InputRequest<'_>,
+) -> Result<(), serde_json::Error> {
+    let start = out.len();
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    json::write_u64(out, id);
+    out.push(b',');
+    r.write_members(out)?;
+    out.extend_from_slice(b"}\n");
+    let end = out.len();
+    for b in &mut out[start..end - 1] {
+        if matches!(*b, b'\n' | b'\r') {
+            *b = b' ';
+        }
+    }
+    Ok(())
+}
+
+/// Writes to `buf` what a client's response (`Ok(result)` or `Err(error)` at their tape
+/// indices) to a request of `kind` gives the host: the result, or the error object, or
+/// a `-32602` error when the result does not fit the request or either repeats a member
+/// name (one value for one name, as for requests). Returns whether it wrote an error.
+pub(crate) fn write_outcome(
+    n: &[Node<'_>],
+    outcome: Result<usize, usize>,
+    kind: InputKind,
+    names: &mut json::Names,
+    buf: &mut Vec<u8>,
+) -> bool {
+    let mut clean = |at: usize| json::is_object(n, at) && names.repeated_below(n, at).is_none();
+    match outcome {
+        Ok(r) if clean(r) && mrtr::response_fits(n, r, kind) => {
+            json::write_value(n, r, buf);
+            false
+        }
+        Err(e) if clean(e) => {
+            json::write_value(n, e, buf);
+            true
+        }
+        _ => {
+            buf.extend_from_slice(b"{\"code\":-32602,\"message\":\"Invalid response: it does not fit ");
+            buf.extend_from_slice(kind.method().as_bytes());
+            buf.extend_from_slice(b"\"}");
+            true
+        }
+    }
+}
 
 /// One request the engine sent for a ticket.
 #[derive(Clone)]
@@ -76,16 +148,19 @@ pub(crate) struct Cont {
 impl Cont {
     /// Records `error` (a JSON-RPC error object) as the response under `asked[i]`.
     fn fail(&mut self, i: usize, error: &[u8]) {
-        self.record(i, true, |buf| buf.extend_from_slice(error));
+        self.record(i, |buf| {
+            buf.extend_from_slice(error);
+            true
+        });
     }
 
-    /// Records what `value` writes as the response (or, with `error`, the error) under
-    /// `asked[i]`, which is then answered.
-    fn record(&mut self, i: usize, error: bool, value: impl FnOnce(&mut Vec<u8>)) {
+    /// Records what `value` writes as the response under `asked[i]` (an error object
+    /// when it returns `true`), which is then answered.
+    fn record(&mut self, i: usize, value: impl FnOnce(&mut Vec<u8>) -> bool) {
         let ks = self.responses.len();
         self.responses.extend_from_slice(self.asked[i].key.as_bytes());
         let vs = self.responses.len();
-        value(&mut self.responses);
+        let error = value(&mut self.responses);
         let ve = self.responses.len();
         let _ = self.entries.push(Entry { key: ks..vs, value: vs..ve, error });
         self.asked[i].done = true;
@@ -173,23 +248,11 @@ impl Inputs {
         let mut asked = heapless::Vec::<Asked, MAX_INPUT_REQUESTS>::new();
         let mut next_id = self.next_id;
         for r in requests {
-            let out = &mut outbox.out;
-            let start = out.len();
-            out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-            json::write_u64(out, next_id);
-            out.push(b',');
-            if let Err(e) = r.write_members(out) {
-                out.truncate(mark);
+            let start = outbox.out.len();
+            if let Err(e) = write_request(&mut outbox.out, next_id, r) {
+                outbox.out.truncate(mark);
                 outbox.routed.retain(|m| m.start < mark);
                 return Err(e);
-            }
-            out.extend_from_slice(b"}\n");
-            // Host-serialized params may hold line breaks as JSON whitespace; a frame must not.
-            let end = out.len();
-            for b in &mut out[start..end - 1] {
-                if matches!(*b, b'\n' | b'\r') {
-                    *b = b' ';
-                }
             }
             outbox.interim(route, start, false);
             let key = heapless::String::try_from(r.key()).unwrap_or_default();
@@ -203,26 +266,17 @@ impl Inputs {
         Ok(true)
     }
 
-    /// Takes a client's response in session `session`: the id at tape index `id`, and
-    /// `Ok(result)` or `Err(error)` at theirs. Returns whether it answered a request the
-    /// engine sent there; a response to anything else is ignored.
+    /// Takes a client's response `r` in session `session`. Returns whether it answered a
+    /// request the engine sent there; a response to anything else is ignored.
     pub(crate) fn response(
         &mut self,
         tickets: &Tickets,
         session: u64,
-        n: &[Node<'_>],
-        id: usize,
-        outcome: Result<usize, usize>,
+        r: Response<'_, '_>,
         names: &mut json::Names,
     ) -> bool {
-        let id = match n.get(id) {
-            Some(Node::Static(StaticNode::U64(v))) => *v,
-            Some(Node::Static(StaticNode::I64(v))) => match u64::try_from(*v) {
-                Ok(v) => v,
-                Err(_) => return false,
-            },
-            _ => return false,
-        };
+        let Response { n, id, outcome } = r;
+        let Some(id) = response_id(n, id) else { return false };
         let found = self
             .conts
             .iter()
@@ -232,26 +286,7 @@ impl Inputs {
         let Some(c) = Self::live(&mut self.conts, tickets, ticket) else { return false };
         let Some(i) = c.asked.iter().position(|a| a.id == id) else { return false };
         let kind = c.asked[i].kind;
-        // One value for one name, as for requests: a repeated member makes it unusable.
-        let mut clean = |at: usize| json::is_object(n, at) && names.repeated_below(n, at).is_none();
-        match outcome {
-            Ok(r) if clean(r) && mrtr::response_fits(n, r, kind) => {
-                c.record(i, false, |buf| {
-                    json::write_value(n, r, buf);
-                });
-            }
-            Err(e) if clean(e) => c.record(i, true, |buf| {
-                json::write_value(n, e, buf);
-            }),
-            _ => {
-                let mut msg = heapless::Vec::<u8, 160>::new();
-                let _ = msg
-                    .extend_from_slice(b"{\"code\":-32602,\"message\":\"Invalid response: it does not fit ");
-                let _ = msg.extend_from_slice(kind.method().as_bytes());
-                let _ = msg.extend_from_slice(b"\"}");
-                c.fail(i, &msg);
-            }
-        }
+        c.record(i, |buf| write_outcome(n, outcome, kind, names, buf));
         if c.asked.iter().all(|a| a.done) {
             c.waiting = false;
             self.resumes.push_back(ticket);

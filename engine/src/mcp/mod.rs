@@ -11,6 +11,8 @@
 //! - [`mrtr`]: multi-round-trip requests (`input_required`, `requestState`);
 //! - [`inputs`]: the same input asked of a session-bound client as server-to-client
 //!   requests, and the request handed back to the host with the responses;
+//! - [`asks`]: requests the host sends a session-bound client outside any request, and
+//!   their replies handed back as events;
 //! - [`tasks`]: tool calls that outlive their request (the tasks extension): the task
 //!   table, `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers to a task;
 //! - [`scopes`]: what a request was granted and what each method and definition requires
@@ -31,6 +33,7 @@
 
 pub(crate) mod answered;
 pub(crate) mod answers;
+pub(crate) mod asks;
 #[cfg(feature = "connectome")]
 pub(crate) mod connectome;
 pub(crate) mod event;
@@ -100,6 +103,8 @@ pub(crate) struct Core {
     pub(crate) subs: Subscriptions,
     /// Input asked of session-bound clients, and the requests waiting for it.
     pub(crate) inputs: Inputs,
+    /// Requests the host sent session-bound clients outside any request.
+    pub(crate) asks: asks::Asks,
     /// The tasks: tool calls that outlive their request.
     pub(crate) tasks: tasks::Tasks,
     /// Sessions opened so far (each gets the next serial).
@@ -254,6 +259,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         session_check: SessionCheck::Own,
         subs: Subscriptions { list: Vec::with_capacity(cfg.max_subscriptions), subscribed: false },
         inputs: Inputs::new(cfg.max_in_flight, cfg.input_timeout),
+        asks: asks::Asks::new(cfg.max_in_flight, cfg.input_timeout),
         tasks: tasks::Tasks::new(cfg.max_tasks, cfg.max_tasks_per_principal),
         sessions_opened: 0,
         route: Route::Stdio,
@@ -300,6 +306,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
 impl Core {
     /// Forgets the delivered event (its borrow has ended).
     pub(crate) fn release(&mut self) {
+        self.asks.release();
         if self.tickets.delivered {
             self.tickets.delivered = false;
             self.tickets.pending = None;
@@ -339,7 +346,10 @@ impl Core {
         // A request coming back with its client's input pauses like a new one: what the
         // client sends after its response is served after the host has seen it, so the
         // outcome never depends on how the input was split.
-        self.tickets.pending.is_some() || self.inputs.has_resume() || self.tasks.has_resume()
+        self.tickets.pending.is_some()
+            || self.inputs.has_resume()
+            || self.tasks.has_resume()
+            || self.asks.has_reply()
     }
 
     /// Whether [`Self::next_event`] has something.
@@ -484,6 +494,10 @@ impl Core {
         }
         if self.tickets.pending.is_none() {
             self.tickets.pending = self.resume_task();
+        }
+        if self.tickets.pending.is_none() {
+            // A reply to what the host asked a client outside any request.
+            return self.asks.next_reply().map(Event::ClientReply);
         }
         let p = self.tickets.pending?;
         let clock = self.clock();
@@ -680,19 +694,50 @@ impl Core {
 
     /// When the earliest request sent to a session-bound client times out.
     pub(crate) fn input_deadline(&self) -> Option<u64> {
-        self.inputs.deadline(&self.tickets)
+        [self.inputs.deadline(&self.tickets), self.asks.deadline()].into_iter().flatten().min()
     }
 
     /// Fails the requests sent to clients that are past their deadline: their tickets
     /// come back to the host (see [`inputs`]).
     pub(crate) fn expire_inputs(&mut self) {
         self.inputs.expire(&self.tickets, self.now);
+        self.asks.expire(self.now);
     }
 
     /// The client of session `serial` (every client, with `None`: the stream ended)
     /// can no longer answer: what it was asked fails, and the requests come back.
     pub(crate) fn inputs_gone(&mut self, serial: Option<u64>) {
         self.inputs.gone(&self.tickets, serial);
+        self.asks.gone(serial);
+    }
+
+    /// Sends `request` to the client of the session `session` names (its serial and
+    /// declared capabilities; `None`: the stdio stream's own session) on `route`.
+    pub(crate) fn ask_client(
+        &mut self,
+        route: Route,
+        session: Option<(u64, ClientCapabilities)>,
+        request: &mrtr::InputRequest<'_>,
+    ) -> Result<asks::ClientAsk, asks::AskError> {
+        let (serial, caps) = match session {
+            Some(s) => s,
+            None if self.session.legacy.is_some() => (self.session.serial, self.session.caps),
+            None => return Err(asks::AskError::NoSession),
+        };
+        if self.inputs.closed() {
+            return Err(asks::AskError::ClientGone);
+        }
+        if route == Route::Stdio && self.output_backlogged() {
+            return Err(asks::AskError::Backpressure);
+        }
+        if !request.declared_by(caps) {
+            return Err(asks::AskError::NotDeclared(request.kind()));
+        }
+        if !self.asks.has_room() {
+            return Err(asks::AskError::TooMany);
+        }
+        let id = self.inputs.next_request_id();
+        self.asks.ask(&mut self.outbox, route, serial, request, id, self.now)
     }
 
     /// Cancels every ticket of `route` (its HTTP response stream closed): the host
@@ -1005,7 +1050,10 @@ impl Core {
             &Message::Response { id, outcome } => {
                 let session = self.session.serial;
                 let names = &mut self.scratch.names;
-                if !self.inputs.response(&self.tickets, session, n, id, outcome, names) {
+                let r = inputs::Response { n, id, outcome };
+                if !self.inputs.response(&self.tickets, session, r, names)
+                    && !self.asks.response(session, r, names)
+                {
                     // Or the answer to what a 2025-11-25 task asked.
                     self.task_response(n, id, outcome);
                 }

@@ -325,6 +325,13 @@ impl<'a> InputRequest<'a> {
         needs
     }
 
+    /// Whether a client that declared `caps` can answer this request (every capability
+    /// it needs, see [`Self::needs`]).
+    pub(crate) fn declared_by(&self, caps: ClientCapabilities) -> bool {
+        let needs = self.needs();
+        caps.bits & needs == needs
+    }
+
     /// Writes `{"method":..,"params":{..}}`.
     fn write(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         out.push(b'{');
@@ -867,6 +874,10 @@ pub struct InputError<'a> {
 }
 
 impl<'a> InputError<'a> {
+    pub(crate) fn new(raw: &'a str) -> Self {
+        Self { raw }
+    }
+
     /// The error object as compact JSON text.
     pub fn raw(&self) -> &'a str {
         self.raw
@@ -919,6 +930,10 @@ pub struct InputResponse<'a> {
 }
 
 impl<'a> InputResponse<'a> {
+    pub(crate) fn new(raw: &'a str) -> Self {
+        Self { raw }
+    }
+
     /// The response as JSON text.
     pub fn raw(&self) -> &'a str {
         self.raw

@@ -16,7 +16,12 @@
 //! garbage; bytes fed in pieces; output read in pieces; time passing (`handle_timeout`);
 //! the end of input. The host acts on every event (answer, error, `answer_input_required`
 //! with a fuzzed set of kinds, repeated or empty keys, host state; progress; keep) and
-//! later on tickets it kept, or that are over.
+//! later on tickets it kept, or that are over; it also asks the client outside any
+//! request (`ask_client`, a fuzzed kind): refused exactly when the input ended, the
+//! client did not declare the kind or every ask slot waits; else sent with the next id,
+//! its reply heard once, as the first response the engine took for it became, or the
+//! timeout (only past its deadline) or `-32000` (only after the end of input), and none
+//! outlives its deadline or the stream.
 //!
 //! **HTTP** ([`HttpEngine`](mcp_engine::http::HttpEngine)), over up to five connections:
 //! `initialize` (fuzzed capabilities and revision) and `notifications/initialized`; calls
@@ -69,12 +74,23 @@
 //!   for; the host's answer reaches the stream that is on a connection; each catalog
 //!   change reaches each open standalone stream of an initialized session once.
 //!
-//! It found four engine bugs when it was written, fixed since (regression tests in
-//! `tests/tests/http_sessions.rs` and `server_requests.rs`): a client's response waited
-//! for a ticket slot over HTTP and behind a waiting request on stdio; a request whose
-//! session had been deleted was parked, never cancelled, when its connection closed; a
-//! request whose connection closed before the host polled its event was announced
-//! `Cancelled` and then handed out as work.
+//! It found six engine bugs, fixed since, each with a regression test:
+//! - when it was written (commit 25a5128; `tests/tests/http_sessions.rs`,
+//!   `server_requests.rs`): a client's response (and a `GET`, a `DELETE`) waited for a
+//!   free ticket slot, over HTTP and behind a waiting request on stdio; a request whose
+//!   session had been deleted was parked, never cancelled, when its connection closed; the
+//!   same when the host let its stream go (`reconnect_later`), found once the first three
+//!   were fixed; a request whose connection closed before the host polled its event was
+//!   announced `Cancelled` and then handed out as work;
+//! - on stdio (a854d5b; `server_requests.rs`
+//!   `a_response_behind_many_cancellations_of_waiting_requests_is_still_taken`): past the
+//!   eight cancellations of waiting requests the engine remembers, the scan behind a
+//!   waiting request stopped, so a client's response further on waited until its input
+//!   timed out;
+//! - in store mode (769ffeb; `tests/tests/session_store.rs`
+//!   `a_session_loaded_for_a_waiting_request_stays_until_the_request_is_served`): a
+//!   session loaded from the store for a request that then waited for a ticket slot left
+//!   memory again at the cap before the request was served, which got `404`.
 //!
 //! `MCP_FUZZ_TRACE=1` prints what is sent, read and polled; `MCP_FUZZ_STATS=1`
 //! prints how often each path was reached (totals after every input: run a corpus with

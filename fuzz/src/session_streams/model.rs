@@ -47,7 +47,7 @@ impl Kind {
         }
     }
 
-    fn request(self) -> InputRequestBuf {
+    pub(crate) fn request(self) -> InputRequestBuf {
         match self {
             Self::Sample => InputRequestBuf::sample_text("s", "2+2?", 5),
             Self::Form => InputRequestBuf::elicit(

@@ -5,7 +5,7 @@ use core::time::Duration;
 use std::collections::HashMap;
 
 use mcp_engine::{
-    AnswerError, Config, Content, Engine, Event, HostError, InputRequired, Instant, NotifyError,
+    AnswerError, AskError, Config, Content, Engine, Event, HostError, InputRequired, Instant, NotifyError,
     PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput,
 };
 use serde_json::Value;
@@ -93,6 +93,11 @@ struct StdioHarness {
     asked: HashMap<u64, (usize, model::Kind)>,
     /// The client's responses by the id they answer, in the order sent.
     replies: HashMap<u64, Vec<Sent>>,
+    /// What the host asked the client outside any request (`ask_client`): id → (kind,
+    /// deadline, whether its reply came).
+    host_asks: HashMap<u64, (model::Kind, Instant, bool)>,
+    /// `Config::max_in_flight`: the most asks waiting at once.
+    max_asks: usize,
     trace: bool,
 }
 
@@ -122,6 +127,8 @@ impl StdioHarness {
             tickets: Vec::new(),
             asked: HashMap::new(),
             replies: HashMap::new(),
+            host_asks: HashMap::new(),
+            max_asks: usize::from(cfg & 3) + 1,
             trace: std::env::var_os("MCP_FUZZ_TRACE").is_some(),
         }
     }
@@ -172,7 +179,7 @@ impl StdioHarness {
 
     /// The client answers a request the server sent (or an id it never sent).
     fn reply(&mut self, b: &mut Bytes<'_>) {
-        let mut ids: Vec<u64> = self.asked.keys().copied().collect();
+        let mut ids: Vec<u64> = self.asked.keys().chain(self.host_asks.keys()).copied().collect();
         ids.sort_unstable();
         let pick = b.u8();
         let target = if ids.is_empty() || pick & 7 == 7 {
@@ -181,7 +188,7 @@ impl StdioHarness {
             // Mostly the latest requests.
             let i = ids.len() - 1 - usize::from(pick >> 3) % ids.len().min(4);
             let id = ids[i];
-            Some((id, self.asked[&id].1))
+            Some((id, self.asked.get(&id).map_or_else(|| self.host_asks[&id].0, |a| a.1)))
         };
         let tag = self.next_tag;
         self.next_tag += 1;
@@ -346,6 +353,22 @@ impl StdioHarness {
                 tk.round = None;
                 tk.cancel_due = false;
                 super::stat("stdio cancelled");
+                continue;
+            }
+            if let Event::ClientReply(r) = ev {
+                let id = r.ask.request_id();
+                let found = match r.result {
+                    Ok(v) => model::classify(false, v.raw(), 0, ""),
+                    Err(e) => model::classify(true, e.raw(), e.code(), &e.message()),
+                };
+                let &(kind, deadline, done) =
+                    self.host_asks.get(&id).unwrap_or_else(|| panic!("a reply to {id}, never asked"));
+                assert_eq!(r.kind.method(), kind.method());
+                assert!(!done, "a second reply to ask {id}");
+                self.check_found(id, &found, deadline);
+                super::stat(found_name(&found, "stdio"));
+                super::stat("stdio ask_client reply");
+                self.host_asks.insert(id, (kind, deadline, true));
                 continue;
             }
             let ticket = ev.ticket();
@@ -543,6 +566,46 @@ impl StdioHarness {
         self.observe();
     }
 
+    /// The host asks the client outside any request (`ask_client`): refused when the
+    /// input ended, the client did not declare the kind, or as many asks wait as there are
+    /// slots; else sent with the next id.
+    fn ask_client(&mut self, choice: u8) {
+        let kind = model::KINDS[usize::from(choice) % 3];
+        let base = self.consumed + self.e.pending_output().len();
+        self.observe();
+        let request = kind.request();
+        let r = self.e.ask_client(&request.as_request());
+        let waiting = self.host_asks.values().filter(|a| !a.2).count();
+        let want = if self.eof {
+            Err(AskError::ClientGone)
+        } else if self.caps & kind.bit() == 0 {
+            Err(AskError::NotDeclared(request.kind()))
+        } else if waiting >= self.max_asks {
+            Err(AskError::TooMany)
+        } else {
+            Ok(self.next_id)
+        };
+        if self.trace {
+            eprintln!("ask_client {kind:?}: {r:?}, expected {want:?}");
+        }
+        match (r, want) {
+            (Ok(ask), Ok(id)) => {
+                assert_eq!(ask.request_id(), id, "an ask with another id");
+                super::stat("stdio ask_client sent");
+                self.next_id += 1;
+                self.expect.insert(base, Expect::Asked(id, kind.method()));
+                self.host_asks.insert(id, (kind, self.now + self.timeout, false));
+            }
+            (Err(AskError::Backpressure), _) => super::stat("stdio ask_client backpressure"),
+            (Err(got), Err(want)) => {
+                assert_eq!(got, want);
+                super::stat("stdio ask_client refused");
+            }
+            (r, want) => panic!("ask_client: {r:?}, expected {want:?}"),
+        }
+        self.observe();
+    }
+
     /// A command on live ticket `i` was refused as unknown: the client's cancellation
     /// was processed behind the harness's back (by the command before), and its event is
     /// due.
@@ -579,8 +642,13 @@ impl StdioHarness {
         let live = self.tickets.iter().filter(|t| t.state == State::Live).count();
         assert_eq!(self.e.in_flight(), live, "tickets in flight");
         let waiting = self.tickets.iter().filter_map(|t| t.round.as_ref());
-        let earliest = waiting.clone().map(|r| r.deadline).min();
+        let asks = self.host_asks.values().filter(|a| !a.2).map(|a| a.1);
+        let earliest = waiting.clone().map(|r| r.deadline).chain(asks).min();
         assert_eq!(self.e.poll_timeout(), earliest, "the timer is not the earliest deadline of a round");
+        for (id, &(_, deadline, done)) in &self.host_asks {
+            assert!(done || deadline > self.now, "ask {id} outlived its deadline");
+            assert!(done || !self.eof, "ask {id} outlived the stream");
+        }
         for t in &self.tickets {
             assert!(
                 !(t.cancel_due && t.state == State::Live),
@@ -632,6 +700,7 @@ impl StdioHarness {
         for t in &self.tickets {
             assert_ne!(t.state, State::Live);
         }
+        assert!(self.host_asks.values().all(|a| a.2), "an ask without its reply: {:?}", self.host_asks);
         for (seq, r) in &self.reqs {
             let cancelled = r.ticket.is_some_and(|t| self.tickets[t].state == State::Cancelled);
             let want = u32::from(!cancelled && self.delivered(r.end));
@@ -717,6 +786,7 @@ pub(super) fn run(cfg: u8, data: &[u8]) {
                 }
             }
             13 if op >> 4 == 0 => h.eof(),
+            14 => h.ask_client(b.u8()),
             _ => h.feed(usize::MAX),
         }
         h.poll(&mut b);
