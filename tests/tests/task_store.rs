@@ -659,3 +659,38 @@ fn an_owners_waiting_tasks_result_hears_a_cancel_made_elsewhere() {
     assert_eq!((r["id"].as_u64(), r["error"]["code"].as_i64()), (Some(3), Some(-32602)), "{r}");
     assert_eq!(a.host.borrow().cancelled.len(), 1, "its host was told");
 }
+
+/// With a task store, a `2025-11-25` session is not offered `tasks/list`: a task read from
+/// the store (made on another node, or here before a restart) is not in this engine's
+/// table, so a list could not show every task the caller can read, as the revision
+/// requires. `initialize` declares `tasks` without `list`, and `tasks/list` is `-32601`;
+/// without the store both are as before.
+#[test]
+fn with_a_task_store_tasks_list_is_not_offered() {
+    let v = "2025-11-25";
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": v, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/list", "params": {} });
+    for stored in [true, false] {
+        let store = Shared::default();
+        let mut http = http("a");
+        http.task_store(stored);
+        let mut a = Node::with("a", 1, &store, http);
+        let raw = a.feed(&mcp_tests::wire::session_post(&init, v, None), usize::MAX);
+        let r = &mcp_tests::wire::parse_responses(&raw)[0];
+        let session = r.header("mcp-session-id").expect("a session").to_owned();
+        let body: Value = serde_json::from_slice(&r.body).expect("json");
+        let tasks = &body["result"]["capabilities"]["tasks"];
+        assert_eq!(tasks["requests"]["tools"]["call"], json!({}), "{body}");
+        assert_eq!(tasks["cancel"], json!({}), "{body}");
+        assert_eq!(tasks.get("list").is_some(), !stored, "{body}");
+        let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        a.feed(&mcp_tests::wire::session_post(&done, v, Some(&session)), usize::MAX);
+        let (_, r) = parse(&a.feed(&mcp_tests::wire::session_post(&list, v, Some(&session)), usize::MAX));
+        if stored {
+            assert_eq!(r["error"]["code"], -32601, "{r}");
+        } else {
+            assert_eq!(r["result"]["tasks"], json!([]), "{r}");
+        }
+    }
+}
