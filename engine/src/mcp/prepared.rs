@@ -124,8 +124,9 @@ impl Prepared {
         let initialize_tasks = initialize_tasks_with(
             serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
         );
-        let initialize_tasks_unlisted =
-            initialize_tasks_with(serde_json::json!({ "cancel": {}, "requests": { "tools": { "call": {} } } }));
+        let initialize_tasks_unlisted = initialize_tasks_with(
+            serde_json::json!({ "cancel": {}, "requests": { "tools": { "call": {} } } }),
+        );
         Self {
             meta,
             discover,
