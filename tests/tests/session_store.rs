@@ -485,6 +485,75 @@ fn a_session_loaded_for_a_waiting_request_stays_until_the_request_is_served() {
     assert_eq!(r[0].json()["result"]["content"][0]["text"], "five");
 }
 
+#[test]
+fn a_session_two_requests_loaded_stays_until_the_second_is_served() {
+    // Found by the session_streams fuzz target: two requests of a stored session ask the
+    // store at once; the second load finds the session already back (the first brought
+    // it) and did not hold it for its request, which then waited for a slot while the
+    // session left memory at the cap, and got 404.
+    use mcp_tests::wire::{more, on_new};
+    let held: std::rc::Rc<std::cell::RefCell<Vec<mcp_engine::Ticket>>> = Default::default();
+    let keep = std::rc::Rc::clone(&held);
+    let mut config = everything::config();
+    config.secret_key([3; 32]);
+    config.max_in_flight(1);
+    let mut h = http();
+    h.max_sessions(2);
+    let host = Box::new(move |ev: mcp_engine::Event<'_>| match ev {
+        mcp_engine::Event::CallTool(call) => keep.borrow_mut().push(call.ticket),
+        ev => everything::respond(ev),
+    });
+    let mut c = client_of(config, h, everything::catalog(), host);
+    c.e.set_entropy(&[5; 32]);
+    let (a, _b, s3) = (open(&mut c), open(&mut c), open(&mut c));
+    assert_eq!(c.e.sessions(), 2, "the first left memory to make room");
+    let call = |id: i64| request(id, "tools/call", json!({ "name": "test_simple_text" }));
+    let answer = |c: &mut Client, i: usize, text: &str| {
+        let t = held.borrow()[i];
+        c.e.answer_tool(t, &mcp_engine::ToolOutput::new(&[mcp_engine::Content::text(text)])).unwrap();
+        let mut out = Vec::new();
+        c.drain(&mut out);
+    };
+    // Two requests of A wait for the store; a request of the third takes the only slot.
+    c.store.hold = true;
+    let (on_a1, out) = on_new(&mut c, &legacy(&call(1), Some(&a)));
+    assert!(out.is_empty());
+    // (The connection of the third's second request, opened between A's two, is served
+    // before A's second.)
+    let on_s3 = c.e.open(c.now, None).unwrap();
+    let (on_a2, out) = on_new(&mut c, &legacy(&call(2), Some(&a)));
+    assert!(out.is_empty() && c.store.held.len() == 2, "{:?}", c.store.held);
+    c.store.hold = false;
+    let _ = on_new(&mut c, &legacy(&call(3), Some(&s3)));
+    assert_eq!(held.borrow().len(), 1);
+    // The first load brings A back; a second request of the third waits behind A's first;
+    // then the second load answers (A is here already).
+    let record = c.store.records[&a].clone();
+    c.e.session_loaded(c.now, c.store.held[0], Loaded::Record(&record));
+    let keep = std::mem::replace(&mut c.conn, on_s3);
+    assert!(c.feed(&legacy(&call(4), Some(&s3)), usize::MAX).is_empty());
+    c.conn = keep;
+    c.e.session_loaded(c.now, c.store.held[1], Loaded::Record(&record));
+    assert!(more(&mut c, on_a1).is_empty() && more(&mut c, on_a2).is_empty(), "both wait for the slot");
+    // A's first request is served and answered; the third's second request takes the slot.
+    answer(&mut c, 0, "three");
+    assert_eq!(held.borrow().len(), 2, "A's first call reached the host");
+    answer(&mut c, 1, "one");
+    let r = parse_responses(more(&mut c, on_a1).as_bytes());
+    assert_eq!(r[0].status, 200, "{r:?}");
+    assert_eq!(held.borrow().len(), 3, "the third's second call reached the host");
+    assert!(more(&mut c, on_a2).is_empty(), "A's second request still waits");
+    // Nothing of A is in flight, but its second request waits: A stays.
+    let r = one(&mut c, &legacy(&initialize(), None));
+    assert_eq!(r.status, 503, "A is not dropped while its second request waits: {r:?}");
+    answer(&mut c, 2, "four");
+    assert_eq!(held.borrow().len(), 4, "A's second call reached the host");
+    answer(&mut c, 3, "two");
+    let r = parse_responses(more(&mut c, on_a2).as_bytes());
+    assert_eq!(r[0].status, 200, "{r:?}");
+    assert_eq!(r[0].json()["result"]["content"][0]["text"], "two");
+}
+
 /// Opens the standalone stream of session `id` on a connection of its own; returns it
 /// (the client's own connection stays `c.conn`).
 fn open_stream(c: &mut Client, id: &str) -> mcp_engine::http::ConnId {

@@ -239,17 +239,30 @@ impl HttpEngine {
         let mut full = matches!(found, Loaded::Unavailable);
         let mut restored = None;
         let stale = self.sessions.stale(&c.store_id);
+        // Held here and not stale: another request's load brought it back first.
+        let here = if stale.is_none() { self.sessions.held(&c.store_id) } else { None };
         if let Some(r) = stale {
             match found {
                 Loaded::Record(bytes) => match record::decode(bytes) {
                     Ok((session, _)) => {
                         self.sessions.refresh(r, session);
                         self.sessions.synced(r, now);
+                        // It stays until this request is served, should it wait for a slot.
+                        self.sessions.pin(r);
+                        restored = Some(r);
                     }
                     Err(_) => self.end_here(r, now),
                 },
                 Loaded::Missing => self.end_here(r, now),
                 Loaded::Unavailable => {}
+            }
+        } else if let Some(r) = here {
+            // The same: else, waiting for a slot, this request could find the session
+            // gone from memory at the cap and get `404` (the first request's pin ends
+            // when that one is served).
+            if !full {
+                self.sessions.pin(r);
+                restored = Some(r);
             }
         } else if let Loaded::Record(bytes) = found
             && let Some(token) = self.sessions.absent(&c.store_id)

@@ -55,6 +55,11 @@ struct Sess {
     standalone: Option<ConnId>,
     /// The step it was seen to end in.
     ended_step: u64,
+    /// How often the engine loaded it from the store. Each load's standalone stream is a
+    /// stream of its own (`engine/src/http/replay.rs`, `STANDALONE`: every engine's
+    /// standalone stream of a session has a number of its own, its events never share
+    /// ids), so a resumption replays only the events of the load it names.
+    loads: u32,
 }
 
 /// A stream whose events have ids: a session's standalone stream, or a call's `POST`
@@ -76,6 +81,9 @@ struct EvRec {
     step: u64,
     /// Seen on its stream's own response (not only replayed on another).
     live: bool,
+    /// Its session's [`Sess::loads`] when it was first seen: which of the engine's
+    /// standalone streams of the session a standalone event belongs to.
+    loads: u32,
 }
 
 /// How an event with an id is seen on a response.
@@ -701,7 +709,14 @@ impl HttpHarness {
             StoreAsk::Load(conn, id) => {
                 super::stat("http session loaded");
                 match store.records.get(&id) {
-                    Some(r) => self.e.session_loaded(self.now, conn, Loaded::Record(r)),
+                    Some(r) => {
+                        // The engine's standalone stream of this load gets a number of
+                        // its own.
+                        if let Some(s) = self.sessions.iter_mut().find(|s| s.id == id) {
+                            s.loads += 1;
+                        }
+                        self.e.session_loaded(self.now, conn, Loaded::Record(r))
+                    }
                     None => self.e.session_loaded(self.now, conn, Loaded::Missing),
                 }
             }
@@ -1334,6 +1349,7 @@ impl HttpHarness {
                         initialized: false,
                         standalone: None,
                         ended_step: 0,
+                        loads: 0,
                     });
                 }
                 503 => {
@@ -1446,10 +1462,19 @@ impl HttpHarness {
                 let (key, replay) = match &g.last {
                     LastId::Known(id) => {
                         let rec = &self.events[id];
+                        // docs/http.md: a `GET` with `Last-Event-ID` gets what *that
+                        // stream* sent after the named event. The harness keeps one list
+                        // for a session's standalone stream, but the engine numbers its
+                        // standalone stream anew each time it loads the session from the
+                        // store ("its events get ids of this node's own standalone
+                        // stream"): the events of a later load were not sent on the stream
+                        // named, so they are not owed (the client saw them on that load's
+                        // stream; they are replayed by naming one of its events).
                         let owed = self.streams[&rec.key]
                             .iter()
                             .map(|x| &self.events[x])
                             .filter(|e| e.index > rec.index && e.step < g.step)
+                            .filter(|e| matches!(rec.key, Key::Post(_)) || e.loads == rec.loads)
                             .map(|e| e.index)
                             .collect();
                         (rec.key, Some(Replay { last: rec.index, gap: false, owed, over: false }))
@@ -1721,7 +1746,8 @@ impl HttpHarness {
         let list = self.streams.entry(key).or_default();
         let index = list.len() as u32 + 1;
         list.push(id.to_owned());
-        let rec = EvRec { sess, key, index, data: data.to_vec(), step: self.step, live };
+        let loads = self.sessions[sess].loads;
+        let rec = EvRec { sess, key, index, data: data.to_vec(), step: self.step, live, loads };
         self.events.insert(id.to_owned(), rec);
         Seen::New
     }

@@ -74,7 +74,7 @@
 //!   for; the host's answer reaches the stream that is on a connection; each catalog
 //!   change reaches each open standalone stream of an initialized session once.
 //!
-//! It found six engine bugs, fixed since, each with a regression test:
+//! It found seven engine bugs, fixed since, each with a regression test:
 //! - when it was written (commit 25a5128; `tests/tests/http_sessions.rs`,
 //!   `server_requests.rs`): a client's response (and a `GET`, a `DELETE`) waited for a
 //!   free ticket slot, over HTTP and behind a waiting request on stdio; a request whose
@@ -90,7 +90,11 @@
 //! - in store mode (769ffeb; `tests/tests/session_store.rs`
 //!   `a_session_loaded_for_a_waiting_request_stays_until_the_request_is_served`): a
 //!   session loaded from the store for a request that then waited for a ticket slot left
-//!   memory again at the cap before the request was served, which got `404`.
+//!   memory again at the cap before the request was served, which got `404`; then (the
+//!   commit after 5888b62; `session_store.rs`
+//!   `a_session_two_requests_loaded_stays_until_the_second_is_served`) the same for the
+//!   second of two requests whose loads of the session were under way at once: the
+//!   second load found the session back already and did not hold it.
 //!
 //! `MCP_FUZZ_TRACE=1` prints what is sent, read and polled; `MCP_FUZZ_STATS=1`
 //! prints how often each path was reached (totals after every input: run a corpus with
