@@ -437,12 +437,11 @@ fn a_session_ended_elsewhere_closes_its_stream_here() {
     assert!(rest.ends_with("0\r\n\r\n"), "the stream's last chunk: {rest:?}");
 }
 
-/// Found by the session_streams fuzz target in store mode: a session loaded for a request
-/// that then waited for a ticket slot was dropped from memory again (to make room for a
-/// new one) before the request was served, which was then answered `404`.
-#[test]
-fn a_session_loaded_for_a_waiting_request_stays_until_the_request_is_served() {
-    use mcp_tests::wire::{more, on_new};
+/// One ticket slot, room for two sessions in memory, and three sessions opened (the first
+/// left memory to make room, kept by the store): the client, the tickets of the tool calls
+/// the host holds, the first session's id and the third's.
+fn three_sessions_at_a_cap_of_two()
+-> (Client, std::rc::Rc<std::cell::RefCell<Vec<mcp_engine::Ticket>>>, String, String) {
     let held: std::rc::Rc<std::cell::RefCell<Vec<mcp_engine::Ticket>>> = Default::default();
     let keep = std::rc::Rc::clone(&held);
     let mut config = everything::config();
@@ -458,6 +457,16 @@ fn a_session_loaded_for_a_waiting_request_stays_until_the_request_is_served() {
     c.e.set_entropy(&[5; 32]);
     let (a, _b, s3) = (open(&mut c), open(&mut c), open(&mut c));
     assert_eq!(c.e.sessions(), 2, "the first left memory to make room");
+    (c, held, a, s3)
+}
+
+/// Found by the session_streams fuzz target in store mode: a session loaded for a request
+/// that then waited for a ticket slot was dropped from memory again (to make room for a
+/// new one) before the request was served, which was then answered `404`.
+#[test]
+fn a_session_loaded_for_a_waiting_request_stays_until_the_request_is_served() {
+    use mcp_tests::wire::{more, on_new};
+    let (mut c, held, a, s3) = three_sessions_at_a_cap_of_two();
     let call = |id: i64| request(id, "tools/call", json!({ "name": "test_simple_text" }));
     // A's request waits for the store; meanwhile a request of the third takes the only slot.
     c.store.hold = true;
@@ -492,21 +501,7 @@ fn a_session_two_requests_loaded_stays_until_the_second_is_served() {
     // it) and did not hold it for its request, which then waited for a slot while the
     // session left memory at the cap, and got 404.
     use mcp_tests::wire::{more, on_new};
-    let held: std::rc::Rc<std::cell::RefCell<Vec<mcp_engine::Ticket>>> = Default::default();
-    let keep = std::rc::Rc::clone(&held);
-    let mut config = everything::config();
-    config.secret_key([3; 32]);
-    config.max_in_flight(1);
-    let mut h = http();
-    h.max_sessions(2);
-    let host = Box::new(move |ev: mcp_engine::Event<'_>| match ev {
-        mcp_engine::Event::CallTool(call) => keep.borrow_mut().push(call.ticket),
-        ev => everything::respond(ev),
-    });
-    let mut c = client_of(config, h, everything::catalog(), host);
-    c.e.set_entropy(&[5; 32]);
-    let (a, _b, s3) = (open(&mut c), open(&mut c), open(&mut c));
-    assert_eq!(c.e.sessions(), 2, "the first left memory to make room");
+    let (mut c, held, a, s3) = three_sessions_at_a_cap_of_two();
     let call = |id: i64| request(id, "tools/call", json!({ "name": "test_simple_text" }));
     let answer = |c: &mut Client, i: usize, text: &str| {
         let t = held.borrow()[i];
