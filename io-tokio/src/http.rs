@@ -615,6 +615,11 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
                     self.task_expired(id);
                     None
                 }
+                Some(HttpEvent::ListTasks(list)) => {
+                    let (query, ask) = (list.query, crate::task_store::TaskListQuery::of(&list));
+                    self.list_tasks(query, ask);
+                    None
+                }
                 Some(other) => {
                     tracing::warn!(event = ?other, "ignoring an event this adapter does not know");
                     None

@@ -257,7 +257,7 @@ pub use store::{
 };
 pub use strings::{Name, PooledString};
 pub use task::TaskStart;
-pub use task_store::{MemoryTaskStore, TaskSave, TaskStore};
+pub use task_store::{ListedTask, MemoryTaskStore, TaskListQuery, TaskSave, TaskStore};
 pub use telemetry::Telemetry;
 #[cfg(feature = "tower")]
 pub use tower::{McpBody, McpService};

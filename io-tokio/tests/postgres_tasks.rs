@@ -1,5 +1,6 @@
-//! Task records in `PgSessionStore` against a real PostgreSQL (`pg_support`): migration 3
-//! from a version-2 schema and rerun; a task created on node A is read, answered and
+//! Task records in `PgSessionStore` against a real PostgreSQL (`pg_support`): migrations 3
+//! and 4 from a version-2 schema and rerun; a principal's tasks listed a page at a time in
+//! creation order, from either of two stores; a task created on node A is read, answered and
 //! cancelled on node B (A hears of it through the store's notices); a restart of node A
 //! (a new server with the same node name) reads a finished task's result and a task that
 //! was running as `failed`. Waits are polls with bounded retries (`patient`).
@@ -137,25 +138,25 @@ async fn until(addr: SocketAddr, task: &str, status: &str) -> Value {
 }
 
 #[tokio::test]
-async fn migration_3_from_a_version_2_schema_and_rerun() {
+async fn migrations_3_and_4_from_a_version_2_schema_and_rerun() {
     let Some(db) = fresh("t_tmig").await else { return };
     patient("migration", async {
         drop(store(&db.url, "t_tmig").await);
         let c = connect(&db.url).await;
         // Back to version 2, with a session in it.
         c.batch_execute(
-            "DROP TABLE t_tmig.tasks; DELETE FROM t_tmig.schema_version WHERE version = 3;
+            "DROP TABLE t_tmig.tasks; DELETE FROM t_tmig.schema_version WHERE version >= 3;
              INSERT INTO t_tmig.sessions (id, record, version, expires_at) VALUES ('s', '\\x01', 1, now() + interval '1 hour')",
         )
         .await
         .expect("a version-2 schema");
         let s = store(&db.url, "t_tmig").await;
         let v: i32 = c.query_one("SELECT max(version) FROM t_tmig.schema_version", &[]).await.unwrap().get(0);
-        assert_eq!(v, 3);
+        assert_eq!(v, 4);
         assert!(mcp_io_tokio::SessionStore::load(&s, "s").await.unwrap().is_some(), "sessions kept");
         drop(store(&db.url, "t_tmig").await);
         let n: i64 = c.query_one("SELECT count(*) FROM t_tmig.schema_version", &[]).await.unwrap().get(0);
-        assert_eq!(n, 3, "a rerun changes nothing");
+        assert_eq!(n, 4, "a rerun changes nothing");
 
         // Compare-and-set on the revision; expiry; the cleanup.
         let later = SystemTime::now() + Duration::from_secs(3600);
@@ -170,6 +171,54 @@ async fn migration_3_from_a_version_2_schema_and_rerun() {
         assert_eq!(s.cleanup().await.unwrap(), 1, "the expired task row");
         s.task_expired("t1").await.unwrap();
         assert!(s.load_task("t1").await.unwrap().is_none());
+    })
+    .await;
+}
+
+/// `list_tasks`: a principal's rows only (or the anonymous ones), not past their expiry,
+/// by `created_at` then id, after a position, at most `limit`; the same from a second
+/// store on the schema; a later save of a task keeps its place.
+#[tokio::test]
+async fn a_principals_tasks_are_listed_in_creation_order_after_a_position() {
+    use mcp_io_tokio::TaskListQuery;
+    let Some(db) = fresh("t_tlist").await else { return };
+    patient("listing", async {
+        let (s, other) = (store(&db.url, "t_tlist").await, store(&db.url, "t_tlist").await);
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600);
+        let later = SystemTime::now() + Duration::from_secs(3600);
+        let past = SystemTime::now() - Duration::from_secs(1);
+        let (alice, bob) = (Some([1u8; 32]), Some([2u8; 32]));
+        // (id, principal, created µs after t0, expires): "b" and "c" share a creation time.
+        let rows = [
+            ("d", alice, 3, later),
+            ("c", alice, 2, later),
+            ("b", alice, 2, later),
+            ("a", alice, 1, later),
+            ("x", bob, 1, later),
+            ("n", None, 1, later),
+            ("old", alice, 0, past),
+        ];
+        for (id, who, at, exp) in rows {
+            let save =
+                TaskSave::new(id, 1, id.as_bytes(), exp).of_principal(who, t0 + Duration::from_micros(at));
+            assert!(s.save_task(&save).await.unwrap());
+        }
+        // A later save of "a" (another revision) keeps its place.
+        let again = TaskSave::new("a", 2, b"a2", later).of_principal(alice, t0 + Duration::from_micros(1));
+        assert!(s.save_task(&again).await.unwrap());
+        let ids = |page: Vec<mcp_io_tokio::ListedTask>| page.into_iter().map(|t| t.id).collect::<Vec<_>>();
+
+        let first = s.list_tasks(&TaskListQuery::new(alice, 3)).await.unwrap();
+        assert_eq!(first[0].record, b"a2", "the latest record");
+        assert_eq!(first[0].created, t0 + Duration::from_micros(1), "createdAt to the microsecond");
+        let last = first[2].clone();
+        assert_eq!(ids(first), ["a", "b", "c"]);
+        let rest =
+            other.list_tasks(&TaskListQuery::new(alice, 3).after(last.created, &last.id)).await.unwrap();
+        assert_eq!(ids(rest), ["d"], "after the position, from the other store");
+        assert_eq!(ids(s.list_tasks(&TaskListQuery::new(bob, 10)).await.unwrap()), ["x"]);
+        assert_eq!(ids(s.list_tasks(&TaskListQuery::new(None, 10)).await.unwrap()), ["n"], "anonymous");
+        assert!(s.list_tasks(&TaskListQuery::new(Some([3; 32]), 10)).await.unwrap().is_empty());
     })
     .await;
 }

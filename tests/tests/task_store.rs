@@ -14,7 +14,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded};
+use mcp_engine::http::{
+    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, TaskRow,
+};
 use mcp_engine::{
     Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, TaskSupport, Ticket, Tool,
     ToolOutput, UnixTime,
@@ -57,6 +59,31 @@ struct Store {
     hold: bool,
     /// Saves left unanswered while `hold` was on.
     held: Vec<(String, u64)>,
+    /// Each record's principal digest and `createdAt` (microseconds), as its saves said.
+    order: HashMap<String, (Option<[u8; 32]>, u64)>,
+}
+
+impl Store {
+    /// A page of `ListTasks`: up to `limit` records of `principal` after `after`, by
+    /// `createdAt` then id.
+    fn list(
+        &self,
+        principal: Option<[u8; 32]>,
+        after: Option<(u64, String)>,
+        limit: usize,
+    ) -> Vec<(String, u64, Vec<u8>)> {
+        let mut rows: Vec<_> = self
+            .order
+            .iter()
+            .filter(|(id, (p, at))| {
+                *p == principal && after.as_ref().is_none_or(|(t, i)| (*at, id.as_str()) > (*t, i.as_str()))
+            })
+            .filter_map(|(id, (_, at))| Some((id.clone(), *at, self.records.get(id)?.1.clone())))
+            .collect();
+        rows.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+        rows.truncate(limit);
+        rows
+    }
 }
 
 type Shared<T> = Rc<RefCell<T>>;
@@ -137,6 +164,7 @@ impl Node {
                         let (id, rev, record) = (s.id.to_owned(), s.revision, s.record.to_vec());
                         let mut st = self.store.borrow_mut();
                         st.log.push(format!("save {id} {rev}"));
+                        st.order.insert(id.clone(), (s.principal.copied(), s.created.as_micros()));
                         if st.hold {
                             st.held.push((id, rev));
                             continue;
@@ -168,6 +196,19 @@ impl Node {
                         let mut st = self.store.borrow_mut();
                         st.log.push(format!("expired {id}"));
                         st.records.remove(&id);
+                    }
+                    HttpEvent::ListTasks(q) => {
+                        let after = q.after.map(|a| (a.created.as_micros(), a.id.to_owned()));
+                        let (query, principal, limit) = (q.query, q.principal.copied(), q.limit);
+                        let mut st = self.store.borrow_mut();
+                        st.log.push(format!("list {limit}"));
+                        let (fail, rows) = (st.fail, st.list(principal, after, limit));
+                        drop(st);
+                        let rows: Vec<TaskRow<'_>> = rows
+                            .iter()
+                            .map(|(id, at, r)| TaskRow::new(id, UnixTime::from_micros(*at), r))
+                            .collect();
+                        self.e.tasks_listed(self.now, query, (!fail).then_some(&rows[..]));
                     }
                     _ => {}
                 }
@@ -660,37 +701,115 @@ fn an_owners_waiting_tasks_result_hears_a_cancel_made_elsewhere() {
     assert_eq!(a.host.borrow().cancelled.len(), 1, "its host was told");
 }
 
-/// With a task store, a `2025-11-25` session is not offered `tasks/list`: a task read from
-/// the store (made on another node, or here before a restart) is not in this engine's
-/// table, so a list could not show every task the caller can read, as the revision
-/// requires. `initialize` declares `tasks` without `list`, and `tasks/list` is `-32601`;
-/// without the store both are as before.
+/// A `2025-11-25` `tasks/list` with a task store comes from the store (every node's
+/// tasks), a page at a time in creation order, and `initialize` offers it.
 #[test]
-fn with_a_task_store_tasks_list_is_not_offered() {
+fn with_a_task_store_tasks_list_pages_every_nodes_tasks_in_creation_order() {
+    use mcp_tests::wire::session_post;
     let v = "2025-11-25";
+    let store = Shared::default();
+    let keyed = |name: &str, entropy: u8| {
+        let mut c = config();
+        c.secret_key([9; 32]).page_size(2);
+        let mut e = Node::with(name, entropy, &store, http(name));
+        e.e = HttpEngine::new(c, http(name), catalog());
+        e.e.set_entropy(&[entropy; 32]);
+        e.e.set_wall_clock(Instant::ZERO, UnixTime::from_micros(WALL));
+        e.conn = e.e.open(Instant::ZERO, None).expect("a connection");
+        e
+    };
+    let (mut a, mut b) = (keyed("a", 1), keyed("b", 2));
     let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": v, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
-    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tasks/list", "params": {} });
-    for stored in [true, false] {
-        let store = Shared::default();
-        let mut http = http("a");
-        http.task_store(stored);
-        let mut a = Node::with("a", 1, &store, http);
-        let raw = a.feed(&mcp_tests::wire::session_post(&init, v, None), usize::MAX);
-        let r = &mcp_tests::wire::parse_responses(&raw)[0];
-        let session = r.header("mcp-session-id").expect("a session").to_owned();
-        let body: Value = serde_json::from_slice(&r.body).expect("json");
-        let tasks = &body["result"]["capabilities"]["tasks"];
-        assert_eq!(tasks["requests"]["tools"]["call"], json!({}), "{body}");
-        assert_eq!(tasks["cancel"], json!({}), "{body}");
-        assert_eq!(tasks.get("list").is_some(), !stored, "{body}");
-        let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-        a.feed(&mcp_tests::wire::session_post(&done, v, Some(&session)), usize::MAX);
-        let (_, r) = parse(&a.feed(&mcp_tests::wire::session_post(&list, v, Some(&session)), usize::MAX));
-        if stored {
-            assert_eq!(r["error"]["code"], -32601, "{r}");
-        } else {
-            assert_eq!(r["result"]["tasks"], json!([]), "{r}");
+    let raw = a.feed(&session_post(&init, v, None), usize::MAX);
+    let body: Value = serde_json::from_slice(&mcp_tests::wire::parse_responses(&raw)[0].body).expect("json");
+    assert_eq!(body["result"]["capabilities"]["tasks"]["list"], json!({}), "offered: {body}");
+
+    let (on_a, on_b) = (a.legacy_session(), b.legacy_session());
+    let call = |rid: u64| {
+        json!({ "jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": { "name": "slow", "arguments": {}, "task": { "ttl": 60000 } } })
+    };
+    // Five tasks, a millisecond apart, made on alternating nodes; a 2026-07-28 task
+    // between them is never listed.
+    let mut made = Vec::new();
+    for i in 0..5u64 {
+        let (node, session) = if i % 2 == 0 { (&mut a, &on_a) } else { (&mut b, &on_b) };
+        let (_, r) = parse(&node.feed(&session_post(&call(10 + i), v, Some(session)), usize::MAX));
+        made.push(r["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {r}")).to_owned());
+        if i == 2 {
+            node.create(30);
         }
+        a.advance(Duration::from_millis(1));
+        b.advance(Duration::from_millis(1));
     }
+    // A finishes its first task: B's list shows the store's state of it.
+    let first = a.host.borrow().calls[0].0;
+    a.host_does(|e| answer(e, first, "done"));
+
+    let ids = |r: &Value| -> Vec<String> {
+        let tasks = r["result"]["tasks"].as_array().unwrap_or_else(|| panic!("tasks: {r}"));
+        tasks.iter().map(|t| t["taskId"].as_str().unwrap_or_default().to_owned()).collect()
+    };
+    let list = |node: &mut Node, session: &str, rid: u64, cursor: Option<&str>| {
+        let params = cursor.map_or(json!({}), |c| json!({ "cursor": c }));
+        let body = json!({ "jsonrpc": "2.0", "id": rid, "method": "tasks/list", "params": params });
+        let (status, r) = parse(&node.feed(&session_post(&body, v, Some(session)), usize::MAX));
+        assert_eq!(status, 200, "{r}");
+        r
+    };
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    // Pages alternate between the nodes: a cursor from one is good on the other.
+    for (page, rid) in (0..).zip(40..) {
+        let r = if page % 2 == 0 {
+            list(&mut b, &on_b, rid, cursor.as_deref())
+        } else {
+            list(&mut a, &on_a, rid, cursor.as_deref())
+        };
+        let shown = ids(&r);
+        assert!(shown.len() <= 2, "a page of two: {r}");
+        if page == 0 {
+            assert_eq!(r["result"]["tasks"][0]["status"], "completed", "the store has A's result: {r}");
+        }
+        seen.extend(shown);
+        match r["result"]["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+        assert!(page < 5, "the pages end");
+    }
+    assert_eq!(seen, made, "every node's tasks, in creation order, once each");
+    assert!(b.log().iter().any(|l| l == "list 3"), "a page and one more asked: {:?}", b.log());
+}
+
+/// A `tasks/list` whose cursor this engine did not seal is `-32602` without asking the
+/// store; a store that fails makes it `503` with `Retry-After`; the output is the same
+/// whole or byte by byte.
+#[test]
+fn a_stored_tasks_list_refuses_a_bad_cursor_and_fails_with_the_store() {
+    use mcp_tests::wire::session_post;
+    let v = "2025-11-25";
+    let mut outputs = Vec::new();
+    for chunk in [usize::MAX, 1] {
+        let (store, mut a, _, on_a, id) = legacy_task_on_a();
+        let bad = json!({ "jsonrpc": "2.0", "id": 5, "method": "tasks/list", "params": { "cursor": "bm90LWEtY3Vyc29y" } });
+        let (status, r) = parse(&a.feed(&session_post(&bad, v, Some(&on_a)), chunk));
+        assert_eq!((status, &r["error"]["code"]), (200, &json!(-32602)), "{r}");
+        assert!(!a.log().iter().any(|l| l.starts_with("list")), "the store was not asked: {:?}", a.log());
+
+        let list = json!({ "jsonrpc": "2.0", "id": 6, "method": "tasks/list", "params": {} });
+        let ok = a.feed(&session_post(&list, v, Some(&on_a)), chunk);
+        let (_, r) = parse(&ok);
+        assert_eq!(r["result"]["tasks"][0]["taskId"], json!(id), "{r}");
+        assert_eq!(r["result"]["tasks"][0]["status"], "working", "{r}");
+
+        store.borrow_mut().fail = true;
+        let failed = a.feed(&session_post(&list, v, Some(&on_a)), chunk);
+        let resp = &mcp_tests::wire::parse_responses(&failed)[0];
+        assert_eq!(resp.status, 503, "{resp:?}");
+        assert!(resp.header("retry-after").is_some(), "{resp:?}");
+        outputs.push((ok, failed));
+    }
+    assert_eq!(outputs[0], outputs[1], "whole and byte by byte");
 }

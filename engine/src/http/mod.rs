@@ -62,7 +62,7 @@ pub use resource::{ProtectedResource, ResourceError};
 pub use scopes::{ScopePolicy, ScopePolicyError};
 pub use store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
 pub use stored::{AppendEvent, LoadEvents, LoadedEvents, StoredEvent};
-pub use task_store::{LoadTask, SaveTask, TaskExpired};
+pub use task_store::{ListTasks, LoadTask, SaveTask, TaskExpired, TaskPosition, TaskQuery, TaskRow};
 
 use core::fmt;
 use core::net::SocketAddr;
@@ -172,6 +172,9 @@ pub enum HttpEvent<'a> {
     /// This engine deleted a task at its TTL: no answer (only with
     /// [`HttpConfig::task_store`] on; see [`TaskExpired`]).
     TaskExpired(TaskExpired<'a>),
+    /// List the caller's tasks for a `2025-11-25` `tasks/list`; answer with
+    /// [`HttpEngine::tasks_listed`] (only with [`HttpConfig::task_store`] on).
+    ListTasks(ListTasks<'a>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,8 @@
 //! holds the response that shows a task (its handle, a `tasks/*` answer) until the store
 //! has the state it shows, asks for a task a `tasks/*` request names that it does not
 //! hold ([`HttpEvent::LoadTask`]), and tells the host of the tasks it expired
-//! ([`HttpEvent::TaskExpired`]). The table's side (revisions, copies, merges) is
+//! ([`HttpEvent::TaskExpired`]), and lists the caller's tasks from the store for a
+//! `2025-11-25` `tasks/list` ([`HttpEvent::ListTasks`]). The table's side (revisions, copies, merges) is
 //! `mcp/tasks/store.rs`; the record is `mcp/tasks/record.rs`'s.
 //!
 //! A response held for a task waits in [`Phase::Saving`] like one held for a session,
@@ -18,6 +19,7 @@ use crate::http::exchange::{Phase, Saving};
 use crate::http::store::Loaded;
 use crate::http::{ConnId, HttpConfig, HttpEngine, HttpEvent, conn_in};
 use crate::mcp::tasks::TASK_ID_LEN;
+use crate::mcp::tasks::listing::{Query, Row};
 use crate::mcp::tasks::store::Save;
 use crate::mcp::tickets::Ticket;
 use crate::output::Route;
@@ -39,6 +41,10 @@ pub struct SaveTask<'a> {
     /// The digest of the principal that created it (`None`: anonymous), for a store
     /// that indexes tasks by principal.
     pub principal: Option<&'a [u8; 32]>,
+    /// When the task was created (wall clock, its `createdAt`): with the id, what a
+    /// store orders a principal's tasks by ([`HttpEvent::ListTasks`]). The same in every
+    /// save of a task.
+    pub created: UnixTime,
     /// When the task's TTL ends (wall clock): the store may delete it from then on.
     pub expires: UnixTime,
 }
@@ -61,6 +67,60 @@ pub struct LoadTask<'a> {
 pub struct TaskExpired<'a> {
     /// The task id.
     pub id: &'a str,
+}
+
+/// A task's place in a principal's tasks as a store orders them for
+/// [`HttpEvent::ListTasks`]: by `created`, then by `id` (byte order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskPosition<'a> {
+    /// When the task was created ([`SaveTask::created`]).
+    pub created: UnixTime,
+    /// The task id.
+    pub id: &'a str,
+}
+
+/// Names a [`ListTasks`] question, for its answer ([`HttpEngine::tasks_listed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TaskQuery(ConnId);
+
+/// A `2025-11-25` `tasks/list` waits for the store ([`HttpEvent::ListTasks`]): answer
+/// with [`HttpEngine::tasks_listed`] and up to `limit` of the tasks saved with
+/// `principal` ([`SaveTask::principal`]; `None`: those saved without one) whose TTL has
+/// not ended, ordered by [`TaskPosition`] (`created`, then id), starting after `after`
+/// (from the first when `None`). Every save of a task carries the same principal and
+/// `created`, so the order is stable across pages and nodes.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct ListTasks<'a> {
+    /// The question's name, for the answer.
+    pub query: TaskQuery,
+    /// The digest of the caller's principal (`None`: anonymous).
+    pub principal: Option<&'a [u8; 32]>,
+    /// The position the page starts after.
+    pub after: Option<TaskPosition<'a>>,
+    /// The most tasks to return (the engine shows one fewer: the last tells it whether
+    /// there is a next page).
+    pub limit: usize,
+}
+
+/// One task in a store's answer to [`ListTasks`].
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct TaskRow<'a> {
+    /// The task id.
+    pub id: &'a str,
+    /// When it was created, as its saves said ([`SaveTask::created`]).
+    pub created: UnixTime,
+    /// Its record, as last saved.
+    pub record: &'a [u8],
+}
+
+impl<'a> TaskRow<'a> {
+    /// A row: task `id`, created at `created`, its `record`.
+    pub fn new(id: &'a str, created: UnixTime, record: &'a [u8]) -> Self {
+        Self { id, created, record }
+    }
 }
 
 /// A response held until the store has the task state it shows.
@@ -88,6 +148,11 @@ pub(super) struct TaskIo {
     loading: Vec<(ConnId, [u8; TASK_ID_LEN])>,
     /// Responses held for a save.
     waits: Vec<Wait>,
+    /// `tasks/list` requests to ask the store for, and those asked and not yet answered.
+    lists: VecDeque<(ConnId, Query)>,
+    listing: Vec<(ConnId, Query)>,
+    /// The position the last [`ListTasks`] lends.
+    after: [u8; TASK_ID_LEN],
     /// This engine's boot id, once its entropy is known.
     boot: Option<[u8; 16]>,
 }
@@ -103,17 +168,33 @@ fn boot_id(entropy: &[u8; 32]) -> [u8; 16] {
     id
 }
 
-/// The `tasks/*` request's task id in `n`, if it names one (a method that reads a task,
-/// `params.taskId` a string).
-fn named_task(n: &[simd_json::Node<'_>]) -> Option<[u8; TASK_ID_LEN]> {
+/// What a `tasks/*` request needs of the store before it is served.
+enum Named {
+    /// The task it names (`params.taskId`, a string of an id's length).
+    Task([u8; TASK_ID_LEN]),
+    /// A page of the caller's tasks: `tasks/list`, with its cursor if it has a string one
+    /// (`Err`: a cursor that is not a string).
+    List(Result<Option<String>, ()>),
+}
+
+/// What the `tasks/*` request in `n` needs of the store, if anything.
+fn named_task(n: &[simd_json::Node<'_>]) -> Option<Named> {
     use crate::wire::json;
     let method = json::get(n, 0, "method").and_then(|i| json::str_at(n, i))?;
+    let params = json::get(n, 0, "params");
+    if method == "tasks/list" {
+        let cursor = params.and_then(|p| json::get(n, p, "cursor"));
+        let text = match cursor {
+            None => Ok(None),
+            Some(c) => json::str_at(n, c).map(|t| Some(t.to_owned())).ok_or(()),
+        };
+        return Some(Named::List(text));
+    }
     if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result") {
         return None;
     }
-    let params = json::get(n, 0, "params")?;
-    let id = json::get(n, params, "taskId").and_then(|i| json::str_at(n, i))?;
-    id.as_bytes().try_into().ok()
+    let id = json::get(n, params?, "taskId").and_then(|i| json::str_at(n, i))?;
+    id.as_bytes().try_into().ok().map(Named::Task)
 }
 
 impl HttpEngine {
@@ -161,7 +242,7 @@ impl HttpEngine {
     /// lends it): an expiry, a load, then a save.
     pub(super) fn task_store_ready(&mut self) -> bool {
         let Some(st) = self.core.tasks.store.as_ref() else { return false };
-        if !st.expired.is_empty() || !self.task_io.loads.is_empty() {
+        if !st.expired.is_empty() || !self.task_io.loads.is_empty() || !self.task_io.lists.is_empty() {
             return true;
         }
         self.task_io.save = self.core.next_task_save(&mut self.task_io.record);
@@ -182,6 +263,25 @@ impl HttpEngine {
             let id = core::str::from_utf8(&io.id).unwrap_or_default();
             return Some(HttpEvent::LoadTask(LoadTask { id }));
         }
+        if let Some((conn, q)) = io.lists.pop_front() {
+            io.listing.push((conn, q));
+            if let Some(p) = q.principal {
+                io.principal = p;
+            }
+            if let Some(a) = q.after {
+                io.after = a.id;
+            }
+            let after = q.after.map(|a| TaskPosition {
+                created: UnixTime::from_micros(a.created),
+                id: core::str::from_utf8(&io.after).unwrap_or_default(),
+            });
+            return Some(HttpEvent::ListTasks(ListTasks {
+                query: TaskQuery(conn),
+                principal: q.principal.map(|_| &io.principal),
+                after,
+                limit: q.page.saturating_add(1),
+            }));
+        }
         let save = io.save.take()?;
         io.id = save.id;
         if let Some(p) = save.principal {
@@ -192,6 +292,7 @@ impl HttpEngine {
             revision: save.revision,
             record: &io.record,
             principal: save.principal.map(|_| &io.principal),
+            created: UnixTime::from_micros(save.created),
             expires: UnixTime::from_micros(save.expires),
         }))
     }
@@ -295,6 +396,39 @@ impl HttpEngine {
         self.drop_copies();
     }
 
+    /// Answers a [`ListTasks`]: `Some(rows)` the store's tasks for it (at most its
+    /// `limit`, in its order), with which the `tasks/list` request is served; `None` when
+    /// the store is unavailable (the request is answered `503` with `Retry-After`). Rows
+    /// this engine cannot read, of another principal, or past their TTL are left out; a
+    /// task this engine holds is shown as it is here. An answer to a question not asked,
+    /// or whose request is gone, is ignored.
+    pub fn tasks_listed(&mut self, now: Instant, query: TaskQuery, rows: Option<&[TaskRow<'_>]>) {
+        self.tick(now);
+        let now = self.last_now;
+        let TaskQuery(conn) = query;
+        let Some(at) = self.task_io.listing.iter().position(|(c, _)| *c == conn) else { return };
+        let (_, q) = self.task_io.listing.swap_remove(at);
+        if !conn_in(&mut self.slots, conn).is_some_and(|c| c.phase == Phase::Loading) {
+            return;
+        }
+        let Some(rows) = rows else {
+            self.store_failed(conn.slot, now);
+            self.process();
+            return;
+        };
+        let route = Route::Http { conn: conn.slot, generation: conn.generation };
+        let mut read = Vec::with_capacity(rows.len());
+        read.extend(rows.iter().map(|r| Row { id: r.id, created: r.created.as_micros(), record: r.record }));
+        self.core.task_page(route, &q, &read);
+        if let Some(c) = conn_in(&mut self.slots, conn) {
+            c.phase = Phase::Ready;
+            c.deadline = None;
+        }
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
+    }
+
     /// Another node changed task `id` (a shared store said so): if this engine runs it,
     /// it reads the record again ([`HttpEvent::LoadTask`], answered with
     /// [`task_loaded`](Self::task_loaded)) and takes what the other node wrote (the
@@ -333,17 +467,27 @@ impl HttpEngine {
         if !body.windows(7).any(|w| w == b"\"tasks/") {
             return false;
         }
-        let Some(id) = self.parser.peek(body, &mut self.peek, |p| p.ok().and_then(named_task)) else {
-            return false;
-        };
-        if !self.core.tasks.wants_load(&id) {
-            return false;
+        let conn = ConnId { slot, generation };
+        match self.parser.peek(body, &mut self.peek, |p| p.ok().and_then(named_task)) {
+            Some(Named::Task(id)) if self.core.tasks.wants_load(&id) => {
+                c.phase = Phase::Loading;
+                c.deadline = Some(deadline);
+                self.task_io.loading.push((conn, id));
+                self.ask_task(&id);
+                true
+            }
+            Some(Named::List(Ok(cursor))) => {
+                // A cursor this engine did not seal for the caller is answered `-32602`
+                // when the request is served, without asking the store.
+                let principal = c.principal.as_ref().map(|p| p.0);
+                let Some(q) = self.core.task_list_query(cursor.as_deref(), principal) else { return false };
+                c.phase = Phase::Loading;
+                c.deadline = Some(deadline);
+                self.task_io.lists.push_back((conn, q));
+                true
+            }
+            _ => false,
         }
-        c.phase = Phase::Loading;
-        c.deadline = Some(deadline);
-        self.task_io.loading.push((ConnId { slot, generation }, id));
-        self.ask_task(&id);
-        true
     }
 
     /// After `slot`'s request was served: its response waits (from output byte `held`)
@@ -352,6 +496,8 @@ impl HttpEngine {
         let Some(st) = self.core.tasks.store.as_mut() else { return };
         let touched = st.touched.take();
         self.task_io.loading.retain(|(c, _)| c.slot != slot);
+        let generation = self.slots[slot as usize].generation;
+        self.core.forget_task_page(Route::Http { conn: slot, generation });
         if let Some(t) = touched {
             let changes = self.core.tasks.changes(t);
             if !self.core.tasks.saved_up_to(t, changes) {
@@ -411,6 +557,8 @@ impl HttpEngine {
             return;
         }
         self.task_io.loading.retain(|(c, _)| c.slot != slot);
+        self.task_io.lists.retain(|(c, _)| c.slot != slot);
+        self.task_io.listing.retain(|(c, _)| c.slot != slot);
         let mut i = 0;
         while i < self.task_io.waits.len() {
             let w = self.task_io.waits[i];

@@ -686,9 +686,7 @@ impl Core {
         out.push(b',');
         // The tasks utility is 2025-11-25's.
         let tasks = rev == Revision::V2025_11_25 && self.prepared.features.tasks;
-        out.extend_from_slice(if tasks && self.tasks.store.is_some() {
-            &self.prepared.initialize_tasks_unlisted
-        } else if tasks {
+        out.extend_from_slice(if tasks {
             &self.prepared.initialize_tasks
         } else {
             &self.prepared.initialize

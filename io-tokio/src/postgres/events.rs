@@ -98,7 +98,7 @@ impl Inner {
     /// Runs `work` on a pooled connection within the operation timeout, its statements
     /// under a server-side `statement_timeout` of what is left of it (`budget`, in ms); a
     /// connection whose operation was cut is closed, not returned to the pool.
-    async fn within<T>(
+    pub(super) async fn within<T>(
         &self,
         what: &'static str,
         work: impl AsyncFnOnce(&mut deadpool_postgres::Client, u128) -> Result<T, tokio_postgres::Error>,

@@ -49,6 +49,10 @@ const MIGRATIONS: &[&str] = &[
         expires_at timestamptz NOT NULL
     );
     CREATE INDEX tasks_expires_at ON {s}.tasks (expires_at);",
+    // Version 4: a principal's tasks in the order `tasks/list` pages them (`created_at`,
+    // then id in byte order). `created_at` is the task's `createdAt` from here on (rows
+    // saved before keep the time of their first save).
+    "CREATE INDEX tasks_principal_order ON {s}.tasks (principal, created_at, id COLLATE \"C\");",
 ];
 
 /// The schema version this store writes and reads.

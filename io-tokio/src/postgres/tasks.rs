@@ -10,7 +10,9 @@
 //! sessions' channel in the same statement (`t <node> <id>`, heard as
 //! [`StoreNotice::TaskChanged`](crate::StoreNotice::TaskChanged); a node of a version that
 //! does not know the kind takes it as a `Missed` and checks its copies). A load finds a row
-//! not past its expiry. The periodic cleanup deletes expired rows, at most
+//! not past its expiry. A list (`tasks/list`, `2025-11-25`) reads a principal's rows not
+//! past their expiry in the order `created_at`, then id in byte order, after a position,
+//! on the index of migration 4. The periodic cleanup deletes expired rows, at most
 //! [`cleanup_batch`](super::PgStoreConfig::cleanup_batch) a round, beside the sessions'.
 
 use std::time::SystemTime;
@@ -19,13 +21,16 @@ use deadpool_postgres::tokio_postgres::types::ToSql;
 
 use super::{PgSessionStore, PgStoreConfig, notify, schema};
 use crate::store::{StoreError, StoreFuture};
-use crate::task_store::{TaskSave, TaskStore};
+use crate::task_store::{ListedTask, TaskListQuery, TaskSave, TaskStore};
 
 /// The statements, for one schema.
 #[derive(Debug)]
 pub(super) struct Sql {
     load: String,
     save: String,
+    /// A page of a principal's tasks, and of the tasks saved without one.
+    list: String,
+    list_anonymous: String,
     expired: String,
     pub(super) cleanup: String,
 }
@@ -37,11 +42,21 @@ impl Sql {
         Self {
             load: format!("SELECT record FROM {t} WHERE id = $1 AND expires_at > now()"),
             save: format!(
-                "WITH w AS (INSERT INTO {t} AS t (id, revision, principal, record, expires_at) \
-                 VALUES ($1, $2, $3, $4, $5) \
+                "WITH w AS (INSERT INTO {t} AS t (id, revision, principal, record, expires_at, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6) \
                  ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, principal = excluded.principal, \
                  record = excluded.record, updated_at = now(), expires_at = excluded.expires_at \
                  WHERE t.revision < excluded.revision RETURNING 1) SELECT {changed} FROM w"
+            ),
+            list: format!(
+                "SELECT id, created_at, record FROM {t} WHERE principal = $1 AND expires_at > now() \
+                 AND (created_at, id COLLATE \"C\") > ($2, $3 COLLATE \"C\") \
+                 ORDER BY created_at, id COLLATE \"C\" LIMIT $4"
+            ),
+            list_anonymous: format!(
+                "SELECT id, created_at, record FROM {t} WHERE principal IS NULL AND expires_at > now() \
+                 AND (created_at, id COLLATE \"C\") > ($1, $2 COLLATE \"C\") \
+                 ORDER BY created_at, id COLLATE \"C\" LIMIT $3"
             ),
             expired: format!("DELETE FROM {t} WHERE id = $1"),
             cleanup: format!(
@@ -69,7 +84,9 @@ impl TaskStore for PgSessionStore {
             let revision = i64::try_from(save.revision).map_err(StoreError::new)?;
             let principal = save.principal.as_ref().map(<[u8; 32]>::as_slice);
             let expires: SystemTime = save.expires;
-            let params: [&(dyn ToSql + Sync); 5] = [&save.id, &revision, &principal, &save.record, &expires];
+            let created: SystemTime = save.created;
+            let params: [&(dyn ToSql + Sync); 6] =
+                [&save.id, &revision, &principal, &save.record, &expires, &created];
             let row = inner.query_opt("save task", &inner.tasks.save, &params).await?;
             Ok(row.is_some())
         })
@@ -80,6 +97,34 @@ impl TaskStore for PgSessionStore {
             let inner = &*self.inner;
             inner.execute("expired task", &inner.tasks.expired, &[&id]).await?;
             Ok(())
+        })
+    }
+
+    /// One statement on the index of migration 4; the first page starts after the
+    /// epoch (no task is older).
+    fn list_tasks<'a>(&'a self, query: &'a TaskListQuery) -> StoreFuture<'a, Vec<ListedTask>> {
+        Box::pin(async move {
+            let inner = &*self.inner;
+            let (after, after_id) = match &query.after {
+                Some((at, id)) => (*at, id.as_str()),
+                None => (std::time::UNIX_EPOCH, ""),
+            };
+            let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+            let principal = query.principal.as_ref().map(<[u8; 32]>::as_slice);
+            let rows = inner
+                .within("list tasks", async |client, budget| {
+                    let set = format!("SET statement_timeout = {budget}");
+                    let (sql, args): (&str, Vec<&(dyn ToSql + Sync)>) = match &principal {
+                        Some(p) => (&inner.tasks.list, vec![p, &after, &after_id, &limit]),
+                        None => (&inner.tasks.list_anonymous, vec![&after, &after_id, &limit]),
+                    };
+                    let st = client.prepare_cached(sql).await?;
+                    let (set, rows) = tokio::join!(client.batch_execute(&set), client.query(&st, &args));
+                    set?;
+                    rows
+                })
+                .await?;
+            Ok(rows.iter().map(|r| ListedTask::new(r.get(0), r.get(1), r.get(2))).collect())
         })
     }
 }

@@ -260,10 +260,10 @@ impl Core {
     /// time in table order, the next page named by a cursor sealed with the secret key
     /// and bound to the caller (without a key, every task on one page).
     pub(crate) fn list_tasks<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
-        // With a task store, not offered (`initialize` leaves `tasks.list` out): the table
-        // holds only this engine's tasks, not every task the caller can read.
+        // With a task store the list is the store's (`listing`): the table holds only
+        // this engine's tasks, not every task the caller can read.
         if self.tasks.store.is_some() {
-            return Err(PeerError::MethodNotFound(req.method));
+            return self.list_stored(req, rev);
         }
         let key = self.prepared.state_key.as_ref().map(|k| k.sign);
         let principal = self.principal;

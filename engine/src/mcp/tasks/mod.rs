@@ -20,7 +20,9 @@
 //! - [`legacy`]: the `2025-11-25` tasks utility on session-bound streams: task-augmented
 //!   `tools/call` (`params.task`), `tasks/result` (waiting for the end), `tasks/list`,
 //!   the `2025-11-25` forms of `tasks/get` and `tasks/cancel`,
-//!   `notifications/tasks/status`.
+//!   `notifications/tasks/status`;
+//! - [`listing`]: `tasks/list` from a host's task store (every node's tasks, a page at a
+//!   time by creation).
 //!
 //! Task ids are 128-bit tokens drawn by HMAC-SHA256 in counter mode from the host's
 //! entropy (as session tokens are, `wire/session_id.rs`), written as 22 characters of
@@ -29,6 +31,7 @@
 //! unknown one.
 
 pub(crate) mod legacy;
+pub(crate) mod listing;
 pub(crate) mod methods;
 pub(crate) mod record;
 pub(crate) mod store;

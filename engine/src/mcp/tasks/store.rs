@@ -37,6 +37,8 @@ pub(crate) struct Settings {
     pub(crate) fresh: Vec<(Route, Ticket)>,
     /// The task the request being served named (`tasks/*`).
     pub(crate) touched: Option<Ticket>,
+    /// Pages of `tasks/list` read from the store, by the route of their request.
+    pub(crate) listed: Vec<crate::mcp::tasks::listing::Listed>,
 }
 
 /// What the store has of one task.
@@ -101,6 +103,8 @@ pub(crate) struct Save {
     pub(crate) id: [u8; TASK_ID_LEN],
     pub(crate) revision: u64,
     pub(crate) principal: Option<[u8; 32]>,
+    /// `createdAt` (wall clock, microseconds).
+    pub(crate) created: u64,
     /// When the record may be deleted (wall clock, microseconds): `createdAt` + TTL.
     pub(crate) expires: u64,
 }
@@ -233,6 +237,7 @@ impl Core {
             timers: Timers::new(),
             fresh: Vec::new(),
             touched: None,
+            listed: Vec::new(),
         });
     }
 
@@ -274,6 +279,7 @@ impl Core {
             id: r.id,
             revision: st.revision,
             principal: r.principal,
+            created: r.created,
             expires: r.created.saturating_add(r.ttl_ms.saturating_mul(1000)),
         })
     }
@@ -315,7 +321,7 @@ impl Core {
     /// index in this catalog (`u32::MAX`: not in it), and `failed` when its owner is
     /// gone (`record::judge`; the record then says so at its next save). Returns the
     /// record's meta, its tool's name and its change count before any such failure.
-    fn read_copy<'b>(&self, bytes: &'b [u8], rec: &mut Record) -> Option<(Meta, &'b str, u64)> {
+    pub(crate) fn read_copy<'b>(&self, bytes: &'b [u8], rec: &mut Record) -> Option<(Meta, &'b str, u64)> {
         let wall = self.wall_now();
         let skew = u64::try_from(self.cfg.clock_skew.as_micros()).unwrap_or(u64::MAX);
         let me = self.tasks.store.as_ref()?.me;
