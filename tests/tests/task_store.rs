@@ -813,3 +813,97 @@ fn a_stored_tasks_list_refuses_a_bad_cursor_and_fails_with_the_store() {
     }
     assert_eq!(outputs[0], outputs[1], "whole and byte by byte");
 }
+
+/// A `2025-11-25` `tasks/result` on node B waits on a copy of a task node A runs; A then
+/// dies (it saves nothing more, so its lease is not renewed and nothing is announced).
+/// Once A's lease and the clock skew have passed, B reads the record again, finds nothing
+/// newer, judges the task `failed`, and answers the waiting request with its error, well
+/// before the task's TTL.
+#[test]
+fn a_tasks_result_waiting_on_a_dead_owners_task_is_answered_when_its_lease_lapses() {
+    use mcp_tests::wire::session_post;
+    let (store, _a, mut b, id) = short_lease_task_on_a();
+    let on_b = b.legacy_session();
+    let result = json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": { "taskId": id } });
+    assert!(b.feed(&session_post(&result, "2025-11-25", Some(&on_b)), usize::MAX).is_empty(), "it waits");
+    let loads = |s: &Shared<Store>| s.borrow().log.iter().filter(|l| **l == format!("load {id}")).count();
+    assert_eq!(loads(&store), 1);
+
+    // Time passes on B only, without closing its connection.
+    let mut out = Vec::new();
+    for _ in 0..4 {
+        b.now = b.now + Duration::from_secs(10);
+        b.e.handle_timeout(b.now);
+        b.pump(&mut out);
+        assert!(out.is_empty(), "still waiting: {}", String::from_utf8_lossy(&out));
+    }
+    assert_eq!(loads(&store), 1, "not read again while the lease may run");
+    b.now = b.now + Duration::from_secs(2);
+    b.e.handle_timeout(b.now);
+    b.pump(&mut out);
+    assert_eq!(loads(&store), 2, "read again once it lapsed");
+    let (status, r) = parse(&out);
+    assert_eq!((status, r["id"].as_u64()), (200, Some(3)), "{r}");
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("lease ran out"), "{r}");
+    // The store's record says so too (the copy's judgement is saved).
+    let get = json!({ "jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": { "taskId": id } });
+    let (_, r) = parse(&b.feed(&session_post(&get, "2025-11-25", Some(&on_b)), usize::MAX));
+    assert_eq!(r["result"]["status"], "failed", "{r}");
+}
+
+/// Node A with a lease of 10 s (with the skew of 30 s it lapses at 40 s, before the TTL
+/// of 60 s) runs a `2025-11-25` task; node B shares the store.
+fn short_lease_task_on_a() -> (Shared<Store>, Node, Node, String) {
+    let store = Shared::default();
+    let mut short = http("a");
+    short.task_lease(Duration::from_secs(10));
+    let mut a = Node::with("a", 1, &store, short);
+    let b = Node::new("b", 2, &store);
+    let on_a = a.legacy_session();
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "slow", "arguments": {}, "task": { "ttl": 60000 } } });
+    let (_, r) = parse(&a.feed(&mcp_tests::wire::session_post(&call, "2025-11-25", Some(&on_a)), usize::MAX));
+    let id = r["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    (store, a, b, id)
+}
+
+/// The same wait while A lives: A renews its lease with saves, B hears of each and reads
+/// the copy again, and the request waits on past the first lease's lapse.
+#[test]
+fn a_tasks_result_waiting_on_a_live_owners_task_waits_on_past_the_first_lease() {
+    use mcp_tests::wire::session_post;
+    let (_store, mut a, mut b, id) = short_lease_task_on_a();
+    let on_b = b.legacy_session();
+    let result = json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": { "taskId": id } });
+    assert!(b.feed(&session_post(&result, "2025-11-25", Some(&on_b)), usize::MAX).is_empty(), "it waits");
+    let mut out = Vec::new();
+    for _ in 0..25 {
+        for n in [&mut a, &mut b] {
+            n.now = n.now + Duration::from_secs(2);
+            n.e.handle_timeout(n.now);
+            n.pump(&mut out);
+        }
+        hear_into(&mut b, &mut out);
+        assert!(out.is_empty(), "still waiting: {}", String::from_utf8_lossy(&out));
+    }
+    // 50 s on: A finishes, B hears of it and answers the request with the result.
+    let task = a.host.borrow().calls.last().expect("a call").0;
+    a.host_does(|e| answer(e, task, "done"));
+    hear_into(&mut b, &mut out);
+    let (status, r) = parse(&out);
+    assert_eq!((status, r["id"].as_u64()), (200, Some(3)), "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "done", "{r}");
+}
+
+/// Hears the notices of the other nodes' saves, keeping what the node then writes.
+fn hear_into(n: &mut Node, out: &mut Vec<u8>) {
+    let notices: Vec<_> = n.store.borrow_mut().notices.drain(..).collect();
+    for (from, id) in notices {
+        if from != n.name {
+            n.e.task_changed_elsewhere(n.now, id.as_bytes());
+        }
+    }
+    n.pump(out);
+}

@@ -241,6 +241,12 @@ impl HttpEngine {
     /// Whether a task store event is ready ([`task_store_event`](Self::task_store_event)
     /// lends it): an expiry, a load, then a save.
     pub(super) fn task_store_ready(&mut self) -> bool {
+        let Some(st) = self.core.tasks.store.as_mut() else { return false };
+        if !st.reread.is_empty() {
+            for id in core::mem::take(&mut st.reread) {
+                self.ask_task(&id);
+            }
+        }
         let Some(st) = self.core.tasks.store.as_ref() else { return false };
         if !st.expired.is_empty() || !self.task_io.loads.is_empty() || !self.task_io.lists.is_empty() {
             return true;

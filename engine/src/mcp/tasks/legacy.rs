@@ -253,6 +253,8 @@ impl Core {
         let id = IdBuf::of(req.id).ok_or(PeerError::IdTooLong)?;
         r.waiters.push((route, id)).map_err(|_| PeerError::TooManyWaiters)?;
         self.waiting = true;
+        // A copy of another node's task: read again should its owner fall silent.
+        self.watch_copy(ticket);
         Ok(())
     }
 

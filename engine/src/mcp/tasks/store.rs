@@ -39,6 +39,9 @@ pub(crate) struct Settings {
     pub(crate) touched: Option<Ticket>,
     /// Pages of `tasks/list` read from the store, by the route of their request.
     pub(crate) listed: Vec<crate::mcp::tasks::listing::Listed>,
+    /// Copies to read again from the store: requests wait on them, and their owner's
+    /// lease has lapsed without a word from it ([`Core::watch_copy`]).
+    pub(crate) reread: Vec<[u8; TASK_ID_LEN]>,
 }
 
 /// What the store has of one task.
@@ -215,12 +218,18 @@ impl super::Tasks {
         self.store.as_ref().and_then(|s| s.timers.next())
     }
 
-    /// Marks the saves due at `now`.
+    /// Marks the saves due at `now`, and the watched copies to read again.
     pub(crate) fn store_due(&mut self, now: Instant) {
         let Some(settings) = self.store.as_mut() else { return };
         while let Some(slot) = settings.timers.pop_due(now) {
-            if let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.used) {
-                s.st.due = true;
+            match self.slots.get_mut(slot as usize).filter(|s| s.used) {
+                Some(s) if s.st.copy => {
+                    if !s.rec.waiters.is_empty() {
+                        settings.reread.push(s.rec.id);
+                    }
+                }
+                Some(s) => s.st.due = true,
+                None => {}
             }
         }
     }
@@ -238,6 +247,7 @@ impl Core {
             fresh: Vec::new(),
             touched: None,
             listed: Vec::new(),
+            reread: Vec::new(),
         });
     }
 
@@ -371,7 +381,12 @@ impl Core {
         let Some(s) = self.tasks.slots.get_mut(usize::from(ticket.slot)) else { return false };
         let current = s.used && s.generation == ticket.generation && s.st.copy && theirs.token == s.rec.token;
         let settled = !s.st.in_flight && s.st.queued == s.rec.changes;
-        if !current || !settled || meta.revision <= s.st.stored {
+        if !current || !settled {
+            return false;
+        }
+        if meta.revision <= s.st.stored {
+            // Nothing newer: the owner has said nothing since; its lease may have lapsed.
+            self.rejudge_copy(ticket);
             return false;
         }
         theirs.waiters = core::mem::take(&mut s.rec.waiters);
@@ -381,7 +396,51 @@ impl Core {
         if s.rec.status() != was {
             crate::mcp::tasks::legacy::changed(&mut self.outbox, &mut s.rec);
         }
+        self.watch_copy(ticket);
         true
+    }
+
+    /// Watches a copy that requests wait on (`2025-11-25` `tasks/result` for a task
+    /// another node runs): should its owner say nothing until its lease (and the clock
+    /// skew) has passed, the copy is read again from the store
+    /// ([`Settings::reread`]). A live owner renews its lease with a save, which this
+    /// engine hears of (`task_changed_elsewhere`) and reads; an owner that died says
+    /// nothing, and the copy is then judged `failed` and its waiters are answered,
+    /// rather than waiting for their timeout or the TTL.
+    pub(crate) fn watch_copy(&mut self, ticket: Ticket) {
+        let (now, wall) = (self.now, self.wall_now());
+        let skew = u64::try_from(self.cfg.clock_skew.as_micros()).unwrap_or(u64::MAX);
+        let Some(settings) = self.tasks.store.as_mut() else { return };
+        let Some(s) = self.tasks.slots.get(usize::from(ticket.slot)) else { return };
+        let watched = s.used && s.generation == ticket.generation && s.st.copy && !s.rec.waiters.is_empty();
+        if !watched || s.rec.status().is_terminal() {
+            return;
+        }
+        let lapse = s.st.lease_until.saturating_add(skew).saturating_add(1);
+        let at = Instant::from_micros(now.saturating_add(lapse.saturating_sub(wall)));
+        settings.timers.set(u32::from(ticket.slot), Some(at));
+    }
+
+    /// A watched copy whose record in the store is no newer than it: judged again as it
+    /// is (`record::judge`); an owner whose lease has lapsed makes it `failed` (its
+    /// waiters are answered, and the record says so at the copy's next save), otherwise
+    /// it is watched on.
+    fn rejudge_copy(&mut self, ticket: Ticket) {
+        let wall = self.wall_now();
+        let skew = u64::try_from(self.cfg.clock_skew.as_micros()).unwrap_or(u64::MAX);
+        let Some(me) = self.tasks.store.as_ref().map(|st| st.me) else { return };
+        let Some(s) = self.tasks.slots.get_mut(usize::from(ticket.slot)) else { return };
+        if !s.used || s.generation != ticket.generation || !s.st.copy || s.rec.waiters.is_empty() {
+            return;
+        }
+        let meta = Meta { revision: s.st.stored, owner: s.st.owner, lease_until: s.st.lease_until };
+        match record::judge(s.rec.status(), &meta, &me, wall, skew) {
+            Liveness::Dead(why) => {
+                fail(&mut s.rec, why, wall);
+                crate::mcp::tasks::legacy::changed(&mut self.outbox, &mut s.rec);
+            }
+            _ => self.watch_copy(ticket),
+        }
     }
 
     /// The store's record of a task this engine runs (read again after another node
