@@ -223,13 +223,9 @@ impl super::Tasks {
         let Some(settings) = self.store.as_mut() else { return };
         while let Some(slot) = settings.timers.pop_due(now) {
             match self.slots.get_mut(slot as usize).filter(|s| s.used) {
-                Some(s) if s.st.copy => {
-                    if !s.rec.waiters.is_empty() {
-                        settings.reread.push(s.rec.id);
-                    }
-                }
-                Some(s) => s.st.due = true,
-                None => {}
+                Some(s) if s.st.copy && !s.rec.waiters.is_empty() => settings.reread.push(s.rec.id),
+                Some(s) if !s.st.copy => s.st.due = true,
+                _ => {}
             }
         }
     }
