@@ -417,6 +417,14 @@ impl Engine {
     /// Sends `notifications/progress` for a ticket whose request carried
     /// `_meta.progressToken`. `progress` must increase with every call; nothing can be
     /// sent once the ticket is answered or cancelled.
+    ///
+    /// With a task's ticket `message` becomes the task's `statusMessage`. A `2025-11-25`
+    /// task also sends `notifications/progress` under the token of the `tools/call` that
+    /// created it (valid for the task's whole life), with
+    /// `_meta["io.modelcontextprotocol/related-task"]`: `Err(NoProgressToken)` when that
+    /// call carried none and `Err(NotIncreasing)` as for a call (the status message is set
+    /// all the same), `Err(UnknownTicket)` once the task has ended. A `2026-07-28` task
+    /// has no progress notifications: only the status message changes.
     pub fn notify_progress(
         &mut self,
         ticket: Ticket,
@@ -425,7 +433,9 @@ impl Engine {
         message: Option<&str>,
     ) -> Result<(), NotifyError> {
         self.release();
-        if self.core.route_of(ticket).is_some() && self.core.output_backlogged() {
+        let writes = self.core.route_of(ticket).is_some()
+            || self.core.tasks.get(ticket).is_some_and(crate::mcp::tasks::Record::sends_progress);
+        if writes && self.core.output_backlogged() {
             return Err(NotifyError::Backpressure);
         }
         self.core.answers().notify_progress(ticket, progress, total, message)

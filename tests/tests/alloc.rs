@@ -793,6 +793,56 @@ fn polling_tasks_allocates_nothing() {
     assert_eq!(info.count_total, 0, "200 task requests: {info:?}");
 }
 
+/// A `2025-11-25` task's progress under the creating call's token (kept inline in the
+/// task's record) allocates nothing in steady state, over stdio.
+#[test]
+fn a_2025_task_s_progress_allocates_nothing() {
+    let mut config = keyed();
+    config.tasks(true);
+    let catalog = Catalog::builder()
+        .tool(Tool::new("slow").task_support(mcp_engine::TaskSupport::Optional))
+        .build()
+        .unwrap();
+    let mut e = Engine::new(config, catalog);
+    e.set_entropy(&[5; 32]);
+    let mut tickets = Vec::new();
+    let mut host = |ev: Event<'_>| {
+        if let Event::CallTool(call) = ev {
+            tickets.push(call.ticket);
+        }
+    };
+    let call =
+        request(1, "tools/call", json!({ "name": "slow", "task": {}, "_meta": { "progressToken": "p" } }));
+    let mut out = Vec::new();
+    let mut sink = vec![0u8; 1 << 16];
+    pump_with(&mut e, (legacy_open("2025-11-25") + &call).as_bytes(), &mut sink, &mut host, |b| {
+        out.extend_from_slice(b)
+    });
+    let t = tickets[0];
+    assert!(t.is_task(), "{}", String::from_utf8_lossy(&out));
+    let mut report = |e: &mut Engine, i: u32| {
+        e.notify_progress(t, f64::from(i), Some(1000.0), Some("working")).unwrap();
+        let mut n = 0;
+        loop {
+            let k = e.poll_transmit(&mut sink);
+            if k == 0 {
+                return n;
+            }
+            n += k;
+        }
+    };
+    let warm = report(&mut e, 1);
+    assert!(warm > 0, "a notification was written");
+    let mut written = 0;
+    let info = allocation_counter::measure(|| {
+        for i in 2..102 {
+            written += report(&mut e, i);
+        }
+    });
+    assert!(written >= 100 * warm, "every report was sent ({written} bytes)");
+    assert_eq!(info.count_total, 0, "100 progress notifications: {info:?}");
+}
+
 /// A request the host sends its session-bound client outside any request
 /// (`Engine::ask_client`: the request out, the client's response in, the reply handed to
 /// the host) allocates nothing in steady state, over stdio.

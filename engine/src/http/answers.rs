@@ -55,6 +55,11 @@ impl HttpEngine {
     /// Sends `notifications/progress` for a ticket whose request carried
     /// `_meta.progressToken`: the response becomes an SSE stream that carries it before the
     /// result (see [`Engine::notify_progress`](crate::Engine::notify_progress)).
+    ///
+    /// A `2025-11-25` task's progress (under the creating call's token, tagged with the
+    /// task) goes on the stream of a `tasks/result` waiting for the task, else on the
+    /// standalone `GET` stream of the session that created it; with neither open here it
+    /// is not sent. `Err(Backpressure)` when that stream's connection is not reading.
     pub fn notify_progress(
         &mut self,
         ticket: Ticket,
@@ -63,12 +68,31 @@ impl HttpEngine {
         message: Option<&str>,
     ) -> Result<(), crate::error::NotifyError> {
         self.tick(self.last_now);
-        if self.backlogged(ticket) {
+        if self.backlogged(ticket) || self.task_backlogged(ticket) {
             return Err(crate::error::NotifyError::Backpressure);
         }
         let r = self.core.answers().notify_progress(ticket, progress, total, message);
         self.collect_answers();
         r
+    }
+
+    /// Whether the stream a `2025-11-25` task's progress would go on (a waiting
+    /// `tasks/result`'s, else its session's standalone stream) holds as much unsent as a
+    /// connection may.
+    fn task_backlogged(&self, ticket: Ticket) -> bool {
+        let Some(r) = self.core.tasks.get(ticket).filter(|r| r.sends_progress()) else { return false };
+        let route = match r.waiters.first() {
+            Some((route, _)) => Some(*route),
+            None => self
+                .sessions
+                .with_streams()
+                .find(|e| e.session.serial == r.session)
+                .and_then(|e| e.stream)
+                .map(|(conn, generation)| Route::Http { conn, generation }),
+        };
+        let Some(Route::Http { conn, generation }) = route else { return false };
+        self.conn(crate::http::ConnId { slot: conn, generation })
+            .is_some_and(|c| c.out.len() >= super::MAX_UNSENT)
     }
 
     /// Lets the connection of `ticket`'s request go while the host works on it: over a
@@ -222,7 +246,8 @@ impl HttpEngine {
     }
 
     /// Routes the core's notifications for sessions' standalone streams (`2025-11-25`
-    /// `notifications/tasks/status`, see `legacy::changed`): each to the standalone
+    /// `notifications/tasks/status`, see `legacy::changed`, and a task's
+    /// `notifications/progress` when no `tasks/result` waits for it): each to the standalone
     /// stream of its session, if one is open on this engine; otherwise it is dropped
     /// (clients must not rely on them, and poll). Called first thing when answers are
     /// collected; a scan of the sessions with streams per message.

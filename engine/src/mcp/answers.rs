@@ -89,15 +89,9 @@ impl Answers<'_> {
         message: Option<&str>,
     ) -> Result<(), NotifyError> {
         if ticket.task {
-            // A task has no progress notifications (2026-07-28): the message becomes its
-            // status message.
-            if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
-                return Err(NotifyError::NotFinite);
-            }
-            return match message {
-                Some(m) => self.task_message(ticket, Some(m)),
-                None => self.tasks.held_mut(ticket).map(|_| ()).ok_or(NotifyError::UnknownTicket),
-            };
+            // The status message, and under 2025-11-25 progress under the creating
+            // call's token (`Answers::task_progress`).
+            return self.task_progress(ticket, progress, total, message);
         }
         let slot = self.tickets.slots.get_mut(ticket.slot as usize).ok_or(NotifyError::UnknownTicket)?;
         let busy = match &mut slot.busy {

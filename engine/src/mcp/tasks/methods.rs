@@ -22,6 +22,9 @@ use crate::wire::json;
 /// `capabilities.extensions`.
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
+/// The `_meta` key that ties a `2025-11-25` message to its task (as `legacy` writes it).
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
 /// Whether the client capabilities at `caps` declare the tasks extension (an object
 /// under `extensions`).
 pub(crate) fn declares(n: &[Node<'_>], caps: Option<usize>) -> bool {
@@ -305,6 +308,10 @@ impl Answers<'_> {
             ttl_ms,
             poll_ms,
             message: opts.message,
+            // 2025-11-25: the progress token stays valid for the task's life (2026-07-28
+            // tasks have no progress notifications).
+            progress: busy.progress.filter(|_| !busy.revision.is_stateless()),
+            last_progress: busy.last_progress,
         };
         let (now, wall) = (self.clock.mono, self.clock.wall.unwrap_or(self.clock.mono));
         let created = self.tasks.create(&new, now, wall);
@@ -514,6 +521,80 @@ impl Answers<'_> {
         if let (true, Some(route)) = (legacy, to) {
             crate::mcp::tasks::legacy::ask(self.outbox, r, route);
             crate::mcp::tasks::legacy::changed(self.outbox, r);
+        }
+        Ok(())
+    }
+
+    /// A progress report on a task the host works on ([`Answers::notify_progress`] with a
+    /// task ticket). `message` becomes the status message, under every revision, once
+    /// `progress` and `total` are finite. A `2025-11-25` task also reports progress under
+    /// the creating call's token (valid for the task's life): `notifications/progress`
+    /// tagged with `_meta["io.modelcontextprotocol/related-task"]`, as every message
+    /// related to a task is, on stdio, or over HTTP on the stream of a `tasks/result`
+    /// waiting for the task (the request in flight it relates to), else on the creating
+    /// session's standalone `GET` stream (dropped there when none is open). Refused
+    /// `NoProgressToken` when that call carried none, `NotIncreasing` when `progress`
+    /// does not increase (the status message is still set: the error says only why no
+    /// notification went out). A `2026-07-28` task has no progress notifications.
+    pub(crate) fn task_progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), crate::error::NotifyError> {
+        use crate::error::NotifyError;
+        if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+            return Err(NotifyError::NotFinite);
+        }
+        let wall = self.clock.wall.unwrap_or(self.clock.mono);
+        let r = self.tasks.held_mut(ticket).ok_or(NotifyError::UnknownTicket)?;
+        if message.is_some() {
+            r.set_message(message, wall);
+        }
+        if r.revision.is_none_or(Revision::is_stateless) {
+            return Ok(());
+        }
+        let Some(token) = r.progress else { return Err(NotifyError::NoProgressToken) };
+        if r.last_progress.is_some_and(|last| progress <= last) {
+            return Err(NotifyError::NotIncreasing);
+        }
+        r.last_progress = Some(progress);
+        let waiter = r.waiters.first().map(|(route, _)| *route);
+        let outbox = &mut *self.outbox;
+        let (out, to) = match (r.route, waiter) {
+            (Some(Route::Stdio), _) => (&mut outbox.out, Some(Route::Stdio)),
+            (_, Some(route)) => (&mut outbox.out, Some(route)),
+            // A copy of another node's task (no session here) has no host here either.
+            (Some(_), None) if r.session != 0 => (&mut outbox.session_notes.bytes, None),
+            _ => return Ok(()),
+        };
+        let start = out.len();
+        out.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":",
+        );
+        out.extend_from_slice(token.as_bytes());
+        out.extend_from_slice(b",\"progress\":");
+        crate::mcp::answers::write_number(out, progress);
+        if let Some(t) = total {
+            out.extend_from_slice(b",\"total\":");
+            crate::mcp::answers::write_number(out, t);
+        }
+        if let Some(m) = message {
+            out.extend_from_slice(b",\"message\":");
+            json::write_str(out, m);
+        }
+        out.extend_from_slice(b",\"_meta\":{\"");
+        out.extend_from_slice(RELATED_TASK.as_bytes());
+        out.extend_from_slice(b"\":{\"taskId\":");
+        json::write_str(out, r.id_str());
+        out.extend_from_slice(b"}}}}\n");
+        match to {
+            Some(route) => outbox.interim(route, start, false),
+            None => {
+                let end = outbox.session_notes.bytes.len();
+                outbox.session_notes.ends.push((r.session, end));
+            }
         }
         Ok(())
     }

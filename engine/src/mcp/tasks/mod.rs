@@ -164,6 +164,12 @@ pub(crate) struct Record {
     pub(crate) used_keys: Vec<u64>,
     /// The host still holds the work (its ticket is live).
     pub(crate) held: bool,
+    /// The creating call's `_meta.progressToken` (as JSON, inline) and the last progress
+    /// sent for it: a `2025-11-25` task keeps reporting progress under it while its host
+    /// holds it. Only the node that runs the task sends progress, so neither is part of
+    /// the stored record (`record`).
+    pub(crate) progress: Option<IdBuf>,
+    pub(crate) last_progress: Option<f64>,
     /// Counts the changes a task store must hear of (status, message, answers).
     pub(crate) changes: u64,
 }
@@ -190,6 +196,12 @@ impl Record {
             self.asked.clear();
         }
         true
+    }
+
+    /// Whether the host's progress reports become `notifications/progress` (a
+    /// `2025-11-25` task whose creating call carried a progress token, while held).
+    pub(crate) fn sends_progress(&self) -> bool {
+        self.held && self.progress.is_some()
     }
 
     /// Sets the status message (cut to [`MAX_STATUS_MESSAGE_LEN`] bytes).
@@ -226,6 +238,9 @@ pub(crate) struct NewTask<'a> {
     pub(crate) ttl_ms: u64,
     pub(crate) poll_ms: u64,
     pub(crate) message: Option<&'a str>,
+    /// The call's progress token and its last progress (kept under `2025-11-25` only).
+    pub(crate) progress: Option<IdBuf>,
+    pub(crate) last_progress: Option<f64>,
 }
 
 /// The task table.
@@ -371,6 +386,8 @@ impl Tasks {
         r.has_state = false;
         r.used_keys.clear();
         r.held = true;
+        r.progress = t.progress;
+        r.last_progress = t.last_progress;
         r.changes = 0;
         self.by_token.insert(token, slot);
         let at = Instant::from_micros(now.saturating_add(t.ttl_ms.saturating_mul(1000)));
@@ -509,6 +526,8 @@ impl Tasks {
         }
         s.used = false;
         s.rec.held = false;
+        s.rec.progress = None;
+        s.rec.last_progress = None;
         s.generation = s.generation.wrapping_add(1);
         self.by_token.remove(&s.rec.token);
         self.timers.set(u32::from(ticket.slot), None);
@@ -567,6 +586,8 @@ mod tests {
             ttl_ms: 1000,
             poll_ms: 100,
             message: None,
+            progress: None,
+            last_progress: None,
         }
     }
 
@@ -587,6 +608,22 @@ mod tests {
         assert_eq!(t.find(&id_b, None), Some(b));
         assert_eq!(t.find("", None), None);
         assert_eq!(t.find("not-a-task-id-at-all!!", None), None);
+    }
+
+    #[test]
+    fn a_reused_slot_keeps_no_progress_token() {
+        let mut t = Tasks::new(8, 8);
+        t.seed(&[5; 32]);
+        let mut with = new_task(None);
+        with.progress = IdBuf::of(crate::jsonrpc::IdRef::Str("p"));
+        with.last_progress = Some(3.0);
+        let a = t.create(&with, 0, 0).expect("room");
+        assert!(t.get(a).is_some_and(|r| r.sends_progress() && r.last_progress == Some(3.0)));
+        t.remove(a);
+        let b = t.create(&new_task(None), 0, 0).expect("room");
+        assert_eq!(b.slot, a.slot, "the slot is reused");
+        let r = t.get(b).expect("the new task");
+        assert!(r.progress.is_none() && r.last_progress.is_none() && !r.sends_progress());
     }
 
     #[test]
