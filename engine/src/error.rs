@@ -155,7 +155,10 @@ pub enum HostError<'a> {
     Internal(&'a str),
 }
 
-/// Why a notification for a ticket was refused. Nothing was written.
+/// Why a notification for a ticket was refused. Nothing was written, with one exception:
+/// on a task's ticket a message still becomes the task's status message when the
+/// progress itself is refused for [`NoProgressToken`](Self::NoProgressToken) or
+/// [`NotIncreasing`](Self::NotIncreasing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum NotifyError {

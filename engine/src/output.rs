@@ -60,7 +60,8 @@ pub(crate) struct Outbox {
 }
 
 /// Notifications for the standalone `GET` stream of an HTTP session that only the HTTP
-/// layer can find (`2025-11-25` `notifications/tasks/status`), kept apart from `out`
+/// layer can find (`2025-11-25` `notifications/tasks/status`, and a `2025-11-25` task's
+/// `notifications/progress` when no `tasks/result` waits for it), kept apart from `out`
 /// (whose tail may be a response being written) until the HTTP layer next collects the
 /// answers: it routes each to its session's stream, or drops it. The messages back to
 /// back in `bytes`, and per message its session's serial and its end. Cleared at every
