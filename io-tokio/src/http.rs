@@ -227,7 +227,9 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     /// engine's [`HttpConfig::task_store`](mcp_engine::http::HttpConfig::task_store) on):
     /// a task's handle is sent once its record is saved, a task is read, answered and
     /// cancelled on any server sharing the store (give each server its own
-    /// [`node_name`](mcp_engine::http::HttpConfig::node_name)), and its result outlives
+    /// [`node_name`](mcp_engine::http::HttpConfig::node_name)), a `2025-11-25` `tasks/list`
+    /// lists the caller's tasks of every server from the store ([`TaskStore::list_tasks`];
+    /// give the servers the same secret key for its cursors), and a task's result outlives
     /// this process. A change another server makes to a task this server runs is heard
     /// through the [`session_store`](Self::session_store)'s notices
     /// ([`StoreNotice::TaskChanged`]). See [`TaskStore`].

@@ -165,7 +165,8 @@
 //!   ([`StoreNotice`], [`CatalogNews`]), and their streams' events for `Last-Event-ID`
 //!   on any node, [`EventStore`] within [`EventBounds`].
 //! - `task_store` (imports `store`): where task records are kept beyond the engine's
-//!   memory, [`TaskStore`] (compare-and-set on the record's revision) and
+//!   memory, [`TaskStore`] (compare-and-set on the record's revision; a principal's
+//!   tasks listed by creation, [`TaskListQuery`], [`ListedTask`]) and
 //!   [`MemoryTaskStore`], with [`TaskSave`].
 //! - `stream_events` (imports `store`): the server's side of an event store: the task
 //!   appending the engine's events in order, a load's answer handed to the engine.
