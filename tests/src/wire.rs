@@ -165,110 +165,128 @@ impl Client {
 
     /// Answers every event and moves all output into `out`.
     pub fn drain(&mut self, out: &mut Vec<u8>) {
-        loop {
-            let mut progressed = false;
-            while let Some(ev) = self.e.poll_event() {
-                progressed = true;
-                match ev {
-                    HttpEvent::Authorize(a) => {
-                        let conn = a.conn;
-                        let v = self.verdict;
-                        self.e.authorize(self.now, conn, v);
-                    }
-                    HttpEvent::AuthorizeBody(a) => {
-                        let conn = a.conn;
-                        let v = self.body_verdict;
-                        self.e.authorize_body(self.now, conn, v);
-                    }
-                    HttpEvent::Mcp(ev) => (self.host)(ev),
-                    HttpEvent::LoadSession(l) => {
-                        let (conn, id) = (l.conn, l.id.to_owned());
-                        self.store.log.push(format!("load {id}"));
-                        if self.store.hold {
-                            self.store.held.push(conn);
-                        } else if self.store.fail {
-                            self.e.session_loaded(self.now, conn, Loaded::Unavailable);
-                        } else {
-                            match self.store.records.get(&id) {
-                                Some(r) => self.e.session_loaded(self.now, conn, Loaded::Record(r)),
-                                None => self.e.session_loaded(self.now, conn, Loaded::Missing),
-                            }
-                        }
-                    }
-                    HttpEvent::SaveSession(s) => {
-                        let (conn, id, record) = (s.conn, s.id.to_owned(), s.record.map(<[u8]>::to_vec));
-                        let verb = if record.is_some() { "save" } else { "forget" };
-                        self.store.log.push(format!("{verb} {id}"));
-                        if record.is_none() {
-                            self.store.events.retain(|e| e.session != id);
-                        }
-                        if self.store.hold {
-                            self.store.held.push(conn);
-                        } else if self.store.fail {
-                            self.e.session_saved(self.now, conn, false);
-                        } else {
-                            match record {
-                                Some(r) => self.store.records.insert(id, r),
-                                None => self.store.records.remove(&id),
-                            };
-                            self.e.session_saved(self.now, conn, true);
-                        }
-                    }
-                    HttpEvent::SessionExpired(x) => {
-                        let id = x.id.to_owned();
-                        self.store.log.push(format!("expired {id}"));
-                        self.store.records.remove(&id);
-                        self.store.events.retain(|e| e.session != id);
-                    }
-                    HttpEvent::AppendEvent(a) => self.store.append(StoredEvent {
-                        session: a.session.to_owned(),
-                        stream: a.stream,
-                        seq: a.seq,
-                        data: a.data.to_vec(),
-                        last: a.last,
-                    }),
-                    HttpEvent::LoadEvents(l) => {
-                        let (conn, id, stream, from) = (l.conn, l.session.to_owned(), l.stream, l.from);
-                        self.store.log.push(format!("events {id} {stream} {from}"));
-                        if self.store.events_hold {
-                            self.store.events_held.push(conn);
-                        } else if self.store.events_fail {
-                            self.e.events_loaded(self.now, conn, LoadedEvents::Unavailable);
-                        } else {
-                            let kept: Vec<_> = self
-                                .store
-                                .events
-                                .iter()
-                                .filter(|e| e.session == id && e.stream == stream && e.seq >= from)
-                                .map(|e| mcp_engine::http::StoredEvent {
-                                    seq: e.seq,
-                                    data: &e.data,
-                                    last: e.last,
-                                })
-                                .collect();
-                            self.e.events_loaded(self.now, conn, LoadedEvents::Events(&kept));
-                        }
-                    }
-                    HttpEvent::TouchSession(t) => self.store.log.push(format!("touch {}", t.id)),
-                    _ => {}
+        let Self { e, conn, verdict, body_verdict, now, host, store } = self;
+        let now = *now;
+        drain_engine(e, *conn, out, |e| {
+            let Some(ev) = e.poll_event() else {
+                return false;
+            };
+            match ev {
+                HttpEvent::Authorize(a) => {
+                    let conn = a.conn;
+                    let v = *verdict;
+                    e.authorize(now, conn, v);
                 }
+                HttpEvent::AuthorizeBody(a) => {
+                    let conn = a.conn;
+                    let v = *body_verdict;
+                    e.authorize_body(now, conn, v);
+                }
+                HttpEvent::Mcp(ev) => host(ev),
+                HttpEvent::LoadSession(l) => {
+                    let (conn, id) = (l.conn, l.id.to_owned());
+                    store.log.push(format!("load {id}"));
+                    if store.hold {
+                        store.held.push(conn);
+                    } else if store.fail {
+                        e.session_loaded(now, conn, Loaded::Unavailable);
+                    } else {
+                        match store.records.get(&id) {
+                            Some(r) => e.session_loaded(now, conn, Loaded::Record(r)),
+                            None => e.session_loaded(now, conn, Loaded::Missing),
+                        }
+                    }
+                }
+                HttpEvent::SaveSession(s) => {
+                    let (conn, id, record) = (s.conn, s.id.to_owned(), s.record.map(<[u8]>::to_vec));
+                    let verb = if record.is_some() { "save" } else { "forget" };
+                    store.log.push(format!("{verb} {id}"));
+                    if record.is_none() {
+                        store.events.retain(|e| e.session != id);
+                    }
+                    if store.hold {
+                        store.held.push(conn);
+                    } else if store.fail {
+                        e.session_saved(now, conn, false);
+                    } else {
+                        match record {
+                            Some(r) => store.records.insert(id, r),
+                            None => store.records.remove(&id),
+                        };
+                        e.session_saved(now, conn, true);
+                    }
+                }
+                HttpEvent::SessionExpired(x) => {
+                    let id = x.id.to_owned();
+                    store.log.push(format!("expired {id}"));
+                    store.records.remove(&id);
+                    store.events.retain(|e| e.session != id);
+                }
+                HttpEvent::AppendEvent(a) => store.append(StoredEvent {
+                    session: a.session.to_owned(),
+                    stream: a.stream,
+                    seq: a.seq,
+                    data: a.data.to_vec(),
+                    last: a.last,
+                }),
+                HttpEvent::LoadEvents(l) => {
+                    let (conn, id, stream, from) = (l.conn, l.session.to_owned(), l.stream, l.from);
+                    store.log.push(format!("events {id} {stream} {from}"));
+                    if store.events_hold {
+                        store.events_held.push(conn);
+                    } else if store.events_fail {
+                        e.events_loaded(now, conn, LoadedEvents::Unavailable);
+                    } else {
+                        let kept: Vec<_> = store
+                            .events
+                            .iter()
+                            .filter(|e| e.session == id && e.stream == stream && e.seq >= from)
+                            .map(|e| mcp_engine::http::StoredEvent {
+                                seq: e.seq,
+                                data: &e.data,
+                                last: e.last,
+                            })
+                            .collect();
+                        e.events_loaded(now, conn, LoadedEvents::Events(&kept));
+                    }
+                }
+                HttpEvent::TouchSession(t) => store.log.push(format!("touch {}", t.id)),
+                _ => {}
             }
-            let pending = self.e.pending_output(self.conn);
-            if !pending.is_empty() {
-                out.extend_from_slice(pending);
-                let n = pending.len();
-                self.e.consume_output(self.conn, n);
-                progressed = true;
-            }
-            if !progressed {
-                break;
-            }
-        }
+            true
+        });
     }
 
     /// Sends raw request bytes; returns the responses.
     pub fn send(&mut self, raw: &[u8]) -> Vec<Response> {
         parse_responses(&self.feed(raw, usize::MAX))
+    }
+}
+
+/// Answers events with `answer` and moves the output of `conn` into `out`, until neither
+/// moves. `answer` takes one event (`HttpEngine::poll_event`) and answers it; it returns
+/// whether there was one.
+pub fn drain_engine(
+    e: &mut HttpEngine,
+    conn: ConnId,
+    out: &mut Vec<u8>,
+    mut answer: impl FnMut(&mut HttpEngine) -> bool,
+) {
+    loop {
+        let mut progressed = false;
+        while answer(e) {
+            progressed = true;
+        }
+        let pending = e.pending_output(conn);
+        if !pending.is_empty() {
+            out.extend_from_slice(pending);
+            let n = pending.len();
+            e.consume_output(conn, n);
+            progressed = true;
+        }
+        if !progressed {
+            break;
+        }
     }
 }
 

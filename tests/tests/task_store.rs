@@ -21,6 +21,7 @@ use mcp_engine::{
     Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, TaskSupport, Ticket, Tool,
     ToolOutput, UnixTime,
 };
+use mcp_tests::wire::drain_engine;
 use serde_json::{Value, json};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
@@ -139,94 +140,14 @@ impl Node {
 
     /// Answers every event and takes every output byte.
     fn pump(&mut self, out: &mut Vec<u8>) {
-        self.pump_until(out, false);
+        let Self { name, e, conn, now, store, host } = self;
+        drain_engine(e, *conn, out, |e| answer_event(e, *now, name, store, host));
     }
 
-    /// Answers events until `poll_event` says there are none, once (`once`: as an adapter
-    /// that drains only when woken does), or until nothing moves.
-    fn pump_until(&mut self, out: &mut Vec<u8>, once: bool) {
-        loop {
-            let mut progressed = false;
-            while let Some(ev) = self.e.poll_event() {
-                progressed = true;
-                match ev {
-                    HttpEvent::Mcp(Event::CallTool(mut call)) => {
-                        let responses = call.input_responses.iter().map(|(k, _)| k.to_owned()).collect();
-                        let ticket = if call.can_start_task {
-                            call.start_task(&TaskOptions::new()).expect("a task")
-                        } else {
-                            call.ticket
-                        };
-                        self.host.borrow_mut().calls.push((ticket, responses));
-                    }
-                    HttpEvent::Mcp(Event::Cancelled(t)) => self.host.borrow_mut().cancelled.push(t),
-                    HttpEvent::SaveTask(s) => {
-                        let (id, rev, record) = (s.id.to_owned(), s.revision, s.record.to_vec());
-                        let mut st = self.store.borrow_mut();
-                        st.log.push(format!("save {id} {rev}"));
-                        st.order.insert(id.clone(), (s.principal.copied(), s.created.as_micros()));
-                        if st.hold {
-                            st.held.push((id, rev));
-                            continue;
-                        }
-                        let ok = !st.fail && st.records.get(&id).is_none_or(|(r, _)| *r < rev);
-                        if ok {
-                            st.records.insert(id.clone(), (rev, record));
-                            st.notices.push((self.name.clone(), id.clone()));
-                        }
-                        drop(st);
-                        self.e.task_saved(self.now, &id, rev, ok);
-                    }
-                    HttpEvent::LoadTask(l) => {
-                        let id = l.id.to_owned();
-                        let st = self.store.borrow();
-                        let found = st.records.get(&id).map(|(_, r)| r.clone());
-                        let fail = st.fail;
-                        drop(st);
-                        self.store.borrow_mut().log.push(format!("load {id}"));
-                        let answer = match (&found, fail) {
-                            (_, true) => Loaded::Unavailable,
-                            (Some(r), _) => Loaded::Record(r),
-                            (None, _) => Loaded::Missing,
-                        };
-                        self.e.task_loaded(self.now, &id, answer);
-                    }
-                    HttpEvent::TaskExpired(x) => {
-                        let id = x.id.to_owned();
-                        let mut st = self.store.borrow_mut();
-                        st.log.push(format!("expired {id}"));
-                        st.records.remove(&id);
-                    }
-                    HttpEvent::ListTasks(q) => {
-                        let after = q.after.map(|a| (a.created.as_micros(), a.id.to_owned()));
-                        let (query, principal, limit) = (q.query, q.principal.copied(), q.limit);
-                        let mut st = self.store.borrow_mut();
-                        st.log.push(format!("list {limit}"));
-                        let (fail, rows) = (st.fail, st.list(principal, after, limit));
-                        drop(st);
-                        let rows: Vec<TaskRow<'_>> = rows
-                            .iter()
-                            .map(|(id, at, r)| TaskRow::new(id, UnixTime::from_micros(*at), r))
-                            .collect();
-                        self.e.tasks_listed(self.now, query, (!fail).then_some(&rows[..]));
-                    }
-                    _ => {}
-                }
-            }
-            if once {
-                return;
-            }
-            let pending = self.e.pending_output(self.conn);
-            if !pending.is_empty() {
-                out.extend_from_slice(pending);
-                let n = pending.len();
-                self.e.consume_output(self.conn, n);
-                progressed = true;
-            }
-            if !progressed {
-                break;
-            }
-        }
+    /// Answers events until `poll_event` says there are none, once, as an adapter that
+    /// drains only when woken does; takes no output.
+    fn answer_events(&mut self) {
+        while answer_event(&mut self.e, self.now, &self.name, &self.store, &self.host) {}
     }
 
     /// Sends one request; returns its JSON answer (or `Value::Null`) and status.
@@ -296,6 +217,82 @@ impl Node {
         self.feed(&mcp_tests::wire::session_post(&done, v, Some(&session)), usize::MAX);
         session
     }
+}
+
+/// Takes one event from `e` and answers it as node `name` does; returns whether there was
+/// one.
+fn answer_event(
+    e: &mut HttpEngine,
+    now: Instant,
+    name: &str,
+    store: &Shared<Store>,
+    host: &Shared<Host>,
+) -> bool {
+    let Some(ev) = e.poll_event() else {
+        return false;
+    };
+    match ev {
+        HttpEvent::Mcp(Event::CallTool(mut call)) => {
+            let responses = call.input_responses.iter().map(|(k, _)| k.to_owned()).collect();
+            let ticket = if call.can_start_task {
+                call.start_task(&TaskOptions::new()).expect("a task")
+            } else {
+                call.ticket
+            };
+            host.borrow_mut().calls.push((ticket, responses));
+        }
+        HttpEvent::Mcp(Event::Cancelled(t)) => host.borrow_mut().cancelled.push(t),
+        HttpEvent::SaveTask(s) => {
+            let (id, rev, record) = (s.id.to_owned(), s.revision, s.record.to_vec());
+            let mut st = store.borrow_mut();
+            st.log.push(format!("save {id} {rev}"));
+            st.order.insert(id.clone(), (s.principal.copied(), s.created.as_micros()));
+            if st.hold {
+                st.held.push((id, rev));
+                return true;
+            }
+            let ok = !st.fail && st.records.get(&id).is_none_or(|(r, _)| *r < rev);
+            if ok {
+                st.records.insert(id.clone(), (rev, record));
+                st.notices.push((name.to_owned(), id.clone()));
+            }
+            drop(st);
+            e.task_saved(now, &id, rev, ok);
+        }
+        HttpEvent::LoadTask(l) => {
+            let id = l.id.to_owned();
+            let st = store.borrow();
+            let found = st.records.get(&id).map(|(_, r)| r.clone());
+            let fail = st.fail;
+            drop(st);
+            store.borrow_mut().log.push(format!("load {id}"));
+            let answer = match (&found, fail) {
+                (_, true) => Loaded::Unavailable,
+                (Some(r), _) => Loaded::Record(r),
+                (None, _) => Loaded::Missing,
+            };
+            e.task_loaded(now, &id, answer);
+        }
+        HttpEvent::TaskExpired(x) => {
+            let id = x.id.to_owned();
+            let mut st = store.borrow_mut();
+            st.log.push(format!("expired {id}"));
+            st.records.remove(&id);
+        }
+        HttpEvent::ListTasks(q) => {
+            let after = q.after.map(|a| (a.created.as_micros(), a.id.to_owned()));
+            let (query, principal, limit) = (q.query, q.principal.copied(), q.limit);
+            let mut st = store.borrow_mut();
+            st.log.push(format!("list {limit}"));
+            let (fail, rows) = (st.fail, st.list(principal, after, limit));
+            drop(st);
+            let rows: Vec<TaskRow<'_>> =
+                rows.iter().map(|(id, at, r)| TaskRow::new(id, UnixTime::from_micros(*at), r)).collect();
+            e.tasks_listed(now, query, (!fail).then_some(&rows[..]));
+        }
+        _ => {}
+    }
+    true
 }
 
 fn meta() -> Value {
@@ -612,7 +609,7 @@ fn answers_taken_on_a_copy_are_saved_in_the_same_drain() {
     let raw = post(2, "tasks/update", json!({ "taskId": id, "inputResponses": { "confirm": yes } }));
     let n = b.e.handle_input(b.now, b.conn, &raw);
     assert_eq!(n, raw.len());
-    b.pump_until(&mut Vec::new(), true);
+    b.answer_events();
     assert!(b.log().contains(&format!("save {id} 3")), "{:?}", b.log());
 }
 

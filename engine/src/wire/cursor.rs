@@ -101,7 +101,7 @@ const LABEL: &[u8] = b"mcp-engine/cursor";
 pub const CURSOR_LEN: usize = RAW_LEN / 3 * 4;
 
 /// Longest item key (name or uri) the catalog accepts, in bytes.
-pub const MAX_CURSOR_KEY: usize = 1024;
+pub(crate) const MAX_CURSOR_KEY: usize = 1024;
 
 /// Why a cursor was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub enum CursorError {
 /// computed again only when one of those changes. A cursor then costs two SHA-256
 /// compressions: the rest of the message, and the outer hash.
 #[derive(Clone)]
-pub struct CursorKey {
+pub(crate) struct CursorKey {
     mac: Hmac<Sha256>,
     lists: [Option<Prefixed>; 4],
     /// Earlier keys: they still open what they sealed, and seal nothing.
@@ -137,14 +137,14 @@ struct Prefixed {
 
 impl CursorKey {
     /// The key for the engine's 32-byte secret.
-    pub fn new(secret: &[u8; 32]) -> Self {
+    pub(crate) fn new(secret: &[u8; 32]) -> Self {
         // HMAC takes keys of any length.
         let mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret).unwrap_or_else(|_| unreachable!());
         Self { mac, lists: [None, None, None, None], previous: Vec::new() }
     }
 
     /// This key, with earlier ones that still open the cursors they sealed (key rotation).
-    pub fn with_previous(mut self, previous: &[[u8; 32]]) -> Self {
+    pub(crate) fn with_previous(mut self, previous: &[[u8; 32]]) -> Self {
         self.previous = previous.iter().map(Self::new).collect();
         self
     }
@@ -176,7 +176,7 @@ impl core::fmt::Debug for CursorKey {
 
 /// What a cursor is bound to without carrying it.
 #[derive(Debug, Clone, Copy)]
-pub struct Binding<'a> {
+pub(crate) struct Binding<'a> {
     /// Items per page.
     pub page_size: u32,
     /// The protocol revision the list is served under.
@@ -207,7 +207,7 @@ fn tag(key: &mut CursorKey, kind: ListKind, body: &[u8; BODY_LEN], b: &Binding<'
 }
 
 /// (hot) Seals "the page of `kind` from item `offset`", expiring at `expiry`, into `buf`.
-pub fn seal<'b>(
+pub(crate) fn seal<'b>(
     key: &mut CursorKey,
     kind: ListKind,
     offset: u32,
@@ -230,7 +230,7 @@ pub fn seal<'b>(
 
 /// (hot) Opens a cursor for `kind`: the offset it names, if it is one this server sealed
 /// for this binding and it holds at `clock`.
-pub fn open(
+pub(crate) fn open(
     key: &mut CursorKey,
     kind: ListKind,
     cursor: &str,

@@ -24,16 +24,17 @@
 use core::fmt;
 
 /// Bytes of a version-`00` `traceparent`.
-pub const TRACEPARENT_LEN: usize = 55;
+pub(crate) const TRACEPARENT_LEN: usize = 55;
 /// List-members a `tracestate` may hold (empty ones included).
-pub const MAX_TRACESTATE_MEMBERS: usize = 32;
+pub(crate) const MAX_TRACESTATE_MEMBERS: usize = 32;
 /// The longest `tracestate` kept: 32 members of a 256-byte key, `=` and a 256-byte value,
 /// and the commas between them (the copy carries no whitespace and no empty member).
-pub const MAX_TRACESTATE_LEN: usize = MAX_TRACESTATE_MEMBERS * (256 + 1 + 256) + MAX_TRACESTATE_MEMBERS - 1;
+pub(crate) const MAX_TRACESTATE_LEN: usize =
+    MAX_TRACESTATE_MEMBERS * (256 + 1 + 256) + MAX_TRACESTATE_MEMBERS - 1;
 /// The longest `baggage` kept, in bytes.
-pub const MAX_BAGGAGE_LEN: usize = 8192;
+pub(crate) const MAX_BAGGAGE_LEN: usize = 8192;
 /// List-members a `baggage` may hold.
-pub const MAX_BAGGAGE_MEMBERS: usize = 180;
+pub(crate) const MAX_BAGGAGE_MEMBERS: usize = 180;
 
 /// A 16-byte trace id, never all zeros. `Display` writes 32 lowercase hex digits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -202,7 +203,7 @@ fn trim_ows(s: &str) -> &str {
 /// Copies a valid `tracestate` into `out` (cleared first) without whitespace or empty
 /// members; returns whether it was valid (`out` is left empty when not). `out` never
 /// grows past [`MAX_TRACESTATE_LEN`].
-pub fn copy_tracestate(s: &str, out: &mut String) -> bool {
+pub(crate) fn copy_tracestate(s: &str, out: &mut String) -> bool {
     out.clear();
     let mut members = 0;
     for member in s.split(',') {
@@ -254,7 +255,7 @@ fn tracestate_value(v: &str) -> bool {
 }
 
 /// Whether `s` is a valid `baggage` within the size bounds.
-pub fn valid_baggage(s: &str) -> bool {
+pub(crate) fn valid_baggage(s: &str) -> bool {
     if s.len() > MAX_BAGGAGE_LEN {
         return false;
     }

@@ -271,13 +271,19 @@ struct HttpHarness {
     trace: bool,
 }
 
-/// What the host's store keeps: records by session id, and each stream's events (number,
-/// data, last) in the order they were handed over.
+/// What the host's store keeps: records by session id, and each stream's events in the
+/// order they were handed over.
 #[derive(Default)]
 struct HostStore {
     records: HashMap<String, Vec<u8>>,
-    events: HashMap<(String, u32), Vec<(u32, Vec<u8>, bool)>>,
+    events: HashMap<StoredStream, Vec<KeptEvent>>,
 }
+
+/// A stream in the host's store: its session id and its number within the session.
+type StoredStream = (String, u32);
+
+/// An event the host's store keeps: its number, its data, and whether it is its stream's last.
+type KeptEvent = (u32, Vec<u8>, bool);
 
 /// What a store event asks of the host, copied out of the engine's event.
 enum StoreAsk {
