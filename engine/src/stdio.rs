@@ -310,6 +310,11 @@ impl Engine {
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         self.release();
         self.process();
+        // Nothing waits (every poll after the one that took the event): decided by
+        // looking at the queues, without popping each of them in turn.
+        if !self.core.has_event() {
+            return None;
+        }
         self.core.next_event()
     }
 

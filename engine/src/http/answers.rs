@@ -253,6 +253,11 @@ impl HttpEngine {
     /// collected; a scan of the sessions with streams per message.
     pub(super) fn route_session_notes(&mut self) {
         let outbox = self.core.outbox_mut();
+        if outbox.session_notes.ends.is_empty() {
+            // None (nearly always): nothing to move, and the buffers stay where they are.
+            outbox.session_notes.bytes.clear();
+            return;
+        }
         let notes = core::mem::take(&mut outbox.session_notes);
         let mut from = 0;
         for &(serial, end) in &notes.ends {

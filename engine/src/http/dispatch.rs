@@ -177,8 +177,14 @@ impl HttpEngine {
             // A notification (or a response, which a client must not send): accepted.
             Dispatched::Accepted => respond_empty(c, now, 202, &[]),
         }
+        // Without a task store (the check `hold_for_task` starts with, made here so the
+        // common case costs no call) no response waits for a task's record.
+        let task_store = self.core.tasks.store.is_some();
         if !store {
-            return self.hold_for_task(slot, before);
+            if task_store {
+                self.hold_for_task(slot, before);
+            }
+            return;
         }
         // A change to the session is acknowledged once the host's store has it (one
         // answered later, or not taken, goes with the session's next answered request).
@@ -195,6 +201,8 @@ impl HttpEngine {
         {
             self.begin_save(slot, Some(r), id, created, before);
         }
-        self.hold_for_task(slot, before);
+        if task_store {
+            self.hold_for_task(slot, before);
+        }
     }
 }

@@ -805,7 +805,8 @@ impl HttpEngine {
             let id = self.sessions.next_touch().unwrap_or_default();
             return Some(HttpEvent::TouchSession(TouchSession { id }));
         }
-        if self.task_store_ready() {
+        // `task_store_ready` starts with the same check: without a store, no call.
+        if self.core.tasks.store.is_some() && self.task_store_ready() {
             return self.task_store_event();
         }
         let ask = self.asks.pop_front()?;
@@ -938,12 +939,16 @@ impl HttpEngine {
             } else {
                 respond_json(c, now, if r.status == 0 { 200 } else { r.status }, msg, &[]);
             }
-            self.hold_created(r.route, before);
+            if self.core.tasks.store.is_some() {
+                self.hold_created(r.route, before);
+            }
             self.work.push_back(conn);
             self.settle(conn);
         }
         self.core.outbox_mut().clear();
-        self.forget_fresh();
+        if self.core.tasks.store.is_some() {
+            self.forget_fresh();
+        }
     }
 
     /// Advances every connection that has work, until the core holds an event.
