@@ -967,3 +967,25 @@ fn a_local_cancel_answers_a_tasks_result_waiting_on_another_connection() {
     let (status, r) = parse(&out);
     assert_eq!((status, r["id"].as_u64(), r["error"]["code"].as_i64()), (200, Some(3), Some(-32602)), "{r}");
 }
+
+/// A task node A runs is cancelled through node B (the store has `cancelled`, and B's
+/// client was told so); A's host, not yet told, finishes it. A's save is refused (B
+/// wrote meanwhile), A reads the record back, but its merge takes a cancellation only
+/// into a task not yet finished, so A saves `completed` above it: B's client then reads
+/// `completed` after `cancelled`, a terminal status left. Found by the `task_store`
+/// fuzz target; not fixed yet (which outcome should win, and what the answers already
+/// held on A then become, is a design decision), hence ignored.
+#[test]
+#[ignore = "known: an owner's unacknowledged result overwrites a cancellation stored by another node"]
+fn a_cancellation_stored_elsewhere_is_not_overwritten_by_the_owners_late_result() {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let mut b = Node::new("b", 2, &store);
+    let (id, task) = a.create(1);
+    let (status, r) = b.call(2, "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(b.get(3, &id)["result"]["status"], "cancelled");
+    // A has not heard of it yet: its host finishes the task.
+    a.host_does(|e| answer(e, task, "done"));
+    assert_eq!(b.get(4, &id)["result"]["status"], "cancelled", "a terminal status stays");
+}
