@@ -28,3 +28,10 @@ pub use crate::wire::http1::{BodyKind, Conn, Head, HttpError, Input, Limits};
 
 // The JSON string writer.
 pub use crate::wire::json::write_str as write_json_str;
+
+/// Whether `bytes`, a task record as `HttpEvent::SaveTask` handed it to a store, decodes
+/// back (the `task_store` harness checks every record its store keeps).
+pub fn task_record_decodes(bytes: &[u8]) -> bool {
+    let mut r = crate::mcp::tasks::Record::default();
+    crate::mcp::tasks::record::decode(bytes, &mut r).is_ok()
+}

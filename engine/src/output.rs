@@ -142,6 +142,14 @@ impl Outbox {
         msg.strip_suffix(b"\n").unwrap_or(msg)
     }
 
+    /// Where the answer of the request being served starts, when it was written from
+    /// `mark` on: after the last message routed elsewhere meanwhile (a `2025-11-25`
+    /// `tasks/cancel` answers the `tasks/result` requests waiting on its task before it
+    /// writes its own answer), else at `mark`.
+    pub(crate) fn answer_start(&self, mark: usize) -> usize {
+        self.routed.iter().rev().take_while(|r| r.start >= mark).map(|r| r.end).max().unwrap_or(mark)
+    }
+
     /// What was written from `mark` on.
     pub(crate) fn written_since(&self, mark: usize) -> &[u8] {
         &self.out[mark..]

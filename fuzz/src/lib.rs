@@ -15,6 +15,7 @@ mod jsonrpc;
 mod op_sequence;
 mod session_streams;
 mod stdio;
+mod task_store;
 mod tasks;
 mod uritemplate;
 
@@ -27,6 +28,7 @@ pub use jsonrpc::jsonrpc;
 pub use op_sequence::op_sequence;
 pub use session_streams::session_streams;
 pub use stdio::stdio_frames;
+pub use task_store::task_store;
 pub use tasks::tasks;
 pub use uritemplate::uritemplate;
 

@@ -904,3 +904,88 @@ fn hear_into(n: &mut Node, out: &mut Vec<u8>) {
     }
     n.pump(out);
 }
+
+/// A `2025-11-25` `tasks/cancel` on node B for a task node A runs, while a `tasks/result`
+/// of B's waits on B's copy of it: the cancel is answered (`cancelled`), and so is the
+/// waiting `tasks/result` (a cancelled task has no result: `-32602`). Found by the
+/// `task_store` fuzz target: the engine panicked (a slice out of range in its output).
+#[test]
+fn a_cancel_on_a_copy_a_tasks_result_waits_on_answers_both() {
+    use mcp_tests::wire::session_post;
+    let v = "2025-11-25";
+    let (_store, _a, mut b, _, id) = legacy_task_on_a();
+    let on_b = b.legacy_session();
+    let result = json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": { "taskId": id } });
+    assert!(b.feed(&session_post(&result, v, Some(&on_b)), usize::MAX).is_empty(), "it waits");
+    // The cancel comes on a second connection of B's.
+    let waiting = b.conn;
+    b.conn = b.e.open(b.now, None).expect("a connection");
+    let cancel = json!({ "jsonrpc": "2.0", "id": 4, "method": "tasks/cancel", "params": { "taskId": id } });
+    let out = b.feed(&session_post(&cancel, v, Some(&on_b)), usize::MAX);
+    let r = mcp_tests::wire::parse_responses(&out);
+    assert_eq!(r.len(), 1, "{}", String::from_utf8_lossy(&out));
+    let body: Value = serde_json::from_slice(&r[0].body).expect("json");
+    assert_eq!((r[0].status, &body["result"]["status"]), (200, &json!("cancelled")), "{body}");
+    // The waiting request is answered too.
+    let mut out = Vec::new();
+    drain_engine(&mut b.e, waiting, &mut out, |_| false);
+    let (status, r) = parse(&out);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!((r["id"].as_u64(), r["error"]["code"].as_i64()), (Some(3), Some(-32602)), "{r}");
+}
+
+/// The same on the node that runs the task, without a task store: a `2025-11-25`
+/// `tasks/cancel` over HTTP answers the `tasks/result` waiting on another connection
+/// with `-32602`, and gets its own answer alone (the engine used to panic, and the
+/// cancel's body carried the waiter's answer too).
+#[test]
+fn a_local_cancel_answers_a_tasks_result_waiting_on_another_connection() {
+    use mcp_tests::wire::session_post;
+    let v = "2025-11-25";
+    let store = Shared::default();
+    let mut plain = http("a");
+    plain.task_store(false);
+    let mut a = Node::with("a", 1, &store, plain);
+    let on_a = a.legacy_session();
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "slow", "arguments": {}, "task": { "ttl": 60000 } } });
+    let (_, r) = parse(&a.feed(&session_post(&call, v, Some(&on_a)), usize::MAX));
+    let id = r["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    let result = json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": { "taskId": id } });
+    assert!(a.feed(&session_post(&result, v, Some(&on_a)), usize::MAX).is_empty(), "it waits");
+    let waiting = a.conn;
+    a.conn = a.e.open(a.now, None).expect("a connection");
+    let cancel = json!({ "jsonrpc": "2.0", "id": 4, "method": "tasks/cancel", "params": { "taskId": id } });
+    let (status, r) = parse(&a.feed(&session_post(&cancel, v, Some(&on_a)), usize::MAX));
+    assert_eq!(
+        (status, r["id"].as_u64(), &r["result"]["status"]),
+        (200, Some(4), &json!("cancelled")),
+        "{r}"
+    );
+    let mut out = Vec::new();
+    drain_engine(&mut a.e, waiting, &mut out, |_| false);
+    let (status, r) = parse(&out);
+    assert_eq!((status, r["id"].as_u64(), r["error"]["code"].as_i64()), (200, Some(3), Some(-32602)), "{r}");
+}
+
+/// A task node A runs is cancelled through node B (the store has `cancelled`, and B's
+/// client was told so); A's host, not yet told, finishes it. A's save is refused (B
+/// wrote meanwhile), A reads the record back, but its merge takes a cancellation only
+/// into a task not yet finished, so A saves `completed` above it: B's client then reads
+/// `completed` after `cancelled`, a terminal status left. Found by the `task_store`
+/// fuzz target; not fixed yet (which outcome should win, and what the answers already
+/// held on A then become, is a design decision), hence ignored.
+#[test]
+#[ignore = "known: an owner's unacknowledged result overwrites a cancellation stored by another node"]
+fn a_cancellation_stored_elsewhere_is_not_overwritten_by_the_owners_late_result() {
+    let store = Shared::default();
+    let mut a = Node::new("a", 1, &store);
+    let mut b = Node::new("b", 2, &store);
+    let (id, task) = a.create(1);
+    let (status, r) = b.call(2, "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(b.get(3, &id)["result"]["status"], "cancelled");
+    // A has not heard of it yet: its host finishes the task.
+    a.host_does(|e| answer(e, task, "done"));
+    assert_eq!(b.get(4, &id)["result"]["status"], "cancelled", "a terminal status stays");
+}

@@ -171,8 +171,11 @@ impl HttpEngine {
                 }
                 // At the session cap the client may try again shortly.
                 let extra: &[(&str, &str)] = if status == 503 { &[("retry-after", "5")] } else { &[] };
-                respond_json(c, now, status, trim_newline(core.outbox().written_since(mark)), extra);
-                core.outbox_mut().discard_since(mark);
+                // Only its own answer: what it routed to other requests (the waiters a
+                // `tasks/cancel` answered) stays for `collect_answers`.
+                let own = core.outbox().answer_start(mark);
+                respond_json(c, now, status, trim_newline(core.outbox().written_since(own)), extra);
+                core.outbox_mut().discard_since(own);
             }
             // A notification (or a response, which a client must not send): accepted.
             Dispatched::Accepted => respond_empty(c, now, 202, &[]),
