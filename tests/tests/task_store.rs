@@ -970,13 +970,10 @@ fn a_local_cancel_answers_a_tasks_result_waiting_on_another_connection() {
 
 /// A task node A runs is cancelled through node B (the store has `cancelled`, and B's
 /// client was told so); A's host, not yet told, finishes it. A's save is refused (B
-/// wrote meanwhile), A reads the record back, but its merge takes a cancellation only
-/// into a task not yet finished, so A saves `completed` above it: B's client then reads
-/// `completed` after `cancelled`, a terminal status left. Found by the `task_store`
-/// fuzz target; not fixed yet (which outcome should win, and what the answers already
-/// held on A then become, is a design decision), hence ignored.
+/// wrote meanwhile), A reads the record back, and the stored end stands: A takes
+/// `cancelled` (its late result is dropped, as a local cancel drops it) and saves that,
+/// so no node reads `completed` after `cancelled`. Found by the `task_store` fuzz target.
 #[test]
-#[ignore = "known: an owner's unacknowledged result overwrites a cancellation stored by another node"]
 fn a_cancellation_stored_elsewhere_is_not_overwritten_by_the_owners_late_result() {
     let store = Shared::default();
     let mut a = Node::new("a", 1, &store);
@@ -988,4 +985,7 @@ fn a_cancellation_stored_elsewhere_is_not_overwritten_by_the_owners_late_result(
     // A has not heard of it yet: its host finishes the task.
     a.host_does(|e| answer(e, task, "done"));
     assert_eq!(b.get(4, &id)["result"]["status"], "cancelled", "a terminal status stays");
+    let got = a.get(5, &id);
+    assert_eq!(got["result"]["status"], "cancelled", "the owner took the stored end: {got}");
+    assert!(got["result"].get("result").is_none(), "its late result is dropped: {got}");
 }

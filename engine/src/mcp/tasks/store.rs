@@ -441,7 +441,9 @@ impl Core {
 
     /// The store's record of a task this engine runs (read again after another node
     /// changed it, or after a save failed): what the other node wrote joins the task
-    /// here (a cancellation cancels the host's work; the client's answers to the
+    /// here (an end stored there stands, even over an end of this node's the store has
+    /// not taken: a cancellation, or a judgement that this owner was gone, cancels the
+    /// host's work; the client's answers to the
     /// outstanding requests are taken, and once every one is answered the call comes
     /// back to the host), and the task is saved again above the store's revision. A
     /// status it moves to is told as a local change is (`legacy::changed`: waiting
@@ -458,14 +460,30 @@ impl Core {
         s.st.revision = s.st.revision.max(decoded.meta.revision);
         s.st.due = true;
         let r = &mut s.rec;
-        if theirs.status() == Status::Cancelled && !r.status().is_terminal() {
-            let held = r.held;
-            if r.move_to(Status::Cancelled, wall) {
-                if held {
-                    self.tickets.tell_cancelled(ticket);
-                }
-                crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
+        if theirs.status().is_terminal() {
+            // Another node ended the task and the store has it (a cancellation, or its
+            // judgement that this owner was gone): clients may have been told, so it
+            // stands, even over an end of this node's not yet stored (the owner's late
+            // result is dropped, as a local cancel drops it). The host's work stops.
+            let (was, held) = (r.status(), r.held);
+            if was == theirs.status() && r.outcome == theirs.outcome {
+                return true;
             }
+            if !was.is_terminal() {
+                r.move_to(theirs.status(), wall);
+            } else {
+                r.status = theirs.status;
+                r.updated = wall;
+                r.changes += 1;
+            }
+            r.outcome.clone_from(&theirs.outcome);
+            r.error_outcome = theirs.error_outcome;
+            r.message.clone_from(&theirs.message);
+            r.has_message = theirs.has_message;
+            if held {
+                self.tickets.tell_cancelled(ticket);
+            }
+            crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
             return true;
         }
         let same_round = r.status() == Status::InputRequired
