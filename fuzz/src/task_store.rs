@@ -16,6 +16,12 @@
 //! moves as the status machine allows (a node that restarted starts afresh); `tasks/list`
 //! never shows a task of another principal or of `2026-07-28`, nor the same id twice in
 //! one walk of pages; every record the store keeps decodes back.
+//!
+//! Found so far (inputs `crash-*` in the corpus, regression tests in
+//! `tests/tests/task_store.rs`): a `2025-11-25` `tasks/cancel` answered while a
+//! `tasks/result` waited on its task on another connection panicked in the HTTP layer
+//! (the cancel's answer took the waiter's with it, with or without a task store); an
+//! owner's late result overwrote a cancellation another node had stored.
 
 use core::time::Duration;
 use std::collections::HashMap;
