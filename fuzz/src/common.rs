@@ -14,6 +14,18 @@ pub(crate) enum EvKind {
     Completion,
 }
 
+/// Whether a task seen `from` may be seen `to` next: the same, or a move the status
+/// machine allows (`working` and `input_required` to each other and to every terminal
+/// status; nothing out of a terminal one).
+pub(crate) fn task_status_may_follow(from: &str, to: &str) -> bool {
+    from == to
+        || matches!(
+            (from, to),
+            ("working", "input_required" | "completed" | "failed" | "cancelled")
+                | ("input_required", "working" | "completed" | "failed" | "cancelled")
+        )
+}
+
 /// Largest input the HTTP harnesses look at (bigger inputs are ignored): keeps memory and
 /// the time of one run bounded.
 pub(crate) const MAX_HTTP_INPUT: usize = 64 * 1024;

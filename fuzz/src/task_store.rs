@@ -36,7 +36,7 @@ use mcp_engine::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Bytes, lossy};
+use crate::common::{Bytes, lossy, task_status_may_follow};
 
 const MAX_OPS: usize = 192;
 const WALL: u64 = 1_767_225_600_000_000;
@@ -44,15 +44,6 @@ const NAMES: [&str; 3] = ["n0", "n1", "n2"];
 const PRINCIPALS: [&[u8]; 2] = [b"alice", b"bob"];
 const KEYS: [&str; 2] = ["a", "b"];
 const LEGACY: &str = "2025-11-25";
-
-fn allowed(from: &str, to: &str) -> bool {
-    from == to
-        || matches!(
-            (from, to),
-            ("working", "input_required" | "completed" | "failed" | "cancelled")
-                | ("input_required", "working" | "completed" | "failed" | "cancelled")
-        )
-}
 
 /// A store answer held back.
 enum Held {
@@ -555,7 +546,7 @@ impl Harness {
                     let view = &mut self.nodes[n].view;
                     if let Some(before) = view.get(&id) {
                         assert!(
-                            allowed(before, status),
+                            task_status_may_follow(before, status),
                             "task {id} on node {n}: {before} then {status}: {answer}"
                         );
                     }

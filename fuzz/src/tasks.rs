@@ -19,19 +19,10 @@ use mcp_engine::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{Bytes, check_line};
+use crate::common::{Bytes, check_line, task_status_may_follow};
 
 const MAX_OPS: usize = 256;
 const KEYS: [&str; 3] = ["a", "b", "c"];
-
-fn allowed(from: &str, to: &str) -> bool {
-    from == to
-        || matches!(
-            (from, to),
-            ("working", "input_required" | "completed" | "failed" | "cancelled")
-                | ("input_required", "working" | "completed" | "failed" | "cancelled")
-        )
-}
 
 struct Harness {
     e: Engine,
@@ -108,7 +99,11 @@ impl Harness {
             if let (Some(id), Some(status)) = (task["taskId"].as_str(), task["status"].as_str())
                 && let Some(known) = self.tasks.iter_mut().find(|(t, _, _)| t == id)
             {
-                assert!(allowed(&known.2, status), "task {id} went from {} to {status}", known.2);
+                assert!(
+                    task_status_may_follow(&known.2, status),
+                    "task {id} went from {} to {status}",
+                    known.2
+                );
                 known.2 = status.to_owned();
             }
         }

@@ -10,6 +10,18 @@ use mcp_engine::{Config, Engine, Instant};
 use mcp_fixture as everything;
 use serde_json::{Value, json};
 
+/// A catalog of one tool, `slow`, that may run as a task (the task tests' tool).
+pub fn slow_task_catalog() -> mcp_engine::Catalog {
+    mcp_engine::Catalog::builder()
+        .tool(
+            mcp_engine::Tool::new("slow")
+                .description("May run as a task.")
+                .task_support(mcp_engine::TaskSupport::Optional),
+        )
+        .build()
+        .expect("a valid catalog")
+}
+
 /// A form elicitation under the key `confirm` asking "Really?" for a boolean `confirm`
 /// (the input the task tests ask for).
 pub fn confirm() -> mcp_engine::InputRequest<'static> {

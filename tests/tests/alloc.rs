@@ -732,10 +732,8 @@ fn a_round_trip_to_a_session_bound_client_allocates_nothing_over_http() {
     assert_eq!(info.count_total, 0, "20 round trips: {info:?}");
 }
 
-/// Polling tasks allocates nothing: `tasks/get` of a working task and of a completed one,
-/// `tasks/update` of a task that asks for nothing, `tasks/cancel` of a finished one.
-#[test]
-fn polling_tasks_allocates_nothing() {
+/// A stdio engine with tasks on and a tool that may run as one (`slow`).
+fn task_engine() -> Engine {
     let mut config = keyed();
     config.tasks(true);
     let catalog = Catalog::builder()
@@ -744,6 +742,14 @@ fn polling_tasks_allocates_nothing() {
         .unwrap();
     let mut e = Engine::new(config, catalog);
     e.set_entropy(&[5; 32]);
+    e
+}
+
+/// Polling tasks allocates nothing: `tasks/get` of a working task and of a completed one,
+/// `tasks/update` of a task that asks for nothing, `tasks/cancel` of a finished one.
+#[test]
+fn polling_tasks_allocates_nothing() {
+    let mut e = task_engine();
     let mut tickets = Vec::new();
     let mut host = |ev: Event<'_>| {
         if let Event::CallTool(mut call) = ev {
@@ -797,14 +803,7 @@ fn polling_tasks_allocates_nothing() {
 /// task's record) allocates nothing in steady state, over stdio.
 #[test]
 fn a_2025_task_s_progress_allocates_nothing() {
-    let mut config = keyed();
-    config.tasks(true);
-    let catalog = Catalog::builder()
-        .tool(Tool::new("slow").task_support(mcp_engine::TaskSupport::Optional))
-        .build()
-        .unwrap();
-    let mut e = Engine::new(config, catalog);
-    e.set_entropy(&[5; 32]);
+    let mut e = task_engine();
     let mut tickets = Vec::new();
     let mut host = |ev: Event<'_>| {
         if let Event::CallTool(call) = ev {

@@ -10,8 +10,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use mcp_engine::{
-    Catalog, Config, Content, Engine, Event, Instant, NotifyError, TaskOptions, TaskSupport, Ticket, Tool,
-    ToolOutput,
+    Catalog, Config, Content, Engine, Event, Instant, NotifyError, TaskOptions, Ticket, ToolOutput,
 };
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::{drain_with, legacy_open, lines, request};
@@ -20,10 +19,7 @@ use serde_json::{Value, json};
 const RELATED: &str = "io.modelcontextprotocol/related-task";
 
 fn catalog() -> Catalog {
-    Catalog::builder()
-        .tool(Tool::new("slow").description("May run as a task.").task_support(TaskSupport::Optional))
-        .build()
-        .expect("a valid catalog")
+    mcp_tests::slow_task_catalog()
 }
 
 fn config() -> Config {

@@ -18,8 +18,7 @@ use mcp_engine::http::{
     AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, TaskRow,
 };
 use mcp_engine::{
-    Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, TaskSupport, Ticket, Tool,
-    ToolOutput, UnixTime,
+    Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, Ticket, ToolOutput, UnixTime,
 };
 use mcp_tests::wire::drain_engine;
 use serde_json::{Value, json};
@@ -29,10 +28,7 @@ const TASKS: &str = "io.modelcontextprotocol/tasks";
 const WALL: u64 = 1_767_225_600_000_000;
 
 fn catalog() -> Catalog {
-    Catalog::builder()
-        .tool(Tool::new("slow").description("May run as a task.").task_support(TaskSupport::Optional))
-        .build()
-        .expect("a valid catalog")
+    mcp_tests::slow_task_catalog()
 }
 
 fn config() -> Config {
