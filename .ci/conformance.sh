@@ -6,6 +6,11 @@
 #
 #   .ci/conformance.sh [tokio|mio|axum] [2026-07-28|2025-11-25|2025-06-18]   (default: tokio 2026-07-28)
 #
+# EXAMPLE_FEATURES and EXAMPLE_ARGS build and start the example server with more
+# (.ci/example-server.sh), and CONFORMANCE_TAG names such a run's output directory apart
+# (say EXAMPLE_FEATURES=postgres EXAMPLE_ARGS="--store URL" CONFORMANCE_TAG=pg: the same
+# suite against a server keeping sessions and tasks in PostgreSQL).
+#
 # The suite ships requirement sets for 2026-07-28 and 2025-11-25; 2025-06-18 has none, so
 # it runs the scenarios that apply to that revision (`--spec-version`, 27 of them).
 #
@@ -40,7 +45,7 @@ fi
 start_example "$adapter"
 echo "conformance: $adapter at $url, --requirements $requirements"
 
-out="target/conformance/$adapter-$requirements"
+out="target/conformance/$adapter-$requirements${CONFORMANCE_TAG:+-$CONFORMANCE_TAG}"
 rm -rf "$out" && mkdir -p "$out"
 set +e
 if [ "$requirements" = "2025-06-18" ]; then

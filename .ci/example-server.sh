@@ -3,7 +3,9 @@
 # start_example FRONT: builds and starts the demo server of front end FRONT on a free
 # loopback port (`tokio`, `mio`: their `everything` example; `axum`: the tower service
 # mounted in axum, io-tokio's `axum` example), sets `url` to its endpoint, and kills it
-# when the calling script exits. When that script fails, the server's log (its stderr) is
+# when the calling script exits. EXAMPLE_FEATURES, when set, are cargo features to build
+# the `everything` example with, and EXAMPLE_ARGS more arguments for it (say
+# EXAMPLE_FEATURES=postgres EXAMPLE_ARGS="--store URL"). When that script fails, the server's log (its stderr) is
 # printed first, so a failure in CI shows what the server saw.
 #
 # wait_listening PID LOG: waits until the server PID says in LOG where it listens
@@ -29,8 +31,9 @@ start_example() {
     cargo build -p mcp-io-tokio --features tower --example axum
     target/debug/examples/axum 127.0.0.1:0 2> "$example_log" &
   else
-    cargo build -p "mcp-io-$1" --example everything
-    target/debug/examples/everything --http 127.0.0.1:0 2> "$example_log" &
+    cargo build -p "mcp-io-$1" --example everything ${EXAMPLE_FEATURES:+--features "$EXAMPLE_FEATURES"}
+    # shellcheck disable=SC2086 # EXAMPLE_ARGS is a list of words
+    target/debug/examples/everything --http 127.0.0.1:0 ${EXAMPLE_ARGS:-} 2> "$example_log" &
   fi
   example_pid=$!
   trap 'rc=$?; kill "$example_pid" 2>/dev/null || true
