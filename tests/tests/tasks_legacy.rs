@@ -512,3 +512,74 @@ fn over_http_tasks_list_hides_another_principals_tasks() {
     assert_eq!(stolen["error"]["code"], -32602, "Alice's cursor is hers: {stolen}");
     assert!(ids(&ask(&mut c, 2, 10, "tasks/list", json!({}))).is_empty(), "anonymous sees none");
 }
+
+/// Over HTTP, a `tasks/result` waiting from another session of the task's principal gets
+/// the result only: the task's input requests and progress are for the session that
+/// made the call (its client declared what it can answer, and only its answers are
+/// taken). With only such a waiter, the host's input request is refused; once the
+/// creating session waits too, they go on its stream, and the other waiter's stream gets
+/// nothing but the result.
+#[test]
+fn a_tasks_result_from_another_session_is_sent_only_the_result() {
+    use mcp_tests::wire::{one, parse_responses, session_post};
+    let (mut c, calls) = http_client();
+    let v = "2025-11-25";
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": v, "capabilities": { "elicitation": {} }, "clientInfo": { "name": "t", "version": "1" } } });
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let r = one(&mut c, &session_post(&init, v, None));
+        let s = r.header("mcp-session-id").expect("a session").to_owned();
+        let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        assert_eq!(one(&mut c, &session_post(&done, v, Some(&s))).status, 202);
+        sessions.push(s);
+    }
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "slow", "task": {}, "_meta": { "progressToken": "p" } } });
+    let r = one(&mut c, &session_post(&call, v, Some(&sessions[0])));
+    let id = r.json()["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    let t = *calls.borrow().last().expect("the host has the task");
+    let result = |rid: u64| json!({ "jsonrpc": "2.0", "id": rid, "method": "tasks/result", "params": { "taskId": id } });
+
+    // The other session waits: the task's requests and progress are not for it.
+    let theirs = c.e.open(c.now, None).expect("a connection");
+    c.conn = theirs;
+    assert!(
+        parse_responses(&c.feed(&session_post(&result(3), v, Some(&sessions[1])), usize::MAX)).is_empty()
+    );
+    let requests = [mcp_tests::confirm()];
+    assert!(
+        c.e.answer_input_required(t, &mcp_engine::InputRequired::new(&requests)).is_err(),
+        "no stream of the creating session waits"
+    );
+    c.e.notify_progress(t, 1.0, None, Some("a step"))
+        .expect("progress (no stream of the creating session: not sent)");
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert!(out.is_empty(), "nothing for the other session: {}", String::from_utf8_lossy(&out));
+
+    // The creating session waits too: the request and the progress go there.
+    let mine = c.e.open(c.now, None).expect("a connection");
+    c.conn = mine;
+    let head = c.feed(&session_post(&result(4), v, Some(&sessions[0])), usize::MAX);
+    assert!(parse_responses(&head).iter().all(|r| r.body.is_empty() || r.status == 200), "it waits");
+    c.e.answer_input_required(t, &mcp_engine::InputRequired::new(&requests))
+        .expect("asked on the creating session's stream");
+    c.e.notify_progress(t, 2.0, None, None).expect("progress");
+    let mut stream = head;
+    c.drain(&mut stream);
+    let text = String::from_utf8_lossy(&stream);
+    assert!(text.contains("elicitation/create"), "{text}");
+    assert!(text.contains("notifications/progress"), "{text}");
+    c.conn = theirs;
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert!(out.is_empty(), "still nothing for the other session: {}", String::from_utf8_lossy(&out));
+
+    // The task ends (the host gives up on the input): both waiters get the result.
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("done")])).expect("live");
+    c.drain(&mut out);
+    let answered = parse_responses(&out);
+    assert_eq!(answered.len(), 1, "{}", String::from_utf8_lossy(&out));
+    assert_eq!(answered[0].json()["result"]["content"][0]["text"], "done");
+}

@@ -57,7 +57,8 @@ impl HttpEngine {
     /// result (see [`Engine::notify_progress`](crate::Engine::notify_progress)).
     ///
     /// A `2025-11-25` task's progress (under the creating call's token, tagged with the
-    /// task) goes on the stream of a `tasks/result` waiting for the task, else on the
+    /// task) goes on the stream of a `tasks/result` the creating session has waiting for
+    /// the task, else on the
     /// standalone `GET` stream of the session that created it; with neither open here it
     /// is not sent. `Err(Backpressure)` when that stream's connection is not reading.
     pub fn notify_progress(
@@ -81,8 +82,8 @@ impl HttpEngine {
     /// connection may.
     fn task_backlogged(&self, ticket: Ticket) -> bool {
         let Some(r) = self.core.tasks.get(ticket).filter(|r| r.sends_progress()) else { return false };
-        let route = match r.waiters.first() {
-            Some((route, _)) => Some(*route),
+        let route = match r.session_waiter() {
+            Some(route) => Some(route),
             None => self
                 .sessions
                 .with_streams()

@@ -69,7 +69,7 @@ pub(crate) fn write_result(out: &mut Vec<u8>, r: &Record, reply: Reply<'_, '_>) 
 /// with `-32602` and `gone` when the task is deleted first.
 pub(crate) fn answer_waiters(outbox: &mut Outbox, r: &mut Record, gone: Option<&str>) {
     let waiters = core::mem::take(&mut r.waiters);
-    for (route, id) in &waiters {
+    for (route, id, _) in &waiters {
         let mark = outbox.out.len();
         let reply = Reply::Stored(id.as_bytes());
         match gone {
@@ -220,7 +220,7 @@ impl Core {
     pub(crate) fn time_out_waiters(&mut self, route: Route) {
         let out = &mut self.outbox;
         self.tasks.each_mut(|r| {
-            r.waiters.retain(|(at, id)| {
+            r.waiters.retain(|(at, id, _)| {
                 if *at != route {
                     return true;
                 }
@@ -251,7 +251,7 @@ impl Core {
             return Ok(());
         }
         let id = IdBuf::of(req.id).ok_or(PeerError::IdTooLong)?;
-        r.waiters.push((route, id)).map_err(|_| PeerError::TooManyWaiters)?;
+        r.waiters.push((route, id, self.session.serial)).map_err(|_| PeerError::TooManyWaiters)?;
         self.waiting = true;
         // A copy of another node's task: read again should its owner fall silent.
         self.watch_copy(ticket);

@@ -453,7 +453,7 @@ impl Answers<'_> {
         let legacy = r.revision.is_some_and(|v| !v.is_stateless());
         let to = match r.route {
             Some(Route::Stdio) => Some(Route::Stdio),
-            _ => r.waiters.first().map(|(route, _)| *route),
+            _ => r.session_waiter(),
         };
         if legacy && to.is_none() {
             return Err(AnswerError::InvalidInputRequest(
@@ -531,7 +531,7 @@ impl Answers<'_> {
     /// the creating call's token (valid for the task's life): `notifications/progress`
     /// tagged with `_meta["io.modelcontextprotocol/related-task"]`, as every message
     /// related to a task is, on stdio, or over HTTP on the stream of a `tasks/result`
-    /// waiting for the task (the request in flight it relates to), else on the creating
+    /// the creating session has waiting (the request in flight it relates to), else on the creating
     /// session's standalone `GET` stream (dropped there when none is open). Refused
     /// `NoProgressToken` when that call carried none, `NotIncreasing` when `progress`
     /// does not increase (the status message is still set: the error says only why no
@@ -560,7 +560,7 @@ impl Answers<'_> {
             return Err(NotifyError::NotIncreasing);
         }
         r.last_progress = Some(progress);
-        let waiter = r.waiters.first().map(|(route, _)| *route);
+        let waiter = r.session_waiter();
         let outbox = &mut *self.outbox;
         let (out, to) = match (r.route, waiter) {
             (Some(Route::Stdio), _) => (&mut outbox.out, Some(Route::Stdio)),

@@ -149,9 +149,9 @@ pub(crate) struct Record {
     /// and answers to what the task asks come from that session only.
     pub(crate) route: Option<Route>,
     pub(crate) session: u64,
-    /// `tasks/result` requests waiting for the task to end (`2025-11-25`): their route
-    /// and id.
-    pub(crate) waiters: heapless::Vec<(Route, IdBuf), MAX_WAITERS>,
+    /// `tasks/result` requests waiting for the task to end (`2025-11-25`): their route,
+    /// id and session's serial (any session of the task's principal may wait).
+    pub(crate) waiters: heapless::Vec<(Route, IdBuf, u64), MAX_WAITERS>,
     /// The input requests of the latest round, and which the client answered.
     pub(crate) requests: Vec<u8>,
     pub(crate) asked: heapless::Vec<Asked, MAX_INPUT_REQUESTS>,
@@ -175,6 +175,14 @@ pub(crate) struct Record {
 }
 
 impl Record {
+    /// The route of the first `tasks/result` waiting from the session that created the
+    /// task: where what the task asks of that session's client goes (its input requests,
+    /// its progress). A waiter from another session of the same principal gets only the
+    /// result: that client did not make the call, and its answers would not be taken.
+    pub(crate) fn session_waiter(&self) -> Option<Route> {
+        self.waiters.iter().find(|w| w.2 == self.session).map(|w| w.0)
+    }
+
     pub(crate) fn status(&self) -> Status {
         self.status.unwrap_or(Status::Working)
     }
@@ -514,7 +522,7 @@ impl Tasks {
     /// Drops the waiters on `route` of every task (their connection went away).
     pub(crate) fn drop_waiters(&mut self, route: Route) {
         for s in self.slots.iter_mut().filter(|s| s.used && !s.rec.waiters.is_empty()) {
-            s.rec.waiters.retain(|(r, _)| *r != route);
+            s.rec.waiters.retain(|(r, ..)| *r != route);
         }
     }
 
