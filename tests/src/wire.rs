@@ -122,6 +122,26 @@ pub fn client_with(http: HttpConfig, catalog: Catalog) -> Client {
     client_of(Config::new("mcp-engine-everything", "0.1.0"), http, catalog, Box::new(everything::respond))
 }
 
+/// An HTTP engine anyone may use (`AllowedOrigins::Any`, `Authorization::Everyone`, one
+/// principal), whose host keeps every tool call's ticket (a task's, when the engine made
+/// the call a task) and answers nothing; the tickets in the order the calls came.
+pub fn ticket_client(
+    config: Config,
+    catalog: Catalog,
+) -> (Client, std::rc::Rc<std::cell::RefCell<Vec<mcp_engine::Ticket>>>) {
+    let calls = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let kept = calls.clone();
+    let host: Host = Box::new(move |ev| {
+        if let Event::CallTool(call) = ev {
+            kept.borrow_mut().push(call.ticket);
+        }
+    });
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    let mut c = client_of(config, http, catalog, host);
+    c.e.set_entropy(&[8; 32]);
+    (c, calls)
+}
+
 /// A client of an engine built from all its parts.
 pub fn client_of(config: Config, http: HttpConfig, catalog: Catalog, host: Host) -> Client {
     let mut e = HttpEngine::new(config, http, catalog);

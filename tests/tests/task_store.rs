@@ -108,7 +108,11 @@ impl Node {
     }
 
     fn with(name: &str, entropy: u8, store: &Shared<Store>, http: HttpConfig) -> Self {
-        let mut e = HttpEngine::new(config(), http, catalog());
+        Self::configured(name, entropy, store, config(), http)
+    }
+
+    fn configured(name: &str, entropy: u8, store: &Shared<Store>, config: Config, http: HttpConfig) -> Self {
+        let mut e = HttpEngine::new(config, http, catalog());
         e.set_entropy(&[entropy; 32]);
         e.set_wall_clock(Instant::ZERO, UnixTime::from_micros(WALL));
         let conn = e.open(Instant::ZERO, None).expect("a connection");
@@ -612,8 +616,13 @@ fn answers_taken_on_a_copy_are_saved_in_the_same_drain() {
 /// Two nodes sharing a store, and a `2025-11-25` task created on node A (id 2 in a
 /// session of A's): the store, the nodes, A's session and the task id.
 fn legacy_task_on_a() -> (Shared<Store>, Node, Node, String, String) {
+    legacy_task_on(http("a"))
+}
+
+/// The same, node A configured with `http_a`.
+fn legacy_task_on(http_a: HttpConfig) -> (Shared<Store>, Node, Node, String, String) {
     let store = Shared::default();
-    let mut a = Node::new("a", 1, &store);
+    let mut a = Node::with("a", 1, &store, http_a);
     let b = Node::new("b", 2, &store);
     let on_a = a.legacy_session();
     let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -704,12 +713,7 @@ fn with_a_task_store_tasks_list_pages_every_nodes_tasks_in_creation_order() {
     let keyed = |name: &str, entropy: u8| {
         let mut c = config();
         c.secret_key([9; 32]).page_size(2);
-        let mut e = Node::with(name, entropy, &store, http(name));
-        e.e = HttpEngine::new(c, http(name), catalog());
-        e.e.set_entropy(&[entropy; 32]);
-        e.e.set_wall_clock(Instant::ZERO, UnixTime::from_micros(WALL));
-        e.conn = e.e.open(Instant::ZERO, None).expect("a connection");
-        e
+        Node::configured(name, entropy, &store, c, http(name))
     };
     let (mut a, mut b) = (keyed("a", 1), keyed("b", 2));
     let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -849,16 +853,9 @@ fn a_tasks_result_waiting_on_a_dead_owners_task_is_answered_when_its_lease_lapse
 /// Node A with a lease of 10 s (with the skew of 30 s it lapses at 40 s, before the TTL
 /// of 60 s) runs a `2025-11-25` task; node B shares the store.
 fn short_lease_task_on_a() -> (Shared<Store>, Node, Node, String) {
-    let store = Shared::default();
     let mut short = http("a");
     short.task_lease(Duration::from_secs(10));
-    let mut a = Node::with("a", 1, &store, short);
-    let b = Node::new("b", 2, &store);
-    let on_a = a.legacy_session();
-    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": { "name": "slow", "arguments": {}, "task": { "ttl": 60000 } } });
-    let (_, r) = parse(&a.feed(&mcp_tests::wire::session_post(&call, "2025-11-25", Some(&on_a)), usize::MAX));
-    let id = r["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    let (store, a, b, _, id) = legacy_task_on(short);
     (store, a, b, id)
 }
 

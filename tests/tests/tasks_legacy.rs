@@ -274,18 +274,7 @@ fn a_waiting_result_hears_the_ttl() {
 
 /// An HTTP engine anyone may use (one principal), whose host keeps every call's ticket.
 fn http_client() -> (mcp_tests::wire::Client, Rc<RefCell<Vec<Ticket>>>) {
-    use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
-    let calls = Rc::new(RefCell::new(Vec::new()));
-    let kept = calls.clone();
-    let host: Box<dyn FnMut(Event<'_>)> = Box::new(move |ev| {
-        if let Event::CallTool(call) = ev {
-            kept.borrow_mut().push(call.ticket);
-        }
-    });
-    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-    let mut c = mcp_tests::wire::client_of(config(), http, catalog(), host);
-    c.e.set_entropy(&[8; 32]);
-    (c, calls)
+    mcp_tests::wire::ticket_client(config(), catalog())
 }
 
 /// Over an HTTP session: the augmented call answered on one connection, `tasks/result`
