@@ -25,6 +25,7 @@
 
 mod answers;
 mod auth;
+mod client;
 mod config;
 mod conns;
 mod dispatch;
