@@ -33,7 +33,8 @@ const URI: &str = "test://watched";
 async fn node(url: &str, schema: &str) -> (SocketAddr, mcp_io_tokio::Publisher, Arc<PgSessionStore>) {
     use mcp_engine::Config;
     use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-    let store = config(url, schema).notice_check_every(Duration::from_secs(3600)).build().await.expect("store");
+    let store =
+        config(url, schema).notice_check_every(Duration::from_secs(3600)).build().await.expect("store");
     let store = Arc::new(store);
     let mut cfg = Config::new("io-tokio-store-test", "0.0.1");
     cfg.secret_key(pg_support::SECRET).logging(true).list_changed(true).resource_subscriptions(true);
@@ -115,6 +116,11 @@ async fn a_plain_notify_changes_nothing_and_a_nodes_own_notice_still_works() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_without_the_secret_key_does_not_build() {
     let Some(db) = fresh("t_n_nokey").await else { return };
-    let e = mcp_io_tokio::PgStoreConfig::new(&db.url).expect("url").schema("t_n_nokey").build().await.unwrap_err();
+    let e = mcp_io_tokio::PgStoreConfig::new(&db.url)
+        .expect("url")
+        .schema("t_n_nokey")
+        .build()
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("PgStoreConfig::secret_key"), "{e}");
 }

@@ -1033,7 +1033,12 @@ impl HttpEngine {
                             if self.http.proxies.is_empty() {
                                 peer.map(|p| p.ip())
                             } else {
-                                proxy::client_addr(&self.http.proxies, self.http.forwarded, peer, head.headers)
+                                proxy::client_addr(
+                                    &self.http.proxies,
+                                    self.http.forwarded,
+                                    peer,
+                                    head.headers,
+                                )
                             },
                         ),
                     };

@@ -143,7 +143,9 @@ impl ForwardedHeader {
 
     /// `x-forwarded-for` or `forwarded` (any case), as a command line or a setting says it.
     pub fn parse(text: &str) -> Option<Self> {
-        [Self::XForwardedFor, Self::Forwarded].into_iter().find(|h| text.trim().eq_ignore_ascii_case(h.name()))
+        [Self::XForwardedFor, Self::Forwarded]
+            .into_iter()
+            .find(|h| text.trim().eq_ignore_ascii_case(h.name()))
     }
 }
 

@@ -698,7 +698,8 @@ impl SessionStore for PgSessionStore {
         Box::pin(async move {
             let inner = &*self.inner;
             let notice = inner.notice('C', id);
-            let params: [&(dyn ToSql + Sync); 5] = [&id, &inner.ttl_ms, &record, &principal_of(record), &notice];
+            let params: [&(dyn ToSql + Sync); 5] =
+                [&id, &inner.ttl_ms, &record, &principal_of(record), &notice];
             inner.execute("save", &inner.save, &params).await?;
             Ok(())
         })

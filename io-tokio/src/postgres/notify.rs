@@ -365,7 +365,10 @@ mod tests {
         for _ in 0..3 {
             l.forward(CATALOG, &p);
         }
-        assert_eq!(rx.try_recv().unwrap(), StoreNotice::Catalog(CatalogNews::ListChanged(CatalogChange::ALL)));
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            StoreNotice::Catalog(CatalogNews::ListChanged(CatalogChange::ALL))
+        );
         assert!(rx.try_recv().is_err(), "once");
         assert_eq!(l.cfg.keys.ignored().replayed, 2);
     }

@@ -102,7 +102,9 @@ fn tag(key: &HmacSha256, channel: &str, body: &str, rest: &str) -> HmacSha256 {
 
 /// The wall clock in milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A notice that passed: what it says.
@@ -192,7 +194,13 @@ impl NoticeKeys {
         outcome
     }
 
-    fn check<'a>(&self, channel: &str, payload: &'a str, now: u64, seen: &mut Seen) -> Result<Opened<'a>, Refused> {
+    fn check<'a>(
+        &self,
+        channel: &str,
+        payload: &'a str,
+        now: u64,
+        seen: &mut Seen,
+    ) -> Result<Opened<'a>, Refused> {
         let bad = Refused::Unauthenticated;
         // The first four spaces end kind, node, when and n; the fifth the MAC.
         let mut spaces = payload.match_indices(' ').map(|(i, _)| i);
@@ -202,7 +210,8 @@ impl NoticeKeys {
             Some(e) => (&payload[d + 1..e], &payload[e + 1..]),
             None => (&payload[d + 1..], ""),
         };
-        let (kind, node, when, n) = (&payload[..a], &payload[a + 1..b], &payload[b + 1..c], &payload[c + 1..d]);
+        let (kind, node, when, n) =
+            (&payload[..a], &payload[a + 1..b], &payload[b + 1..c], &payload[c + 1..d]);
         let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|c| c.is_ascii_digit());
         if kind.len() != 1 || node.is_empty() || !digits(when) || !digits(n) || mac_hex.len() != 2 * TAG_LEN {
             return Err(bad);
@@ -283,7 +292,8 @@ mod tests {
         let fresh = |s: &str| k.open(CHANNEL, s, NOW, &mut Seen::default()).map(|_| ());
         assert_eq!(k.open("mcp.catalog", &p, NOW, &mut Seen::default()), Err(Refused::Unauthenticated));
         let mut parts: Vec<String> = p.splitn(6, ' ').map(str::to_owned).collect();
-        for (i, other) in [(0, "E"), (1, "00000000000000cc"), (2, "1800000000001"), (3, "7"), (5, "another")] {
+        for (i, other) in [(0, "E"), (1, "00000000000000cc"), (2, "1800000000001"), (3, "7"), (5, "another")]
+        {
             let was = std::mem::replace(&mut parts[i], other.to_owned());
             assert_eq!(fresh(&parts.join(" ")), Err(Refused::Unauthenticated), "field {i} changed");
             parts[i] = was;
@@ -307,7 +317,11 @@ mod tests {
             "C 00000000000000aa -1 1 00000000000000000000000000000000 s",
             "C 00000000000000aa 1800000000000 1 00000000000000000000000000000000 s",
         ] {
-            assert_eq!(k.open(CHANNEL, payload, NOW, &mut Seen::default()), Err(Refused::Unauthenticated), "{payload:?}");
+            assert_eq!(
+                k.open(CHANNEL, payload, NOW, &mut Seen::default()),
+                Err(Refused::Unauthenticated),
+                "{payload:?}"
+            );
         }
         // Another key.
         let p = keys(2).sign_at(CHANNEL, 'C', "s", NOW);
@@ -318,7 +332,8 @@ mod tests {
     #[test]
     fn a_previous_key_still_opens_while_the_keys_rotate() {
         let old = keys(1);
-        let rotated = NoticeKeys::new(&[2; 32], &[[1; 32]], "00000000000000cc".into(), Duration::from_secs(30));
+        let rotated =
+            NoticeKeys::new(&[2; 32], &[[1; 32]], "00000000000000cc".into(), Duration::from_secs(30));
         let p = old.sign_at(CHANNEL, 'C', "s", NOW);
         assert!(rotated.open(CHANNEL, &p, NOW, &mut Seen::default()).is_ok());
         let q = rotated.sign_at(CHANNEL, 'C', "s", NOW);
