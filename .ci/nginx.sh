@@ -3,7 +3,12 @@
 # nginx passes `Host` on and appends the client to `X-Forwarded-For`; the demo serves the
 # public name it is given (`--allowed-hosts`) and refuses others, believes the forwarded
 # address only from nginx (`--trusted-proxy 127.0.0.1`) and keys its rate limit on it
-# (`--rate-calls 2/60`), and its SSE streams pass through nginx unbuffered. A second demo
+# (`--rate-calls 2/60`), and its SSE streams pass through nginx unbuffered. A client that
+# names itself in the header nginx does not write (`Forwarded`, passed through as sent) or
+# prepends a made-up address to `X-Forwarded-For` is still its own address to the rate
+# limit. A third demo sits behind an nginx that writes `Forwarded` instead
+# (`--trusted-proxy-header forwarded`): there a client's `X-Forwarded-For` is ignored.
+# A second demo
 # runs as an OAuth 2.1 protected resource behind nginx, which terminates TLS for its
 # public URL (`--oauth-issuer`, `--oauth-jwks` a key set file written here, `--public-url
 # https://mcp.example.test:PORT/mcp`): its metadata document and its `401` challenges name
@@ -59,12 +64,16 @@ features=()
 cargo build --locked -q -p "mcp-io-$front" ${features[@]+"${features[@]}"} --example everything
 start_demo demo.log --allowed-hosts mcp.example.test --trusted-proxy 127.0.0.1 --rate-calls 2/60
 plain="$upstream"
+start_demo forwarded.log --allowed-hosts mcp.example.test --trusted-proxy 127.0.0.1 \
+  --trusted-proxy-header forwarded --rate-calls 2/60
+rfc7239="$upstream"
 
 # The protected demo. Its public URL (the resource identifier) is https on nginx's TLS
 # port; the demo itself listens on plain http, on loopback. Its key set is a static file
 # (the public half of engine/tests/keys/ec-1.pem: test material); the issuer is never
 # asked for anything.
 port="$(free_port)"
+fwd_port="$(free_port)"
 tls_port="$(free_port)"
 public="https://mcp.example.test:$tls_port/mcp"
 metadata="https://mcp.example.test:$tls_port/.well-known/oauth-protected-resource/mcp"
@@ -94,6 +103,11 @@ http {
   fastcgi_temp_path $work/tmp/fastcgi;
   uwsgi_temp_path $work/tmp/uwsgi;
   scgi_temp_path $work/tmp/scgi;
+  # RFC 7239: append the peer to the client's Forwarded, as \$proxy_add_x_forwarded_for does.
+  map \$http_forwarded \$proxy_add_forwarded {
+    default "\$http_forwarded, for=\$remote_addr";
+    "" "for=\$remote_addr";
+  }
   server {
     listen 127.0.0.1:$port;
     location / {
@@ -101,6 +115,16 @@ http {
       proxy_http_version 1.1;
       proxy_set_header Host \$host;
       proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header Connection "";
+    }
+  }
+  server {
+    listen 127.0.0.1:$fwd_port;
+    location / {
+      proxy_pass http://$rfc7239;
+      proxy_http_version 1.1;
+      proxy_set_header Host \$host;
+      proxy_set_header Forwarded \$proxy_add_forwarded;
       proxy_set_header Connection "";
     }
   }
@@ -129,6 +153,7 @@ done
 
 meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
 # post HOST METHOD NAME ID [curl options...]: the status and the headers and body to $work/out
+# (through nginx's port $via, $port unless set)
 post() {
   local host="$1" method="$2" name="$3" id="$4"
   shift 4
@@ -139,7 +164,7 @@ post() {
     -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' \
     -H "Mcp-Method: $method" ${name:+-H "Mcp-Name: $name"} \
     --data "{\"jsonrpc\":\"2.0\",\"id\":$id,\"method\":\"$method\",\"params\":$params}" \
-    "http://127.0.0.1:$port/mcp"
+    "http://127.0.0.1:${via:-$port}/mcp"
 }
 expect() {
   local want="$1" got="$2" what="$3"
@@ -163,6 +188,35 @@ grep -qi '^retry-after: [0-9]' "$work/head" || { echo "FAIL: no Retry-After"; ca
 grep -q '"code":-32010' "$work/out" || { echo "FAIL: no -32010"; cat "$work/out"; exit 1; }
 grep -q '"id":5' "$work/out" || { echo "FAIL: the id is not echoed"; cat "$work/out"; exit 1; }
 expect 200 "$(post mcp.example.test tools/call test_simple_text 6 "${b[@]}")" "client B has its own bucket"
+# A client that lies about itself. It connects from an address of its own (127.0.0.7, not a
+# trusted proxy: nginx appends it to X-Forwarded-For), and names a new made-up address on
+# every call: in Forwarded, which nginx passes through as sent, or at the head of
+# X-Forwarded-For. Neither buys it a new bucket: its third call is 429.
+# spoof SOURCE HEADER ID: a tools/call from SOURCE naming 198.51.100.ID in HEADER.
+spoof() {
+  local value="198.51.100.$3"
+  [ "$2" = Forwarded ] && value="for=$value"
+  post mcp.example.test tools/call test_simple_text "$3" --interface "$1" -H "$2: $value"
+}
+for header in Forwarded X-Forwarded-For; do
+  src=127.0.0.7
+  [ "$header" = X-Forwarded-For ] && src=127.0.0.8
+  base=$([ "$header" = Forwarded ] && echo 30 || echo 40)
+  expect 200 "$(spoof $src $header $((base + 1)))" "a client naming itself in $header, call 1"
+  expect 200 "$(spoof $src $header $((base + 2)))" "a client naming another address in $header, call 2"
+  expect 429 "$(spoof $src $header $((base + 3)))" "a client naming a third address in $header, call 3, is over its rate"
+done
+# Behind an nginx that writes Forwarded (--trusted-proxy-header forwarded), the other way
+# round: X-Forwarded-For is the client's word, Forwarded nginx's.
+for i in 1 2 3; do
+  want=200
+  [ "$i" = 3 ] && want=429
+  got="$(via="$fwd_port" post mcp.example.test tools/call test_simple_text "5$i" \
+    --interface 127.0.0.9 -H "X-Forwarded-For: 198.51.100.5$i" -H "Forwarded: for=198.51.100.6$i")"
+  expect "$want" "$got" "behind a Forwarded proxy, a client naming itself in both headers, call $i"
+done
+expect 200 "$(via="$fwd_port" post mcp.example.test tools/call test_simple_text 57 --interface 127.0.0.10)" \
+  "behind a Forwarded proxy, another client has its own bucket"
 # A stream: progress events and the answer arrive through nginx, marked unbuffered.
 status="$(curl -s -N -D "$work/head" -o "$work/out" -w '%{http_code}' \
   -H 'Host: mcp.example.test' -H 'Content-Type: application/json' \

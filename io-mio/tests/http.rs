@@ -107,7 +107,7 @@ fn many_pipelined_requests_in_one_write() {
 fn another_method_is_refused_405_and_the_server_closes() {
     // Sessions are on (the server seeds the engine): `GET` opens a session's stream and
     // `DELETE` ends a session; a `GET` naming no session is 405 (no stream outside a
-    // session) and the connection stays.
+    // session) and, as every 405, closes the connection.
     within(|| {
         let addr = spawn_server(engine_with(open_config()));
         let mut client = Client::connect(addr);
@@ -115,7 +115,9 @@ fn another_method_is_refused_405_and_the_server_closes() {
             format!("GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n").as_bytes(),
         );
         assert_eq!(r.status, 405, "{r:?}");
-        assert!(!r.closes(), "{r:?}");
+        assert!(r.closes(), "{r:?}");
+        assert!(client.is_closed_by_server(), "the server closes after a refusal");
+        let mut client = Client::connect(addr);
         let r =
             client.call(format!("PUT /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n").as_bytes());
         assert_eq!(r.status, 405, "{r:?}");

@@ -316,6 +316,12 @@ async fn serve_http(
     unreachable!("refused when the arguments were read")
 }
 
+/// The key the demo's stores sign announcements with when no `--keys-file` is given: in
+/// this source, so not a secret (nodes started without a keys file still hear each other;
+/// a deployment gives its keys).
+#[cfg(feature = "postgres")]
+const DEMO_NOTICE_KEY: [u8; 32] = *b"mcp-demo public notice key 00000";
+
 /// `server` with the session store of `--store` (also its event store and task store), connected and its schema migrated now
 /// (an error is a configuration error); `server` as it is without the option.
 async fn with_store<H, A>(server: HttpServer<H, A>, scale: &ScaleOptions) -> Result<HttpServer<H, A>, String>
@@ -326,7 +332,20 @@ where
     let Some(url) = scale.store() else { return Ok(server) };
     #[cfg(feature = "postgres")]
     {
-        let store = mcp_io_tokio::PgStoreConfig::new(url).map_err(|e| e.to_string())?.build().await;
+        let store = mcp_io_tokio::PgStoreConfig::new(url).map_err(|e| e.to_string())?;
+        // The store signs its announcements to the other nodes with the nodes' keys.
+        let keys = scale.keys()?;
+        let store = match keys.split_first() {
+            Some((key, previous)) => store.secret_key(*key).previous_secret_keys(previous.iter().copied()),
+            None => {
+                tracing::warn!(
+                    "--store without --keys-file: announcements between nodes are signed with the \
+                     demo's public key, so any database role can forge them: give --keys-file"
+                );
+                store.secret_key(DEMO_NOTICE_KEY)
+            }
+        };
+        let store = store.build().await;
         let store = store.map_err(|e| e.to_string())?;
         tracing::info!("sessions, their streams' events and task records kept in PostgreSQL");
         let store = Arc::new(store);

@@ -242,7 +242,7 @@ pub use oauth::{
 #[cfg(feature = "otel")]
 pub use otel::{DURATION_BUCKETS, Otel, OtelBuilder, OtelError, SCOPE};
 #[cfg(feature = "postgres")]
-pub use postgres::{PgSessionStore, PgStoreConfig};
+pub use postgres::{IgnoredNotices, PgSessionStore, PgStoreConfig};
 pub use reply::{
     CompleteResult, CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64,
     OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, PromptResult, ResourceReply,

@@ -910,3 +910,23 @@ fn letting_a_stream_go_after_its_session_was_deleted_cancels_the_request() {
     assert_eq!(*cancelled.borrow(), vec![t]);
     assert_eq!(c.e.in_flight(), 0);
 }
+
+#[test]
+fn a_get_without_a_session_is_405_and_closes_like_every_method_refusal() {
+    let mut c = client();
+    let id = open(&mut c, "2025-11-25");
+    // The 405 and a request pipelined behind it, on one connection.
+    let mut raw = get(None, SSE);
+    raw.extend(legacy(&request(2, "ping", json!({})), Some("2025-11-25"), Some(&id)));
+    let out = c.feed(&raw, usize::MAX);
+    let r = parse_responses(&out);
+    assert_eq!((r[0].status, r[0].header("allow")), (405, Some("POST, DELETE")), "{r:?}");
+    assert!(r[0].closes(), "connection: close: {r:?}");
+    assert_eq!(r.len(), 1, "the request behind it is not read: {r:?}");
+    assert!(c.e.wants_close(c.conn));
+    // The other refusals of a GET come after a complete request and keep the connection.
+    let (conn, out) = on_new(&mut c, &get(Some("nope"), SSE));
+    assert!(out.starts_with("HTTP/1.1 404"), "{out}");
+    assert!(!out.to_ascii_lowercase().contains("connection: close"), "{out}");
+    assert!(!c.e.wants_close(conn));
+}

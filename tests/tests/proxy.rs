@@ -5,7 +5,8 @@
 use std::net::{IpAddr, SocketAddr};
 
 use mcp_engine::http::{
-    AllowedOrigins, Authorization, HostName, HttpConfig, HttpEngine, HttpEvent, IpNet, Verdict,
+    AllowedOrigins, Authorization, ForwardedHeader, HostName, HttpConfig, HttpEngine, HttpEvent, IpNet,
+    Verdict,
 };
 use mcp_engine::{Config, Instant};
 use mcp_fixture as everything;
@@ -80,16 +81,29 @@ fn without_a_list_only_the_loopback_rule_applies() {
 #[test]
 fn the_client_address_comes_from_a_trusted_proxy_only() {
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
-    http.trusted_proxies(["10.0.0.0/8".parse::<IpNet>().unwrap(), "::1/128".parse().unwrap()]);
-    let mut e = engine(http);
+    let nets = ["10.0.0.0/8".parse::<IpNet>().unwrap(), "::1/128".parse().unwrap()];
+    http.trusted_proxies(ForwardedHeader::XForwardedFor, nets);
+    let mut e = engine(http.clone());
     let ip = |s: &str| s.parse::<IpAddr>().ok();
     let xff = [("X-Forwarded-For", "6.6.6.6, 198.51.100.7")];
     assert_eq!(discover(&mut e, "10.0.0.5:4000", &xff), (200, ip("198.51.100.7")));
     assert_eq!(discover(&mut e, "[::1]:4000", &xff), (200, ip("198.51.100.7")));
     // A client that is not a proxy cannot name an address.
     assert_eq!(discover(&mut e, "203.0.113.9:4000", &xff), (200, ip("203.0.113.9")));
-    let fwd = [("Forwarded", "for=\"[2001:db8::17]:4711\";proto=https")];
+    // Nor can one behind the proxy with the header the proxy does not write (and passes
+    // through): a `Forwarded` of its own is ignored, the proxy's `X-Forwarded-For` holds.
+    for spoof in ["for=192.0.2.1", "for=192.0.2.2", "for=\"[2001:db8::17]:4711\""] {
+        let both = [("Forwarded", spoof), ("X-Forwarded-For", "198.51.100.7")];
+        assert_eq!(discover(&mut e, "10.0.0.5:4000", &both), (200, ip("198.51.100.7")), "{spoof}");
+        let alone = [("Forwarded", spoof)];
+        assert_eq!(discover(&mut e, "10.0.0.5:4000", &alone), (200, ip("10.0.0.5")), "{spoof}");
+    }
+    // A proxy that writes `Forwarded`: read, and a client's `X-Forwarded-For` ignored.
+    http.trusted_proxies(ForwardedHeader::Forwarded, nets);
+    let mut e = engine(http);
+    let fwd = [("Forwarded", "for=\"[2001:db8::17]:4711\";proto=https"), ("X-Forwarded-For", "6.6.6.6")];
     assert_eq!(discover(&mut e, "10.0.0.5:4000", &fwd), (200, ip("2001:db8::17")));
+    assert_eq!(discover(&mut e, "10.0.0.5:4000", &xff), (200, ip("10.0.0.5")));
     // Without the setting, forwarding headers are ignored.
     let mut e = engine(HttpConfig::new(AllowedOrigins::Any, Authorization::Host));
     assert_eq!(discover(&mut e, "10.0.0.5:4000", &xff), (200, ip("10.0.0.5")));

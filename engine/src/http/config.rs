@@ -5,7 +5,7 @@ use core::time::Duration;
 
 use crate::http::auth::Authorization;
 use crate::http::limits::Limits;
-use crate::http::proxy::{HostName, IpNet};
+use crate::http::proxy::{ForwardedHeader, HostName, IpNet};
 use crate::http::resource::ProtectedResource;
 use crate::http::scopes::ScopePolicy;
 
@@ -54,6 +54,7 @@ pub struct HttpConfig {
     pub(super) protected: Option<ProtectedResource>,
     pub(super) hosts: Vec<HostName>,
     pub(super) proxies: Vec<IpNet>,
+    pub(super) forwarded: ForwardedHeader,
     pub(super) limits: Limits,
     pub(super) request_timeout: Option<Duration>,
     pub(super) scope_policy: ScopePolicy,
@@ -90,6 +91,7 @@ impl HttpConfig {
             protected: None,
             hosts: Vec::new(),
             proxies: Vec::new(),
+            forwarded: ForwardedHeader::XForwardedFor,
             limits: Limits::none(),
             request_timeout: None,
             scope_policy: ScopePolicy::new(),
@@ -123,20 +125,29 @@ impl HttpConfig {
         self.hosts = hosts.into_iter().collect();
         self
     }
-    /// The reverse proxies whose forwarding headers are believed (addresses or networks).
-    /// When the peer is one of them, the client's address is the rightmost address of
-    /// `Forwarded` (RFC 7239; else `X-Forwarded-For`) that is not one of them; otherwise
-    /// it is the peer's. Hosts see it as [`AuthorizeRequest::client`](crate::http::AuthorizeRequest::client)
+    /// The reverse proxies whose forwarding header is believed (addresses or networks),
+    /// and which header they write the client's address into: `X-Forwarded-For` or
+    /// `Forwarded` (RFC 7239). Only that header is read; the other is ignored, whoever
+    /// sends it (a proxy passes the header it does not write through as the client sent
+    /// it). When the peer is one of them, the client's address is the rightmost address
+    /// of that header that is not one of them; otherwise it is the peer's. Hosts see it as
+    /// [`AuthorizeRequest::client`](crate::http::AuthorizeRequest::client)
     /// and [`HttpEngine::client_addr`](crate::http::HttpEngine::client_addr). Default: none
     /// (forwarding headers are ignored).
     ///
     /// ```
-    /// use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, IpNet};
+    /// use mcp_engine::http::{AllowedOrigins, Authorization, ForwardedHeader, HttpConfig, IpNet};
     /// let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-    /// http.trusted_proxies(["10.0.0.0/8".parse::<IpNet>()?]);
+    /// // nginx: proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    /// http.trusted_proxies(ForwardedHeader::XForwardedFor, ["10.0.0.0/8".parse::<IpNet>()?]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn trusted_proxies(&mut self, proxies: impl IntoIterator<Item = IpNet>) -> &mut Self {
+    pub fn trusted_proxies(
+        &mut self,
+        header: ForwardedHeader,
+        proxies: impl IntoIterator<Item = IpNet>,
+    ) -> &mut Self {
+        self.forwarded = header;
         self.proxies = proxies.into_iter().collect();
         self
     }

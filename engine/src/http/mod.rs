@@ -58,7 +58,7 @@ pub use exchange::ResponseHead;
 #[cfg(feature = "jwt")]
 pub use jwt::{JwksError, JwsAlgorithm, JwtConfigError, JwtVerifier, TokenError, VerifiedToken};
 pub use limits::{Limits, RATE_LIMITED, Rate};
-pub use proxy::{HostName, InvalidHost, IpNet};
+pub use proxy::{ForwardedHeader, HostName, InvalidHost, IpNet};
 pub use resource::{ProtectedResource, ResourceError};
 pub use scopes::{ScopePolicy, ScopePolicyError};
 pub use store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
@@ -1033,7 +1033,12 @@ impl HttpEngine {
                             if self.http.proxies.is_empty() {
                                 peer.map(|p| p.ip())
                             } else {
-                                proxy::client_addr(&self.http.proxies, peer, head.headers)
+                                proxy::client_addr(
+                                    &self.http.proxies,
+                                    self.http.forwarded,
+                                    peer,
+                                    head.headers,
+                                )
                             },
                         ),
                     };

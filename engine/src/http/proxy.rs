@@ -2,9 +2,11 @@
 //! ([`HttpConfig::allowed_hosts`](crate::http::HttpConfig::allowed_hosts), DNS-rebinding
 //! protection beyond loopback) and who the client is when a trusted proxy forwards the
 //! request ([`HttpConfig::trusted_proxies`](crate::http::HttpConfig::trusted_proxies)): the
-//! address named by `Forwarded` (RFC 7239) or `X-Forwarded-For`, believed only when the
-//! peer itself is a configured proxy, read from the right and skipping the configured
-//! proxies, so a client cannot name an address of its choosing.
+//! address named by the one header the operator says the proxy writes
+//! ([`ForwardedHeader`]: `X-Forwarded-For` or `Forwarded`, RFC 7239; the other is
+//! ignored), believed only when the peer itself is a configured proxy, read from the
+//! right and skipping the configured proxies, so a client cannot name an address of its
+//! choosing.
 
 use core::fmt;
 use core::net::{IpAddr, SocketAddr};
@@ -115,12 +117,45 @@ fn parse_port(digits: &[u8]) -> Option<u16> {
     core::str::from_utf8(digits).ok()?.parse().ok()
 }
 
+/// The header a trusted proxy writes the client's address into
+/// ([`HttpConfig::trusted_proxies`](crate::http::HttpConfig::trusted_proxies)): only that
+/// one is read; the other is ignored, whoever sends it. A proxy appends to the header it
+/// writes but passes the other through as the client sent it, so believing both (or
+/// whichever is present) would let any client name its own address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ForwardedHeader {
+    /// `X-Forwarded-For: client, proxy1, …`: what nginx (`$proxy_add_x_forwarded_for`),
+    /// HAProxy (`option forwardfor`), Envoy and the cloud load balancers write.
+    XForwardedFor,
+    /// `Forwarded: for=client, for=proxy1` (RFC 7239): the `for=` parameter of each element.
+    Forwarded,
+}
+
+impl ForwardedHeader {
+    /// The header's name, lower-case.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::XForwardedFor => "x-forwarded-for",
+            Self::Forwarded => "forwarded",
+        }
+    }
+
+    /// `x-forwarded-for` or `forwarded` (any case), as a command line or a setting says it.
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::XForwardedFor, Self::Forwarded]
+            .into_iter()
+            .find(|h| text.trim().eq_ignore_ascii_case(h.name()))
+    }
+}
+
 /// The client's address: the peer's, unless the peer is a trusted proxy; then the
-/// rightmost address of the forwarding chain (`Forwarded` if the request has one, else
-/// `X-Forwarded-For`) that is not a trusted proxy itself. An entry that is not an address
+/// rightmost address of the forwarding chain in `header` (the other forwarding header is
+/// never read) that is not a trusted proxy itself. An entry that is not an address
 /// (`unknown`, an obfuscated identifier, garbage) ends the walk at the last proxy seen.
 pub(crate) fn client_addr(
     trusted: &[IpNet],
+    header: ForwardedHeader,
     peer: Option<SocketAddr>,
     headers: &[httparse::Header<'_>],
 ) -> Option<IpAddr> {
@@ -129,8 +164,8 @@ pub(crate) fn client_addr(
     if !is_trusted(peer) {
         return Some(peer);
     }
-    let forwarded = headers.iter().any(|h| h.name.eq_ignore_ascii_case("forwarded"));
-    let name = if forwarded { "forwarded" } else { "x-forwarded-for" };
+    let forwarded = header == ForwardedHeader::Forwarded;
+    let name = header.name();
     // Every hop, in order; walked from the right without collecting them.
     let mut client = peer;
     let mut values = headers.iter().rev().filter(|h| h.name.eq_ignore_ascii_case(name));
@@ -207,16 +242,19 @@ mod tests {
         }
     }
 
+    const XFF: ForwardedHeader = ForwardedHeader::XForwardedFor;
+    const FWD: ForwardedHeader = ForwardedHeader::Forwarded;
+
     #[test]
     fn the_peer_is_the_client_unless_it_is_a_trusted_proxy() {
         let trusted = nets(&["10.0.0.0/8"]);
         let direct = "203.0.113.9:5000".parse().ok();
         let spoof = [h("x-forwarded-for", "1.2.3.4")];
-        assert_eq!(client_addr(&trusted, direct, &spoof), "203.0.113.9".parse().ok());
-        assert_eq!(client_addr(&trusted, PROXY.parse().ok(), &spoof), "1.2.3.4".parse().ok());
-        assert_eq!(client_addr(&trusted, PROXY.parse().ok(), &[]), "10.0.0.5".parse().ok());
-        assert_eq!(client_addr(&[], PROXY.parse().ok(), &spoof), "10.0.0.5".parse().ok());
-        assert_eq!(client_addr(&trusted, None, &spoof), None);
+        assert_eq!(client_addr(&trusted, XFF, direct, &spoof), "203.0.113.9".parse().ok());
+        assert_eq!(client_addr(&trusted, XFF, PROXY.parse().ok(), &spoof), "1.2.3.4".parse().ok());
+        assert_eq!(client_addr(&trusted, XFF, PROXY.parse().ok(), &[]), "10.0.0.5".parse().ok());
+        assert_eq!(client_addr(&[], XFF, PROXY.parse().ok(), &spoof), "10.0.0.5".parse().ok());
+        assert_eq!(client_addr(&trusted, XFF, None, &spoof), None);
     }
 
     #[test]
@@ -225,21 +263,38 @@ mod tests {
         let peer = PROXY.parse().ok();
         // The client prepended a lie; the proxies appended the truth.
         let xff = [h("X-Forwarded-For", "6.6.6.6, 198.51.100.7, 10.1.1.1")];
-        assert_eq!(client_addr(&trusted, peer, &xff), "198.51.100.7".parse().ok());
+        assert_eq!(client_addr(&trusted, XFF, peer, &xff), "198.51.100.7".parse().ok());
         // Split over two headers, in order.
         let two = [h("x-forwarded-for", "6.6.6.6, 198.51.100.7"), h("x-forwarded-for", "10.1.1.1")];
-        assert_eq!(client_addr(&trusted, peer, &two), "198.51.100.7".parse().ok());
+        assert_eq!(client_addr(&trusted, XFF, peer, &two), "198.51.100.7".parse().ok());
         let fwd = [h(
             "Forwarded",
             "for=6.6.6.6, for=\"[2001:db8::17]:4711\";proto=https, for=\"[2001:db8:ffff::1]\";by=x",
         )];
-        assert_eq!(client_addr(&trusted, peer, &fwd), "2001:db8::17".parse().ok());
-        // `Forwarded` wins over `X-Forwarded-For` when both are present.
-        let both = [h("x-forwarded-for", "6.6.6.6"), h("forwarded", "for=192.0.2.60:80")];
-        assert_eq!(client_addr(&trusted, peer, &both), "192.0.2.60".parse().ok());
+        assert_eq!(client_addr(&trusted, FWD, peer, &fwd), "2001:db8::17".parse().ok());
         // Every hop trusted: the leftmost.
         let all = [h("x-forwarded-for", "10.9.9.9, 10.1.1.1")];
-        assert_eq!(client_addr(&trusted, peer, &all), "10.9.9.9".parse().ok());
+        assert_eq!(client_addr(&trusted, XFF, peer, &all), "10.9.9.9".parse().ok());
+    }
+
+    #[test]
+    fn only_the_header_the_proxy_writes_is_read() {
+        let trusted = nets(&["10.0.0.0/8"]);
+        let peer = PROXY.parse().ok();
+        // nginx appended the client it saw to X-Forwarded-For and passed the client's own
+        // Forwarded through: that one is the client's word, never believed.
+        let spoofed = [h("forwarded", "for=192.0.2.60:80"), h("x-forwarded-for", "198.51.100.7")];
+        assert_eq!(client_addr(&trusted, XFF, peer, &spoofed), "198.51.100.7".parse().ok());
+        let alone = [h("forwarded", "for=192.0.2.60")];
+        assert_eq!(client_addr(&trusted, XFF, peer, &alone), "10.0.0.5".parse().ok(), "the proxy itself");
+        // And the other way round, for a proxy that writes Forwarded.
+        let spoofed = [h("x-forwarded-for", "192.0.2.60"), h("forwarded", "for=198.51.100.7")];
+        assert_eq!(client_addr(&trusted, FWD, peer, &spoofed), "198.51.100.7".parse().ok());
+        let alone = [h("x-forwarded-for", "192.0.2.60")];
+        assert_eq!(client_addr(&trusted, FWD, peer, &alone), "10.0.0.5".parse().ok(), "the proxy itself");
+        assert_eq!(ForwardedHeader::parse(" X-Forwarded-For"), Some(XFF));
+        assert_eq!(ForwardedHeader::parse("FORWARDED"), Some(FWD));
+        assert_eq!(ForwardedHeader::parse("x-real-ip"), None);
     }
 
     #[test]
@@ -248,11 +303,11 @@ mod tests {
         let peer = PROXY.parse().ok();
         for value in ["unknown", "_hidden", "", "1.2.3.4.5", "for=1.2.3.4"] {
             let xff = [h("x-forwarded-for", value)];
-            assert_eq!(client_addr(&trusted, peer, &xff), "10.0.0.5".parse().ok(), "{value:?}");
+            assert_eq!(client_addr(&trusted, XFF, peer, &xff), "10.0.0.5".parse().ok(), "{value:?}");
         }
         let fwd = [h("forwarded", "for=unknown, for=10.2.2.2")];
-        assert_eq!(client_addr(&trusted, peer, &fwd), "10.2.2.2".parse().ok());
+        assert_eq!(client_addr(&trusted, FWD, peer, &fwd), "10.2.2.2".parse().ok());
         let bytes = [httparse::Header { name: "x-forwarded-for", value: b"\xff" }];
-        assert_eq!(client_addr(&trusted, peer, &bytes), "10.0.0.5".parse().ok());
+        assert_eq!(client_addr(&trusted, XFF, peer, &bytes), "10.0.0.5".parse().ok());
     }
 }

@@ -85,6 +85,8 @@ impl HttpEngine {
         c.principal = None;
         if status != 200 {
             let allow: &[(&str, &str)] = if status == 405 { &[("allow", "POST, DELETE")] } else { &[] };
+            // A `405` closes the connection, as every method refusal does (docs/http.md).
+            c.keep_alive &= status != 405;
             respond_empty(c, now, status, allow);
             return;
         }

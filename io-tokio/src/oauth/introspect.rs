@@ -1,9 +1,12 @@
 //! Reference tokens asked about at the authorization server: [`IntrospectionVerifier`]
-//! (RFC 7662), with a bounded cache of the active answers.
+//! (RFC 7662), with a bounded cache of the active answers, one of the refusals, and a cap
+//! on the requests in flight.
 
 use core::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
+
+use tokio::sync::Semaphore;
 
 use base64::Engine as _;
 use mcp_engine::UnixTime;
@@ -22,6 +25,12 @@ const DEFAULT_CACHE: usize = 1024;
 
 /// The largest cache capacity: a larger setting is cut to this.
 const MAX_CACHE: usize = 1 << 20;
+
+/// How long a refusal is kept unless set.
+const DEFAULT_REFUSAL_TIME: Duration = Duration::from_secs(10);
+
+/// The most requests to the authorization server in flight at once unless set.
+const DEFAULT_IN_FLIGHT: usize = 16;
 
 /// The leeway for `exp` and `nbf`.
 const LEEWAY: u64 = 60_000_000;
@@ -52,7 +61,20 @@ const MAX_TOKEN_LEN: usize = 16 * 1024;
 /// 1,024 unless set), by the SHA-256 digest of the token (never the token), until the
 /// token's `exp` or for [`cache_time`](Self::cache_time) (60 s unless set), whichever is
 /// sooner: a token revoked at the server is still accepted here for at most that long.
-/// A cached token costs no request and no allocation. Refusals are not cached.
+/// A cached token costs no request and no allocation.
+///
+/// Refusals are kept too, in a bounded cache of their own (so a flood of bad tokens never
+/// pushes out a good one; [`refusal_cache_capacity`](Self::refusal_cache_capacity),
+/// 1,024 unless set), by the token's digest, for
+/// [`refusal_cache_time`](Self::refusal_cache_time) (10 s unless set): a token the
+/// server said is inactive, or whose answer does not fit this resource, is refused again
+/// without asking. When the server could not be asked, nothing is kept.
+///
+/// At most [`max_in_flight`](Self::max_in_flight) requests (16 unless set) are in flight
+/// at once; a token that would need another is refused at once with
+/// [`VerifyError::Busy`] (`503` with `Retry-After: 1`) rather than queued, so a flood of
+/// fresh tokens costs the authorization server a bounded load and holds no request
+/// waiting, while tokens in either cache are still answered.
 ///
 /// An answer `400 Bad Request` (a server that refuses to introspect this kind of token,
 /// as `oidc-provider` does for its JWTs) is [`VerifyError::Inactive`]: the server vouches
@@ -68,6 +90,10 @@ pub struct IntrospectionVerifier {
     require_audience: bool,
     cache_time: Duration,
     cache: Mutex<Expiring<AccessToken>>,
+    refusal_time: Duration,
+    refusals: Mutex<Expiring<VerifyError>>,
+    in_flight: Semaphore,
+    max_in_flight: usize,
     fetcher: Fetcher,
 }
 
@@ -81,6 +107,9 @@ impl fmt::Debug for IntrospectionVerifier {
             .field("require_audience", &self.require_audience)
             .field("cache_time", &self.cache_time)
             .field("cache_capacity", &self.lock().capacity())
+            .field("refusal_cache_time", &self.refusal_time)
+            .field("refusal_cache_capacity", &self.refusals().capacity())
+            .field("max_in_flight", &self.max_in_flight)
             .field("fetcher", &self.fetcher)
             .finish_non_exhaustive()
     }
@@ -157,6 +186,10 @@ impl IntrospectionVerifier {
             require_audience: true,
             cache_time: DEFAULT_CACHE_TIME,
             cache: Mutex::new(Expiring::new(DEFAULT_CACHE)),
+            refusal_time: DEFAULT_REFUSAL_TIME,
+            refusals: Mutex::new(Expiring::new(DEFAULT_CACHE)),
+            in_flight: Semaphore::new(DEFAULT_IN_FLIGHT),
+            max_in_flight: DEFAULT_IN_FLIGHT,
             fetcher: Fetcher::new(),
         }
     }
@@ -215,6 +248,33 @@ impl IntrospectionVerifier {
         self
     }
 
+    /// How long a refusal is kept: a token the server said is inactive (or whose answer
+    /// does not fit this resource) is refused again without asking for this long (10 s
+    /// unless set). Zero keeps none.
+    #[must_use]
+    pub fn refusal_cache_time(mut self, time: Duration) -> Self {
+        self.refusal_time = time;
+        self
+    }
+
+    /// How many refusals to keep (1,024 unless set; zero keeps none; at most 1,048,576),
+    /// apart from the active answers. The table is allocated at this size now.
+    #[must_use]
+    pub fn refusal_cache_capacity(mut self, capacity: usize) -> Self {
+        self.refusals = Mutex::new(Expiring::new(capacity.min(MAX_CACHE)));
+        self
+    }
+
+    /// The most requests to the authorization server in flight at once (16 unless set; at
+    /// least 1). A token that would need one more is refused at once with
+    /// [`VerifyError::Busy`]: `503` with `Retry-After: 1`.
+    #[must_use]
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests.clamp(1, Semaphore::MAX_PERMITS);
+        self.in_flight = Semaphore::new(self.max_in_flight);
+        self
+    }
+
     /// The deadline of one request, connection, request and answer together (10 s unless
     /// set).
     #[must_use]
@@ -258,13 +318,36 @@ impl IntrospectionVerifier {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The cached answer for `token`, if there is one still good: `None` when the server
-    /// must be asked. Allocates nothing.
-    pub(super) fn cached(&self, token: &str) -> Option<AccessToken> {
-        if self.cache_time.is_zero() {
+    fn refusals(&self) -> std::sync::MutexGuard<'_, Expiring<VerifyError>> {
+        self.refusals.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cached answer for `token`, if there is one still good (an active answer, or a
+    /// refusal): `None` when the server must be asked. Allocates nothing.
+    pub(super) fn cached(&self, token: &str) -> Option<Result<AccessToken, VerifyError>> {
+        if self.cache_time.is_zero() && self.refusal_time.is_zero() {
             return None;
         }
-        self.lock().get(&digest(token), now_micros())
+        let (key, now) = (digest(token), now_micros());
+        if !self.cache_time.is_zero()
+            && let Some(t) = self.lock().get(&key, now)
+        {
+            return Some(Ok(t));
+        }
+        if self.refusal_time.is_zero() {
+            return None;
+        }
+        self.refusals().get(&key, now).map(Err)
+    }
+
+    /// Keeps the server's refusal of `token` for the refusal cache time.
+    fn refused(&self, token: &str, e: VerifyError) -> VerifyError {
+        if !self.refusal_time.is_zero() {
+            let now = now_micros();
+            let until = now.saturating_add(self.refusal_time.as_micros() as u64);
+            self.refusals().insert(digest(token), e.clone(), until, now);
+        }
+        e
     }
 
     /// Verifies `token`: from the cache, else by asking the server.
@@ -275,12 +358,17 @@ impl IntrospectionVerifier {
     /// answer does not fit this resource, [`VerifyError::Unavailable`] when it could not be
     /// asked.
     pub async fn verify(&self, token: &str) -> Result<AccessToken, VerifyError> {
-        if let Some(t) = self.cached(token) {
-            return Ok(t);
+        if let Some(known) = self.cached(token) {
+            return known;
         }
         if token.is_empty() || token.len() > MAX_TOKEN_LEN {
             return Err(VerifyError::Invalid(TokenError::Malformed));
         }
+        // Held until the answer is in (or this future is dropped).
+        let Ok(_permit) = self.in_flight.try_acquire() else {
+            tracing::debug!(max = self.max_in_flight, "token introspection: too many in flight, not asked");
+            return Err(VerifyError::Busy);
+        };
         let mut form = String::with_capacity(token.len() + 40);
         form.push_str("token=");
         form_encode(token, &mut form);
@@ -291,7 +379,7 @@ impl IntrospectionVerifier {
             // for a JWT it does not introspect): it vouches for nothing.
             Err(FetchError::Status(_, 400)) => {
                 tracing::debug!(endpoint = %self.endpoint, "token introspection: 400 for the token");
-                return Err(VerifyError::Inactive);
+                return Err(self.refused(token, VerifyError::Inactive));
             }
             // No answer, or one saying to come back later: the client may retry.
             Err(e @ (FetchError::Timeout(_) | FetchError::Transport(..))) => {
@@ -315,7 +403,7 @@ impl IntrospectionVerifier {
             }
         };
         let now = now_micros();
-        let token_info = self.judge(answer, now)?;
+        let token_info = self.judge(answer, now).map_err(|e| self.refused(token, e))?;
         if !self.cache_time.is_zero() {
             let mut until = now.saturating_add(self.cache_time.as_micros() as u64);
             if let Some(exp) = token_info.expiry() {

@@ -84,6 +84,10 @@ pub enum VerifyError {
     /// The authorization server did not answer (no connection, no answer in time, a
     /// `5xx` or `429`): `503` with `Retry-After: 1`, for the client to try again.
     Unreachable,
+    /// As many introspection requests as allowed are in flight already
+    /// ([`IntrospectionVerifier::max_in_flight`]): the server was not asked. `503` with
+    /// `Retry-After: 1`, as [`Unreachable`](Self::Unreachable).
+    Busy,
 }
 
 impl VerifyError {
@@ -94,7 +98,7 @@ impl VerifyError {
         match self {
             Self::Invalid(_) | Self::Inactive => Verdict::Unauthenticated,
             Self::Unavailable => Verdict::Failed,
-            Self::Unreachable => Verdict::Unavailable,
+            Self::Unreachable | Self::Busy => Verdict::Unavailable,
         }
     }
 
@@ -119,6 +123,7 @@ impl VerifyError {
             Self::Inactive => "inactive token",
             Self::Unavailable => "the authorization server could not be asked",
             Self::Unreachable => "the authorization server does not answer",
+            Self::Busy => "too many introspection requests in flight",
         }
     }
 }
@@ -291,14 +296,15 @@ enum Verifier {
 /// | none (not asked when protected: the engine answers itself) | [`Verdict::Unauthenticated`] | `401` with the challenge, no `error` |
 /// | bad, expired, inactive, for another resource or issuer | [`Verdict::Unauthenticated`] | `401`, `error="invalid_token"` |
 /// | not checkable (the introspection endpoint refuses this server's credentials, or answers something else) | [`Verdict::Failed`] | `500` |
-/// | the authorization server does not answer (no connection, no answer in time, `5xx`, `429`) | [`Verdict::Unavailable`] | `503`, `Retry-After: 1` |
+/// | the authorization server does not answer (no connection, no answer in time, `5xx`, `429`), or [`IntrospectionVerifier::max_in_flight`] requests to it are in flight already | [`Verdict::Unavailable`] | `503`, `Retry-After: 1` |
 ///
 /// A refusal is logged at `debug` with its reason ([`VerifyError::reason`]): never the
 /// token, a claim's value or a key id.
 ///
 /// A token that verified before (and has not expired) is answered at once on the
 /// engine's task, from the verifiers' caches: no future, no signature check, no
-/// allocation. Any other token is verified in a task of its own, so a signature check or
+/// allocation; so is a token the authorization server said is inactive, for a while
+/// ([`IntrospectionVerifier::refusal_cache_time`]). Any other token is verified in a task of its own, so a signature check or
 /// a request to the authorization server never holds up the engine's task.
 ///
 /// ```no_run
@@ -388,7 +394,7 @@ impl Authorizer for OAuthAuthorizer {
         let Some(token) = request.bearer_token() else { return Some(Verdict::Unauthenticated) };
         let outcome = match &self.verifier {
             Verifier::Jwt(v) => v.verify_known(token)?,
-            Verifier::Introspection(v) => Ok(v.cached(token)?),
+            Verifier::Introspection(v) => v.cached(token)?,
         };
         Some(self.decide(outcome, &request.scopes))
     }
@@ -413,6 +419,7 @@ mod tests {
         assert_eq!(VerifyError::Invalid(TokenError::Expired).verdict(), Verdict::Unauthenticated);
         assert_eq!(VerifyError::Unavailable.verdict(), Verdict::Failed);
         assert_eq!(VerifyError::Unreachable.verdict(), Verdict::Unavailable);
+        assert_eq!(VerifyError::Busy.verdict(), Verdict::Unavailable);
         assert_eq!(
             VerifyError::Invalid(TokenError::UnknownKid("secret-ish".into())).to_string(),
             "unknown key id"

@@ -12,13 +12,18 @@
 //!
 //! Each write is announced to the other nodes sharing the schema (`LISTEN/NOTIFY`, in
 //! the write's own statement: only committed writes are told), and
-//! [`PgSessionStore::notices`] hears the other nodes' announcements (`notify.rs`). See
-//! `docs/scale-out.md`.
+//! [`PgSessionStore::notices`] hears the other nodes' announcements (`notify.rs`), each
+//! signed with a key derived from the nodes' shared secret key (`signed.rs`): any role can
+//! `NOTIFY`, so an announcement that does not verify is ignored, and counted
+//! ([`PgSessionStore::ignored_notices`]). See `docs/scale-out.md`.
 
 mod events;
 mod notify;
 mod schema;
+mod signed;
 mod tasks;
+
+pub use signed::IgnoredNotices;
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -31,10 +36,12 @@ use crate::store::StoreNotices;
 use crate::store::{CatalogNews, SessionStore, StoreError, StoreFuture};
 use notify::ListenConfig;
 use schema::fail;
+use signed::NoticeKeys;
 
 /// How a [`PgSessionStore`] connects, where it keeps its tables and how long it waits.
-/// Built from a connection URL; every setting has a default (given with its method), so
-/// `PgStoreConfig::new(url)?.build().await?` is a working store.
+/// Built from a connection URL and the nodes' secret key ([`secret_key`](Self::secret_key),
+/// required); every other setting has a default (given with its method), so
+/// `PgStoreConfig::new(url)?.secret_key(key).build().await?` is a working store.
 ///
 /// The timeouts nest: a statement waits at most [`lock_timeout`](Self::lock_timeout) for
 /// a row lock and runs at most [`statement_timeout`](Self::statement_timeout); taking a
@@ -62,8 +69,25 @@ pub struct PgStoreConfig {
     cleanup_batch: u32,
     notice_capacity: usize,
     notice_check_every: Duration,
+    notice_max_age: Duration,
+    secret: Option<Secret>,
+    previous: Vec<Secret>,
     events: crate::store::EventBounds,
 }
+
+/// A secret key, kept out of `Debug`.
+#[derive(Clone)]
+struct Secret([u8; 32]);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+/// The most previous secret keys a store keeps (the engine's
+/// [`Config::MAX_PREVIOUS_KEYS`](mcp_engine::Config::MAX_PREVIOUS_KEYS)).
+const MAX_PREVIOUS_KEYS: usize = mcp_engine::Config::MAX_PREVIOUS_KEYS;
 
 impl PgStoreConfig {
     /// Settings to reach the database at `url` (`postgres://user:password@host:port/db`,
@@ -88,6 +112,9 @@ impl PgStoreConfig {
             cleanup_batch: 1000,
             notice_capacity: 1024,
             notice_check_every: Duration::from_secs(10),
+            notice_max_age: Duration::from_secs(30),
+            secret: None,
+            previous: Vec::new(),
             events: crate::store::EventBounds::default(),
         })
     }
@@ -205,10 +232,49 @@ impl PgStoreConfig {
         self
     }
 
+    /// The secret key the nodes sharing the schema share (required: give the engine's
+    /// [`Config::secret_key`](mcp_engine::Config::secret_key), which they share already
+    /// for session ids). The store signs what it announces to the other nodes with a key
+    /// derived from it (HMAC-SHA256 under its own label: never a MAC the engine makes),
+    /// and takes only the announcements that verify: any role that can connect to the
+    /// database can `NOTIFY` on the schema's channels, and must not make a node drop
+    /// copies, end sessions or tell its streams that lists changed. Draw it from a
+    /// cryptographic source and keep it out of logs (it is kept out of `Debug`).
+    pub fn secret_key(mut self, key: [u8; 32]) -> Self {
+        self.secret = Some(Secret(key));
+        self
+    }
+
+    /// Earlier secret keys whose announcements are still taken, for rotating the key:
+    /// give the engine's
+    /// [`Config::previous_secret_keys`](mcp_engine::Config::previous_secret_keys). At
+    /// most [`Config::MAX_PREVIOUS_KEYS`](mcp_engine::Config::MAX_PREVIOUS_KEYS) are kept
+    /// (the first ones given).
+    pub fn previous_secret_keys(mut self, keys: impl IntoIterator<Item = [u8; 32]>) -> Self {
+        self.previous = keys.into_iter().take(MAX_PREVIOUS_KEYS).map(Secret).collect();
+        self
+    }
+
+    /// The oldest an announcement is taken (default 30 s, at least 1 s), by the sending
+    /// node's clock against this one's, either way: an announcement seen before is
+    /// refused, and one older than this is refused as a replay too. Give the nodes'
+    /// clock skew plus the longest an announcement takes to arrive, with room.
+    pub fn notice_max_age(mut self, age: Duration) -> Self {
+        self.notice_max_age = age.max(Duration::from_secs(1));
+        self
+    }
+
     /// Connects, creates or migrates the schema, and starts the cleanup task (on the
-    /// current tokio runtime; it ends with the store). Fails when the schema name is not
-    /// valid, the database cannot be reached, or its schema is newer than this store.
+    /// current tokio runtime; it ends with the store). Fails when no
+    /// [`secret_key`](Self::secret_key) was given, the schema name is not valid, the
+    /// database cannot be reached, or its schema is newer than this store.
     pub async fn build(self) -> Result<PgSessionStore, StoreError> {
+        let Some(secret) = &self.secret else {
+            return Err(StoreError::new(
+                "postgres: no secret key: give PgStoreConfig::secret_key the nodes' shared \
+                 Config::secret_key (the announcements between nodes are signed with a key derived from it)",
+            ));
+        };
         if !schema::valid_name(&self.schema) {
             return Err(StoreError::new(format!(
                 "postgres: schema name {:?}: use 1 to 63 of a-z, 0-9 and _, not starting with a digit nor pg_",
@@ -259,7 +325,12 @@ impl PgStoreConfig {
             pg: listen,
             channel: schema::channel(&self.schema),
             catalog: schema::catalog_channel(&self.schema),
-            node: notify::node_id(),
+            keys: Arc::new(NoticeKeys::new(
+                &secret.0,
+                &self.previous.iter().map(|k| k.0).collect::<Vec<_>>(),
+                notify::node_id(),
+                self.notice_max_age,
+            )),
             capacity: self.notice_capacity,
             check_every: self.notice_check_every,
             connect_timeout: self.connect_timeout,
@@ -337,8 +408,8 @@ impl Inner {
         // Each write announces itself in its own statement (a data-modifying `WITH`): one
         // notice per row written, none when nothing was written, and PostgreSQL delivers
         // it only if the statement's transaction commits.
-        let changed = notify::notify_sql(&listen.channel, &listen.node, 'c');
-        let ended = notify::notify_sql(&listen.channel, &listen.node, 'e');
+        // The payload is the statement's last parameter, signed before the statement is sent.
+        let notify = |param: u8| notify::notify_sql(&listen.channel, param);
         Self {
             pool,
             operation_timeout: cfg.operation_timeout,
@@ -355,22 +426,26 @@ impl Inner {
                  VALUES ($1, $3, 1, $4, {expiry}) \
                  ON CONFLICT (id) DO UPDATE SET record = excluded.record, version = t.version + 1, \
                  principal = excluded.principal, touched_at = now(), expires_at = excluded.expires_at \
-                 WHERE t.record IS NOT NULL RETURNING 1) SELECT {changed} FROM w"
+                 WHERE t.record IS NOT NULL RETURNING 1) SELECT {} FROM w",
+                notify(5)
             ),
             remove: format!(
                 "WITH w AS (INSERT INTO {t} AS t (id, record, version, expires_at) VALUES ($1, NULL, 1, {expiry}) \
                  ON CONFLICT (id) DO UPDATE SET record = NULL, principal = NULL, version = t.version + 1, \
-                 touched_at = now(), expires_at = excluded.expires_at RETURNING 1) SELECT {ended} FROM w"
+                 touched_at = now(), expires_at = excluded.expires_at RETURNING 1) SELECT {} FROM w",
+                notify(3)
             ),
             expired: format!(
                 "WITH w AS (DELETE FROM {t} WHERE id = $1 AND record IS NOT NULL \
                  AND touched_at < now() - $2::bigint * interval '1 millisecond' RETURNING 1) \
-                 SELECT {ended} FROM w"
+                 SELECT {} FROM w",
+                notify(3)
             ),
             save_if: format!(
                 "WITH w AS (UPDATE {t} SET record = $3, version = version + 1, principal = $4, touched_at = now(), \
                  expires_at = {expiry} WHERE id = $1 AND version = $5 AND record IS NOT NULL AND expires_at > now() \
-                 RETURNING version) SELECT w.version, {changed} FROM w"
+                 RETURNING version) SELECT w.version, {} FROM w",
+                notify(6)
             ),
             create_if: format!(
                 "WITH w AS (INSERT INTO {t} AS t (id, record, version, principal, expires_at) \
@@ -378,7 +453,8 @@ impl Inner {
                  ON CONFLICT (id) DO UPDATE SET record = excluded.record, version = t.version + 1, \
                  principal = excluded.principal, touched_at = now(), expires_at = excluded.expires_at \
                  WHERE t.record IS NOT NULL AND t.expires_at <= now() RETURNING version) \
-                 SELECT w.version, {changed} FROM w"
+                 SELECT w.version, {} FROM w",
+                notify(5)
             ),
             cleanup: format!(
                 "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE expires_at <= now() \
@@ -389,7 +465,7 @@ impl Inner {
                  WHERE id = $1 AND record IS NOT NULL AND expires_at > now()"
             ),
             announce: format!("SELECT pg_notify('{}', $1::text)", listen.catalog),
-            tasks: tasks::Sql::new(cfg, &listen.channel, &listen.node),
+            tasks: tasks::Sql::new(cfg, &listen.channel),
             listen,
             events: events::Sql::new(cfg),
         }
@@ -468,6 +544,12 @@ impl Inner {
         }
     }
 
+    /// The signed payload of a write of `kind` (`C`, `E`, `T`) about `id` on the
+    /// sessions' channel: its statement's last parameter.
+    fn notice(&self, kind: char, id: &str) -> String {
+        notify::session_payload(&self.listen.keys, &self.listen.channel, kind, id)
+    }
+
     async fn cleanup_once(&self) -> Result<u64, StoreError> {
         let sessions = self.execute("cleanup", &self.cleanup, &[&self.batch]).await?;
         let tasks = self.execute("cleanup tasks", &self.tasks.cleanup, &[&self.batch]).await?;
@@ -513,10 +595,12 @@ fn principal_of(record: &[u8]) -> Option<&[u8]> {
 }
 
 impl PgSessionStore {
-    /// A store with the default settings for the database at `url` (see
-    /// [`PgStoreConfig`]).
-    pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        PgStoreConfig::new(url)?.build().await
+    /// A store with the default settings for the database at `url`, signing and checking
+    /// the announcements between nodes with `secret_key` (the nodes' shared
+    /// [`Config::secret_key`](mcp_engine::Config::secret_key); see
+    /// [`PgStoreConfig::secret_key`]).
+    pub async fn connect(url: &str, secret_key: [u8; 32]) -> Result<Self, StoreError> {
+        PgStoreConfig::new(url)?.secret_key(secret_key).build().await
     }
 
     /// The record under `id` with its version, as [`SessionStore::load`] (which it is,
@@ -539,14 +623,15 @@ impl PgSessionStore {
     ) -> Result<Option<i64>, StoreError> {
         let inner = &*self.inner;
         let principal = principal_of(record);
+        let notice = inner.notice('C', id);
         let row = match expected {
             Some(v) => {
-                inner
-                    .query_opt("save", &inner.save_if, &[&id, &inner.ttl_ms, &record, &principal, &v])
-                    .await?
+                let params: [&(dyn ToSql + Sync); 6] = [&id, &inner.ttl_ms, &record, &principal, &v, &notice];
+                inner.query_opt("save", &inner.save_if, &params).await?
             }
             None => {
-                inner.query_opt("save", &inner.create_if, &[&id, &inner.ttl_ms, &record, &principal]).await?
+                let params: [&(dyn ToSql + Sync); 5] = [&id, &inner.ttl_ms, &record, &principal, &notice];
+                inner.query_opt("save", &inner.create_if, &params).await?
             }
         };
         Ok(row.map(|r| r.get(0)))
@@ -574,7 +659,18 @@ impl PgSessionStore {
     /// This store's node id (16 hex digits, random per store): what its notices carry,
     /// so that its own [`notices`](Self::notices) skip them.
     pub fn node_id(&self) -> &str {
-        &self.inner.listen.node
+        self.inner.listen.keys.node()
+    }
+
+    /// The announcements this store's [`notices`](Self::notices) ignored since it was
+    /// built: without a MAC that verifies under its secret keys (a plain `NOTIFY` from
+    /// any role, a node given another key or of a version before signed notices), or
+    /// replayed (taken before, or older than
+    /// [`notice_max_age`](PgStoreConfig::notice_max_age)). Each is logged at `debug`
+    /// too; a count that grows says someone else writes to the nodes' channels, or a node
+    /// does not share the key.
+    pub fn ignored_notices(&self) -> IgnoredNotices {
+        self.inner.listen.keys.ignored()
     }
 
     /// Deletes at most [`cleanup_batch`](PgStoreConfig::cleanup_batch) expired session
@@ -601,7 +697,10 @@ impl SessionStore for PgSessionStore {
     fn save<'a>(&'a self, id: &'a str, record: &'a [u8]) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let inner = &*self.inner;
-            inner.execute("save", &inner.save, &[&id, &inner.ttl_ms, &record, &principal_of(record)]).await?;
+            let notice = inner.notice('C', id);
+            let params: [&(dyn ToSql + Sync); 5] =
+                [&id, &inner.ttl_ms, &record, &principal_of(record), &notice];
+            inner.execute("save", &inner.save, &params).await?;
             Ok(())
         })
     }
@@ -609,7 +708,7 @@ impl SessionStore for PgSessionStore {
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let inner = &*self.inner;
-            inner.execute("remove", &inner.remove, &[&id, &inner.ttl_ms]).await?;
+            inner.execute("remove", &inner.remove, &[&id, &inner.ttl_ms, &inner.notice('E', id)]).await?;
             Ok(())
         })
     }
@@ -617,7 +716,7 @@ impl SessionStore for PgSessionStore {
     fn expired<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let inner = &*self.inner;
-            inner.execute("expired", &inner.expired, &[&id, &inner.grace_ms]).await?;
+            inner.execute("expired", &inner.expired, &[&id, &inner.grace_ms, &inner.notice('E', id)]).await?;
             Ok(())
         })
     }
@@ -639,7 +738,7 @@ impl SessionStore for PgSessionStore {
     fn announce<'a>(&'a self, news: &'a CatalogNews) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let inner = &*self.inner;
-            let payload = notify::news_payload(&inner.listen.node, news);
+            let payload = notify::news_payload(&inner.listen.keys, &inner.listen.catalog, news);
             inner.query_opt("announce", &inner.announce, &[&payload]).await?;
             Ok(())
         })

@@ -3,22 +3,27 @@
 //! write is announced) and the task that listens for other nodes' announcements
 //! (into [`StoreNotices`]).
 //!
-//! The payload, the wire between nodes (never changed once released; a listener treats
-//! what it does not understand as [`StoreNotice::Missed`]): `<kind> <node> <id>`,
-//! separated by single spaces, where `kind` is `c` (the record changed), `e` (the session
-//! ended: removed, or deleted on expiry) or `t` (a task's record changed: `id` is then the
-//! task id; a listener of a version before tasks takes it as unknown, a `Missed`), `node` the sending store's id (16 hex digits) and
-//! `id` the session id (the rest of the payload, spaces included). An id longer than
-//! [`MAX_ID`] bytes is sent as `? <node>`: "some session changed", a `Missed` for the
-//! listeners (PostgreSQL refuses payloads of 8,000 bytes or more).
+//! Every payload is signed (`signed.rs`: `<kind> <node> <when> <n> <mac> <rest>`), and a
+//! listener takes only what verifies; the kinds, with `rest`: on the sessions' channel
+//! `C` (the record changed; `rest` the session id), `E` (the session ended: removed, or
+//! deleted on expiry) and `T` (a task's record changed: `rest` the task id); on a
+//! channel of its own beside it for catalog news
+//! ([`SessionStore::announce`](crate::SessionStore::announce), `schema::catalog_channel`),
+//! heard on the same listening connection, `L` (lists changed: `rest` three characters,
+//! `t` or `-` for tools, `r` or `-` for resources, `p` or `-` for prompts) and `U` (a
+//! resource updated: `rest` the uri). An id or uri longer than [`MAX_ID`] bytes is sent
+//! as `M` with an empty `rest`: "something changed", a `Missed` for the listeners
+//! (PostgreSQL refuses payloads of 8,000 bytes or more); so is any signed kind a listener
+//! does not know (a later version's). A notice that does not verify is ignored, never a
+//! `Missed`.
 //!
-//! Catalog news ([`SessionStore::announce`](crate::SessionStore::announce)) goes on a
-//! channel of its own beside the sessions' (`schema::catalog_channel`), heard on the same
-//! listening connection: `l <node> <lists>` (lists changed: three characters, `t` or `-`
-//! for tools, `r` or `-` for resources, `p` or `-` for prompts) and `u <node> <uri>` (a
-//! resource updated; a uri longer than [`MAX_ID`] bytes is sent as `? <node>`, a `Missed`).
+//! The unsigned payloads of versions before (`c`, `e`, `t`, `l`, `u`, `?`, lower-case,
+//! without `<when> <n> <mac>`) are ignored as unauthenticated; those versions take the
+//! signed kinds, which they do not know, as `Missed`. Nodes sharing a schema are
+//! upgraded together (see `docs/scale-out.md`).
 
 use std::future::poll_fn;
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::tokio_postgres::tls::NoTlsStream;
@@ -31,6 +36,7 @@ use mcp_engine::CatalogChange;
 use crate::store::{CatalogNews, StoreError, StoreNotice, StoreNotices};
 
 use super::schema::fail;
+use super::signed::{NoticeKeys, Seen, now_ms};
 
 /// The longest session id a notice names; a longer one is announced as "some session
 /// changed" (the payload stays far below PostgreSQL's 8,000 bytes).
@@ -51,8 +57,9 @@ pub(crate) struct ListenConfig {
     pub(crate) channel: String,
     /// The catalog news' channel, unquoted (`schema::catalog_channel`).
     pub(crate) catalog: String,
-    /// This store's node id: its own notices are skipped.
-    pub(crate) node: String,
+    /// The keys notices are signed and checked with, and this store's node id (its own
+    /// notices are skipped).
+    pub(crate) keys: Arc<NoticeKeys>,
     pub(crate) capacity: usize,
     pub(crate) check_every: Duration,
     /// Bounds connecting, and each statement on the listening connection.
@@ -67,7 +74,7 @@ pub(crate) async fn start(cfg: ListenConfig) -> Result<StoreNotices, StoreError>
     let (tx, rx) = mpsc::channel(cfg.capacity.max(1));
     let (ready_tx, ready_rx) = oneshot::channel();
     let bound = cfg.connect_timeout + cfg.operation_timeout;
-    let task = tokio::spawn(Listener { cfg, tx, missed: false }.run(ready_tx));
+    let task = tokio::spawn(Listener { cfg, tx, missed: false, seen: Seen::default() }.run(ready_tx));
     let notices = StoreNotices::with_task(rx, task.abort_handle());
     match tokio::time::timeout(bound, ready_rx).await {
         Ok(Ok(Ok(()))) => Ok(notices),
@@ -82,6 +89,8 @@ struct Listener {
     tx: mpsc::Sender<StoreNotice>,
     /// A `Missed` is owed: delivered once there is room and the connection listens.
     missed: bool,
+    /// The MACs of the notices taken, to refuse a replay.
+    seen: Seen,
 }
 
 /// Why a listening connection was given up.
@@ -167,7 +176,7 @@ impl Listener {
                     }
                 }
                 message = poll_fn(|cx| conn.poll_message(cx)) => match message {
-                    Some(Ok(AsyncMessage::Notification(n))) => self.forward(n.payload()),
+                    Some(Ok(AsyncMessage::Notification(n))) => self.forward(n.channel(), n.payload()),
                     Some(Ok(_)) => {}
                     Some(Err(e)) => return Stop::Broken(fail("notices: connection", e)),
                     None => return Stop::Broken(StoreError::new("postgres: notices: connection closed")),
@@ -204,25 +213,27 @@ impl Listener {
         }
     }
 
-    /// Forwards one notification (unless it is this node's own, or a `Missed` is owed
-    /// already, which covers it).
-    fn forward(&mut self, payload: &str) {
-        let mut parts = payload.splitn(3, ' ');
-        let (kind, node, id) = (parts.next(), parts.next(), parts.next());
-        if node == Some(self.cfg.node.as_str()) || self.missed {
+    /// Forwards one notification heard on `channel`, if it verifies (`signed.rs`; else
+    /// it is ignored and counted), unless it is this node's own or a `Missed` is owed
+    /// already, which covers it.
+    fn forward(&mut self, channel: &str, payload: &str) {
+        let keys = Arc::clone(&self.cfg.keys);
+        let Ok(notice) = keys.open(channel, payload, now_ms(), &mut self.seen) else { return };
+        if notice.node == keys.node() || self.missed {
             return;
         }
-        let notice = match (kind, id) {
-            (Some("c"), Some(id)) => StoreNotice::Changed(id.to_owned()),
-            (Some("e"), Some(id)) => StoreNotice::Ended(id.to_owned()),
-            (Some("t"), Some(id)) => StoreNotice::TaskChanged(id.to_owned()),
-            (Some("u"), Some(uri)) => StoreNotice::Catalog(CatalogNews::ResourceUpdated(uri.to_owned())),
-            (Some("l"), Some(lists)) if lists.len() == 3 => {
+        let on_sessions = channel == self.cfg.channel;
+        let notice = match (notice.kind, notice.rest) {
+            ("C", id) if on_sessions => StoreNotice::Changed(id.to_owned()),
+            ("E", id) if on_sessions => StoreNotice::Ended(id.to_owned()),
+            ("T", id) if on_sessions => StoreNotice::TaskChanged(id.to_owned()),
+            ("U", uri) if !on_sessions => StoreNotice::Catalog(CatalogNews::ResourceUpdated(uri.to_owned())),
+            ("L", lists) if !on_sessions && lists.len() == 3 => {
                 let b = lists.as_bytes();
                 let change = CatalogChange::of(b[0] == b't', b[1] == b'r', b[2] == b'p');
                 StoreNotice::Catalog(CatalogNews::ListChanged(change))
             }
-            // "Some session changed", or a kind this version does not know.
+            // "Something changed", or a kind this version does not know.
             _ => {
                 self.missed = true;
                 return;
@@ -237,24 +248,28 @@ impl Listener {
     }
 }
 
-/// The `pg_notify` call a write makes, with `kind` (`c` or `e`) for session `$1`: an SQL
-/// expression (the channel and the node id are checked identifiers and hex, safe inline).
-pub(crate) fn notify_sql(channel: &str, node: &str, kind: char) -> String {
-    format!(
-        "pg_notify('{channel}', CASE WHEN octet_length($1::text) <= {MAX_ID} \
-         THEN '{kind} {node} ' || $1::text ELSE '? {node}' END)"
-    )
+/// The `pg_notify` call a write makes on `channel` (a checked identifier, safe inline),
+/// the payload its statement's parameter `$param` (signed by [`session_payload`]).
+pub(crate) fn notify_sql(channel: &str, param: u8) -> String {
+    format!("pg_notify('{channel}', ${param}::text)")
 }
 
-/// The payload announcing `news` from `node` (see the module docs).
-pub(crate) fn news_payload(node: &str, news: &CatalogNews) -> String {
+/// The signed payload a write about session (or task) `id` sends on `channel`: `kind`
+/// (`C`, `E` or `T`) and the id, or `M` when the id is longer than [`MAX_ID`].
+pub(crate) fn session_payload(keys: &NoticeKeys, channel: &str, kind: char, id: &str) -> String {
+    if id.len() > MAX_ID { keys.sign(channel, 'M', "") } else { keys.sign(channel, kind, id) }
+}
+
+/// The signed payload announcing `news` on the catalog `channel` (see the module docs).
+pub(crate) fn news_payload(keys: &NoticeKeys, channel: &str, news: &CatalogNews) -> String {
     match news {
         CatalogNews::ListChanged(c) => {
             let flag = |on: bool, c: char| if on { c } else { '-' };
-            format!("l {node} {}{}{}", flag(c.tools, 't'), flag(c.resources, 'r'), flag(c.prompts, 'p'))
+            let lists = format!("{}{}{}", flag(c.tools, 't'), flag(c.resources, 'r'), flag(c.prompts, 'p'));
+            keys.sign(channel, 'L', &lists)
         }
-        CatalogNews::ResourceUpdated(uri) if uri.len() <= MAX_ID => format!("u {node} {uri}"),
-        CatalogNews::ResourceUpdated(_) => format!("? {node}"),
+        CatalogNews::ResourceUpdated(uri) if uri.len() <= MAX_ID => keys.sign(channel, 'U', uri),
+        CatalogNews::ResourceUpdated(_) => keys.sign(channel, 'M', ""),
     }
 }
 
@@ -273,73 +288,124 @@ pub(crate) fn node_id() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{CatalogChange, CatalogNews, ListenConfig, Listener, StoreNotice, news_payload, node_id};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{
+        CatalogChange, CatalogNews, ListenConfig, Listener, NoticeKeys, Seen, StoreNotice, news_payload,
+        node_id, session_payload,
+    };
     use tokio::sync::mpsc;
+
+    const SESSIONS: &str = "mcp.sessions";
+    const CATALOG: &str = "mcp.catalog";
+
+    /// The keys of node `node` (the same secret as every other node here).
+    fn keys_of(node: &str) -> NoticeKeys {
+        NoticeKeys::new(&[9; 32], &[], node.into(), Duration::from_secs(30))
+    }
 
     fn listener(capacity: usize) -> (Listener, mpsc::Receiver<StoreNotice>) {
         let (tx, rx) = mpsc::channel(capacity);
         let cfg = ListenConfig {
             pg: "host=localhost".parse().unwrap(),
-            channel: "mcp.sessions".into(),
-            catalog: "mcp.catalog".into(),
-            node: "00000000000000aa".into(),
+            channel: SESSIONS.into(),
+            catalog: CATALOG.into(),
+            keys: Arc::new(keys_of("00000000000000aa")),
             capacity,
-            check_every: std::time::Duration::from_secs(10),
-            connect_timeout: std::time::Duration::from_secs(1),
-            operation_timeout: std::time::Duration::from_secs(1),
+            check_every: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(1),
+            operation_timeout: Duration::from_secs(1),
         };
-        (Listener { cfg, tx, missed: false }, rx)
+        (Listener { cfg, tx, missed: false, seen: Seen::default() }, rx)
     }
 
     #[test]
     fn payloads_are_parsed_and_own_notices_skipped() {
         let (mut l, mut rx) = listener(8);
-        l.forward("c 00000000000000bb s1");
-        l.forward("e 00000000000000bb s 2");
-        l.forward("c 00000000000000aa mine");
-        l.forward("t 00000000000000bb AAAAAAAAAAAAAAAAAAAAAA");
+        let (other, mine) = (keys_of("00000000000000bb"), keys_of("00000000000000aa"));
+        l.forward(SESSIONS, &session_payload(&other, SESSIONS, 'C', "s1"));
+        l.forward(SESSIONS, &session_payload(&other, SESSIONS, 'E', "s 2"));
+        l.forward(SESSIONS, &session_payload(&mine, SESSIONS, 'C', "mine"));
+        l.forward(SESSIONS, &session_payload(&other, SESSIONS, 'T', "AAAAAAAAAAAAAAAAAAAAAA"));
         assert_eq!(rx.try_recv().unwrap(), StoreNotice::Changed("s1".into()));
         assert_eq!(rx.try_recv().unwrap(), StoreNotice::Ended("s 2".into()), "spaces in ids");
         assert_eq!(rx.try_recv().unwrap(), StoreNotice::TaskChanged("AAAAAAAAAAAAAAAAAAAAAA".into()));
         assert!(rx.try_recv().is_err(), "its own notice skipped");
         assert!(!l.missed);
-        l.forward("? 00000000000000bb");
+        l.forward(SESSIONS, &session_payload(&other, SESSIONS, 'C', &"x".repeat(4001)));
         assert!(l.missed, "an id too long to send");
         let (mut l, _rx) = listener(8);
-        l.forward("z 00000000000000bb s");
-        assert!(l.missed, "a kind not known");
+        l.forward(SESSIONS, &other.sign(SESSIONS, 'Z', "s"));
+        assert!(l.missed, "a signed kind not known");
+        let (mut l, _rx) = listener(8);
+        l.forward(SESSIONS, &other.sign(SESSIONS, 'L', "trp"));
+        assert!(l.missed, "catalog news on the sessions' channel is not news");
+    }
+
+    #[test]
+    fn unsigned_or_forged_notices_change_nothing_and_are_counted() {
+        let (mut l, mut rx) = listener(8);
+        // What any role can send with a plain NOTIFY: the payloads of earlier versions,
+        // garbage, and a signed one under another key.
+        l.forward(SESSIONS, "c 00000000000000bb s1");
+        l.forward(SESSIONS, "e 00000000000000bb s1");
+        l.forward(SESSIONS, "z 00000000000000bb s1");
+        l.forward(SESSIONS, "? 00000000000000bb");
+        l.forward(CATALOG, "l 00000000000000bb trp");
+        l.forward(CATALOG, "");
+        let stranger = NoticeKeys::new(&[8; 32], &[], "00000000000000bb".into(), Duration::from_secs(30));
+        l.forward(CATALOG, &news_payload(&stranger, CATALOG, &CatalogNews::ListChanged(CatalogChange::ALL)));
+        assert!(rx.try_recv().is_err(), "nothing delivered");
+        assert!(!l.missed, "and no Missed owed");
+        assert_eq!(l.cfg.keys.ignored().unauthenticated, 7);
+        // A node's notice replayed: taken once.
+        let other = keys_of("00000000000000bb");
+        let p = news_payload(&other, CATALOG, &CatalogNews::ListChanged(CatalogChange::ALL));
+        for _ in 0..3 {
+            l.forward(CATALOG, &p);
+        }
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            StoreNotice::Catalog(CatalogNews::ListChanged(CatalogChange::ALL))
+        );
+        assert!(rx.try_recv().is_err(), "once");
+        assert_eq!(l.cfg.keys.ignored().replayed, 2);
     }
 
     #[test]
     fn catalog_news_goes_out_and_comes_back_as_it_was() {
         let (mut l, mut rx) = listener(8);
+        let (other, mine) = (keys_of("00000000000000bb"), keys_of("00000000000000aa"));
         let news = [
             CatalogNews::ListChanged(CatalogChange::of(true, false, true)),
             CatalogNews::ListChanged(CatalogChange::of(false, true, false)),
             CatalogNews::ResourceUpdated("file:///a b?c".into()),
         ];
         for n in &news {
-            let payload = news_payload("00000000000000bb", n);
-            l.forward(&payload);
+            let payload = news_payload(&other, CATALOG, n);
+            l.forward(CATALOG, &payload);
             assert_eq!(rx.try_recv().unwrap(), StoreNotice::Catalog(n.clone()), "{payload}");
-            l.forward(&news_payload("00000000000000aa", n));
+            l.forward(CATALOG, &news_payload(&mine, CATALOG, n));
             assert!(rx.try_recv().is_err(), "its own news skipped");
         }
-        assert_eq!(news_payload("00000000000000bb", &news[0]), "l 00000000000000bb t-p");
+        assert!(news_payload(&other, CATALOG, &news[0]).ends_with(" t-p"));
+        assert!(news_payload(&other, CATALOG, &news[0]).starts_with("L 00000000000000bb "));
         let long = CatalogNews::ResourceUpdated("x".repeat(4001));
-        assert_eq!(news_payload("00000000000000bb", &long), "? 00000000000000bb");
-        l.forward("l 00000000000000bb tr");
+        assert!(news_payload(&other, CATALOG, &long).starts_with("M 00000000000000bb "));
+        l.forward(CATALOG, &other.sign(CATALOG, 'L', "tr"));
         assert!(l.missed, "lists not in three characters");
     }
 
     #[test]
     fn a_full_channel_owes_a_missed_and_drops_until_then() {
         let (mut l, mut rx) = listener(1);
-        l.forward("c 00000000000000bb a");
-        l.forward("c 00000000000000bb b");
+        let other = keys_of("00000000000000bb");
+        l.forward(SESSIONS, &session_payload(&other, SESSIONS, 'C', "a"));
+        l.forward(SESSIONS, &session_payload(&other, SESSIONS, 'C', "b"));
         assert!(l.missed);
         assert_eq!(rx.try_recv().unwrap(), StoreNotice::Changed("a".into()));
-        l.forward("c 00000000000000bb c");
+        l.forward(SESSIONS, &session_payload(&other, SESSIONS, 'C', "c"));
         assert!(rx.try_recv().is_err(), "dropped: the owed Missed covers it");
     }
 

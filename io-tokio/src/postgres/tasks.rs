@@ -7,7 +7,7 @@
 //! `expires_at` (the task's `createdAt` plus its TTL, as the engine says), indexed for the
 //! cleanup. A save is one statement, compare-and-set on the revision: the row is written
 //! only when it is absent or holds a lower revision, and the write announces itself on the
-//! sessions' channel in the same statement (`t <node> <id>`, heard as
+//! sessions' channel in the same statement (`T`, signed, with the task id: heard as
 //! [`StoreNotice::TaskChanged`](crate::StoreNotice::TaskChanged); a node of a version that
 //! does not know the kind takes it as a `Missed` and checks its copies). A load finds a row
 //! not past its expiry. A list (`tasks/list`, `2025-11-25`) reads a principal's rows not
@@ -36,9 +36,10 @@ pub(super) struct Sql {
 }
 
 impl Sql {
-    pub(super) fn new(cfg: &PgStoreConfig, channel: &str, node: &str) -> Self {
+    pub(super) fn new(cfg: &PgStoreConfig, channel: &str) -> Self {
         let t = format!("{}.tasks", schema::quote(&cfg.schema));
-        let changed = notify::notify_sql(channel, node, 't');
+        // The signed payload is the last parameter.
+        let changed = notify::notify_sql(channel, 7);
         Self {
             load: format!("SELECT record FROM {t} WHERE id = $1 AND expires_at > now()"),
             save: format!(
@@ -85,8 +86,9 @@ impl TaskStore for PgSessionStore {
             let principal = save.principal.as_ref().map(<[u8; 32]>::as_slice);
             let expires: SystemTime = save.expires;
             let created: SystemTime = save.created;
-            let params: [&(dyn ToSql + Sync); 6] =
-                [&save.id, &revision, &principal, &save.record, &expires, &created];
+            let notice = inner.notice('T', &save.id);
+            let params: [&(dyn ToSql + Sync); 7] =
+                [&save.id, &revision, &principal, &save.record, &expires, &created, &notice];
             let row = inner.query_opt("save task", &inner.tasks.save, &params).await?;
             Ok(row.is_some())
         })

@@ -269,9 +269,14 @@ pub async fn fresh(schema: &str) -> Option<Db> {
     Some(db)
 }
 
-/// A store's settings for `schema` of `url`, without the periodic cleanup (tests run it).
+/// The secret key the tests' nodes share (their engines' `Config::secret_key` where
+/// they set one).
+pub const SECRET: [u8; 32] = [7; 32];
+
+/// A store's settings for `schema` of `url`, without the periodic cleanup (tests run it),
+/// with the nodes' [`SECRET`].
 pub fn config(url: &str, schema: &str) -> mcp_io_tokio::PgStoreConfig {
-    mcp_io_tokio::PgStoreConfig::new(url).expect("url").schema(schema).cleanup_every(None)
+    mcp_io_tokio::PgStoreConfig::new(url).expect("url").schema(schema).cleanup_every(None).secret_key(SECRET)
 }
 
 /// A store built from [`config`].

@@ -69,6 +69,8 @@ fn main() -> std::io::Result<()> {
                     let store = mcp_io_tokio::PgStoreConfig::new(url)
                         .map_err(std::io::Error::other)?
                         .schema("mcp_load")
+                        // One node: any key signs its announcements (none hears them).
+                        .secret_key(*b"mcp-load one node notice key 000")
                         .build()
                         .await
                         .map_err(std::io::Error::other)?;
