@@ -234,3 +234,22 @@ fn a_flood_of_invented_addresses_neither_locks_out_a_new_client_nor_resets_a_bus
     assert_eq!(call_from(&mut c, 6, "198.51.100.1").status, 200);
     assert_eq!(call_from(&mut c, 7, "198.51.100.1").status, 429, "and limited");
 }
+
+/// With a session store, the session that gives way at a client's share leaves memory
+/// only: it is not ended (the store is not told to forget it, another node may serve
+/// it) and comes back when named, counted against the client again.
+#[test]
+fn with_a_store_the_session_that_gives_way_leaves_memory_and_comes_back() {
+    let mut h = http();
+    h.session_store(true).max_sessions_per_client(2);
+    let mut c = client_with(h, Box::new(everything::respond));
+    connect(&mut c, "192.0.2.1:1");
+    let ids = [open(&mut c), open(&mut c), open(&mut c)];
+    assert_eq!(c.e.sessions(), 2);
+    assert!(c.store.log.iter().all(|l| l.starts_with("save ")), "nothing forgotten: {:?}", c.store.log);
+    assert_eq!(ping(&mut c, &ids[0]), 200, "loaded again");
+    assert_eq!(c.store.log.last(), Some(&format!("load {}", ids[0])));
+    assert_eq!(c.e.sessions(), 2, "and another of its sessions left memory for it");
+    assert_eq!(ping(&mut c, &ids[2]), 200);
+    assert_eq!(ping(&mut c, &ids[1]), 200);
+}
