@@ -9,20 +9,19 @@
 //!
 //! Each limit has a table of its own, of [`Limits::max_keys`] keys (rounded up to a
 //! multiple of 8), allocated in full when the limit first counts a key: a fixed-size
-//! set-associative table, where a key hashes (with a per-engine random seed) to a set of
-//! 8 entries. A key not in its set takes the place of the entry of that set whose TAT is
-//! the smallest (an empty one first), so a new key is never refused for want of room and
-//! a check costs one hash and a scan of 8 entries, with no allocation. What that costs
-//! the key that gives way: its bucket refills at once. The one that goes is the one of
-//! its set that had spent the fewest tokens (its TAT furthest behind), and it gets back
-//! exactly what it had spent: a key whose bucket was full again (TAT not ahead of now)
-//! loses nothing, and to reset a key that spent `j` tokens, the other 7 keys of its set
-//! must each be `j` or more tokens ahead. In particular a flood of keys that each make
-//! one request never resets a key that spent two tokens or more of its bucket, whatever
-//! its size. The `governor` crate does the same arithmetic, but its keyed store only
-//! shrinks when told to (`retain_recent`), which cannot bound it while every key is
-//! active, and it keeps its own clock types and locks; the engine needs neither (see
-//! `docs/decisions.md`).
+//! set-associative table, where a key hashes (randomly seeded) to a set of 8 entries. A
+//! key not in its set takes the place of the entry of that set whose TAT is the smallest
+//! (an empty one first), so a new key is never refused for want of room and a check costs
+//! one hash and a scan of 8 entries, with no allocation. What that costs the key that
+//! gives way: its bucket refills at once. The one that goes is the one of its set that had
+//! spent the fewest tokens (its TAT furthest behind), and it gets back exactly what it had
+//! spent: a key whose bucket was full again (TAT not ahead of now) loses nothing, and to
+//! reset a key that spent `j` tokens, the other 7 keys of its set must each be `j` or more
+//! tokens ahead. In particular a flood of keys that each make one request never resets a
+//! key that spent two tokens or more of its bucket, whatever its size. The `governor`
+//! crate does the same arithmetic, but its keyed store only shrinks when told to
+//! (`retain_recent`), which cannot bound it while every key is active, and it keeps its
+//! own clock types and locks; the engine needs neither (see `docs/decisions.md`).
 
 use core::hash::BuildHasher;
 use core::net::IpAddr;
@@ -263,7 +262,8 @@ impl Table {
 /// The buckets of every limit: a table per class (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct Limiter {
-    /// Seeded at random per engine: which keys share a set cannot be chosen from outside.
+    /// Seeded at random (`hashbrown`'s default, foldhash): which keys share a set is not
+    /// known outside.
     hasher: hashbrown::DefaultHashBuilder,
     tables: [Table; CLASSES],
 }
