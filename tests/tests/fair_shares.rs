@@ -211,7 +211,7 @@ fn call_from(c: &mut Client, id: i64, forwarded: &str) -> Response {
 /// filled the limiter's one table and every new client got `429`. Now a new key takes
 /// the place of the one furthest behind its rate: 12,000 invented addresses later a new
 /// client is served, and a client that spent its bucket is still refused (each flooder
-/// spent one token, it two: it is never the one that gives way).
+/// spent one token, it two: the flooders give way to each other).
 #[test]
 fn a_flood_of_invented_addresses_neither_locks_out_a_new_client_nor_resets_a_busy_one() {
     let mut h = http();

@@ -15,10 +15,12 @@
 //! one hash and a scan of 8 entries, with no allocation. What that costs the key that
 //! gives way: its bucket refills at once. The one that goes is the one of its set that had
 //! spent the fewest tokens (its TAT furthest behind), and it gets back exactly what it had
-//! spent: a key whose bucket was full again (TAT not ahead of now) loses nothing, and to
-//! reset a key that spent `j` tokens, the other 7 keys of its set must each be `j` or more
-//! tokens ahead. In particular a flood of keys that each make one request never resets a
-//! key that spent two tokens or more of its bucket, whatever its size. The `governor`
+//! spent: a key whose bucket was full again (TAT not ahead of now) loses nothing, and a key
+//! that spent `j` tokens is reset only when each of the other 7 keys of its set has spent
+//! `j` or more. So keys that make one request each (a flood of invented addresses) reset
+//! a key that spent two tokens or more only when it is the least active of 8 keys all
+//! further ahead than they are (as any new key would), and never while one of them shares
+//! its set: they give way to each other. The `governor`
 //! crate does the same arithmetic, but its keyed store only shrinks when told to
 //! (`retain_recent`), which cannot bound it while every key is active, and it keeps its
 //! own clock types and locks; the engine needs neither (see `docs/decisions.md`).
