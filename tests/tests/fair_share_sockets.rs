@@ -8,8 +8,8 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
 use mcp_engine::Config;
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
 use mcp_fixture as everything;
 use mcp_io_tokio::{AllowAll, ToolReply, tool_fn};
 use mcp_tests::wire::{Response, parse_responses, session_post};

@@ -151,7 +151,10 @@ fn busy_sessions_never_give_way() {
     assert!(r.header("mcp-session-id").is_none());
     let body = r.json();
     assert_eq!((body["id"].clone(), body["error"]["code"].clone()), (json!(7), json!(RATE_LIMITED)));
-    assert!(body["error"]["message"].as_str().unwrap().starts_with("Too many sessions for this client"), "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().starts_with("Too many sessions for this client"),
+        "{body}"
+    );
     assert_eq!(c.e.sessions(), 2);
     // Another client is served, to the cap; with every session busy, the next is 503.
     connect(&mut c, "192.0.2.2:1");
@@ -193,7 +196,11 @@ fn initialize_is_rate_limited_per_client() {
     assert!(r.header("mcp-session-id").is_none());
     assert_eq!(c.e.sessions(), 2);
     let inside = one(&mut c, &in_session(&first, &init(4)));
-    assert_eq!(inside.json()["error"]["code"], -32600, "refused as a second initialize, not counted: {inside:?}");
+    assert_eq!(
+        inside.json()["error"]["code"],
+        -32600,
+        "refused as a second initialize, not counted: {inside:?}"
+    );
     connect(&mut c, "192.0.2.2:1");
     open(&mut c);
     c.now = Instant::ZERO + Duration::from_secs(30);

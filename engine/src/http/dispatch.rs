@@ -4,10 +4,10 @@
 //! request (an answer, a notification accepted, work for the host) turned into the
 //! response.
 
-use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
-use super::resource::ProtectedResource;
 use super::client::ClientKey;
+use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
 use super::limits::{Class, Refused};
+use super::resource::ProtectedResource;
 use super::sessions::Plan;
 use super::{HeaderList, HttpEngine, conns, instant_at, limits, sessions, store};
 use crate::jsonrpc::Flow;
@@ -171,7 +171,13 @@ impl HttpEngine {
                     self.sessions.remove(r);
                     self.session_timers.set(r.slot(), None);
                 } else {
-                    store::end_session(core, &mut self.sessions, &mut self.parked, &mut self.session_timers, r);
+                    store::end_session(
+                        core,
+                        &mut self.sessions,
+                        &mut self.parked,
+                        &mut self.session_timers,
+                        r,
+                    );
                 }
             }
             let session = core::mem::take(core.session_mut());

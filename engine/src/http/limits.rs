@@ -400,17 +400,11 @@ pub(crate) fn write_refusal(out: &mut Vec<u8>, n: &[Node<'_>], retry: u64, why: 
         _ => None,
     });
     let reply = id.map_or(Reply::None, Reply::Id);
-    write_error(
-        out,
-        reply,
-        RATE_LIMITED,
-        format_args!("{}: retry after {retry} s", why.message()),
-        |out| {
-            out.extend_from_slice(b"{\"retryAfter\":");
-            out.extend_from_slice(itoa::Buffer::new().format(retry).as_bytes());
-            out.push(b'}');
-        },
-    );
+    write_error(out, reply, RATE_LIMITED, format_args!("{}: retry after {retry} s", why.message()), |out| {
+        out.extend_from_slice(b"{\"retryAfter\":");
+        out.extend_from_slice(itoa::Buffer::new().format(retry).as_bytes());
+        out.push(b'}');
+    });
     if out.last() == Some(&b'\n') {
         out.pop();
     }

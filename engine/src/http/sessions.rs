@@ -239,11 +239,12 @@ impl Sessions {
         let may_go = |slot: u32| {
             let Some(s) = self.slots.get(slot as usize) else { return false };
             let r = SessionRef { slot, generation: s.generation };
-            s.entry.as_ref().is_some_and(|e| {
-                e.active == 0 && e.pinned == 0 && (!stored || !e.unsaved()) && !busy(r, e)
-            })
+            s.entry
+                .as_ref()
+                .is_some_and(|e| e.active == 0 && e.pinned == 0 && (!stored || !e.unsaved()) && !busy(r, e))
         };
-        let evict = |slot: u32| Plan::Evict(SessionRef { slot, generation: self.slots[slot as usize].generation });
+        let evict =
+            |slot: u32| Plan::Evict(SessionRef { slot, generation: self.slots[slot as usize].generation });
         if let Some(key) = client
             && self.shares.at_share(client)
         {
@@ -257,7 +258,8 @@ impl Sessions {
             self.shares.from_the_most(mine, &may_go).or_else(|| self.shares.oldest_of(key, &may_go))
         });
         let any = || {
-            let slots = self.slots.iter().enumerate().filter_map(|(i, s)| Some((i as u32, s.entry.as_ref()?)));
+            let slots =
+                self.slots.iter().enumerate().filter_map(|(i, s)| Some((i as u32, s.entry.as_ref()?)));
             slots.filter(|&(i, _)| may_go(i)).min_by_key(|(_, e)| e.idle_since).map(|(i, _)| i)
         };
         match fair.or_else(|| if stored { any() } else { None }) {

@@ -11,9 +11,9 @@
 //! of is kept (a session whose creation was not stored is undone), and a change the
 //! store did not take is offered again with the session's next request.
 
+use crate::http::client::ClientKey;
 use crate::http::exchange::{Phase, Saving, respond_empty};
 use crate::http::parked::Parked;
-use crate::http::client::ClientKey;
 use crate::http::sessions::{CreateError, Entry, Plan, SessionRef, Sessions};
 use crate::http::{Ask, ConnId, HeaderList, HttpEngine, HttpEvent, conn_in, conns, record};
 use crate::time::Instant;
