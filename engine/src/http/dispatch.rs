@@ -55,16 +55,17 @@ impl HttpEngine {
         let mark = core.outbox().out.len();
         let (head, body, spans) = c.codec.head_body_and_spans();
         let headers = HeaderList::from_spans(head, spans);
-        let client = ClientKey::of(principal, c.client);
+        // Whom a session it opens counts against (looked at only when it may open one).
+        let client = || ClientKey::of(principal, c.client);
         let (mode, mut check, attached) =
             sessions::route(&self.sessions, headers.as_slice(), principal.as_ref());
         // Should this request open a session, the one that gives way for it, if one must
         // (it goes only once the session is opened: see `sessions::Sessions::plan`).
         let mut gives_way = None;
         let mut client_full = false;
-        if matches!(check, SessionCheck::Absent(_)) && !self.sessions.room_for(client) {
+        if matches!(check, SessionCheck::Absent(_)) && !self.sessions.room_for(client()) {
             check = SessionCheck::Absent(Room::Full);
-            match store::plan_room(core, &self.sessions, &self.parked, store, client) {
+            match store::plan_room(core, &self.sessions, &self.parked, store, client()) {
                 Plan::Evict(r) => {
                     gives_way = Some(r);
                     check = SessionCheck::Absent(Room::Yes);
@@ -181,7 +182,7 @@ impl HttpEngine {
                 }
             }
             let session = core::mem::take(core.session_mut());
-            if let Ok(r) = self.sessions.create(now, principal, client, session) {
+            if let Ok(r) = self.sessions.create(now, principal, ClientKey::of(principal, c.client), session) {
                 c.session_id = self.sessions.get(r).map(|e| e.id);
                 self.session_timers.set(r.slot(), self.sessions.deadline(r));
                 created = Some(r);
