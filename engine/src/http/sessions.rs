@@ -255,7 +255,7 @@ impl Sessions {
         }
         let mine = self.shares.count(client);
         let fair = client.and_then(|key| {
-            self.shares.from_the_most(mine, &may_go).or_else(|| self.shares.oldest_of(key, &may_go))
+            self.shares.among_the_most(mine, &may_go).or_else(|| self.shares.oldest_of(key, &may_go))
         });
         let any = || {
             let slots =
@@ -293,14 +293,15 @@ impl Sessions {
             return Err(CreateError::Full);
         }
         let (token, id) = self.ids.as_mut().ok_or(CreateError::Unseeded)?.mint();
-        Ok(self.insert(now, token, id, principal, client, session, 1))
+        let r = self.insert(now, token, id, principal, session, 1);
+        self.shares.add(r.slot, client);
+        Ok(r)
     }
 
     /// The session a store kept under `token`, back in the table, idle from `now`. Its
     /// streams are numbered from a random point: another engine may have numbered
     /// streams of the same session, and an event id of one of those must not name one
-    /// of these.
-    /// It counts against `client`, the client loading it.
+    /// of these. It counts against `client`, the client loading it.
     pub(crate) fn restore(
         &mut self,
         now: Instant,
@@ -326,7 +327,8 @@ impl Sessions {
         // Its standalone stream too: its events must not share ids with another engine's.
         let standalone = u32::from_le_bytes([noise[4], noise[5], noise[6], noise[7]]) | STANDALONE;
         let id = ids.id_of(&token);
-        let r = self.insert(now, token, id, principal, client, session, first);
+        let r = self.insert(now, token, id, principal, session, first);
+        self.shares.add(r.slot, client);
         if let Some(e) = self.get_mut(r) {
             e.stored = e.session.changes;
             e.standalone = standalone;
@@ -340,7 +342,6 @@ impl Sessions {
         token: Token,
         id: [u8; SESSION_ID_LEN],
         principal: Option<Principal>,
-        client: Option<ClientKey>,
         session: Session,
         next_stream: u32,
     ) -> SessionRef {
@@ -371,7 +372,6 @@ impl Sessions {
         });
         let generation = s.generation;
         self.by_token.insert(token, slot);
-        self.shares.add(slot, client);
         self.live += 1;
         SessionRef { slot, generation }
     }

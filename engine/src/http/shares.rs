@@ -163,7 +163,7 @@ impl Shares {
     /// The first session `ok` takes among those of the clients holding more than
     /// `above` sessions: the clients holding the most first, each client's sessions
     /// idle longest first.
-    pub(crate) fn from_the_most(&self, above: u32, mut ok: impl FnMut(u32) -> bool) -> Option<u32> {
+    pub(crate) fn among_the_most(&self, above: u32, mut ok: impl FnMut(u32) -> bool) -> Option<u32> {
         let mut count = self.top;
         while count > above {
             let mut h = self.by_count.get(count as usize).copied().unwrap_or(NONE);
@@ -313,15 +313,15 @@ mod tests {
         }
         s.add(8, c);
         assert_eq!(s.top, 5);
-        assert_eq!(s.from_the_most(0, |_| true), Some(3), "b's idle longest");
-        assert_eq!(s.from_the_most(0, |slot| slot < 3 || slot == 8), Some(0), "b's all busy: then a");
-        assert_eq!(s.from_the_most(3, |slot| slot < 3), None, "only clients holding more than 3");
-        assert_eq!(s.from_the_most(5, |_| true), None);
+        assert_eq!(s.among_the_most(0, |_| true), Some(3), "b's idle longest");
+        assert_eq!(s.among_the_most(0, |slot| slot < 3 || slot == 8), Some(0), "b's all busy: then a");
+        assert_eq!(s.among_the_most(3, |slot| slot < 3), None, "only clients holding more than 3");
+        assert_eq!(s.among_the_most(5, |_| true), None);
         for slot in 3..6 {
             s.remove(slot);
         }
         assert_eq!(s.top, 3);
-        assert_eq!(s.from_the_most(2, |_| true), Some(0), "a holds 3, b 2 now");
-        assert_eq!(s.from_the_most(0, |slot| slot != 0 && slot != 1 && slot != 2), Some(6));
+        assert_eq!(s.among_the_most(2, |_| true), Some(0), "a holds 3, b 2 now");
+        assert_eq!(s.among_the_most(0, |slot| slot != 0 && slot != 1 && slot != 2), Some(6));
     }
 }
