@@ -560,6 +560,60 @@ fn http_keep_alive_requests_allocate_nothing() {
     assert!(failures.is_empty(), "HTTP:\n{}", failures.join("\n"));
 }
 
+/// Rate-checked requests (issue 27): a tool call counted against its principal and its
+/// address allocates nothing, whether it is allowed, refused `429`, or the first of a new
+/// address taking the place of another in the limiter's table (a flood of invented
+/// addresses behind a trusted proxy): the table is allocated once, when the limit first
+/// counts a key.
+#[test]
+fn rate_checked_requests_allocate_nothing_even_from_new_addresses() {
+    use mcp_engine::http::{IpNet, Limits, Principal, Rate, Verdict};
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "calc", "arguments": calc_arguments(), "_meta": mcp_tests::modern_meta()}});
+    let forwarded = |addr: &str| {
+        let raw = http_post(&call, "calc");
+        let at = raw.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+        [&raw[..at], format!("X-Forwarded-For: {addr}\r\n").as_bytes(), &raw[at..]].concat()
+    };
+    let mut failures = Vec::new();
+    // Allowed (new addresses each time) and refused (one address, over its rate).
+    for (label, count, fresh, status) in
+        [("new addresses", 100_000, true, "200"), ("over the rate", 1, false, "429")]
+    {
+        let mut http =
+            HttpConfig::new(AllowedOrigins::List(vec!["http://localhost:3000".into()]), Authorization::Host);
+        http.limits(
+            Limits::default().calls(Some(Rate::new(count, std::time::Duration::from_secs(60)))).max_keys(64),
+        );
+        http.trusted_proxies([IpNet::from("127.0.0.1".parse::<std::net::IpAddr>().unwrap())]);
+        let mut h = Http { c: mcp_tests::wire::client_of(keyed(), http, rich_catalog(), Box::new(respond)) };
+        h.c.conn = h.c.e.open(Instant::ZERO, Some("127.0.0.1:9".parse().unwrap())).unwrap();
+        h.c.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+        let raws: Vec<Vec<u8>> = (0..200)
+            .map(|i| {
+                forwarded(&if fresh { format!("10.0.{}.{}", i / 250, i % 250) } else { "10.9.9.9".into() })
+            })
+            .collect();
+        let mut sink = Vec::with_capacity(1 << 16);
+        for raw in &raws[..100] {
+            h.round(raw, &mut sink);
+        }
+        let text = String::from_utf8_lossy(&sink).into_owned();
+        assert!(text.starts_with(&format!("HTTP/1.1 {status}")), "{label}: {text}");
+        let info = allocation_counter::measure(|| {
+            for raw in &raws[100..120] {
+                h.round(raw, &mut sink);
+            }
+        });
+        let text = String::from_utf8_lossy(&sink).into_owned();
+        assert!(text.starts_with(&format!("HTTP/1.1 {status}")), "{label}: {text}");
+        if info.count_total != 0 {
+            failures.push(format!("{label}: {} allocations for 20 requests ({info:?})", info.count_total));
+        }
+    }
+    assert!(failures.is_empty(), "rate-checked requests:\n{}", failures.join("\n"));
+}
+
 /// A session-bound POST (`2025-11-25`) inside the session `id`.
 fn session_post(body: &Value, id: &str) -> Vec<u8> {
     let body = body.to_string();

@@ -41,6 +41,7 @@ pub struct HttpConfig {
     pub(super) max_connections: usize,
     pub(super) sse_keepalive: Duration,
     pub(super) max_sessions: usize,
+    pub(super) max_sessions_per_client: usize,
     pub(super) session_idle_timeout: Duration,
     pub(super) replay_buffer: usize,
     pub(super) session_store: bool,
@@ -78,6 +79,7 @@ impl HttpConfig {
             max_connections: 1024,
             sse_keepalive: Duration::from_secs(15),
             max_sessions: 4096,
+            max_sessions_per_client: 128,
             session_idle_timeout: Duration::from_secs(30 * 60),
             replay_buffer: 64 * 1024,
             session_store: false,
@@ -233,10 +235,26 @@ impl HttpConfig {
         self
     }
     /// The most sessions (`2025-11-25` / `2025-06-18` over HTTP) live at once (default
-    /// 4,096). At the cap, `initialize` is answered `503` with `Retry-After`; no live
-    /// session is ever evicted to make room.
+    /// 4,096). At the cap, `initialize` ends the session idle longest of the client
+    /// holding the most sessions (see [`max_sessions_per_client`](Self::max_sessions_per_client)),
+    /// so that a client holding fewer is still served; only a session with nothing in
+    /// flight, no stream open and nothing waiting for its client is ended so (with a
+    /// [`session_store`](Self::session_store), it leaves memory instead). When no session
+    /// can give way, `initialize` is answered `503` with `Retry-After`.
     pub fn max_sessions(&mut self, n: usize) -> &mut Self {
         self.max_sessions = n;
+        self
+    }
+    /// The most sessions one client holds at once (default 128, at least 1): a client is
+    /// the principal the host named, else its address (after trusted proxies; an IPv6
+    /// address by its `/64`). A client's `initialize` beyond it ends that client's own
+    /// session idle longest (with a [`session_store`](Self::session_store): drops it from
+    /// memory, to be loaded again when named); when every session of the client has a
+    /// request in flight or a stream open, the `initialize` is answered `429` with
+    /// `Retry-After` and the JSON-RPC error `-32010`. Requests with neither a principal nor
+    /// an address (an embedding that gives no peer address) are not counted.
+    pub fn max_sessions_per_client(&mut self, n: usize) -> &mut Self {
+        self.max_sessions_per_client = n.max(1);
         self
     }
     /// The bytes of recent SSE events each session keeps for `Last-Event-ID`
@@ -289,9 +307,10 @@ impl HttpConfig {
     /// `notifications/initialized`, `logging/setLevel`, `resources/subscribe` and
     /// `unsubscribe`, `DELETE`), and reports sessions it ended on their idle timeout
     /// ([`HttpEvent::SessionExpired`](crate::http::HttpEvent::SessionExpired)). At
-    /// [`max_sessions`](Self::max_sessions) the session idle longest among those the store
-    /// holds unchanged leaves memory to make room (it is not ended: it is loaded again
-    /// when next named). The record format is described in `docs/decisions.md`.
+    /// [`max_sessions`](Self::max_sessions) and at a client's
+    /// [`max_sessions_per_client`](Self::max_sessions_per_client) a session the store
+    /// holds unchanged leaves memory to make room, chosen as those say (it is not ended:
+    /// it is loaded again when next named). The record format is described in `docs/decisions.md`.
     pub fn session_store(&mut self, on: bool) -> &mut Self {
         self.session_store = on;
         self

@@ -4,13 +4,20 @@
 //! request (an answer, a notification accepted, work for the host) turned into the
 //! response.
 
+use super::client::ClientKey;
 use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
+use super::limits::{Class, Refused};
 use super::resource::ProtectedResource;
+use super::sessions::Plan;
 use super::{HeaderList, HttpEngine, conns, instant_at, limits, sessions, store};
 use crate::jsonrpc::Flow;
 use crate::mcp::{Dispatched, Room, SessionCheck};
 use crate::output::Route;
 use crate::revision::Revision;
+
+/// `Retry-After` of an `initialize` refused for its client's share of sessions, each
+/// busy (as long as the table's `503` says).
+const SESSIONS_RETRY: u64 = 5;
 
 impl HttpEngine {
     /// Decodes the body of `slot`'s request and serves it, in the session its
@@ -48,12 +55,23 @@ impl HttpEngine {
         let mark = core.outbox().out.len();
         let (head, body, spans) = c.codec.head_body_and_spans();
         let headers = HeaderList::from_spans(head, spans);
+        // Whom a session it opens counts against (looked at only when it may open one).
+        let client = || ClientKey::of(principal, c.client);
         let (mode, mut check, attached) =
             sessions::route(&self.sessions, headers.as_slice(), principal.as_ref());
-        if store && check == SessionCheck::Absent(Room::Full) {
-            // A session the store holds unchanged leaves memory to make room.
-            if store::make_room(core, &mut self.sessions, &self.parked, &mut self.session_timers) {
-                check = SessionCheck::Absent(Room::Yes);
+        // Should this request open a session, the one that gives way for it, if one must
+        // (it goes only once the session is opened: see `sessions::Sessions::plan`).
+        let mut gives_way = None;
+        let mut client_full = false;
+        if matches!(check, SessionCheck::Absent(_)) && !self.sessions.room_for(client()) {
+            check = SessionCheck::Absent(Room::Full);
+            match store::plan_room(core, &self.sessions, &self.parked, store, client()) {
+                Plan::Evict(r) => {
+                    gives_way = Some(r);
+                    check = SessionCheck::Absent(Room::Yes);
+                }
+                Plan::ClientFull => client_full = true,
+                Plan::Free | Plan::Full => {}
             }
         }
         if c.delete {
@@ -100,25 +118,34 @@ impl HttpEngine {
         let principal_bytes = principal.map(|p| p.0);
         let mut created = None;
         // A request over its rate never reaches the core: its refusal is written here.
-        let (limits, limiter, refusal, client) =
+        // So is an `initialize` of a client whose share of sessions is full and busy.
+        let (limits, limiter, refusal, addr) =
             (&self.http.limits, &mut self.limiter, &mut self.limit_body, c.client);
+        let opens = matches!(check, SessionCheck::Absent(_));
         let mut limited = None;
         let served_from = core.served_len();
         let outcome = self.parser.parse(body, |parsed| {
             if let Ok(n) = parsed
-                && limits.rates_requests()
+                && (limits.rates_requests() || client_full)
                 && let Some(class) = limits::class_of(n)
-                && let Err(retry) = limiter.take(limits, class, principal, client, now)
+                && (class != Class::Initialize || opens)
             {
-                limits::write_refusal(refusal, n, retry, false);
-                limited = Some(retry);
-                return Dispatched::Answered(429);
+                let refused = if class == Class::Initialize && client_full {
+                    Err((SESSIONS_RETRY, Refused::Sessions))
+                } else {
+                    limiter.take(limits, class, principal, addr, now).map_err(|retry| (retry, Refused::Rate))
+                };
+                if let Err((retry, why)) = refused {
+                    limits::write_refusal(refusal, n, retry, why);
+                    limited = Some(retry);
+                    return Dispatched::Answered(429);
+                }
             }
             if let (Ok(n), Some(max), Some(p)) = (&parsed, limits.per_principal(), principal)
                 && core.in_flight_for(&p.0) >= max
                 && Flow::of(n) == Flow::Ticketed
             {
-                limits::write_refusal(refusal, n, 1, true);
+                limits::write_refusal(refusal, n, 1, Refused::InFlight);
                 limited = Some(1);
                 return Dispatched::Answered(429);
             }
@@ -137,9 +164,25 @@ impl HttpEngine {
             }
             self.session_timers.set(r.slot(), self.sessions.deadline(r));
         } else if check == SessionCheck::Absent(Room::Yes) && core.session_mut().legacy.is_some() {
-            // `initialize` opened a session: it moves to the table, named in the answer.
+            // `initialize` opened a session: it moves to the table, named in the answer,
+            // once the session chosen to give way has: ended, or with a store, dropped
+            // from memory (it is not busy: no stream of it is open, nothing waits on it).
+            if let Some(r) = gives_way {
+                if store {
+                    self.sessions.remove(r);
+                    self.session_timers.set(r.slot(), None);
+                } else {
+                    store::end_session(
+                        core,
+                        &mut self.sessions,
+                        &mut self.parked,
+                        &mut self.session_timers,
+                        r,
+                    );
+                }
+            }
             let session = core::mem::take(core.session_mut());
-            if let Ok(r) = self.sessions.create(now, principal, session) {
+            if let Ok(r) = self.sessions.create(now, principal, ClientKey::of(principal, c.client), session) {
                 c.session_id = self.sessions.get(r).map(|e| e.id);
                 self.session_timers.set(r.slot(), self.sessions.deadline(r));
                 created = Some(r);

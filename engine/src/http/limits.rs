@@ -1,23 +1,38 @@
 //! Rate limits ([`Limits`], [`HttpConfig::limits`](crate::http::HttpConfig::limits)):
 //! token buckets per principal and per client address for tool calls, completions,
-//! subscriptions and authentication failures, on the engine's clock (time passed in).
+//! subscriptions, session-opening `initialize` requests and authentication failures, on
+//! the engine's clock (time passed in).
 //!
 //! Each bucket is the GCRA form of a token bucket: one timestamp per key (the
-//! "theoretical arrival time"), so a check is a comparison and a store. The tables are
-//! bounded ([`Limits::max_keys`]): a new key takes the place of one whose bucket has
-//! refilled completely (it is indistinguishable from a key never seen); when every key
-//! in the table is still active, the new caller is refused like one over its rate. The
-//! `governor` crate does the same arithmetic, but its keyed store only shrinks when told
-//! to (`retain_recent`), which cannot bound it while every key is active, and it keeps
-//! its own clock types and locks; the engine needs neither (see `docs/decisions.md`).
+//! "theoretical arrival time", TAT), so a check is a comparison and a store. An address
+//! is keyed as [`ClientKey`] keys it (an IPv6 address by its `/64`).
+//!
+//! Each limit has a table of its own, of [`Limits::max_keys`] keys (rounded up to a
+//! multiple of 8), allocated in full when the limit first counts a key: a fixed-size
+//! set-associative table, where a key hashes (randomly seeded) to a set of 8 entries. A
+//! key not in its set takes the place of the entry of that set whose TAT is the smallest
+//! (an empty one first), so a new key is never refused for want of room and a check costs
+//! one hash and a scan of 8 entries, with no allocation. What that costs the key that
+//! gives way: its bucket refills at once. The one that goes is the one of its set that had
+//! spent the fewest tokens (its TAT furthest behind), and it gets back exactly what it had
+//! spent: a key whose bucket was full again (TAT not ahead of now) loses nothing, and a key
+//! that spent `j` tokens is reset only when each of the other 7 keys of its set has spent
+//! `j` or more. So keys that make one request each (a flood of invented addresses) reset
+//! a key that spent two tokens or more only when it is the least active of 8 keys all
+//! further ahead than they are (as any new key would), and never while one of them shares
+//! its set: they give way to each other. The `governor`
+//! crate does the same arithmetic, but its keyed store only shrinks when told to
+//! (`retain_recent`), which cannot bound it while every key is active, and it keeps its
+//! own clock types and locks; the engine needs neither (see `docs/decisions.md`).
 
+use core::hash::BuildHasher;
 use core::net::IpAddr;
 use core::time::Duration;
 
-use hashbrown::HashMap;
 use simd_json::Node;
 
 use crate::http::auth::Principal;
+use crate::http::client::ClientKey;
 use crate::jsonrpc::{IdRef, Reply, write_error};
 use crate::time::Instant;
 use crate::wire::json;
@@ -26,8 +41,11 @@ use crate::wire::json;
 /// implementations (-32000..-32019; MCP reserves -32020..-32099 for its own codes).
 pub const RATE_LIMITED: i32 = -32010;
 
-const LIMITED: &str = "Rate limit exceeded";
-const BUSY: &str = "Too many requests in flight for this principal";
+/// Entries per set of a limit's table.
+const WAYS: usize = 8;
+
+/// Rate classes ([`Class`]).
+const CLASSES: usize = 5;
 
 /// A rate: `count` requests per `per`, up to `count` at once (a bucket of `count`
 /// tokens refilled evenly over `per`).
@@ -70,12 +88,15 @@ pub(crate) enum Class {
     Subscriptions,
     /// A request refused for its credentials (401, 403, a malformed `Authorization`).
     AuthFailures,
+    /// `initialize` without `Mcp-Session-Id` (it would open a session).
+    Initialize,
 }
 
 /// Rate limits for Streamable HTTP. Off unless set with
 /// [`HttpConfig::limits`](crate::http::HttpConfig::limits); [`Limits::default`] gives
-/// 600 tool calls, 300 completions, 100 subscriptions and 120 authentication failures
-/// per minute, each per principal and per client address.
+/// 600 tool calls, 300 completions, 100 subscriptions, 60 session-opening `initialize`
+/// requests and 120 authentication failures per minute, each per principal and per
+/// client address.
 ///
 /// A request over a rate is answered `429 Too Many Requests` with `Retry-After` (whole
 /// seconds, rounded up) and a JSON-RPC error with code [`RATE_LIMITED`] that echoes its
@@ -93,6 +114,7 @@ pub struct Limits {
     completions: Option<Rate>,
     subscriptions: Option<Rate>,
     auth_failures: Option<Rate>,
+    initialize: Option<Rate>,
     max_keys: usize,
     per_principal: Option<u32>,
 }
@@ -104,6 +126,7 @@ impl Default for Limits {
             completions: Some(Rate::per_minute(300)),
             subscriptions: Some(Rate::per_minute(100)),
             auth_failures: Some(Rate::per_minute(120)),
+            initialize: Some(Rate::per_minute(60)),
             max_keys: 10_000,
             per_principal: None,
         }
@@ -118,6 +141,7 @@ impl Limits {
             completions: None,
             subscriptions: None,
             auth_failures: None,
+            initialize: None,
             max_keys: 10_000,
             per_principal: None,
         }
@@ -142,6 +166,14 @@ impl Limits {
         self.auth_failures = rate;
         self
     }
+    /// `initialize` requests that would open a session (no `Mcp-Session-Id`), per
+    /// principal and per address: with a session store each one is a record written.
+    /// Counted before the session is made room for (see
+    /// [`HttpConfig::max_sessions_per_client`](crate::http::HttpConfig::max_sessions_per_client)).
+    pub fn initialize(mut self, rate: Option<Rate>) -> Self {
+        self.initialize = rate;
+        self
+    }
     /// Requests that hold a ticket (tool calls, reads, prompts, completions) one
     /// principal may have in flight at once (default: no limit beyond
     /// `Config::max_in_flight`). One more is refused with `429`, `Retry-After: 1` and the
@@ -150,17 +182,23 @@ impl Limits {
         self.per_principal = max.map(|m| m.max(1));
         self
     }
-    /// Whether a request rate is limited (calls, completions or subscriptions): without
-    /// one, a request's method is not even looked at.
+    /// Whether a request rate is limited (calls, completions, subscriptions or
+    /// `initialize`): without one, a request's method is not even looked at.
     pub(crate) fn rates_requests(&self) -> bool {
-        self.calls.is_some() || self.completions.is_some() || self.subscriptions.is_some()
+        self.calls.is_some()
+            || self.completions.is_some()
+            || self.subscriptions.is_some()
+            || self.initialize.is_some()
     }
     /// The per-principal concurrency limit, if any.
     pub(crate) fn per_principal(&self) -> Option<usize> {
         self.per_principal.map(|m| m as usize)
     }
-    /// Keys (principals and addresses) each limit tracks at once (default 10,000,
-    /// clamped to at least 16). See the module documentation for what happens at the cap.
+    /// Keys (principals and addresses) each limit tracks at once, in a table of its own
+    /// (default 10,000, clamped to at least 16 and rounded up to a multiple of 8). A new
+    /// key always takes a place: the one of its set of 8 that is furthest behind its rate
+    /// gives way, and its bucket starts full again when it comes back. See the module
+    /// documentation (`http::limits`) for exactly what a flood of new keys can reset.
     pub fn max_keys(mut self, n: usize) -> Self {
         self.max_keys = n.max(16);
         self
@@ -172,28 +210,71 @@ impl Limits {
             Class::Completions => self.completions,
             Class::Subscriptions => self.subscriptions,
             Class::AuthFailures => self.auth_failures,
+            Class::Initialize => self.initialize,
         }
     }
 }
 
-/// Whom a bucket belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Key {
-    Principal([u8; 32]),
-    Addr(IpAddr),
+/// One limit's buckets: `keys.len() / WAYS` sets of [`WAYS`] entries, each a key and
+/// its TAT (µs on the engine's clock; 0: the entry is empty). Empty until the limit first
+/// counts a key, then its full size for good.
+#[derive(Debug, Default)]
+struct Table {
+    keys: Vec<ClientKey>,
+    tats: Vec<u64>,
 }
 
-/// The buckets of every limit.
+impl Table {
+    /// The first entry of the set `hash` falls in.
+    fn set(&self, hash: u64) -> usize {
+        let sets = (self.tats.len() / WAYS) as u128;
+        ((u128::from(hash) * sets) >> 64) as usize * WAYS
+    }
+
+    /// The entry of `key`, if it is in the table.
+    fn find(&self, key: &ClientKey, hash: u64) -> Option<usize> {
+        if self.tats.is_empty() {
+            return None;
+        }
+        let at = self.set(hash);
+        (at..at + WAYS).find(|&i| self.tats[i] != 0 && self.keys[i] == *key)
+    }
+
+    /// The entry of `key`: its own, or (TAT 0) the place of the entry of its set that is
+    /// furthest behind, other than `keep`. The table is allocated here, once, at
+    /// `max_keys` rounded up to whole sets.
+    fn entry(&mut self, key: ClientKey, hash: u64, max_keys: usize, keep: Option<usize>) -> usize {
+        if self.tats.is_empty() {
+            let n = max_keys.div_ceil(WAYS).max(1) * WAYS;
+            self.tats = vec![0; n];
+            // Placeholders: an entry whose TAT is 0 matches no key.
+            self.keys = vec![key; n];
+        }
+        if let Some(i) = self.find(&key, hash) {
+            return i;
+        }
+        let at = self.set(hash);
+        let i = (at..at + WAYS).filter(|&i| Some(i) != keep).min_by_key(|&i| self.tats[i]).unwrap_or(at);
+        self.keys[i] = key;
+        self.tats[i] = 0;
+        i
+    }
+}
+
+/// The buckets of every limit: a table per class (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct Limiter {
-    /// Theoretical arrival time (µs on the engine's clock) per class and key.
-    tat: HashMap<(Class, Key), u64>,
+    /// Seeded at random (`hashbrown`'s default, foldhash): which keys share a set is not
+    /// known outside.
+    hasher: hashbrown::DefaultHashBuilder,
+    tables: [Table; CLASSES],
 }
 
 impl Limiter {
     /// Takes one token from each bucket of `class` that applies (the principal's and the
     /// address's), or refuses: `Err(retry after, in whole seconds)`. Nothing is taken
-    /// unless every bucket allows.
+    /// unless every bucket allows; a key not in the table has a full bucket, and takes a
+    /// place in it only when the request is allowed.
     pub(crate) fn take(
         &mut self,
         limits: &Limits,
@@ -204,17 +285,24 @@ impl Limiter {
     ) -> Result<(), u64> {
         let Some(rate) = limits.rate(class) else { return Ok(()) };
         let now = now.as_micros();
-        let keys = [principal.map(|p| Key::Principal(p.0)), addr.map(Key::Addr)];
+        let keys = [principal.map(|p| ClientKey::Principal(p.0)), addr.map(ClientKey::addr)];
+        let keyed = keys.map(|k| k.map(|k| (k, self.hasher.hash_one(k))));
+        let table = &mut self.tables[class as usize];
         let mut wait = 0;
-        for (planned, key) in keys.into_iter().flatten().enumerate() {
-            wait = wait.max(self.wait(limits, rate, class, key, now, planned)?);
+        for (key, hash) in keyed.iter().flatten() {
+            if let Some(i) = table.find(key, *hash) {
+                wait = wait.max(table.tats[i].saturating_sub(now).saturating_sub(rate.tolerance()));
+            }
         }
         if wait > 0 {
             return Err(retry_secs(wait));
         }
-        for key in keys.into_iter().flatten() {
-            let tat = self.tat.entry((class, key)).or_insert(now);
-            *tat = (*tat).max(now) + rate.interval();
+        let mut placed = None;
+        for (key, hash) in keyed.into_iter().flatten() {
+            // The principal's entry is not the one the address's replaces.
+            let i = table.entry(key, hash, limits.max_keys, placed);
+            table.tats[i] = table.tats[i].max(now) + rate.interval();
+            placed = Some(i);
         }
         Ok(())
     }
@@ -229,8 +317,10 @@ impl Limiter {
     ) -> Result<(), u64> {
         let (Some(rate), Some(addr)) = (limits.auth_failures, addr) else { return Ok(()) };
         let now = now.as_micros();
-        match self.tat.get(&(Class::AuthFailures, Key::Addr(addr))) {
-            Some(&tat) if tat.saturating_sub(now) > rate.tolerance() => {
+        let key = ClientKey::addr(addr);
+        let table = &self.tables[Class::AuthFailures as usize];
+        match table.find(&key, self.hasher.hash_one(key)).map(|i| table.tats[i]) {
+            Some(tat) if tat.saturating_sub(now) > rate.tolerance() => {
                 Err(retry_secs(tat - rate.tolerance() - now))
             }
             _ => Ok(()),
@@ -240,35 +330,6 @@ impl Limiter {
     /// Counts an authentication failure of `addr`.
     pub(crate) fn failed(&mut self, limits: &Limits, addr: Option<IpAddr>, now: Instant) {
         let _ = self.take(limits, Class::AuthFailures, None, addr, now);
-    }
-
-    /// How long `key` must wait for a token of `class` (0: it may go now), making room
-    /// for it in the table; `Err` when the table is full of active keys.
-    /// `planned`: keys of this request looked at before (each may still be inserted).
-    fn wait(
-        &mut self,
-        limits: &Limits,
-        rate: Rate,
-        class: Class,
-        key: Key,
-        now: u64,
-        planned: usize,
-    ) -> Result<u64, u64> {
-        if let Some(&tat) = self.tat.get(&(class, key)) {
-            let ahead = tat.saturating_sub(now);
-            return Ok(if ahead > rate.tolerance() { ahead - rate.tolerance() } else { 0 });
-        }
-        if self.tat.len() + planned >= limits.max_keys {
-            // A key whose bucket is full again is as good as absent: it goes.
-            let rested = self.tat.iter().find(|&(_, &tat)| tat <= now).map(|(k, _)| *k);
-            match rested {
-                Some(k) => {
-                    self.tat.remove(&k);
-                }
-                None => return Err(retry_secs(rate.interval())),
-            }
-        }
-        Ok(0)
     }
 }
 
@@ -302,13 +363,35 @@ pub(crate) fn class_of(n: &[Node<'_>]) -> Option<Class> {
         "tools/call" => Some(Class::Calls),
         "completion/complete" => Some(Class::Completions),
         "subscriptions/listen" | "resources/subscribe" => Some(Class::Subscriptions),
+        "initialize" => Some(Class::Initialize),
         _ => None,
     }
 }
 
-/// Writes the JSON-RPC error of a rate refusal of the request on tape `n` (its id
+/// Why a request is refused `429` before the core sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Over a rate.
+    Rate,
+    /// Its principal holds `Limits::per_principal_concurrency` requests in flight.
+    InFlight,
+    /// An `initialize` of a client holding its share of sessions, each busy.
+    Sessions,
+}
+
+impl Refused {
+    fn message(self) -> &'static str {
+        match self {
+            Self::Rate => "Rate limit exceeded",
+            Self::InFlight => "Too many requests in flight for this principal",
+            Self::Sessions => "Too many sessions for this client, each of them busy",
+        }
+    }
+}
+
+/// Writes the JSON-RPC error of a `429` refusal of the request on tape `n` (its id
 /// echoed) into `out`, cleared first.
-pub(crate) fn write_refusal(out: &mut Vec<u8>, n: &[Node<'_>], retry: u64, busy: bool) {
+pub(crate) fn write_refusal(out: &mut Vec<u8>, n: &[Node<'_>], retry: u64, why: Refused) {
     out.clear();
     let id = json::get(n, 0, "id").and_then(|i| match n.get(i)? {
         Node::String(s) => Some(IdRef::Str(s)),
@@ -317,17 +400,11 @@ pub(crate) fn write_refusal(out: &mut Vec<u8>, n: &[Node<'_>], retry: u64, busy:
         _ => None,
     });
     let reply = id.map_or(Reply::None, Reply::Id);
-    write_error(
-        out,
-        reply,
-        RATE_LIMITED,
-        format_args!("{}: retry after {retry} s", if busy { BUSY } else { LIMITED }),
-        |out| {
-            out.extend_from_slice(b"{\"retryAfter\":");
-            out.extend_from_slice(itoa::Buffer::new().format(retry).as_bytes());
-            out.push(b'}');
-        },
-    );
+    write_error(out, reply, RATE_LIMITED, format_args!("{}: retry after {retry} s", why.message()), |out| {
+        out.extend_from_slice(b"{\"retryAfter\":");
+        out.extend_from_slice(itoa::Buffer::new().format(retry).as_bytes());
+        out.push(b'}');
+    });
     if out.last() == Some(&b'\n') {
         out.pop();
     }
@@ -400,18 +477,84 @@ mod tests {
         assert_eq!(l.check_failures(&limits, None, at(0)), Ok(()));
     }
 
+    fn calls(count: u32, secs: u64, max_keys: usize) -> Limits {
+        Limits::none().calls(Some(Rate::new(count, Duration::from_secs(secs)))).max_keys(max_keys)
+    }
+
+    /// The `i`th of many invented IPv4 addresses.
+    fn invented(i: u32) -> Option<IpAddr> {
+        Some(IpAddr::V4(core::net::Ipv4Addr::from(0x0a00_0000 + i)))
+    }
+
     #[test]
-    fn the_table_is_bounded_and_gives_way_only_to_rested_keys() {
-        let limits = Limits::none().calls(Some(Rate::new(1, Duration::from_secs(1)))).max_keys(16);
+    fn a_new_key_is_never_refused_for_room_and_each_limit_has_a_table_of_its_own() {
+        let limits = calls(1, 60, 16).completions(Some(Rate::new(1, Duration::from_secs(60))));
         let mut l = Limiter::default();
-        for i in 0..16u8 {
-            assert_eq!(l.take(&limits, Class::Calls, None, ip(&format!("10.0.0.{i}")), at(0)), Ok(()));
+        // Every key active (each has spent its one token for the next minute).
+        for i in 0..10_000 {
+            assert_eq!(l.take(&limits, Class::Calls, None, invented(i), at(0)), Ok(()), "key {i}");
         }
-        // Every key is active: a new one is refused, and the table does not grow.
-        assert!(l.take(&limits, Class::Calls, None, ip("10.0.1.1"), at(0)).is_err());
-        assert_eq!(l.tat.len(), 16);
-        // Once they have rested, a new key takes a place.
-        assert_eq!(l.take(&limits, Class::Calls, None, ip("10.0.1.1"), at(1_000)), Ok(()));
-        assert_eq!(l.tat.len(), 16);
+        assert_eq!(l.take(&limits, Class::Calls, None, ip("192.0.2.1"), at(0)), Ok(()), "a new key");
+        assert_eq!(l.tables[Class::Calls as usize].tats.len(), 16, "the table does not grow");
+        assert!(l.tables[Class::Completions as usize].tats.is_empty(), "completions count nothing yet");
+        assert_eq!(l.take(&limits, Class::Completions, None, ip("192.0.2.1"), at(0)), Ok(()));
+        assert_eq!(l.tables[Class::Completions as usize].tats.len(), 16);
+        // The last key is still tracked in its own class.
+        assert!(l.take(&limits, Class::Calls, None, ip("192.0.2.1"), at(0)).is_err());
+    }
+
+    #[test]
+    fn a_flood_of_one_request_keys_never_resets_a_key_two_tokens_ahead() {
+        // 3 per 3 minutes: one token a minute, a burst of 3.
+        let limits = calls(3, 180, 16);
+        let mut l = Limiter::default();
+        let (busy, light) = (ip("192.0.2.1"), ip("192.0.2.2"));
+        for _ in 0..3 {
+            assert_eq!(l.take(&limits, Class::Calls, None, busy, at(0)), Ok(()));
+        }
+        assert_eq!(l.take(&limits, Class::Calls, None, busy, at(0)), Err(60));
+        assert_eq!(l.take(&limits, Class::Calls, None, light, at(0)), Ok(()));
+        for i in 0..10_000 {
+            assert_eq!(l.take(&limits, Class::Calls, None, invented(i), at(1_000)), Ok(()));
+        }
+        // The busy key spent three tokens, every flooder one: it kept its bucket.
+        assert_eq!(l.take(&limits, Class::Calls, None, busy, at(1_000)), Err(59));
+        // The light key spent one, as each flooder: it may have been reset, and then got
+        // back that one token, not more: two left either way, three at most.
+        let mut left = 0;
+        while l.take(&limits, Class::Calls, None, light, at(1_000)).is_ok() {
+            left += 1;
+        }
+        assert!((2..=3).contains(&left), "{left}");
+    }
+
+    #[test]
+    fn the_entry_that_gives_way_is_the_one_of_its_set_furthest_behind() {
+        let key = |i: u32| ClientKey::addr(invented(i).unwrap());
+        let mut t = Table::default();
+        // One set: every key hashes to it.
+        for i in 0..8 {
+            let e = t.entry(key(i), 0, 8, None);
+            t.tats[e] = 100 + u64::from(i);
+        }
+        assert_eq!(t.tats.len(), 8);
+        assert_eq!(t.find(&key(3), 0), Some(3));
+        // A new key takes key 0's place (smallest TAT), but not one kept.
+        let e = t.entry(key(8), 0, 8, None);
+        assert_eq!((e, t.tats[e]), (0, 0));
+        assert_eq!(t.find(&key(0), 0), None);
+        t.tats[e] = 500;
+        let e = t.entry(key(9), 0, 8, Some(1));
+        assert_eq!(e, 2, "key 1 is kept, key 2 goes");
+        assert_eq!(t.find(&key(1), 0), Some(1));
+    }
+
+    #[test]
+    fn addresses_of_one_ipv6_64_share_a_bucket() {
+        let limits = calls(1, 60, 16);
+        let mut l = Limiter::default();
+        assert_eq!(l.take(&limits, Class::Calls, None, ip("2001:db8:0:1::1"), at(0)), Ok(()));
+        assert!(l.take(&limits, Class::Calls, None, ip("2001:db8:0:1::2"), at(0)).is_err());
+        assert_eq!(l.take(&limits, Class::Calls, None, ip("2001:db8:0:2::1"), at(0)), Ok(()));
     }
 }

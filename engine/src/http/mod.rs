@@ -43,6 +43,7 @@ mod resource;
 mod scopes;
 mod served;
 mod sessions;
+mod shares;
 mod store;
 mod stored;
 mod streams;
@@ -303,7 +304,8 @@ impl HttpEngine {
         if let Some(r) = rules {
             core.set_rules(r);
         }
-        let mut sessions = Sessions::new(http.max_sessions, http.session_idle_timeout);
+        let mut sessions =
+            Sessions::new(http.max_sessions, http.max_sessions_per_client, http.session_idle_timeout);
         sessions.set_touch_every(http.session_store.then_some(http.session_touch_every));
         Self {
             parser: Parser::new(max_len, depth),

@@ -8,14 +8,23 @@
 //! is refused without a lookup, and an unknown, ended or expired session, or one another
 //! principal created, is not found alike (the client sees `404` and opens a new one).
 //!
-//! Bounds: at most `max` sessions live; beyond that `create` refuses (the engine answers
-//! `503` with `Retry-After`) and no live session is evicted. A session expires `idle`
-//! after its last request ended, and never while the host works on one of its requests
-//! ([`Sessions::deadline`]). Finding a session allocates nothing.
+//! Bounds: at most `max` sessions live, and at most `per_client` of them a client's
+//! ([`ClientKey`]: the principal, else the address; counted in `http::shares`). A new
+//! session makes room first ([`Sessions::plan`]): a client at its share gives up its own
+//! session idle longest; at `max`, the client holding the most sessions gives up its
+//! session idle longest (the one asking, when it holds as many as any); only a session
+//! with nothing in flight, no stream open and nothing waiting for its client ever gives
+//! way. When none can, `create` refuses (the engine answers `429` for a client's share,
+//! `503` for the table). A session expires `idle` after its last request ended, and never
+//! while the host works on one of its requests ([`Sessions::deadline`]). Finding a
+//! session allocates nothing; counting one in or out of its client's share is a few
+//! index writes.
 
 use hashbrown::HashMap;
 
 use crate::http::auth::Principal;
+use crate::http::client::ClientKey;
+use crate::http::shares::Shares;
 use crate::mcp::lifecycle::{Mode, Session};
 use crate::mcp::{Room, SessionCheck};
 use crate::revision::Revision;
@@ -98,7 +107,7 @@ struct Slot {
 /// Why a session could not be created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CreateError {
-    /// `max` sessions are live.
+    /// `max` sessions are live, or the client holds its share.
     Full,
     /// The host gave the engine no entropy for tokens ([`Sessions::seed`]).
     Unseeded,
@@ -119,13 +128,29 @@ pub(crate) struct Sessions {
     free: Vec<u32>,
     live: usize,
     max: usize,
+    /// The sessions each client holds.
+    shares: Shares,
     idle: Duration,
 }
 
+/// How a new session of a client finds room ([`Sessions::plan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// There is room.
+    Free,
+    /// This session gives way first.
+    Evict(SessionRef),
+    /// The client holds its share, every session of it busy (`429`).
+    ClientFull,
+    /// The table is full, no session that could give way is idle (`503`).
+    Full,
+}
+
 impl Sessions {
-    /// A table of at most `max` live sessions, each expiring `idle` after its last
-    /// activity. It creates none until [`seed`](Self::seed)ed.
-    pub(crate) fn new(max: usize, idle: Duration) -> Self {
+    /// A table of at most `max` live sessions, at most `per_client` of them one client's,
+    /// each expiring `idle` after its last activity. It creates none until
+    /// [`seed`](Self::seed)ed.
+    pub(crate) fn new(max: usize, per_client: usize, idle: Duration) -> Self {
         Self {
             ids: None,
             touch_every: None,
@@ -136,6 +161,7 @@ impl Sessions {
             free: Vec::new(),
             live: 0,
             max,
+            shares: Shares::new(per_client),
             idle,
         }
     }
@@ -187,9 +213,59 @@ impl Sessions {
         self.ids = Some(SessionIds::new(secret, previous, entropy));
     }
 
-    /// Whether `initialize` may open a session now.
-    pub(crate) fn room(&self) -> bool {
-        self.live < self.max
+    /// Whether `initialize` from `client` may open a session now without another giving
+    /// way (see [`plan`](Self::plan)).
+    pub(crate) fn room_for(&self, client: Option<ClientKey>) -> bool {
+        self.live < self.max && !self.shares.at_share(client)
+    }
+
+    /// How a session of `client` finds room now: at once, or once a session gives way.
+    /// A session gives way only when nothing of it is in flight (no request the host works
+    /// on, no stream open, no request waiting to be served after a load), `busy` does not
+    /// name it, and, with a store (`stored`), the store holds it as it is. Which one: at
+    /// the client's share, its own idle longest; at the table's cap, the idle longest of
+    /// the client holding the most sessions, or of the one asking when none holds more
+    /// (with a store, failing those, any session idle longest, uncounted ones too, as it
+    /// only leaves memory). A request counted against nobody takes no other's place
+    /// without a store. The walk is over the client's sessions (its share) at the share;
+    /// at the cap it stops at the first session that may go, so it is long only when
+    /// nearly every session is busy.
+    pub(crate) fn plan(
+        &self,
+        client: Option<ClientKey>,
+        stored: bool,
+        busy: impl Fn(SessionRef, &Entry) -> bool,
+    ) -> Plan {
+        let may_go = |slot: u32| {
+            let Some(s) = self.slots.get(slot as usize) else { return false };
+            let r = SessionRef { slot, generation: s.generation };
+            s.entry
+                .as_ref()
+                .is_some_and(|e| e.active == 0 && e.pinned == 0 && (!stored || !e.unsaved()) && !busy(r, e))
+        };
+        let evict =
+            |slot: u32| Plan::Evict(SessionRef { slot, generation: self.slots[slot as usize].generation });
+        if let Some(key) = client
+            && self.shares.at_share(client)
+        {
+            return self.shares.oldest_of(key, may_go).map_or(Plan::ClientFull, evict);
+        }
+        if self.live < self.max {
+            return Plan::Free;
+        }
+        let mine = self.shares.count(client);
+        let fair = client.and_then(|key| {
+            self.shares.among_the_most(mine, &may_go).or_else(|| self.shares.oldest_of(key, &may_go))
+        });
+        let any = || {
+            let slots =
+                self.slots.iter().enumerate().filter_map(|(i, s)| Some((i as u32, s.entry.as_ref()?)));
+            slots.filter(|&(i, _)| may_go(i)).min_by_key(|(_, e)| e.idle_since).map(|(i, _)| i)
+        };
+        match fair.or_else(|| if stored { any() } else { None }) {
+            Some(slot) => evict(slot),
+            None => Plan::Full,
+        }
     }
 
     /// Whether sessions can be created (the table was seeded).
@@ -202,34 +278,42 @@ impl Sessions {
         self.live
     }
 
-    /// A new session for `principal`, idle from `now`.
+    /// A new session for `principal`, counted against `client`, idle from `now`.
     pub(crate) fn create(
         &mut self,
         now: Instant,
         principal: Option<Principal>,
+        client: Option<ClientKey>,
         session: Session,
     ) -> Result<SessionRef, CreateError> {
-        let ids = self.ids.as_mut().ok_or(CreateError::Unseeded)?;
-        if self.live >= self.max {
+        if self.ids.is_none() {
+            return Err(CreateError::Unseeded);
+        }
+        if !self.room_for(client) {
             return Err(CreateError::Full);
         }
-        let (token, id) = ids.mint();
-        Ok(self.insert(now, token, id, principal, session, 1))
+        let (token, id) = self.ids.as_mut().ok_or(CreateError::Unseeded)?.mint();
+        let r = self.insert(now, token, id, principal, session, 1);
+        self.shares.add(r.slot, client);
+        Ok(r)
     }
 
     /// The session a store kept under `token`, back in the table, idle from `now`. Its
     /// streams are numbered from a random point: another engine may have numbered
     /// streams of the same session, and an event id of one of those must not name one
-    /// of these.
+    /// of these. It counts against `client`, the client loading it.
     pub(crate) fn restore(
         &mut self,
         now: Instant,
         token: Token,
         principal: Option<Principal>,
+        client: Option<ClientKey>,
         session: Session,
     ) -> Result<SessionRef, CreateError> {
-        let ids = self.ids.as_mut().ok_or(CreateError::Unseeded)?;
-        if self.live >= self.max {
+        if self.ids.is_none() {
+            return Err(CreateError::Unseeded);
+        }
+        if !self.room_for(client) {
             return Err(CreateError::Full);
         }
         if let Some(&slot) = self.by_token.get(&token) {
@@ -237,12 +321,14 @@ impl Sessions {
             let generation = self.slots[slot as usize].generation;
             return Ok(SessionRef { slot, generation });
         }
+        let ids = self.ids.as_mut().ok_or(CreateError::Unseeded)?;
         let (noise, _) = ids.mint();
         let first = u32::from_le_bytes([noise[0], noise[1], noise[2], noise[3]]) & !STANDALONE | (1 << 30);
         // Its standalone stream too: its events must not share ids with another engine's.
         let standalone = u32::from_le_bytes([noise[4], noise[5], noise[6], noise[7]]) | STANDALONE;
         let id = ids.id_of(&token);
         let r = self.insert(now, token, id, principal, session, first);
+        self.shares.add(r.slot, client);
         if let Some(e) = self.get_mut(r) {
             e.stored = e.session.changes;
             e.standalone = standalone;
@@ -284,9 +370,10 @@ impl Sessions {
             stale: false,
             synced: now,
         });
+        let generation = s.generation;
         self.by_token.insert(token, slot);
         self.live += 1;
-        SessionRef { slot, generation: s.generation }
+        SessionRef { slot, generation }
     }
 
     /// The token of `id` when it verifies under the key and names no session in the
@@ -294,25 +381,6 @@ impl Sessions {
     pub(crate) fn absent(&self, id: &[u8]) -> Option<Token> {
         let token = self.ids.as_ref()?.open(id)?;
         (!self.by_token.contains_key(&token)).then_some(token)
-    }
-
-    /// Makes room by dropping from the table the session idle longest among those a
-    /// session store holds as they are (nothing in flight, no stream open, no change
-    /// unsaved): it is not ended, and comes back from the store when next named.
-    /// Returns the one dropped. Scans the table: called only at the cap. `busy` names
-    /// sessions that must stay for another reason (a parked stream).
-    pub(crate) fn evict_stored(&mut self, busy: impl Fn(SessionRef, &Entry) -> bool) -> Option<SessionRef> {
-        let oldest = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| {
-                Some((SessionRef { slot: i as u32, generation: s.generation }, s.entry.as_ref()?))
-            })
-            .filter(|&(r, e)| e.active == 0 && e.pinned == 0 && !e.unsaved() && !busy(r, e))
-            .min_by_key(|(_, e)| e.idle_since)
-            .map(|(r, _)| r)?;
-        self.remove(oldest).then_some(oldest)
     }
 
     /// The session `id` names when it is held here, marked stale and has no change of its
@@ -422,6 +490,7 @@ impl Sessions {
         let Some(e) = s.entry.take() else { return false };
         s.generation = s.generation.wrapping_add(1);
         self.by_token.remove(&e.token);
+        self.shares.remove(r.slot);
         self.free.push(r.slot);
         self.live -= 1;
         true
@@ -454,6 +523,7 @@ impl Sessions {
         if let Some(e) = self.get_mut(r) {
             e.active = e.active.saturating_sub(1);
             e.idle_since = now;
+            self.shares.touch(r.slot);
         }
         self.note_use(r, now);
     }
@@ -462,6 +532,7 @@ impl Sessions {
     pub(crate) fn end_now(&mut self, r: SessionRef, now: Instant) {
         if let Some(e) = self.get_mut(r) {
             e.idle_since = now;
+            self.shares.touch(r.slot);
         }
         self.note_use(r, now);
     }
@@ -486,7 +557,8 @@ impl Sessions {
 ///   (else every message is refused `404`; a second `Mcp-Session-Id` header names none).
 /// - Absent, with `MCP-Protocol-Version` absent or naming a session-bound revision: the
 ///   session-bound wire, where `initialize` opens a session (and a request naming
-///   `2026-07-28` in `_meta` is still served statelessly).
+///   `2026-07-28` in `_meta` is still served statelessly); `Room::Full` at the table's
+///   cap (the caller asks [`Sessions::room_for`] its client, and [`Sessions::plan`]).
 /// - Absent, with `MCP-Protocol-Version` naming anything else: the stateless wire (so
 ///   `initialize` there is `-32601`, as the stateless revision says).
 pub(crate) fn route(
@@ -513,7 +585,7 @@ pub(crate) fn route(
             .is_some_and(|r| !r.is_stateless()),
     };
     if legacy {
-        let room = if sessions.room() { Room::Yes } else { Room::Full };
+        let room = if sessions.room_for(None) { Room::Yes } else { Room::Full };
         (Mode::HttpSessions, SessionCheck::Absent(room), None)
     } else {
         (Mode::Http, SessionCheck::Own, None)
@@ -550,7 +622,7 @@ mod tests {
     }
 
     fn table(max: usize) -> Sessions {
-        let mut t = Sessions::new(max, Duration::from_secs(60));
+        let mut t = Sessions::new(max, max, Duration::from_secs(60));
         t.seed(&[1; 32], &[], &[2; 32]);
         t
     }
@@ -558,8 +630,8 @@ mod tests {
     #[test]
     fn a_created_session_is_found_by_its_id_and_only_by_it() {
         let mut t = table(8);
-        let a = t.create(at(0), None, Session::default()).unwrap();
-        let b = t.create(at(0), None, Session::default()).unwrap();
+        let a = t.create(at(0), None, None, Session::default()).unwrap();
+        let b = t.create(at(0), None, None, Session::default()).unwrap();
         let (ida, idb) = (t.get(a).unwrap().id, t.get(b).unwrap().id);
         assert_ne!(ida, idb);
         assert_eq!(t.find(&ida, None), Some(a));
@@ -570,31 +642,31 @@ mod tests {
 
     #[test]
     fn an_unseeded_table_creates_none_and_finds_none() {
-        let mut t = Sessions::new(8, Duration::from_secs(60));
-        assert_eq!(t.create(at(0), None, Session::default()), Err(CreateError::Unseeded));
+        let mut t = Sessions::new(8, 8, Duration::from_secs(60));
+        assert_eq!(t.create(at(0), None, None, Session::default()), Err(CreateError::Unseeded));
         assert_eq!(t.find(&[b'A'; SESSION_ID_LEN], None), None);
     }
 
     #[test]
     fn at_the_cap_creation_is_refused_and_no_live_session_is_evicted() {
         let mut t = table(2);
-        let a = t.create(at(0), None, Session::default()).unwrap();
-        let b = t.create(at(0), None, Session::default()).unwrap();
-        assert_eq!(t.create(at(0), None, Session::default()), Err(CreateError::Full));
+        let a = t.create(at(0), None, None, Session::default()).unwrap();
+        let b = t.create(at(0), None, None, Session::default()).unwrap();
+        assert_eq!(t.create(at(0), None, None, Session::default()), Err(CreateError::Full));
         assert!(t.get(a).is_some() && t.get(b).is_some());
         assert!(t.remove(a));
-        assert!(t.create(at(1), None, Session::default()).is_ok(), "room once one ended");
+        assert!(t.create(at(1), None, None, Session::default()).is_ok(), "room once one ended");
     }
 
     #[test]
     fn an_ended_session_is_not_found_and_its_reference_goes_stale() {
         let mut t = table(8);
-        let a = t.create(at(0), None, Session::default()).unwrap();
+        let a = t.create(at(0), None, None, Session::default()).unwrap();
         let id = t.get(a).unwrap().id;
         assert!(t.remove(a));
         assert!(!t.remove(a), "once");
         assert_eq!(t.find(&id, None), None);
-        let b = t.create(at(0), None, Session::default()).unwrap();
+        let b = t.create(at(0), None, None, Session::default()).unwrap();
         assert_eq!(b.slot(), a.slot(), "the slot is reused");
         assert!(t.get(a).is_none(), "under a new generation");
         assert_eq!(t.find(&id, None), None, "the old id still names nothing");
@@ -604,7 +676,7 @@ mod tests {
     fn another_principal_does_not_find_the_session() {
         let mut t = table(8);
         let alice = Principal::of(b"alice");
-        let a = t.create(at(0), Some(alice), Session::default()).unwrap();
+        let a = t.create(at(0), Some(alice), None, Session::default()).unwrap();
         let id = t.get(a).unwrap().id;
         assert_eq!(t.find(&id, Some(&alice)), Some(a));
         assert_eq!(t.find(&id, Some(&Principal::of(b"bob"))), None);
@@ -614,7 +686,7 @@ mod tests {
     #[test]
     fn a_session_expires_when_idle_past_its_timeout() {
         let mut t = table(8);
-        let a = t.create(at(0), None, Session::default()).unwrap();
+        let a = t.create(at(0), None, None, Session::default()).unwrap();
         assert_eq!(t.deadline(a), Some(at(60)));
         t.get_mut(a).unwrap().idle_since = at(100);
         assert_eq!(t.deadline(a), Some(at(160)), "idle from its last request");
@@ -627,7 +699,7 @@ mod tests {
     #[test]
     fn a_session_with_a_request_in_flight_does_not_expire() {
         let mut t = table(8);
-        let a = t.create(at(0), None, Session::default()).unwrap();
+        let a = t.create(at(0), None, None, Session::default()).unwrap();
         t.begin(a);
         assert_eq!(t.deadline(a), None);
         assert!(!t.expire(a, at(1000)));
@@ -638,9 +710,73 @@ mod tests {
     #[test]
     fn a_reseeded_table_refuses_ids_of_the_old_secret() {
         let mut t = table(8);
-        let a = t.create(at(0), None, Session::default()).unwrap();
+        let a = t.create(at(0), None, None, Session::default()).unwrap();
         let id = t.get(a).unwrap().id;
         t.seed(&[3; 32], &[], &[2; 32]);
         assert_eq!(t.find(&id, None), None);
+    }
+
+    fn client(s: &str) -> Option<ClientKey> {
+        Some(ClientKey::addr(s.parse().unwrap()))
+    }
+
+    fn idle(_: SessionRef, _: &Entry) -> bool {
+        false
+    }
+
+    #[test]
+    fn a_client_at_its_share_gives_up_its_own_session_idle_longest() {
+        let mut t = Sessions::new(16, 3, Duration::from_secs(60));
+        t.seed(&[1; 32], &[], &[2; 32]);
+        let (a, b) = (client("192.0.2.1"), client("192.0.2.2"));
+        let mine: Vec<_> = (0..3).map(|i| t.create(at(i), None, a, Session::default()).unwrap()).collect();
+        let theirs = t.create(at(3), None, b, Session::default()).unwrap();
+        assert!(!t.room_for(a) && t.room_for(b) && t.room_for(None));
+        assert_eq!(t.create(at(4), None, a, Session::default()), Err(CreateError::Full));
+        assert_eq!(t.plan(a, false, idle), Plan::Evict(mine[0]));
+        // Used since: another is idle longest now; one in flight never gives way.
+        t.end_now(mine[0], at(5));
+        assert_eq!(t.plan(a, false, idle), Plan::Evict(mine[1]));
+        t.begin(mine[1]);
+        assert_eq!(t.plan(a, false, idle), Plan::Evict(mine[2]));
+        assert_eq!(t.plan(a, false, |r, _| r == mine[2]), Plan::Evict(mine[0]), "busy for the caller");
+        t.begin(mine[0]);
+        t.begin(mine[2]);
+        assert_eq!(t.plan(a, false, idle), Plan::ClientFull, "every one busy");
+        assert_eq!(t.plan(b, false, idle), Plan::Free);
+        assert!(t.get(theirs).is_some());
+        t.end(mine[1], at(6));
+        assert!(t.remove(mine[1]));
+        assert!(t.room_for(a));
+    }
+
+    #[test]
+    fn at_the_cap_the_client_holding_the_most_gives_way() {
+        let mut t = Sessions::new(6, 4, Duration::from_secs(60));
+        t.seed(&[1; 32], &[], &[2; 32]);
+        let (a, b, c) = (client("192.0.2.1"), client("192.0.2.2"), client("192.0.2.3"));
+        let of_a: Vec<_> = (0..2).map(|i| t.create(at(i), None, a, Session::default()).unwrap()).collect();
+        let of_b: Vec<_> = (2..5).map(|i| t.create(at(i), None, b, Session::default()).unwrap()).collect();
+        let none = t.create(at(0), None, None, Session::default()).unwrap();
+        assert!(!t.room_for(c));
+        // b holds the most: its session idle longest goes, for c or for a.
+        assert_eq!(t.plan(c, false, idle), Plan::Evict(of_b[0]));
+        assert_eq!(t.plan(a, false, idle), Plan::Evict(of_b[0]));
+        // b itself, holding the most, gives up its own.
+        assert_eq!(t.plan(b, false, idle), Plan::Evict(of_b[0]));
+        // b's all busy: a client holding as many as a does not take a's place, a its own.
+        for &r in &of_b {
+            t.begin(r);
+        }
+        assert_eq!(t.plan(c, false, idle), Plan::Evict(of_a[0]), "a holds more than c");
+        assert_eq!(t.plan(a, false, idle), Plan::Evict(of_a[0]), "its own");
+        assert_eq!(t.plan(None, false, idle), Plan::Full, "uncounted, no store: nobody's place");
+        for &r in &of_a {
+            t.begin(r);
+        }
+        assert_eq!(t.plan(c, false, idle), Plan::Full, "only the uncounted one is idle");
+        // With a store, an idle session leaves memory, uncounted or not.
+        assert_eq!(t.plan(c, true, idle), Plan::Evict(none));
+        assert_eq!(t.plan(None, true, idle), Plan::Evict(none));
     }
 }

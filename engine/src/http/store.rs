@@ -11,9 +11,10 @@
 //! of is kept (a session whose creation was not stored is undone), and a change the
 //! store did not take is offered again with the session's next request.
 
+use crate::http::client::ClientKey;
 use crate::http::exchange::{Phase, Saving, respond_empty};
 use crate::http::parked::Parked;
-use crate::http::sessions::{CreateError, Entry, SessionRef, Sessions};
+use crate::http::sessions::{CreateError, Entry, Plan, SessionRef, Sessions};
 use crate::http::{Ask, ConnId, HeaderList, HttpEngine, HttpEvent, conn_in, conns, record};
 use crate::time::Instant;
 use crate::timer::Timers;
@@ -236,6 +237,7 @@ impl HttpEngine {
             return; // a `GET` waiting for the event store is not waiting for this
         }
         c.deadline = None;
+        let addr = c.client;
         let mut full = matches!(found, Loaded::Unavailable);
         let mut restored = None;
         let stale = self.sessions.stale(&c.store_id);
@@ -269,10 +271,12 @@ impl HttpEngine {
             && let Ok((mut session, principal)) = record::decode(bytes)
         {
             self.core.number_session(&mut session);
-            if !self.sessions.room() {
-                make_room(&self.core, &mut self.sessions, &self.parked, &mut self.session_timers);
+            // It counts against the client loading it.
+            let client = ClientKey::of(principal, addr);
+            if !self.sessions.room_for(client) {
+                make_room(&self.core, &mut self.sessions, &self.parked, &mut self.session_timers, client);
             }
-            match self.sessions.restore(now, token, principal, session) {
+            match self.sessions.restore(now, token, principal, client, session) {
                 Ok(r) => {
                     self.session_timers.set(r.slot(), self.sessions.deadline(r));
                     // It stays until this request is served, should it wait for a slot.
@@ -370,8 +374,6 @@ impl HttpEngine {
     }
 }
 
-/// Drops from memory the session a store holds unchanged and idle longest (none with a
-/// parked stream), and its timer. Returns whether there is room now.
 /// Ends session `r` as `DELETE` does: what its client was asked can no longer be
 /// answered, its parked requests are cancelled, it leaves the table. Returns the
 /// connection of its standalone stream, for the caller to end.
@@ -395,19 +397,39 @@ pub(super) fn end_session(
     stream
 }
 
+/// Makes room for a session of `client` that a store brought back: at its share, or at
+/// the cap, a session the store holds unchanged leaves memory (see `Sessions::plan`),
+/// with its timer. Returns whether there is room now.
 pub(super) fn make_room(
     core: &crate::mcp::Core,
     sessions: &mut Sessions,
     parked: &Parked,
     timers: &mut Timers,
+    client: Option<ClientKey>,
 ) -> bool {
-    // A request the host sent its client outside any request is answered by serial,
-    // which a session coming back from the store does not keep: it stays.
+    match plan_room(core, sessions, parked, true, client) {
+        Plan::Free => true,
+        Plan::Evict(r) => {
+            sessions.remove(r);
+            timers.set(r.slot(), None);
+            true
+        }
+        Plan::ClientFull | Plan::Full => false,
+    }
+}
+
+/// How a session of `client` finds room (`Sessions::plan`), none giving way that a
+/// parked stream or a request the host sent its client outside any request still needs
+/// (such a request is answered by serial, which a session coming back from a store does
+/// not keep). `stored`: the host's session store is on.
+pub(super) fn plan_room(
+    core: &crate::mcp::Core,
+    sessions: &Sessions,
+    parked: &Parked,
+    stored: bool,
+    client: Option<ClientKey>,
+) -> Plan {
     let busy =
         |r, e: &Entry| parked.find(|st| st.session == r).is_some() || core.asks.waiting_in(e.session.serial);
-    let Some(r) = sessions.evict_stored(busy) else {
-        return false;
-    };
-    timers.set(r.slot(), None);
-    true
+    sessions.plan(client, stored, busy)
 }
