@@ -585,7 +585,10 @@ fn rate_checked_requests_allocate_nothing_even_from_new_addresses() {
         http.limits(
             Limits::default().calls(Some(Rate::new(count, std::time::Duration::from_secs(60)))).max_keys(64),
         );
-        http.trusted_proxies([IpNet::from("127.0.0.1".parse::<std::net::IpAddr>().unwrap())]);
+        http.trusted_proxies(
+            mcp_engine::http::ForwardedHeader::XForwardedFor,
+            [IpNet::from("127.0.0.1".parse::<std::net::IpAddr>().unwrap())],
+        );
         let mut h = Http { c: mcp_tests::wire::client_of(keyed(), http, rich_catalog(), Box::new(respond)) };
         h.c.conn = h.c.e.open(Instant::ZERO, Some("127.0.0.1:9".parse().unwrap())).unwrap();
         h.c.verdict = Verdict::AllowAs(Principal::of(b"alice"));

@@ -222,7 +222,10 @@ fn call_from(c: &mut Client, id: i64, forwarded: &str) -> Response {
 #[test]
 fn a_flood_of_invented_addresses_neither_locks_out_a_new_client_nor_resets_a_busy_one() {
     let mut h = http();
-    h.trusted_proxies([IpNet::from("127.0.0.1".parse::<std::net::IpAddr>().unwrap())]);
+    h.trusted_proxies(
+        mcp_engine::http::ForwardedHeader::XForwardedFor,
+        [IpNet::from("127.0.0.1".parse::<std::net::IpAddr>().unwrap())],
+    );
     h.limits(Limits::none().calls(Some(Rate::new(2, Duration::from_secs(60)))));
     let mut c = client_with(h, Box::new(everything::respond));
     connect(&mut c, "127.0.0.1:5000");
