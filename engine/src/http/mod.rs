@@ -121,6 +121,9 @@ pub struct BufferUse {
     pub holding: usize,
     /// Bytes of spare buffers kept for reuse.
     pub pooled: usize,
+    /// Bytes the sessions' replay buffers hold (each grows with its events, up to
+    /// [`HttpConfig::replay_buffer`]).
+    pub replay: usize,
 }
 
 /// A connection of an [`HttpEngine`].
@@ -454,8 +457,8 @@ impl HttpEngine {
         self.conn(conn)?.client
     }
 
-    /// The buffer memory the connections hold and the pools keep (a diagnostic: it
-    /// visits every connection).
+    /// The buffer memory the connections hold, the pools keep and the sessions' replay
+    /// buffers hold (a diagnostic: it visits every connection and every session).
     pub fn buffer_use(&self) -> BufferUse {
         let mut held = 0;
         let mut holding = 0;
@@ -465,7 +468,8 @@ impl HttpEngine {
             holding += usize::from(n > 0);
         }
         let pooled = self.bufs.iter().chain(&self.outs).map(Vec::capacity).sum();
-        BufferUse { held, holding, pooled }
+        let replay = self.sessions.refs().filter_map(|r| self.sessions.get(r)).map(|e| e.replay.held()).sum();
+        BufferUse { held, holding, pooled, replay }
     }
 
     /// A new connection from `peer`. At [`HttpConfig::max_connections`] the connection
