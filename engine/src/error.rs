@@ -301,6 +301,11 @@ pub(crate) enum PeerError<'a> {
     InsufficientScope,
     SubscriptionsNotStrings,
     TooManyUris(usize),
+    /// A `resources/subscribe` uri longer than `Config::max_subscribed_uri_len` bytes.
+    SubscribedUriTooLong(usize),
+    /// A `resources/subscribe` that would take the session's subscribed uris past
+    /// `Config::max_subscribed_bytes`.
+    SubscribedBytes(usize),
     /// `tasks/*` (or a listen stream's `taskIds`) from a client that did not declare the
     /// tasks extension on this request (`-32021`, `400`).
     TasksNotDeclared,
@@ -522,6 +527,12 @@ impl fmt::Display for PeerError<'_> {
                 f.write_str("Invalid params: resourceSubscriptions must be an array of strings")
             }
             E::TooManyUris(max) => write!(f, "Invalid params: at most {max} resource subscriptions"),
+            E::SubscribedUriTooLong(max) => {
+                write!(f, "Invalid params: a subscribed uri is at most {max} bytes")
+            }
+            E::SubscribedBytes(max) => {
+                write!(f, "Invalid params: at most {max} bytes of subscribed uris per session")
+            }
             E::TasksNotDeclared => f.write_str(
                 "Missing required client capability: the io.modelcontextprotocol/tasks extension (declare it in this request's clientCapabilities.extensions)",
             ),
