@@ -306,6 +306,9 @@ pub(crate) enum PeerError<'a> {
     /// A `resources/subscribe` that would take the session's subscribed uris past
     /// `Config::max_subscribed_bytes`.
     SubscribedBytes(usize),
+    /// A `subscriptions/listen` from a client (principal, else address) that holds
+    /// `HttpConfig::max_streams_per_client` streams open already.
+    TooManyStreamsForClient(usize),
     /// `tasks/*` (or a listen stream's `taskIds`) from a client that did not declare the
     /// tasks extension on this request (`-32021`, `400`).
     TasksNotDeclared,
@@ -354,9 +357,11 @@ impl PeerError<'_> {
             E::TasksNotDeclared | E::TaskToolNeedsTasks(_) => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             E::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
             E::Detailed { code, .. } => *code,
-            E::NoFreeSlot | E::Internal | E::TooManySubscriptions(_) | E::TooManySubscriptionsForPeer(_) => {
-                code::INTERNAL_ERROR
-            }
+            E::NoFreeSlot
+            | E::Internal
+            | E::TooManySubscriptions(_)
+            | E::TooManySubscriptionsForPeer(_)
+            | E::TooManyStreamsForClient(_) => code::INTERNAL_ERROR,
             E::ResourceNotFound { stateless: false, .. } => code::RESOURCE_NOT_FOUND,
             _ => code::INVALID_PARAMS,
         }
@@ -532,6 +537,9 @@ impl fmt::Display for PeerError<'_> {
             }
             E::SubscribedBytes(max) => {
                 write!(f, "Invalid params: at most {max} bytes of subscribed uris per session")
+            }
+            E::TooManyStreamsForClient(max) => {
+                write!(f, "Internal error: too many open streams for this client (at most {max})")
             }
             E::TasksNotDeclared => f.write_str(
                 "Missing required client capability: the io.modelcontextprotocol/tasks extension (declare it in this request's clientCapabilities.extensions)",

@@ -4,7 +4,9 @@
 //! request (an answer, a notification accepted, work for the host) turned into the
 //! response.
 
+use super::client::ClientKey;
 use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
+use super::stream_shares::StreamKind;
 use super::resource::ProtectedResource;
 use super::{HeaderList, HttpEngine, conns, instant_at, limits, sessions, store};
 use crate::jsonrpc::Flow;
@@ -44,6 +46,13 @@ impl HttpEngine {
         let grant = c.grant.take();
         if c.http10 {
             core.set_no_stream();
+        }
+        // A listen stream counts against its client's long-lived streams (`stream_shares`).
+        let holder = ClientKey::of(principal, c.client);
+        let (max_streams, max_listens) =
+            (self.http.max_streams_per_client, core.config().max_subscriptions_per_peer);
+        if let Some(refusal) = self.shares.listen_refusal(holder, max_streams, max_listens) {
+            core.refuse_listen(refusal);
         }
         let mark = core.outbox().out.len();
         let (head, body, spans) = c.codec.head_body_and_spans();
@@ -158,6 +167,7 @@ impl HttpEngine {
                 // open until the token it was opened with expires.
                 c.phase = Phase::Waiting;
                 c.deadline = grant.and_then(|g| g.1).and_then(|exp| instant_at(core.clock().wall, now, exp));
+                self.shares.open(slot, holder, StreamKind::Listen, now);
                 self.collect_answers();
             }
             Dispatched::Answered(_) if limited.is_some() => {

@@ -123,6 +123,9 @@ impl Core {
         if self.no_stream {
             return Err(PeerError::ListenNeedsStream);
         }
+        if let Some(refusal) = self.listen_refusal {
+            return Err(refusal);
+        }
         if self.subs.list.len() >= self.cfg.max_subscriptions {
             return Err(PeerError::TooManySubscriptions(self.cfg.max_subscriptions));
         }
