@@ -44,7 +44,8 @@ struct Conn {
 
 impl Conn {
     fn from(from: IpAddr, server: SocketAddr) -> Self {
-        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
+        let socket =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
         socket.bind(&SocketAddr::new(from, 0).into()).expect("bind the client's address");
         socket.connect(&server.into()).expect("connect");
         let stream: TcpStream = socket.into();

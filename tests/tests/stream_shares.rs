@@ -7,7 +7,9 @@
 use core::net::{IpAddr, SocketAddr};
 use core::time::Duration;
 
-use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, Grant, HttpConfig, OpenError, Principal, Verdict};
+use mcp_engine::http::{
+    AllowedOrigins, Authorization, ConnId, Grant, HttpConfig, OpenError, Principal, Verdict,
+};
 use mcp_engine::{Catalog, Config, Engine, Instant, Resource, ResourceTemplate, Tool, UnixTime};
 use mcp_fixture as everything;
 use mcp_tests::wire::{Client, SSE, client_of, get, more, one, post, req, session_post};
@@ -79,7 +81,8 @@ fn stream_from(c: &mut Client, peer: SocketAddr, id: &str) -> (ConnId, String) {
 
 /// A `subscriptions/listen` from `peer`; returns its connection and output.
 fn listen_from(c: &mut Client, peer: SocketAddr, id: i64) -> Result<(ConnId, String), OpenError> {
-    let raw = post(&req(id, "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } })), &[]);
+    let raw =
+        post(&req(id, "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } })), &[]);
     on_new_from(c, peer, &raw)
 }
 
@@ -152,12 +155,9 @@ fn at_the_connection_cap_a_stream_of_the_biggest_holder_makes_room() {
     // A resumes the ended stream (from the priming event's id) once it is closed.
     c.e.handle_closed(c.now, oldest);
     let primed = mcp_tests::wire::sse_events(&streams[0].1)[0].0.clone();
-    let (_, out) = on_new_from(
-        &mut c,
-        addr(A),
-        &get(Some(&ids[0]), &format!("{SSE}Last-Event-ID: {primed}\r\n")),
-    )
-    .unwrap();
+    let (_, out) =
+        on_new_from(&mut c, addr(A), &get(Some(&ids[0]), &format!("{SSE}Last-Event-ID: {primed}\r\n")))
+            .unwrap();
     assert!(out.starts_with("HTTP/1.1 200"), "resumed: {out}");
 }
 
@@ -325,12 +325,18 @@ fn subscribed_uris_are_bounded_over_stdio_too() {
         feed_keeping_tickets(e, &request(n, "resources/subscribe", json!({ "uri": uri }))).0.remove(0)
     };
     let long = format!("db://rows/{}", "7".repeat(60));
-    assert_eq!(sub(&mut e, 1, &long)["error"]["message"], "Invalid params: a subscribed uri is at most 64 bytes");
+    assert_eq!(
+        sub(&mut e, 1, &long)["error"]["message"],
+        "Invalid params: a subscribed uri is at most 64 bytes"
+    );
     let rows = |n: usize| format!("db://rows/{n}-{}", "0".repeat(30));
     assert_eq!(sub(&mut e, 2, &rows(1))["result"], json!({}));
     assert_eq!(sub(&mut e, 3, &rows(2))["result"], json!({}));
     let v = sub(&mut e, 4, &rows(3));
-    assert_eq!(v["error"]["message"], "Invalid params: at most 100 bytes of subscribed uris per session", "{v}");
+    assert_eq!(
+        v["error"]["message"], "Invalid params: at most 100 bytes of subscribed uris per session",
+        "{v}"
+    );
     // Unsubscribing frees room.
     feed_keeping_tickets(&mut e, &request(5, "resources/unsubscribe", json!({ "uri": rows(1) })));
     assert_eq!(sub(&mut e, 6, &rows(3))["result"], json!({}));
@@ -345,7 +351,10 @@ fn a_listen_honours_no_uri_past_the_bounds() {
     let mut c = client_with_config(config, open_http());
     let long = format!("test://template/{}/data", "y".repeat(30));
     let uris = ["test://template/1/data", long.as_str(), "test://template/2/data", "test://template/3/data"];
-    let raw = post(&req(1, "subscriptions/listen", json!({ "notifications": { "resourceSubscriptions": uris } })), &[]);
+    let raw = post(
+        &req(1, "subscriptions/listen", json!({ "notifications": { "resourceSubscriptions": uris } })),
+        &[],
+    );
     let (_, out) = on_new_from(&mut c, addr(A), &raw).unwrap();
     let ack: Value = serde_json::from_str(
         out.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or_else(|| panic!("{out}")),

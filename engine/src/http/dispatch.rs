@@ -6,8 +6,8 @@
 
 use super::client::ClientKey;
 use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
-use super::stream_shares::StreamKind;
 use super::resource::ProtectedResource;
+use super::stream_shares::StreamKind;
 use super::{HeaderList, HttpEngine, conns, instant_at, limits, sessions, store};
 use crate::jsonrpc::Flow;
 use crate::mcp::{Dispatched, Room, SessionCheck};

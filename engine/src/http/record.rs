@@ -63,10 +63,10 @@ pub(crate) fn encode(session: &Session, principal: Option<&Principal>, out: &mut
     // Whole uris only, never cut: one longer than a length field holds is left out (the
     // engine bounds subscribed uris below that, `Config::max_subscribed_uri_len`, so this
     // never happens), and the count is the number written.
-    let fits = |u: &&Box<str>| u.len() <= usize::from(u16::MAX);
-    let count = session.uris.iter().filter(fits).take(MAX_SUBSCRIBED_URIS).count();
+    let whole = || session.uris.iter().filter(|u| u.len() <= usize::from(u16::MAX));
+    let count = whole().take(MAX_SUBSCRIBED_URIS).count();
     out.extend_from_slice(&(count as u16).to_be_bytes());
-    for uri in session.uris.iter().filter(fits).take(count) {
+    for uri in whole().take(count) {
         out.extend_from_slice(&(uri.len() as u16).to_be_bytes());
         out.extend_from_slice(uri.as_bytes());
     }

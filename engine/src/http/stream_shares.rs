@@ -194,10 +194,7 @@ mod tests {
         assert!(s.has_room(None, 1), "no key: no per-client bound");
         s.forget(11);
         assert!(matches!(s.listen_refusal(client(1), 2, 4), Some(PeerError::TooManyStreamsForClient(2))));
-        assert!(matches!(
-            s.listen_refusal(client(2), 8, 1),
-            Some(PeerError::TooManySubscriptionsForPeer(1))
-        ));
+        assert!(matches!(s.listen_refusal(client(2), 8, 1), Some(PeerError::TooManySubscriptionsForPeer(1))));
         assert!(s.listen_refusal(client(3), 1, 1).is_none());
         s.release(7);
         assert!(!s.holds(7) && s.holds(3));
