@@ -47,12 +47,15 @@ impl HttpEngine {
         if c.http10 {
             core.set_no_stream();
         }
-        // A listen stream counts against its client's long-lived streams (`stream_shares`).
-        let holder = ClientKey::of(principal, c.client);
-        let (max_streams, max_listens) =
-            (self.http.max_streams_per_client, core.config().max_subscriptions_per_peer);
-        if let Some(refusal) = self.shares.listen_refusal(holder, max_streams, max_listens) {
-            core.refuse_listen(refusal);
+        // A listen stream counts against its client's long-lived streams (`stream_shares`;
+        // nothing to look up while no stream is open).
+        if !self.shares.is_empty() {
+            let holder = ClientKey::of(principal, c.client);
+            let (max_streams, max_listens) =
+                (self.http.max_streams_per_client, core.config().max_subscriptions_per_peer);
+            if let Some(refusal) = self.shares.listen_refusal(holder, max_streams, max_listens) {
+                core.refuse_listen(refusal);
+            }
         }
         let mark = core.outbox().out.len();
         let (head, body, spans) = c.codec.head_body_and_spans();
@@ -167,7 +170,7 @@ impl HttpEngine {
                 // open until the token it was opened with expires.
                 c.phase = Phase::Waiting;
                 c.deadline = grant.and_then(|g| g.1).and_then(|exp| instant_at(core.clock().wall, now, exp));
-                self.shares.open(slot, holder, StreamKind::Listen, now);
+                self.shares.open(slot, ClientKey::of(principal, c.client), StreamKind::Listen, now);
                 self.collect_answers();
             }
             Dispatched::Answered(_) if limited.is_some() => {

@@ -116,6 +116,11 @@ impl StreamShares {
         self.draining
     }
 
+    /// Whether no stream is open (those ending aside).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.per_client.is_empty()
+    }
+
     /// Streams open (not counting those ending).
     pub(crate) fn len(&self) -> usize {
         self.per_client.values().map(|n| n.streams as usize).sum()
@@ -139,9 +144,6 @@ impl StreamShares {
         max: usize,
         max_listens: usize,
     ) -> Option<PeerError<'static>> {
-        if self.per_client.is_empty() {
-            return None; // the common case: no stream open at all
-        }
         let n = self.per_client.get(&Some(client?)).copied().unwrap_or_default();
         if n.streams as usize >= max {
             Some(PeerError::TooManyStreamsForClient(max))
