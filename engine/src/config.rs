@@ -100,6 +100,8 @@ pub struct Config {
     pub(crate) resource_subscriptions: bool,
     pub(crate) max_subscriptions: usize,
     pub(crate) max_subscriptions_per_peer: usize,
+    pub(crate) max_subscribed_uri_len: usize,
+    pub(crate) max_subscribed_bytes: usize,
     pub(crate) discover_cache: CachePolicy,
     pub(crate) tools_cache: CachePolicy,
     pub(crate) resources_cache: CachePolicy,
@@ -135,6 +137,8 @@ impl Config {
             resource_subscriptions: false,
             max_subscriptions: 16,
             max_subscriptions_per_peer: 4,
+            max_subscribed_uri_len: 2048,
+            max_subscribed_bytes: 32 * 1024,
             discover_cache: CachePolicy::default(),
             tools_cache: CachePolicy::default(),
             resources_cache: CachePolicy::default(),
@@ -316,11 +320,30 @@ impl Config {
         self
     }
     /// The most `subscriptions/listen` streams one peer may hold open at once (default 4,
-    /// at least 1): on one stdio stream or HTTP connection, or for one principal the host
-    /// named (`Verdict::AllowAs`). One more is answered `-32603` and not opened, so that one
-    /// client cannot take every stream of [`max_subscriptions`](Self::max_subscriptions).
+    /// at least 1): on one stdio stream, or over HTTP for one client (the principal the host
+    /// named, `Verdict::AllowAs`, else the client's address, IPv6 by `/64`) and on one
+    /// connection. One more is answered `-32603` and not opened, so that one client cannot
+    /// take every stream of [`max_subscriptions`](Self::max_subscriptions).
     pub fn max_subscriptions_per_peer(&mut self, n: usize) -> &mut Self {
         self.max_subscriptions_per_peer = n.max(1);
+        self
+    }
+    /// The longest uri a client may subscribe to, in bytes (default 2,048; between 1 and
+    /// 65,535, what a session record can hold). A longer uri in `resources/subscribe` is
+    /// answered `-32602` naming the bound, and nothing is kept; in a
+    /// `subscriptions/listen`'s `resourceSubscriptions` it is not honoured (left out of
+    /// the acknowledgement).
+    pub fn max_subscribed_uri_len(&mut self, bytes: usize) -> &mut Self {
+        self.max_subscribed_uri_len = bytes.clamp(1, usize::from(u16::MAX));
+        self
+    }
+    /// The most bytes of subscribed uris one session (`resources/subscribe`, with at most
+    /// 64 uris) or one `subscriptions/listen` stream keeps (default 32 KiB: 64 uris of
+    /// 512 bytes, or fewer longer ones; at least 1). A `resources/subscribe` that would go
+    /// past it is answered `-32602` naming the bound, and nothing is kept; a listen's uris
+    /// past it are not honoured.
+    pub fn max_subscribed_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.max_subscribed_bytes = bytes.max(1);
         self
     }
     /// The most `subscriptions/listen` streams open at once (default 16, at least 1). One

@@ -301,6 +301,14 @@ pub(crate) enum PeerError<'a> {
     InsufficientScope,
     SubscriptionsNotStrings,
     TooManyUris(usize),
+    /// A `resources/subscribe` uri longer than `Config::max_subscribed_uri_len` bytes.
+    SubscribedUriTooLong(usize),
+    /// A `resources/subscribe` that would take the session's subscribed uris past
+    /// `Config::max_subscribed_bytes`.
+    SubscribedBytes(usize),
+    /// A `subscriptions/listen` from a client (principal, else address) that holds
+    /// `HttpConfig::max_streams_per_client` streams open already.
+    TooManyStreamsForClient(usize),
     /// `tasks/*` (or a listen stream's `taskIds`) from a client that did not declare the
     /// tasks extension on this request (`-32021`, `400`).
     TasksNotDeclared,
@@ -349,9 +357,11 @@ impl PeerError<'_> {
             E::TasksNotDeclared | E::TaskToolNeedsTasks(_) => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             E::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
             E::Detailed { code, .. } => *code,
-            E::NoFreeSlot | E::Internal | E::TooManySubscriptions(_) | E::TooManySubscriptionsForPeer(_) => {
-                code::INTERNAL_ERROR
-            }
+            E::NoFreeSlot
+            | E::Internal
+            | E::TooManySubscriptions(_)
+            | E::TooManySubscriptionsForPeer(_)
+            | E::TooManyStreamsForClient(_) => code::INTERNAL_ERROR,
             E::ResourceNotFound { stateless: false, .. } => code::RESOURCE_NOT_FOUND,
             _ => code::INVALID_PARAMS,
         }
@@ -522,6 +532,15 @@ impl fmt::Display for PeerError<'_> {
                 f.write_str("Invalid params: resourceSubscriptions must be an array of strings")
             }
             E::TooManyUris(max) => write!(f, "Invalid params: at most {max} resource subscriptions"),
+            E::SubscribedUriTooLong(max) => {
+                write!(f, "Invalid params: a subscribed uri is at most {max} bytes")
+            }
+            E::SubscribedBytes(max) => {
+                write!(f, "Invalid params: at most {max} bytes of subscribed uris per session")
+            }
+            E::TooManyStreamsForClient(max) => {
+                write!(f, "Internal error: too many open streams for this client (at most {max})")
+            }
             E::TasksNotDeclared => f.write_str(
                 "Missing required client capability: the io.modelcontextprotocol/tasks extension (declare it in this request's clientCapabilities.extensions)",
             ),

@@ -44,6 +44,11 @@ use tokio::runtime::Runtime;
 /// Round trips measured.
 const ROUNDS: u64 = 200;
 
+/// Round trips before measuring: enough for a session's replay buffer, which grows with
+/// the events of its streams (up to 256 events), to hold as many as it may (an input
+/// round over HTTP writes 3 events).
+const WARM_UP: u64 = 100;
+
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
 
 fn catalog() -> Catalog {
@@ -353,7 +358,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Client<R, W> {
 
     /// Allocations per `round`, once warm.
     fn per_round(&mut self, rt: &Runtime, round: Round<'_>) -> u64 {
-        rt.block_on(self.rounds(round, 50));
+        rt.block_on(self.rounds(round, WARM_UP));
         let base = allocation_counter::measure(|| rt.block_on(async {}));
         let info = allocation_counter::measure(|| rt.block_on(self.rounds(round, ROUNDS)));
         let total = info.count_total - base.count_total;

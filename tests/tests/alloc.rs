@@ -716,6 +716,11 @@ fn sampled(id: u64) -> String {
     format!("{}\n", json!({ "jsonrpc": "2.0", "id": id, "result": result }))
 }
 
+/// Rounds that bring a session's replay buffer to its steady state: it grows with the
+/// events of its streams (doubling, up to `HttpConfig::replay_buffer` bytes and 256
+/// events) and is reused from then on; these rounds write more than 256 events.
+const REPLAY_WARM_UP: usize = 300;
+
 /// A tool call that asks its session-bound client for input (a server-to-client request
 /// out, the client's response in, the call back to the host, its answer out) allocates
 /// nothing in steady state, over stdio.
@@ -758,7 +763,7 @@ fn a_round_trip_to_a_session_bound_client_allocates_nothing_over_http() {
     let id = h.open_session(json!({"sampling": {}}), &mut sink);
     let a = h.c.conn;
     let b = h.c.e.open(Instant::ZERO, None).unwrap();
-    let rounds: Vec<(Vec<u8>, Vec<u8>)> = (1..=23)
+    let rounds: Vec<(Vec<u8>, Vec<u8>)> = (1..=REPLAY_WARM_UP as u64 + 20)
         .map(|i| {
             let call =
                 json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "tool_007"}});
@@ -778,11 +783,13 @@ fn a_round_trip_to_a_session_bound_client_allocates_nothing_over_http() {
         h.c.drain(sink);
         assert!(sink.windows(4).any(|w| w == b"\"ok\""), "{}", String::from_utf8_lossy(sink));
     };
-    for r in &rounds[..3] {
+    // Warm-up: the session's replay buffer grows with the events of the calls' streams
+    // until it holds as many as it may.
+    for r in &rounds[..REPLAY_WARM_UP] {
         run(&mut h, r, &mut sink);
     }
     let info = allocation_counter::measure(|| {
-        for r in &rounds[3..] {
+        for r in &rounds[REPLAY_WARM_UP..] {
             run(&mut h, r, &mut sink);
         }
     });
@@ -969,8 +976,9 @@ fn an_ask_outside_any_request_allocates_nothing_over_http() {
     );
     h.round(get.as_bytes(), &mut sink);
     assert!(sink.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&sink));
-    let responses: Vec<Vec<u8>> =
-        (1..=63).map(|i| session_post(&serde_json::from_str(&sampled(i)).unwrap(), &id)).collect();
+    let responses: Vec<Vec<u8>> = (1..=REPLAY_WARM_UP as u64 + 20)
+        .map(|i| session_post(&serde_json::from_str(&sampled(i)).unwrap(), &id))
+        .collect();
     let run = |h: &mut Http, i: usize, sink: &mut Vec<u8>| {
         let ask = h.c.e.ask_client(&id, &request).unwrap();
         assert_eq!(ask.request_id(), i as u64 + 1);
@@ -983,16 +991,17 @@ fn an_ask_outside_any_request_allocates_nothing_over_http() {
         assert!(sink.starts_with(b"HTTP/1.1 202"), "{}", String::from_utf8_lossy(sink));
     };
     // Warm-up: the pooled output buffers circulate between the stream's connection and
-    // the POSTs' until each has grown to the size it serves (3 rounds are not enough).
-    for i in 0..43 {
+    // the POSTs' until each has grown to the size it serves, and the session's replay
+    // buffer grows with the stream's events until it holds as many as it may.
+    for i in 0..REPLAY_WARM_UP {
         run(&mut h, i, &mut sink);
     }
     let info = allocation_counter::measure(|| {
-        for i in 43..63 {
+        for i in REPLAY_WARM_UP..REPLAY_WARM_UP + 20 {
             run(&mut h, i, &mut sink);
         }
     });
-    assert_eq!(replies.get(), 63, "every reply heard");
+    assert_eq!(replies.get(), REPLAY_WARM_UP + 20, "every reply heard");
     assert_eq!(info.count_total, 0, "20 asks: {info:?}");
 }
 

@@ -37,7 +37,8 @@ pub enum Verdict {
     AllowAs(Principal),
     /// Proceed, acting for the grant's principal with its scopes (a verified token): what
     /// [`Verdict::AllowAs`] does, plus the scope policy's checks against the grant's
-    /// scopes, and a `subscriptions/listen` stream that ends when the grant expires.
+    /// scopes, and a `subscriptions/listen` stream (or a session's standalone `GET` stream)
+    /// that ends when the grant expires.
     Grant(Grant),
     /// `401 Unauthorized` (no or bad credentials).
     Unauthenticated,
@@ -98,7 +99,8 @@ impl Grant {
         self.scopes = scopes;
         self
     }
-    /// Sets when the token expires (its `exp`): a listen stream opened with it ends then.
+    /// Sets when the token expires (its `exp`): a listen stream or a session's standalone
+    /// stream opened with it ends then.
     #[must_use]
     pub fn expires(mut self, at: UnixTime) -> Self {
         self.expires = Some(at);

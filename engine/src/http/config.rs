@@ -39,6 +39,7 @@ pub struct HttpConfig {
     pub(super) write_timeout: Duration,
     pub(super) max_head: usize,
     pub(super) max_connections: usize,
+    pub(super) max_streams_per_client: usize,
     pub(super) sse_keepalive: Duration,
     pub(super) max_sessions: usize,
     pub(super) max_sessions_per_client: usize,
@@ -77,6 +78,7 @@ impl HttpConfig {
             write_timeout: Duration::from_secs(30),
             max_head: 16 * 1024,
             max_connections: 1024,
+            max_streams_per_client: 32,
             sse_keepalive: Duration::from_secs(15),
             max_sessions: 4096,
             max_sessions_per_client: 128,
@@ -228,10 +230,26 @@ impl HttpConfig {
     /// Most connections open at once (default 1024). At the limit,
     /// [`HttpEngine::open`](crate::http::HttpEngine::open) makes room by ending the
     /// connection that has waited longest without a request in flight or a stream open
-    /// (idle keep-alive, or a head not yet complete), and refuses the new one only when
-    /// every connection is busy.
+    /// (idle keep-alive, or a head not yet complete); when there is none, it ends a
+    /// long-lived stream (a session's standalone `GET` stream, a `subscriptions/listen`
+    /// stream): the oldest of the client holding the most. That stream gets its last
+    /// chunk (`retry:` for a standalone stream, which its client resumes with
+    /// `Last-Event-ID`; the closing result for a listen stream) and its connection closes
+    /// once it is sent, not counting against the limit meanwhile (at most one sixteenth
+    /// of the limit at once; past that, a stream is closed without its last chunk). The
+    /// new connection is refused only when every connection has a request in flight.
     pub fn max_connections(&mut self, n: usize) -> &mut Self {
         self.max_connections = n.max(1);
+        self
+    }
+    /// The most long-lived streams one client (its principal, else its address, IPv6 by
+    /// `/64`) holds open at once (default 32, at least 1): sessions' standalone `GET`
+    /// streams and `subscriptions/listen` streams together. One more `GET` is answered
+    /// `429` with `Retry-After: 5` and no body; one more listen is the JSON-RPC error
+    /// `-32603` "too many open streams for this client". Behind a reverse proxy, set
+    /// [`trusted_proxies`](Self::trusted_proxies), or every client is the proxy's address.
+    pub fn max_streams_per_client(&mut self, n: usize) -> &mut Self {
+        self.max_streams_per_client = n.max(1);
         self
     }
     /// The most sessions (`2025-11-25` / `2025-06-18` over HTTP) live at once (default
@@ -409,7 +427,7 @@ impl HttpConfig {
 #[non_exhaustive]
 pub enum OpenError {
     /// [`HttpConfig::max_connections`] connections are open, each with a request in
-    /// flight or a stream open.
+    /// flight (no idle connection or long-lived stream could be ended to make room).
     TooManyConnections,
 }
 

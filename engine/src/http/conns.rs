@@ -1,16 +1,19 @@
 //! The connection table's bookkeeping: after every change to a connection, [`settle`]
 //! re-arms its deadline in the timer table, keeps the list of sheddable connections
-//! (oldest first) and the list of connections with output, and returns the buffers it does
-//! not need to the pools; [`expire`] acts on a deadline that passed; [`shed_one`] and
+//! (oldest first) and the list of connections with output, releases a long-lived stream
+//! its connection left (`stream_shares`), and returns the buffers it does not need to the
+//! pools; [`expire`] acts on a deadline that passed; [`shed_one`], [`shed_stream`] and
 //! [`forget`] end connections.
 //!
 //! [`settle`]: HttpEngine::settle
 //! [`expire`]: HttpEngine::expire
 //! [`shed_one`]: HttpEngine::shed_one
+//! [`shed_stream`]: HttpEngine::shed_stream
 //! [`forget`]: HttpEngine::forget
 
-use super::exchange::{Exchange, Framing, Phase, SessionStream, refuse};
+use super::exchange::{Exchange, Framing, Phase, SessionStream, finish, refuse};
 use super::replay::is_standalone;
+use super::stream_shares::StreamKind;
 use super::{ConnId, HttpEngine};
 use crate::jsonrpc::Flow;
 use crate::output::Route;
@@ -19,12 +22,25 @@ use crate::time::Instant;
 /// No slot (the end of a list).
 pub(super) const NONE: u32 = u32::MAX;
 
+/// What a standalone stream ended to make room tells its client to wait before it
+/// resumes (`retry:`, milliseconds).
+const SHED_RETRY_MS: u32 = 5_000;
+
+/// At most one in this many of `max_connections` may be connections sending the last
+/// chunk of a stream ended to make room; past that, such a stream is closed at once.
+const DRAINING_SHARE: usize = 16;
+
 /// Spare buffers kept per pool; more are freed.
 const POOL_KEEP: usize = 64;
 
 /// A buffer that grew larger than this is freed rather than pooled, so that connections
 /// that hold a pooled buffer while they wait (a slow head) never pin large ones.
 const POOL_MAX_CAPACITY: usize = 64 * 1024;
+
+/// Whether `c` serves a session's standalone `GET` stream.
+fn is_standalone_stream(c: &Exchange) -> bool {
+    c.get && c.streaming && c.sse.is_some_and(|st| is_standalone(st.stream))
+}
 
 /// Puts `buf` back into `pool`, or frees it.
 fn recycle(pool: &mut Vec<Vec<u8>>, mut buf: Vec<u8>) {
@@ -79,6 +95,11 @@ impl HttpEngine {
         }
         let due = c.due(&self.http);
         let sheddable = c.sheddable();
+        if c.phase != Phase::Waiting {
+            // The connection left its stream, if it held one (a listen ended, a
+            // standalone stream's last chunk written).
+            self.shares.release(slot);
+        }
         self.timers.set(slot, due);
         if sheddable != self.slots[slot as usize].linked {
             if sheddable {
@@ -111,9 +132,19 @@ impl HttpEngine {
                 self.store_failed(slot, now);
                 return;
             }
+            Phase::Waiting if c.deadline.is_some_and(|d| d <= now) && is_standalone_stream(c) => {
+                // A session's standalone stream opened with a grant that expired ends, as a
+                // listen stream does: its last chunk, then the connection closes; the
+                // client authorizes again to open another.
+                lend_out(&mut self.outs, c);
+                c.write_sse_end(now);
+                c.streaming = false;
+                c.keep_alive = false;
+                finish(c, now, true);
+            }
             Phase::Waiting if c.deadline.is_some_and(|d| d <= now) => {
-                // The host took longer than `request_timeout`: the client hears so, the
-                // host is told the request is over.
+                // The host took longer than `request_timeout` (or a listen stream's grant
+                // expired): the client hears so, the host is told the request is over.
                 c.deadline = None;
                 self.core.time_out_route(Route::Http { conn: slot, generation: id.generation });
                 self.collect_answers();
@@ -138,6 +169,59 @@ impl HttpEngine {
         };
         self.end(slot, ConnId { slot, generation });
         true
+    }
+
+    /// Ends a long-lived stream to make room for a new connection when no connection is
+    /// idle: the oldest stream of the client holding the most (`StreamShares::victim`).
+    /// A standalone stream gets `retry:` and its last chunk (its client resumes it with
+    /// `Last-Event-ID`), a listen stream its closing result; the connection closes once
+    /// that is sent, and does not count against `max_connections` meanwhile. Past
+    /// `max_connections / 16` such connections at once, the stream's connection is closed
+    /// at once instead (reported by `poll_ended`). Returns whether a stream was ended.
+    pub(super) fn shed_stream(&mut self) -> bool {
+        let now = self.last_now;
+        let drain_max = (self.http.max_connections / DRAINING_SHARE).max(1);
+        while let Some((slot, kind)) = self.shares.victim() {
+            let Some(c) = self.slots.get_mut(slot as usize).and_then(|s| s.conn.as_mut()) else {
+                self.shares.forget(slot);
+                continue;
+            };
+            if c.phase != Phase::Waiting || !c.streaming {
+                self.shares.release(slot); // not a stream any more (kept up to date by `settle`)
+                continue;
+            }
+            let id = ConnId { slot, generation: c.generation };
+            if self.shares.draining() >= drain_max {
+                self.end(slot, id);
+                return true;
+            }
+            lend_out(&mut self.outs, c);
+            c.keep_alive = false;
+            match kind {
+                StreamKind::Standalone => {
+                    c.write_sse_retry(now, SHED_RETRY_MS);
+                    c.write_sse_end(now);
+                    c.streaming = false;
+                    finish(c, now, true);
+                }
+                StreamKind::Listen => {
+                    // Ended as the server ends a listen stream (as at its grant's expiry):
+                    // the closing result is its last event.
+                    c.deadline = None;
+                    self.core.time_out_route(Route::Http { conn: slot, generation: id.generation });
+                    self.collect_answers();
+                }
+            }
+            let closing = self.slots[slot as usize].conn.as_ref().is_some_and(|c| c.phase == Phase::Closing);
+            if closing {
+                self.shares.drain(slot);
+                self.settle(slot);
+            } else {
+                self.end(slot, id); // nothing ended it (its subscription was gone): closed at once
+            }
+            return true;
+        }
+        false
     }
 
     /// Forgets a connection the engine ends on its own, and reports it.
@@ -180,6 +264,7 @@ impl HttpEngine {
         if c.out.capacity() != 0 {
             recycle(&mut self.outs, core::mem::take(&mut c.out));
         }
+        self.shares.forget(slot);
         self.open -= 1;
         self.free.push(slot);
         self.timers.set(slot, None);

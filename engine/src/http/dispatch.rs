@@ -9,6 +9,7 @@ use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_ne
 use super::limits::{Class, Refused};
 use super::resource::ProtectedResource;
 use super::sessions::Plan;
+use super::stream_shares::StreamKind;
 use super::{HeaderList, HttpEngine, conns, instant_at, limits, sessions, store};
 use crate::jsonrpc::Flow;
 use crate::mcp::{Dispatched, Room, SessionCheck};
@@ -51,6 +52,16 @@ impl HttpEngine {
         let grant = c.grant.take();
         if c.http10 {
             core.set_no_stream();
+        }
+        // A listen stream counts against its client's long-lived streams (`stream_shares`;
+        // nothing to look up while no stream is open).
+        if !self.shares.is_empty() {
+            let holder = ClientKey::of(principal, c.client);
+            let (max_streams, max_listens) =
+                (self.http.max_streams_per_client, core.config().max_subscriptions_per_peer);
+            if let Some(refusal) = self.shares.listen_refusal(holder, max_streams, max_listens) {
+                core.refuse_listen(refusal);
+            }
         }
         let mark = core.outbox().out.len();
         let (head, body, spans) = c.codec.head_body_and_spans();
@@ -201,6 +212,7 @@ impl HttpEngine {
                 // open until the token it was opened with expires.
                 c.phase = Phase::Waiting;
                 c.deadline = grant.and_then(|g| g.1).and_then(|exp| instant_at(core.clock().wall, now, exp));
+                self.shares.open(slot, ClientKey::of(principal, c.client), StreamKind::Listen, now);
                 self.collect_answers();
             }
             Dispatched::Answered(_) if limited.is_some() => {

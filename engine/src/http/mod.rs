@@ -46,6 +46,7 @@ mod sessions;
 mod shares;
 mod store;
 mod stored;
+mod stream_shares;
 mod streams;
 mod task_store;
 #[cfg(feature = "jwt")]
@@ -122,6 +123,9 @@ pub struct BufferUse {
     pub holding: usize,
     /// Bytes of spare buffers kept for reuse.
     pub pooled: usize,
+    /// Bytes the sessions' replay buffers hold (each grows with its events, up to
+    /// [`HttpConfig::replay_buffer`]).
+    pub replay: usize,
 }
 
 /// A connection of an [`HttpEngine`].
@@ -222,8 +226,11 @@ impl Ask {
 /// [`poll_ended`](Self::poll_ended): close its socket.
 ///
 /// At [`HttpConfig::max_connections`], [`open`](Self::open) ends the connection that has
-/// waited longest with no request in flight, no stream and nothing to send, and refuses
-/// the new one only when there is none. A connection holds a request buffer only while it
+/// waited longest with no request in flight, no stream and nothing to send; when there is
+/// none, the oldest long-lived stream (standalone `GET`, `subscriptions/listen`) of the
+/// client holding the most; and refuses the new one only when every connection has a
+/// request in flight. No client holds more than
+/// [`HttpConfig::max_streams_per_client`] such streams. A connection holds a request buffer only while it
 /// receives a request and an output buffer only while it has something to send; both come
 /// from pools of reused buffers, so an idle connection costs a few hundred bytes and the
 /// steady state allocates nothing.
@@ -264,6 +271,8 @@ pub struct HttpEngine {
     session_timers: Timers,
     /// Session streams whose connection went away while their request is in flight.
     parked: parked::Parked,
+    /// The long-lived streams (standalone `GET`, listen), per client.
+    shares: stream_shares::StreamShares,
     /// Sessions that expired, for the host's store to hear of (store mode only), and
     /// the id the last [`HttpEvent::SessionExpired`] lends.
     expired: std::collections::VecDeque<[u8; crate::wire::session_id::SESSION_ID_LEN]>,
@@ -333,6 +342,7 @@ impl HttpEngine {
             sessions,
             session_timers: Timers::new(),
             parked: parked::Parked::default(),
+            shares: stream_shares::StreamShares::default(),
             expired: std::collections::VecDeque::new(),
             expired_id: [0; crate::wire::session_id::SESSION_ID_LEN],
             record: Vec::new(),
@@ -456,8 +466,8 @@ impl HttpEngine {
         self.conn(conn)?.client
     }
 
-    /// The buffer memory the connections hold and the pools keep (a diagnostic: it
-    /// visits every connection).
+    /// The buffer memory the connections hold, the pools keep and the sessions' replay
+    /// buffers hold (a diagnostic: it visits every connection and every session).
     pub fn buffer_use(&self) -> BufferUse {
         let mut held = 0;
         let mut holding = 0;
@@ -467,13 +477,16 @@ impl HttpEngine {
             holding += usize::from(n > 0);
         }
         let pooled = self.bufs.iter().chain(&self.outs).map(Vec::capacity).sum();
-        BufferUse { held, holding, pooled }
+        let replay = self.sessions.refs().filter_map(|r| self.sessions.get(r)).map(|e| e.replay.held()).sum();
+        BufferUse { held, holding, pooled, replay }
     }
 
     /// A new connection from `peer`. At [`HttpConfig::max_connections`] the connection
     /// that has waited longest with nothing in flight is ended to make room (reported by
-    /// [`poll_ended`](Self::poll_ended)); when every connection is busy, the new one is
-    /// refused.
+    /// [`poll_ended`](Self::poll_ended)); when there is none, a long-lived stream of the
+    /// client holding the most is ended (its last chunk written: send it, then close the
+    /// connection when [`wants_close`](Self::wants_close) says so); when every connection
+    /// has a request in flight, the new one is refused.
     pub fn open(&mut self, now: Instant, peer: Option<SocketAddr>) -> Result<ConnId, OpenError> {
         self.open_as(now, peer, Framing::Wire)
     }
@@ -485,7 +498,9 @@ impl HttpEngine {
         framing: Framing,
     ) -> Result<ConnId, OpenError> {
         self.tick(now);
-        if self.open >= self.http.max_connections && !self.shed_one() {
+        // A stream ended to make room does not count while it sends its last chunk.
+        let counted = self.open.saturating_sub(self.shares.draining());
+        if counted >= self.http.max_connections && !self.shed_one() && !self.shed_stream() {
             return Err(OpenError::TooManyConnections);
         }
         let limits = http1::Limits {
@@ -852,6 +867,14 @@ impl HttpEngine {
     /// How many `subscriptions/listen` streams are open.
     pub fn subscriptions(&self) -> usize {
         self.core.subscriptions()
+    }
+
+    /// How many long-lived streams are open: sessions' standalone `GET` streams and
+    /// `subscriptions/listen` streams (each bounded per client by
+    /// [`HttpConfig::max_streams_per_client`]), not counting those ended to make room
+    /// that still send their last chunk.
+    pub fn streams(&self) -> usize {
+        self.shares.len()
     }
 
     /// Moves answers written for HTTP routes into their connections' output. A

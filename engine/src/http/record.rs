@@ -21,7 +21,7 @@
 //! | 1 | client capabilities (bit 0 elicitation form, 1 elicitation url, 2 sampling, 3 roots, 4 sampling.tools, 5 sampling.context) |
 //! | 32 | the principal's digest, when flag bit 1 is set |
 //! | 2 | number of subscribed uris, at most 64 |
-//! | 2 + n | each uri: its length, then its UTF-8 bytes |
+//! | 2 + n | each uri: its length, then its UTF-8 bytes (whole: a uri is never cut) |
 //!
 //! Decoding refuses anything else (another version, an unknown bit, a short or long
 //! record, bytes that are not UTF-8) with [`RecordError`]: the engine then treats the
@@ -60,12 +60,15 @@ pub(crate) fn encode(session: &Session, principal: Option<&Principal>, out: &mut
     if let Some(p) = principal {
         out.extend_from_slice(&p.0);
     }
-    let uris = &session.uris[..session.uris.len().min(MAX_SUBSCRIBED_URIS)];
-    out.extend_from_slice(&(uris.len() as u16).to_be_bytes());
-    for uri in uris {
-        let bytes = &uri.as_bytes()[..uri.len().min(usize::from(u16::MAX))];
-        out.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
-        out.extend_from_slice(bytes);
+    // Whole uris only, never cut: one longer than a length field holds is left out (the
+    // engine bounds subscribed uris below that, `Config::max_subscribed_uri_len`, so this
+    // never happens), and the count is the number written.
+    let whole = || session.uris.iter().filter(|u| u.len() <= usize::from(u16::MAX));
+    let count = whole().take(MAX_SUBSCRIBED_URIS).count();
+    out.extend_from_slice(&(count as u16).to_be_bytes());
+    for uri in whole().take(count) {
+        out.extend_from_slice(&(uri.len() as u16).to_be_bytes());
+        out.extend_from_slice(uri.as_bytes());
     }
 }
 
@@ -184,6 +187,48 @@ mod tests {
         encode(&empty, Some(&Principal([9; 32])), &mut out);
         assert_eq!(out.len(), 5 + 32 + 2);
         assert_eq!(&out[..5], &[1, 2, 2, 0, 0]);
+    }
+
+    #[test]
+    fn a_record_with_the_longest_allowed_uris_reads_back_whole() {
+        // The longest uri a subscription may have (`Config::max_subscribed_uri_len` is at
+        // most 65,535 bytes), ending in a two-byte character across the last bytes.
+        let longest = |c: char| {
+            let mut uri = String::from("test://template/");
+            while uri.len() + c.len_utf8() + 2 <= usize::from(u16::MAX) {
+                uri.push(c);
+            }
+            while uri.len() + 2 < usize::from(u16::MAX) {
+                uri.push('x');
+            }
+            uri.push('é');
+            assert_eq!(uri.len(), usize::from(u16::MAX));
+            Box::<str>::from(uri)
+        };
+        let session = Session {
+            legacy: Some(Revision::V2025_11_25),
+            uris: vec![longest('a'), longest('€'), longest('𝄞')],
+            ..Session::default()
+        };
+        let mut out = Vec::new();
+        encode(&session, None, &mut out);
+        let (back, _) = decode(&out).expect("a record with the longest uris reads back");
+        assert_eq!(back.uris, session.uris);
+        // A uri past what the format holds (the engine never keeps one) is left out whole,
+        // never cut inside a character: the record still reads back.
+        // Six bytes, then two-byte characters: the old writer cut at 65,535, inside one.
+        let mut too_long = String::from("test:/");
+        while too_long.len() <= usize::from(u16::MAX) {
+            too_long.push('é');
+        }
+        let session = Session {
+            legacy: Some(Revision::V2025_11_25),
+            uris: vec!["a://1".into(), too_long.into(), "a://2".into()],
+            ..Session::default()
+        };
+        encode(&session, None, &mut out);
+        let (back, _) = decode(&out).expect("readable");
+        assert_eq!(back.uris, [Box::from("a://1"), Box::from("a://2")]);
     }
 
     #[test]

@@ -7,8 +7,10 @@
 //! bytes, oldest dropped first: a client that comes back with the id of the last event it
 //! saw gets the events of that stream it missed, and is told when some of them are no
 //! longer kept (a gap) instead of getting a silently incomplete stream. At most 256 events
-//! are kept, whatever their size. The buffer and its index are reserved at their bound
-//! when the session first streams and reused; nothing is allocated per event.
+//! are kept, whatever their size. The buffer and its index grow as events come, doubling
+//! up to their bound (a session that streams one small event holds a few hundred bytes,
+//! not the whole bound), and are reused from then on: once a session's buffer has grown to
+//! what its events need, nothing is allocated per event.
 
 use std::collections::VecDeque;
 
@@ -25,6 +27,10 @@ struct Kept {
 const STREAMS: usize = 64;
 /// How many events are kept at most, whatever their size (a priming event has none).
 const EVENTS: usize = 256;
+/// The least the byte buffer grows to, once it holds any byte.
+const MIN_BYTES: usize = 256;
+/// The least the event index grows to.
+const MIN_EVENTS: usize = 4;
 
 /// The bit that marks the standalone stream of a session this engine loaded from the
 /// store (the engine that created a session numbers its standalone stream 0): every
@@ -72,11 +78,16 @@ impl Replay {
         if data.len() > max {
             return;
         }
-        if self.bytes.capacity() == 0 {
-            // Once, at the bound: a session that streams keeps this much, no more.
-            self.bytes.reserve_exact(max);
-            self.kept.reserve_exact(EVENTS);
-            self.latest.reserve_exact(STREAMS);
+        // Grow (doubling, within the bounds) before dropping anything: a buffer below its
+        // bound keeps every event.
+        let need = self.bytes.len() + data.len();
+        if need > self.bytes.capacity() && self.bytes.capacity() < max {
+            let to = need.max(self.bytes.capacity() * 2).max(MIN_BYTES).min(max);
+            self.bytes.reserve_exact(to - self.bytes.len());
+        }
+        if self.kept.len() == self.kept.capacity() && self.kept.capacity() < EVENTS {
+            let to = (self.kept.capacity() * 2).clamp(MIN_EVENTS, EVENTS);
+            self.kept.reserve_exact(to - self.kept.len());
         }
         while self.bytes.len() + data.len() > max || self.kept.len() >= EVENTS {
             let Some(old) = self.kept.pop_front() else { break };
@@ -91,6 +102,14 @@ impl Replay {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(data);
         self.kept.push_back(Kept { stream, seq, start, len: data.len() });
+    }
+
+    /// The bytes this buffer holds reserved: its events' bytes and its indexes (a
+    /// diagnostic, for `HttpEngine::buffer_use`).
+    pub(crate) fn held(&self) -> usize {
+        self.bytes.capacity()
+            + self.kept.capacity() * size_of::<Kept>()
+            + self.latest.capacity() * size_of::<(u32, u32)>()
     }
 
     /// Whether this buffer can replay `stream` after `seq` with nothing missing: it wrote
@@ -151,6 +170,40 @@ mod tests {
         small.push(7, 11, &[b'x'; 31], 30);
         let m = small.since(7, 10);
         assert!(m.events.is_empty() && m.gap);
+    }
+
+    #[test]
+    fn the_buffer_grows_with_its_events_and_never_past_its_bound() {
+        let max = 64 * 1024;
+        let mut r = Replay::default();
+        // A priming event (no data) and one small event: a few hundred bytes, not `max`.
+        r.push(0, 1, b"", max);
+        r.push(0, 2, b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}", max);
+        assert!(r.held() <= 512, "{} bytes held for one small event", r.held());
+        assert_eq!(r.since(0, 0).events.len(), 2);
+        // Growing never drops an event while the bound is not reached.
+        let event = [b'x'; 1000];
+        for seq in 3..=60 {
+            r.push(0, seq, &event, max);
+        }
+        assert_eq!(r.since(0, 0).events.len(), 60, "every event kept below the bound");
+        assert!(r.bytes.capacity() <= max && r.bytes.capacity() >= 58_000);
+        // At the bound: the oldest go, the buffer stays at the bound.
+        for seq in 61..=200 {
+            r.push(0, seq, &event, max);
+        }
+        assert_eq!(r.bytes.capacity(), max);
+        assert!(r.kept.capacity() <= EVENTS);
+        let m = r.since(0, 0);
+        assert!(m.gap && m.events.last().map(|e| e.0) == Some(200));
+        assert_eq!(m.events.len(), max / 1000);
+        // Many tiny events: the index grows to its bound of 256, no further.
+        let mut tiny = Replay::default();
+        for seq in 1..=1000 {
+            tiny.push(1, seq, b"t", max);
+        }
+        assert_eq!(tiny.since(1, 0).events.len(), EVENTS);
+        assert!(tiny.kept.capacity() <= EVENTS && tiny.bytes.capacity() <= 512, "{}", tiny.held());
     }
 
     #[test]

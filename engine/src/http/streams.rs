@@ -5,11 +5,13 @@
 //! streams (a resumption this engine's buffer does not cover asks the host's event
 //! store first, see `stored`).
 
+use crate::http::client::ClientKey;
 use crate::http::exchange::{Exchange, Phase, SessionStream, finish, respond_empty};
 use crate::http::replay::is_standalone;
 use crate::http::sessions::{self, SessionRef, Sessions};
 use crate::http::stored::{Keep, StoredEvent, replay_stored};
-use crate::http::{ConnId, ConnSlot, HeaderList, HttpEngine, MAX_UNSENT, conn_in, conns};
+use crate::http::stream_shares::StreamKind;
+use crate::http::{ConnId, ConnSlot, HeaderList, HttpEngine, MAX_UNSENT, conn_in, conns, instant_at};
 use crate::mcp::SessionCheck;
 use crate::mcp::asks::{AskError, ClientAsk};
 use crate::mcp::mrtr::InputRequest;
@@ -38,8 +40,11 @@ impl HttpEngine {
 
     /// Opens the standalone stream of the session a `GET` names: an SSE response that
     /// stays open and carries what the session is told outside any request (list
-    /// changes, resource updates). One per session: a second is `409` while the first is
-    /// open. Refused: no `Accept: text/event-stream` (`406`), no `Mcp-Session-Id` (`400`),
+    /// changes, resource updates), until its client closes it, its session ends, the
+    /// grant it was opened with expires, or it is ended to make room for a new
+    /// connection (see `shed_stream`). One per session: a second is `409` while the first
+    /// is open; a client holding `max_streams_per_client` long-lived streams gets `429`
+    /// with `Retry-After`. Refused: no `Accept: text/event-stream` (`406`), no `Mcp-Session-Id` (`400`),
     /// a session that is not there (`404`), an `MCP-Protocol-Version` other than the
     /// session's (`400`), HTTP/1.0, which cannot stream (`400`), a `Last-Event-ID` that
     /// is not an event id of this session (`400`, the store is not asked).
@@ -72,22 +77,23 @@ impl HttpEngine {
         let standalone = resume.is_none_or(|(stream, _)| is_standalone(stream));
         let open_elsewhere =
             standalone && attached.is_some_and(|r| self.standalone_open(r, slot, generation));
+        let no_room = standalone && attached.is_some_and(|r| !self.stream_room(r, slot));
         // No session named at all: there is no standalone stream outside a session.
         let outside = matches!(check, SessionCheck::Absent(_) | SessionCheck::Own);
         let status = match refusal {
             Some(400) if outside && !c_http10 => 405,
             Some(status) => status,
             None if open_elsewhere => 409,
+            None if no_room => 429,
             None => 200,
         };
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         conns::lend_out(&mut self.outs, c);
         c.principal = None;
         if status != 200 {
-            let allow: &[(&str, &str)] = if status == 405 { &[("allow", "POST, DELETE")] } else { &[] };
             // A `405` closes the connection, as every method refusal does (docs/http.md).
             c.keep_alive &= status != 405;
-            respond_empty(c, now, status, allow);
+            respond_empty(c, now, status, refusal_headers(status));
             return;
         }
         let Some(r) = attached else { return };
@@ -148,6 +154,14 @@ impl HttpEngine {
         asked
     }
 
+    /// Whether the client of the `GET` in `slot` for session `r` (the session's principal,
+    /// else the connection's client address) may open one more long-lived stream.
+    fn stream_room(&self, r: SessionRef, slot: u32) -> bool {
+        let addr = self.slots.get(slot as usize).and_then(|s| s.conn.as_ref()).and_then(|c| c.client);
+        let principal = self.sessions.get(r).and_then(|e| e.principal);
+        self.shares.has_room(ClientKey::of(principal, addr), self.http.max_streams_per_client)
+    }
+
     /// Whether another connection holds the standalone stream of session `r` open.
     fn standalone_open(&self, r: SessionRef, slot: u32, generation: u32) -> bool {
         self.sessions.get(r).and_then(|e| e.stream).is_some_and(|(s, g)| {
@@ -176,13 +190,19 @@ impl HttpEngine {
         let refusal = match self.sessions.get(r) {
             None => Some(404),
             Some(_) if standalone && self.standalone_open(r, slot, generation) => Some(409),
+            Some(_) if standalone && !self.stream_room(r, slot) => Some(429),
             Some(_) => None,
         };
         let priming = self.sessions.get(r).is_some_and(|e| e.session.legacy == Some(Revision::V2025_11_25));
+        let client = ClientKey::of(
+            self.sessions.get(r).and_then(|e| e.principal),
+            self.slots[slot as usize].conn.as_ref().and_then(|c| c.client),
+        );
+        let wall = self.core.clock().wall;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         conns::lend_out(&mut self.outs, c);
         if let Some(status) = refusal {
-            respond_empty(c, now, status, &[]);
+            respond_empty(c, now, status, refusal_headers(status));
             return;
         }
         let close = !c.keep_alive;
@@ -224,6 +244,9 @@ impl HttpEngine {
         }
         let Some(e) = self.sessions.get_mut(r) else { return };
         e.stream = Some((slot, generation));
+        self.shares.open(slot, client, StreamKind::Standalone, now);
+        // Opened with a grant that expires: it ends then, as a listen stream does (`expire`).
+        c.deadline = c.grant.take().and_then(|g| g.1).and_then(|exp| instant_at(wall, now, exp));
         c.sse = Some(SessionStream { session: r, stream: e.standalone, seq: e.standalone_seq, priming });
         if resume.is_none() && priming {
             stream_event(c, &mut self.sessions, &mut self.keep, now, b"");
@@ -248,6 +271,16 @@ impl HttpEngine {
         c.streaming = false;
         c.keep_alive = false;
         finish(c, now, true);
+    }
+}
+
+/// The headers of a `GET` refused with `status`: `Allow` on a `405`, `Retry-After` on a
+/// `429` (a client at its bound of long-lived streams: one frees only when one closes).
+fn refusal_headers(status: u16) -> &'static [(&'static str, &'static str)] {
+    match status {
+        405 => &[("allow", "POST, DELETE")],
+        429 => &[("retry-after", "5")],
+        _ => &[],
     }
 }
 

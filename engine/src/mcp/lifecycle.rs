@@ -34,7 +34,8 @@ pub(crate) struct Session {
     pub(crate) log_level: Option<LogLevel>,
     /// `notifications/initialized` was received.
     pub(crate) initialized: bool,
-    /// The uris subscribed with `resources/subscribe`.
+    /// The uris subscribed with `resources/subscribe`: at most 64, each at most
+    /// `Config::max_subscribed_uri_len` bytes, `Config::max_subscribed_bytes` in all.
     pub(crate) uris: Vec<Box<str>>,
     /// The input kinds the client declared in `initialize` (`capabilities`): what the
     /// engine may ask it for (sampling, elicitation, roots).

@@ -131,6 +131,9 @@ pub(crate) struct Core {
     pub(crate) denied: Option<usize>,
     /// The response of the request being dispatched cannot be a stream (HTTP/1.0).
     pub(crate) no_stream: bool,
+    /// Why a `subscriptions/listen` of the request being dispatched is refused: its HTTP
+    /// client holds as many streams as it may (see `http::stream_shares`).
+    pub(crate) listen_refusal: Option<PeerError<'static>>,
     /// The requests answered without the host, for the adapters' spans.
     pub(crate) served: served::Log,
     /// The host's answers, recorded when an adapter asks (see [`answered`]).
@@ -243,6 +246,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
         granted: None,
         denied: None,
         no_stream: false,
+        listen_refusal: None,
         served: served::Log::new(),
         answered: answered::AnswerLog::default(),
         #[cfg(feature = "connectome")]
@@ -768,6 +772,7 @@ impl Core {
         self.principal = None;
         self.granted = None;
         self.no_stream = false;
+        self.listen_refusal = None;
         self.session_check = SessionCheck::Own;
         outcome
     }
@@ -788,6 +793,12 @@ impl Core {
     /// HTTP/1.0 request): a `subscriptions/listen` is then refused. Reset by `handle`.
     pub(crate) fn set_no_stream(&mut self) {
         self.no_stream = true;
+    }
+
+    /// Says that a `subscriptions/listen` in the next message handled is refused with
+    /// `refusal` (its client holds as many streams as it may). Reset by `handle`.
+    pub(crate) fn refuse_listen(&mut self, refusal: PeerError<'static>) {
+        self.listen_refusal = Some(refusal);
     }
 
     /// Serves one message.

@@ -123,6 +123,9 @@ impl Core {
         if self.no_stream {
             return Err(PeerError::ListenNeedsStream);
         }
+        if let Some(refusal) = self.listen_refusal {
+            return Err(refusal);
+        }
         if self.subs.list.len() >= self.cfg.max_subscriptions {
             return Err(PeerError::TooManySubscriptions(self.cfg.max_subscriptions));
         }
@@ -145,16 +148,25 @@ impl Core {
                 return Err(PeerError::SubscriptionsNotStrings);
             };
             let honour = self.cfg.resource_subscriptions && self.catalog.has_resources();
+            let (max_len, max_bytes) = (self.cfg.max_subscribed_uri_len, self.cfg.max_subscribed_bytes);
+            let mut bytes = 0;
             for i in a + 1..a + 1 + len {
                 let uri = json::str_at(n, i).ok_or(PeerError::SubscriptionsNotStrings)?;
                 // Only uris that can be honoured are matched against the catalog: at most
-                // `MAX_SUBSCRIBED_URIS` of them, none while resource subscriptions are off.
-                if !honour || uris.len() >= MAX_SUBSCRIBED_URIS || uris.iter().any(|u| **u == *uri) {
+                // `MAX_SUBSCRIBED_URIS` of them, each within the length bound and all
+                // within the byte bound, none while resource subscriptions are off.
+                if !honour
+                    || uris.len() >= MAX_SUBSCRIBED_URIS
+                    || uri.len() > max_len
+                    || bytes + uri.len() > max_bytes
+                    || uris.iter().any(|u| **u == *uri)
+                {
                     continue;
                 }
                 if let Some(t) = self.catalog.resolve_uri(uri, &mut self.scratch.captures)
                     && self.may_read(uri, t)
                 {
+                    bytes += uri.len();
                     uris.push(uri.into());
                 }
             }
@@ -199,6 +211,10 @@ impl Core {
     ) -> Result<(), PeerError<'t>> {
         let uri = req.str_at(req.uri).ok_or(PeerError::NotAString("uri"))?;
         if subscribe {
+            // Bounded before anything else is done with it (resolving a uri costs its length).
+            if uri.len() > self.cfg.max_subscribed_uri_len {
+                return Err(PeerError::SubscribedUriTooLong(self.cfg.max_subscribed_uri_len));
+            }
             let found = self.catalog.resolve_uri(uri, &mut self.scratch.captures);
             if !found.is_some_and(|t| self.may_read(uri, t)) {
                 return Err(PeerError::ResourceNotFound { uri, stateless: rev.is_stateless() });
@@ -206,6 +222,10 @@ impl Core {
             if !self.session.uris.iter().any(|u| &**u == uri) {
                 if self.session.uris.len() >= MAX_SUBSCRIBED_URIS {
                     return Err(PeerError::TooManyUris(MAX_SUBSCRIBED_URIS));
+                }
+                let held: usize = self.session.uris.iter().map(|u| u.len()).sum();
+                if held + uri.len() > self.cfg.max_subscribed_bytes {
+                    return Err(PeerError::SubscribedBytes(self.cfg.max_subscribed_bytes));
                 }
                 self.session.uris.push(uri.into());
                 self.session.touch();
