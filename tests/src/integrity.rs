@@ -3,12 +3,22 @@
 //! and compared byte for byte. Used by `tests/integrity.rs` (the mio and tokio servers,
 //! both stdio loops) and by the tower service's tests in `io-tokio`.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::wire::Response;
+use crate::wire::{Response, session_post};
+
+/// Hang protection only: no assertion depends on it.
+pub const HANG: Duration = Duration::from_secs(120);
+
+/// The HTTP body cap (the default).
+pub const MAX_BODY: usize = 1 << 20;
 
 /// The characters an echoed text is made of: ASCII, characters JSON escapes, and UTF-8
 /// sequences of two, three and four bytes, so that a byte moved, dropped or repeated
@@ -201,5 +211,132 @@ fn short(v: &Value) -> String {
     match s.char_indices().nth(300) {
         Some((at, _)) => format!("{}...", &s[..at]),
         None => s,
+    }
+}
+
+/// Runs `f` on a thread of its own; panics if it does not finish within [`HANG`].
+pub fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    let worker = thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(HANG) {
+        Ok(v) => v,
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("hung for {HANG:?}"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => unreachable!("finished without a result"),
+        },
+    }
+}
+
+/// A connection to `addr`, with timeouts as hang protection.
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(HANG)).expect("read timeout");
+    s.set_write_timeout(Some(HANG)).expect("write timeout");
+    s.set_nodelay(true).expect("nodelay");
+    s
+}
+
+/// Sends `echo` calls of the body lengths `lens` (texts drawn from `seed`) pipelined on
+/// one connection to `addr`, in writes of `pieces` then the rest; checks every answer.
+pub fn http_echoes(addr: SocketAddr, seed: u64, lens: &[usize], pieces: &[usize]) -> Result<(), String> {
+    let host = addr.to_string();
+    let mut bytes = Vec::new();
+    let mut expected = Vec::new();
+    for (i, &len) in lens.iter().enumerate() {
+        let id = i as u64 + 1;
+        let (body, text) = echo_of_len(id, seed.wrapping_add(id), len);
+        bytes.extend_from_slice(&post(&host, &body, ""));
+        expected.push((id, text));
+    }
+    let stream = connect(addr);
+    let sizes = writes(bytes.len(), pieces);
+    let writer = write_in(stream.try_clone().expect("clone"), bytes, sizes);
+    let mut reader = BufReader::new(stream);
+    for (id, text) in &expected {
+        let r = read_response(&mut reader)
+            .map_err(|e| format!("reading the answer to {id}: {e}"))?
+            .ok_or_else(|| format!("the server closed the connection before answering {id}"))?;
+        check_echo_response(&r, *id, text)?;
+    }
+    writer.join().map_err(|_| "the writes failed".to_owned())?;
+    Ok(())
+}
+
+/// The smallest `echo` body (an empty text, a one-digit id).
+pub fn bare() -> usize {
+    echo_body(1, "").len()
+}
+
+/// Body lengths for a property: one to three, small, medium (past a read buffer) or up to
+/// `cap`.
+pub fn lens(cap: usize) -> impl Strategy<Value = Vec<usize>> {
+    let b = bare();
+    proptest::collection::vec(prop_oneof![b..2_000usize, 2_000..80_000usize, 80_000..=cap], 1..=3)
+}
+
+/// Write sizes for a property: a first write past the head capacity (16 KiB) half the
+/// time, then up to seven of one byte, a few bytes, or many.
+pub fn pieces() -> impl Strategy<Value = Vec<usize>> {
+    let first = prop_oneof![16_385..200_000usize, 1..16_385usize];
+    let more = proptest::collection::vec(
+        prop_oneof![Just(1usize), 1..64usize, 64..20_000usize, 20_000..300_000usize],
+        0..8,
+    );
+    (first, more).prop_map(|(first, mut more)| {
+        more.insert(0, first);
+        more
+    })
+}
+
+/// Issue 27: `echo` of 200,000 bytes of text, written as 70,000 bytes then the rest.
+pub fn text_of_200_000_written_as_70_000_then_the_rest(addr: SocketAddr) -> Result<(), String> {
+    http_echoes(addr, 1, &[bare() + 200_000], &[70_000])
+}
+
+/// Issue 27: a body of the cap, 1 MiB, in one write.
+pub fn one_mebibyte_in_one_write(addr: SocketAddr) -> Result<(), String> {
+    http_echoes(addr, 2, &[MAX_BODY], &[])
+}
+
+/// Issue 27: two requests of 30 KB and 50 KB pipelined in one write.
+pub fn thirty_and_fifty_kilobytes_pipelined_in_one_write(addr: SocketAddr) -> Result<(), String> {
+    http_echoes(addr, 3, &[30_000, 50_000], &[])
+}
+
+/// Issue 27: a `resources/subscribe` with a 150,000-byte uri in a `2025-11-25` session
+/// (of a server of the fixture catalog with subscriptions on): the answer names the uri,
+/// every byte of it.
+pub fn subscribe_with_a_long_uri(addr: SocketAddr) -> Result<(), String> {
+    let stream = connect(addr);
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut call = |bytes: Vec<u8>| -> Result<Response, String> {
+        (&stream).write_all(&bytes).map_err(|e| format!("write: {e}"))?;
+        read_response(&mut reader).map_err(|e| format!("read: {e}"))?.ok_or_else(|| "closed".to_owned())
+    };
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let r = call(session_post(&init, "2025-11-25", None))?;
+    let session = r.header("mcp-session-id").ok_or_else(|| format!("no session: {r:?}"))?.to_owned();
+    let done = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let r = call(session_post(&done, "2025-11-25", Some(&session)))?;
+    if r.status != 202 {
+        return Err(format!("notifications/initialized: {r:?}"));
+    }
+    let letters: String = text(7, 150_000).chars().map(|c| char::from(b'a' + (u32::from(c) % 26) as u8)).collect();
+    let uri = format!("test://nowhere/{letters}");
+    let sub = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": { "uri": uri } });
+    let r = call(session_post(&sub, "2025-11-25", Some(&session)))?;
+    let v: Value = serde_json::from_slice(&r.body).map_err(|e| format!("status {}, not JSON: {e}", r.status))?;
+    let named = v["error"]["data"]["uri"].as_str();
+    if r.status != 200 || v["id"] != 2 || named.is_none() {
+        return Err(format!("status {}: {}", r.status, short(&v)));
+    }
+    match named {
+        Some(named) if named == uri => Ok(()),
+        Some(named) => Err(format!("another uri came back ({} bytes for {})", named.len(), uri.len())),
+        None => unreachable!("checked above"),
     }
 }
