@@ -64,10 +64,13 @@ pub async fn serve_http<H: Handler, A: Authorizer>(
 /// connection's input is wanted, writable while its output waits for the socket), which
 /// queues the connection's id when it fires; a burst of reports from thousands of
 /// connections is taken in one pass, with no task per connection. A connection is
-/// read only while the engine takes its bytes: bytes the engine does not take yet (a
-/// pipelined request behind one the handler works on) are held for that connection, which
-/// is not read further until they are taken, nor while output it was answered waits to be
-/// written, so a client that does not read its responses stops being read. Output leaves
+/// read only while the engine takes its bytes, each read asking for at most what it takes
+/// now ([`HttpEngine::input_capacity`]), so every byte read is taken at once, in order,
+/// and no connection holds input of its own; one the engine reads nothing from (a
+/// pipelined request behind one the handler works on, a head the authorizer decides on)
+/// is not read until that changes (a client that closes it is still noticed), nor while
+/// output it was answered waits to be written, so a client that does not read its
+/// responses stops being read. Output leaves
 /// the engine only as far as the socket takes it ([`HttpEngine::consume_output`] of what
 /// was written), so the engine's bound on unsent output (the slow-subscriber rule) and its
 /// write timeout hold. Each tool call, resource read or prompt request runs in a task of
@@ -86,8 +89,7 @@ pub async fn serve_http<H: Handler, A: Authorizer>(
 ///
 /// At most [`max_in_flight`](Self::max_in_flight) requests are with the handler at once:
 /// at that many, no input is offered to the engine and no request authorized, until one
-/// finishes. A waiting connection holds no buffer of its own (only bytes the engine has
-/// not taken yet, at most one read). At
+/// finishes. A waiting connection holds no buffer of its own. At
 /// [`HttpConfig::max_connections`](mcp_engine::http::HttpConfig::max_connections) the
 /// engine makes room by ending the connection idle longest; when every connection is
 /// busy, an accepted connection is closed at once and the listener is not polled again
@@ -266,11 +268,11 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         self
     }
 
-    /// The largest body the tower service collects (default: the engine's
-    /// [`HttpConfig::max_body`](mcp_engine::http::HttpConfig::max_body); it gives the
-    /// engine at most this plus one byte, so that a longer body is refused `413`). Set
-    /// smaller than the engine's cap, bodies between the two are cut short and refused as
-    /// malformed JSON. Not used by [`serve`](Self::serve).
+    /// The largest body the tower service takes (default: the engine's
+    /// [`HttpConfig::max_body`](mcp_engine::http::HttpConfig::max_body), which the engine
+    /// enforces itself): a longer one is refused `413`, a declared length at once and a
+    /// body without one as it passes the cap. Useful only below the engine's cap. Not used
+    /// by [`serve`](Self::serve).
     pub fn max_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes.max(1);
         self
@@ -816,8 +818,9 @@ struct TcpConn {
     /// A waker is registered for that direction and has not fired since.
     armed_read: bool,
     armed_write: bool,
-    /// Bytes read and not yet taken by the engine (a pipelined request behind one the
-    /// handler works on): the connection is not read while there are any.
+    /// Bytes read and not yet taken by the engine: offered first, and the connection is
+    /// not read while there are any. (Not used while the engine keeps its word: each read
+    /// asks for at most what it takes.)
     held: Vec<u8>,
     held_at: usize,
     /// The socket was reported readable and not read to `WouldBlock` since.
