@@ -105,7 +105,8 @@ pub struct McpService {
     pieces: mpsc::UnboundedSender<Piece>,
     gone: mpsc::UnboundedSender<u64>,
     next_id: Arc<AtomicU64>,
-    max_body: usize,
+    /// A body cap of the service's own, below the engine's (`HttpServer::max_body`).
+    max_body: Option<usize>,
 }
 
 impl std::fmt::Debug for McpService {
@@ -137,7 +138,8 @@ impl McpService {
     {
         let (parts, body) = req.into_parts();
         let length = if body.is_end_stream() { Some(0) } else { body.size_hint().exact() };
-        if length.is_some_and(|n| n > self.max_body as u64) {
+        let cap = self.max_body.unwrap_or(usize::MAX);
+        if length.is_some_and(|n| n > cap as u64) {
             // Over this service's own cap (see `HttpServer::max_body`), the body unread.
             return plain(StatusCode::PAYLOAD_TOO_LARGE);
         }
@@ -160,7 +162,7 @@ impl McpService {
                 let Some(data) = spare.as_mut() else { continue };
                 let n = data.remaining().min(asked);
                 sent += n;
-                if sent > self.max_body {
+                if sent > cap {
                     return plain(StatusCode::PAYLOAD_TOO_LARGE);
                 }
                 asked = 0;
@@ -204,7 +206,8 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     /// The endpoint as a tower service (feature `tower`): see [`McpService`]. Spawns the
     /// task owning the engine: must be called inside a tokio runtime.
     pub fn into_service(self) -> McpService {
-        let max_body = self.max_body;
+        // The engine enforces its own cap; a lower one is the service's to enforce.
+        let max_body = (self.max_body < self.engine.http_config().body_limit()).then_some(self.max_body);
         let (mut host, done_rx, verdict_rx) = Host::new(self);
         // Other nodes' news: heard once the store listens (this cannot wait for it).
         host.listen();

@@ -169,3 +169,85 @@ fn axum_a_body_after_a_verdict_given_later_is_intact() {
         writer.join().expect("the writes");
     });
 }
+
+/// `body` as a chunked `POST /mcp` of a `tools/call` of `echo` to `addr`, its chunks of
+/// the sizes `sizes` (cycled).
+fn chunked_post(addr: SocketAddr, body: &str, sizes: &[usize]) -> Vec<u8> {
+    let head = echo_head(addr, body.len(), "");
+    let head = head.replace(&format!("Content-Length: {}", body.len()), "Transfer-Encoding: chunked");
+    let mut out = head.into_bytes();
+    let mut rest = body.as_bytes();
+    for &n in sizes.iter().cycle() {
+        if rest.is_empty() {
+            break;
+        }
+        let (chunk, more) = rest.split_at(n.clamp(1, rest.len()));
+        out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        out.extend_from_slice(chunk);
+        out.extend_from_slice(b"\r\n");
+        rest = more;
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+/// Writes `bytes` to `addr` (ignoring a server that stops reading) and reads one response.
+fn send_and_read(addr: SocketAddr, bytes: Vec<u8>) -> mcp_tests::wire::Response {
+    let stream = connect(addr);
+    let mut writer = stream.try_clone().expect("clone");
+    let w = std::thread::spawn(move || {
+        for piece in bytes.chunks(50_000) {
+            if writer.write_all(piece).is_err() {
+                break; // refused and closed: the rest is not read
+            }
+        }
+    });
+    let r = read_response(&mut BufReader::new(stream)).expect("read").expect("a response");
+    drop(w);
+    r
+}
+
+/// A body without `Content-Length` (chunked, as hyper hands it on) reaches the engine
+/// whole, given chunk-framed as it comes.
+#[test]
+fn axum_a_chunked_body_is_intact() {
+    within(|| {
+        let addr = axum();
+        let (body, text) = integrity::echo_of_len(1, 11, 300_000);
+        let r = send_and_read(addr, chunked_post(addr, &body, &[1, 7, 4096, 70_000, 3]));
+        integrity::check_echo_response(&r, 1, &text).unwrap_or_else(|e| panic!("{e}"));
+    });
+}
+
+/// A chunked body is refused `413` as it passes the engine's cap.
+#[test]
+fn axum_a_chunked_body_over_the_cap_is_refused_413() {
+    within(|| {
+        let addr = axum();
+        let (body, _) = integrity::echo_of_len(1, 12, MAX_BODY + 1);
+        assert_eq!(send_and_read(addr, chunked_post(addr, &body, &[60_000])).status, 413);
+    });
+}
+
+/// A cap of the service's own, below the engine's (`HttpServer::max_body`): a declared
+/// length over it, and a chunked body as it passes it, are `413`.
+#[test]
+fn axum_the_service_cap_below_the_engine_s() {
+    within(|| {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let _in = runtime().enter();
+        let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+        let engine = HttpEngine::new(everything::config(), open(), everything::catalog());
+        let service = HttpServer::new(engine, Probe::new(), AllowAll).max_body(1000).into_service();
+        runtime().spawn(axum::serve(listener, Router::new().route_service("/mcp", service)).into_future());
+
+        let (body, text) = integrity::echo_of_len(1, 13, 1000);
+        let r = send_and_read(addr, integrity::post(&addr.to_string(), &body, ""));
+        integrity::check_echo_response(&r, 1, &text).unwrap_or_else(|e| panic!("{e}"));
+        let (body, _) = integrity::echo_of_len(1, 14, 1001);
+        assert_eq!(send_and_read(addr, integrity::post(&addr.to_string(), &body, "")).status, 413);
+        assert_eq!(send_and_read(addr, chunked_post(addr, &body, &[100])).status, 413);
+    });
+}
