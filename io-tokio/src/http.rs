@@ -1048,7 +1048,10 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
                 // connection cancels its request): a peek that would block waits for the
                 // socket's next report.
                 let mut probe = [0u8; 1];
-                match c.stream.poll_peek(&mut Context::from_waker(&c.read_waker), &mut ReadBuf::new(&mut probe)) {
+                match c
+                    .stream
+                    .poll_peek(&mut Context::from_waker(&c.read_waker), &mut ReadBuf::new(&mut probe))
+                {
                     Poll::Pending => {
                         c.readable = false;
                         c.armed_read = true;

@@ -157,9 +157,10 @@ impl McpService {
         let mut asked = 0;
         let mut sent = 0usize;
         loop {
-            if asked > 0 && spare.as_ref().is_some_and(Buf::has_remaining) {
+            if asked > 0
+                && let Some(data) = spare.as_mut().filter(|d| d.has_remaining())
+            {
                 // One piece of at most what the engine takes now.
-                let Some(data) = spare.as_mut() else { continue };
                 let n = data.remaining().min(asked);
                 sent += n;
                 if sent > cap {
@@ -217,7 +218,8 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         let (demand, demand_rx) = mpsc::unbounded_channel();
         let task =
             EngineTask { host, live: HashMap::new(), by_id: HashMap::new(), gone: gone.clone(), demand };
-        let channels = Channels { requests: requests_rx, pieces: pieces_rx, gone: gone_rx, demand: demand_rx };
+        let channels =
+            Channels { requests: requests_rx, pieces: pieces_rx, gone: gone_rx, demand: demand_rx };
         tokio::spawn(run(task, channels, done_rx, verdict_rx));
         McpService { requests, pieces, gone, next_id: Arc::new(AtomicU64::new(0)), max_body }
     }

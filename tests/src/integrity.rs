@@ -325,11 +325,13 @@ pub fn subscribe_with_a_long_uri(addr: SocketAddr) -> Result<(), String> {
     if r.status != 202 {
         return Err(format!("notifications/initialized: {r:?}"));
     }
-    let letters: String = text(7, 150_000).chars().map(|c| char::from(b'a' + (u32::from(c) % 26) as u8)).collect();
+    let letters: String =
+        text(7, 150_000).chars().map(|c| char::from(b'a' + (u32::from(c) % 26) as u8)).collect();
     let uri = format!("test://nowhere/{letters}");
     let sub = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": { "uri": uri } });
     let r = call(session_post(&sub, "2025-11-25", Some(&session)))?;
-    let v: Value = serde_json::from_slice(&r.body).map_err(|e| format!("status {}, not JSON: {e}", r.status))?;
+    let v: Value =
+        serde_json::from_slice(&r.body).map_err(|e| format!("status {}, not JSON: {e}", r.status))?;
     let named = v["error"]["data"]["uri"].as_str();
     if r.status != 200 || v["id"] != 2 || named.is_none() {
         return Err(format!("status {}: {}", r.status, short(&v)));

@@ -4,10 +4,10 @@
 //! pipelined, come back byte for byte; and the cases of issue 27. (The tower service's
 //! are in `io-tokio/tests/tower_integrity.rs`.)
 
+use std::cell::RefCell;
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener};
 use std::os::unix::net::UnixStream;
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 use std::thread;
@@ -16,7 +16,9 @@ use mcp_engine::Engine;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
 use mcp_fixture as everything;
 use mcp_io_tokio::{AuthorizeInfo, Authorizer, ToolReply, tool_fn};
-use mcp_tests::integrity::{self as integrity, MAX_BODY, check_echo, echo_of_len, read_frame, within, write_in, writes};
+use mcp_tests::integrity::{
+    self as integrity, MAX_BODY, check_echo, echo_of_len, read_frame, within, write_in, writes,
+};
 use proptest::prelude::*;
 
 /// The stdio frame cap the stdio cases run with.
