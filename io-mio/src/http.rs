@@ -634,7 +634,7 @@ impl HttpServer {
                 if room == 0 {
                     // Nothing is read, but a client that went away is noticed (closing
                     // the connection cancels its request).
-                    match (&c.stream).peek(&mut [0u8; 1]) {
+                    match c.stream.peek(&mut [0u8; 1]) {
                         Ok(0) => {
                             c.readable = false;
                             c.read_closed = true;

@@ -251,11 +251,9 @@ fn tokio_subscribe_with_a_long_uri() {
 struct Later;
 
 impl Authorizer for Later {
-    fn authorize(&self, _: &AuthorizeInfo) -> impl Future<Output = Verdict> + Send {
-        async {
-            tokio::task::yield_now().await;
-            Verdict::Allow
-        }
+    async fn authorize(&self, _: &AuthorizeInfo) -> Verdict {
+        tokio::task::yield_now().await;
+        Verdict::Allow
     }
 }
 
