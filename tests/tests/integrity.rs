@@ -63,11 +63,28 @@ fn echo_handler() -> Arc<impl mcp_io_tokio::Handler> {
     }))
 }
 
+/// A fresh `127.0.0.1:0` listener and its address.
+fn bind() -> (TcpListener, SocketAddr) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("local addr");
+    (listener, addr)
+}
+
+/// Runs `serve` with `listener` as a tokio listener, on [`runtime`].
+fn on_tokio<F: Future<Output = std::io::Result<()>> + Send + 'static>(
+    listener: TcpListener,
+    serve: impl FnOnce(tokio::net::TcpListener) -> F,
+) {
+    listener.set_nonblocking(true).expect("non-blocking");
+    let _in = runtime().enter();
+    let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+    runtime().spawn(serve(listener));
+}
+
 /// An HTTP server of `front` on a fresh `127.0.0.1:0` listener; it serves until the
 /// process ends.
 fn serve_http(front: Front) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("local addr");
+    let (listener, addr) = bind();
     match front {
         Front::Mio => {
             thread::spawn(move || {
@@ -79,13 +96,9 @@ fn serve_http(front: Front) -> SocketAddr {
                 })
             });
         }
-        Front::Tokio => {
-            listener.set_nonblocking(true).expect("non-blocking");
-            let _in = runtime().enter();
-            let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-            let server = mcp_io_tokio::HttpServer::without_authorizer(http_engine(), echo_handler());
-            runtime().spawn(server.serve(listener));
-        }
+        Front::Tokio => on_tokio(listener, |listener| {
+            mcp_io_tokio::HttpServer::without_authorizer(http_engine(), echo_handler()).serve(listener)
+        }),
     }
     addr
 }
@@ -263,8 +276,7 @@ impl Authorizer for Later {
 fn serve_http_deciding_later(front: Front) -> SocketAddr {
     let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
     let engine = HttpEngine::new(everything::config(), http, everything::catalog());
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("local addr");
+    let (listener, addr) = bind();
     match front {
         Front::Mio => {
             thread::spawn(move || {
@@ -289,12 +301,9 @@ fn serve_http_deciding_later(front: Front) -> SocketAddr {
                 })
             });
         }
-        Front::Tokio => {
-            listener.set_nonblocking(true).expect("non-blocking");
-            let _in = runtime().enter();
-            let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-            runtime().spawn(mcp_io_tokio::HttpServer::new(engine, echo_handler(), Later).serve(listener));
-        }
+        Front::Tokio => on_tokio(listener, |listener| {
+            mcp_io_tokio::HttpServer::new(engine, echo_handler(), Later).serve(listener)
+        }),
     }
     addr
 }
