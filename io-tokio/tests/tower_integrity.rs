@@ -21,7 +21,7 @@ use mcp_tests::integrity::{self as integrity, MAX_BODY, connect, read_response, 
 use proptest::prelude::*;
 
 /// Cases the property runs (each sends one to three bodies of up to the cap).
-const CASES: u32 = 24;
+const CASES: u32 = 48;
 
 /// The runtime the servers run on.
 fn runtime() -> &'static tokio::runtime::Runtime {

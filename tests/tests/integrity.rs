@@ -25,7 +25,7 @@ use proptest::prelude::*;
 const MAX_FRAME: usize = 192 * 1024;
 
 /// Cases each property runs (each sends one to three bodies of up to the cap).
-const CASES: u32 = 24;
+const CASES: u32 = 48;
 
 /// The front ends.
 #[derive(Debug, Clone, Copy)]
