@@ -182,7 +182,10 @@ impl Engine {
         self.core.frames()
     }
 
-    /// How many bytes [`handle_input`](Self::handle_input) would accept now.
+    /// How many bytes [`handle_input`](Self::handle_input) takes now: read at most this
+    /// many and give them all. The room left in the one-frame input buffer; 0 after the
+    /// end of input, or while that buffer is full and the engine paused (ask again after
+    /// draining [`poll_event`](Self::poll_event), answering a ticket or taking output).
     pub fn input_capacity(&self) -> usize {
         if self.eof {
             return 0;
@@ -209,8 +212,12 @@ impl Engine {
 
     /// Feeds bytes read from the client and processes every complete frame it can.
     ///
-    /// Returns how many bytes were taken; the caller keeps the rest and offers them
-    /// again after draining. Fewer than all are taken only while the engine is paused (a
+    /// Returns how many bytes were taken. The engine takes every byte it is given up to
+    /// [`input_capacity`](Self::input_capacity), processing as it goes, so `data` no
+    /// longer than the capacity is always taken whole. **Read at most `input_capacity`
+    /// bytes and give them all; should you give more, the engine takes what fits and you
+    /// must offer the rest first, before any byte read after them, and read nothing more
+    /// while you hold some.** Fewer than all are taken only while the engine is paused (a
     /// host event not yet polled, the in-flight limit reached, or too much output
     /// buffered) and its input buffer (one frame) is full. A partial frame is buffered,
     /// not an error; bytes of an over-long frame are discarded as they arrive.

@@ -256,8 +256,10 @@ fn take_byte(ops: &[u8]) -> (u8, &[u8]) {
 /// - 6: answer an outstanding `Authorize`/`AuthorizeBody` (a byte picks it; the op the
 ///   verdict);
 /// - 7: misc: pause/resume reading a connection's output, probe the ids of closed
-///   connections, open a connection, serve a request with `handle_request` (method byte,
-///   length-prefixed body; the MCP headers are mirrored from the body when it is JSON).
+///   connections, open a connection, serve a request with `handle_request`, or with
+///   `handle_request_head` and its body (with its length or chunk-framed) given as the
+///   connection's input (a byte: method, how, chunk size; a length-prefixed body; the MCP
+///   headers are mirrored from the body when it is JSON).
 ///
 /// After every op the harness polls every event (keeping tickets and asks for later),
 /// reads every connection's output, and closes the connections `wants_close` names.
@@ -428,12 +430,14 @@ impl EngineHarness {
         self.stale.push(p.id);
     }
 
-    /// A request served through `handle_request` on connection `k` (if `k` is free).
-    fn request(&mut self, k: usize, method: u8, body: &[u8]) {
+    /// A request served through `handle_request` or `handle_request_head` on connection
+    /// `k` (if `k` is free): `how`'s low two bits pick the method, the next two how the
+    /// body is given, the rest the size of its chunks.
+    fn request(&mut self, k: usize, how: u8, body: &[u8]) {
         if self.peers[k].is_some() {
             return;
         }
-        let method = ["POST", "GET", "DELETE", "post"][usize::from(method & 3)];
+        let method = ["POST", "GET", "DELETE", "post"][usize::from(how & 3)];
         let path = if method == "POST" { "/mcp" } else { "/mcp?x" };
         let mut headers: Vec<(String, Vec<u8>)> = vec![
             ("Host".into(), b"localhost:3000".to_vec()),
@@ -459,11 +463,31 @@ impl EngineHarness {
             mirror("Mcp-Param-Flag", &args["flag"]);
         }
         let headers: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (n.as_str(), v.as_slice())).collect();
-        match self.e.handle_request(self.now, None, method, path, &headers, body) {
+        // The body whole (`handle_request`), or after the head as it comes, with its length
+        // or chunk-framed (`handle_request_head`, the body waiting with the connection's
+        // other input).
+        let (opened, backlog) = match how & 12 {
+            0 => (self.e.handle_request(self.now, None, method, path, &headers, body), Vec::new()),
+            4 => {
+                let len = Some(body.len() as u64);
+                (self.e.handle_request_head(self.now, None, method, path, &headers, len), body.to_vec())
+            }
+            _ => {
+                let mut framed = Vec::new();
+                for chunk in body.chunks(1 + usize::from(how >> 4) * 7) {
+                    framed.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                    framed.extend_from_slice(chunk);
+                    framed.extend_from_slice(b"\r\n");
+                }
+                framed.extend_from_slice(b"0\r\n\r\n");
+                (self.e.handle_request_head(self.now, None, method, path, &headers, None), framed)
+            }
+        };
+        match opened {
             Ok(id) => {
                 self.reap();
                 assert!(self.count() < self.max_connections);
-                self.peers[k] = Some(Peer { embedded: true, ..Peer::new(id) });
+                self.peers[k] = Some(Peer { embedded: true, backlog, ..Peer::new(id) });
             }
             Err(_) => assert_eq!(self.count(), self.max_connections),
         }
@@ -609,8 +633,19 @@ impl EngineHarness {
             for k in 0..PEERS {
                 let Some(p) = self.peers[k].as_mut() else { continue };
                 if !p.backlog.is_empty() {
+                    // The input rule: every byte up to the capacity is taken, and fewer than
+                    // given only once there is no room left.
+                    let (room, given) = (self.e.input_capacity(p.id), p.backlog.len());
                     let n = self.e.handle_input(self.now, p.id, &p.backlog);
-                    assert!(n <= p.backlog.len());
+                    assert!(n <= given);
+                    assert!(n >= given.min(room), "took {n} of {given} bytes with room for {room}");
+                    if n < given {
+                        assert_eq!(
+                            self.e.input_capacity(p.id),
+                            0,
+                            "took {n} of {given} bytes with room left"
+                        );
+                    }
                     let taken: Vec<u8> = p.backlog.drain(..n).collect();
                     p.shadow(&taken);
                     moved |= n > 0;

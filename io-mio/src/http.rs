@@ -36,7 +36,8 @@ struct Connection {
     /// Tells a reused slot from its previous occupant (for linger deadlines).
     serial: u64,
     /// Bytes read and not yet taken by the engine: `kept[kept_at..]`. Reading stops
-    /// while there are any.
+    /// while there are any. (Not used while the engine keeps its word: each read asks
+    /// for at most what it takes, [`HttpEngine::input_capacity`].)
     kept: Vec<u8>,
     kept_at: usize,
     /// The socket may have bytes: no read returned `WouldBlock` since the last
@@ -78,6 +79,14 @@ impl Connection {
             return self.readable && self.budget > 0;
         }
         !self.read_closed && (self.kept_at < self.kept.len() || (self.readable && self.budget > 0))
+    }
+
+    /// [`wants_input`](Self::wants_input), and the engine takes input now (else the
+    /// connection waits off the active list until its output is written or its head is
+    /// decided).
+    fn may_read(&self, engine: &HttpEngine) -> bool {
+        self.wants_input()
+            && (self.lingering || self.kept_at < self.kept.len() || engine.input_capacity(self.id) > 0)
     }
 
     /// Writes pending output until there is none or the socket would block. Returns
@@ -156,13 +165,24 @@ enum Next {
 type Host<'h> = dyn FnMut(HttpEvent<'_>) -> Option<Verdict> + 'h;
 
 /// Hands every engine event to `host` (an MCP request inside its span); answers the
-/// authorization events the host decided. Returns whether there was any.
-fn drain(engine: &mut HttpEngine, spans: &mut Spans, now: Instant, host: &mut Host<'_>) -> bool {
+/// authorization events the host decided. Notes in `asked` the connections whose head
+/// the host was asked about (their body is read once it is allowed). Returns whether
+/// there was any.
+fn drain(
+    engine: &mut HttpEngine,
+    spans: &mut Spans,
+    now: Instant,
+    host: &mut Host<'_>,
+    asked: &mut Vec<ConnId>,
+) -> bool {
     let mut any = false;
     while let Some(event) = engine.poll_event() {
         any = true;
         let ask = match &event {
-            HttpEvent::Authorize(a) => Some((a.conn, false)),
+            HttpEvent::Authorize(a) => {
+                asked.push(a.conn);
+                Some((a.conn, false))
+            }
             HttpEvent::AuthorizeBody(b) => Some((b.conn, true)),
             _ => None,
         };
@@ -229,6 +249,9 @@ pub struct HttpServer {
     epoch: u64,
     /// Scratch for [`HttpEngine::writable`].
     ids: Vec<ConnId>,
+    /// Connections whose head the host was asked about: once it allows, the engine takes
+    /// their body ([`HttpServer::recheck_asked`]).
+    asked: Vec<ConnId>,
     /// The request spans (feature `tracing`; a no-op without it).
     spans: Spans,
 }
@@ -263,6 +286,7 @@ impl HttpServer {
             serial: 0,
             epoch: 0,
             ids: Vec::new(),
+            asked: Vec::new(),
             spans: Spans::new(true),
         }
     }
@@ -443,17 +467,45 @@ impl HttpServer {
         }
         loop {
             let mut progress = self.accept(registry, now)?;
+            self.recheck_asked();
             std::mem::swap(&mut self.active, &mut self.batch);
             for i in 0..self.batch.len() {
                 let idx = self.batch[i];
                 progress |= self.pump(registry, idx, now, host);
             }
             self.batch.clear();
-            progress |= drain(&mut self.engine, &mut self.spans, now, host);
+            progress |= drain(&mut self.engine, &mut self.spans, now, host, &mut self.asked);
             progress |= self.flush_all(registry, now);
             progress |= self.reap(registry, now);
             if !progress {
                 return Ok(());
+            }
+        }
+    }
+
+    /// Puts the connections whose head the host allowed (in the callback, or since,
+    /// through [`engine_mut`](Self::engine_mut)) back on the active list: the engine
+    /// takes their body now. The others stay listed while they are open and the engine
+    /// reads nothing from them.
+    fn recheck_asked(&mut self) {
+        let mut i = 0;
+        while i < self.asked.len() {
+            let id = self.asked[i];
+            let Some(&idx) = self.by_id.get(&id) else {
+                self.asked.swap_remove(i);
+                continue;
+            };
+            if self.engine.input_capacity(id) == 0 {
+                i += 1;
+                continue;
+            }
+            self.asked.swap_remove(i);
+            if let Some(c) = self.slots[idx].as_mut()
+                && c.may_read(&self.engine)
+                && !c.queued
+            {
+                c.queued = true;
+                self.active.push(idx);
             }
         }
     }
@@ -562,6 +614,7 @@ impl HttpServer {
         let engine = &mut self.engine;
         let spans = &mut self.spans;
         let buf = &mut self.buf;
+        let asked = &mut self.asked;
         // Output first: it answers what was read before.
         let mut progress = c.flush(engine);
         while c.wants_input() && !c.write_blocked(engine) {
@@ -576,7 +629,26 @@ impl HttpServer {
                     c.kept_at = 0;
                 }
             } else {
-                match (&c.stream).read(buf) {
+                // At most what the engine takes now: every byte read is taken at once.
+                let room = if c.lingering { buf.len() } else { engine.input_capacity(c.id).min(buf.len()) };
+                if room == 0 {
+                    // Nothing is read, but a client that went away is noticed (closing
+                    // the connection cancels its request).
+                    match c.stream.peek(&mut [0u8; 1]) {
+                        Ok(0) => {
+                            c.readable = false;
+                            c.read_closed = true;
+                            progress = true;
+                        }
+                        // Bytes wait for the engine: read once it takes them.
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => c.readable = false,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(_) => c.failed = true,
+                    }
+                    break;
+                }
+                match (&c.stream).read(&mut buf[..room]) {
                     Ok(0) => {
                         c.readable = false;
                         c.read_closed = true;
@@ -603,7 +675,7 @@ impl HttpServer {
                 }
                 continue;
             }
-            drain(engine, spans, now, host);
+            drain(engine, spans, now, host, asked);
             c.flush(engine);
             if c.next(engine) != Next::Keep {
                 break;
@@ -611,7 +683,7 @@ impl HttpServer {
         }
         c.sync_interest(engine, registry);
         let next = c.next(engine);
-        if next == Next::Keep && c.wants_input() {
+        if next == Next::Keep && c.may_read(engine) {
             c.queued = true;
             self.active.push(idx);
         }
@@ -634,7 +706,7 @@ impl HttpServer {
             progress |= c.flush(&mut self.engine);
             c.sync_interest(&self.engine, registry);
             let next = c.next(&self.engine);
-            if next == Next::Keep && c.wants_input() && !c.queued {
+            if next == Next::Keep && c.may_read(&self.engine) && !c.queued {
                 // Output no longer holds its input back.
                 c.queued = true;
                 self.active.push(idx);

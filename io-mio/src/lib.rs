@@ -75,10 +75,12 @@
 //! ## What the server does with the descriptors
 //!
 //! - **Reading**: on a readiness event of the reader it reads until the pipe would block,
-//!   offering every chunk to [`Engine::handle_input`]. Bytes the engine does not take
-//!   yet (it is paused on the in-flight limit or on unsent output) are kept, and reading
-//!   stops until they are taken: the kernel pipe buffer then fills and the client's
-//!   writes block. End of file becomes [`Engine::handle_eof`] once every byte was taken.
+//!   each read asking for at most what the engine takes now
+//!   ([`Engine::input_capacity`]) and offering all of it to [`Engine::handle_input`], so
+//!   every byte is taken at once, in order. While the engine takes nothing (it is paused
+//!   on the in-flight limit or on unsent output, its one-frame buffer full) reading stops:
+//!   the kernel pipe buffer then fills and the client's writes block. End of file becomes
+//!   [`Engine::handle_eof`] once every byte was taken.
 //!   One call reads at most 1 MiB, so a flooding client cannot starve your other sources:
 //!   past that, the server re-arms the reader's registration and returns, and the next
 //!   poll reports the reader again.
@@ -180,12 +182,16 @@
 //!   is then held, unserved), or the process is out of file descriptors (`EMFILE`), new
 //!   connections wait in the kernel's backlog until one closes.
 //! - **Reading**: until the socket would block, into one buffer shared by all
-//!   connections, offering each chunk to [`HttpEngine::handle_input`]. Bytes the engine
-//!   does not take yet (a pipelined request behind one the host has not answered) are
-//!   kept for that connection, and it is not read until they are taken. Nor is a
-//!   connection read while its output waits for the client to read: a pipelining
-//!   client that never reads cannot make the server buffer without bound. One call
-//!   reads at most 1 MiB per connection before it re-arms the socket and moves on.
+//!   connections, each read asking for at most what the engine takes now
+//!   ([`HttpEngine::input_capacity`]) and offering all of it to
+//!   [`HttpEngine::handle_input`], so every byte is taken at once, in order, and no
+//!   connection holds input of its own. A connection the engine reads nothing from (a
+//!   pipelined request behind one the host has not answered, a head the host decides on)
+//!   is not read until that changes, though a client that closes it is noticed (its
+//!   request is cancelled). Nor is a connection read while its output waits for the
+//!   client to read: a pipelining client that never reads cannot make the server buffer
+//!   without bound. One call reads at most 1 MiB per connection before it re-arms the
+//!   socket and moves on.
 //! - **Writing**: output is written as soon as there is some; a socket is registered
 //!   for writable readiness only while output waits for it.
 //! - **Closing connections**: end of file or an I/O error ends a connection:
@@ -227,6 +233,7 @@
 //! [mio]: https://docs.rs/mio
 //! [`HttpEngine`]: mcp_engine::http::HttpEngine
 //! [`HttpEngine::handle_input`]: mcp_engine::http::HttpEngine::handle_input
+//! [`HttpEngine::input_capacity`]: mcp_engine::http::HttpEngine::input_capacity
 //! [`HttpEngine::handle_closed`]: mcp_engine::http::HttpEngine::handle_closed
 //! [`HttpEngine::wants_close`]: mcp_engine::http::HttpEngine::wants_close
 //! [`HttpEngine::poll_ended`]: mcp_engine::http::HttpEngine::poll_ended
@@ -239,6 +246,7 @@
 //! [`Engine::answer_tool`]: mcp_engine::Engine::answer_tool
 //! [`Engine::handle_eof`]: mcp_engine::Engine::handle_eof
 //! [`Engine::handle_input`]: mcp_engine::Engine::handle_input
+//! [`Engine::input_capacity`]: mcp_engine::Engine::input_capacity
 //! [`Engine::poll_event`]: mcp_engine::Engine::poll_event
 //! [`Event`]: mcp_engine::Event
 //! [`Event::Cancelled`]: mcp_engine::Event::Cancelled

@@ -26,7 +26,9 @@ pub struct StdioServer {
     reader: Receiver,
     writer: Sender,
     origin: std::time::Instant,
-    /// Bytes read and not yet taken by the engine: `buf[start..end]`.
+    /// Bytes read and not yet taken by the engine: `buf[start..end]` (empty while the
+    /// engine keeps its word: each read asks for at most what it takes,
+    /// [`Engine::input_capacity`]).
     buf: Box<[u8]>,
     start: usize,
     end: usize,
@@ -247,18 +249,19 @@ impl StdioServer {
         Ok(wrote)
     }
 
-    /// Reads one chunk if the reader may have bytes, every kept byte was taken, the
-    /// engine has room and (for a polled reader) `budget` is not spent. Returns whether
-    /// anything happened (bytes or end of file).
+    /// Reads one chunk, of at most what the engine takes now, if the reader may have
+    /// bytes, every kept byte was taken, the engine has room and (for a polled reader)
+    /// `budget` is not spent. Returns whether anything happened (bytes or end of file).
     fn fill(&mut self, budget: &mut usize) -> io::Result<bool> {
-        if !self.readable || self.read_eof || self.start < self.end || self.engine.input_capacity() == 0 {
+        let room = self.engine.input_capacity().min(self.buf.len());
+        if !self.readable || self.read_eof || self.start < self.end || room == 0 {
             return Ok(false);
         }
         if *budget == 0 && self.reader_registered {
             return Ok(false);
         }
         loop {
-            match (&self.reader).read(&mut self.buf) {
+            match (&self.reader).read(&mut self.buf[..room]) {
                 Ok(0) => {
                     self.read_eof = true;
                     self.readable = false;

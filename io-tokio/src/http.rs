@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use mcp_engine::Instant;
 use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Loaded, Verdict};
+use tokio::io::ReadBuf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -63,10 +64,13 @@ pub async fn serve_http<H: Handler, A: Authorizer>(
 /// connection's input is wanted, writable while its output waits for the socket), which
 /// queues the connection's id when it fires; a burst of reports from thousands of
 /// connections is taken in one pass, with no task per connection. A connection is
-/// read only while the engine takes its bytes: bytes the engine does not take yet (a
-/// pipelined request behind one the handler works on) are held for that connection, which
-/// is not read further until they are taken, nor while output it was answered waits to be
-/// written, so a client that does not read its responses stops being read. Output leaves
+/// read only while the engine takes its bytes, each read asking for at most what it takes
+/// now ([`HttpEngine::input_capacity`]), so every byte read is taken at once, in order,
+/// and no connection holds input of its own; one the engine reads nothing from (a
+/// pipelined request behind one the handler works on, a head the authorizer decides on)
+/// is not read until that changes (a client that closes it is still noticed), nor while
+/// output it was answered waits to be written, so a client that does not read its
+/// responses stops being read. Output leaves
 /// the engine only as far as the socket takes it ([`HttpEngine::consume_output`] of what
 /// was written), so the engine's bound on unsent output (the slow-subscriber rule) and its
 /// write timeout hold. Each tool call, resource read or prompt request runs in a task of
@@ -85,8 +89,7 @@ pub async fn serve_http<H: Handler, A: Authorizer>(
 ///
 /// At most [`max_in_flight`](Self::max_in_flight) requests are with the handler at once:
 /// at that many, no input is offered to the engine and no request authorized, until one
-/// finishes. A waiting connection holds no buffer of its own (only bytes the engine has
-/// not taken yet, at most one read). At
+/// finishes. A waiting connection holds no buffer of its own. At
 /// [`HttpConfig::max_connections`](mcp_engine::http::HttpConfig::max_connections) the
 /// engine makes room by ending the connection idle longest; when every connection is
 /// busy, an accepted connection is closed at once and the listener is not polled again
@@ -265,11 +268,11 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
         self
     }
 
-    /// The largest body the tower service collects (default: the engine's
-    /// [`HttpConfig::max_body`](mcp_engine::http::HttpConfig::max_body); it gives the
-    /// engine at most this plus one byte, so that a longer body is refused `413`). Set
-    /// smaller than the engine's cap, bodies between the two are cut short and refused as
-    /// malformed JSON. Not used by [`serve`](Self::serve).
+    /// The largest body the tower service takes (default: the engine's
+    /// [`HttpConfig::max_body`](mcp_engine::http::HttpConfig::max_body), which the engine
+    /// enforces itself): a longer one is refused `413`, a declared length at once and a
+    /// body without one as it passes the cap. Useful only below the engine's cap. Not used
+    /// by [`serve`](Self::serve).
     pub fn max_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes.max(1);
         self
@@ -461,6 +464,8 @@ pub(crate) struct Host<H, A> {
     asking: AuthorizeInfo,
     /// Allowed requests waiting for room under the in-flight limit.
     deferred: VecDeque<VerdictMsg>,
+    /// Connections whose head verdict was delivered since [`Host::take_decided`].
+    decided: Vec<ConnId>,
     max_in_flight: usize,
     start: tokio::time::Instant,
 }
@@ -489,6 +494,7 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             authorizing: HashMap::new(),
             asking: AuthorizeInfo::new(None, core::iter::empty::<(String, Vec<u8>)>()),
             deferred: VecDeque::new(),
+            decided: Vec::new(),
             max_in_flight: server.max_in_flight,
             start: tokio::time::Instant::now(),
         };
@@ -753,7 +759,15 @@ impl<H: Handler, A: Authorizer> Host<H, A> {
             self.engine.authorize_body(now, msg.conn, msg.verdict);
         } else {
             self.engine.authorize(now, msg.conn, msg.verdict);
+            // Its body may be read now (`HttpEngine::input_capacity`).
+            self.decided.push(msg.conn);
         }
+    }
+
+    /// Moves the connections whose head was decided since the last call into `out`:
+    /// the engine may take their body now.
+    pub(crate) fn take_decided(&mut self, out: &mut Vec<ConnId>) {
+        out.append(&mut self.decided);
     }
 
     /// Delivers the kept decisions there is room for. Returns whether it delivered any.
@@ -804,8 +818,9 @@ struct TcpConn {
     /// A waker is registered for that direction and has not fired since.
     armed_read: bool,
     armed_write: bool,
-    /// Bytes read and not yet taken by the engine (a pipelined request behind one the
-    /// handler works on): the connection is not read while there are any.
+    /// Bytes read and not yet taken by the engine: offered first, and the connection is
+    /// not read while there are any. (Not used while the engine keeps its word: each read
+    /// asks for at most what it takes.)
     held: Vec<u8>,
     held_at: usize,
     /// The socket was reported readable and not read to `WouldBlock` since.
@@ -949,6 +964,14 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
     fn pump(&mut self) {
         loop {
             let mut progress = self.host.deliver_deferred();
+            // A head allowed: its body is read now.
+            let mut decided = std::mem::take(&mut self.scratch);
+            self.host.take_decided(&mut decided);
+            for &conn in &decided {
+                self.requeue(conn);
+            }
+            decided.clear();
+            self.scratch = decided;
             progress |= self.offer_input();
             progress |= self.host.drain();
             progress |= self.flush();
@@ -985,19 +1008,26 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
         progress
     }
 
-    /// Moves `conn`'s held bytes, then what its socket has, into the engine. Returns
-    /// whether the engine took any.
+    /// Moves what `conn`'s socket has into the engine: each read asks for at most what
+    /// the engine takes now ([`HttpEngine::input_capacity`]), so every byte read is taken
+    /// at once, in order. Returns whether the engine took any.
+    ///
+    /// A connection the engine reads nothing from now (its request waits for its answer,
+    /// or the authorizer decides on its head) is left out of [`Tcp::waiting`] until that
+    /// changes: its output is written ([`Tcp::flush`] queues it again) or its verdict
+    /// delivered ([`Host::take_decided`]).
     fn input(&mut self, conn: ConnId) -> bool {
         let now = self.host.now();
         self.host.received(now);
         let mut progress = false;
         let Some(c) = self.conns.get_mut(&conn) else { return false };
         if c.held_at < c.held.len() {
+            // Not reached while the engine keeps its word (it takes what it has room
+            // for): bytes it did not take go in first, and nothing is read meanwhile.
             let n = self.host.engine.handle_input(now, conn, &c.held[c.held_at..]);
             c.held_at += n;
             progress = n > 0;
             if c.held_at < c.held.len() {
-                // The engine waits for an answer first; offered again once one is written.
                 c.queued = true;
                 self.waiting.push_back(conn);
                 return progress;
@@ -1012,7 +1042,34 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
             if !c.readable || !self.host.engine.pending_output(conn).is_empty() {
                 break;
             }
-            match c.stream.try_read(&mut buf) {
+            let room = self.host.engine.input_capacity(conn).min(buf.len());
+            if room == 0 {
+                // Nothing is read, but a client that went away is noticed (closing the
+                // connection cancels its request): a peek that would block waits for the
+                // socket's next report.
+                let mut probe = [0u8; 1];
+                match c
+                    .stream
+                    .poll_peek(&mut Context::from_waker(&c.read_waker), &mut ReadBuf::new(&mut probe))
+                {
+                    Poll::Pending => {
+                        c.readable = false;
+                        c.armed_read = true;
+                    }
+                    Poll::Ready(Ok(0)) => {
+                        tracing::debug!(?conn, "peer closed the connection");
+                        self.close(conn);
+                    }
+                    // Bytes wait for the engine: read once it takes them.
+                    Poll::Ready(Ok(_)) => {}
+                    Poll::Ready(Err(e)) => {
+                        tracing::debug!(?conn, %e, "peek failed");
+                        self.close(conn);
+                    }
+                }
+                break;
+            }
+            match c.stream.try_read(&mut buf[..room]) {
                 Ok(0) => {
                     tracing::debug!(?conn, "peer closed the connection");
                     self.close(conn);
@@ -1026,6 +1083,7 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
                     if taken < n {
                         c.held.extend_from_slice(&buf[taken..n]);
                         c.held_at = 0;
+                        break;
                     }
                     self.host.drain();
                     self.flush();
@@ -1040,15 +1098,21 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
             }
         }
         self.buf = buf;
-        if let Some(c) = self.conns.get_mut(&conn)
-            && c.has_input()
-            && !c.queued
-        {
-            // The budget ran out, or output or held bytes hold the rest back.
+        self.requeue(conn);
+        progress
+    }
+
+    /// Queues `conn` for [`input`](Self::input) if it has input the engine takes now (the
+    /// read budget ran out, or held bytes wait), unless output holds it back (then
+    /// [`flush`](Self::flush) queues it once written).
+    fn requeue(&mut self, conn: ConnId) {
+        let Some(c) = self.conns.get_mut(&conn) else { return };
+        let held = c.held_at < c.held.len();
+        let wanted = held || self.host.engine.input_capacity(conn) > 0;
+        if c.has_input() && wanted && !c.queued && self.host.engine.pending_output(conn).is_empty() {
             c.queued = true;
             self.waiting.push_back(conn);
         }
-        progress
     }
 
     /// Writes every connection's output as far as its socket takes it, and ends the
@@ -1097,11 +1161,8 @@ impl<H: Handler, A: Authorizer> Tcp<H, A> {
                 tracing::debug!(?conn, "closing the connection");
                 self.linger(conn);
             } else {
-                if c.has_input() && !c.queued && self.host.engine.pending_output(conn).is_empty() {
-                    // Output no longer holds its input back.
-                    c.queued = true;
-                    self.waiting.push_back(conn);
-                }
+                // Output no longer holds its input back.
+                self.requeue(conn);
                 self.sync(conn);
             }
         }

@@ -26,12 +26,13 @@ const READ_BUF_LEN: usize = 64 * 1024;
 ///
 /// # Backpressure
 ///
-/// Input is read only while the engine can take it. When the engine pauses (its
-/// in-flight limit, [`Config::max_in_flight`](mcp_engine::Config::max_in_flight), is
-/// reached, or too much output waits for a slow client) the bytes it did not take are
-/// kept and offered again once it resumes, and nothing more is read meanwhile. So the
-/// number of handler tasks (running or kept) never exceeds the in-flight limit, and at
-/// most one read buffer (64 KiB) plus the engine's one-frame input buffer are held.
+/// Input is read only while the engine can take it, and each read asks for at most what
+/// it takes now ([`Engine::input_capacity`]), so every byte read is taken at once, in
+/// order. When the engine pauses (its in-flight limit,
+/// [`Config::max_in_flight`](mcp_engine::Config::max_in_flight), is reached, or too much
+/// output waits for a slow client) and its one-frame input buffer is full, nothing is read
+/// until it resumes. So the number of handler tasks (running or kept) never exceeds the
+/// in-flight limit, and the engine's input buffer is the only input held.
 ///
 /// Output is written with cancel-safe partial writes while input is still being read,
 /// and `writer` is flushed whenever the engine has no more output.
@@ -95,7 +96,9 @@ where
         if d.engine.is_finished() && !need_flush {
             break;
         }
-        let can_read = !d.read_eof && d.held.is_empty() && d.engine.input_capacity() > 0;
+        // At most what the engine takes now: every byte read is taken at once, in order.
+        let room = d.engine.input_capacity().min(READ_BUF_LEN);
+        let can_read = !d.read_eof && d.held.is_empty() && room > 0;
         let has_output = !d.engine.pending_output().is_empty();
         // Handler tasks report on the channel; so does a publisher asking the client.
         let waiting = !d.tasks.is_empty() || d.tasks.asking();
@@ -119,7 +122,7 @@ where
                     None => need_flush = false,
                 }
             }
-            read = reader.read(&mut d.read_buf), if can_read => match read {
+            read = reader.read(&mut d.read_buf[..room]), if can_read => match read {
                 Ok(0) => {
                     tracing::debug!("input closed");
                     d.read_eof = true;
@@ -179,7 +182,9 @@ struct Driver<H> {
     tasks: Tasks,
     start: std::time::Instant,
     read_buf: Box<[u8]>,
-    /// The part of `read_buf` the engine has not taken yet.
+    /// The part of `read_buf` the engine has not taken yet: offered first, and nothing is
+    /// read while it holds any. (Empty while the engine keeps its word: it takes what a
+    /// read sized by its capacity brings.)
     held: Range<usize>,
     read_eof: bool,
     eof_sent: bool,

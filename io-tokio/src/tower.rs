@@ -15,7 +15,7 @@ use http::{Request, Response, StatusCode};
 use http_body::Body;
 use http_body_util::BodyExt;
 use mcp_engine::http::{ConnId, HttpEngine};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tower::Service;
 
 use crate::auth::Authorizer;
@@ -30,18 +30,27 @@ const REQUEST_QUEUE: usize = 64;
 /// tower-based server) at a path of the host's choosing. Feature `tower`.
 ///
 /// The host's server does the HTTP connections; the service gives each request to the
-/// engine ([`HttpEngine::handle_request`]), so every rule of the engine applies to it
-/// exactly as over [`serve_http`](crate::serve_http): methods, `Host` and `Origin`
-/// checks, authorization, mirrored headers, the body cap. One task owns the engine and
-/// runs the handlers, as for `serve_http`; the service is a cheap [`Clone`] handle to it.
+/// engine as a server's socket would, so every rule of the engine applies to it exactly
+/// as over [`serve_http`](crate::serve_http): methods, `Host` and `Origin` checks,
+/// authorization, mirrored headers, the body cap and the body deadline. One task owns
+/// the engine and runs the handlers, as for `serve_http`; the service is a cheap
+/// [`Clone`] handle to it.
 ///
-/// Each call collects the body (at most the engine's body cap plus one byte: past the
-/// cap the engine answers `413`, see [`HttpServer::max_body`]), waits for the response
-/// head and returns an [`http::Response`] with a [`McpBody`] (framing headers are left to
-/// the host's server, and so is `100 Continue`, which hyper sends when the body is first
-/// read). Dropping the call's future before it is answered cancels the request: its
-/// handler task is aborted. At most [`HttpServer::max_in_flight`] requests are with the
-/// handler at once; further calls wait their turn.
+/// Each call gives the engine the request's head first
+/// ([`HttpEngine::handle_request_head`]): a refusal decided on the head is answered
+/// before any body byte is read (a `Content-Length` over the body cap is `413` at once),
+/// and under [`Authorization::Host`](mcp_engine::http::Authorization::Host) the head is
+/// authorized before the body is read. Then the body goes to the engine frame by frame as
+/// it arrives, each piece no more than the engine takes
+/// ([`HttpEngine::input_capacity`]): its cap applies as it comes (a body without
+/// `Content-Length` is given chunk-framed), and a caller that stops sending is answered
+/// `408` at the engine's [`body_deadline`](mcp_engine::http::HttpConfig::body_deadline).
+/// The call returns an [`http::Response`] with a [`McpBody`] once the response head is
+/// decided (framing headers are left to the host's server, and so is `100 Continue`,
+/// which hyper sends when the body is first read: after the head is allowed). Dropping
+/// the call's future before it is answered cancels the request: its handler task is
+/// aborted. At most [`HttpServer::max_in_flight`] requests are with the handler at once;
+/// further calls wait their turn.
 ///
 /// # Streams
 ///
@@ -92,9 +101,12 @@ const REQUEST_QUEUE: usize = 64;
 #[derive(Clone)]
 pub struct McpService {
     requests: mpsc::Sender<Exchange>,
+    /// Where the calls send their body's pieces.
+    pieces: mpsc::UnboundedSender<Piece>,
     gone: mpsc::UnboundedSender<u64>,
     next_id: Arc<AtomicU64>,
-    max_body: usize,
+    /// A body cap of the service's own, below the engine's (`HttpServer::max_body`).
+    max_body: Option<usize>,
 }
 
 impl std::fmt::Debug for McpService {
@@ -125,20 +137,69 @@ impl McpService {
         B::Data: Send,
     {
         let (parts, body) = req.into_parts();
-        let Ok(body) = collect(body, self.max_body.saturating_add(1)).await else {
-            return plain(StatusCode::BAD_REQUEST);
-        };
+        let length = if body.is_end_stream() { Some(0) } else { body.size_hint().exact() };
+        let cap = self.max_body.unwrap_or(usize::MAX);
+        if length.is_some_and(|n| n > cap as u64) {
+            // Over this service's own cap (see `HttpServer::max_body`), the body unread.
+            return plain(StatusCode::PAYLOAD_TOO_LARGE);
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (reply, answer) = oneshot::channel();
+        let (to_call, mut from_engine) = mpsc::unbounded_channel();
         let peer = parts.extensions.get::<SocketAddr>().copied();
         // From here on, dropping this future cancels the request.
         let guard = GoneGuard { id, tx: Some(self.gone.clone()) };
-        if self.requests.send(Exchange { id, peer, parts, body, reply }).await.is_err() {
+        if self.requests.send(Exchange { id, peer, parts, length, to_call }).await.is_err() {
             return plain(StatusCode::SERVICE_UNAVAILABLE);
         }
-        let response = answer.await.unwrap_or_else(|_| plain(StatusCode::SERVICE_UNAVAILABLE));
-        guard.disarm();
-        response
+        let mut body = pin!(body);
+        // What is left of the last frame, and how much the engine asked for.
+        let mut spare: Option<B::Data> = None;
+        let mut asked = 0;
+        let mut sent = 0usize;
+        loop {
+            if asked > 0
+                && let Some(data) = spare.as_mut().filter(|d| d.has_remaining())
+            {
+                // One piece of at most what the engine takes now.
+                let n = data.remaining().min(asked);
+                sent += n;
+                if sent > cap {
+                    return plain(StatusCode::PAYLOAD_TOO_LARGE);
+                }
+                asked = 0;
+                let _ = self.pieces.send(Piece { id, data: Some(data.copy_to_bytes(n)) });
+                continue;
+            }
+            let msg = if asked > 0 {
+                tokio::select! {
+                    biased;
+                    msg = from_engine.recv() => msg,
+                    frame = body.frame() => {
+                        match frame {
+                            Some(Ok(frame)) => spare = frame.into_data().ok(),
+                            // Trailers are not kept; the end of the body is told.
+                            None => {
+                                asked = 0;
+                                let _ = self.pieces.send(Piece { id, data: None });
+                            }
+                            // The caller's body failed: the request is cancelled (`guard`).
+                            Some(Err(_)) => return plain(StatusCode::BAD_REQUEST),
+                        }
+                        continue;
+                    }
+                }
+            } else {
+                from_engine.recv().await
+            };
+            match msg {
+                Some(ToCall::More(n)) => asked = n,
+                Some(ToCall::Response(response)) => {
+                    guard.disarm();
+                    return response;
+                }
+                None => return plain(StatusCode::SERVICE_UNAVAILABLE),
+            }
+        }
     }
 }
 
@@ -146,17 +207,21 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     /// The endpoint as a tower service (feature `tower`): see [`McpService`]. Spawns the
     /// task owning the engine: must be called inside a tokio runtime.
     pub fn into_service(self) -> McpService {
-        let max_body = self.max_body;
+        // The engine enforces its own cap; a lower one is the service's to enforce.
+        let max_body = (self.max_body < self.engine.http_config().body_limit()).then_some(self.max_body);
         let (mut host, done_rx, verdict_rx) = Host::new(self);
         // Other nodes' news: heard once the store listens (this cannot wait for it).
         host.listen();
         let (requests, requests_rx) = mpsc::channel(REQUEST_QUEUE);
+        let (pieces, pieces_rx) = mpsc::unbounded_channel();
         let (gone, gone_rx) = mpsc::unbounded_channel();
         let (demand, demand_rx) = mpsc::unbounded_channel();
         let task =
             EngineTask { host, live: HashMap::new(), by_id: HashMap::new(), gone: gone.clone(), demand };
-        tokio::spawn(run(task, requests_rx, gone_rx, demand_rx, done_rx, verdict_rx));
-        McpService { requests, gone, next_id: Arc::new(AtomicU64::new(0)), max_body }
+        let channels =
+            Channels { requests: requests_rx, pieces: pieces_rx, gone: gone_rx, demand: demand_rx };
+        tokio::spawn(run(task, channels, done_rx, verdict_rx));
+        McpService { requests, pieces, gone, next_id: Arc::new(AtomicU64::new(0)), max_body }
     }
 }
 
@@ -179,14 +244,37 @@ where
     }
 }
 
-/// A request on its way to the engine task.
+/// A request's head on its way to the engine task.
 struct Exchange {
     id: u64,
     peer: Option<SocketAddr>,
     parts: http::request::Parts,
-    body: Bytes,
-    reply: oneshot::Sender<Response<McpBody>>,
+    /// The body's length, if known (else it is given to the engine chunk-framed).
+    length: Option<u64>,
+    /// Where the engine task talks to the call.
+    to_call: mpsc::UnboundedSender<ToCall>,
 }
+
+/// What the engine task tells a call.
+enum ToCall {
+    /// Send one piece of the body, of at most this many bytes (or its end).
+    More(usize),
+    /// The response: its head is decided.
+    Response(Response<McpBody>),
+}
+
+/// A piece of call `id`'s body (`None`: the body ended), sent when the engine task asked
+/// for it.
+struct Piece {
+    id: u64,
+    data: Option<Bytes>,
+}
+
+/// The most body bytes one piece carries.
+const PIECE_MAX: usize = 64 * 1024;
+
+/// What chunk framing adds to a piece at most (its size in hex, two CRLFs).
+const CHUNK_FRAMING: usize = 32;
 
 /// Tells the engine task that call `id` was dropped, unless disarmed.
 struct GoneGuard {
@@ -206,24 +294,6 @@ impl Drop for GoneGuard {
             let _ = tx.send(self.id);
         }
     }
-}
-
-/// Reads `body` up to `limit` bytes (what is past it is left unread).
-async fn collect<B: Body>(body: B, limit: usize) -> Result<Bytes, ()> {
-    let mut body = pin!(body);
-    let hint = body.size_hint().exact().and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
-    let mut out = Vec::with_capacity(hint.min(limit));
-    while out.len() < limit {
-        let Some(frame) = body.frame().await else { break };
-        let Ok(mut data) = frame.map_err(|_| ())?.into_data() else { continue };
-        while data.has_remaining() && out.len() < limit {
-            let chunk = data.chunk();
-            let n = chunk.len().min(limit - out.len());
-            out.extend_from_slice(&chunk[..n]);
-            data.advance(n);
-        }
-    }
-    Ok(out.into())
 }
 
 fn plain(status: StatusCode) -> Response<McpBody> {
@@ -339,10 +409,19 @@ fn to_http(head: &mcp_engine::http::ResponseHead, body: McpBody) -> Response<Mcp
 /// A call the engine is working on.
 struct Live {
     id: u64,
-    /// Until the head is decided.
-    reply: Option<oneshot::Sender<Response<McpBody>>>,
+    /// Until the head is decided: where the call hears from the engine task.
+    to_call: Option<mpsc::UnboundedSender<ToCall>>,
     /// A stream's events, once its head was sent.
     events: Option<mpsc::Sender<Bytes>>,
+    /// The body's bytes still to come (`None`: it comes chunk-framed, until its end).
+    left: Option<u64>,
+    /// The whole body was given to the engine.
+    body_done: bool,
+    /// A piece was asked for and has not come.
+    asked: bool,
+    /// Body bytes given and not taken by the engine: offered first (not used while the
+    /// engine keeps its word, as each piece is no more than it takes).
+    held: Vec<u8>,
 }
 
 /// The engine task of a [`McpService`]: the engine, and the calls it works on.
@@ -354,14 +433,21 @@ struct EngineTask<H, A> {
     demand: mpsc::UnboundedSender<u64>,
 }
 
+/// What the calls send the engine task.
+struct Channels {
+    requests: mpsc::Receiver<Exchange>,
+    pieces: mpsc::UnboundedReceiver<Piece>,
+    gone: mpsc::UnboundedReceiver<u64>,
+    demand: mpsc::UnboundedReceiver<u64>,
+}
+
 async fn run<H: Handler, A: Authorizer>(
     mut task: EngineTask<H, A>,
-    mut requests: mpsc::Receiver<Exchange>,
-    mut gone: mpsc::UnboundedReceiver<u64>,
-    mut demand: mpsc::UnboundedReceiver<u64>,
+    channels: Channels,
     mut done: mpsc::UnboundedReceiver<Completion>,
     mut decisions: mpsc::UnboundedReceiver<Decided>,
 ) {
+    let Channels { mut requests, mut pieces, mut gone, mut demand } = channels;
     let mut open = true;
     let mut scratch = Vec::new();
     tracing::debug!("serving HTTP requests from a tower service");
@@ -378,6 +464,7 @@ async fn run<H: Handler, A: Authorizer>(
             Some(decided) = decisions.recv() => task.host.decided(decided),
             notice = task.host.notice() => task.host.noticed(notice),
             Some(id) = gone.recv() => task.gone(id),
+            Some(piece) = pieces.recv() => task.piece(piece),
             // Room in a stream's body: the next pump moves more.
             Some(_) = demand.recv() => {}
             exchange = requests.recv(), if open && task.host.room() => match exchange {
@@ -392,10 +479,10 @@ async fn run<H: Handler, A: Authorizer>(
 }
 
 impl<H: Handler, A: Authorizer> EngineTask<H, A> {
-    /// Gives one request to the engine.
+    /// Gives one request's head to the engine.
     fn start(&mut self, exchange: Exchange) {
-        let Exchange { id, peer, parts, body, reply } = exchange;
-        if reply.is_closed() {
+        let Exchange { id, peer, parts, length, to_call } = exchange;
+        if to_call.is_closed() {
             return; // the caller went away while it waited its turn
         }
         let mut headers: Vec<(&str, &[u8])> =
@@ -419,16 +506,88 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
         }
         let now = self.host.now();
         self.host.received(now);
-        match self.host.engine.handle_request(now, peer, parts.method.as_str(), path, &headers, &body) {
+        let method = parts.method.as_str();
+        match self.host.engine.handle_request_head(now, peer, method, path, &headers, length) {
             Ok(conn) => {
-                self.live.insert(conn, Live { id, reply: Some(reply), events: None });
+                let live = Live {
+                    id,
+                    to_call: Some(to_call),
+                    events: None,
+                    left: length,
+                    body_done: length == Some(0),
+                    asked: false,
+                    held: Vec::new(),
+                };
+                self.live.insert(conn, live);
                 self.by_id.insert(id, conn);
             }
             Err(e) => {
                 tracing::warn!(%e, "request refused");
-                let _ = reply.send(plain(StatusCode::SERVICE_UNAVAILABLE));
+                let _ = to_call.send(ToCall::Response(plain(StatusCode::SERVICE_UNAVAILABLE)));
             }
         }
+    }
+
+    /// Gives a piece of a call's body to the engine (chunk-framed for a body of unknown
+    /// length).
+    fn piece(&mut self, piece: Piece) {
+        let Some(&conn) = self.by_id.get(&piece.id) else { return };
+        let Some(live) = self.live.get_mut(&conn) else { return };
+        live.asked = false;
+        if live.body_done || live.to_call.is_none() {
+            return; // the body is complete, or the response went out already
+        }
+        let now = self.host.now();
+        self.host.received(now);
+        let engine = &mut self.host.engine;
+        match (piece.data, live.left) {
+            (Some(data), Some(left)) => {
+                let n = (data.len() as u64).min(left);
+                live.left = Some(left - n);
+                live.body_done = left == n;
+                give(engine, now, conn, &mut live.held, &data[..n as usize]);
+            }
+            (Some(data), None) => {
+                let mut size = [0u8; 18];
+                let size = chunk_size(&mut size, data.len());
+                for part in [size, &data[..], b"\r\n"] {
+                    give(engine, now, conn, &mut live.held, part);
+                }
+            }
+            (None, None) => {
+                live.body_done = true;
+                give(engine, now, conn, &mut live.held, b"0\r\n\r\n");
+            }
+            (None, Some(_)) => {
+                // Shorter than its length said: never to be complete.
+                tracing::debug!(?conn, "a request body ended short of its length");
+                if let Some(to_call) = live.to_call.take() {
+                    let _ = to_call.send(ToCall::Response(plain(StatusCode::BAD_REQUEST)));
+                }
+                self.finish(conn);
+            }
+        }
+    }
+
+    /// Asks call `conn` for the next piece of its body, when the engine takes one now
+    /// (its head decided and allowed, and no piece on its way). Returns whether it asked.
+    fn ask_body(&mut self, conn: ConnId) -> bool {
+        let Some(live) = self.live.get_mut(&conn) else { return false };
+        if live.asked || live.body_done || !live.held.is_empty() {
+            return false;
+        }
+        let Some(to_call) = live.to_call.as_ref() else { return false };
+        let room = self.host.engine.input_capacity(conn);
+        let n = match live.left {
+            Some(left) => room.min(usize::try_from(left).unwrap_or(usize::MAX)),
+            None => room.saturating_sub(CHUNK_FRAMING).max(room.min(1)),
+        };
+        if n == 0 {
+            return false;
+        }
+        live.asked = true;
+        let _ = to_call.send(ToCall::More(n.min(PIECE_MAX)));
+        true
     }
 
     /// The caller of `id` dropped its call or its stream: cancel what is left.
@@ -449,11 +608,14 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
     }
 
     /// Runs the engine until it rests, handing each response head and each stream's
-    /// events to its caller.
+    /// events to its caller, and asking the calls for their body as the engine takes it.
     fn pump(&mut self, scratch: &mut Vec<ConnId>) {
         loop {
             let mut progress = self.host.deliver_deferred();
             progress |= self.host.drain();
+            // Every exchange is looked at below: the heads decided need no list.
+            scratch.clear();
+            self.host.take_decided(scratch);
             while let Some(conn) = self.host.engine.poll_ended() {
                 // A stream the engine ended (a listener dropped for not reading).
                 progress = true;
@@ -470,16 +632,25 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
         }
     }
 
-    /// Moves what the engine has for `conn` to its caller. Returns whether anything moved.
+    /// Moves what the engine has for `conn` to its caller: the body's next piece asked
+    /// for, then the response head and the stream's events. Returns whether anything
+    /// moved.
     fn forward(&mut self, conn: ConnId) -> bool {
         let Some(live) = self.live.get_mut(&conn) else { return false };
-        let Some(r) = self.host.engine.response(conn) else { return false };
         let mut progress = false;
-        if let Some(reply) = live.reply.take() {
+        if !live.held.is_empty() {
+            let now = self.host.now();
+            let n = self.host.engine.handle_input(now, conn, &live.held);
+            live.held.drain(..n);
+            progress |= n > 0;
+        }
+        let Some(r) = self.host.engine.response(conn) else { return progress | self.ask_body(conn) };
+        if let Some(reply) = live.to_call.take() {
             progress = true;
             if !r.head.stream {
                 tracing::trace!(?conn, status = r.status, "answered");
-                let _ = reply.send(to_http(r.head, McpBody::full(Bytes::copy_from_slice(r.body))));
+                let full = McpBody::full(Bytes::copy_from_slice(r.body));
+                let _ = reply.send(ToCall::Response(to_http(r.head, full)));
                 self.finish(conn);
                 return true;
             }
@@ -493,7 +664,8 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
                 guard: Some(guard),
             };
             tracing::trace!(?conn, "streaming");
-            if reply.send(to_http(r.head, McpBody { inner: Inner::Stream(body) })).is_err() {
+            let response = to_http(r.head, McpBody { inner: Inner::Stream(body) });
+            if reply.send(ToCall::Response(response)).is_err() {
                 // The caller went away before the head: its body's guard cancels.
                 return true;
             }
@@ -526,4 +698,33 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
         }
         progress
     }
+}
+
+/// Gives `data` to the engine on `conn`, after what it holds; what the engine does not
+/// take is held (not reached while each piece is no more than the engine takes).
+fn give(engine: &mut HttpEngine, now: mcp_engine::Instant, conn: ConnId, held: &mut Vec<u8>, data: &[u8]) {
+    if held.is_empty() {
+        let n = engine.handle_input(now, conn, data);
+        held.extend_from_slice(&data[n..]);
+    } else {
+        held.extend_from_slice(data);
+    }
+}
+
+/// The chunk-size line of a chunk of `len` bytes (`1a2b\r\n`), written into `buf`.
+fn chunk_size(buf: &mut [u8; 18], len: usize) -> &[u8] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut at = 16;
+    let mut n = len;
+    loop {
+        at -= 1;
+        buf[at] = HEX[n & 0xf];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    buf[16] = b'\r';
+    buf[17] = b'\n';
+    &buf[at..]
 }

@@ -1,6 +1,7 @@
 //! Support code for the integration tests: validation against the official MCP schemas,
 //! and drivers that feed the engine and collect its output.
 
+pub mod integrity;
 pub mod layers;
 pub mod peer;
 pub mod spec;

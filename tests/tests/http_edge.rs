@@ -392,10 +392,13 @@ fn a_request_blocked_behind_unread_output_is_served_once_the_client_reads() {
     }
     let before = e.pending_output(conn).len();
     let raw = post(&req(id, "tools/call", json!({"name": "echo", "arguments": {"text": "last"}})), &[]);
-    assert_eq!(e.handle_input(at(0), conn, &raw), raw.len(), "taken, not parsed");
+    // The input rule: nothing is read while 64 KiB wait (`input_capacity` is 0).
+    assert_eq!(e.input_capacity(conn), 0);
+    assert_eq!(e.handle_input(at(0), conn, &raw), 0, "not taken while 64 KiB wait");
     drain(&mut e);
     assert_eq!(e.pending_output(conn).len(), before, "not answered while 64 KiB wait");
     e.consume_output(conn, before);
+    assert_eq!(e.handle_input(at(0), conn, &raw), raw.len(), "taken once the client reads");
     drain(&mut e);
     let r = parse_responses(e.pending_output(conn));
     assert_eq!(r.len(), 1, "the blocked request is answered once the client reads ({sent} before)");

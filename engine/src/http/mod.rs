@@ -22,6 +22,26 @@
 //! [`HttpEngine::open`], feeds each connection's bytes to [`HttpEngine::handle_input`],
 //! writes [`HttpEngine::pending_output`] back, and closes a connection when
 //! [`HttpEngine::wants_close`] says so once its output is written.
+//!
+//! # Input
+//!
+//! One rule, the same as over stdio ([`Engine::handle_input`](crate::Engine::handle_input)),
+//! keeps every byte a client sends in its place: **read at most
+//! [`input_capacity`](HttpEngine::input_capacity) bytes from the socket and give them
+//! all** to [`handle_input`](HttpEngine::handle_input), which then takes every one. Should
+//! you give more, the engine takes what fits and you must offer the rest first, before any
+//! byte read after them, and read nothing more while you hold some. The capacity is what
+//! the request being received may still need within its limits (a head, then its body);
+//! 0 while the connection reads nothing (its request is complete and waits for its answer,
+//! the host decides on its head, or its output must drain first); after a refusal, a fixed
+//! amount that is taken and dropped. It grows only through the engine's own progress: ask
+//! again after draining [`poll_event`](HttpEngine::poll_event), after writing the
+//! connection's output, and after answering an [`HttpEvent::Authorize`] for it.
+//!
+//! A host that parses requests itself (hyper, axum) opens an exchange with the request's
+//! head ([`handle_request_head`](HttpEngine::handle_request_head)) and gives the body the
+//! same way, as it arrives; [`handle_request`](HttpEngine::handle_request) does both for a
+//! body already read whole.
 
 mod answers;
 mod auth;
@@ -550,16 +570,86 @@ impl HttpEngine {
         self.prune_sending();
     }
 
-    /// Feeds bytes received on `conn`; returns how many were taken (the rest waits until
-    /// the connection's current request is answered).
+    /// How many bytes `conn` takes now: read at most this many from its socket and give
+    /// them all to [`handle_input`](Self::handle_input) (see the [module docs](self#input)).
+    ///
+    /// - While a request is received: what it may still need within its limits (its head:
+    ///   [`HttpConfig::max_head`] less what is buffered, pipelined bytes included; its
+    ///   body: the rest of it, or of a chunked body's raw budget).
+    /// - 0 while the connection reads nothing now: its request is complete and waits for
+    ///   its answer (a ticket slot, the session store, the host's verdict on its body, the
+    ///   host's answer, then the response); the host decides on its head (a body is read
+    ///   only once its head is allowed); its output holds 64 KiB or more unsent. Ask again
+    ///   after draining [`poll_event`](Self::poll_event), after writing the connection's
+    ///   output, and after answering an [`HttpEvent::Authorize`] for it: nothing else
+    ///   raises it.
+    /// - After a refusal (the connection ends once its response is sent): a fixed positive
+    ///   amount (64 KiB), taken and dropped, so that the client's last bytes can be read
+    ///   rather than the connection reset.
+    /// - 0 for a connection that is closed or forgotten.
+    pub fn input_capacity(&self, conn: ConnId) -> usize {
+        self.room(conn, false)
+    }
+
+    /// [`input_capacity`](Self::input_capacity); with `before_verdict`, a body is taken
+    /// while the host decides on its head too (for [`handle_request`](Self::handle_request),
+    /// whose body the caller has read already).
+    fn room(&self, conn: ConnId, before_verdict: bool) -> usize {
+        let Some(c) = self.conn(conn) else { return 0 };
+        match c.phase {
+            Phase::Closing => http1::DRAIN_CAPACITY,
+            // Pipelined requests wait until the client reads its responses.
+            Phase::Head if c.out.len() >= MAX_UNSENT => 0,
+            Phase::Head | Phase::Body => c.codec.capacity(),
+            Phase::Authorizing if before_verdict => c.codec.capacity(),
+            Phase::Authorizing
+            | Phase::AuthorizingBody
+            | Phase::Ready
+            | Phase::Waiting
+            | Phase::Loading
+            | Phase::Saving => 0,
+        }
+    }
+
+    /// Feeds bytes received on `conn` and serves what they complete; returns how many were
+    /// taken.
+    ///
+    /// The engine takes every byte it is given up to [`input_capacity`](Self::input_capacity),
+    /// processing as it goes (a head, then its body, then the next pipelined request,
+    /// while the capacity stays positive), so `data` no longer than the capacity is always
+    /// taken whole. **Read at most `input_capacity` bytes from the socket and give them
+    /// all; should you give more, the engine takes what fits and you must offer the rest
+    /// first, before any byte read after them, and read nothing more while you hold some.**
+    /// (See the [module docs](self#input).) After a refusal, what follows is taken and
+    /// dropped unread.
     pub fn handle_input(&mut self, now: Instant, conn: ConnId, data: &[u8]) -> usize {
         self.tick(now);
+        self.feed(conn, data, false)
+    }
+
+    /// Takes `data` on `conn` for as long as it has room (see [`room`](Self::room)),
+    /// processing after each piece; returns how much it took.
+    fn feed(&mut self, conn: ConnId, data: &[u8], before_verdict: bool) -> usize {
+        let mut taken = 0;
+        while taken < data.len() {
+            let room = self.room(conn, before_verdict);
+            if room == 0 {
+                break;
+            }
+            let n = self.take_input(conn, &data[taken..data.len().min(taken + room)]);
+            if n == 0 {
+                break; // not reached: the codec takes exactly what it has room for
+            }
+            taken += n;
+        }
+        taken
+    }
+
+    /// Gives `data` (at most the connection's room) to `conn`'s codec, then processes.
+    fn take_input(&mut self, conn: ConnId, data: &[u8]) -> usize {
         let now = self.last_now;
         let head_timeout = self.http.head_timeout;
-        let Some(c) = self.slots.get_mut(conn.slot as usize).and_then(|s| s.conn.as_mut()) else { return 0 };
-        if c.generation != conn.generation {
-            return 0;
-        }
+        let Some(c) = conn_in(&mut self.slots, conn) else { return 0 };
         if c.phase == Phase::Closing {
             return data.len(); // refused already: what follows is dropped unread
         }
@@ -603,11 +693,12 @@ impl HttpEngine {
         self.ended.pop_front()
     }
 
-    /// Serves a request that was already parsed elsewhere (a hyper or axum host): every
-    /// rule applies to it exactly as to bytes read off a socket, because the engine
-    /// writes it out as an HTTP/1.1 request with `Content-Length` and `connection: close`
-    /// and feeds it to a fresh connection. Give at most [`HttpConfig::max_body`] + 1 body
-    /// bytes: a longer body is refused `413` at its declared length without being read.
+    /// Serves a request that was already parsed elsewhere (a hyper or axum host), its
+    /// body read whole: [`handle_request_head`](Self::handle_request_head) with the body's
+    /// length, then the body. Give at most [`HttpConfig::max_body`] + 1 body bytes: a
+    /// longer body is refused `413` at its declared length without being read. The body
+    /// is taken whole, also while the host decides on the head
+    /// ([`HttpEvent::Authorize`]): the caller holds it already.
     ///
     /// The answer is read with [`response`](Self::response); then forget the exchange
     /// with [`handle_closed`](Self::handle_closed) (which also cancels the request if the
@@ -620,6 +711,39 @@ impl HttpEngine {
         path: &str,
         headers: &[(&str, &[u8])],
         body: &[u8],
+    ) -> Result<ConnId, OpenError> {
+        let conn = self.handle_request_head(now, peer, method, path, headers, Some(body.len() as u64))?;
+        self.feed(conn, body, true);
+        Ok(conn)
+    }
+
+    /// Starts serving a request that was parsed elsewhere (a hyper or axum host) whose
+    /// body is still to come: every rule applies to it exactly as to bytes read off a
+    /// socket, because the engine writes it out as an HTTP/1.1 request head on a fresh
+    /// connection and takes it through [`handle_input`](Self::handle_input). Framing
+    /// headers among `headers` (`content-length`, `transfer-encoding`, `connection`) are
+    /// replaced: the body is `content_length` bytes, or, with `None`, comes chunk-framed
+    /// (RFC 9112 §7.1: each piece as its size in hex, CRLF, the bytes, CRLF; a zero size
+    /// and CRLF CRLF at the end), and the exchange ends after its response.
+    ///
+    /// The head is decided at once: a refusal (a `Content-Length` over
+    /// [`HttpConfig::max_body`] is `413`, a bad `Origin` `403`, ...) is there to read with
+    /// [`response`](Self::response) before any body byte; under
+    /// [`Authorization::Host`] the host is asked ([`HttpEvent::Authorize`]) and no body is
+    /// taken until it allows. Then give the body's bytes to [`handle_input`](Self::handle_input)
+    /// as they arrive, at most [`input_capacity`](Self::input_capacity) at a time: the
+    /// body's cap applies as they come, and [`HttpConfig::body_deadline`] runs from the
+    /// head (from the verdict under `Authorization::Host`), so a caller that stops sending
+    /// gets `408`. The answer is read with [`response`](Self::response), as for
+    /// [`handle_request`](Self::handle_request).
+    pub fn handle_request_head(
+        &mut self,
+        now: Instant,
+        peer: Option<SocketAddr>,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &[u8])],
+        content_length: Option<u64>,
     ) -> Result<ConnId, OpenError> {
         let conn = self.open_as(now, peer, Framing::Embedded)?;
         let mut head = Vec::with_capacity(256);
@@ -638,20 +762,17 @@ impl HttpEngine {
             head.extend(value.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
             head.extend_from_slice(b"\r\n");
         }
-        head.extend_from_slice(
-            format!("content-length: {}\r\nconnection: close\r\n\r\n", body.len()).as_bytes(),
-        );
-        let taken = self.handle_input(now, conn, &head);
-        if taken == head.len() {
-            let mut rest = body;
-            while !rest.is_empty() {
-                let n = self.handle_input(now, conn, rest);
-                if n == 0 {
-                    break;
-                }
-                rest = &rest[n..];
+        match content_length {
+            Some(n) => {
+                head.extend_from_slice(b"content-length: ");
+                head.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+                head.extend_from_slice(b"\r\n");
             }
+            None => head.extend_from_slice(b"transfer-encoding: chunked\r\n"),
         }
+        head.extend_from_slice(b"connection: close\r\n\r\n");
+        // Taken whole: a head past its limit is refused, and what follows dropped.
+        self.handle_input(now, conn, &head);
         Ok(conn)
     }
 

@@ -91,7 +91,7 @@ const MIN_BUFFER: usize = 1024;
 
 /// What [`Conn::capacity`] reports while the connection only drops input (after an error or
 /// [`Conn::discard_body`]): enough for an I/O layer to keep reading during a lingering close.
-const DRAIN_CAPACITY: usize = 64 * 1024;
+pub(crate) const DRAIN_CAPACITY: usize = 64 * 1024;
 
 /// Limits of one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -527,20 +527,23 @@ impl Conn {
         }
     }
 
-    /// Appends received bytes (at most [`Conn::capacity`]), returns how many were taken. After
-    /// an error or [`Conn::discard_body`] every byte is taken and dropped.
+    /// Appends received bytes, returns how many were taken: exactly the first
+    /// [`Conn::capacity`] of them (all, if there are no more). After an error or
+    /// [`Conn::discard_body`] every byte is taken and dropped.
     pub fn handle_bytes(&mut self, data: &[u8]) -> usize {
         if matches!(self.state, State::Failed(_) | State::Draining) {
             return data.len();
         }
         let mut take = data.len().min(self.capacity());
-        if self.buf.len() + take > self.buf.capacity() && self.start > 0 {
+        let max = self.max_buffer();
+        // What the current request holds and may still take is within `max`: bytes of
+        // finished requests before it move out of the way when they are in it.
+        if self.buf.len() + take > self.buf.capacity().min(max) && self.start > 0 {
             let buffered = self.buf.len() - self.start;
             self.buf.copy_within(self.start.., 0);
             self.buf.truncate(buffered);
             self.start = 0;
         }
-        let max = self.max_buffer();
         if self.buf.len() + take > self.buf.capacity() {
             // Grow by doubling, within the bound the limits set.
             let want = (self.buf.len() + take).max(self.buf.capacity() * 2).max(MIN_BUFFER).min(max);
