@@ -57,6 +57,9 @@ async fn main() -> ExitCode {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
+    // With the peer's address (axum's `ConnectInfo`), so that each client's sessions,
+    // streams and rate limits are counted against it.
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     match axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

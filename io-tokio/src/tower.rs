@@ -75,8 +75,11 @@ const REQUEST_QUEUE: usize = 64;
 /// # The peer
 ///
 /// The engine's `Authorize` events and the handler see the peer's address when the
-/// request carries a [`SocketAddr`] extension (insert one with a middleware, e.g. from
-/// axum's `ConnectInfo`).
+/// request carries it: axum's `ConnectInfo<SocketAddr>` (serve the router with
+/// `into_make_service_with_connect_info::<SocketAddr>()`), or a [`SocketAddr`] extension
+/// a middleware inserted. Every per-client bound (sessions, streams, rate limits) counts
+/// a client without a principal by this address: without it, such clients have no share
+/// of their own (they are bounded only by the global limits).
 ///
 /// # Example
 ///
@@ -145,7 +148,10 @@ impl McpService {
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (to_call, mut from_engine) = mpsc::unbounded_channel();
-        let peer = parts.extensions.get::<SocketAddr>().copied();
+        let peer =
+            parts.extensions.get::<SocketAddr>().copied().or_else(|| {
+                parts.extensions.get::<axum::extract::ConnectInfo<SocketAddr>>().map(|info| info.0)
+            });
         // From here on, dropping this future cancels the request.
         let guard = GoneGuard { id, tx: Some(self.gone.clone()) };
         if self.requests.send(Exchange { id, peer, parts, length, to_call }).await.is_err() {

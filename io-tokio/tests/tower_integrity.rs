@@ -251,3 +251,47 @@ fn axum_the_service_cap_below_the_engine_s() {
         assert_eq!(send_and_read(addr, chunked_post(addr, &body, &[100])).status, 413);
     });
 }
+
+/// Remembers the peer and client address of every head it is asked about, and allows it.
+#[derive(Clone, Default)]
+struct Seen(std::sync::Arc<std::sync::Mutex<Vec<(Option<SocketAddr>, Option<std::net::IpAddr>)>>>);
+
+impl Authorizer for Seen {
+    fn authorize(&self, request: &AuthorizeInfo) -> impl Future<Output = Verdict> + Send {
+        self.0.lock().expect("not poisoned").push((request.peer, request.client));
+        async { Verdict::Allow }
+    }
+}
+
+/// Issue 27: served with axum's `ConnectInfo` (as the axum demo is), the service hands the
+/// engine the peer's address, so per-client bounds count each client by its own address
+/// (without it every client without a principal went uncounted).
+#[test]
+fn axum_connect_info_is_the_peer_the_engine_sees() {
+    within(|| {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let seen = Seen::default();
+        {
+            let _in = runtime().enter();
+            let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+            let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+            let engine = HttpEngine::new(everything::config(), http, everything::catalog());
+            let service = HttpServer::new(engine, Probe::new(), seen.clone()).into_service();
+            let app = Router::new().route_service("/mcp", service);
+            let app = app.into_make_service_with_connect_info::<SocketAddr>();
+            runtime().spawn(axum::serve(listener, app).into_future());
+        }
+        let stream = connect(addr);
+        let local = stream.local_addr().expect("the client's address");
+        let mut writer = stream.try_clone().expect("clone");
+        writer
+            .write_all(&integrity::post(&addr.to_string(), &integrity::echo_body(1, "hi"), ""))
+            .expect("write");
+        let r = read_response(&mut BufReader::new(stream)).expect("read").expect("a response");
+        assert_eq!(r.status, 200);
+        let seen = seen.0.lock().expect("not poisoned").clone();
+        assert_eq!(seen, vec![(Some(local), Some(local.ip()))]);
+    });
+}
