@@ -27,7 +27,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Rate};
 use mcp_engine::{Config, Engine};
 use mcp_fixture::connectome::ConnectomeOptions;
 use mcp_fixture::edge::EdgeOptions;
@@ -69,7 +69,9 @@ const JWKS_USAGE: &str = "from a file, or a URL
 const STORE_USAGE: &str = "keep sessions, their streams' events and task records in
                                   this PostgreSQL database (postgres://...; feature
                                   `postgres`) as well as in memory, so that several
-                                  nodes on one database serve the same sessions and tasks";
+                                  nodes on one database serve the same sessions and tasks;
+                                  each session opened is a record, so one client may open
+                                  60 a minute unless --rate-initialize says otherwise";
 
 fn usage() -> String {
     let oauth = mcp_fixture::oauth::usage(JWKS_USAGE);
@@ -256,6 +258,12 @@ async fn serve_http(
     // Loopback `Host` checks stay on (the default).
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     let mut config = config();
+    let mut edge = edge;
+    if scale.store().is_some() {
+        // Each session opened is a record written: one client may open 60 a minute
+        // (`--rate-initialize` sets another rate).
+        edge.default_initialize_rate(Rate::per_minute(60));
+    }
     edge.apply(&mut config, &mut http);
     if let Some(name) = scale.node_name() {
         http.node_name(name);

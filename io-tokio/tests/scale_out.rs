@@ -233,3 +233,32 @@ async fn a_sessions_tasks_made_on_two_nodes_are_listed_on_either() {
     }
     drop((a, b));
 }
+
+/// Issue 27: with `--store` every session opened is a record written, so the demo limits
+/// how fast one client opens sessions (60 a minute unless `--rate-initialize` says
+/// otherwise): a client that sends 150 `initialize` at once is refused `429` (`-32010`)
+/// long before the last (before, each of them was a record: 10,000 in 35 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demo_with_a_store_limits_how_fast_one_client_opens_sessions() {
+    let db = pg_support::database();
+    let keys = KeysFile::new("initialize-rate", &[0x5a]);
+    let node = demo::start(Adapter::Tokio, &["--store", db.url.as_str(), "--keys-file", keys.path()]);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (mut opened, mut refused) = (0, None);
+    for _ in 0..150 {
+        let r = legacy_post(node.addr, "", &init, None, None).await;
+        match r.status {
+            200 => opened += 1,
+            429 => {
+                refused = Some(r.json());
+                break;
+            }
+            other => panic!("initialize answered {other}: {r:?}"),
+        }
+    }
+    let refused = refused.unwrap_or_else(|| panic!("150 sessions opened by one client, none refused"));
+    assert_eq!(refused["error"]["code"], -32010, "{refused}");
+    assert!(opened >= 60, "the first 60 open at once: {opened}");
+    drop(node);
+}
