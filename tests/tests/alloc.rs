@@ -228,7 +228,7 @@ fn pump_deferred(
 #[test]
 fn held_pipelined_requests_allocate_nothing() {
     let mut cfg = Config::new("alloc", "1");
-    cfg.max_in_flight(4);
+    cfg.max_in_flight(4).max_frame_len(64_000);
     let catalog = Catalog::builder().tool(Tool::new("t")).build().unwrap();
     let mut e = Engine::new(cfg, catalog);
     let input: String = (0..2_000).map(|i| modern(i, "tools/call", json!({"name": "t"}))).collect();
