@@ -177,6 +177,7 @@ fn drain(engine: &mut HttpEngine, spans: &mut Spans, now: Instant, host: &mut Ho
         }
     }
     spans.drain(engine);
+    spans.refusals(engine);
     any
 }
 

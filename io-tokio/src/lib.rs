@@ -240,7 +240,7 @@ pub use oauth::{
     AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
 };
 #[cfg(feature = "otel")]
-pub use otel::{DURATION_BUCKETS, Otel, OtelBuilder, OtelError, SCOPE};
+pub use otel::{DURATION_BUCKETS, Otel, OtelBuilder, OtelError, REFUSALS, SCOPE};
 #[cfg(feature = "postgres")]
 pub use postgres::{PgSessionStore, PgStoreConfig};
 pub use reply::{
