@@ -409,7 +409,7 @@ mod tests {
     #[test]
     fn reads_the_top_level_id_of_a_request_wherever_it_is() {
         assert_eq!(id_of(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"#).as_deref(), Some("7"));
-        // The id after the (long) params, as the Python and TypeScript SDKs write it.
+        // The id after the (long) params: members are unordered, a client may write it there.
         let late = r#"{"method":"tools/call","params":{"arguments":{"text":"x\"}\\","id":9}},"jsonrpc":"2.0","id":"req-1"}"#;
         assert_eq!(id_of(late).as_deref(), Some(r#""req-1""#));
         assert_eq!(id_of(r#" { "id" : -12 , "method" : "ping" }"#).as_deref(), Some("-12"));
