@@ -64,7 +64,8 @@ fn server() -> (SocketAddr, Logs) {
             .with_ansi(false)
             .finish();
         let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-        let engine = HttpEngine::new(Config::new("mcp-engine-everything", "test"), http, everything::catalog());
+        let engine =
+            HttpEngine::new(Config::new("mcp-engine-everything", "test"), http, everything::catalog());
         tracing::subscriber::with_default(subscriber, || {
             mcp_io_mio::serve_http(listener, engine, |event| {
                 if let HttpEvent::Mcp(event) = event {

@@ -371,13 +371,14 @@ async fn serve_http(
                 return ExitCode::FAILURE;
             }
         };
-        let server = match with_store(HttpServer::new(engine, handler, auth).telemetry(telemetry()), &scale).await {
-            Ok(server) => server,
-            Err(e) => {
-                tracing::error!(%e, "cannot open the session store");
-                return ExitCode::FAILURE;
-            }
-        };
+        let server =
+            match with_store(HttpServer::new(engine, handler, auth).telemetry(telemetry()), &scale).await {
+                Ok(server) => server,
+                Err(e) => {
+                    tracing::error!(%e, "cannot open the session store");
+                    return ExitCode::FAILURE;
+                }
+            };
         eprintln!("listening on http://{bound}/mcp");
         serve(server, listener).await
     }
@@ -461,7 +462,9 @@ async fn stdio(connectome: ConnectomeOptions) -> ExitCode {
     }
     tracing::info!("serving the everything fixture on stdio");
     let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
-    match mcp_io_tokio::serve_with(engine, Arc::new(Everything::new(dynamic)), stdin, stdout, telemetry()).await {
+    match mcp_io_tokio::serve_with(engine, Arc::new(Everything::new(dynamic)), stdin, stdout, telemetry())
+        .await
+    {
         Ok(()) => {
             tracing::info!("client closed the stream; bye");
             ExitCode::SUCCESS

@@ -193,7 +193,10 @@ fn refusals(engine: &mut impl ServedBy, telemetry: &Telemetry, clock: &mut Sessi
         }
     }
     if refused > logged {
-        tracing::debug!(not_logged = refused - logged, "more requests refused than the engine keeps for the log");
+        tracing::debug!(
+            not_logged = refused - logged,
+            "more requests refused than the engine keeps for the log"
+        );
     }
     #[cfg(not(feature = "otel"))]
     let _ = telemetry;

@@ -32,7 +32,8 @@ async fn parse(_: (), args: Path) -> Result<ToolReply, HostFailure> {
 
 /// A boxed error from a helper, then `?`.
 async fn boxed(_: (), _: Path) -> Result<ToolReply, HostFailure> {
-    let failing = || -> Result<(), Box<dyn std::error::Error + Send + Sync>> { Err("the cache is cold".into()) };
+    let failing =
+        || -> Result<(), Box<dyn std::error::Error + Send + Sync>> { Err("the cache is cold".into()) };
     failing()?;
     Ok(ToolReply::text("unreachable"))
 }
@@ -45,7 +46,8 @@ async fn question_mark_on_an_io_error_answers_an_internal_error() {
         .tool(Tool::new("boxed"), boxed)
         .build()
         .expect("a valid router");
-    let mut client = Client::start_with(Engine::new(Config::new("errors", "1"), catalog), Arc::clone(&handler), 64 * 1024);
+    let mut client =
+        Client::start_with(Engine::new(Config::new("errors", "1"), catalog), Arc::clone(&handler), 64 * 1024);
     let missing = std::env::temp_dir().join("mcp-io-tokio-no-such-file-3b9f");
     client.send(&call(1, "read_file", &json!({ "path": missing.to_str().unwrap() }))).await;
     let r = client.recv().await;

@@ -213,7 +213,8 @@ async fn the_demo_exports_to_the_collector_its_otlp_flag_names() {
             }
         }
     });
-    let addr: SocketAddr = rx.recv_timeout(http_support::PATIENCE).expect("the demo listens").parse().unwrap();
+    let addr: SocketAddr =
+        rx.recv_timeout(http_support::PATIENCE).expect("the demo listens").parse().unwrap();
     let mut conn = http_support::Conn::open(addr).await;
     let r = conn.call(1, "echo", &serde_json::json!({ "text": "to the collector" })).await;
     assert_eq!(r.status, 200);
@@ -244,13 +245,16 @@ async fn the_demo_exports_to_the_collector_its_otlp_flag_names() {
             }
         } else if path == "/v1/metrics" {
             let export = ExportMetricsServiceRequest::decode(body.clone()).unwrap();
-            metrics.extend(export.resource_metrics.into_iter().flat_map(|r| r.scope_metrics).flat_map(|s| s.metrics));
+            metrics.extend(
+                export.resource_metrics.into_iter().flat_map(|r| r.scope_metrics).flat_map(|s| s.metrics),
+            );
         }
     }
     let span = spans.iter().find(|s| s.name == "tools/call echo").expect("the call's span");
     assert_eq!(string(&span.attributes, "network.protocol.name").as_deref(), Some("http"));
     assert!(metrics.iter().any(|m| m.name == "mcp.server.operation.duration"), "the durations");
-    let refusals = metrics.iter().rev().find(|m| m.name == mcp_io_tokio::REFUSALS).expect("the refusal counter");
+    let refusals =
+        metrics.iter().rev().find(|m| m.name == mcp_io_tokio::REFUSALS).expect("the refusal counter");
     let Some(Data::Sum(sum)) = &refusals.data else { panic!("a sum: {refusals:?}") };
     let host = sum
         .data_points

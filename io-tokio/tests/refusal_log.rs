@@ -132,7 +132,8 @@ async fn refusals_are_counted_by_reason() {
     use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 
     let metrics = InMemoryMetricExporter::default();
-    let provider = SdkMeterProvider::builder().with_reader(PeriodicReader::builder(metrics.clone()).build()).build();
+    let provider =
+        SdkMeterProvider::builder().with_reader(PeriodicReader::builder(metrics.clone()).build()).build();
     let addr = serve(Telemetry::new().meter(&provider.meter("test"))).await;
     for host in ["203.0.113.7", "mcp.example.com"] {
         let mut conn = Conn::open(addr).await;
@@ -155,7 +156,8 @@ async fn refusals_are_counted_by_reason() {
     let mut by_reason: Vec<(String, u64)> = sum
         .data_points()
         .map(|p| {
-            let reason = p.attributes().find(|kv| kv.key.as_str() == "error.type").map(|kv| kv.value.to_string());
+            let reason =
+                p.attributes().find(|kv| kv.key.as_str() == "error.type").map(|kv| kv.value.to_string());
             (reason.unwrap_or_default(), p.value())
         })
         .collect();

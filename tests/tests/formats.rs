@@ -72,10 +72,15 @@ fn a_bad_date_is_refused_before_the_handler_runs() {
     let text = out[0]["result"]["content"][0]["text"].as_str().unwrap();
     assert_eq!(text, r#"Invalid arguments for tool plan: "not-a-date" is not a "date" (at "/due")"#);
     assert_valid(Rev::V2026_07_28, "CallToolResult", &out[0]["result"]);
-    let (out, _) = serve(catalog(true), &format!("{}{}", legacy_open("2025-11-25"), request(1, "tools/call", bad.clone())), "");
+    let (out, _) = serve(
+        catalog(true),
+        &format!("{}{}", legacy_open("2025-11-25"), request(1, "tools/call", bad.clone())),
+        "",
+    );
     assert_eq!(out[1]["result"]["isError"], true, "{out:?}");
     // 2025-06-18: `-32602`, the same message.
-    let (out, _) = serve(catalog(true), &format!("{}{}", legacy_open("2025-06-18"), request(1, "tools/call", bad)), "");
+    let (out, _) =
+        serve(catalog(true), &format!("{}{}", legacy_open("2025-06-18"), request(1, "tools/call", bad)), "");
     assert_eq!(out[1]["id"], 1);
     assert_eq!(out[1]["error"]["code"], -32602, "{out:?}");
     let message = out[1]["error"]["message"].as_str().unwrap();
@@ -97,7 +102,8 @@ fn valid_values_pass_and_unknown_formats_are_annotations() {
     let args = json!({"due": "2026-07-28", "at": "2026-07-28T09:00:00+02:00", "owner": "ada@example.com", "count": 3});
     let (out, _) = serve(catalog(true), &modern(1, "tools/call", plan(args.clone())), "");
     assert!(out[0]["result"].get("isError").is_none(), "{out:?}");
-    let echoed: Value = serde_json::from_str(out[0]["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let echoed: Value =
+        serde_json::from_str(out[0]["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(echoed, args);
 }
 
@@ -105,7 +111,8 @@ fn valid_values_pass_and_unknown_formats_are_annotations() {
 fn formats_switched_off_are_annotations_only() {
     let (out, _) = serve(catalog(false), &modern(1, "tools/call", plan(json!({"due": "not-a-date"}))), "");
     assert!(out[0]["result"].get("isError").is_none(), "{out:?}");
-    let echoed: Value = serde_json::from_str(out[0]["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let echoed: Value =
+        serde_json::from_str(out[0]["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(echoed, json!({"due": "not-a-date"}));
     // The schema the client sees still carries the format.
     let (out, _) = serve(catalog(false), &modern(2, "tools/list", json!({})), "");

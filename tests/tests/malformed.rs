@@ -223,7 +223,8 @@ fn oversized_frames_are_refused_with_their_id_and_the_stream_resumes() {
     let pad = "x".repeat(5_000);
     // The id first; the id last, after the long params (members are unordered: a client
     // may write it there); a response of the client's (its id is not a request's: none).
-    let early = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{pad}\"}}}}\n");
+    let early =
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{pad}\"}}}}\n");
     let late = format!(
         "{{\"method\":\"tools/call\",\"params\":{{\"arguments\":{{\"id\":3,\"t\":\"{pad}\"}}}},\"jsonrpc\":\"2.0\",\"id\":\"late\"}}\n"
     );

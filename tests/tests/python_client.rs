@@ -75,7 +75,10 @@ fn an_over_long_frame_from_the_python_sdk_gets_its_error_not_a_time_out() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{package}: the Python client failed\n{stdout}\n{stderr}");
-        assert!(stdout.contains("over the cap: -32600 Invalid Request: frame longer than 1048576 bytes"), "{package}: {stdout}");
+        assert!(
+            stdout.contains("over the cap: -32600 Invalid Request: frame longer than 1048576 bytes"),
+            "{package}: {stdout}"
+        );
         assert!(stdout.contains("the session goes on"), "{package}: {stdout}");
     }
 }

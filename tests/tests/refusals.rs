@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HostName, HttpConfig, HttpEngine, HttpEvent, Limits, Rate, Refusal, Verdict,
+    AllowedOrigins, Authorization, ConnId, HostName, HttpConfig, HttpEngine, HttpEvent, Limits, Rate,
+    Refusal, Verdict,
 };
 use mcp_engine::{Config, Instant};
 use mcp_fixture as everything;
@@ -71,7 +72,8 @@ fn a_non_loopback_host_is_refused_with_its_reason() {
 
 #[test]
 fn each_refusal_before_the_body_names_its_reason() {
-    let mut http = HttpConfig::new(AllowedOrigins::List(vec!["https://app.example".into()]), Authorization::Everyone);
+    let mut http =
+        HttpConfig::new(AllowedOrigins::List(vec!["https://app.example".into()]), Authorization::Everyone);
     http.max_body(400);
     let mut e = engine_with(http);
     let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x".repeat(500)}}});
@@ -80,9 +82,22 @@ fn each_refusal_before_the_body_names_its_reason() {
         (post(&discover(), &[("Host", "")]), Refusal::HostNotAllowed, 403),
         (post(&big, &[]), Refusal::BodyTooLarge, 413),
         (b"GET /other HTTP/1.1\r\nHost: localhost\r\n\r\n".to_vec(), Refusal::PathNotFound, 404),
-        (b"PUT /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n".to_vec(), Refusal::MethodNotAllowed, 405),
-        (b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: x\r\n\r\n".to_vec(), Refusal::Malformed, 400),
-        (format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Pad: {}\r\n\r\n", "p".repeat(20_000)).into_bytes(), Refusal::HeadTooLarge, 431),
+        (
+            b"PUT /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            Refusal::MethodNotAllowed,
+            405,
+        ),
+        (
+            b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: x\r\n\r\n".to_vec(),
+            Refusal::Malformed,
+            400,
+        ),
+        (
+            format!("POST /mcp HTTP/1.1\r\nHost: localhost\r\nX-Pad: {}\r\n\r\n", "p".repeat(20_000))
+                .into_bytes(),
+            Refusal::HeadTooLarge,
+            431,
+        ),
         (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec(), Refusal::VersionNotSupported, 505),
     ];
     for (raw, refusal, status) in cases {
@@ -105,7 +120,8 @@ fn timeouts_are_refusals_with_their_phase() {
     let raw = post(&discover(), &[]);
     e.handle_input(at(0), body, &raw[..raw.len() - 5]);
     e.handle_timeout(at(60));
-    let mut seen: Vec<(ConnId, Refusal)> = std::iter::from_fn(|| e.poll_refusal()).map(|r| (r.conn, r.refusal)).collect();
+    let mut seen: Vec<(ConnId, Refusal)> =
+        std::iter::from_fn(|| e.poll_refusal()).map(|r| (r.conn, r.refusal)).collect();
     seen.sort_by_key(|(c, _)| *c == body);
     assert_eq!(seen, vec![(head, Refusal::HeadTimeout), (body, Refusal::BodyTimeout)]);
     assert_eq!(parse_responses(e.pending_output(head))[0].status, 408);
@@ -119,8 +135,12 @@ fn the_authorizer_s_verdicts_and_rate_limits_are_refusals() {
     let mut verdicts = vec![Verdict::Unavailable, Verdict::Failed, Verdict::Forbidden];
     // The first failure uses the client's one failure a minute: the next request is
     // refused before the authorizer is asked.
-    let expect =
-        [(Refusal::Forbidden, 403), (Refusal::AuthFailures, 429), (Refusal::AuthorizerFailed, 500), (Refusal::Unavailable, 503)];
+    let expect = [
+        (Refusal::Forbidden, 403),
+        (Refusal::AuthFailures, 429),
+        (Refusal::AuthorizerFailed, 500),
+        (Refusal::Unavailable, 503),
+    ];
     for (i, (refusal, status)) in expect.into_iter().enumerate() {
         // A minute apart but for the second: the failure rate lets one through a minute.
         let now = at(if i == 1 { 1 } else { i as u64 * 60 });

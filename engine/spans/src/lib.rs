@@ -35,9 +35,9 @@ pub mod testing;
 use core::fmt;
 use core::net::{IpAddr, SocketAddr};
 
-use mcp_engine::{Event, RequestId, Revision, Served, TraceParent};
 #[doc(hidden)]
 pub use mcp_engine::http::Refused;
+use mcp_engine::{Event, RequestId, Revision, Served, TraceParent};
 #[doc(hidden)]
 pub use tracing;
 use tracing::Span;

@@ -1031,20 +1031,23 @@ mod tests {
 
     #[test]
     fn validity_on_the_tape_allocates_nothing() {
-        let v = SchemaValidator::new(&json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "minLength": 1, "pattern": "^[a-z]+$"},
-                "n": {"type": "integer", "minimum": 0, "multipleOf": 2},
-                "tags": {"type": "array", "items": {"enum": ["x", "y", {"k": 1}]}, "uniqueItems": true},
-                "mode": {"const": "fast"},
-                "opt": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/pos"}]}
-            },
-            "required": ["name", "n"],
-            "additionalProperties": false,
-            "propertyNames": {"maxLength": 8},
-            "$defs": {"pos": {"type": "number", "exclusiveMinimum": 0}}
-        }), true)
+        let v = SchemaValidator::new(
+            &json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "pattern": "^[a-z]+$"},
+                    "n": {"type": "integer", "minimum": 0, "multipleOf": 2},
+                    "tags": {"type": "array", "items": {"enum": ["x", "y", {"k": 1}]}, "uniqueItems": true},
+                    "mode": {"const": "fast"},
+                    "opt": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/pos"}]}
+                },
+                "required": ["name", "n"],
+                "additionalProperties": false,
+                "propertyNames": {"maxLength": 8},
+                "$defs": {"pos": {"type": "number", "exclusiveMinimum": 0}}
+            }),
+            true,
+        )
         .unwrap();
         let mut text = br#"{"name":"abc","n":4,"tags":["x",{"k":1.0}],"mode":"fast","opt":0.5}"#.to_vec();
         let tape = simd_json::to_tape(&mut text).unwrap();

@@ -1064,7 +1064,12 @@ impl HttpEngine {
                     }
                     if let Err(retry) = self.limiter.check_failures(&self.http.limits, client, now) {
                         // Past its authentication-failure rate, an address is not heard.
-                        refuse(c, now, Refusal::AuthFailures, &[("retry-after", limits::retry_after_text(retry))]);
+                        refuse(
+                            c,
+                            now,
+                            Refusal::AuthFailures,
+                            &[("retry-after", limits::retry_after_text(retry))],
+                        );
                         return;
                     }
                     if let Some(pr) = &self.http.protected {

@@ -194,7 +194,9 @@ impl Refusal {
         match self {
             Self::PathNotFound | Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
-            Self::OriginNotAllowed | Self::HostNotAllowed | Self::OriginHostNotAllowed | Self::Forbidden => 403,
+            Self::OriginNotAllowed | Self::HostNotAllowed | Self::OriginHostNotAllowed | Self::Forbidden => {
+                403
+            }
             Self::Malformed | Self::TokenMalformed | Self::BadMessage => 400,
             Self::HeadTooLarge | Self::TooManyHeaders => 431,
             Self::BodyTooLarge => 413,
@@ -328,7 +330,10 @@ pub(super) struct RefusalLog {
 
 impl Default for RefusalLog {
     fn default() -> Self {
-        Self { counts: RefusalCounts::default(), queue: std::collections::VecDeque::with_capacity(REFUSALS_KEPT) }
+        Self {
+            counts: RefusalCounts::default(),
+            queue: std::collections::VecDeque::with_capacity(REFUSALS_KEPT),
+        }
     }
 }
 

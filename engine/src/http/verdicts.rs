@@ -39,10 +39,13 @@ impl HttpEngine {
             // Refused before the body is read: the connection ends.
             Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
                 challenge(c, self.http.protected.as_ref(), verdict);
-                let why = if verdict == Verdict::Forbidden { Refusal::Forbidden } else { Refusal::Unauthenticated };
+                let why =
+                    if verdict == Verdict::Forbidden { Refusal::Forbidden } else { Refusal::Unauthenticated };
                 refuse(c, now, why, &[]);
             }
-            Verdict::Unauthenticated => refuse(c, now, Refusal::Unauthenticated, &[("www-authenticate", "Bearer")]),
+            Verdict::Unauthenticated => {
+                refuse(c, now, Refusal::Unauthenticated, &[("www-authenticate", "Bearer")])
+            }
             Verdict::Forbidden => refuse(c, now, Refusal::Forbidden, &[]),
             Verdict::Failed => refuse(c, now, Refusal::AuthorizerFailed, &[]),
             Verdict::Unavailable => refuse(c, now, Refusal::Unavailable, &[("retry-after", "1")]),

@@ -378,7 +378,9 @@ fn valid_string(raw: &[u8]) -> bool {
         match inner[i] {
             b'\\' => match inner.get(i + 1) {
                 Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                Some(b'u') if inner.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => {
+                Some(b'u')
+                    if inner.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
+                {
                     i += 6;
                 }
                 _ => return false,
@@ -408,7 +410,10 @@ mod tests {
 
     #[test]
     fn reads_the_top_level_id_of_a_request_wherever_it_is() {
-        assert_eq!(id_of(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"#).as_deref(), Some("7"));
+        assert_eq!(
+            id_of(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"#).as_deref(),
+            Some("7")
+        );
         // The id after the (long) params: members are unordered, a client may write it there.
         let late = r#"{"method":"tools/call","params":{"arguments":{"text":"x\"}\\","id":9}},"jsonrpc":"2.0","id":"req-1"}"#;
         assert_eq!(id_of(late).as_deref(), Some(r#""req-1""#));

@@ -50,7 +50,11 @@ pub fn available() -> bool {
     if there && (ci || !skip) {
         return true;
     }
-    let why = if there { "MCP_PG_SKIP is set" } else { "MCP_TEST_PG_URL is not set and PostgreSQL is not installed" };
+    let why = if there {
+        "MCP_PG_SKIP is set"
+    } else {
+        "MCP_TEST_PG_URL is not set and PostgreSQL is not installed"
+    };
     assert!(
         !ci,
         "the PostgreSQL tests need a PostgreSQL server ({why}): set MCP_TEST_PG_URL=postgres://... \
