@@ -6,7 +6,7 @@
 mod http_support;
 mod log_capture;
 
-use http_support::{Conn, Probe, body, catalog, mcp_headers, patient};
+use http_support::{Conn, Probe, body, catalog, mcp_headers};
 use log_capture::Captured;
 use mcp_engine::Config;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
@@ -116,7 +116,7 @@ async fn the_tower_service_logs_a_refusal_too() {
         req = req.header(n, v);
     }
     let req = req.body(Body::from(body(1, "server/discover", ""))).expect("a request");
-    let response = patient("oneshot", svc.oneshot(req)).await.expect("infallible");
+    let response = http_support::patient("oneshot", svc.oneshot(req)).await.expect("infallible");
     assert_eq!(response.status(), http::StatusCode::FORBIDDEN);
     let text = logs.text();
     let lines = refusal_lines(&text);
