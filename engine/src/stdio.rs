@@ -803,6 +803,8 @@ impl Engine {
     /// (`complete`: all of it). Its refusal carries the request's id when one can be read
     /// ([`FrameId`]): it is answered now when the id is known or can no longer be learnt,
     /// else once the rest of the frame has gone by (see `handle_input`).
+    #[cold]
+    #[inline(never)]
     fn over_long(&mut self, start: usize, end: usize, complete: bool) {
         self.frame_id.reset();
         self.frame_id.feed(&self.inbuf[start..end]);
@@ -813,6 +815,8 @@ impl Engine {
     }
 
     /// Answers the over-long frame [`over_long`](Self::over_long) read.
+    #[cold]
+    #[inline(never)]
     fn answer_over_long(&mut self) {
         self.owed = false;
         self.core.oversized(self.frame_id.request_id());

@@ -338,15 +338,24 @@ impl Default for RefusalLog {
 }
 
 impl RefusalLog {
-    /// Moves the refusal noted on `c` (connection `slot`), if any, into the log.
+    /// Moves the refusal noted on `c` (connection `slot`), if any, into the log. Called
+    /// wherever the engine looks at a connection: the common case, nothing noted, is one
+    /// check.
+    #[inline]
     pub(super) fn collect(&mut self, slot: u32, c: &mut Exchange) {
-        let Some((refusal, status)) = c.refused.take() else { return };
-        self.counts.counts[refusal.index()] += 1;
+        if let Some((refusal, status)) = c.refused.take() {
+            let conn = ConnId { slot, generation: c.generation };
+            self.record(Refused { conn, refusal, status, client: c.client });
+        }
+    }
+
+    #[cold]
+    fn record(&mut self, r: Refused) {
+        self.counts.counts[r.refusal.index()] += 1;
         if self.queue.len() == REFUSALS_KEPT {
             self.queue.pop_front();
         }
-        let conn = ConnId { slot, generation: c.generation };
-        self.queue.push_back(Refused { conn, refusal, status, client: c.client });
+        self.queue.push_back(r);
     }
 }
 
