@@ -119,7 +119,7 @@ impl Config {
         Self {
             server_info: ServerInfo { name: name.into(), version: version.into(), title: None },
             instructions: None,
-            max_frame_len: 64_000,
+            max_frame_len: 1 << 20,
             max_in_flight: 64,
             max_depth: 64,
             max_buffered_output: 1 << 20,
@@ -160,11 +160,16 @@ impl Config {
         self.instructions = Some(instructions.into());
         self
     }
-    /// Longest stdio frame in bytes, newline excluded (default 64,000). A longer frame is
-    /// answered `-32600` with no id as soon as its length passes the limit; its remaining
-    /// bytes are discarded unread up to the next newline, where the stream resumes.
-    /// Clamped to at least 512. At most this much input (plus a line break) is buffered;
-    /// the stdio engine's input buffer takes twice that, allocated once.
+    /// Longest stdio frame in bytes, newline excluded (default 1 MiB, 1,048,576, as
+    /// HTTP's body cap, [`HttpConfig::max_body`](crate::http::HttpConfig::max_body)). A
+    /// longer frame is answered `-32600`, with the request's id when it can be read from
+    /// the frame's bytes (its top-level `"id"`, next to a `"method"`; read as the bytes
+    /// pass, wherever in the frame it is), else with none. The answer goes as soon as the
+    /// id is known (or the frame's top-level object ended), else when the frame ends; the
+    /// frame's bytes past the limit are discarded unread (but for that look) up to the
+    /// next newline, where the stream resumes. Clamped to at least 512. At most this much
+    /// input (plus a line break) is buffered; the stdio engine's input buffer takes twice
+    /// that, reserved once (pages are touched only as frames that long arrive).
     pub fn max_frame_len(&mut self, bytes: usize) -> &mut Self {
         self.max_frame_len = bytes.max(512);
         self

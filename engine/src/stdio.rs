@@ -22,6 +22,10 @@ use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
 use crate::revision::Revision;
 use crate::time::{Instant, UnixTime};
+use crate::wire::frame_id::{FrameId, MAX_ID_LEN};
+
+// An id read from an over-long frame is one the engine would have kept.
+const _: () = assert!(MAX_ID_LEN == crate::error::MAX_TICKET_ID_LEN);
 
 /// The MCP server state machine.
 ///
@@ -93,7 +97,13 @@ pub struct Engine {
     inbuf: Vec<u8>,
     in_start: usize,
     scan_from: usize,
+    /// The rest of an over-long frame is discarded as it arrives, up to its newline.
     discarding: bool,
+    /// Reads an over-long frame's bytes for its request id ([`FrameId`]).
+    frame_id: FrameId,
+    /// The over-long frame being discarded is not answered yet: its answer waits for
+    /// its id (or its end).
+    owed: bool,
     eof: bool,
     /// While the ticket slots are full: bytes after `in_start` already looked at (each
     /// frame in them waits for a slot, or is in `held_cancels`).
@@ -138,6 +148,8 @@ impl Engine {
             in_start: 0,
             scan_from: 0,
             discarding: false,
+            frame_id: FrameId::new(),
+            owed: false,
             eof: false,
             held: 0,
             held_cancels: heapless::Vec::new(),
@@ -230,7 +242,14 @@ impl Engine {
         let total = data.len();
         while !data.is_empty() {
             if self.discarding {
-                match memchr::memchr(b'\n', data) {
+                let end = memchr::memchr(b'\n', data);
+                if self.owed {
+                    self.frame_id.feed(&data[..end.unwrap_or(data.len())]);
+                    if end.is_some() || self.frame_id.is_settled() {
+                        self.answer_over_long();
+                    }
+                }
+                match end {
                     Some(i) => {
                         self.discarding = false;
                         data = &data[i + 1..];
@@ -269,6 +288,10 @@ impl Engine {
             return;
         }
         self.eof = true;
+        if self.owed {
+            // The over-long frame ends here: answered with what was read of it.
+            self.answer_over_long();
+        }
         // Nobody is left to answer what the client was asked.
         self.core.inputs_gone(None);
         self.process();
@@ -744,7 +767,7 @@ impl Engine {
                         end -= 1;
                     }
                     if end - start > max {
-                        self.core.oversized();
+                        self.over_long(start, end, true);
                     } else {
                         self.frame(start, end);
                     }
@@ -752,8 +775,9 @@ impl Engine {
                 None => {
                     self.scan_from = rest.len();
                     if rest.len() > max + 1 {
-                        // Too long already: answer now and drop the rest unread.
-                        self.core.oversized();
+                        // Too long already: answered (once its id is known) and the rest
+                        // dropped unread.
+                        self.over_long(self.in_start, self.inbuf.len(), false);
                         self.in_start = self.inbuf.len();
                         self.scan_from = 0;
                         self.discarding = true;
@@ -765,7 +789,7 @@ impl Engine {
                             end -= 1;
                         }
                         if end - start > max {
-                            self.core.oversized();
+                            self.over_long(start, end, true);
                         } else {
                             self.frame(start, end);
                         }
@@ -780,6 +804,29 @@ impl Engine {
             self.scan_from = 0;
             self.forget_held();
         }
+    }
+
+    /// A frame longer than the limit, whose first bytes are `inbuf[start..end]`
+    /// (`complete`: all of it). Its refusal carries the request's id when one can be read
+    /// ([`FrameId`]): it is answered now when the id is known or can no longer be learnt,
+    /// else once the rest of the frame has gone by (see `handle_input`).
+    #[cold]
+    #[inline(never)]
+    fn over_long(&mut self, start: usize, end: usize, complete: bool) {
+        self.frame_id.reset();
+        self.frame_id.feed(&self.inbuf[start..end]);
+        self.owed = true;
+        if complete || self.frame_id.is_settled() {
+            self.answer_over_long();
+        }
+    }
+
+    /// Answers the over-long frame [`over_long`](Self::over_long) read.
+    #[cold]
+    #[inline(never)]
+    fn answer_over_long(&mut self) {
+        self.owed = false;
+        self.core.oversized(self.frame_id.request_id());
     }
 
     /// The head frame, `consumed` bytes, was taken: what was looked at behind it moves up.
@@ -833,7 +880,7 @@ impl Engine {
         let Some(i) = memchr::memchr(b'\n', &self.inbuf[head..]) else {
             if self.inbuf.len() - head > max + 1 {
                 // An over-long frame at the head: answered and dropped as on the normal path.
-                self.core.oversized();
+                self.over_long(head, self.inbuf.len(), false);
                 self.in_start = self.inbuf.len();
                 self.scan_from = 0;
                 self.discarding = true;
@@ -847,7 +894,7 @@ impl Engine {
         let blank = self.inbuf[head..end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'));
         if blank || end - head > max || self.peek_frame(head, end, true) == Peeked::Served {
             if !blank && end - head > max {
-                self.core.oversized();
+                self.over_long(head, end, true);
             }
             self.in_start = nl + 1;
             self.scan_from = 0;

@@ -197,6 +197,7 @@ fn drain(
         }
     }
     spans.drain(engine);
+    spans.refusals(engine);
     any
 }
 

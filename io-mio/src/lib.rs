@@ -228,7 +228,12 @@
 //! client's `traceparent` is recorded as the fields `parent.trace_id`, `parent.span_id`
 //! and `parent.sampled` (this crate makes no OpenTelemetry spans, and records no metrics:
 //! see `docs/observability.md`). `record_resource_uri` and `status_code_key` on either
-//! server choose what else is recorded.
+//! server choose what else is recorded. The HTTP server also logs each request the engine
+//! refused (`403` for a `Host` not allowed, `413` for a body over the cap, ...) as a
+//! `DEBUG` event `request refused` with its reason; without the feature the refusals stay
+//! in the engine for the host to read
+//! ([`HttpEngine::poll_refusal`](mcp_engine::http::HttpEngine::poll_refusal),
+//! [`HttpEngine::refusal_counts`](mcp_engine::http::HttpEngine::refusal_counts)).
 //!
 //! [mio]: https://docs.rs/mio
 //! [`HttpEngine`]: mcp_engine::http::HttpEngine

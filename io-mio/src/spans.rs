@@ -167,6 +167,19 @@ impl Spans {
         let _ = engine;
     }
 
+    /// Logs every request the HTTP engine refused since the last call at `DEBUG`, with its
+    /// reason (`mcp_spans::refused!`, target `mcp_io_mio::spans`; feature `tracing`).
+    /// Without the feature they stay in the engine for the host
+    /// ([`HttpEngine::poll_refusal`](mcp_engine::http::HttpEngine::poll_refusal)).
+    pub(crate) fn refusals(&mut self, engine: &mut mcp_engine::http::HttpEngine) {
+        #[cfg(feature = "tracing")]
+        while let Some(r) = engine.poll_refusal() {
+            mcp_spans::refused!(&r);
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = engine;
+    }
+
     /// Records `verdict` on `ticket`'s open span and closes it.
     #[cfg(feature = "tracing")]
     fn close(&mut self, ticket: Ticket, verdict: Verdict) {

@@ -10,6 +10,8 @@
 //! # as an OAuth 2.1 protected resource (feature `oauth`):
 //! cargo run --release -p mcp-io-tokio --features oauth --example everything -- \
 //!     --oauth-issuer https://auth.example.com --public-url https://mcp.example.com/mcp
+//! # spans and metrics to an OpenTelemetry collector, OTLP over HTTP (feature `otel`):
+//! cargo run --release -p mcp-io-tokio --features otel --example everything -- --otlp http://127.0.0.1:4318
 //! ```
 //!
 //! Over HTTP the server listens on a loopback address only (it accepts any `Origin`, and
@@ -33,7 +35,7 @@ use mcp_fixture::connectome::ConnectomeOptions;
 use mcp_fixture::edge::EdgeOptions;
 use mcp_fixture::oauth::OAuthOptions;
 use mcp_fixture::scale::ScaleOptions;
-use mcp_io_tokio::{Authorizer, HttpServer, serve_stdio};
+use mcp_io_tokio::{Authorizer, HttpServer, Telemetry};
 use tracing_subscriber::EnvFilter;
 
 use crate::fixture::Everything;
@@ -46,6 +48,9 @@ Serves the MCP conformance `everything` fixture.
   --http [ADDR]  serve Streamable HTTP at http://ADDR/mcp (the default; ADDR defaults
                  to 127.0.0.1:3000 and must be a loopback address; port 0 picks one)
   --stdio        serve one client over stdin/stdout
+  --otlp URL     export the request spans and the metrics (durations, refusals) to an
+                 OpenTelemetry collector at URL, OTLP over HTTP (http://127.0.0.1:4318:
+                 URL/v1/traces and URL/v1/metrics; feature `otel`)
   -h, --help     print this help
 
 Over HTTP:
@@ -107,6 +112,14 @@ fn parse_args() -> Result<Mode, ExitCode> {
                 return Err(ExitCode::from(2));
             }
         }
+        if arg == "--otlp" {
+            let Some(url) = args.next_if(|a| !a.starts_with('-')) else {
+                eprint!("everything: --otlp needs the collector's URL\n\n{}", usage());
+                return Err(ExitCode::from(2));
+            };
+            let _ = OTLP.set(url);
+            continue;
+        }
         let next = match arg.as_str() {
             "--stdio" => Mode::Stdio(ConnectomeOptions::default()),
             "--http" => {
@@ -148,6 +161,13 @@ fn parse_args() -> Result<Mode, ExitCode> {
     };
     if let Err(e) = oauth.check(&edge) {
         return refuse(e);
+    }
+    if OTLP.get().is_some() && !cfg!(feature = "otel") {
+        return refuse(
+            "--otlp needs a build with the `otel` feature: \
+             cargo run -p mcp-io-tokio --features otel --example everything -- ..."
+                .to_owned(),
+        );
     }
     if oauth.is_on() && !cfg!(feature = "oauth") {
         return refuse(
@@ -214,11 +234,10 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
 
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
-        .init();
+    if let Err(e) = init_logs() {
+        eprintln!("everything: {e}");
+        return ExitCode::FAILURE;
+    }
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -236,7 +255,56 @@ fn main() -> ExitCode {
     };
     // A read of stdin may still be pending after an error: do not wait for it.
     runtime.shutdown_background();
+    #[cfg(feature = "otel")]
+    if let Some(otel) = OTEL.get() {
+        // What is left goes to the collector before the process ends.
+        let _ = (otel.tracer_provider().shutdown(), otel.meter_provider().shutdown());
+    }
     code
+}
+
+/// The collector of `--otlp`.
+static OTLP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// The exporter to it (feature `otel`), made once the arguments are read.
+#[cfg(feature = "otel")]
+static OTEL: std::sync::OnceLock<mcp_io_tokio::Otel> = std::sync::OnceLock::new();
+
+/// Logs to stderr (`RUST_LOG` filters them, default `info`); with `--otlp`, the spans
+/// also go to the collector as OpenTelemetry spans, and the metrics with them.
+fn init_logs() -> Result<(), String> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    let logs = tracing_subscriber::registry().with(filter).with(fmt);
+    #[cfg(feature = "otel")]
+    if let Some(url) = OTLP.get() {
+        let otel = mcp_io_tokio::Otel::builder()
+            .endpoint(url.as_str())
+            .service_name("mcp-everything")
+            .metrics_interval(std::time::Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("--otlp {url}: {e}"))?;
+        let layer = otel.layer();
+        let _ = OTEL.set(otel);
+        logs.with(layer).init();
+        tracing::info!(collector = %url, "exporting spans and metrics (OTLP over HTTP)");
+        return Ok(());
+    }
+    logs.init();
+    Ok(())
+}
+
+/// What the request spans record: with `--otlp`, the metrics on its exporter's meter.
+fn telemetry() -> Telemetry {
+    #[cfg(feature = "otel")]
+    if let Some(otel) = OTEL.get() {
+        return otel.telemetry();
+    }
+    Telemetry::new()
 }
 
 async fn serve_http(
@@ -291,7 +359,8 @@ async fn serve_http(
     }
     let handler = Arc::new(Everything::new(dynamic));
     if !oauth.is_on() {
-        let server = match with_store(HttpServer::without_authorizer(engine, handler), &scale).await {
+        let server = HttpServer::without_authorizer(engine, handler).telemetry(telemetry());
+        let server = match with_store(server, &scale).await {
             Ok(server) => server,
             Err(e) => {
                 tracing::error!(%e, "cannot open the session store");
@@ -310,13 +379,14 @@ async fn serve_http(
                 return ExitCode::FAILURE;
             }
         };
-        let server = match with_store(HttpServer::new(engine, handler, auth), &scale).await {
-            Ok(server) => server,
-            Err(e) => {
-                tracing::error!(%e, "cannot open the session store");
-                return ExitCode::FAILURE;
-            }
-        };
+        let server =
+            match with_store(HttpServer::new(engine, handler, auth).telemetry(telemetry()), &scale).await {
+                Ok(server) => server,
+                Err(e) => {
+                    tracing::error!(%e, "cannot open the session store");
+                    return ExitCode::FAILURE;
+                }
+            };
         eprintln!("listening on http://{bound}/mcp");
         serve(server, listener).await
     }
@@ -418,7 +488,10 @@ async fn stdio(connectome: ConnectomeOptions) -> ExitCode {
         return ExitCode::FAILURE;
     }
     tracing::info!("serving the everything fixture on stdio");
-    match serve_stdio(engine, Arc::new(Everything::new(dynamic))).await {
+    let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
+    match mcp_io_tokio::serve_with(engine, Arc::new(Everything::new(dynamic)), stdin, stdout, telemetry())
+        .await
+    {
         Ok(()) => {
             tracing::info!("client closed the stream; bye");
             ExitCode::SUCCESS

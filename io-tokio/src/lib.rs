@@ -20,8 +20,8 @@
 //! - With feature `tower`, `McpService` is the same endpoint as a tower `Service`, to
 //!   mount in an axum router.
 //! - With feature `otel`, each request span has the client's trace context as its
-//!   OpenTelemetry parent, the duration histograms are recorded, and `Otel` exports both
-//!   as OTLP over HTTP.
+//!   OpenTelemetry parent, the duration histograms and the refusal counter are recorded,
+//!   and `Otel` exports them as OTLP over HTTP.
 //!
 //! Each request runs in a tokio task of its own, so slow handlers do not hold up others and
 //! replies go out in the order they finish. At most the engine's in-flight limit
@@ -35,7 +35,10 @@
 //! request whose handler allocates nothing makes no heap allocation, over stdio and over
 //! [`serve_http`] alike.
 //!
-//! Logging goes through [`tracing`], never to stdout.
+//! Logging goes through [`tracing`], never to stdout. Every HTTP request the engine
+//! refuses (a `Host` or `Origin` not allowed, a body over the cap, a timeout, a rate
+//! limit, ...) is logged at `DEBUG` with its reason (`RUST_LOG=mcp_io_tokio=debug`), and
+//! counted by reason in `mcp.server.http.refusals` with feature `otel`.
 //!
 //! ## Example
 //!
@@ -151,7 +154,8 @@
 //!   one `tracing` span per request, host-served or answered by the engine itself, named
 //!   and attributed as OpenTelemetry's MCP conventions say by the mapping the mio adapter
 //!   shares (crate `mcp-spans`: the span, the transport a run loop records, the class of
-//!   an answer) ([`Telemetry`]; see `docs/observability.md`).
+//!   an answer) ([`Telemetry`]; see `docs/observability.md`); the `DEBUG` line and the
+//!   count of every request the HTTP engine refused.
 //! - `handler` (imports `reply`, `request`): the [`Handler`] trait and [`tool_fn`].
 //! - `work` (imports `strings`, `reply`, `channel`, `otel`, `request`, `telemetry`,
 //!   `handler`): the handler
@@ -240,7 +244,7 @@ pub use oauth::{
     AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
 };
 #[cfg(feature = "otel")]
-pub use otel::{DURATION_BUCKETS, Otel, OtelBuilder, OtelError, SCOPE};
+pub use otel::{DURATION_BUCKETS, Otel, OtelBuilder, OtelError, REFUSALS, SCOPE};
 #[cfg(feature = "postgres")]
 pub use postgres::{IgnoredNotices, PgSessionStore, PgStoreConfig};
 pub use reply::{

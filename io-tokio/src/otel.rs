@@ -24,8 +24,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
+use mcp_engine::http::Refusal;
 use mcp_engine::{Instant, Revision, Served, TraceContext};
-use opentelemetry::metrics::{Histogram, Meter, MeterProvider as _};
+use opentelemetry::metrics::{Counter, Histogram, Meter, MeterProvider as _};
 use opentelemetry::propagation::{Extractor, TextMapPropagator as _};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState};
@@ -43,6 +44,10 @@ use mcp_spans::{StatusCodeKey, Verdict, Wire, server_error};
 /// The explicit bucket boundaries, in seconds, the conventions give both histograms.
 pub const DURATION_BUCKETS: [f64; 14] =
     [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+
+/// The counter of refused HTTP requests (attribute `error.type`: the
+/// [`Refusal::name`](mcp_engine::http::Refusal::name) of the reason).
+pub const REFUSALS: &str = "mcp.server.http.refusals";
 
 /// The instrumentation scope of the meter [`Otel::meter`] gives, and of [`Otel`]'s tracer.
 pub const SCOPE: &str = "mcp-io-tokio";
@@ -87,18 +92,19 @@ impl Extractor for BaggageOnly<'_> {
     }
 }
 
-/// The two histograms.
+/// The two histograms, and the count of refused HTTP requests.
 #[derive(Clone)]
 pub(crate) struct Metrics {
     operation: Histogram<f64>,
     session: Histogram<f64>,
+    refusals: Counter<u64>,
     /// The attribute name(s) of a JSON-RPC error code.
     pub(crate) key: StatusCodeKey,
 }
 
 impl fmt::Debug for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Metrics { mcp.server.operation.duration, mcp.server.session.duration }")
+        f.write_str("Metrics { mcp.server.operation.duration, mcp.server.session.duration, mcp.server.http.refusals }")
     }
 }
 
@@ -219,8 +225,18 @@ impl Metrics {
                 "mcp.server.session.duration",
                 "The duration of the MCP session as observed on the MCP server.",
             ),
+            refusals: meter
+                .u64_counter(REFUSALS)
+                .with_unit("{request}")
+                .with_description("HTTP requests the server refused, by reason (error.type).")
+                .build(),
             key,
         }
+    }
+
+    /// `n` more requests refused for `refusal`.
+    pub(crate) fn refused(&self, refusal: Refusal, n: u64) {
+        self.refusals.add(n, &[KeyValue::new("error.type", refusal.name())]);
     }
 
     /// The point of a request the engine answered itself, `took` after it was read.

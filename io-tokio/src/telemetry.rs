@@ -24,6 +24,7 @@
 //! `tracestate`, `baggage`, error messages; a resource's uri only when the host opts in
 //! ([`Telemetry::resource_uri`]).
 
+use mcp_engine::http::{Refusal, Refused};
 use mcp_engine::{Event, Instant, Revision, Served, TraceContext};
 use mcp_spans::{Attributes, StatusCodeKey};
 pub(crate) use mcp_spans::{Verdict, Wire};
@@ -115,11 +116,14 @@ fn served_span(s: &Served<'_>, wire: Wire) -> Span {
     span
 }
 
-/// The sessions a run loop times for `mcp.server.session.duration` (feature `otel`).
+/// What a run loop keeps between its records: the sessions it times for
+/// `mcp.server.session.duration` (feature `otel`), and the refusals it has counted.
 #[derive(Default)]
 pub(crate) struct SessionClock {
     #[cfg(feature = "otel")]
     sessions: crate::otel::Sessions,
+    /// The engine's refusal counts when last looked at, by `Refusal::index`.
+    refused: [u64; Refusal::ALL.len()],
 }
 
 /// Makes the span (and, with feature `otel` and a meter, the metric point) of every
@@ -155,8 +159,47 @@ pub(crate) fn served(
         #[cfg(not(feature = "otel"))]
         let _ = end;
     }
+    refusals(engine, telemetry, clock);
     #[cfg(not(feature = "otel"))]
-    let _ = (telemetry, received, clock);
+    let _ = (telemetry, received);
+}
+
+/// Logs every request `engine` refused since the last call at `DEBUG` with its reason
+/// (`mcp_spans::refused!`, target `mcp_io_tokio::telemetry`), and with feature `otel` and
+/// a meter counts them by reason in `mcp.server.http.refusals` (from the engine's counts:
+/// exact even when more were refused than the engine keeps for the log).
+fn refusals(engine: &mut impl ServedBy, telemetry: &Telemetry, clock: &mut SessionClock) {
+    let mut logged = 0u64;
+    while let Some(r) = engine.poll_refusal() {
+        mcp_spans::refused!(&r);
+        logged += 1;
+    }
+    if logged == 0 {
+        return;
+    }
+    let mut refused = 0;
+    if let Some(counts) = engine.refusal_counts() {
+        for (refusal, n) in counts.iter() {
+            let seen = &mut clock.refused[refusal.index()];
+            let more = n.saturating_sub(*seen);
+            *seen = n;
+            refused += more;
+            #[cfg(feature = "otel")]
+            if more > 0
+                && let Some(metrics) = &telemetry.metrics
+            {
+                metrics.refused(refusal, more);
+            }
+        }
+    }
+    if refused > logged {
+        tracing::debug!(
+            not_logged = refused - logged,
+            "more requests refused than the engine keeps for the log"
+        );
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = telemetry;
 }
 
 /// The stream a run loop served ended at `now`: the point of its session, if it opened
@@ -177,6 +220,14 @@ pub(crate) trait ServedBy {
     fn poll_served(&mut self) -> Option<Served<'_>>;
     /// The next HTTP session that ended (a stream's ends with the stream).
     fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>>;
+    /// The next refused HTTP request (none over stdio).
+    fn poll_refusal(&mut self) -> Option<Refused> {
+        None
+    }
+    /// The HTTP engine's refusal counts (none over stdio).
+    fn refusal_counts(&self) -> Option<&mcp_engine::http::RefusalCounts> {
+        None
+    }
 }
 
 impl ServedBy for mcp_engine::Engine {
@@ -194,6 +245,12 @@ impl ServedBy for mcp_engine::http::HttpEngine {
     }
     fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>> {
         Self::poll_session_end(self)
+    }
+    fn poll_refusal(&mut self) -> Option<Refused> {
+        Self::poll_refusal(self)
+    }
+    fn refusal_counts(&self) -> Option<&mcp_engine::http::RefusalCounts> {
+        Some(Self::refusal_counts(self))
     }
 }
 

@@ -172,3 +172,95 @@ async fn a_request_span_and_its_point_reach_an_otlp_collector() {
     }
     assert!(found, "no mcp.server.operation.duration in the metric export");
 }
+
+/// The demo with `--otlp`: started on loopback with the collector's URL, it exports the
+/// span of a call and, when interrupted (Ctrl-C), the metrics: the call's duration and
+/// the refusal of a request for another `Host`, by reason.
+#[tokio::test]
+async fn the_demo_exports_to_the_collector_its_otlp_flag_names() {
+    use std::io::BufRead as _;
+    use std::process::{Command, Stdio};
+
+    let (collector, received) = collector();
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--message-format=json", "--features", "otel", "--example", "everything"])
+        .args(["--manifest-path", manifest])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("cargo build");
+    assert!(out.status.success(), "building the demo failed");
+    let demo = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "everything")
+        .find_map(|m| m["executable"].as_str().map(str::to_owned))
+        .expect("the demo's executable");
+    let mut child = Command::new(demo)
+        .args(["--http", "127.0.0.1:0", "--otlp", &format!("http://{collector}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the demo");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(at) = line.strip_prefix("listening on http://") {
+                let _ = tx.send(at.trim_end_matches("/mcp").to_owned());
+            }
+        }
+    });
+    let addr: SocketAddr =
+        rx.recv_timeout(http_support::PATIENCE).expect("the demo listens").parse().unwrap();
+    let mut conn = http_support::Conn::open(addr).await;
+    let r = conn.call(1, "echo", &serde_json::json!({ "text": "to the collector" })).await;
+    assert_eq!(r.status, 200);
+    let mut conn = http_support::Conn::open(addr).await;
+    let req = http_support::post(addr, "tools/list", None, &http_support::body(2, "tools/list", ""))
+        .replace(&format!("Host: 127.0.0.1:{}", addr.port()), "Host: evil.example");
+    conn.send(&req).await;
+    assert_eq!(conn.response().await.status, 403);
+    // Ctrl-C: the demo stops serving and sends what is left.
+    let interrupted = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(interrupted.success());
+    let status = http_support::patient("the demo exits", tokio::task::spawn_blocking(move || child.wait()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status}");
+
+    let got = received.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let mut spans = Vec::new();
+    let mut metrics = Vec::new();
+    for (path, _, body) in &got {
+        if path == "/v1/traces" {
+            let export = ExportTraceServiceRequest::decode(body.clone()).unwrap();
+            for rs in export.resource_spans {
+                let service = rs.resource.as_ref().and_then(|r| string(&r.attributes, "service.name"));
+                assert_eq!(service.as_deref(), Some("mcp-everything"));
+                spans.extend(rs.scope_spans.into_iter().flat_map(|s| s.spans));
+            }
+        } else if path == "/v1/metrics" {
+            let export = ExportMetricsServiceRequest::decode(body.clone()).unwrap();
+            metrics.extend(
+                export.resource_metrics.into_iter().flat_map(|r| r.scope_metrics).flat_map(|s| s.metrics),
+            );
+        }
+    }
+    let span = spans.iter().find(|s| s.name == "tools/call echo").expect("the call's span");
+    assert_eq!(string(&span.attributes, "network.protocol.name").as_deref(), Some("http"));
+    assert!(metrics.iter().any(|m| m.name == "mcp.server.operation.duration"), "the durations");
+    let refusals =
+        metrics.iter().rev().find(|m| m.name == mcp_io_tokio::REFUSALS).expect("the refusal counter");
+    let Some(Data::Sum(sum)) = &refusals.data else { panic!("a sum: {refusals:?}") };
+    let host = sum
+        .data_points
+        .iter()
+        .find(|p| string(&p.attributes, "error.type").as_deref() == Some("host_not_allowed"))
+        .expect("the Host refusal's point");
+    use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as Number;
+    assert_eq!(host.value, Some(Number::AsInt(1)));
+}

@@ -25,6 +25,9 @@ use store_support::{exchange, resume_until, sse_events};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_opened_on_one_node_is_served_by_another_with_the_same_key_and_store() {
+    if !pg_support::available() {
+        return;
+    }
     let db = pg_support::database();
     let first = KeysFile::new("first", &[0x5a]);
     // Node B mid-rotation: it seals with a new key and still opens what the first sealed.
@@ -68,6 +71,9 @@ async fn a_session_opened_on_one_node_is_served_by_another_with_the_same_key_and
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_written_on_one_node_is_resumed_with_last_event_id_on_another() {
+    if !pg_support::available() {
+        return;
+    }
     let db = pg_support::database();
     let keys = KeysFile::new("replay", &[0x5a]);
     let start = || demo::start(Adapter::Tokio, &["--store", db.url.as_str(), "--keys-file", keys.path()]);
@@ -146,6 +152,9 @@ async fn a_stream_written_on_one_node_is_resumed_with_last_event_id_on_another()
 /// name, A's successor would too, until the 30 s lease ran out) and reads `failed` after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demo_restarted_under_its_node_name_reads_its_running_task_as_failed_at_once() {
+    if !pg_support::available() {
+        return;
+    }
     let db = pg_support::database();
     let start = |name: &str| demo::start(Adapter::Tokio, &["--store", db.url.as_str(), "--node-name", name]);
     let (a, b) = (start("node-a"), start("node-b"));
@@ -195,6 +204,9 @@ async fn a_demo_restarted_under_its_node_name_reads_its_running_task_as_failed_a
 /// the list is the store's, not one node's table.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sessions_tasks_made_on_two_nodes_are_listed_on_either() {
+    if !pg_support::available() {
+        return;
+    }
     let db = pg_support::database();
     let keys = KeysFile::new("list", &[0x3c]);
     let start = |name: &str| {

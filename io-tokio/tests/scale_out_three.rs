@@ -101,6 +101,9 @@ async fn three_nodes_on_one_database_serve_a_client_that_goes_round_them() {
     if !pg_support::available() {
         return;
     }
+    if !pg_support::available() {
+        return;
+    }
     let db = pg_support::database();
     let keys = KeysFile::new("three", &[0x3c]);
     let args = ["--store", db.url.as_str(), "--keys-file", keys.path(), "--page-size", "2"];

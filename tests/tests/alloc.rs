@@ -8,7 +8,8 @@ use mcp_engine::{
 use mcp_tests::{legacy_open, modern, request};
 use serde_json::{Value, json};
 
-/// The input schema of the `calc` tool: the common keywords, a `$ref` and a `pattern`.
+/// The input schema of the `calc` tool: the common keywords, a `$ref`, a `pattern` and
+/// asserted `format`s.
 fn calc_schema() -> Value {
     json!({
         "type": "object",
@@ -18,7 +19,11 @@ fn calc_schema() -> Value {
             "b": {"type": "number", "minimum": -1e9, "maximum": 1e9},
             "label": {"type": "string", "maxLength": 40, "pattern": "^[a-z ]*$"},
             "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
-            "options": {"$ref": "#/$defs/options"}
+            "options": {"$ref": "#/$defs/options"},
+            "due": {"type": "string", "format": "date"},
+            "at": {"type": "string", "format": "date-time"},
+            "ref": {"type": "string", "format": "uuid"},
+            "source": {"type": "string", "format": "uri"}
         },
         "required": ["op", "a", "b"],
         "additionalProperties": false,
@@ -27,7 +32,9 @@ fn calc_schema() -> Value {
 }
 
 fn calc_arguments() -> Value {
-    json!({"op": "add", "a": 1.5, "b": 2, "label": "sum of two", "tags": ["x", "y"], "options": {"precision": 3}})
+    json!({"op": "add", "a": 1.5, "b": 2, "label": "sum of two", "tags": ["x", "y"], "options": {"precision": 3},
+        "due": "2026-07-28", "at": "2026-07-28T09:30:00Z", "ref": "67e55044-10b1-426f-9247-bb680e5fe0c8",
+        "source": "https://example.com/data"})
 }
 
 fn engine() -> Engine {
@@ -228,7 +235,7 @@ fn pump_deferred(
 #[test]
 fn held_pipelined_requests_allocate_nothing() {
     let mut cfg = Config::new("alloc", "1");
-    cfg.max_in_flight(4);
+    cfg.max_in_flight(4).max_frame_len(64_000);
     let catalog = Catalog::builder().tool(Tool::new("t")).build().unwrap();
     let mut e = Engine::new(cfg, catalog);
     let input: String = (0..2_000).map(|i| modern(i, "tools/call", json!({"name": "t"}))).collect();
@@ -262,7 +269,8 @@ fn held_pipelined_requests_allocate_nothing() {
 #[test]
 fn a_slow_reader_costs_no_allocation() {
     let mut cfg = Config::new("alloc", "1");
-    cfg.max_buffered_output(256 * 1024);
+    // An input buffer smaller than the input: the engine stops taking it.
+    cfg.max_buffered_output(256 * 1024).max_frame_len(64_000);
     let catalog = Catalog::builder().tool(Tool::new("t")).build().unwrap();
     let mut e = Engine::new(cfg, catalog);
     let input: String = (0..5_000).map(|i| modern(i, "tools/call", json!({"name": "t"}))).collect();

@@ -156,6 +156,7 @@ fn busy_sessions_never_give_way() {
         "{body}"
     );
     assert_eq!(c.e.sessions(), 2);
+    assert_eq!(c.e.refusal_counts().get(mcp_engine::http::Refusal::TooManySessions), 1);
     // Another client is served, to the cap; with every session busy, the next is 503.
     connect(&mut c, "192.0.2.2:1");
     let of_b = open(&mut c);
@@ -195,6 +196,7 @@ fn initialize_is_rate_limited_per_client() {
     assert_eq!(r.json()["id"], 3);
     assert!(r.header("mcp-session-id").is_none());
     assert_eq!(c.e.sessions(), 2);
+    assert_eq!(c.e.refusal_counts().get(mcp_engine::http::Refusal::RateLimited), 1);
     let inside = one(&mut c, &in_session(&first, &init(4)));
     assert_eq!(
         inside.json()["error"]["code"],

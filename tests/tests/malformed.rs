@@ -217,27 +217,55 @@ fn long_validation_messages_are_bounded() {
 }
 
 #[test]
-fn oversized_frames_are_refused_and_the_stream_resumes() {
+fn oversized_frames_are_refused_with_their_id_and_the_stream_resumes() {
     let mut cfg = Config::new("s", "1");
     cfg.max_frame_len(1_000);
-    let big = format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n",
-        "x".repeat(5_000)
+    let pad = "x".repeat(5_000);
+    // The id first; the id last, after the long params (members are unordered: a client
+    // may write it there); a response of the client's (its id is not a request's: none).
+    let early =
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{pad}\"}}}}\n");
+    let late = format!(
+        "{{\"method\":\"tools/call\",\"params\":{{\"arguments\":{{\"id\":3,\"t\":\"{pad}\"}}}},\"jsonrpc\":\"2.0\",\"id\":\"late\"}}\n"
     );
-    let mut input = big.clone().into_bytes();
-    input.extend_from_slice(PING_LEGACY.as_bytes());
-    input.extend_from_slice(big.as_bytes());
-    input.extend_from_slice(PING_LEGACY.as_bytes());
+    let response = format!("{{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{{\"pad\":\"{pad}\"}}}}\n");
+    let mut input = Vec::new();
+    for frame in [&early, &late, &response] {
+        input.extend_from_slice(frame.as_bytes());
+        input.extend_from_slice(PING_LEGACY.as_bytes());
+    }
     for chunks in [&[usize::MAX][..], &[1], &[7, 1000, 3], &[999], &[1001]] {
         let mut e = Engine::new(cfg.clone(), mcp_fixture::catalog());
         let out = lines(&drive(&mut e, &input, chunks));
-        assert_eq!(out.len(), 4, "{chunks:?}: {out:?}");
-        for i in [0, 2] {
+        assert_eq!(out.len(), 6, "{chunks:?}: {out:?}");
+        for i in [0, 2, 4] {
             assert_eq!(out[i]["error"]["code"], -32600);
-            assert!(out[i].get("id").is_none());
+            assert_eq!(out[i]["error"]["message"], "Invalid Request: frame longer than 1000 bytes");
         }
-        for i in [1, 3] {
+        assert_eq!(out[0]["id"], 1);
+        assert_eq!(out[2]["id"], "late");
+        assert!(out[4].get("id").is_none(), "{:?}", out[4]);
+        for i in [1, 3, 5] {
             assert_eq!(out[i]["id"], "after");
+        }
+    }
+}
+
+#[test]
+fn an_over_long_frame_cut_by_the_end_of_input_is_answered() {
+    let mut cfg = Config::new("s", "1");
+    cfg.max_frame_len(600);
+    for (frame, id) in [
+        (format!("{{\"method\":\"ping\",\"id\":7,\"params\":{{\"pad\":\"{}", "x".repeat(2_000)), json!(7)),
+        (format!("{{\"method\":\"ping\",\"params\":{{\"pad\":\"{}", "x".repeat(2_000)), Value::Null),
+    ] {
+        for chunks in [&[usize::MAX][..], &[1], &[601]] {
+            let mut e = Engine::new(cfg.clone(), Catalog::empty());
+            let out = lines(&drive(&mut e, frame.as_bytes(), chunks));
+            assert_eq!(out.len(), 1, "{chunks:?}: {out:?}");
+            assert_eq!(out[0]["error"]["code"], -32600);
+            assert_eq!(out[0].get("id").cloned().unwrap_or(Value::Null), id);
+            assert!(e.is_finished());
         }
     }
 }

@@ -114,6 +114,8 @@ fn a_thousand_streams_of_one_client_do_not_lock_another_out() {
     }
     assert_eq!(statuses.get("200"), Some(&32), "{statuses:?}");
     assert_eq!(statuses.get("429"), Some(&(1024 - 32)), "{statuses:?}");
+    // Each refusal is recorded with its reason, for the adapters' logs.
+    assert_eq!(c.e.refusal_counts().get(mcp_engine::http::Refusal::TooManyStreams), 1024 - 32);
     assert_eq!(c.e.streams(), 32);
     assert_eq!(c.e.connections(), 1024, "every connection of A is open: the cap is reached");
     // Another client is served: a connection (an idle one of A's makes room) and a session.

@@ -20,6 +20,8 @@
 //! - [`record_outcome`]: `error.type`, the JSON-RPC code (under the name [`StatusCodeKey`]
 //!   chooses) and the span status of a [`Verdict`]; [`record_parent`]: the client's ids
 //!   as plain fields, for output without OpenTelemetry (never on an exported span).
+//! - [`refused!`]: the `DEBUG` event of a request the HTTP engine refused, with its
+//!   reason.
 //!
 //! Every field is formatted lazily: with no subscriber (or one that does not want the
 //! span) nothing is evaluated and nothing is allocated.
@@ -33,6 +35,8 @@ pub mod testing;
 use core::fmt;
 use core::net::{IpAddr, SocketAddr};
 
+#[doc(hidden)]
+pub use mcp_engine::http::Refused;
 use mcp_engine::{Event, RequestId, Revision, Served, TraceParent};
 #[doc(hidden)]
 pub use tracing;
@@ -267,6 +271,27 @@ macro_rules! request_span {
             parent.sampled = $crate::tracing::field::Empty,
         )
     };
+}
+
+/// Logs one refused HTTP request (`$refused`: [`Refused`](mcp_engine::http::Refused), as
+/// [`HttpEngine::poll_refusal`](mcp_engine::http::HttpEngine::poll_refusal) gives it) as
+/// an event at level `DEBUG`, its target the invoking module (so
+/// `RUST_LOG=mcp_io_tokio=debug` shows the tokio adapter's): `request refused` with the
+/// `http.response.status_code`, the `reason` in words, its stable name as `error.type`,
+/// the client's address and the connection. Both adapters log every refusal with it.
+#[macro_export]
+macro_rules! refused {
+    ($refused:expr) => {{
+        let r: &$crate::Refused = $refused;
+        $crate::tracing::debug!(
+            http.response.status_code = r.status,
+            reason = r.refusal.reason(),
+            error.type = r.refusal.name(),
+            client.address = r.client.map($crate::tracing::field::display),
+            conn = ?r.conn,
+            "request refused"
+        )
+    }};
 }
 
 /// Records the client's `traceparent` as the plain fields `parent.trace_id`,

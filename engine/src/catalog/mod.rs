@@ -462,9 +462,43 @@ pub struct CatalogBuilder {
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
     prompts: Vec<Prompt>,
+    /// `format` is an annotation only ([`CatalogBuilder::validate_formats`]`(false)`).
+    formats_annotate: bool,
 }
 
 impl CatalogBuilder {
+    /// Whether the `format` keyword of the tools' input and output schemas is checked
+    /// (default: yes). On, every format jsonschema knows is asserted, whatever the
+    /// schema's draft: `date`, `date-time`, `time`, `duration`, `email`, `idn-email`,
+    /// `hostname`, `idn-hostname`, `ipv4`, `ipv6`, `uri`, `uri-reference`, `iri`,
+    /// `iri-reference`, `uri-template`, `uuid`, `json-pointer`,
+    /// `relative-json-pointer`, `regex` (as each draft defines them; `uuid` and `duration`
+    /// from 2019-09). Arguments that do not match are refused as any other schema
+    /// violation, before the handler runs (`"due": "not-a-date"` for `"format": "date"`: a
+    /// tool result with `isError: true` saying `"not-a-date" is not a "date"`, or, under
+    /// `2025-06-18`, `-32602` with the same message); structured output that does not
+    /// match its output schema is answered as a failed call, as any output mismatch. A
+    /// format it does not know (schemars writes `uint32`,
+    /// `int64`, `double`...) is an annotation either way. Off, every format is an
+    /// annotation, as JSON Schema 2019-09 and later say by default: for a host that
+    /// advertises formats as hints and checks them itself.
+    ///
+    /// ```
+    /// use mcp_engine::{Catalog, Tool};
+    /// use serde_json::json;
+    ///
+    /// let due = json!({"type": "object", "properties": {"due": {"type": "string", "format": "date"}}});
+    /// let checked = Catalog::builder().tool(Tool::new("plan").input_schema(due.clone())).build()?;
+    /// let hints_only = Catalog::builder().validate_formats(false).tool(Tool::new("plan").input_schema(due)).build()?;
+    /// # let _ = (checked, hints_only);
+    /// # Ok::<(), mcp_engine::CatalogError>(())
+    /// ```
+    #[must_use]
+    pub fn validate_formats(mut self, on: bool) -> Self {
+        self.formats_annotate = !on;
+        self
+    }
+
     /// Adds a tool.
     #[must_use]
     pub fn tool(mut self, tool: Tool) -> Self {
@@ -493,9 +527,10 @@ impl CatalogBuilder {
     /// Validates everything, compiles every schema once, sorts each list by its key and
     /// prepares the wire form of every item.
     pub fn build(self) -> Result<Catalog, CatalogError> {
+        let formats = !self.formats_annotate;
         let mut tools = Vec::with_capacity(self.tools.len());
         for tool in self.tools {
-            tools.push(build_tool(tool)?);
+            tools.push(build_tool(tool, formats)?);
         }
         tools.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
         if let Some(w) = tools.windows(2).find(|w| w[0].tool.name == w[1].tool.name) {
@@ -548,7 +583,7 @@ impl CatalogBuilder {
                     argument: w[0].to_owned(),
                 });
             }
-            let validator = compile_input(&prompt.name, &prompt.argument_schema())?;
+            let validator = compile_input(&prompt.name, &prompt.argument_schema(), formats)?;
             let wire = Fragments::of(
                 &PromptWire { p: &prompt, icons: true },
                 &PromptWire { p: &prompt, icons: false },
@@ -606,19 +641,22 @@ fn valid_tool_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
-fn compile(item: &str, schema: &Value) -> Result<jsonschema::Validator, CatalogError> {
-    jsonschema::validator_for(schema)
+/// Compiles an output schema (`formats`: asserted, else annotations).
+fn compile(item: &str, schema: &Value, formats: bool) -> Result<jsonschema::Validator, CatalogError> {
+    jsonschema::options()
+        .should_validate_formats(formats)
+        .build(schema)
         .map_err(|e| CatalogError::InvalidSchema { item: item.to_owned(), message: e.to_string() })
 }
 
 /// Compiles a schema that request arguments are validated against: for the request's tape
 /// (validity, allocation-free) and for `serde_json::Value` (error messages).
-fn compile_input(item: &str, schema: &Value) -> Result<SchemaValidator, CatalogError> {
-    SchemaValidator::new(schema)
+fn compile_input(item: &str, schema: &Value, formats: bool) -> Result<SchemaValidator, CatalogError> {
+    SchemaValidator::new(schema, formats)
         .map_err(|e| CatalogError::InvalidSchema { item: item.to_owned(), message: e.to_string() })
 }
 
-fn build_tool(tool: Tool) -> Result<ToolEntry, CatalogError> {
+fn build_tool(tool: Tool, formats: bool) -> Result<ToolEntry, CatalogError> {
     if !valid_tool_name(&tool.name) {
         return Err(CatalogError::InvalidToolName(tool.name));
     }
@@ -632,11 +670,11 @@ fn build_tool(tool: Tool) -> Result<ToolEntry, CatalogError> {
             }
             let headers = collect_header_params(schema)
                 .map_err(|error| CatalogError::InvalidHeaderAnnotation { tool: tool.name.clone(), error })?;
-            (Some(compile_input(&tool.name, schema)?), headers)
+            (Some(compile_input(&tool.name, schema, formats)?), headers)
         }
     };
     let output_validator = match &tool.output_schema {
-        Some(schema) => Some(compile(&tool.name, schema)?),
+        Some(schema) => Some(compile(&tool.name, schema, formats)?),
         None => None,
     };
     let wire = Fragments::of(&ToolWire { t: &tool, icons: true }, &ToolWire { t: &tool, icons: false });

@@ -31,7 +31,9 @@
 //!
 //! Deciding validity allocates nothing, except where jsonschema itself does for any
 //! representation (a recursive `$ref` keeps a cycle guard, a regex engine may warm a
-//! cache) and `uniqueItems` over more than [`UNIQUE_PAIRWISE_MAX`] items, which hashes
+//! cache, `format: email` parses into an owned address and `format: regex` translates
+//! the pattern; every other format checks the string in place) and `uniqueItems` over
+//! more than [`UNIQUE_PAIRWISE_MAX`] items, which hashes
 //! converted values as jsonschema's default does. Objects of more than 16 members are
 //! checked for repeated names by sorting their key indices in a reused thread-local
 //! buffer, which only allocates while it grows.
@@ -482,10 +484,11 @@ pub(crate) struct SchemaValidator {
 }
 
 impl SchemaValidator {
-    /// Compiles `schema` for both representations.
-    pub(crate) fn new(schema: &Value) -> Result<Self, jsonschema::ValidationError<'static>> {
-        let value = jsonschema::validator_for(schema)?;
-        let tape = jsonschema::options_for::<TapeJson>().build(schema)?;
+    /// Compiles `schema` for both representations; with `formats`, the `format`s
+    /// jsonschema knows are asserted (under every draft), else they are annotations.
+    pub(crate) fn new(schema: &Value, formats: bool) -> Result<Self, jsonschema::ValidationError<'static>> {
+        let value = jsonschema::options().should_validate_formats(formats).build(schema)?;
+        let tape = jsonschema::options_for::<TapeJson>().should_validate_formats(formats).build(schema)?;
         Ok(Self { tape, value })
     }
 
@@ -878,12 +881,19 @@ mod differential {
         check(&schema, &text);
     }
 
-    /// The assertions for one pair; `instance` is JSON text.
+    /// The assertions for one pair, with `format` asserted and as an annotation;
+    /// `instance` is JSON text.
     pub(super) fn check(schema: &Value, instance: &str) {
-        let by_value = jsonschema::validator_for(schema);
-        let by_tape = jsonschema::options_for::<TapeJson>().build(schema);
+        for formats in [true, false] {
+            check_with(schema, instance, formats);
+        }
+    }
+
+    fn check_with(schema: &Value, instance: &str, formats: bool) {
+        let by_value = jsonschema::options().should_validate_formats(formats).build(schema);
+        let by_tape = jsonschema::options_for::<TapeJson>().should_validate_formats(formats).build(schema);
         assert_eq!(by_value.is_ok(), by_tape.is_ok(), "compiles for one representation only: {schema}");
-        let Ok(both) = SchemaValidator::new(schema) else { return };
+        let Ok(both) = SchemaValidator::new(schema, formats) else { return };
 
         // The arguments sit inside a request on the engine's tape: embed them likewise.
         let mut frame =
@@ -907,7 +917,7 @@ mod differential {
                 assert_eq!(
                     verdict == SchemaVerdict::Valid,
                     expected,
-                    "verdicts differ\nschema:   {schema}\ninstance: {instance}\nwritten:  {}",
+                    "verdicts differ (formats asserted: {formats})\nschema:   {schema}\ninstance: {instance}\nwritten:  {}",
                     String::from_utf8_lossy(&written)
                 );
             }
@@ -926,7 +936,7 @@ mod tests {
     use super::*;
 
     fn verdict_of(schema: &Value, instance: &str) -> SchemaVerdict {
-        let v = SchemaValidator::new(schema).unwrap();
+        let v = SchemaValidator::new(schema, true).unwrap();
         let mut b = instance.as_bytes().to_vec();
         let tape = simd_json::to_tape(&mut b).unwrap();
         v.verdict(&tape.0, Some(0))
@@ -983,9 +993,9 @@ mod tests {
 
     #[test]
     fn absent_arguments_are_an_empty_object() {
-        let v = SchemaValidator::new(&json!({"type": "object", "required": ["a"]})).unwrap();
+        let v = SchemaValidator::new(&json!({"type": "object", "required": ["a"]}), true).unwrap();
         assert_eq!(v.verdict(&[], None), SchemaVerdict::Invalid);
-        let v = SchemaValidator::new(&json!({"type": "object", "maxProperties": 0})).unwrap();
+        let v = SchemaValidator::new(&json!({"type": "object", "maxProperties": 0}), true).unwrap();
         assert_eq!(v.verdict(&[], None), SchemaVerdict::Valid);
     }
 
@@ -1021,20 +1031,23 @@ mod tests {
 
     #[test]
     fn validity_on_the_tape_allocates_nothing() {
-        let v = SchemaValidator::new(&json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "minLength": 1, "pattern": "^[a-z]+$"},
-                "n": {"type": "integer", "minimum": 0, "multipleOf": 2},
-                "tags": {"type": "array", "items": {"enum": ["x", "y", {"k": 1}]}, "uniqueItems": true},
-                "mode": {"const": "fast"},
-                "opt": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/pos"}]}
-            },
-            "required": ["name", "n"],
-            "additionalProperties": false,
-            "propertyNames": {"maxLength": 8},
-            "$defs": {"pos": {"type": "number", "exclusiveMinimum": 0}}
-        }))
+        let v = SchemaValidator::new(
+            &json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "pattern": "^[a-z]+$"},
+                    "n": {"type": "integer", "minimum": 0, "multipleOf": 2},
+                    "tags": {"type": "array", "items": {"enum": ["x", "y", {"k": 1}]}, "uniqueItems": true},
+                    "mode": {"const": "fast"},
+                    "opt": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/pos"}]}
+                },
+                "required": ["name", "n"],
+                "additionalProperties": false,
+                "propertyNames": {"maxLength": 8},
+                "$defs": {"pos": {"type": "number", "exclusiveMinimum": 0}}
+            }),
+            true,
+        )
         .unwrap();
         let mut text = br#"{"name":"abc","n":4,"tags":["x",{"k":1.0}],"mode":"fast","opt":0.5}"#.to_vec();
         let tape = simd_json::to_tape(&mut text).unwrap();
@@ -1045,5 +1058,74 @@ mod tests {
             }
         });
         assert_eq!(info.count_total, 0, "{info:?}");
+    }
+}
+
+#[cfg(test)]
+mod formats {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A one-property schema `{"v": {"type": "string", "format": format}}` and the verdict
+    /// on `{"v": value}`, with formats asserted or not.
+    fn verdict(format: &str, value: &str, formats: bool) -> SchemaVerdict {
+        let schema = json!({"type": "object", "properties": {"v": {"type": "string", "format": format}}});
+        let v = SchemaValidator::new(&schema, formats).unwrap();
+        let mut text = serde_json::to_vec(&json!({ "v": value })).unwrap();
+        let tape = simd_json::to_tape(&mut text).unwrap();
+        let verdict = v.verdict(&tape.0, Some(0));
+        // The `Value` path (error messages) agrees.
+        let value = serde_json::json!({ "v": value });
+        assert_eq!(verdict == SchemaVerdict::Valid, v.value().is_valid(&value), "{format} {value}");
+        verdict
+    }
+
+    /// Each format with a valid value and an invalid one.
+    const CASES: &[(&str, &str, &str)] = &[
+        ("date", "2026-07-28", "not-a-date"),
+        ("date-time", "2026-07-28T12:30:00Z", "2026-07-28 noon"),
+        ("time", "12:30:00+02:00", "25:00:00Z"),
+        ("email", "ada@example.com", "ada.example.com"),
+        ("uri", "https://example.com/a?b=c", "not a uri"),
+        ("uri-reference", "../a/b", "\\\\x y"),
+        ("uuid", "67e55044-10b1-426f-9247-bb680e5fe0c8", "67e55044-10b1"),
+        ("ipv4", "192.0.2.1", "192.0.2.300"),
+        ("ipv6", "2001:db8::1", "2001:db8:::1"),
+        ("hostname", "mcp.example.com", "-bad-.example"),
+        ("duration", "P3DT4H", "3 days"),
+        ("json-pointer", "/a/b~1c", "a/b"),
+        ("regex", "^a+$", "(unclosed"),
+    ];
+
+    #[test]
+    fn known_formats_are_asserted_and_switch_off_to_annotations() {
+        for &(format, good, bad) in CASES {
+            assert_eq!(verdict(format, good, true), SchemaVerdict::Valid, "{format} {good}");
+            assert_eq!(verdict(format, bad, true), SchemaVerdict::Invalid, "{format} {bad}");
+            assert_eq!(verdict(format, bad, false), SchemaVerdict::Valid, "{format} {bad} (annotation)");
+        }
+        // A format jsonschema does not know (schemars writes `uint32`, `int64`, ...) is an
+        // annotation either way.
+        assert_eq!(verdict("uint32", "anything", true), SchemaVerdict::Valid);
+    }
+
+    #[test]
+    fn valid_formats_on_the_tape_allocate_nothing() {
+        // `email` (its parser builds an owned address) and `regex` (a cache of patterns)
+        // allocate inside jsonschema; every other format checks in place.
+        for &(format, good, _) in CASES.iter().filter(|(f, ..)| !matches!(*f, "email" | "regex")) {
+            let schema = json!({"type": "object", "properties": {"v": {"type": "string", "format": format}}});
+            let v = SchemaValidator::new(&schema, true).unwrap();
+            let mut text = serde_json::to_vec(&json!({ "v": good })).unwrap();
+            let tape = simd_json::to_tape(&mut text).unwrap();
+            assert_eq!(v.verdict(&tape.0, Some(0)), SchemaVerdict::Valid);
+            let info = allocation_counter::measure(|| {
+                for _ in 0..10 {
+                    assert_eq!(v.verdict(&tape.0, Some(0)), SchemaVerdict::Valid);
+                }
+            });
+            assert_eq!(info.count_total, 0, "{format}: {info:?}");
+        }
     }
 }

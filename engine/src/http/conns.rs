@@ -14,7 +14,7 @@
 use super::exchange::{Exchange, Framing, Phase, SessionStream, finish, refuse};
 use super::replay::is_standalone;
 use super::stream_shares::StreamKind;
-use super::{ConnId, HttpEngine};
+use super::{ConnId, HttpEngine, Refusal};
 use crate::jsonrpc::Flow;
 use crate::output::Route;
 use crate::time::Instant;
@@ -69,6 +69,7 @@ impl HttpEngine {
             self.unlink(slot);
             return;
         };
+        self.refusals.collect(slot, c);
         if c.phase == Phase::Head && c.deadline.is_none() && !c.codec.is_idle() {
             // Bytes of a next request arrived while the last one was served: its head is
             // due from now.
@@ -125,7 +126,8 @@ impl HttpEngine {
         match c.phase {
             Phase::Head | Phase::Body if c.deadline.is_some_and(|d| d <= now) => {
                 lend_out(&mut self.outs, c);
-                refuse(c, now, 408, &[]);
+                let late = if c.phase == Phase::Head { Refusal::HeadTimeout } else { Refusal::BodyTimeout };
+                refuse(c, now, late, &[]);
             }
             Phase::Loading | Phase::Saving if c.deadline.is_some_and(|d| d <= now) => {
                 // The session store did not answer in time.

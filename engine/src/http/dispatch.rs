@@ -148,7 +148,7 @@ impl HttpEngine {
                 };
                 if let Err((retry, why)) = refused {
                     limits::write_refusal(refusal, n, retry, why);
-                    limited = Some(retry);
+                    limited = Some((retry, why));
                     return Dispatched::Answered(429);
                 }
             }
@@ -157,7 +157,7 @@ impl HttpEngine {
                 && Flow::of(n) == Flow::Ticketed
             {
                 limits::write_refusal(refusal, n, 1, Refused::InFlight);
-                limited = Some(1);
+                limited = Some((1, Refused::InFlight));
                 return Dispatched::Answered(429);
             }
             core.handle(route, principal_bytes, grant.map(|g| g.0), parsed, headers.as_slice())
@@ -215,9 +215,15 @@ impl HttpEngine {
                 self.shares.open(slot, ClientKey::of(principal, c.client), StreamKind::Listen, now);
                 self.collect_answers();
             }
-            Dispatched::Answered(_) if limited.is_some() => {
-                let retry = limits::retry_after_text(limited.unwrap_or(1));
-                respond_json(c, now, 429, &self.limit_body, &[("retry-after", retry)]);
+            Dispatched::Answered(_) if let Some((retry, why)) = limited => {
+                c.refused = Some((why.refusal(), 429));
+                respond_json(
+                    c,
+                    now,
+                    429,
+                    &self.limit_body,
+                    &[("retry-after", limits::retry_after_text(retry))],
+                );
             }
             Dispatched::Answered(status) => {
                 // A method the token lacks the scopes for: the challenge names them.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::http::auth::Principal;
 use crate::http::config::{AllowedOrigins, HttpConfig};
+use crate::http::refusal::{Early, Refusal};
 use crate::http::sessions::SessionRef;
 use crate::mcp::scopes::ScopeSet;
 use crate::time::{Instant, UnixTime};
@@ -128,6 +129,9 @@ pub(super) struct Exchange {
     pub(super) challenge: Option<Arc<str>>,
     /// The request is for the protected-resource metadata document.
     pub(super) metadata: bool,
+    /// The last response refused its request: why, and its status (moved to the
+    /// engine's `RefusalLog` when the engine next looks at the connection).
+    pub(super) refused: Option<(Refusal, u16)>,
 }
 
 /// A change to a session that the host's store is taking; the response that
@@ -196,6 +200,7 @@ impl Exchange {
             pinned: None,
             challenge: None,
             metadata: false,
+            refused: None,
         }
     }
 
@@ -277,6 +282,9 @@ impl Exchange {
         close: bool,
     ) {
         self.will_write(now);
+        if status >= 400 && self.refused.is_none() {
+            self.refused = Some((Refusal::of_status(status), status));
+        }
         // A 204 carries no `content-length` (RFC 9110 §8.6).
         let len = (status != 204).then_some(len);
         match self.framing {
@@ -482,12 +490,13 @@ pub(super) fn trim_newline(msg: &[u8]) -> &[u8] {
     msg.strip_suffix(b"\n").unwrap_or(msg)
 }
 
-/// The refusals decided on a request head, before its body is read.
+/// The refusals decided on a request head, before its body is read (and the answer to a
+/// CORS preflight).
 pub(super) fn check_head(
     http: &HttpConfig,
     head: &http1::Head<'_>,
     sessions: bool,
-) -> Option<(u16, &'static [(&'static str, &'static str)])> {
+) -> Option<(Early, &'static [(&'static str, &'static str)])> {
     let path = head.path.split('?').next().unwrap_or(head.path);
     let headers = head.headers;
     let header = move |name: &'static str| {
@@ -496,12 +505,12 @@ pub(super) fn check_head(
     if is_metadata(http, head) {
         // The protected-resource metadata: public, any origin; `Host` rules still hold.
         if head.method != "GET" {
-            return Some((405, &[("allow", "GET")]));
+            return Some((Refusal::MethodNotAllowed.into(), &[("allow", "GET")]));
         }
         return loopback_refusal(http, header);
     }
     if path != http.endpoint {
-        return Some((404, &[]));
+        return Some((Refusal::PathNotFound.into(), &[]));
     }
     // A CORS preflight: only with an allow-list, answered once the origin passed below.
     let preflight = head.method == "OPTIONS"
@@ -512,13 +521,13 @@ pub(super) fn check_head(
     if head.method != "POST" && !session_method && !preflight {
         let allow: &'static [(&'static str, &'static str)] =
             if sessions { &[("allow", "GET, POST, DELETE")] } else { &[("allow", "POST")] };
-        return Some((405, allow));
+        return Some((Refusal::MethodNotAllowed.into(), allow));
     }
     if let AllowedOrigins::List(list) = &http.origins {
         for origin in header("origin") {
             let ok = core::str::from_utf8(origin).is_ok_and(|o| list.iter().any(|a| a == o.trim()));
             if !ok {
-                return Some((403, &[]));
+                return Some((Refusal::OriginNotAllowed.into(), &[]));
             }
         }
     }
@@ -529,12 +538,12 @@ pub(super) fn check_head(
         // A browser on a rebinding page sends its own origin: it must be one of ours too.
         for origin in header("origin") {
             if !origin_host(origin).is_some_and(|h| host_allowed(http, h)) {
-                return Some((403, &[]));
+                return Some((Refusal::OriginHostNotAllowed.into(), &[]));
             }
         }
     }
     if preflight {
-        return Some((204, if sessions { PREFLIGHT_SESSIONS } else { PREFLIGHT }));
+        return Some((Early::Preflight, if sessions { PREFLIGHT_SESSIONS } else { PREFLIGHT }));
     }
     None
 }
@@ -550,13 +559,13 @@ pub(super) fn is_metadata(http: &HttpConfig, head: &http1::Head<'_>) -> bool {
 fn loopback_refusal<'h, I: Iterator<Item = &'h [u8]>>(
     http: &HttpConfig,
     header: impl Fn(&'static str) -> I,
-) -> Option<(u16, &'static [(&'static str, &'static str)])> {
+) -> Option<(Early, &'static [(&'static str, &'static str)])> {
     if !http.loopback && http.hosts.is_empty() {
         return None;
     }
     let mut hosts = header("host").peekable();
     let allowed = hosts.peek().is_some() && hosts.all(|h| host_allowed(http, h));
-    (!allowed).then_some((403, &[]))
+    (!allowed).then_some((Refusal::HostNotAllowed.into(), &[]))
 }
 
 /// Whether `Host` value `host` names loopback (while that is on) or a listed host.
@@ -625,9 +634,22 @@ pub(super) fn start_body(c: &mut Exchange, now: Instant) {
     }
 }
 
-/// A refusal issued before the body is read: `connection: close`, and the connection
-/// ends once it is sent (the unread body is never drained on behalf of a refused caller).
-pub(super) fn refuse(c: &mut Exchange, now: Instant, status: u16, extra: &[(&'static str, &'static str)]) {
+/// A refusal issued before the body is read (or a preflight's answer): `connection:
+/// close`, and the connection ends once it is sent (the unread body is never drained on
+/// behalf of a refused caller).
+pub(super) fn refuse(
+    c: &mut Exchange,
+    now: Instant,
+    why: impl Into<Early>,
+    extra: &[(&'static str, &'static str)],
+) {
+    let status = match why.into() {
+        Early::Refused(refusal) => {
+            c.refused = Some((refusal, refusal.status()));
+            refusal.status()
+        }
+        Early::Preflight => 204,
+    };
     c.write_head(now, status, None, 0, extra, true);
     c.phase = Phase::Closing;
     c.keep_alive = false;

@@ -380,6 +380,14 @@ pub(crate) enum Refused {
 }
 
 impl Refused {
+    /// The reason the engine records for the adapters' logs.
+    pub(crate) fn refusal(self) -> crate::http::Refusal {
+        match self {
+            Self::Rate | Self::InFlight => crate::http::Refusal::RateLimited,
+            Self::Sessions => crate::http::Refusal::TooManySessions,
+        }
+    }
+
     fn message(self) -> &'static str {
         match self {
             Self::Rate => "Rate limit exceeded",

@@ -58,6 +58,7 @@ mod limits;
 mod parked;
 mod proxy;
 pub(crate) mod record;
+mod refusal;
 mod replay;
 mod resource;
 mod scopes;
@@ -81,6 +82,7 @@ pub use exchange::ResponseHead;
 pub use jwt::{JwksError, JwsAlgorithm, JwtConfigError, JwtVerifier, TokenError, VerifiedToken};
 pub use limits::{Limits, RATE_LIMITED, Rate};
 pub use proxy::{ForwardedHeader, HostName, InvalidHost, IpNet};
+pub use refusal::{REFUSALS_KEPT, Refusal, RefusalCounts, Refused};
 pub use resource::{ProtectedResource, ResourceError};
 pub use scopes::{ScopePolicy, ScopePolicyError};
 pub use store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
@@ -307,6 +309,8 @@ pub struct HttpEngine {
     step_up: [Option<std::sync::Arc<str>>; 15],
     /// The task store's events and held responses (`task_store`).
     task_io: task_store::TaskIo,
+    /// Refused requests: counts per reason, and the latest for the adapter's log.
+    refusals: refusal::RefusalLog,
 }
 
 impl fmt::Debug for HttpEngine {
@@ -368,6 +372,7 @@ impl HttpEngine {
             record: Vec::new(),
             keep: stored::Keep::new(http.replay_buffer, http.event_store && http.session_store),
             task_io: task_store::TaskIo::default(),
+            refusals: refusal::RefusalLog::default(),
             http,
         }
     }
@@ -1129,6 +1134,7 @@ impl HttpEngine {
             }
             let now = self.last_now;
             let Some(c) = self.slots.get_mut(slot as usize).and_then(|s| s.conn.as_mut()) else { return };
+            self.refusals.collect(slot, c);
             match c.phase {
                 Phase::Head => {
                     if c.out.len() >= MAX_UNSENT {
@@ -1153,7 +1159,7 @@ impl HttpEngine {
                     ) = match c.codec.poll(&mut headers) {
                         Input::Partial | Input::Body(_) => return,
                         Input::Error(e) => (
-                            Some((e.status(), &[][..])),
+                            Some((e.into(), &[][..])),
                             false,
                             false,
                             false,
@@ -1196,8 +1202,8 @@ impl HttpEngine {
                     c.expect_continue = expect_continue;
                     c.http10 = http10;
                     conns::lend_out(&mut self.outs, c);
-                    if let Some((status, extra)) = refusal {
-                        refuse(c, now, status, extra);
+                    if let Some((early, extra)) = refusal {
+                        refuse(c, now, early, extra);
                         return;
                     }
                     if metadata {
@@ -1209,7 +1215,12 @@ impl HttpEngine {
                     }
                     if let Err(retry) = self.limiter.check_failures(&self.http.limits, client, now) {
                         // Past its authentication-failure rate, an address is not heard.
-                        refuse(c, now, 429, &[("retry-after", limits::retry_after_text(retry))]);
+                        refuse(
+                            c,
+                            now,
+                            Refusal::AuthFailures,
+                            &[("retry-after", limits::retry_after_text(retry))],
+                        );
                         return;
                     }
                     if let Some(pr) = &self.http.protected {
@@ -1222,7 +1233,7 @@ impl HttpEngine {
                         };
                         if let Some(ch) = challenge {
                             c.challenge = Some(std::sync::Arc::clone(pr.challenge(ch)));
-                            refuse(c, now, ch.status(), &[]);
+                            refuse(c, now, Refusal::from(ch), &[]);
                             self.limiter.failed(&self.http.limits, client, now);
                             return;
                         }
@@ -1250,7 +1261,7 @@ impl HttpEngine {
                         Input::Body(_) => None,
                     };
                     if let Some(e) = error {
-                        refuse(c, now, e.status(), &[]);
+                        refuse(c, now, e, &[]);
                         return;
                     }
                     c.deadline = None;

@@ -7,6 +7,7 @@
 
 use crate::http::client::ClientKey;
 use crate::http::exchange::{Exchange, Phase, SessionStream, finish, respond_empty};
+use crate::http::refusal::Refusal;
 use crate::http::replay::is_standalone;
 use crate::http::sessions::{self, SessionRef, Sessions};
 use crate::http::stored::{Keep, StoredEvent, replay_stored};
@@ -93,6 +94,9 @@ impl HttpEngine {
         if status != 200 {
             // A `405` closes the connection, as every method refusal does (docs/http.md).
             c.keep_alive &= status != 405;
+            if status == 429 {
+                c.refused = Some((Refusal::TooManyStreams, 429));
+            }
             respond_empty(c, now, status, refusal_headers(status));
             return;
         }
@@ -202,6 +206,9 @@ impl HttpEngine {
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         conns::lend_out(&mut self.outs, c);
         if let Some(status) = refusal {
+            if status == 429 {
+                c.refused = Some((Refusal::TooManyStreams, 429));
+            }
             respond_empty(c, now, status, refusal_headers(status));
             return;
         }

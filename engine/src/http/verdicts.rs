@@ -5,7 +5,7 @@
 
 use crate::http::exchange::{Exchange, Phase, refuse, respond_empty, start_body};
 use crate::http::resource::{Challenge, ProtectedResource};
-use crate::http::{ConnId, HttpEngine, Verdict, conn_in, conns};
+use crate::http::{ConnId, HttpEngine, Refusal, Verdict, conn_in, conns};
 use crate::mcp::scopes::ScopeSet;
 use crate::time::{Instant, UnixTime};
 
@@ -39,12 +39,16 @@ impl HttpEngine {
             // Refused before the body is read: the connection ends.
             Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
                 challenge(c, self.http.protected.as_ref(), verdict);
-                refuse(c, now, if verdict == Verdict::Forbidden { 403 } else { 401 }, &[]);
+                let why =
+                    if verdict == Verdict::Forbidden { Refusal::Forbidden } else { Refusal::Unauthenticated };
+                refuse(c, now, why, &[]);
             }
-            Verdict::Unauthenticated => refuse(c, now, 401, &[("www-authenticate", "Bearer")]),
-            Verdict::Forbidden => refuse(c, now, 403, &[]),
-            Verdict::Failed => refuse(c, now, 500, &[]),
-            Verdict::Unavailable => refuse(c, now, 503, &[("retry-after", "1")]),
+            Verdict::Unauthenticated => {
+                refuse(c, now, Refusal::Unauthenticated, &[("www-authenticate", "Bearer")])
+            }
+            Verdict::Forbidden => refuse(c, now, Refusal::Forbidden, &[]),
+            Verdict::Failed => refuse(c, now, Refusal::AuthorizerFailed, &[]),
+            Verdict::Unavailable => refuse(c, now, Refusal::Unavailable, &[("retry-after", "1")]),
         }
         self.settle(conn.slot);
         self.process();

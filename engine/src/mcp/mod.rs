@@ -731,11 +731,12 @@ impl Core {
         self.outbox.reject(Reply::None, &e)
     }
 
-    /// Answers a stdio frame longer than the limit.
-    pub(crate) fn oversized(&mut self) {
+    /// Answers a stdio frame longer than the limit, with the request's `id` (raw JSON)
+    /// when it could be read from the frame.
+    pub(crate) fn oversized(&mut self, id: Option<&[u8]>) {
         let e = PeerError::Oversized(self.cfg.max_frame_len);
         self.refused(None, &e);
-        self.outbox.reject(Reply::None, &e);
+        self.outbox.reject(id.map_or(Reply::None, Reply::Stored), &e);
     }
 
     /// Records a request (`None`: a message that never became one) answered with `e`.

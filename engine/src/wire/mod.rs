@@ -9,6 +9,7 @@
 #![cfg_attr(not(fuzzing), allow(unreachable_pub))]
 
 pub(crate) mod cursor;
+pub(crate) mod frame_id;
 pub(crate) mod headers;
 pub(crate) mod http1;
 pub(crate) mod json;

@@ -443,6 +443,14 @@ impl InputRequiredReply {
 ///
 /// The message is sent to the client; keep secrets out of it.
 ///
+/// `?` works in a handler on the common error types: a [`std::io::Error`] or a boxed
+/// error (`Box<dyn Error + Send + Sync>`) is [`Internal`](Self::Internal) with the
+/// error's text, a `tokio_postgres::Error` (feature `postgres`) is `Internal` with its
+/// SQLSTATE only (the whole error is logged at `warn`: a database's message can name
+/// tables and values), and a [`serde_json::Error`] is
+/// [`InvalidParams`](Self::InvalidParams). Any other error goes through
+/// `.map_err(HostFailure::internal)` (any `Display`).
+///
 /// ```
 /// use mcp_engine::HostError;
 /// use mcp_io_tokio::HostFailure;
@@ -490,16 +498,19 @@ impl HostFailure {
     pub fn invalid_params(message: impl Into<String>) -> Self {
         Self::InvalidParams(message.into())
     }
-    /// [`HostFailure::Internal`] with `message`.
+    /// [`HostFailure::Internal`] with `message`: any `Display`, so that
+    /// `.map_err(HostFailure::internal)?` turns any error into this one.
     ///
     /// ```
     /// use mcp_io_tokio::HostFailure;
     ///
     /// let failure = HostFailure::internal("the database is down");
     /// assert_eq!(failure.to_string(), "internal error: the database is down");
+    /// let parsed: Result<u8, HostFailure> = "300".parse::<u8>().map_err(HostFailure::internal);
+    /// assert_eq!(parsed, Err(HostFailure::internal("number too large to fit in target type")));
     /// ```
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::Internal(message.into())
+    pub fn internal(message: impl fmt::Display) -> Self {
+        Self::Internal(message.to_string())
     }
     /// The borrowed form the engine answers with.
     ///
@@ -535,6 +546,46 @@ impl std::error::Error for HostFailure {}
 impl From<serde_json::Error> for HostFailure {
     fn from(e: serde_json::Error) -> Self {
         Self::InvalidParams(e.to_string())
+    }
+}
+
+/// An I/O error is the server's failure: [`HostFailure::Internal`] with its text (the
+/// operating system's message, say `No such file or directory (os error 2)`).
+///
+/// ```
+/// use mcp_io_tokio::HostFailure;
+///
+/// fn read(path: &str) -> Result<String, HostFailure> {
+///     Ok(std::fs::read_to_string(path)?)
+/// }
+/// assert!(matches!(read("/no/such/file"), Err(HostFailure::Internal(_))));
+/// ```
+impl From<std::io::Error> for HostFailure {
+    fn from(e: std::io::Error) -> Self {
+        Self::Internal(e.to_string())
+    }
+}
+
+/// A boxed error (what many libraries and `?` on mixed errors give) is
+/// [`HostFailure::Internal`] with its text.
+impl From<Box<dyn std::error::Error + Send + Sync>> for HostFailure {
+    fn from(e: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        Self::Internal(e.to_string())
+    }
+}
+
+/// A database error (feature `postgres`) is [`HostFailure::Internal`] naming only its
+/// SQLSTATE, if it has one (`database error (SQLSTATE 23505)`); the whole error is
+/// logged at `warn`, for the host's operator: a database's message can carry table
+/// names and values the client should not see.
+#[cfg(feature = "postgres")]
+impl From<tokio_postgres::Error> for HostFailure {
+    fn from(e: tokio_postgres::Error) -> Self {
+        tracing::warn!(error = %e, "a handler failed on a database error");
+        match e.code() {
+            Some(code) => Self::Internal(format!("database error (SQLSTATE {})", code.code())),
+            None => Self::Internal("database error".to_owned()),
+        }
     }
 }
 

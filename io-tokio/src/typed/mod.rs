@@ -327,6 +327,20 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Router<S, L> {
         })
     }
 
+    /// Whether the `format`s of the tools' schemas are checked (default: yes); off, they
+    /// are annotations only. See [`CatalogBuilder::validate_formats`].
+    ///
+    /// ```
+    /// let (catalog, _handler) = mcp_io_tokio::Router::new(()).validate_formats(false).build()?;
+    /// # let _ = catalog;
+    /// # Ok::<(), mcp_io_tokio::RouterError>(())
+    /// ```
+    #[must_use]
+    pub fn validate_formats(mut self, on: bool) -> Self {
+        self.catalog = self.catalog.validate_formats(on);
+        self
+    }
+
     /// Builds the catalog (refusing what [`CatalogBuilder::build`] refuses) and checks
     /// every template against its variable struct; returns the catalog, to make engines
     /// with, and the handler that answers it.

@@ -3,8 +3,9 @@
 //! asked), and tokens from it by the client credentials grant over plain HTTP on loopback.
 //!
 //! As in `oauth.rs`: the Node that `npm ci` installs in `tests/oauth_as/node_modules` runs
-//! it, and the test runs `npm ci` itself when that is missing; `MCP_OAUTH_AS_SKIP=1` skips
-//! (loudly) outside CI only.
+//! it. When that is missing, the tests run `npm ci` themselves in CI (`CI` set) or with
+//! `MCP_OAUTH_AS_INSTALL=1`; otherwise they skip, saying so in the test output.
+//! `MCP_OAUTH_AS_SKIP=1` skips them even where it is installed (never in CI).
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::PathBuf;
@@ -29,26 +30,37 @@ fn as_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oauth_as")
 }
 
-/// The Node that runs the AS, installed (`npm ci`) when missing; `None` when the tests
-/// are to be skipped (said loudly; never in CI).
+/// The Node that runs the AS, installed (`npm ci`) when missing in CI or when asked to
+/// (`MCP_OAUTH_AS_INSTALL=1`); `None` when the tests are to be skipped (said once in the
+/// test output; never in CI).
 pub fn node() -> Option<&'static PathBuf> {
     static NODE: OnceLock<Option<PathBuf>> = OnceLock::new();
     NODE.get_or_init(|| {
         let dir = as_dir();
         let node = dir.join("node_modules/.bin/node");
-        if !node.exists() || !dir.join("node_modules/oidc-provider").exists() {
-            let ci = std::env::var_os("CI").is_some();
-            let skip = std::env::var_os("MCP_OAUTH_AS_SKIP").is_some_and(|v| !v.is_empty() && v != "0");
-            if skip && !ci {
-                let bar = "!".repeat(78);
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "\n{bar}\n!!! SKIPPED: the OAuth authorization-server tests (MCP_OAUTH_AS_SKIP is set).\n\
-                     !!! They need Node 22 and oidc-provider: `npm ci` in {}\n{bar}\n",
-                    dir.display()
-                );
-                return None;
-            }
+        let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0");
+        let ci = std::env::var_os("CI").is_some();
+        let installed = node.exists() && dir.join("node_modules/oidc-provider").exists();
+        let why = if set("MCP_OAUTH_AS_SKIP") {
+            Some("MCP_OAUTH_AS_SKIP is set")
+        } else if !installed && !set("MCP_OAUTH_AS_INSTALL") {
+            Some("the authorization server is not installed")
+        } else {
+            None
+        };
+        if let (Some(why), false) = (why, ci) {
+            let bar = "!".repeat(78);
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n{bar}\nskipped: the OAuth authorization-server tests of this binary ({why}).\n\
+                 They run a real authorization server on Node 22 (oidc-provider): `npm ci` in\n\
+                 {} (from the npm registry) installs it, or set MCP_OAUTH_AS_INSTALL=1\n\
+                 for the tests to run it. .ci/run runs every test.\n{bar}\n",
+                dir.display()
+            );
+            return None;
+        }
+        if !installed {
             eprintln!("oauth tests: installing the authorization server (npm ci in {})", dir.display());
             let status = Command::new("npm")
                 .args(["ci", "--no-audit", "--no-fund"])

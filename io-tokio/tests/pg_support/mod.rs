@@ -6,8 +6,10 @@
 //! restarts the database). A server started here runs the distribution's PostgreSQL (`initdb` on
 //! `PATH` or under `/usr/lib/postgresql/*/bin`) as the invoking user, or as `postgres`
 //! when run as root (PostgreSQL refuses root), with a data directory under the temp dir,
-//! listening on a free loopback port only. Without PostgreSQL the tests fail saying so;
-//! `MCP_PG_SKIP=1` skips them, loudly, outside CI (`CI` set: they never skip).
+//! listening on a free loopback port only. Without PostgreSQL (neither `MCP_TEST_PG_URL`
+//! nor the server's binaries) the tests skip, saying so in the test output, outside CI;
+//! in CI (`CI` set) they fail instead. `MCP_PG_SKIP=1` skips them even where PostgreSQL
+//! is installed (never in CI).
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -37,28 +39,40 @@ fn bin_dir() -> Option<PathBuf> {
     found.pop()
 }
 
-/// Whether the tests should run: PostgreSQL is there, or (outside CI, `MCP_PG_SKIP=1`)
-/// the tests skip, said loudly. Panics with the way out otherwise.
+/// Whether the tests should run: PostgreSQL is there. Outside CI, without it (or with
+/// `MCP_PG_SKIP=1`) they skip, said once per test binary in the test output (written
+/// to stderr directly, past the test harness's capture). In CI it panics with the way
+/// out: there they never skip.
 pub fn available() -> bool {
-    if std::env::var_os("MCP_TEST_PG_URL").is_some() || bin_dir().is_some() {
-        return true;
-    }
     let ci = std::env::var_os("CI").is_some();
     let skip = std::env::var_os("MCP_PG_SKIP").is_some_and(|v| !v.is_empty() && v != "0");
-    if skip && !ci {
+    let there = std::env::var_os("MCP_TEST_PG_URL").is_some() || bin_dir().is_some();
+    if there && (ci || !skip) {
+        return true;
+    }
+    let why = if there {
+        "MCP_PG_SKIP is set"
+    } else {
+        "MCP_TEST_PG_URL is not set and PostgreSQL is not installed"
+    };
+    assert!(
+        !ci,
+        "the PostgreSQL tests need a PostgreSQL server ({why}): set MCP_TEST_PG_URL=postgres://... \
+         (.ci/postgres.sh start DIR prints one), or install PostgreSQL (initdb on PATH or under \
+         /usr/lib/postgresql/*/bin; Debian: apt-get install postgresql). In CI they never skip."
+    );
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
         let bar = "!".repeat(78);
         let _ = writeln!(
             std::io::stderr(),
-            "\n{bar}\n!!! SKIPPED: the PostgreSQL store tests (MCP_PG_SKIP is set).\n\
-             !!! They need PostgreSQL's server binaries (Debian: apt-get install postgresql).\n{bar}\n"
+            "\n{bar}\nskipped: the PostgreSQL tests of this binary ({why}).\n\
+             To run them: install PostgreSQL's server (Debian: apt-get install postgresql; the tests\n\
+             start servers of their own), or set MCP_TEST_PG_URL=postgres://USER@HOST:PORT/DB\n\
+             (.ci/postgres.sh start DIR starts one and prints it). .ci/run runs every test.\n{bar}\n"
         );
-        return false;
-    }
-    panic!(
-        "the PostgreSQL store tests need a PostgreSQL server: set MCP_TEST_PG_URL=postgres://..., \
-         or install PostgreSQL (initdb on PATH or under /usr/lib/postgresql/*/bin; Debian: \
-         apt-get install postgresql). Set MCP_PG_SKIP=1 to skip them outside CI."
-    );
+    });
+    false
 }
 
 fn is_root() -> bool {
