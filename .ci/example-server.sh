@@ -29,11 +29,11 @@ start_example() {
   example_log="$(mktemp)"
   if [ "$1" = axum ]; then
     cargo build -p mcp-io-tokio --features tower --example axum
-    target/debug/examples/axum 127.0.0.1:0 2> "$example_log" &
+    "${CARGO_TARGET_DIR:-target}/debug/examples/axum" 127.0.0.1:0 2> "$example_log" &
   else
     cargo build -p "mcp-io-$1" --example everything ${EXAMPLE_FEATURES:+--features "$EXAMPLE_FEATURES"}
     # shellcheck disable=SC2086 # EXAMPLE_ARGS is a list of words
-    target/debug/examples/everything --http 127.0.0.1:0 ${EXAMPLE_ARGS:-} 2> "$example_log" &
+    "${CARGO_TARGET_DIR:-target}/debug/examples/everything" --http 127.0.0.1:0 ${EXAMPLE_ARGS:-} 2> "$example_log" &
   fi
   example_pid=$!
   trap 'rc=$?; kill "$example_pid" 2>/dev/null || true

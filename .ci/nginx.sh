@@ -50,7 +50,7 @@ free_port() {
 start_demo() {
   local log="$work/$1" pid
   shift
-  target/debug/examples/everything --http 127.0.0.1:0 "$@" 2> "$log" &
+  "${CARGO_TARGET_DIR:-target}/debug/examples/everything" --http 127.0.0.1:0 "$@" 2> "$log" &
   pid=$!
   demos+=("$pid")
   wait_listening "$pid" "$log"
