@@ -15,9 +15,10 @@
 //!   a lookup takes a token before the store is asked, and gives it back when the request
 //!   is then served a task of the caller's. A client out of tokens gets `429` with
 //!   `Retry-After` for its next lookup, and the store is not asked. The table of buckets is
-//!   bounded ([`MAX_CLIENTS`]): a new client takes the place of one whose bucket has
-//!   refilled; when every bucket is in use, the new client is refused as one over its
-//!   rate.
+//!   bounded ([`MAX_CLIENTS`]): at the bound a new client takes the place of the one
+//!   furthest behind its budget (a rested one first), as the rate limiter's keys do, so a
+//!   new client is never refused for room; the one that gave way starts with a full bucket
+//!   should it come back.
 
 use std::collections::VecDeque;
 
@@ -104,7 +105,9 @@ impl Budget {
     }
 
     /// Takes a token of `client`'s at `now`, or refuses: `Err(retry after, in whole
-    /// seconds)`.
+    /// seconds)`. A client new to a full table takes the place of the one furthest behind
+    /// its budget (the lowest timestamp; one whose bucket is full again is as good as
+    /// absent and goes first): a scan of the table, made only then.
     pub(crate) fn take(&mut self, client: Option<ClientKey>, now: Instant) -> Result<(), u64> {
         let now = now.as_micros();
         match self.tat.get(&client) {
@@ -113,13 +116,17 @@ impl Budget {
             }
             Some(_) => {}
             None if self.tat.len() >= MAX_CLIENTS => {
-                // A client whose bucket is full again is as good as absent: it goes.
-                let rested = self.tat.iter().find(|&(_, &tat)| tat <= now).map(|(k, _)| *k);
-                match rested {
-                    Some(k) => {
-                        self.tat.remove(&k);
+                let mut behind: Option<(Option<ClientKey>, u64)> = None;
+                for (&k, &tat) in &self.tat {
+                    if behind.is_none_or(|(_, b)| tat < b) {
+                        behind = Some((k, tat));
                     }
-                    None => return Err(secs(self.interval)),
+                    if tat <= now {
+                        break;
+                    }
+                }
+                if let Some((k, _)) = behind {
+                    self.tat.remove(&k);
                 }
             }
             None => {}
@@ -202,15 +209,19 @@ mod tests {
     }
 
     #[test]
-    fn the_table_gives_way_to_rested_clients_only() {
-        let mut b = Budget::new(1, Duration::from_secs(1));
+    fn the_table_is_bounded_and_a_new_client_takes_the_place_of_the_one_furthest_behind() {
+        let mut b = Budget::new(2, Duration::from_secs(2));
+        let key = |i: u32| Some(ClientKey::addr(IpAddr::V4(i.into())));
         for i in 0..MAX_CLIENTS as u32 {
-            let key = Some(ClientKey::addr(IpAddr::V4(i.into())));
-            assert_eq!(b.take(key, at(0)), Ok(()));
+            assert_eq!(b.take(key(i), at(0)), Ok(()));
         }
-        assert!(b.take(ip("2001:db8::1"), at(0)).is_err(), "every bucket in use");
+        // Client 7 spends its second token: every other is further behind its budget.
+        assert_eq!(b.take(key(7), at(0)), Ok(()));
+        assert!(b.take(key(7), at(0)).is_err());
+        // A new client is served, the table does not grow, and client 7 is still counted.
+        assert_eq!(b.take(ip("2001:db8::1"), at(0)), Ok(()), "never refused for room");
         assert_eq!(b.tat.len(), MAX_CLIENTS);
-        assert_eq!(b.take(ip("2001:db8::1"), at(1_000)), Ok(()), "once they rested");
-        assert_eq!(b.tat.len(), MAX_CLIENTS);
+        assert!(b.tat.contains_key(&key(7)));
+        assert!(b.take(key(7), at(0)).is_err(), "its spent tokens are still spent");
     }
 }

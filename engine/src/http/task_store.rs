@@ -519,7 +519,7 @@ impl HttpEngine {
                 Named::Task(id) => match io.budget.as_mut().map_or(Ok(()), |b| b.take(client, now)) {
                     Ok(()) => Step::Load(id),
                     Err(retry) => {
-                        limits::write_refusal(refusal, n, retry, false);
+                        limits::write_refusal(refusal, n, retry, limits::Refused::Rate);
                         Step::Refuse(retry)
                     }
                 },
