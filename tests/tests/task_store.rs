@@ -1157,6 +1157,8 @@ fn a_flood_of_unknown_ids_costs_a_bounded_number_of_loads() {
     }
     assert_eq!(loads(), 8 + 5, "five lookups, then none");
     assert_eq!(refused, 35);
+    let counted = a.e.refusal_counts().get(mcp_engine::http::Refusal::RateLimited);
+    assert_eq!(counted, 35, "each refusal recorded as a rate refusal");
     // The refusal says when to come back.
     let raw = a.feed(&post(200, "tasks/get", json!({ "taskId": random(200) })), usize::MAX);
     let resp = &mcp_tests::wire::parse_responses(&raw)[0];

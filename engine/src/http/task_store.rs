@@ -552,6 +552,7 @@ impl HttpEngine {
             }
             Some(Step::Refuse(retry)) => {
                 conns::lend_out(&mut self.outs, c);
+                c.refused = Some((limits::Refused::Rate.refusal(), 429));
                 let retry = limits::retry_after_text(retry);
                 respond_json(c, now, 429, &self.limit_body, &[("retry-after", retry)]);
                 // The connection goes on with its next request, if any.
