@@ -4,18 +4,24 @@
 //! notices of saves), driven by a sequence of operations: tool calls that become tasks
 //! (`2026-07-28` with the extension, `2025-11-25` sessions with `params.task`),
 //! `tasks/get`, `tasks/update`, `tasks/cancel`, `tasks/result` and `tasks/list` (cursors
-//! from earlier pages, and garbled ones) sent to any node under one of two principals,
+//! from earlier pages, and garbled ones) sent to any node by one of two callers (two
+//! principals, a principal and an anonymous caller, or two anonymous callers: the host
+//! names no principal for them, as `Authorization::Everyone` would),
 //! the host's answers on task tickets, a store that fails, holds its answers (released
 //! later in a fuzz-chosen order), refuses a save, drops notices or lists carelessly
 //! (rows of every principal), notices delivered or lost (`task_changed_elsewhere`,
 //! `tasks_changed_elsewhere`), time passing (past leases and TTLs) and a node restarting
 //! (a new engine with the same node name). Requests are fed whole or split.
 //!
-//! Checks: no panic; every request gets exactly one response (a JSON-RPC answer, or `503`
-//! when the store failed); a task's status as `tasks/get` on one node shows it only
-//! moves as the status machine allows (a node that restarted starts afresh); `tasks/list`
-//! never shows a task of another principal or of `2026-07-28`, nor the same id twice in
-//! one walk of pages; every record the store keeps decodes back.
+//! Checks: no panic; every request gets exactly one response (a JSON-RPC answer, `503`
+//! when the store failed, or `429` when the caller ran out of task lookups); a task's
+//! status as `tasks/get` on one node shows it only moves as the status machine allows (a
+//! node that restarted starts afresh); `tasks/get`, `tasks/result` and `tasks/cancel`
+//! find a task only for its caller: another principal's never, and a `2025-11-25` task
+//! made without a principal only from the session that made it; an anonymous caller is
+//! never offered `tasks/list` (`initialize` leaves `tasks.list` out, the method is
+//! `-32601`); `tasks/list` never shows a task of another principal or of `2026-07-28`, nor
+//! the same id twice in one walk of pages; every record the store keeps decodes back.
 //!
 //! Found so far (inputs `crash-*` in the corpus, regression tests in
 //! `tests/tests/task_store.rs`): a `2025-11-25` `tasks/cancel` answered while a
@@ -137,10 +143,15 @@ impl Store {
 /// What a request was, for checking its answer.
 #[derive(Clone)]
 enum Kind {
-    Call { modern: bool },
+    Call {
+        modern: bool,
+    },
     Get(String),
-    List { seen: Vec<String> },
-    Other,
+    /// `tasks/result` or `tasks/cancel` of a task.
+    Touch(String),
+    List {
+        seen: Vec<String>,
+    },
 }
 
 struct Req {
@@ -150,6 +161,19 @@ struct Req {
     answers: u32,
     /// Its connection was dropped (a restart): no answer is owed.
     lost: bool,
+    /// The `2025-11-25` session it was sent in.
+    session: Option<String>,
+}
+
+/// A task learnt from an answer.
+struct Known {
+    id: String,
+    /// Made under `2026-07-28`.
+    modern: bool,
+    /// The caller that made it.
+    by: usize,
+    /// The `2025-11-25` session that made it.
+    session: Option<String>,
 }
 
 struct Conn {
@@ -179,9 +203,10 @@ struct Harness {
     seed: u8,
     next_id: u64,
     reqs: HashMap<u64, Req>,
-    /// Tasks learnt from answers: id, revision (`true`: 2026-07-28), principal, and the
-    /// node (and its generation) that runs it.
-    tasks: Vec<(String, bool, usize, (usize, u32))>,
+    /// Tasks learnt from answers.
+    tasks: Vec<Known>,
+    /// Which of the two callers are anonymous (no principal named).
+    anon: [bool; 2],
     /// Principal digests as saves showed them.
     digests: [Option<Option<[u8; 32]>>; 2],
     /// Cursors seen, with the ids of the walk so far.
@@ -419,7 +444,11 @@ impl Harness {
         match ev {
             Ev::Authorize(conn, body) => {
                 let p = self.auth.get(&(n, conn)).copied().unwrap_or(0);
-                let verdict = Verdict::AllowAs(Principal::of(PRINCIPALS[p]));
+                let verdict = if self.anon[p] {
+                    Verdict::Allow
+                } else {
+                    Verdict::AllowAs(Principal::of(PRINCIPALS[p]))
+                };
                 if body {
                     self.nodes[n].e.authorize_body(now, conn, verdict);
                 } else {
@@ -495,8 +524,14 @@ impl Harness {
         msgs: &[Value],
     ) {
         if rid == 0 {
-            // An `initialize`: its session.
+            // An `initialize`: its session; `tasks.list` offered to a principal only.
             if status == 200 {
+                if let Some(tasks) = msgs.first().map(|m| &m["result"]["capabilities"]["tasks"])
+                    && tasks.is_object()
+                {
+                    let listed = tasks.get("list").is_some();
+                    assert_eq!(listed, !self.anon[principal], "tasks.list offered: {msgs:?}");
+                }
                 self.nodes[n].sessions[principal] = session;
             }
             return;
@@ -505,13 +540,17 @@ impl Harness {
         req.answers += 1;
         assert_eq!(req.answers, 1, "request {rid} answered twice");
         let kind = req.kind.clone();
+        let asked_in = req.session.clone();
         let answer = msgs
             .iter()
             .find(|m| m.get("id").and_then(Value::as_u64) == Some(rid) && m.get("method").is_none());
         match (status, answer) {
             (200, Some(_)) => {}
             (503, _) => return,
-            // A method the revision lacks.
+            // Out of lookups of task ids this node does not hold.
+            (429, Some(a)) if a["error"]["code"] == -32010 => return,
+            // A method the revision lacks (or `tasks/list` not offered to an anonymous
+            // caller's session).
             (404, Some(a)) if a["error"]["code"] == -32601 => return,
             // The session is gone (it expired, or its node restarted).
             (404, a)
@@ -530,9 +569,14 @@ impl Harness {
             Kind::Call { modern } => {
                 let id = if modern { result["taskId"].as_str() } else { result["task"]["taskId"].as_str() };
                 if let Some(id) = id
-                    && !self.tasks.iter().any(|(t, ..)| t == id)
+                    && !self.tasks.iter().any(|t| t.id == id)
                 {
-                    self.tasks.push((id.to_owned(), modern, principal, (n, self.nodes[n].generation)));
+                    self.tasks.push(Known {
+                        id: id.to_owned(),
+                        modern,
+                        by: principal,
+                        session: asked_in.filter(|_| !modern),
+                    });
                     if self.digests[principal].is_none()
                         && let Some(d) = self.store.principal_of.get(id)
                     {
@@ -543,6 +587,7 @@ impl Harness {
             Kind::Get(id) => {
                 if let Some(status) = result["status"].as_str() {
                     assert_eq!(result["taskId"].as_str(), Some(id.as_str()), "{answer}");
+                    self.check_visible(&id, principal, asked_in.as_deref(), answer);
                     let view = &mut self.nodes[n].view;
                     if let Some(before) = view.get(&id) {
                         assert!(
@@ -553,17 +598,25 @@ impl Harness {
                     view.insert(id, status.to_owned());
                 }
             }
+            Kind::Touch(id) => {
+                // Found: a result, a task, or an error other than "not found" (`-32602`,
+                // which a cancelled task's result and a finished task's cancel are too).
+                if answer.get("result").is_some() || answer["error"]["code"] != -32602 {
+                    self.check_visible(&id, principal, asked_in.as_deref(), answer);
+                }
+            }
             Kind::List { mut seen } => {
                 let Some(tasks) = result["tasks"].as_array() else { return };
+                assert!(!self.anon[principal], "a tasks/list answered to an anonymous caller: {answer}");
                 let mine = self.digests[principal];
                 for t in tasks {
                     let id = t["taskId"]
                         .as_str()
                         .unwrap_or_else(|| panic!("a listed task without an id: {answer}"));
                     assert!(!seen.iter().any(|s| s == id), "task {id} listed twice in one walk: {answer}");
-                    if let Some((_, modern, by, _)) = self.tasks.iter().find(|(x, ..)| x == id) {
-                        assert!(!modern, "a 2026-07-28 task listed: {answer}");
-                        assert_eq!(*by, principal, "another principal's task listed: {answer}");
+                    if let Some(t) = self.tasks.iter().find(|t| t.id == id) {
+                        assert!(!t.modern, "a 2026-07-28 task listed: {answer}");
+                        assert_eq!(t.by, principal, "another principal's task listed: {answer}");
                     }
                     if let Some(d) = self.store.principal_of.get(id) {
                         if let Some(mine) = mine {
@@ -584,7 +637,18 @@ impl Harness {
                     }
                 }
             }
-            Kind::Other => {}
+        }
+    }
+
+    /// Checks that task `id`, found for caller `by` in `session`, is that caller's: made by
+    /// the same principal, or, by an anonymous caller, under `2026-07-28` (bound to no
+    /// session) or in that very session.
+    fn check_visible(&self, id: &str, by: usize, session: Option<&str>, answer: &Value) {
+        let Some(t) = self.tasks.iter().find(|t| t.id == id) else { return };
+        let who = |p: usize| (!self.anon[p]).then_some(PRINCIPALS[p]);
+        assert_eq!(who(t.by), who(by), "task {id} found for another principal: {answer}");
+        if who(by).is_none() && !t.modern {
+            assert_eq!(t.session.as_deref(), session, "task {id} found from another session: {answer}");
         }
     }
 
@@ -650,7 +714,8 @@ impl Harness {
         };
         let rid = self.next_id;
         self.next_id += 1;
-        self.reqs.insert(rid, Req { node: n, principal, kind, answers: 0, lost: false });
+        self.reqs
+            .insert(rid, Req { node: n, principal, kind, answers: 0, lost: false, session: session.clone() });
         let body = json!({ "jsonrpc": "2.0", "id": rid, "method": method, "params": params });
         let raw = post(&body, modern, session.as_deref());
         let splits: Vec<usize> = (0..b.below(3)).map(|_| usize::from(b.u16())).collect();
@@ -672,12 +737,12 @@ impl Harness {
 
     fn pick_task(&self, b: &mut Bytes<'_>) -> String {
         match b.below(self.tasks.len() + 2) {
-            i if i < self.tasks.len() => self.tasks[i].0.clone(),
+            i if i < self.tasks.len() => self.tasks[i].id.clone(),
             i if i == self.tasks.len() => "AAAAAAAAAAAAAAAAAAAAAA".to_owned(),
             _ => {
                 // A known id with one character changed, or a random one.
                 let mut id =
-                    self.tasks.first().map_or_else(|| "QUJDREVGR0hJSktMTU5PUA".to_owned(), |t| t.0.clone());
+                    self.tasks.first().map_or_else(|| "QUJDREVGR0hJSktMTU5PUA".to_owned(), |t| t.id.clone());
                 let at = b.below(id.len());
                 let c = b.pick(&['A', 'B', '_', '-', 'z', '0']);
                 id.replace_range(at..=at, &c.to_string());
@@ -783,6 +848,13 @@ pub fn task_store(data: &[u8]) {
     let mut b = Bytes::new(data);
     let first = b.u8();
     let count = 2 + usize::from(first & 1);
+    // Who the two callers are: two principals, a principal and an anonymous caller, or two
+    // anonymous callers.
+    let anon = match (first >> 1) & 3 {
+        0 | 1 => [false, false],
+        2 => [false, true],
+        _ => [true, true],
+    };
     let seed = b.u8();
     let nodes = (0..count)
         .map(|n| Node {
@@ -806,6 +878,7 @@ pub fn task_store(data: &[u8]) {
         cursors: Vec::new(),
         make_task: true,
         auth: HashMap::new(),
+        anon,
     };
     for _ in 0..MAX_OPS {
         if b.is_empty() {
@@ -847,7 +920,7 @@ pub fn task_store(data: &[u8]) {
                     responses.insert(b.pick(&KEYS).to_owned(), value);
                 }
                 let params = json!({ "taskId": id, "inputResponses": responses });
-                h.request(&mut b, (n, principal, op & 0x20 == 0), "tasks/update", params, Kind::Other);
+                h.request(&mut b, (n, principal, op & 0x20 == 0), "tasks/update", params, Kind::Touch(id));
             }
             5 => {
                 let id = h.pick_task(&mut b);
@@ -856,7 +929,7 @@ pub fn task_store(data: &[u8]) {
                     (n, principal, op & 0x20 == 0),
                     "tasks/cancel",
                     json!({ "taskId": id }),
-                    Kind::Other,
+                    Kind::Touch(id.clone()),
                 );
             }
             6 => {
@@ -866,7 +939,7 @@ pub fn task_store(data: &[u8]) {
                     (n, principal, false),
                     "tasks/result",
                     json!({ "taskId": id }),
-                    Kind::Other,
+                    Kind::Touch(id.clone()),
                 );
             }
             7 => {

@@ -5,8 +5,8 @@
 //! without a lookup (`404`); a request stream written on one node is resumed with
 //! `Last-Event-ID` on the other (from the PostgreSQL event store). The first steps of
 //! issue 16's three-node scenario. And a node killed mid-task and restarted under the same
-//! `--node-name` reads its running task as `failed` at once, and a session's tasks made on
-//! two nodes are listed whole on either (issue 17).
+//! `--node-name` reads its running task as `failed` at once (issue 17), and a session's
+//! tasks made on two nodes are its own on either, without a principal (issue 27).
 //!
 //! PostgreSQL: CI's server (`MCP_TEST_PG_URL`), else one the test starts (see
 //! `pg_support`).
@@ -199,11 +199,14 @@ async fn a_demo_restarted_under_its_node_name_reads_its_running_task_as_failed_a
     drop((a, b));
 }
 
-/// `tasks/list` across nodes (`2025-11-25`): one session's tasks made on demo nodes A and
-/// B (sharing the store and the key) are listed whole, in creation order, on either node:
-/// the list is the store's, not one node's table.
+/// A `2025-11-25` session's tasks across nodes, without a principal (the demo does not
+/// authenticate): tasks the session made on demo nodes A and B (sharing the store and the
+/// key) are read by that session on either node, and by no other session on any node
+/// (answered as an unknown id is); `tasks/list` is not offered to such a session
+/// (`initialize` leaves `tasks.list` out; the method is `-32601`), since its tasks are
+/// told apart from another anonymous session's by the session alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sessions_tasks_made_on_two_nodes_are_listed_on_either() {
+async fn a_sessions_tasks_made_on_two_nodes_are_its_own_on_either() {
     if !pg_support::available() {
         return;
     }
@@ -219,29 +222,40 @@ async fn a_sessions_tasks_made_on_two_nodes_are_listed_on_either() {
     let v = Some("2025-11-25");
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let r = legacy_post(a.addr, "", &init, None, None).await;
-    assert_eq!(r.status, 200, "{r:?}");
-    assert_eq!(r.json()["result"]["capabilities"]["tasks"]["list"], json!({}), "offered with a store");
-    let session = r.header("mcp-session-id").expect("a session").to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(legacy_post(a.addr, "", &initialized, v, Some(&session)).await.status, 202);
+    let mut sessions = Vec::new();
+    for node in [&a, &b] {
+        let r = legacy_post(node.addr, "", &init, None, None).await;
+        assert_eq!(r.status, 200, "{r:?}");
+        let tasks = &r.json()["result"]["capabilities"]["tasks"];
+        assert!(tasks["cancel"].is_object() && tasks.get("list").is_none(), "no tasks.list: {tasks}");
+        let session = r.header("mcp-session-id").expect("a session").to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(legacy_post(node.addr, "", &initialized, v, Some(&session)).await.status, 202);
+        sessions.push(session);
+    }
+    let (mine, theirs) = (&sessions[0], &sessions[1]);
 
     let mut made = Vec::new();
-    for (i, node) in [&a, &b, &a].into_iter().enumerate() {
+    for (i, node) in [&a, &b].into_iter().enumerate() {
         let call = json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": {
-            "name": "slow_compute", "arguments": {"seconds": 60, "label": "listed"}, "task": {"ttl": 60000}}});
-        let r = legacy_post(node.addr, "", &call, v, Some(&session)).await;
+            "name": "slow_compute", "arguments": {"seconds": 60, "label": "mine"}, "task": {"ttl": 60000}}});
+        let r = legacy_post(node.addr, "", &call, v, Some(mine)).await;
         let body = r.json();
         let id = body["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {body}"));
         made.push(id.to_owned());
     }
-    for (node, rid) in [(&a, 20), (&b, 21)] {
-        let list = json!({"jsonrpc": "2.0", "id": rid, "method": "tasks/list", "params": {}});
-        let body = legacy_post(node.addr, "", &list, v, Some(&session)).await.json();
-        let tasks = body["result"]["tasks"].as_array().unwrap_or_else(|| panic!("tasks: {body}"));
-        let ids: Vec<&str> = tasks.iter().map(|t| t["taskId"].as_str().unwrap_or_default()).collect();
-        assert_eq!(ids, made, "every node's tasks, in creation order: {body}");
-        assert!(tasks.iter().all(|t| t["status"] == "working"), "{body}");
+    for (node, rid) in [(&a, 20), (&b, 30)] {
+        for (k, id) in made.iter().enumerate() {
+            let get =
+                json!({"jsonrpc": "2.0", "id": rid + k, "method": "tasks/get", "params": {"taskId": id}});
+            let body = legacy_post(node.addr, "", &get, v, Some(mine)).await.json();
+            assert_eq!(body["result"]["status"], "working", "the session's own, on either node: {body}");
+            let body = legacy_post(node.addr, "", &get, v, Some(theirs)).await.json();
+            assert_eq!(body["error"]["code"], -32602, "another session's: not found: {body}");
+        }
+        let list = json!({"jsonrpc": "2.0", "id": rid + 9, "method": "tasks/list", "params": {}});
+        let r = legacy_post(node.addr, "", &list, v, Some(mine)).await;
+        assert_eq!((r.status, r.json()["error"]["code"].as_i64()), (404, Some(-32601)), "{r:?}");
     }
     drop((a, b));
 }

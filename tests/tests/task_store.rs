@@ -4,10 +4,13 @@
 //! another sharing the store (the owner hears of it through `task_changed_elsewhere`),
 //! a node that restarted reads its running tasks as `failed` and its finished ones with
 //! their result, a lapsed lease reads as `failed`, expiry is told, garbage ids never
-//! reach the store, and the bytes are the same whole or split.
+//! reach the store, and the bytes are the same whole or split; a `2025-11-25` task made
+//! without a principal is its session's on every node, and a flood of unknown ids costs a
+//! bounded number of store lookups.
 //!
-//! Two `HttpEngine`s share a store kept in the test (records by id, with revisions);
-//! time is passed in.
+//! Two `HttpEngine`s share a store kept in the test (records by id, with revisions, and
+//! session records for the nodes that keep sessions there); time is passed in. The host
+//! authorizes every request as one principal unless a test says otherwise.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -15,7 +18,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, TaskRow,
+    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, Principal, TaskRow,
+    Verdict,
 };
 use mcp_engine::{
     Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, Ticket, ToolOutput, UnixTime,
@@ -38,7 +42,7 @@ fn config() -> Config {
 }
 
 fn http(node: &str) -> HttpConfig {
-    let mut h = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
+    let mut h = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
     h.task_store(true).node_name(node).task_lease(Duration::from_secs(30));
     h
 }
@@ -58,6 +62,8 @@ struct Store {
     held: Vec<(String, u64)>,
     /// Each record's principal digest and `createdAt` (microseconds), as its saves said.
     order: HashMap<String, (Option<[u8; 32]>, u64)>,
+    /// Session records by session id (`HttpConfig::session_store`).
+    sessions: HashMap<String, Vec<u8>>,
 }
 
 impl Store {
@@ -100,6 +106,13 @@ struct Node {
     now: Instant,
     store: Shared<Store>,
     host: Shared<Host>,
+    /// What the host's authorization says of every request (`Authorization::Host`).
+    verdict: Verdict,
+}
+
+/// The principal the host names for every request by default.
+fn client() -> Verdict {
+    Verdict::AllowAs(Principal::of(b"client"))
 }
 
 impl Node {
@@ -116,7 +129,15 @@ impl Node {
         e.set_entropy(&[entropy; 32]);
         e.set_wall_clock(Instant::ZERO, UnixTime::from_micros(WALL));
         let conn = e.open(Instant::ZERO, None).expect("a connection");
-        Self { name: name.into(), e, conn, now: Instant::ZERO, store: store.clone(), host: Shared::default() }
+        Self {
+            name: name.into(),
+            e,
+            conn,
+            now: Instant::ZERO,
+            store: store.clone(),
+            host: Shared::default(),
+            verdict: client(),
+        }
     }
 
     /// Feeds `raw` in chunks of `chunk`, answering every event; returns the output.
@@ -140,14 +161,14 @@ impl Node {
 
     /// Answers every event and takes every output byte.
     fn pump(&mut self, out: &mut Vec<u8>) {
-        let Self { name, e, conn, now, store, host } = self;
-        drain_engine(e, *conn, out, |e| answer_event(e, *now, name, store, host));
+        let Self { name, e, conn, now, store, host, verdict } = self;
+        drain_engine(e, *conn, out, |e| answer_event(e, *now, name, store, host, *verdict));
     }
 
     /// Answers events until `poll_event` says there are none, once, as an adapter that
     /// drains only when woken does; takes no output.
     fn answer_events(&mut self) {
-        while answer_event(&mut self.e, self.now, &self.name, &self.store, &self.host) {}
+        while answer_event(&mut self.e, self.now, &self.name, &self.store, &self.host, self.verdict) {}
     }
 
     /// Sends one request; returns its JSON answer (or `Value::Null`) and status.
@@ -227,11 +248,32 @@ fn answer_event(
     name: &str,
     store: &Shared<Store>,
     host: &Shared<Host>,
+    verdict: Verdict,
 ) -> bool {
     let Some(ev) = e.poll_event() else {
         return false;
     };
     match ev {
+        HttpEvent::Authorize(a) => {
+            let conn = a.conn;
+            e.authorize(now, conn, verdict);
+        }
+        HttpEvent::LoadSession(l) => {
+            let (conn, id) = (l.conn, l.id.to_owned());
+            let found = store.borrow().sessions.get(&id).cloned();
+            match found {
+                Some(r) => e.session_loaded(now, conn, Loaded::Record(&r)),
+                None => e.session_loaded(now, conn, Loaded::Missing),
+            }
+        }
+        HttpEvent::SaveSession(s) => {
+            let (conn, id, record) = (s.conn, s.id.to_owned(), s.record.map(<[u8]>::to_vec));
+            match record {
+                Some(r) => store.borrow_mut().sessions.insert(id, r),
+                None => store.borrow_mut().sessions.remove(&id),
+            };
+            e.session_saved(now, conn, true);
+        }
         HttpEvent::Mcp(Event::CallTool(mut call)) => {
             let responses = call.input_responses.iter().map(|(k, _)| k.to_owned()).collect();
             let ticket = if call.can_start_task {
@@ -507,9 +549,10 @@ fn garbage_ids_never_reach_the_store() {
     let (status, r) = a.call(2, "tasks/get", json!({ "taskId": "AAAAAAAAAAAAAAAAAAAAAA" }));
     assert_eq!((status, r["error"]["code"].as_i64()), (200, Some(-32602)), "{r}");
     assert_eq!(a.log(), ["load AAAAAAAAAAAAAAAAAAAAAA"]);
-    // A store that fails: 503.
+    // A store that fails: 503 (for an id it was not just asked about: that one is known
+    // to be missing for a while, see `a_flood_of_unknown_ids_costs_a_bounded_number_of_loads`).
     store.borrow_mut().fail = true;
-    let (status, _) = a.call(3, "tasks/get", json!({ "taskId": "AAAAAAAAAAAAAAAAAAAAAA" }));
+    let (status, _) = a.call(3, "tasks/get", json!({ "taskId": "BAAAAAAAAAAAAAAAAAAAAA" }));
     assert_eq!(status, 503);
 }
 
@@ -981,4 +1024,167 @@ fn a_cancellation_stored_elsewhere_is_not_overwritten_by_the_owners_late_result(
     let got = a.get(5, &id);
     assert_eq!(got["result"]["status"], "cancelled", "the owner took the stored end: {got}");
     assert!(got["result"].get("result").is_none(), "its late result is dropped: {got}");
+}
+
+/// Node `name` keeping its sessions in the shared store too (every node sharing the
+/// secret key that seals session ids), authorizing every request without naming a
+/// principal (an endpoint that does not authenticate).
+fn anonymous_with_sessions(name: &str, entropy: u8, store: &Shared<Store>) -> Node {
+    let mut h = http(name);
+    h.session_store(true);
+    let mut c = config();
+    c.secret_key([9; 32]);
+    let mut n = Node::configured(name, entropy, store, c, h);
+    n.verdict = Verdict::Allow;
+    n
+}
+
+/// A `2025-11-25` request in `session` on `node`: its status and JSON answer.
+fn legacy(node: &mut Node, session: &str, id: u64, method: &str, params: Value) -> (u16, Value) {
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    parse(&node.feed(&mcp_tests::wire::session_post(&body, "2025-11-25", Some(session)), usize::MAX))
+}
+
+/// Without a principal a `2025-11-25` task is its session's on every node sharing the
+/// store: its record keeps the session's key, so on node B another session's
+/// `tasks/get`, `tasks/result` and `tasks/cancel` find nothing (answered as an unknown id
+/// is), while the same session, loaded there from the session store, finds it. Before,
+/// every session without a principal read, waited on and cancelled it.
+#[test]
+fn across_nodes_a_task_without_a_principal_is_its_sessions_only() {
+    let store = Shared::default();
+    let mut a = anonymous_with_sessions("a", 1, &store);
+    let mut b = anonymous_with_sessions("b", 2, &store);
+    let mine = a.legacy_session();
+    let call = json!({ "name": "slow", "arguments": {}, "task": { "ttl": 60000 } });
+    let (status, r) = legacy(&mut a, &mine, 2, "tools/call", call);
+    assert_eq!(status, 200, "{r}");
+    let id = r["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    let rec = store.borrow().records[&id].1.clone();
+    assert_eq!(rec[3] & 0x10, 0x10, "the record keeps the session's key");
+
+    // Another session, on B: nothing, as for an id no one holds.
+    let theirs = b.legacy_session();
+    let unknown = "QUJDREVGR0hJSktMTU5PUA";
+    for (rid, method) in [(3, "tasks/get"), (4, "tasks/result"), (5, "tasks/cancel")] {
+        let (status, r) = legacy(&mut b, &theirs, rid, method, json!({ "taskId": id }));
+        let (_, none) = legacy(&mut b, &theirs, rid, method, json!({ "taskId": unknown }));
+        assert_eq!((status, &r["error"]), (200, &none["error"]), "{method}: {r}");
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+    }
+    let (status, r) = legacy(&mut b, &theirs, 6, "tasks/list", json!({}));
+    assert_eq!((status, r["error"]["code"].as_i64()), (404, Some(-32601)), "not offered: {r}");
+    assert!(!store.borrow().log.iter().any(|l| l.starts_with("list")), "the store was not asked for a list");
+    assert_eq!(a.host.borrow().cancelled.len(), 0, "nothing was cancelled");
+
+    // The task's own session, on B (loaded from the session store): it is there.
+    let (status, r) = legacy(&mut b, &mine, 7, "tasks/get", json!({ "taskId": id }));
+    assert_eq!((status, &r["result"]["status"]), (200, &json!("working")), "{r}");
+    let (status, r) = legacy(&mut b, &mine, 8, "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!((status, &r["result"]["status"]), (200, &json!("cancelled")), "{r}");
+    assert_eq!(a.hear(), 1, "A runs it and hears of the cancellation");
+    assert_eq!(a.host.borrow().cancelled.len(), 1);
+    // And on A, where it was made.
+    let (_, r) = legacy(&mut a, &mine, 9, "tasks/get", json!({ "taskId": id }));
+    assert_eq!(r["result"]["status"], "cancelled", "{r}");
+}
+
+/// With a principal a `2025-11-25` task stays its principal's, in any of its sessions on
+/// any node (as before): B's session of the same principal reads, waits on and cancels
+/// it; another principal's session finds nothing.
+#[test]
+fn across_nodes_a_principals_task_is_seen_from_its_other_sessions() {
+    let (_store, mut a, mut b, _, id) = legacy_task_on_a();
+    let on_b = b.legacy_session();
+    let (status, r) = legacy(&mut b, &on_b, 3, "tasks/get", json!({ "taskId": id }));
+    assert_eq!((status, &r["result"]["status"]), (200, &json!("working")), "{r}");
+    let (_, r) = legacy(&mut b, &on_b, 4, "tasks/list", json!({}));
+    assert_eq!(r["result"]["tasks"][0]["taskId"], json!(id), "{r}");
+    b.verdict = Verdict::AllowAs(Principal::of(b"someone else"));
+    let other = b.legacy_session();
+    let (_, r) = legacy(&mut b, &other, 5, "tasks/get", json!({ "taskId": id }));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    b.verdict = client();
+    let (_, r) = legacy(&mut b, &on_b, 6, "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(r["result"]["status"], "cancelled", "{r}");
+    a.hear();
+    assert_eq!(a.host.borrow().cancelled.len(), 1);
+}
+
+/// A flood of well-formed task ids no one holds costs a bounded number of store lookups:
+/// each client's lookups that serve it nothing are counted (`task_load_misses`, here 5 a
+/// minute) and past them the client gets `429` with `Retry-After` without the store being
+/// asked; an id the store just said it lacks is not asked for again for 10 s (nor
+/// counted); another client is still served; a lookup that serves the client its own task
+/// costs it nothing; time brings the lookups back. Before, every id was a store lookup.
+#[test]
+fn a_flood_of_unknown_ids_costs_a_bounded_number_of_loads() {
+    let store = Shared::default();
+    let mut h = http("a");
+    h.task_load_misses(5, Duration::from_secs(60));
+    let mut a = Node::with("a", 1, &store, h);
+    let mut b = Node::new("b", 2, &store);
+    let loads = || store.borrow().log.iter().filter(|l| l.starts_with("load ")).count();
+    // A task of the client's that node B runs: looking it up on A serves the client, free.
+    let (own, _) = b.create(1);
+    for i in 0..8 {
+        assert_eq!(a.get(10 + i, &own)["result"]["status"], "working");
+    }
+    assert_eq!(loads(), 8, "each read of another node's task is a lookup");
+
+    let random = |i: u64| {
+        use base64::Engine as _;
+        let mut token = [0u8; 16];
+        token[..8].copy_from_slice(&(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_le_bytes());
+        token[8] = 0xa5;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token)
+    };
+    let mut refused = 0;
+    for i in 0..40 {
+        let (status, r) = a.call(100 + i, "tasks/get", json!({ "taskId": random(i) }));
+        match status {
+            200 => assert_eq!(r["error"]["code"], -32602, "{r}"),
+            429 => {
+                assert_eq!(
+                    (r["id"].as_u64(), r["error"]["code"].as_i64()),
+                    (Some(100 + i), Some(-32010)),
+                    "{r}"
+                );
+                refused += 1;
+            }
+            _ => panic!("{status}: {r}"),
+        }
+    }
+    assert_eq!(loads(), 8 + 5, "five lookups, then none");
+    assert_eq!(refused, 35);
+    let counted = a.e.refusal_counts().get(mcp_engine::http::Refusal::RateLimited);
+    assert_eq!(counted, 35, "each refusal recorded as a rate refusal");
+    // The refusal says when to come back.
+    let raw = a.feed(&post(200, "tasks/get", json!({ "taskId": random(200) })), usize::MAX);
+    let resp = &mcp_tests::wire::parse_responses(&raw)[0];
+    assert_eq!((resp.status, resp.header("retry-after")), (429, Some("12")), "{resp:?}");
+
+    // Another client is served (the store asked once for it).
+    a.verdict = Verdict::AllowAs(Principal::of(b"another client"));
+    let (status, r) = a.call(300, "tasks/get", json!({ "taskId": random(300) }));
+    assert_eq!((status, r["error"]["code"].as_i64()), (200, Some(-32602)), "{r}");
+    assert_eq!(loads(), 14);
+    // An id the store just said it lacks is not asked for again, and costs nothing.
+    for i in 0..10 {
+        let (status, r) = a.call(301 + i, "tasks/get", json!({ "taskId": random(300) }));
+        assert_eq!((status, r["error"]["code"].as_i64()), (200, Some(-32602)), "{r}");
+    }
+    assert_eq!(loads(), 14);
+    // 10 s later it is asked for again.
+    a.advance(Duration::from_secs(10));
+    let (status, _) = a.call(320, "tasks/get", json!({ "taskId": random(300) }));
+    assert_eq!((status, loads()), (200, 15));
+
+    // The first client gets a lookup back every 12 s.
+    a.verdict = client();
+    a.advance(Duration::from_secs(2));
+    let (status, _) = a.call(400, "tasks/get", json!({ "taskId": random(400) }));
+    assert_eq!((status, loads()), (200, 16));
+    let (status, _) = a.call(401, "tasks/get", json!({ "taskId": random(401) }));
+    assert_eq!((status, loads()), (429, 16));
 }

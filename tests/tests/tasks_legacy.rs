@@ -452,7 +452,7 @@ fn over_an_http_session_status_notifications_reach_the_creating_sessions_stream(
 
 /// Over HTTP with two principals, `tasks/list` shows each caller its own tasks only (the
 /// other's are skipped, also between the pages), a cursor is good for the principal it
-/// was given to only, and an anonymous caller sees neither's.
+/// was given to only, and an anonymous caller is not offered `tasks/list` at all.
 #[test]
 fn over_http_tasks_list_hides_another_principals_tasks() {
     use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
@@ -499,7 +499,7 @@ fn over_http_tasks_list_hides_another_principals_tasks() {
     assert_eq!(ids(&theirs), [b1.as_str()]);
     let stolen = ask(&mut c, 1, 9, "tasks/list", json!({ "cursor": cursor }));
     assert_eq!(stolen["error"]["code"], -32602, "Alice's cursor is hers: {stolen}");
-    assert!(ids(&ask(&mut c, 2, 10, "tasks/list", json!({}))).is_empty(), "anonymous sees none");
+    assert_eq!(ask(&mut c, 2, 10, "tasks/list", json!({}))["error"]["code"], -32601, "not offered");
 }
 
 /// Over HTTP, a `tasks/result` waiting from another session of the task's principal gets
@@ -510,8 +510,20 @@ fn over_http_tasks_list_hides_another_principals_tasks() {
 /// nothing but the result.
 #[test]
 fn a_tasks_result_from_another_session_is_sent_only_the_result() {
+    use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
     use mcp_tests::wire::{one, parse_responses, session_post};
-    let (mut c, calls) = http_client();
+    // Both sessions are one principal's (the host names it for every request).
+    let calls = Rc::new(RefCell::new(Vec::new()));
+    let kept = calls.clone();
+    let host: mcp_tests::wire::Host = Box::new(move |ev| {
+        if let Event::CallTool(call) = ev {
+            kept.borrow_mut().push(call.ticket);
+        }
+    });
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    let mut c = mcp_tests::wire::client_of(config(), http, catalog(), host);
+    c.e.set_entropy(&[8; 32]);
+    c.verdict = Verdict::AllowAs(Principal::of(b"alice"));
     let v = "2025-11-25";
     let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": v, "capabilities": { "elicitation": {} }, "clientInfo": { "name": "t", "version": "1" } } });
@@ -571,4 +583,101 @@ fn a_tasks_result_from_another_session_is_sent_only_the_result() {
     let answered = parse_responses(&out);
     assert_eq!(answered.len(), 1, "{}", String::from_utf8_lossy(&out));
     assert_eq!(answered[0].json()["result"]["content"][0]["text"], "done");
+}
+
+/// Over HTTP without a principal (`Authorization::Everyone`), a `2025-11-25` task is the
+/// session's that made it: another session's `tasks/get`, `tasks/result` and
+/// `tasks/cancel` get what an unknown id gets (`-32602`, the same error), its
+/// `tasks/result` does not wait, and the host's work goes on; the creating session reads,
+/// waits on and cancels it. Neither session is offered `tasks/list` (`initialize` leaves
+/// `tasks.list` out; the method is `-32601`). Before, any session read, waited on and
+/// cancelled any other's task, and listed them all.
+#[test]
+fn over_http_without_a_principal_a_task_is_its_sessions_only() {
+    use mcp_tests::wire::{one, open_session, parse_responses, session_post};
+    let (mut c, calls) = http_client();
+    let v = "2025-11-25";
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": v, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let r = one(&mut c, &session_post(&init, v, None));
+    let caps = &r.json()["result"]["capabilities"]["tasks"];
+    assert_eq!(*caps, json!({ "cancel": {}, "requests": { "tools": { "call": {} } } }), "no tasks.list");
+    assert_valid(Rev::V2025_11_25, "InitializeResult", &r.json()["result"]);
+    let mine = open_session(&mut c, v);
+    let theirs = open_session(&mut c, v);
+    let ask = |c: &mut mcp_tests::wire::Client, session: &str, rid: u64, method: &str, params: Value| {
+        let body = json!({ "jsonrpc": "2.0", "id": rid, "method": method, "params": params });
+        let r = c.send(&session_post(&body, v, Some(session)));
+        assert_eq!(r.len(), 1, "{r:?}");
+        (r[0].status, if r[0].body.is_empty() { Value::Null } else { r[0].json() })
+    };
+    let (_, r) = ask(&mut c, &mine, 2, "tools/call", json!({ "name": "slow", "task": {} }));
+    let id = r["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {r}")).to_owned();
+    let t = *calls.borrow().last().expect("the host has the task");
+
+    let unknown = "QUJDREVGR0hJSktMTU5PUA";
+    for (rid, method) in [(3, "tasks/get"), (4, "tasks/result"), (5, "tasks/cancel")] {
+        let (status, r) = ask(&mut c, &theirs, rid, method, json!({ "taskId": id }));
+        let (_, none) = ask(&mut c, &theirs, rid, method, json!({ "taskId": unknown }));
+        assert_eq!((status, &r["error"]), (200, &none["error"]), "{method}: as for an unknown id: {r}");
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+    }
+    for session in [&mine, &theirs] {
+        let (status, r) = ask(&mut c, session, 6, "tasks/list", json!({}));
+        assert_eq!((status, r["error"]["code"].as_i64()), (404, Some(-32601)), "{r}");
+    }
+
+    // The creating session: it is there, still working (the other's cancel did nothing).
+    let (_, r) = ask(&mut c, &mine, 7, "tasks/get", json!({ "taskId": id }));
+    assert_eq!(r["result"]["status"], "working", "{r}");
+    let waiting = c.e.open(c.now, None).expect("a connection");
+    let first = c.conn;
+    c.conn = waiting;
+    let result = json!({ "jsonrpc": "2.0", "id": 8, "method": "tasks/result", "params": { "taskId": id } });
+    assert!(
+        parse_responses(&c.feed(&session_post(&result, v, Some(&mine)), usize::MAX)).is_empty(),
+        "it waits"
+    );
+    c.conn = first;
+    let (_, r) = ask(&mut c, &mine, 9, "tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(r["result"]["status"], "cancelled", "{r}");
+    c.conn = waiting;
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    let answered = parse_responses(&out);
+    assert_eq!(answered[0].json()["error"]["code"], -32602, "the waiter hears the cancellation");
+    assert!(
+        c.e.answer_tool(t, &ToolOutput::new(&[Content::text("late")])).is_err(),
+        "the work was cancelled"
+    );
+}
+
+/// Over HTTP with a principal, every session of that principal sees the task (as
+/// before), and `initialize` offers `tasks.list`.
+#[test]
+fn over_http_a_principals_task_is_seen_from_all_its_sessions() {
+    use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
+    use mcp_tests::wire::{one, open_session, session_post};
+    let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Host);
+    let mut c = mcp_tests::wire::client_of(config(), http, catalog(), Box::new(|_| {}));
+    c.e.set_entropy(&[8; 32]);
+    c.verdict = Verdict::AllowAs(Principal::of(b"alice"));
+    let v = "2025-11-25";
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": v, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let r = one(&mut c, &session_post(&init, v, None));
+    assert_eq!(r.json()["result"]["capabilities"]["tasks"]["list"], json!({}), "offered");
+    let (first, second) = (open_session(&mut c, v), open_session(&mut c, v));
+    let ask = |c: &mut mcp_tests::wire::Client, session: &str, rid: u64, method: &str, params: Value| {
+        let body = json!({ "jsonrpc": "2.0", "id": rid, "method": method, "params": params });
+        one(c, &session_post(&body, v, Some(session))).json()
+    };
+    let r = ask(&mut c, &first, 2, "tools/call", json!({ "name": "slow", "task": {} }));
+    let id = r["result"]["task"]["taskId"].as_str().expect("a task").to_owned();
+    assert_eq!(ask(&mut c, &second, 3, "tasks/get", json!({ "taskId": id }))["result"]["status"], "working");
+    assert_eq!(ask(&mut c, &second, 4, "tasks/list", json!({}))["result"]["tasks"][0]["taskId"], json!(id));
+    assert_eq!(
+        ask(&mut c, &second, 5, "tasks/cancel", json!({ "taskId": id }))["result"]["status"],
+        "cancelled"
+    );
 }

@@ -53,6 +53,7 @@ pub struct HttpConfig {
     pub(super) task_store: bool,
     pub(super) node_name: String,
     pub(super) task_lease: Duration,
+    pub(super) task_load_misses: (u32, Duration),
     pub(super) protected: Option<ProtectedResource>,
     pub(super) hosts: Vec<HostName>,
     pub(super) proxies: Vec<IpNet>,
@@ -92,6 +93,7 @@ impl HttpConfig {
             task_store: false,
             node_name: String::new(),
             task_lease: Duration::from_secs(30),
+            task_load_misses: (60, Duration::from_secs(60)),
             protected: None,
             hosts: Vec::new(),
             proxies: Vec::new(),
@@ -411,6 +413,18 @@ impl HttpConfig {
     /// ago reads as `failed` on every node.
     pub fn task_lease(&mut self, lease: Duration) -> &mut Self {
         self.task_lease = lease.max(Duration::from_millis(3));
+        self
+    }
+    /// With a task store, how many lookups of task ids this engine does not hold may
+    /// serve a client nothing (the store has no such task, or it is another caller's):
+    /// `count` per `per`, up to `count` at once, per client (its principal, else its
+    /// address, IPv6 by `/64`). Default 60 per minute. Past it the client's next such
+    /// lookup is `429` with `Retry-After` (the JSON-RPC error `-32010`, its id echoed) and
+    /// the store is not asked; a lookup that serves the client one of its tasks costs
+    /// nothing, and an id the store just said it does not hold is answered "not found"
+    /// for a while without asking. See `docs/decisions.md` ("Tasks without a principal").
+    pub fn task_load_misses(&mut self, count: u32, per: Duration) -> &mut Self {
+        self.task_load_misses = (count.max(1), per.max(MIN_TIMEOUT));
         self
     }
     /// How long a `subscriptions/listen` stream may stay silent before the engine writes

@@ -124,6 +124,7 @@ impl HttpEngine {
             c.sse = Some(SessionStream { session: r, stream: e.next_stream, seq: 0, priming });
             e.next_stream = e.next_stream.wrapping_add(1).max(1);
             core::mem::swap(core.session_mut(), &mut e.session);
+            core.session_mut().token = Some(e.token);
         }
         core.set_session_check(mode, check);
         let principal_bytes = principal.map(|p| p.0);

@@ -69,6 +69,7 @@ mod store;
 mod stored;
 mod stream_shares;
 mod streams;
+mod task_misses;
 mod task_store;
 #[cfg(feature = "jwt")]
 mod token_cache;

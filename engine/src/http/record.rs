@@ -151,6 +151,7 @@ mod tests {
             uris: vec!["file:///a".into(), "mem://b/é".into()],
             caps: ClientCapabilities::NONE.with(InputKind::Roots).with_sampling_tools(),
             serial: 7,
+            token: None,
             changes: 3,
         };
         (session, Principal::of(b"alice"))

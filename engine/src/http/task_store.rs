@@ -12,12 +12,20 @@
 //! [`Phase::Loading`]. A store that fails or does not answer in time makes the request
 //! `503` with `Retry-After`; a task whose creation was not saved is undone (the host's
 //! work is cancelled), so no client holds the id of a task the store never had.
+//!
+//! What a lookup of an id this engine does not hold may cost is bounded (`task_misses`):
+//! an id the store just said it does not hold is not asked for again for a while, and a
+//! client's lookups that serve it nothing are counted against a rate
+//! ([`HttpConfig::task_load_misses`]; past it, `429`). A `tasks/list` of a caller without
+//! a principal never asks the store (the core does not offer it such a caller).
 
 use std::collections::VecDeque;
 
-use crate::http::exchange::{Phase, Saving};
+use crate::http::client::ClientKey;
+use crate::http::exchange::{Phase, Saving, respond_json};
 use crate::http::store::Loaded;
-use crate::http::{ConnId, HttpConfig, HttpEngine, HttpEvent, conn_in};
+use crate::http::task_misses::{Budget, Missing};
+use crate::http::{ConnId, HttpConfig, HttpEngine, HttpEvent, conn_in, conns, limits};
 use crate::mcp::tasks::TASK_ID_LEN;
 use crate::mcp::tasks::listing::{Query, Row};
 use crate::mcp::tasks::store::Save;
@@ -155,6 +163,13 @@ pub(super) struct TaskIo {
     after: [u8; TASK_ID_LEN],
     /// This engine's boot id, once its entropy is known.
     boot: Option<[u8; 16]>,
+    /// Ids the store said lately it does not hold.
+    missing: Missing,
+    /// Store lookups per client that served it nothing (set with the store).
+    budget: Option<Budget>,
+    /// Requests whose lookup took a token of their client's, until they are served (the
+    /// token comes back if they are served one of the caller's tasks).
+    charged: Vec<(ConnId, Option<ClientKey>)>,
 }
 
 /// The boot id of an engine: 16 bytes drawn from its entropy under a label.
@@ -166,6 +181,19 @@ fn boot_id(entropy: &[u8; 32]) -> [u8; 16] {
     let mut id = [0u8; 16];
     id.copy_from_slice(&m.finalize().into_bytes()[..16]);
     id
+}
+
+/// What to do with a `tasks/*` request before it is served.
+enum Step {
+    /// Serve it now (nothing to ask, or the answer is known: "not found").
+    Serve,
+    /// Ask the store for the task it names.
+    Load([u8; TASK_ID_LEN]),
+    /// Ask the store for a page of the caller's tasks (the cursor, if any).
+    List(Option<String>),
+    /// Refuse it: its client is out of lookups (retry after, in seconds; the refusal is
+    /// written).
+    Refuse(u64),
 }
 
 /// What a `tasks/*` request needs of the store before it is served.
@@ -206,10 +234,11 @@ impl HttpEngine {
     }
 
     fn enable_task_store(&mut self) {
-        let HttpConfig { task_store, node_name, task_lease, .. } = &self.http;
+        let HttpConfig { task_store, node_name, task_lease, task_load_misses: (count, per), .. } = &self.http;
         match (*task_store, self.task_io.boot) {
             (true, Some(boot)) if self.core.tasks.store.is_none() => {
                 self.core.enable_task_store(node_name, boot, *task_lease);
+                self.task_io.budget = Some(Budget::new(*count, *per));
             }
             (false, _) => self.core.tasks.store = None,
             _ => {}
@@ -357,6 +386,9 @@ impl HttpEngine {
         let Ok(key) = <[u8; TASK_ID_LEN]>::try_from(id.as_bytes()) else { return };
         let Some(at) = self.task_io.asking.iter().position(|a| *a == key) else { return };
         self.task_io.asking.swap_remove(at);
+        if matches!(found, Loaded::Missing) {
+            self.task_io.missing.note(key, now);
+        }
         let held = self.core.tasks.ticket_of(&key);
         let mut unavailable = matches!(found, Loaded::Unavailable);
         match (held, found) {
@@ -460,9 +492,12 @@ impl HttpEngine {
     }
 
     /// Whether `slot`'s request names a task the store may hold (a well-formed id this
-    /// engine does not hold); if so it waits for the store, asked once per request.
+    /// engine does not hold, nor the store lately said it does not), or is a `tasks/list`
+    /// of a caller with a principal; if so it waits for the store, asked once per request.
+    /// A lookup of a client out of lookups (`task_misses`) is answered `429` here instead.
     pub(super) fn begin_task_load(&mut self, slot: u32) -> bool {
-        let deadline = self.last_now + self.http.store_timeout;
+        let now = self.last_now;
+        let deadline = now + self.http.store_timeout;
         let generation = self.slots[slot as usize].generation;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };
         if c.task_loaded || c.get || c.delete || c.metadata {
@@ -474,25 +509,57 @@ impl HttpEngine {
             return false;
         }
         let conn = ConnId { slot, generation };
-        match self.parser.peek(body, &mut self.peek, |p| p.ok().and_then(named_task)) {
-            Some(Named::Task(id)) if self.core.tasks.wants_load(&id) => {
+        let principal = c.principal.as_ref().map(|p| p.0);
+        let client = ClientKey::of(c.principal, c.client);
+        let (core, io, refusal) = (&self.core, &mut self.task_io, &mut self.limit_body);
+        let step = self.parser.peek(body, &mut self.peek, |p| {
+            let n = p.ok()?;
+            Some(match named_task(n)? {
+                Named::Task(id) if !core.tasks.wants_load(&id) || io.missing.knows(&id, now) => Step::Serve,
+                Named::Task(id) => match io.budget.as_mut().map_or(Ok(()), |b| b.take(client, now)) {
+                    Ok(()) => Step::Load(id),
+                    Err(retry) => {
+                        limits::write_refusal(refusal, n, retry, limits::Refused::Rate);
+                        Step::Refuse(retry)
+                    }
+                },
+                // A cursor this engine did not seal for the caller is answered `-32602`
+                // when the request is served, without asking the store; a caller without
+                // a principal is not offered `tasks/list` (`-32601`).
+                Named::List(Ok(cursor)) if principal.is_some() => Step::List(cursor),
+                Named::List(_) => Step::Serve,
+            })
+        });
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };
+        match step {
+            Some(Step::Load(id)) => {
                 c.phase = Phase::Loading;
                 c.deadline = Some(deadline);
                 self.task_io.loading.push((conn, id));
+                let slots = &mut self.slots;
+                let charged = &mut self.task_io.charged;
+                charged.retain(|(c, _)| conn_in(slots, *c).is_some_and(|x| x.phase == Phase::Loading));
+                charged.push((conn, client));
                 self.ask_task(&id);
                 true
             }
-            Some(Named::List(Ok(cursor))) => {
-                // A cursor this engine did not seal for the caller is answered `-32602`
-                // when the request is served, without asking the store.
-                let principal = c.principal.as_ref().map(|p| p.0);
+            Some(Step::List(cursor)) => {
                 let Some(q) = self.core.task_list_query(cursor.as_deref(), principal) else { return false };
                 c.phase = Phase::Loading;
                 c.deadline = Some(deadline);
                 self.task_io.lists.push_back((conn, q));
                 true
             }
-            _ => false,
+            Some(Step::Refuse(retry)) => {
+                conns::lend_out(&mut self.outs, c);
+                c.refused = Some((limits::Refused::Rate.refusal(), 429));
+                let retry = limits::retry_after_text(retry);
+                respond_json(c, now, 429, &self.limit_body, &[("retry-after", retry)]);
+                // The connection goes on with its next request, if any.
+                self.work.push_back(slot);
+                true
+            }
+            Some(Step::Serve) | None => false,
         }
     }
 
@@ -503,6 +570,14 @@ impl HttpEngine {
         let touched = st.touched.take();
         self.task_io.loading.retain(|(c, _)| c.slot != slot);
         let generation = self.slots[slot as usize].generation;
+        let io = &mut self.task_io;
+        if let Some(at) = io.charged.iter().position(|(c, _)| c.slot == slot && c.generation == generation) {
+            let (_, client) = io.charged.swap_remove(at);
+            // The lookup served the caller one of its tasks: it cost the client nothing.
+            if let (Some(_), Some(budget)) = (touched, io.budget.as_mut()) {
+                budget.give_back(client);
+            }
+        }
         self.core.forget_task_page(Route::Http { conn: slot, generation });
         if let Some(t) = touched {
             let changes = self.core.tasks.changes(t);
@@ -563,6 +638,7 @@ impl HttpEngine {
             return;
         }
         self.task_io.loading.retain(|(c, _)| c.slot != slot);
+        self.task_io.charged.retain(|(c, _)| c.slot != slot);
         self.task_io.lists.retain(|(c, _)| c.slot != slot);
         self.task_io.listing.retain(|(c, _)| c.slot != slot);
         let mut i = 0;

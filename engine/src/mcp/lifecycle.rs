@@ -44,6 +44,10 @@ pub(crate) struct Session {
     /// a client's response to a request the engine sent is taken only from the session
     /// the request went to.
     pub(crate) serial: u64,
+    /// The HTTP session's token (set by the HTTP layer for each request it serves in the
+    /// session; `None` on stdio): a `2025-11-25` task made in the session without a
+    /// principal is bound to it (`tasks::session_key`).
+    pub(crate) token: Option<[u8; 16]>,
     /// Counts the changes to what a session record keeps (`initialized`, the log level,
     /// the uris): a session store is told of a session whose count moved.
     pub(crate) changes: u32,

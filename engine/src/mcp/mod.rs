@@ -690,10 +690,10 @@ impl Core {
         out.push(b',');
         // The tasks utility is 2025-11-25's.
         let tasks = rev == Revision::V2025_11_25 && self.prepared.features.tasks;
-        out.extend_from_slice(if tasks {
-            &self.prepared.initialize_tasks
-        } else {
-            &self.prepared.initialize
+        out.extend_from_slice(match (tasks, self.lists_tasks()) {
+            (true, true) => &self.prepared.initialize_tasks,
+            (true, false) => &self.prepared.initialize_tasks_unlisted,
+            (false, _) => &self.prepared.initialize,
         });
         out.extend_from_slice(b"}}\n");
         self.outbox.out = out;

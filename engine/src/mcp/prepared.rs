@@ -21,6 +21,9 @@ pub(crate) struct Prepared {
     pub(crate) initialize: Vec<u8>,
     /// The same for 2025-11-25 with tasks on: the `tasks` capability added.
     pub(crate) initialize_tasks: Vec<u8>,
+    /// The same without `tasks.list`: for an HTTP session without a principal, whose
+    /// requestor cannot be told from another's (`Core::lists_tasks`).
+    pub(crate) initialize_tasks_unlisted: Vec<u8>,
     /// The `requestState` key and lifetime.
     pub(crate) state_key: Option<crate::mcp::mrtr::StateKeys>,
     pub(crate) state_life: Lifetime,
@@ -119,12 +122,16 @@ impl Prepared {
         let initialize_tasks = initialize_tasks_with(
             serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
         );
+        let initialize_tasks_unlisted = initialize_tasks_with(
+            serde_json::json!({ "cancel": {}, "requests": { "tools": { "call": {} } } }),
+        );
         Self {
             meta,
             discover,
             discover_http,
             initialize,
             initialize_tasks,
+            initialize_tasks_unlisted,
             state_key: cfg.state_key.as_ref().map(|k| crate::mcp::mrtr::StateKeys {
                 sign: k.0,
                 previous: cfg.previous_keys.iter().map(|p| p.0).collect(),

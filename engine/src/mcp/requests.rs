@@ -93,6 +93,7 @@ impl Core {
             caps: self.scratch.round.caps,
             digest: self.scratch.round.digest,
             session: self.session.serial,
+            session_token: self.session.token,
             no_stream: self.no_stream,
             principal: self.principal,
             trace,

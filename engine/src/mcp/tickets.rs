@@ -94,6 +94,9 @@ pub(crate) struct Busy {
     /// The session the request was made in (its serial; 0 outside a session): a
     /// cancellation by message is heeded from that session only.
     pub(crate) session: u64,
+    /// That session's token (HTTP sessions): a task the call becomes without a principal
+    /// is bound to the session.
+    pub(crate) session_token: Option<[u8; 16]>,
     /// Its response cannot be a stream (an HTTP/1.0 request): nothing can be sent to the
     /// client before the answer.
     pub(crate) no_stream: bool,

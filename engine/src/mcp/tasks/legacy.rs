@@ -258,10 +258,23 @@ impl Core {
         Ok(())
     }
 
+    /// Whether `tasks/list` is offered to the caller: on stdio (one client: the requestor
+    /// is the stream's), and over HTTP to a principal; not to an HTTP session without one,
+    /// as the utility advises a receiver that cannot tell requestors apart (its `tasks/list`
+    /// is `-32601`, and `initialize` leaves `tasks.list` out).
+    pub(crate) fn lists_tasks(&self) -> bool {
+        self.principal.is_some() || self.mode == crate::mcp::lifecycle::Mode::Stdio
+    }
+
     /// `tasks/list` (`2025-11-25`): the caller's tasks of that revision, `page_size` at a
     /// time in table order, the next page named by a cursor sealed with the secret key
     /// and bound to the caller (without a key, every task on one page).
     pub(crate) fn list_tasks<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
+        if !self.lists_tasks() {
+            // Not offered (`initialize` left `tasks.list` out): a method this server does
+            // not support for the caller.
+            return Err(PeerError::MethodNotFound(req.method));
+        }
         // With a task store the list is the store's (`listing`): the table holds only
         // this engine's tasks, not every task the caller can read.
         if self.tasks.store.is_some() {
@@ -269,6 +282,7 @@ impl Core {
         }
         let key = self.prepared.state_key.as_ref().map(|k| k.sign);
         let principal = self.principal;
+        let session = self.task_session_key(rev);
         let start = match req.param("cursor") {
             None => 0,
             Some(ci) => {
@@ -281,7 +295,10 @@ impl Core {
         result_start(out, Reply::Id(req.id));
         out.extend_from_slice(b"\"tasks\":[");
         let mut next = None;
-        let mine = |r: &Record| r.principal == principal && r.revision.is_some_and(|v| !v.is_stateless());
+        let mine = |r: &Record| {
+            r.belongs_to(principal.as_ref(), session.as_ref())
+                && r.revision.is_some_and(|v| !v.is_stateless())
+        };
         for (shown, (slot, r)) in self.tasks.iter_from(start).filter(|(_, r)| mine(r)).enumerate() {
             if shown == page {
                 next = Some(slot);

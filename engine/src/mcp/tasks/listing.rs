@@ -4,7 +4,8 @@
 //!
 //! The HTTP layer asks the store for a page before the request is served
 //! (`HttpEvent::ListTasks`: the caller's tasks after a position, in the order
-//! `createdAt` then id); the store's rows are read here into the page's wire form, kept
+//! `createdAt` then id; a caller with a principal only: a session without one is not offered
+//! `tasks/list`); the store's rows are read here into the page's wire form, kept
 //! for the request's route ([`Listed`]), and written when the request is served again.
 //! A row is read as a copy is (`record::judge`: a dead owner's unfinished task is
 //! `failed`) and not kept; a task this engine holds is shown as the table has it (its
@@ -143,7 +144,9 @@ impl Core {
                 _ => &theirs,
             };
             let expires = r.created.saturating_add(r.ttl_ms.saturating_mul(1000));
-            let listed = r.principal == query.principal && r.revision.is_some_and(|v| !v.is_stateless());
+            // (Only a principal's list asks the store: no session key to match.)
+            let listed =
+                r.belongs_to(query.principal.as_ref(), None) && r.revision.is_some_and(|v| !v.is_stateless());
             if !listed || expires <= wall || r.id_str() != row.id {
                 continue;
             }

@@ -75,13 +75,16 @@ fn millis(d: core::time::Duration) -> u64 {
 impl Core {
     /// The task a `tasks/*` request names, for its caller: the extension declared on this
     /// request (`-32021` before anything else), `params.taskId` a string, a task of the
-    /// caller's (`-32602` otherwise, whether it never existed, expired, or is another's).
+    /// caller's (`-32602` otherwise, whether it never existed, expired, or is another
+    /// principal's or, without a principal, another session's).
     pub(crate) fn task_of<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<Ticket, PeerError<'t>> {
         if rev.is_stateless() && !declares(req.n, req.meta.capabilities) {
             return Err(PeerError::TasksNotDeclared);
         }
         let id = req.str_at(req.param("taskId")).ok_or(PeerError::NotAString("taskId"))?;
-        let ticket = self.tasks.find(id, self.principal.as_ref()).ok_or(PeerError::TaskNotFound)?;
+        let session = self.task_session_key(rev);
+        let ticket =
+            self.tasks.find(id, self.principal.as_ref(), session.as_ref()).ok_or(PeerError::TaskNotFound)?;
         // A task lives on the wire it was made on.
         let same = |r: &Record| r.revision.is_some_and(|v| v.is_stateless() == rev.is_stateless());
         let found = self.tasks.get(ticket).filter(|r| same(r)).map(|_| ticket).ok_or(PeerError::TaskNotFound);
@@ -89,6 +92,13 @@ impl Core {
             st.touched = Some(t);
         }
         found
+    }
+
+    /// The key of the session a `rev` request without a principal is served in
+    /// (`2025-11-25` over HTTP; see [`crate::mcp::tasks::session_key`]).
+    pub(crate) fn task_session_key(&self, rev: Revision) -> Option<[u8; crate::mcp::tasks::SESSION_KEY_LEN]> {
+        let bound = self.principal.is_none() && !rev.is_stateless();
+        self.session.token.filter(|_| bound).map(|t| crate::mcp::tasks::session_key(&t))
     }
 
     /// The wall clock now (microseconds since the Unix epoch; the engine's time until the
@@ -295,8 +305,11 @@ impl Answers<'_> {
         let ttl_ms = opts.ttl.map_or(max_ttl, millis).min(max_ttl);
         let poll_ms = opts.poll_interval.map_or(self.prepared.task_poll_ms, millis);
         let args = self.tasks.kept_args(ticket.slot);
+        // 2025-11-25 over HTTP without a principal: the task is the session's.
+        let bound = busy.principal.is_none() && !busy.revision.is_stateless();
         let new = NewTask {
             principal: busy.principal,
+            session_key: busy.session_token.filter(|_| bound).map(|t| crate::mcp::tasks::session_key(&t)),
             revision: busy.revision,
             tool: busy.target,
             args: &args,

@@ -28,7 +28,11 @@
 //! entropy (as session tokens are, `wire/session_id.rs`), written as 22 characters of
 //! base64url (header-safe, so `Mcp-Name` carries them as they are). A record is bound to
 //! the principal that created it: another principal's id is not found, exactly like an
-//! unknown one.
+//! unknown one. A `2025-11-25` task made without a principal in an HTTP session is bound
+//! to that session instead (a digest of its token, [`session_key`]): another session's
+//! request finds nothing, as for an unknown id. Without either (stdio, where there is one
+//! client; `2026-07-28`, where there is no session and the id is the capability) a task is
+//! bound to no one but the holder of its id.
 
 pub(crate) mod legacy;
 pub(crate) mod listing;
@@ -62,7 +66,10 @@ pub(crate) const MAX_TASK_KEYS: usize = 256;
 pub(crate) const MAX_WAITERS: usize = 4;
 /// The longest status message kept, in bytes (a longer one is cut on a char boundary).
 pub(crate) const MAX_STATUS_MESSAGE_LEN: usize = 1024;
+/// Bytes of the session key a task is bound to ([`session_key`]).
+pub(crate) const SESSION_KEY_LEN: usize = 16;
 const MINT_LABEL: &[u8] = b"mcp-engine/task-token";
+const SESSION_LABEL: &[u8] = b"mcp-engine/task-session";
 
 /// A task's status (the extension's `TaskStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +130,11 @@ pub(crate) struct Record {
     pub(crate) id: [u8; TASK_ID_LEN],
     /// The principal that created it (HTTP, when the host named one).
     pub(crate) principal: Option<[u8; 32]>,
+    /// Without a principal, the HTTP session that created it ([`session_key`] of its
+    /// token; a `2025-11-25` task only): only that session finds it. `None`: bound to no
+    /// session (a principal's task, stdio, `2026-07-28`, a record written before the key
+    /// was kept).
+    pub(crate) session_key: Option<[u8; SESSION_KEY_LEN]>,
     pub(crate) revision: Option<Revision>,
     pub(crate) status: Option<Status>,
     pub(crate) message: String,
@@ -175,6 +187,19 @@ pub(crate) struct Record {
 }
 
 impl Record {
+    /// Whether a request of `principal`, in the session whose key is `session` (if any),
+    /// may see this task: a principal's task is its principal's (in any of its sessions);
+    /// a task without one bound to a session is that session's; any other is everyone's
+    /// without a principal.
+    pub(crate) fn belongs_to(
+        &self,
+        principal: Option<&[u8; 32]>,
+        session: Option<&[u8; SESSION_KEY_LEN]>,
+    ) -> bool {
+        self.principal.as_ref() == principal
+            && (principal.is_some() || self.session_key.is_none() || self.session_key.as_ref() == session)
+    }
+
     /// The route of the first `tasks/result` waiting from the session that created the
     /// task: where what the task asks of that session's client goes (its input requests,
     /// its progress). A waiter from another session of the same principal gets only the
@@ -235,6 +260,8 @@ struct Slot {
 /// How a new task starts.
 pub(crate) struct NewTask<'a> {
     pub(crate) principal: Option<[u8; 32]>,
+    /// The creating session's key, for a task without a principal ([`session_key`]).
+    pub(crate) session_key: Option<[u8; SESSION_KEY_LEN]>,
     pub(crate) revision: Revision,
     pub(crate) tool: u32,
     pub(crate) args: &'a [u8],
@@ -368,6 +395,7 @@ impl Tasks {
         r.token = token;
         let _ = URL_SAFE_NO_PAD.encode_slice(token, &mut r.id);
         r.principal = t.principal;
+        r.session_key = t.session_key;
         r.revision = Some(t.revision);
         r.status = Some(Status::Working);
         r.set_message(t.message, wall);
@@ -436,9 +464,15 @@ impl Tasks {
         self.get_mut(ticket).filter(|r| r.held)
     }
 
-    /// The task `id` of `principal`: its ticket (an unknown id, a malformed one and
-    /// another principal's are all `None`).
-    pub(crate) fn find(&self, id: &str, principal: Option<&[u8; 32]>) -> Option<Ticket> {
+    /// The task `id` of `principal` in the session keyed `session` (see
+    /// [`Record::belongs_to`]): its ticket (an unknown id, a malformed one, another
+    /// principal's and another session's are all `None`).
+    pub(crate) fn find(
+        &self,
+        id: &str,
+        principal: Option<&[u8; 32]>,
+        session: Option<&[u8; SESSION_KEY_LEN]>,
+    ) -> Option<Ticket> {
         if id.len() != TASK_ID_LEN {
             return None;
         }
@@ -449,7 +483,7 @@ impl Tasks {
         let s = self.slots.get(slot as usize)?;
         // The id must be the one written (base64url has one spelling per token here, but
         // trailing bits could differ): compare the text.
-        (s.used && s.rec.id == id.as_bytes() && s.rec.principal.as_ref() == principal).then_some(Ticket {
+        (s.used && s.rec.id == id.as_bytes() && s.rec.belongs_to(principal, session)).then_some(Ticket {
             slot: slot as u16,
             generation: s.generation,
             task: true,
@@ -546,6 +580,21 @@ impl Tasks {
     }
 }
 
+/// The key a task made without a principal in the HTTP session with `token` is bound to:
+/// 16 bytes of SHA-256 over a label and the token. The same on every node that serves the
+/// session (the token is the session's, in its id and in a session store), and not the
+/// token itself, so a task store holds nothing that names the session.
+pub(crate) fn session_key(token: &[u8; 16]) -> [u8; SESSION_KEY_LEN] {
+    use sha2::Digest as _;
+    let mut h = Sha256::new();
+    h.update(SESSION_LABEL);
+    h.update(token);
+    let d = h.finalize();
+    let mut key = [0u8; SESSION_KEY_LEN];
+    key.copy_from_slice(&d[..SESSION_KEY_LEN]);
+    key
+}
+
 /// A digest of an input request key, to tell whether a task used it before.
 pub(crate) fn key_digest(key: &[u8]) -> u64 {
     use sha2::Digest as _;
@@ -583,6 +632,7 @@ mod tests {
     fn new_task(principal: Option<[u8; 32]>) -> NewTask<'static> {
         NewTask {
             principal,
+            session_key: None,
             revision: Revision::V2026_07_28,
             tool: 0,
             args: b"{}",
@@ -610,12 +660,41 @@ mod tests {
         let id_b = t.get(b).map(|r| r.id_str().to_owned()).unwrap_or_default();
         assert_eq!(id_a.len(), TASK_ID_LEN);
         assert_ne!(id_a, id_b);
-        assert_eq!(t.find(&id_a, Some(&[1; 32])), Some(a));
-        assert_eq!(t.find(&id_a, None), None);
-        assert_eq!(t.find(&id_a, Some(&[2; 32])), None);
-        assert_eq!(t.find(&id_b, None), Some(b));
-        assert_eq!(t.find("", None), None);
-        assert_eq!(t.find("not-a-task-id-at-all!!", None), None);
+        assert_eq!(t.find(&id_a, Some(&[1; 32]), None), Some(a));
+        assert_eq!(t.find(&id_a, None, None), None);
+        assert_eq!(t.find(&id_a, Some(&[2; 32]), None), None);
+        assert_eq!(t.find(&id_b, None, None), Some(b));
+        assert_eq!(t.find("", None, None), None);
+        assert_eq!(t.find("not-a-task-id-at-all!!", None, None), None);
+    }
+
+    #[test]
+    fn a_task_without_a_principal_made_in_a_session_is_found_from_that_session_only() {
+        let mut t = Tasks::new(8, 8);
+        t.seed(&[3; 32]);
+        let (mine, theirs) = (session_key(&[1; 16]), session_key(&[2; 16]));
+        assert_ne!(mine, theirs);
+        assert_eq!(mine, session_key(&[1; 16]), "the same on every node");
+        let mut bound = new_task(None);
+        bound.session_key = Some(mine);
+        let a = t.create(&bound, 0, 0).expect("room");
+        let id = t.get(a).map(|r| r.id_str().to_owned()).unwrap_or_default();
+        assert_eq!(t.find(&id, None, Some(&mine)), Some(a));
+        assert_eq!(t.find(&id, None, Some(&theirs)), None, "another session's");
+        assert_eq!(t.find(&id, None, None), None, "no session");
+        assert_eq!(t.find(&id, Some(&[1; 32]), Some(&mine)), None, "a principal's request");
+        // A principal's task is its principal's in any session.
+        let mut p = new_task(Some([4; 32]));
+        p.session_key = None;
+        let b = t.create(&p, 0, 0).expect("room");
+        let id = t.get(b).map(|r| r.id_str().to_owned()).unwrap_or_default();
+        assert_eq!(t.find(&id, Some(&[4; 32]), Some(&mine)), Some(b));
+        assert_eq!(t.find(&id, Some(&[4; 32]), Some(&theirs)), Some(b));
+        // An unbound task (stdio, 2026-07-28) is every principal-less caller's.
+        let c = t.create(&new_task(None), 0, 0).expect("room");
+        let id = t.get(c).map(|r| r.id_str().to_owned()).unwrap_or_default();
+        assert_eq!(t.find(&id, None, Some(&theirs)), Some(c));
+        assert_eq!(t.find(&id, None, None), Some(c));
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! engine's entropy at start, and the node's configured name) with the lease the owner
 //! renews. It holds nothing only one process can use: routes, session serials, the
 //! requests waiting on `tasks/result`. The task id is the store's key; the token in the
-//! record is checked against it.
+//! record is checked against it. A task made without a principal in an HTTP session keeps
+//! that session's key (`tasks::session_key`, a digest of its token, the same on every
+//! node), so every node finds it for that session only.
 //!
 //! Version 1, all integers big-endian:
 //!
@@ -20,10 +22,11 @@
 //! | 1 | format version, `1` |
 //! | 1 | revision: `2` = `2025-11-25`, `3` = `2026-07-28` |
 //! | 1 | status: `0` working, `1` input_required, `2` completed, `3` failed, `4` cancelled |
-//! | 1 | flags: bit 0 a principal follows, 1 a status message, 2 the outcome is an error object, 3 the host set input state; other bits zero |
+//! | 1 | flags: bit 0 a principal follows, 1 a status message, 2 the outcome is an error object, 3 the host set input state, 4 a session key follows; other bits zero |
 //! | 1 | client capabilities (as in the session record) |
 //! | 16 | the task's token |
 //! | 32 | the principal's digest, when flag bit 0 is set |
+//! | 16 | the creating session's key, when flag bit 4 is set (never with bit 0) |
 //! | 8 | the record's revision (1 when created, one more with each save) |
 //! | 8 | `createdAt`, microseconds since the Unix epoch |
 //! | 8 | `lastUpdatedAt`, the same |
@@ -51,9 +54,17 @@
 //! outside its buffer or backwards, a count over its bound, a short or long record, text
 //! that is not UTF-8) with [`RecordError`], and never panics: the engine then treats the
 //! task as not found (`-32602`), which is what the client would see had it expired.
+//!
+//! Flag bit 4 came later within version 1 (issue 27): a record without it reads as
+//! before (bound to no session), and one with it is set only where the binding matters;
+//! an engine that predates the bit refuses such a record (an unknown bit), so during a
+//! rolling upgrade an old node answers a session's task "not found" rather than show it
+//! to another session.
 
 use crate::mcp::mrtr::{ClientCapabilities, Entry, InputKind, MAX_INPUT_REQUESTS};
-use crate::mcp::tasks::{Asked, MAX_STATUS_MESSAGE_LEN, MAX_TASK_KEYS, Record, Status, TOKEN_LEN};
+use crate::mcp::tasks::{
+    Asked, MAX_STATUS_MESSAGE_LEN, MAX_TASK_KEYS, Record, SESSION_KEY_LEN, Status, TOKEN_LEN,
+};
 use crate::mcp::tickets::IdBuf;
 use crate::revision::Revision;
 use crate::wire::record::{Reader, RecordError};
@@ -70,6 +81,7 @@ const HAS_PRINCIPAL: u8 = 1;
 const HAS_MESSAGE: u8 = 2;
 const ERROR_OUTCOME: u8 = 4;
 const HAS_STATE: u8 = 8;
+const HAS_SESSION: u8 = 16;
 
 /// Who runs a task's work: the engine that created it, named by a boot id drawn from
 /// its entropy when it started and by the node name its host configured (empty when
@@ -196,12 +208,15 @@ pub(crate) fn encode(r: &Record, tool: &str, meta: &Meta, out: &mut Vec<u8>) {
     let flags = (u8::from(r.principal.is_some()) * HAS_PRINCIPAL)
         | (u8::from(r.has_message) * HAS_MESSAGE)
         | (u8::from(r.error_outcome) * ERROR_OUTCOME)
-        | (u8::from(r.has_state) * HAS_STATE);
+        | (u8::from(r.has_state) * HAS_STATE)
+        | (u8::from(r.session_key.is_some() && r.principal.is_none()) * HAS_SESSION);
     out.push(flags);
     out.push(r.caps.bits());
     out.extend_from_slice(&r.token);
-    if let Some(p) = &r.principal {
-        out.extend_from_slice(p);
+    match (&r.principal, &r.session_key) {
+        (Some(p), _) => out.extend_from_slice(p),
+        (None, Some(k)) => out.extend_from_slice(k),
+        (None, None) => {}
     }
     for n in [meta.revision, r.created, r.updated, r.ttl_ms, r.poll_ms] {
         out.extend_from_slice(&n.to_be_bytes());
@@ -275,7 +290,9 @@ pub(crate) fn decode<'a>(bytes: &'a [u8], r: &mut Record) -> Result<Decoded<'a>,
         _ => return Err(RecordError::Invalid),
     });
     let flags = rd.byte()?;
-    if flags & !(HAS_PRINCIPAL | HAS_MESSAGE | ERROR_OUTCOME | HAS_STATE) != 0 {
+    if flags & !(HAS_PRINCIPAL | HAS_MESSAGE | ERROR_OUTCOME | HAS_STATE | HAS_SESSION) != 0
+        || flags & (HAS_PRINCIPAL | HAS_SESSION) == HAS_PRINCIPAL | HAS_SESSION
+    {
         return Err(RecordError::Invalid);
     }
     r.caps = ClientCapabilities::from_bits(rd.byte()?).ok_or(RecordError::Invalid)?;
@@ -286,6 +303,13 @@ pub(crate) fn decode<'a>(bytes: &'a [u8], r: &mut Record) -> Result<Decoded<'a>,
         let mut p = [0u8; 32];
         p.copy_from_slice(rd.take(32)?);
         Some(p)
+    } else {
+        None
+    };
+    r.session_key = if flags & HAS_SESSION != 0 {
+        let mut k = [0u8; SESSION_KEY_LEN];
+        k.copy_from_slice(rd.take(SESSION_KEY_LEN)?);
+        Some(k)
     } else {
         None
     };
@@ -424,6 +448,7 @@ mod tests {
         assert_eq!(a.token, b.token);
         assert_eq!(a.id, b.id);
         assert_eq!(a.principal, b.principal);
+        assert_eq!(a.session_key, b.session_key);
         assert_eq!(a.revision, b.revision);
         assert_eq!(a.status, b.status);
         assert_eq!((a.message.as_str(), a.has_message), (b.message.as_str(), b.has_message));
@@ -471,9 +496,26 @@ mod tests {
         r.request_id = IdBuf::of(crate::jsonrpc::IdRef::I(-4));
         let meta = Meta { revision: 1, owner: Owner::default(), lease_until: 0 };
         encode(&r, "t", &meta, &mut bytes);
+        assert_eq!(bytes[3] & HAS_SESSION, 0, "a record bound to no session is as before");
+        back.session_key = Some([1; SESSION_KEY_LEN]);
         let d = decode(&bytes, &mut back).expect("reads");
         same(&r, &back);
+        assert_eq!(back.session_key, None, "a record without the key reads as bound to no session");
         assert_eq!(d.meta, meta);
+        // A session's task (no principal): its key, right after the token.
+        r.session_key = Some([7; SESSION_KEY_LEN]);
+        encode(&r, "t", &meta, &mut bytes);
+        assert_eq!(bytes[3] & HAS_SESSION, HAS_SESSION);
+        assert_eq!(&bytes[5 + TOKEN_LEN..5 + TOKEN_LEN + SESSION_KEY_LEN], &[7; SESSION_KEY_LEN]);
+        decode(&bytes, &mut back).expect("reads");
+        same(&r, &back);
+        // A principal's task keeps no session key (its principal binds it).
+        let (mut p, meta) = sample();
+        p.session_key = Some([7; SESSION_KEY_LEN]);
+        encode(&p, "t", &meta, &mut bytes);
+        assert_eq!(bytes[3] & HAS_SESSION, 0);
+        decode(&bytes, &mut back).expect("reads");
+        assert_eq!((back.principal, back.session_key), (p.principal, None));
     }
 
     #[test]
@@ -515,7 +557,7 @@ mod tests {
         let mut b = bytes.clone();
         b[0] = 2;
         assert_eq!(decode(&b, &mut into).err(), Some(RecordError::Version(2)));
-        for (at, v) in [(1, 1), (1, 4), (2, 5), (3, 0x10), (4, 0xff)] {
+        for (at, v) in [(1, 1), (1, 4), (2, 5), (3, 0x20), (3, 0x11), (4, 0xff)] {
             let mut b = bytes.clone();
             b[at] = v;
             assert_eq!(decode(&b, &mut into).err(), Some(RecordError::Invalid), "byte {at} = {v}");
