@@ -39,7 +39,7 @@ fn serve_axum<A: Authorizer>(http: HttpConfig, auth: A) -> SocketAddr {
     listener.set_nonblocking(true).expect("non-blocking");
     let _in = runtime().enter();
     let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-    let engine = HttpEngine::new(everything::config(), http, everything::catalog());
+    let engine = HttpEngine::new(integrity::server_config(), http, everything::catalog());
     let service = HttpServer::new(engine, Probe::new(), auth).into_service();
     let app = Router::new().route_service("/mcp", service);
     runtime().spawn(axum::serve(listener, app).into_future());
@@ -252,9 +252,12 @@ fn axum_the_service_cap_below_the_engine_s() {
     });
 }
 
-/// Remembers the peer and client address of every head it is asked about, and allows it.
+/// The peer and the client address of a head, as the authorizer saw them.
+type Addresses = (Option<SocketAddr>, Option<std::net::IpAddr>);
+
+/// Remembers the addresses of every head it is asked about, and allows it.
 #[derive(Clone, Default)]
-struct Seen(std::sync::Arc<std::sync::Mutex<Vec<(Option<SocketAddr>, Option<std::net::IpAddr>)>>>);
+struct Seen(std::sync::Arc<std::sync::Mutex<Vec<Addresses>>>);
 
 impl Authorizer for Seen {
     fn authorize(&self, request: &AuthorizeInfo) -> impl Future<Output = Verdict> + Send {

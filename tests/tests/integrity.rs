@@ -38,7 +38,7 @@ enum Front {
 /// (session subscriptions on).
 fn http_engine() -> HttpEngine {
     let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
-    HttpEngine::new(everything::config(), http, everything::catalog())
+    HttpEngine::new(integrity::server_config(), http, everything::catalog())
 }
 
 /// The runtime the tokio servers run on.
