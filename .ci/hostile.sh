@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The hostile-client stage: one client (127.0.0.2) does everything it can to take the demo
 # server from others (6,000 sessions, streams past the connection cap, huge subscriptions,
-# other sessions' tasks, invented and spoofed client addresses), and a second client
+# other sessions' tasks, slow calls on 1,100 connections, invented and spoofed client addresses), and a second client
 # (127.0.0.3) must still be served; request bodies up to the cap must come back byte for
 # byte however their writes are split; the server's memory growth from each probe is
 # bounded. Real sockets on loopback, against the demo with its default settings (and a
@@ -26,14 +26,14 @@ restart() {
 }
 # Each probe on a fresh server, so that each finding shows on its own; then all of them
 # in a row on one server, as one client doing everything it can.
-for p in bodies streams sessions subscriptions tasks; do
+for p in bodies streams sessions subscriptions slow-calls tasks; do
   restart
   echo "the $front demo at $url (pid $example_pid)"
   probe --url "$url" --pid "$example_pid" --probes "$p" || failed="$failed $p"
 done
 restart
 echo "the $front demo at $url (pid $example_pid): every probe in a row"
-probe --url "$url" --pid "$example_pid" --probes streams,sessions,subscriptions,tasks,bodies || failed="$failed all-in-a-row"
+probe --url "$url" --pid "$example_pid" --probes streams,sessions,subscriptions,slow-calls,tasks,bodies || failed="$failed all-in-a-row"
 
 if [ "$front" != axum ]; then
   # The rate-key probe: the demo trusts 127.0.0.9 as its proxy (the probe connects from

@@ -196,8 +196,11 @@ async fn the_in_flight_limit_holds_requests_back_instead_of_dropping_them() {
     let probe = Probe::new();
     let mut cfg = config();
     cfg.max_in_flight(2);
-    let (addr, _server) =
-        start_with(cfg, open_http(), Arc::clone(&probe), AllowAll, |s| s.max_in_flight(2)).await;
+    // Every connection is from 127.0.0.1, one client: its share is every slot here (by
+    // default half, and a client past its share is refused rather than held back).
+    let mut http = open_http();
+    http.max_in_flight_per_client(2);
+    let (addr, _server) = start_with(cfg, http, Arc::clone(&probe), AllowAll, |s| s.max_in_flight(2)).await;
     let clients: Vec<_> = (0..8u64)
         .map(|c| {
             tokio::spawn(async move {

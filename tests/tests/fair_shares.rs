@@ -265,3 +265,80 @@ fn with_a_store_the_session_that_gives_way_leaves_memory_and_comes_back() {
     assert_eq!(ping(&mut c, &ids[2]), 200);
     assert_eq!(ping(&mut c, &ids[1]), 200);
 }
+
+/// A stateless `tools/call` the holding host keeps, sent on a new connection from `peer`;
+/// what came back at once (nothing while the host holds it).
+fn call_on_new(c: &mut Client, peer: &str, id: i64) -> Vec<Response> {
+    connect(c, peer);
+    c.send(&post(&req(id, "tools/call", json!({ "name": "test_simple_text" })), &[]))
+}
+
+/// Slow calls of one client (issue 27's fair shares, for requests with the host): a
+/// client holding `max_in_flight_per_client` (32, half the ticket slots) requests with the host is refused its
+/// next at once, `429` with the JSON-RPC error echoing its id, while another client's
+/// call still reaches the host.
+#[test]
+fn a_client_holding_its_share_of_requests_is_refused_the_next_and_another_is_served() {
+    let (host, held) = holding();
+    let mut c = client_with(http(), host);
+    for i in 0..32 {
+        assert!(call_on_new(&mut c, "192.0.2.1:1", i).is_empty(), "call {i} is with the host");
+    }
+    assert_eq!(held.borrow().len(), 32);
+    let r = call_on_new(&mut c, "192.0.2.1:1", 99);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(r[0].status, 429, "{r:?}");
+    assert_eq!(r[0].header("retry-after"), Some("1"));
+    let body = r[0].json();
+    assert_eq!((body["id"].clone(), body["error"]["code"].clone()), (json!(99), json!(RATE_LIMITED)));
+    assert!(
+        body["error"]["message"].as_str().unwrap().starts_with("Too many requests in flight for this client"),
+        "{body}"
+    );
+    assert_eq!(c.e.refusal_counts().get(mcp_engine::http::Refusal::TooManyInFlight), 1);
+    assert_eq!(held.borrow().len(), 32, "the refused call never reached the host");
+    // Requests without a ticket are not counted: a `tools/list` of the same client is answered.
+    connect(&mut c, "192.0.2.1:1");
+    assert_eq!(one(&mut c, &post(&req(7, "tools/list", json!({})), &[])).status, 200);
+    // Another client is served.
+    assert!(call_on_new(&mut c, "192.0.2.2:1", 1).is_empty());
+    assert_eq!(held.borrow().len(), 33);
+    // One of the first client's calls ends: its next is taken again.
+    let t = held.borrow()[0];
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("done")])).unwrap();
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert!(call_on_new(&mut c, "192.0.2.1:1", 100).is_empty());
+    assert_eq!(held.borrow().len(), 34);
+}
+
+/// With every ticket slot busy, a request of a client at its share is refused at once
+/// rather than waiting for a slot (where it would stand before other clients' requests);
+/// a request of a client under its share waits and is taken when a slot frees.
+#[test]
+fn with_every_slot_busy_a_client_at_its_share_is_refused_and_another_waits_its_turn() {
+    let (host, held) = holding();
+    let mut config = everything::config();
+    config.secret_key([3; 32]).max_in_flight(4);
+    let mut h = http();
+    h.max_in_flight_per_client(2);
+    let mut c = client_of(config, h, everything::catalog(), host);
+    c.e.set_entropy(&[5; 32]);
+    for (peer, id) in [("192.0.2.1:1", 1), ("192.0.2.1:1", 2), ("192.0.2.2:1", 3), ("192.0.2.2:1", 4)] {
+        assert!(call_on_new(&mut c, peer, id).is_empty());
+    }
+    assert_eq!(held.borrow().len(), 4, "every slot busy");
+    let r = call_on_new(&mut c, "192.0.2.1:1", 5);
+    assert_eq!(r.len(), 1, "answered at once, not left waiting: {r:?}");
+    assert_eq!(r[0].status, 429);
+    assert_eq!(r[0].json()["id"], 5);
+    // A third client waits for a slot: nothing comes back, the host hears nothing.
+    let r = call_on_new(&mut c, "192.0.2.3:1", 6);
+    assert!(r.is_empty(), "{r:?}");
+    assert_eq!(held.borrow().len(), 4);
+    let t = held.borrow()[0];
+    c.e.answer_tool(t, &ToolOutput::new(&[Content::text("done")])).unwrap();
+    let mut out = Vec::new();
+    c.drain(&mut out);
+    assert_eq!(held.borrow().len(), 5, "the waiting call took the freed slot");
+}

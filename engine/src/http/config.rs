@@ -43,6 +43,7 @@ pub struct HttpConfig {
     pub(super) sse_keepalive: Duration,
     pub(super) max_sessions: usize,
     pub(super) max_sessions_per_client: usize,
+    pub(super) max_in_flight_per_client: usize,
     pub(super) session_idle_timeout: Duration,
     pub(super) replay_buffer: usize,
     pub(super) session_store: bool,
@@ -83,6 +84,8 @@ impl HttpConfig {
             sse_keepalive: Duration::from_secs(15),
             max_sessions: 4096,
             max_sessions_per_client: 128,
+            // 0: half of `Config::max_in_flight`, resolved by `HttpEngine::new`.
+            max_in_flight_per_client: 0,
             session_idle_timeout: Duration::from_secs(30 * 60),
             replay_buffer: 64 * 1024,
             session_store: false,
@@ -275,6 +278,20 @@ impl HttpConfig {
     /// an address (an embedding that gives no peer address) are not counted.
     pub fn max_sessions_per_client(&mut self, n: usize) -> &mut Self {
         self.max_sessions_per_client = n.max(1);
+        self
+    }
+    /// The most requests one client has with the host at once (default: half of
+    /// [`Config::max_in_flight`](crate::Config::max_in_flight), so 32 of 64; at least 1): a client
+    /// is the principal the host named, else its address (after trusted proxies; an IPv6
+    /// address by its `/64`). A request that needs a ticket (`tools/call`,
+    /// `resources/read`, `prompts/get`, `completion/complete`) from a client already holding
+    /// that many is answered at once, `429` with `Retry-After: 1` and the JSON-RPC error
+    /// `-32010` echoing its id, instead of taking one more ticket slot or waiting for one:
+    /// slow calls of one client never make another's wait. Set it to `max_in_flight` to
+    /// leave the global limit alone. Requests with neither a principal nor an address are
+    /// not counted.
+    pub fn max_in_flight_per_client(&mut self, n: usize) -> &mut Self {
+        self.max_in_flight_per_client = n.max(1);
         self
     }
     /// The bytes of recent SSE events each session keeps for `Last-Event-ID`

@@ -67,6 +67,7 @@ impl HttpEngine {
         let Some(c) = s.conn.as_mut() else {
             self.timers.set(slot, None);
             self.unlink(slot);
+            self.in_flight.release(slot);
             return;
         };
         self.refusals.collect(slot, c);
@@ -98,8 +99,10 @@ impl HttpEngine {
         let sheddable = c.sheddable();
         if c.phase != Phase::Waiting {
             // The connection left its stream, if it held one (a listen ended, a
-            // standalone stream's last chunk written).
+            // standalone stream's last chunk written), and its request, if the host had
+            // one of it.
             self.shares.release(slot);
+            self.in_flight.release(slot);
         }
         self.timers.set(slot, due);
         if sheddable != self.slots[slot as usize].linked {
@@ -267,6 +270,7 @@ impl HttpEngine {
             recycle(&mut self.outs, core::mem::take(&mut c.out));
         }
         self.shares.forget(slot);
+        self.in_flight.release(slot);
         self.open -= 1;
         self.free.push(slot);
         self.timers.set(slot, None);

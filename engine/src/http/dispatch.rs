@@ -133,6 +133,9 @@ impl HttpEngine {
         // So is an `initialize` of a client whose share of sessions is full and busy.
         let (limits, limiter, refusal, addr) =
             (&self.http.limits, &mut self.limiter, &mut self.limit_body, c.client);
+        // The requests this client has with the host (its share of the ticket slots).
+        let holder = ClientKey::of(principal, addr);
+        let (in_flight, max_in_flight) = (self.in_flight.of(holder), self.http.max_in_flight_per_client);
         let opens = matches!(check, SessionCheck::Absent(_));
         let mut limited = None;
         let served_from = core.served_len();
@@ -159,6 +162,14 @@ impl HttpEngine {
             {
                 limits::write_refusal(refusal, n, 1, Refused::InFlight);
                 limited = Some((1, Refused::InFlight));
+                return Dispatched::Answered(429);
+            }
+            if let Ok(n) = &parsed
+                && in_flight >= max_in_flight
+                && Flow::of(n) == Flow::Ticketed
+            {
+                limits::write_refusal(refusal, n, 1, Refused::ClientInFlight);
+                limited = Some((1, Refused::ClientInFlight));
                 return Dispatched::Answered(429);
             }
             core.handle(route, principal_bytes, grant.map(|g| g.0), parsed, headers.as_slice())
@@ -207,6 +218,7 @@ impl HttpEngine {
             Dispatched::Pending => {
                 c.phase = Phase::Waiting;
                 c.deadline = self.http.request_timeout.map(|t| now + t);
+                self.in_flight.enter(slot, holder);
             }
             Dispatched::Listening => {
                 // A listen stream: its acknowledgement opens the SSE response, which stays

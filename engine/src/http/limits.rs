@@ -375,6 +375,8 @@ pub(crate) enum Refused {
     Rate,
     /// Its principal holds `Limits::per_principal_concurrency` requests in flight.
     InFlight,
+    /// Its client holds `HttpConfig::max_in_flight_per_client` requests in flight.
+    ClientInFlight,
     /// An `initialize` of a client holding its share of sessions, each busy.
     Sessions,
 }
@@ -384,6 +386,7 @@ impl Refused {
     pub(crate) fn refusal(self) -> crate::http::Refusal {
         match self {
             Self::Rate | Self::InFlight => crate::http::Refusal::RateLimited,
+            Self::ClientInFlight => crate::http::Refusal::TooManyInFlight,
             Self::Sessions => crate::http::Refusal::TooManySessions,
         }
     }
@@ -392,6 +395,7 @@ impl Refused {
         match self {
             Self::Rate => "Rate limit exceeded",
             Self::InFlight => "Too many requests in flight for this principal",
+            Self::ClientInFlight => "Too many requests in flight for this client",
             Self::Sessions => "Too many sessions for this client, each of them busy",
         }
     }

@@ -50,6 +50,7 @@ mod config;
 mod conns;
 mod dispatch;
 mod exchange;
+mod in_flight;
 #[cfg(feature = "jwt")]
 mod jwt;
 #[cfg(feature = "jwt")]
@@ -296,6 +297,8 @@ pub struct HttpEngine {
     parked: parked::Parked,
     /// The long-lived streams (standalone `GET`, listen), per client.
     shares: stream_shares::StreamShares,
+    /// The requests with the host, per client.
+    in_flight: in_flight::InFlight,
     /// Sessions that expired, for the host's store to hear of (store mode only), and
     /// the id the last [`HttpEvent::SessionExpired`] lends.
     expired: std::collections::VecDeque<[u8; crate::wire::session_id::SESSION_ID_LEN]>,
@@ -325,7 +328,11 @@ impl fmt::Debug for HttpEngine {
 
 impl HttpEngine {
     /// A new engine serving `catalog` over Streamable HTTP.
-    pub fn new(cfg: Config, http: HttpConfig, catalog: Catalog) -> Self {
+    pub fn new(cfg: Config, mut http: HttpConfig, catalog: Catalog) -> Self {
+        if http.max_in_flight_per_client == 0 {
+            // Not set: half the ticket slots.
+            http.max_in_flight_per_client = (cfg.in_flight_limit() / 2).max(1);
+        }
         let max_len = http.max_body.max(cfg.frame_limit()) + 2;
         let depth = cfg.depth_limit();
         let cors_origins = match &http.origins {
@@ -368,6 +375,7 @@ impl HttpEngine {
             session_timers: Timers::new(),
             parked: parked::Parked::default(),
             shares: stream_shares::StreamShares::default(),
+            in_flight: in_flight::InFlight::default(),
             expired: std::collections::VecDeque::new(),
             expired_id: [0; crate::wire::session_id::SESSION_ID_LEN],
             record: Vec::new(),
@@ -1104,6 +1112,14 @@ impl HttpEngine {
         }
     }
 
+    /// Whether the client of `slot`'s request already has as many requests with the host
+    /// as it may: then its request does not wait for a ticket slot, it is refused at once
+    /// (`dispatch`).
+    fn over_in_flight_share(&self, slot: u32) -> bool {
+        let Some(c) = self.slots.get(slot as usize).and_then(|s| s.conn.as_ref()) else { return false };
+        self.in_flight.of(client::ClientKey::of(c.principal, c.client)) >= self.http.max_in_flight_per_client
+    }
+
     /// Advances every connection that has work, until the core holds an event.
     fn process(&mut self) {
         if self.blocked && !self.core.slots_full() {
@@ -1274,7 +1290,8 @@ impl HttpEngine {
                     c.phase = Phase::Ready;
                 }
                 Phase::Ready => {
-                    if self.core.slots_full() && self.waits_for_slot(slot) {
+                    if self.core.slots_full() && !self.over_in_flight_share(slot) && self.waits_for_slot(slot)
+                    {
                         // Every ticket slot is busy: the request waits (its connection reads
                         // nothing more) until an answer frees one.
                         self.blocked = true;

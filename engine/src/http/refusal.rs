@@ -78,6 +78,9 @@ pub enum Refusal {
     /// `429`: a standalone `GET` stream of a client holding as many long-lived streams as
     /// it may ([`HttpConfig::max_streams_per_client`](crate::http::HttpConfig::max_streams_per_client)).
     TooManyStreams,
+    /// `429`: a request that needs a ticket, of a client holding as many requests with the
+    /// host as it may ([`HttpConfig::max_in_flight_per_client`](crate::http::HttpConfig::max_in_flight_per_client)).
+    TooManyInFlight,
     /// `406`: the `Accept` header rules out every response type.
     NotAcceptable,
     /// `409`: a session's standalone stream is already open.
@@ -91,7 +94,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// Every reason, in [`index`](Self::index) order.
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 28] = [
         Self::PathNotFound,
         Self::MethodNotAllowed,
         Self::OriginNotAllowed,
@@ -115,6 +118,7 @@ impl Refusal {
         Self::NotFound,
         Self::TooManySessions,
         Self::TooManyStreams,
+        Self::TooManyInFlight,
         Self::NotAcceptable,
         Self::Conflict,
         Self::BadMessage,
@@ -161,6 +165,9 @@ impl Refusal {
             Self::TooManyStreams => {
                 "the client holds as many long-lived streams as it may (max_streams_per_client)"
             }
+            Self::TooManyInFlight => {
+                "the client has as many requests with the host as it may (max_in_flight_per_client)"
+            }
             Self::NotAcceptable => "not acceptable (Accept)",
             Self::Conflict => "conflict (the session's stream is already open)",
             Self::BadMessage => "invalid message or headers (see the JSON-RPC error)",
@@ -199,6 +206,7 @@ impl Refusal {
             Self::NotFound => "not_found",
             Self::TooManySessions => "too_many_sessions",
             Self::TooManyStreams => "too_many_streams",
+            Self::TooManyInFlight => "too_many_in_flight",
             Self::NotAcceptable => "not_acceptable",
             Self::Conflict => "conflict",
             Self::BadMessage => "bad_message",
@@ -219,7 +227,11 @@ impl Refusal {
             Self::BodyTooLarge => 413,
             Self::VersionNotSupported => 505,
             Self::HeadTimeout | Self::BodyTimeout => 408,
-            Self::AuthFailures | Self::RateLimited | Self::TooManySessions | Self::TooManyStreams => 429,
+            Self::AuthFailures
+            | Self::RateLimited
+            | Self::TooManySessions
+            | Self::TooManyStreams
+            | Self::TooManyInFlight => 429,
             Self::TokenMissing | Self::Unauthenticated => 401,
             Self::AuthorizerFailed => 500,
             Self::Unavailable => 503,

@@ -361,10 +361,17 @@ impl FrameId {
     }
 }
 
-/// `-?(0|[1-9][0-9]*)`.
+/// `-?(0|[1-9][0-9]*)` within `i64` or `u64` (the ids the request path reads), and not `-0`
+/// (JSON parsers read these others as floats, so the echoed id would not be an integer).
 fn valid_integer(raw: &[u8]) -> bool {
     let digits = raw.strip_prefix(b"-").unwrap_or(raw);
-    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) && (digits == b"0" || digits[0] != b'0')
+    let shaped = !digits.is_empty()
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits == b"0" || digits[0] != b'0')
+        && raw != b"-0";
+    shaped
+        && core::str::from_utf8(raw)
+            .is_ok_and(|text| text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok())
 }
 
 /// A whole JSON string (quotes included) of UTF-8 text, no raw controls, JSON escapes.
@@ -447,6 +454,10 @@ mod tests {
             r#"{"id":1e3,"method":"x"}"#,
             r#"{"id":01,"method":"x"}"#,
             r#"{"id":-,"method":"x"}"#,
+            // JSON parsers read these as floats: echoed, the id would not be an integer.
+            r#"{"id":-0,"method":"x"}"#,
+            r#"{"id":18446744073709551616,"method":"x"}"#,
+            r#"{"id":-9223372036854775809,"method":"x"}"#,
             r#"{"id":null,"method":"x"}"#,
             r#"{"id":true,"method":"x"}"#,
             r#"{"id":{"a":1},"method":"x"}"#,
@@ -461,6 +472,10 @@ mod tests {
         }
         let long = format!(r#"{{"id":"{}","method":"x"}}"#, "a".repeat(200));
         assert_eq!(id_of(&long), None);
+        assert_eq!(
+            id_of(r#"{"id":-9223372036854775808,"method":"x"}"#).as_deref(),
+            Some("-9223372036854775808")
+        );
         let fits = format!(r#"{{"id":"{}","method":"x"}}"#, "a".repeat(126));
         assert_eq!(id_of(&fits).map(|s| s.len()), Some(128));
         // Invalid UTF-8 inside the id.

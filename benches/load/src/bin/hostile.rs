@@ -22,6 +22,9 @@
 //!   bytes each and a few of 1,000,000; the server's memory growth must stay bounded.
 //! - `tasks`: the second client makes a task in its session; the hostile client's session
 //!   can neither see, read, cancel nor list it.
+//! - `slow-calls`: the hostile client sends a 30-second `tools/call` on each of 1,100
+//!   connections (past the connection cap, and far past the 64 requests the host may have
+//!   at once); then the second client's calls are answered at once.
 //! - `rate-keys` (needs `--proxy` and `--rate`: the server trusts that proxy address and
 //!   limits tool calls to N per minute): 12,000 invented client addresses through the
 //!   proxy, then a new client through the proxy is served; a client sending its own
@@ -80,6 +83,7 @@ fn main() -> std::process::ExitCode {
             "streams" => streams(&target, &mut report),
             "subscriptions" => subscriptions(&target, &mut report),
             "tasks" => tasks(&target, &mut report),
+            "slow-calls" => slow_calls(&target, &mut report),
             "rate-keys" => match (proxy, rate) {
                 (Some(proxy), Some(rate)) => rate_keys(&target, proxy, rate, &mut report),
                 _ => usage("rate-keys needs --proxy and --rate"),
@@ -99,7 +103,9 @@ fn main() -> std::process::ExitCode {
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("hostile: {why}\nusage: hostile --url http://127.0.0.1:PORT/mcp [--pid PID] [--probes LIST] [--proxy ADDR --rate N]");
+    eprintln!(
+        "hostile: {why}\nusage: hostile --url http://127.0.0.1:PORT/mcp [--pid PID] [--probes LIST] [--proxy ADDR --rate N]"
+    );
     std::process::exit(2)
 }
 
@@ -137,7 +143,14 @@ struct Target {
 impl Target {
     fn rss_kib(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid?)).ok()?;
-        status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()
     }
 
     fn connect(&self, from: &str) -> io::Result<Conn> {
@@ -315,7 +328,8 @@ impl Conn {
         let sid = resp.header("mcp-session-id").map(str::to_owned).filter(|_| resp.status == 200);
         if let Some(sid) = &sid {
             let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string();
-            let raw = self.post(&[("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")], note.as_bytes());
+            let raw = self
+                .post(&[("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")], note.as_bytes());
             self.exchange(&raw)?;
         }
         Ok((sid, resp))
@@ -324,7 +338,8 @@ impl Conn {
     /// A request in session `sid`.
     fn in_session(&mut self, sid: &str, id: u64, method: &str, params: Value) -> io::Result<Resp> {
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
-        let raw = self.post(&[("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")], body.as_bytes());
+        let raw =
+            self.post(&[("Mcp-Session-Id", sid), ("MCP-Protocol-Version", "2025-11-25")], body.as_bytes());
         self.exchange(&raw)
     }
 
@@ -355,7 +370,7 @@ fn text_of(len: usize, seed: u64) -> String {
     let mut s = String::with_capacity(len + 8);
     let mut i = seed;
     while s.len() < len {
-        if i % 97 == 0 {
+        if i.is_multiple_of(97) {
             s.push('é');
         } else {
             s.push_str(&format!("{i:x}."));
@@ -375,7 +390,10 @@ fn echo_request(conn: &Conn, id: u64, text: &str) -> Vec<u8> {
         "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                    "io.modelcontextprotocol/clientCapabilities": {} } } })
     .to_string();
-    conn.post(&[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "echo")], body.as_bytes())
+    conn.post(
+        &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "echo")],
+        body.as_bytes(),
+    )
 }
 
 /// The longest echo text whose request body stays within the cap.
@@ -447,7 +465,10 @@ fn bodies(t: &Target, report: &mut Report) {
                             "{} sent, {} back, first difference at {}",
                             t.len(),
                             g.len(),
-                            g.bytes().zip(t.bytes()).position(|(a, b)| a != b).unwrap_or(g.len().min(t.len()))
+                            g.bytes()
+                                .zip(t.bytes())
+                                .position(|(a, b)| a != b)
+                                .unwrap_or(g.len().min(t.len()))
                         ),
                         None => format!("{} sent, no echo", t.len()),
                     })
@@ -463,7 +484,12 @@ fn bodies(t: &Target, report: &mut Report) {
     one(report, "200,000 bytes written as 70,000 then the rest", &[text_of(200_000, 1)], &[70_000]);
     one(report, "the longest body under the cap in one write", &[text_of(longest_text(), 2)], &[]);
     one(report, "30 KB and 50 KB pipelined in one write", &[text_of(30_000, 3), text_of(50_000, 4)], &[]);
-    one(report, "three pipelined, one byte at a time across the heads", &[text_of(100, 5), text_of(20_000, 6), text_of(10, 7)], &(1..400).collect::<Vec<_>>());
+    one(
+        report,
+        "three pipelined, one byte at a time across the heads",
+        &[text_of(100, 5), text_of(20_000, 6), text_of(10, 7)],
+        &(1..400).collect::<Vec<_>>(),
+    );
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for case in 0..24 {
         let n = 1 + rng.below(3);
@@ -488,7 +514,12 @@ fn bodies(t: &Target, report: &mut Report) {
         cuts.extend(b..b + 8); // eight one-byte writes somewhere
         cuts.sort_unstable();
         let sizes = texts.iter().map(|t| t.len().to_string()).collect::<Vec<_>>().join("+");
-        one(report, &format!("random case {case}: {sizes} bytes in {} writes", cuts.len() + 1), &texts, &cuts);
+        one(
+            report,
+            &format!("random case {case}: {sizes} bytes in {} writes", cuts.len() + 1),
+            &texts,
+            &cuts,
+        );
     }
 }
 
@@ -499,16 +530,33 @@ fn second_client_served(t: &Target, report: &mut Report, after: &str) {
         let mut conn = t.connect(SECOND)?;
         let (sid, resp) = conn.initialize(json!({}))?;
         let Some(sid) = sid else { return Ok((resp.status, None, None)) };
-        let call = conn.in_session(&sid, 1, "tools/call", json!({ "name": "echo", "arguments": { "text": "second" } }))?;
+        let call = conn.in_session(
+            &sid,
+            1,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "text": "second" } }),
+        )?;
         let mut fresh = t.connect(SECOND)?;
-        let modern = fresh.modern(2, "tools/call", Some("echo"), json!({ "name": "echo", "arguments": { "text": "stateless" } }))?;
+        let modern = fresh.modern(
+            2,
+            "tools/call",
+            Some("echo"),
+            json!({ "name": "echo", "arguments": { "text": "stateless" } }),
+        )?;
         Ok((resp.status, echoed(&call), echoed(&modern)))
     })();
     match result {
         Ok((status, call, modern)) => {
-            report.check(status == 200, &format!("{after}: the second client's initialize answered {status}"));
-            report.check(call.as_deref() == Some("second"), &format!("{after}: its tools/call in the session: {call:?}"));
-            report.check(modern.as_deref() == Some("stateless"), &format!("{after}: its 2026-07-28 tools/call: {modern:?}"));
+            report
+                .check(status == 200, &format!("{after}: the second client's initialize answered {status}"));
+            report.check(
+                call.as_deref() == Some("second"),
+                &format!("{after}: its tools/call in the session: {call:?}"),
+            );
+            report.check(
+                modern.as_deref() == Some("stateless"),
+                &format!("{after}: its 2026-07-28 tools/call: {modern:?}"),
+            );
         }
         Err(e) => {
             report.check(false, &format!("{after}: the second client was not served: {e}"));
@@ -539,7 +587,9 @@ fn sessions(t: &Target, report: &mut Report) {
             Err(_) => conn = None,
         }
     }
-    println!("     the hostile client: 6,000 initialize, {opened} sessions opened, {refused} refused {statuses:?}");
+    println!(
+        "     the hostile client: 6,000 initialize, {opened} sessions opened, {refused} refused {statuses:?}"
+    );
     second_client_served(t, report, "sessions");
 }
 
@@ -574,14 +624,20 @@ fn streams(t: &Target, report: &mut Report) {
                 "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                            "io.modelcontextprotocol/clientCapabilities": {} } } })
             .to_string();
-            let raw = c.post(&[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "subscriptions/listen")], body.as_bytes());
+            let raw = c.post(
+                &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "subscriptions/listen")],
+                body.as_bytes(),
+            );
             c.send(&raw)?;
             c.s.set_read_timeout(Some(Duration::from_secs(2)))?;
             let r = c.read(true)?;
             Ok((c, r))
         });
         match listen {
-            Ok((c, r)) if r.status == 200 && r.header("content-type").is_some_and(|v| v.contains("event-stream")) => {
+            Ok((c, r))
+                if r.status == 200
+                    && r.header("content-type").is_some_and(|v| v.contains("event-stream")) =>
+            {
                 listens += 1;
                 held.push(c);
             }
@@ -655,7 +711,10 @@ fn subscribe_in(t: &Target, sessions: usize, uris: usize, len: usize) -> Subscri
 fn subscriptions(t: &Target, report: &mut Report) {
     // Uris of a usual length are kept.
     let usual = subscribe_in(t, 1, 16, 100);
-    report.check(usual.accepted == 16, &format!("subscriptions: 16 uris of 100 bytes kept ({})", usual.accepted));
+    report.check(
+        usual.accepted == 16,
+        &format!("subscriptions: 16 uris of 100 bytes kept ({})", usual.accepted),
+    );
     let mut huge = subscribe_in(t, 8, 64, 200_000);
     let more = subscribe_in(t, 4, 8, 1_000_000);
     huge.accepted += more.accepted;
@@ -701,7 +760,9 @@ fn tasks(t: &Target, report: &mut Report) {
             );
         }
         let listed = other.in_session(&theirs, 20, "tasks/list", json!({}))?.json();
-        let shown = listed["result"]["tasks"].as_array().is_some_and(|l| l.iter().any(|x| x["taskId"] == task.as_str()));
+        let shown = listed["result"]["tasks"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|x| x["taskId"] == task.as_str()));
         report.check(!shown, &format!("tasks: another session's tasks/list does not show it: {listed}"));
         let still = owner.in_session(&mine, 2, "tasks/get", json!({ "taskId": task }))?.json();
         report.check(
@@ -758,7 +819,10 @@ fn rate_keys(t: &Target, proxy: IpAddr, rate: u32, report: &mut Report) {
     if let Ok(mut c) = t.connect(&proxy) {
         for i in 0..rate + 3 {
             let spoof = format!("for=192.0.2.{}", i + 1);
-            through.push(call(&mut c, u64::from(i), &[("Forwarded", &spoof), ("X-Forwarded-For", "203.0.113.5")]).unwrap_or(0));
+            through.push(
+                call(&mut c, u64::from(i), &[("Forwarded", &spoof), ("X-Forwarded-For", "203.0.113.5")])
+                    .unwrap_or(0),
+            );
         }
     }
     report.check(
@@ -770,11 +834,50 @@ fn rate_keys(t: &Target, proxy: IpAddr, rate: u32, report: &mut Report) {
         for i in 0..rate + 3 {
             let spoof = format!("192.0.2.{}", i + 1);
             let fwd = format!("for={spoof}");
-            direct.push(call(&mut c, u64::from(i), &[("Forwarded", &fwd), ("X-Forwarded-For", &spoof)]).unwrap_or(0));
+            direct.push(
+                call(&mut c, u64::from(i), &[("Forwarded", &fwd), ("X-Forwarded-For", &spoof)]).unwrap_or(0),
+            );
         }
     }
     report.check(
         direct.iter().skip(rate as usize).all(|&s| s == 429),
         &format!("rate-keys: forwarding headers from a client that is not the proxy are ignored: {direct:?}"),
     );
+}
+
+fn slow_calls(t: &Target, report: &mut Report) {
+    let mut held = Vec::new();
+    for i in 0..1_100u64 {
+        let Ok(mut c) = t.connect(HOSTILE) else { break };
+        let body = json!({ "jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+            "name": "slow_compute", "arguments": { "seconds": 30 },
+            "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                       "io.modelcontextprotocol/clientCapabilities": {} } } })
+        .to_string();
+        let raw = c.post(
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "slow_compute"),
+            ],
+            body.as_bytes(),
+        );
+        if c.send(&raw).is_err() {
+            break;
+        }
+        held.push(c);
+    }
+    // What the server answered at once (the rest is with the host, or waits).
+    let mut statuses = std::collections::BTreeMap::new();
+    for c in &mut held {
+        let _ = c.s.set_read_timeout(Some(Duration::from_millis(5)));
+        let status = c.read(false).map(|r| r.status).unwrap_or(0);
+        *statuses.entry(status).or_insert(0usize) += 1;
+    }
+    println!(
+        "     the hostile client sent {} slow calls; answered at once: {statuses:?} (0: not yet)",
+        held.len()
+    );
+    second_client_served(t, report, "slow-calls");
+    drop(held);
 }
