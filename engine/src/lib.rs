@@ -131,7 +131,7 @@ pub use mcp::mrtr::{
 pub use mcp::scopes::{ScopeSet, Scopes};
 pub use mcp::served::{SERVED_CAPACITY, Served, SessionEnd};
 pub use mcp::subs::{CatalogChange, ReplaceError};
-pub use mcp::tasks::methods::TaskOptions;
+pub use mcp::tasks::TaskOptions;
 pub use mcp::tickets::Ticket;
 pub use revision::Revision;
 pub use stdio::Engine;

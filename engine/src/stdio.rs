@@ -16,7 +16,7 @@ use crate::mcp::event::Event;
 use crate::mcp::mrtr::{InputRequest, InputRequired};
 use crate::mcp::served::Served;
 use crate::mcp::subs::{CatalogChange, ReplaceError};
-use crate::mcp::tasks::methods::TaskOptions;
+use crate::mcp::tasks::TaskOptions;
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;

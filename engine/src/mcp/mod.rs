@@ -2,7 +2,9 @@
 //!
 //! [`Core`] owns its parts and is the only place that sees every family:
 //! - [`tickets`]: the ticket table (work handed to the host), cancellations;
-//! - [`answers`]: the one handle answers and notifications are written through;
+//! - [`answers`]: the one handle answers and notifications are written through (a task's
+//!   answers included: [`answers`] sits above the task table);
+//! - [`write`]: result framing shared by the answers and the task table (below both);
 //! - [`lifecycle`]: THE tables of revision and method rules, and the [`Session`] value;
 //! - [`streams`]: the open `subscriptions/listen` streams and their fan-out;
 //! - [`prepared`]: fragments written once per engine;
@@ -17,7 +19,7 @@
 //! - [`asks`]: requests the host sends a session-bound client outside any request, and
 //!   their replies handed back as events;
 //! - [`tasks`]: tool calls that outlive their request (the tasks extension): the task
-//!   table, `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers to a task;
+//!   table, `TaskOptions`, `tasks/get`, `tasks/update`, `tasks/cancel`; never `Answers`;
 //! - [`scopes`]: what a request was granted and what each method and definition requires
 //!   (a protected HTTP endpoint's scope policy);
 //! - [`served`]: a bounded record of each request the engine answered itself (and each
@@ -54,6 +56,7 @@ pub(crate) mod streams;
 pub mod subs;
 pub(crate) mod tasks;
 pub(crate) mod tickets;
+pub(crate) mod write;
 
 use std::collections::VecDeque;
 
@@ -66,7 +69,6 @@ use crate::error::{Detail, PeerError};
 use crate::jsonrpc::{self, Message, Reply, Req};
 use crate::level::LogLevel;
 use crate::mcp::answers::Answers;
-use crate::mcp::answers::{result_end, result_start};
 use crate::mcp::inputs::Inputs;
 use crate::mcp::lifecycle::Method;
 pub(crate) use crate::mcp::lifecycle::Mode;
@@ -78,6 +80,7 @@ use crate::mcp::streams::Subscriptions;
 use crate::mcp::tickets::Slot;
 use crate::mcp::tickets::Tickets;
 use crate::mcp::tickets::{Ticket, cancelled_id};
+use crate::mcp::write::{result_end, result_start};
 use crate::output::{Outbox, Route};
 use crate::revision::Revision;
 use crate::time::Clock;
@@ -660,7 +663,7 @@ impl Core {
             Mode::Stdio | Mode::HttpSessions => &self.prepared.discover,
             Mode::Http => &self.prepared.discover_http,
         });
-        result_end(&mut out, &self.prepared, Revision::V2026_07_28, Some(self.cfg.discover_cache));
+        result_end(&mut out, &self.prepared.meta, Revision::V2026_07_28, Some(self.cfg.discover_cache));
         self.outbox.out = out;
     }
 
