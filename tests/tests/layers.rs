@@ -67,27 +67,58 @@ fn assert_layers(krate: &str, order: &[&[&str]]) {
     assert_exact(&format!("{krate}: import circles"), &found, &expected);
 }
 
+/// The engine's layers, lowest first (`docs/architecture.md`, "Module map"; `lib.rs`'s
+/// `mod` groups).
+const ENGINE_LAYERS: &[&[&str]] = &[
+    &["time", "revision", "level"],
+    &["timer"],
+    &["wire"],
+    &["content"],
+    &["catalog"],
+    &["config", "error"],
+    &["connectome"],
+    &["jsonrpc"],
+    &["output"],
+    &["mcp"],
+    &["stdio"],
+    &["http"],
+    &["internal"],
+];
+
 #[test]
 fn engine_modules_import_only_lower_layers() {
-    // docs/architecture.md, "Module map": lowest first.
-    assert_layers(
-        "engine",
-        &[
-            &["time", "revision", "level"],
-            &["timer"],
-            &["wire"],
-            &["content"],
-            &["catalog"],
-            &["config", "error"],
-            &["connectome"],
-            &["jsonrpc"],
-            &["output"],
-            &["mcp"],
-            &["stdio"],
-            &["http"],
-            &["internal"],
-        ],
-    );
+    assert_layers("engine", ENGINE_LAYERS);
+}
+
+#[test]
+fn engine_lib_rs_declares_its_modules_grouped_by_layer() {
+    // `lib.rs`'s `mod` lines, in groups apart by blank lines: the groups are the layers, in
+    // their order (so its comment saying so stays true, and rustfmt keeps the order).
+    let text = std::fs::read_to_string(root().join("engine/src/lib.rs")).unwrap();
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut open = false;
+    for line in text.lines() {
+        let line = line.trim();
+        let name =
+            line.strip_prefix("pub ").unwrap_or(line).strip_prefix("mod ").and_then(|m| m.strip_suffix(';'));
+        match name {
+            Some(name) => {
+                if !open {
+                    groups.push(Vec::new());
+                    open = true;
+                }
+                groups.last_mut().unwrap().push(name.to_owned());
+            }
+            None if line.is_empty() => open = false,
+            None => {} // attributes and comments keep the group open
+        }
+    }
+    let mut expected: Vec<Vec<String>> =
+        ENGINE_LAYERS.iter().map(|l| l.iter().map(|m| m.to_string()).collect()).collect();
+    for g in groups.iter_mut().chain(expected.iter_mut()) {
+        g.sort();
+    }
+    assert_eq!(groups, expected, "engine/src/lib.rs: its `mod` groups are not the layers, lowest first");
 }
 
 #[test]
@@ -313,4 +344,51 @@ fn the_architecture_doc_maps_every_engine_file() {
         .filter(|rel| !doc.contains(&format!("`{rel}`")))
         .collect();
     assert!(missing.is_empty(), "docs/architecture.md's module map does not name: {missing:?}");
+}
+
+#[test]
+fn the_architecture_doc_line_counts_are_the_files() {
+    // Each row of the module map, `| `path` | lines | owns |`, against `wc -l` of
+    // engine/src/path (its newlines). UPDATE_ARCHITECTURE=1 writes today's counts.
+    let path = root().join("docs/architecture.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let src = root().join("engine/src");
+    let mut wrong = Vec::new();
+    let mut rows = 0;
+    let mut out = String::with_capacity(doc.len());
+    for line in doc.split_inclusive('\n') {
+        let cells: Vec<&str> = line.split('|').collect();
+        let file = cells.get(1).map(|c| c.trim()).and_then(|c| c.strip_prefix('`')?.strip_suffix('`'));
+        let count = cells.get(2).and_then(|c| c.trim().parse::<usize>().ok());
+        let (Some(file), Some(count)) = (file, count) else {
+            out.push_str(line);
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(src.join(file)) else {
+            wrong.push(format!("{file}: no such file in engine/src"));
+            out.push_str(line);
+            continue;
+        };
+        rows += 1;
+        let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+        if lines != count {
+            wrong.push(format!("{file}: {count} in the doc, {lines} in the file"));
+        }
+        let mut cells = cells;
+        let written = format!(" {lines} ");
+        cells[2] = &written;
+        out.push_str(&cells.join("|"));
+    }
+    assert!(rows > 20, "found only {rows} rows in the module map");
+    if std::env::var_os("UPDATE_ARCHITECTURE").is_some() {
+        std::fs::write(&path, out).unwrap();
+        return;
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md's module map is out of date ({} rows); \
+         `UPDATE_ARCHITECTURE=1 cargo test -p mcp-tests --test layers` writes today's counts:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
