@@ -1,6 +1,6 @@
 //! Pure codecs: bytes to values and back, with no MCP state and no knowledge of the
 //! layers above: JSON tape helpers and writers (`json`), list cursors (`cursor`), sealed
-//! session ids (`session_id`), the HTTP/1.1 codec (`http1`), the Server-Sent Events written
+//! session ids (`session_id`), the input of a newline-delimited stream (`ndjson`), the HTTP/1.1 codec (`http1`), the Server-Sent Events written
 //! in its chunks (`sse`), the `Mcp-*` header matcher (`headers`), and W3C trace context and
 //! baggage values (`trace`).
 //!
@@ -14,6 +14,7 @@ pub(crate) mod frame_id;
 pub(crate) mod headers;
 pub(crate) mod http1;
 pub(crate) mod json;
+pub(crate) mod ndjson;
 pub(crate) mod record;
 pub(crate) mod session_id;
 pub(crate) mod sse;
