@@ -81,30 +81,44 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
-// Layers, lowest first; a module imports only modules listed above it (its own folder
-// included), never the crate face (docs/architecture.md has the map).
-pub mod catalog;
-mod config;
-#[cfg(feature = "connectome")]
-pub mod connectome;
-pub mod content;
-pub mod error;
-pub mod http;
-mod jsonrpc;
+// The modules by layer, lowest first (`docs/architecture.md`, "Layers"): one group per
+// layer, the groups apart by a blank line so that rustfmt, which sorts within a group,
+// keeps this order. A module imports only modules of the groups above its own, or of its
+// own folder, never the crate face; `tests/tests/layers.rs` checks both the rule and that
+// these groups are its layers.
 mod level;
-mod mcp;
-mod output;
 mod revision;
-mod stdio;
 mod time;
+
 mod timer;
+
 mod wire;
 
-pub use mcp::{mrtr, subs};
+pub mod content;
+
+pub mod catalog;
+
+mod config;
+pub mod error;
+
+#[cfg(feature = "connectome")]
+pub mod connectome;
+
+mod jsonrpc;
+
+mod output;
+
+mod mcp;
+
+mod stdio;
+
+pub mod http;
 
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod internal;
+
+pub use mcp::{mrtr, subs};
 
 pub use catalog::uritemplate::TemplateError;
 pub use catalog::xheader::{HeaderParam, HeaderParamKind, XHeaderError, XHeaderReason};
@@ -131,7 +145,7 @@ pub use mcp::mrtr::{
 pub use mcp::scopes::{ScopeSet, Scopes};
 pub use mcp::served::{SERVED_CAPACITY, Served, SessionEnd};
 pub use mcp::subs::{CatalogChange, ReplaceError};
-pub use mcp::tasks::methods::TaskOptions;
+pub use mcp::tasks::TaskOptions;
 pub use mcp::tickets::Ticket;
 pub use revision::Revision;
 pub use stdio::Engine;

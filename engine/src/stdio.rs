@@ -1,7 +1,9 @@
 //! The stdio [`Engine`]: a newline-delimited JSON-RPC stream over one connection, frames
-//! held while every ticket slot is busy, end of input.
+//! held while every ticket slot is busy, end of input. The input buffer and the frames in
+//! it are `wire::ndjson`'s; which frames go to the core, and when, is this file's.
 
 use core::fmt;
+use core::ops::Range;
 
 use serde::Serialize;
 
@@ -16,13 +18,14 @@ use crate::mcp::event::Event;
 use crate::mcp::mrtr::{InputRequest, InputRequired};
 use crate::mcp::served::Served;
 use crate::mcp::subs::{CatalogChange, ReplaceError};
-use crate::mcp::tasks::methods::TaskOptions;
+use crate::mcp::tasks::TaskOptions;
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
 use crate::revision::Revision;
 use crate::time::{Instant, UnixTime};
 use crate::wire::frame_id::{FrameId, MAX_ID_LEN};
+use crate::wire::ndjson::{self, Lines, Next};
 
 // An id read from an over-long frame is one the engine would have kept.
 const _: () = assert!(MAX_ID_LEN == crate::error::MAX_TICKET_ID_LEN);
@@ -94,25 +97,14 @@ const _: () = assert!(MAX_ID_LEN == crate::error::MAX_TICKET_ID_LEN);
 /// answered with its JSON-RPC error and the stream goes on at the next frame. Misuse of
 /// a ticket is reported as an [`AnswerError`].
 pub struct Engine {
-    inbuf: Vec<u8>,
-    in_start: usize,
-    scan_from: usize,
-    /// The rest of an over-long frame is discarded as it arrives, up to its newline.
-    discarding: bool,
+    /// The input buffer and the frames in it.
+    lines: Lines,
     /// Reads an over-long frame's bytes for its request id ([`FrameId`]).
     frame_id: FrameId,
     /// The over-long frame being discarded is not answered yet: its answer waits for
     /// its id (or its end).
     owed: bool,
     eof: bool,
-    /// While the ticket slots are full: bytes after `in_start` already looked at (each
-    /// frame in them waits for a slot, or is in `held_cancels`).
-    held: usize,
-    /// Where (from `in_start`) the frames in `held` that may be cancellations start: one
-    /// that names a request still waiting for a slot is looked at again each time, since
-    /// that request may have got its slot meanwhile. The first eight are remembered; any
-    /// more are served in order.
-    held_cancels: heapless::Vec<usize, 8>,
     /// A copy of a frame examined while the slots are full (parsing mutates its input).
     peek: Vec<u8>,
     /// Find `cancelled`, `result` and `error` in frames held behind the in-flight limit
@@ -128,7 +120,7 @@ pub struct Engine {
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engine")
-            .field("buffered_input", &(self.inbuf.len() - self.in_start))
+            .field("buffered_input", &self.lines.buffered())
             .field("pending_output", &self.core.outbox().buffered())
             .field("in_flight", &self.core.in_flight())
             .field("legacy", &self.core.session().legacy)
@@ -143,16 +135,10 @@ impl Engine {
     pub fn new(cfg: Config, catalog: Catalog) -> Self {
         let frame = cfg.max_frame_len;
         Self {
-            // Twice what may be buffered: see `handle_input`.
-            inbuf: Vec::with_capacity(2 * (frame + 2)),
-            in_start: 0,
-            scan_from: 0,
-            discarding: false,
+            lines: Lines::new(frame),
             frame_id: FrameId::new(),
             owed: false,
             eof: false,
-            held: 0,
-            held_cancels: heapless::Vec::new(),
             peek: Vec::with_capacity(frame),
             cancelled: memchr::memmem::Finder::new(b"cancelled"),
             result: memchr::memmem::Finder::new(b"\"result\""),
@@ -202,7 +188,7 @@ impl Engine {
         if self.eof {
             return 0;
         }
-        (self.core.config().max_frame_len + 2).saturating_sub(self.inbuf.len() - self.in_start)
+        (self.core.config().max_frame_len + 2).saturating_sub(self.lines.buffered())
     }
 
     /// Whether the stream is over: the client closed its side, every ticket is answered
@@ -211,7 +197,7 @@ impl Engine {
         self.eof
             && self.core.in_flight() == 0
             && !self.core.is_paused()
-            && self.in_start == self.inbuf.len()
+            && self.lines.all_taken()
             && self.core.outbox().buffered() == 0
     }
 
@@ -241,21 +227,15 @@ impl Engine {
         }
         let total = data.len();
         while !data.is_empty() {
-            if self.discarding {
-                let end = memchr::memchr(b'\n', data);
+            if self.lines.is_discarding() {
+                let (skipped, ended) = self.lines.discard(data);
                 if self.owed {
-                    self.frame_id.feed(&data[..end.unwrap_or(data.len())]);
-                    if end.is_some() || self.frame_id.is_settled() {
+                    self.frame_id.feed(&data[..skipped]);
+                    if ended || self.frame_id.is_settled() {
                         self.answer_over_long();
                     }
                 }
-                match end {
-                    Some(i) => {
-                        self.discarding = false;
-                        data = &data[i + 1..];
-                    }
-                    None => data = &[],
-                }
+                data = &data[skipped + usize::from(ended)..];
                 continue;
             }
             let room = self.input_capacity();
@@ -263,16 +243,8 @@ impl Engine {
                 break;
             }
             let take = room.min(data.len());
-            // The buffered bytes move to the front only when the new ones do not fit
-            // behind them. The buffer holds twice what may be buffered, so that happens
-            // after about a buffer's worth was consumed: no byte moves more than about
-            // once, even while a full buffer of frames waits for ticket slots and each
-            // answer lets a few more bytes in. (Moving them on every call cost a
-            // pipelining async host 12 % of its CPU time.) It never grows.
-            if self.inbuf.len() + take > self.inbuf.capacity() {
-                self.compact();
-            }
-            self.inbuf.extend_from_slice(&data[..take]);
+            // Moved to the front only when they do not fit behind (`Lines::push`).
+            self.lines.push(&data[..take]);
             data = &data[take..];
             self.process();
         }
@@ -714,25 +686,13 @@ impl Engine {
         self.core.release();
     }
 
-    fn compact(&mut self) {
-        if self.in_start == 0 {
-            return;
-        }
-        let len = self.inbuf.len();
-        self.inbuf.copy_within(self.in_start..len, 0);
-        self.inbuf.truncate(len - self.in_start);
-        self.in_start = 0;
-    }
-
     /// Processes complete frames until the buffer is exhausted or the engine pauses.
     #[inline]
     fn process(&mut self) {
         // Nothing buffered (the buffer is reset whenever it is emptied, so nothing is
         // held either): the common case after every poll and consume, decided without
         // a call.
-        if self.inbuf.is_empty() {
-            debug_assert!(self.in_start == 0 && self.scan_from == 0 && self.held == 0);
-            debug_assert!(self.held_cancels.is_empty());
+        if self.lines.is_empty() {
             return;
         }
         self.process_buffered();
@@ -741,7 +701,7 @@ impl Engine {
     fn process_buffered(&mut self) {
         let max = self.core.config().max_frame_len;
         loop {
-            if self.in_start == self.inbuf.len() {
+            if self.lines.all_taken() {
                 // Every byte taken: no frame to look for, none held.
                 break;
             }
@@ -755,66 +715,26 @@ impl Engine {
                 }
                 break;
             }
-            let rest = &self.inbuf[self.in_start..];
-            match memchr::memchr(b'\n', &rest[self.scan_from..]) {
-                Some(i) => {
-                    let start = self.in_start;
-                    let mut end = start + self.scan_from + i;
-                    self.in_start = end + 1;
-                    self.scan_from = 0;
-                    self.shift_held(end + 1 - start);
-                    if end > start && self.inbuf[end - 1] == b'\r' {
-                        end -= 1;
-                    }
-                    if end - start > max {
-                        self.over_long(start, end, true);
-                    } else {
-                        self.frame(start, end);
-                    }
-                }
-                None => {
-                    self.scan_from = rest.len();
-                    if rest.len() > max + 1 {
-                        // Too long already: answered (once its id is known) and the rest
-                        // dropped unread.
-                        self.over_long(self.in_start, self.inbuf.len(), false);
-                        self.in_start = self.inbuf.len();
-                        self.scan_from = 0;
-                        self.discarding = true;
-                    } else if self.eof && !rest.is_empty() {
-                        let (start, mut end) = (self.in_start, self.inbuf.len());
-                        self.in_start = end;
-                        self.scan_from = 0;
-                        if self.inbuf[end - 1] == b'\r' {
-                            end -= 1;
-                        }
-                        if end - start > max {
-                            self.over_long(start, end, true);
-                        } else {
-                            self.frame(start, end);
-                        }
-                    }
-                    break;
-                }
+            match self.lines.next(max, self.eof) {
+                Next::Frame(frame) => self.frame(frame),
+                // Answered (once its id is known); the rest of an incomplete one is
+                // dropped unread as it arrives.
+                Next::OverLong(frame, complete) => self.over_long(frame, complete),
+                Next::Partial => break,
             }
         }
-        if self.in_start == self.inbuf.len() {
-            self.inbuf.clear();
-            self.in_start = 0;
-            self.scan_from = 0;
-            self.forget_held();
-        }
+        self.lines.settle();
     }
 
-    /// A frame longer than the limit, whose first bytes are `inbuf[start..end]`
-    /// (`complete`: all of it). Its refusal carries the request's id when one can be read
+    /// A frame longer than the limit, whose first bytes are `frame` (`complete`: all of
+    /// it). Its refusal carries the request's id when one can be read
     /// ([`FrameId`]): it is answered now when the id is known or can no longer be learnt,
     /// else once the rest of the frame has gone by (see `handle_input`).
     #[cold]
     #[inline(never)]
-    fn over_long(&mut self, start: usize, end: usize, complete: bool) {
+    fn over_long(&mut self, frame: Range<usize>, complete: bool) {
         self.frame_id.reset();
-        self.frame_id.feed(&self.inbuf[start..end]);
+        self.frame_id.feed(self.lines.bytes(frame));
         self.owed = true;
         if complete || self.frame_id.is_settled() {
             self.answer_over_long();
@@ -829,44 +749,6 @@ impl Engine {
         self.core.oversized(self.frame_id.request_id());
     }
 
-    /// The head frame, `consumed` bytes, was taken: what was looked at behind it moves up.
-    fn shift_held(&mut self, consumed: usize) {
-        self.held = self.held.saturating_sub(consumed);
-        if self.held_cancels.is_empty() {
-            return;
-        }
-        let mut kept = heapless::Vec::new();
-        for &c in &self.held_cancels {
-            if c >= consumed {
-                let _ = kept.push(c - consumed);
-            }
-        }
-        self.held_cancels = kept;
-    }
-
-    /// Everything after `in_start` is to be looked at again.
-    fn forget_held(&mut self) {
-        self.held = 0;
-        self.held_cancels.clear();
-    }
-
-    /// The frame at `pos..=nl` (behind the head) was taken out of order.
-    fn take_from_behind(&mut self, pos: usize, nl: usize) {
-        // Taken out of order: remove it (no allocation, a move within the buffer).
-        self.inbuf.drain(pos..=nl);
-        let (at, len) = (pos - self.in_start, nl + 1 - pos);
-        if at < self.held {
-            self.held -= len;
-        }
-        let mut kept = heapless::Vec::new();
-        for &c in &self.held_cancels {
-            if c != at {
-                let _ = kept.push(if c > at { c - len } else { c });
-            }
-        }
-        self.held_cancels = kept;
-    }
-
     /// While every ticket slot is busy: frames at the head that need no ticket are served
     /// in order, and from behind the requests that wait for a slot are taken the
     /// cancellations of requests holding a slot (a client can always cancel what it
@@ -876,39 +758,33 @@ impl Engine {
     fn process_held(&mut self) -> bool {
         let max = self.core.config().max_frame_len;
         // The head: served in order if it needs no slot (it may have moved up since).
-        let head = self.in_start;
-        let Some(i) = memchr::memchr(b'\n', &self.inbuf[head..]) else {
-            if self.inbuf.len() - head > max + 1 {
+        let Some((head, nl)) = self.lines.head() else {
+            if self.lines.buffered() > max + 1 {
                 // An over-long frame at the head: answered and dropped as on the normal path.
-                self.over_long(head, self.inbuf.len(), false);
-                self.in_start = self.inbuf.len();
-                self.scan_from = 0;
-                self.discarding = true;
-                self.forget_held();
+                let partial = self.lines.drop_partial_head();
+                self.over_long(partial, false);
                 return true;
             }
             return false;
         };
-        let nl = head + i;
-        let end = if nl > head && self.inbuf[nl - 1] == b'\r' { nl - 1 } else { nl };
-        let blank = self.inbuf[head..end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'));
-        if blank || end - head > max || self.peek_frame(head, end, true) == Peeked::Served {
-            if !blank && end - head > max {
-                self.over_long(head, end, true);
+        let blank = ndjson::is_blank(self.lines.bytes(head.clone()));
+        let long = head.len() > max;
+        if blank || long || self.peek_frame(head.clone(), true) == Peeked::Served {
+            if !blank && long {
+                self.over_long(head, true);
             }
-            self.in_start = nl + 1;
-            self.scan_from = 0;
-            self.shift_held(nl + 1 - head);
+            self.lines.take_head(nl);
             return true;
         }
-        // Cancellations seen before, whose request may hold a slot by now.
-        for k in 0..self.held_cancels.len() {
-            let pos = self.in_start + self.held_cancels[k];
-            let Some(i) = memchr::memchr(b'\n', &self.inbuf[pos..]) else { continue };
-            let nl = pos + i;
-            let end = if nl > pos && self.inbuf[nl - 1] == b'\r' { nl - 1 } else { nl };
-            if self.peek_frame(pos, end, false) == Peeked::Served {
-                self.take_from_behind(pos, nl);
+        // Cancellations seen before, whose request may hold a slot by now: one that names
+        // a request still waiting for a slot is looked at again each time, since that
+        // request may have got its slot meanwhile (the first eight; any more are served in
+        // order).
+        for k in 0..self.lines.held_cancels() {
+            let Some((frame, nl)) = self.lines.held_cancel(k) else { continue };
+            let pos = frame.start;
+            if self.peek_frame(frame, false) == Peeked::Served {
+                self.lines.take_from_behind(pos, nl);
                 return true;
             }
         }
@@ -916,34 +792,32 @@ impl Engine {
         // served: a frame that cannot be one is not parsed (one whose text has escapes is,
         // to be sure; responses are looked for only while the client is asked something).
         let responses = self.core.input_deadline().is_some();
-        let mut pos = (self.in_start + self.held).max(nl + 1);
-        while let Some(i) = memchr::memchr(b'\n', &self.inbuf[pos..]) {
-            let nl = pos + i;
-            let end = if nl > pos && self.inbuf[nl - 1] == b'\r' { nl - 1 } else { nl };
-            let frame = &self.inbuf[pos..end];
-            let candidate = end - pos <= max
-                && (self.cancelled.find(frame).is_some()
-                    || memchr::memchr(b'\\', frame).is_some()
+        let mut pos = self.lines.unseen(nl + 1);
+        while let Some((frame, nl)) = self.lines.frame_at(pos) {
+            let bytes = self.lines.bytes(frame.clone());
+            let candidate = frame.len() <= max
+                && (self.cancelled.find(bytes).is_some()
+                    || memchr::memchr(b'\\', bytes).is_some()
                     || (responses
-                        && (self.result.find(frame).is_some() || self.error.find(frame).is_some())));
+                        && (self.result.find(bytes).is_some() || self.error.find(bytes).is_some())));
             if candidate {
-                match self.peek_frame(pos, end, false) {
+                match self.peek_frame(frame, false) {
                     Peeked::Served => {
-                        self.held = pos - self.in_start;
-                        self.take_from_behind(pos, nl);
+                        self.lines.seen_up_to(pos);
+                        self.lines.take_from_behind(pos, nl);
                         return true;
                     }
                     Peeked::Later => {
                         // Past the first few, a cancellation of a waiting request waits in
                         // its place and is served in order (the scan goes on: a response or
                         // a live cancellation further on is still taken).
-                        let _ = self.held_cancels.push(pos - self.in_start);
+                        self.lines.hold_cancel(pos);
                     }
                     Peeked::Waits => {}
                 }
             }
             pos = nl + 1;
-            self.held = pos - self.in_start;
+            self.lines.seen_up_to(pos);
         }
         false
     }
@@ -952,9 +826,9 @@ impl Engine {
     /// that needs no ticket; from behind a waiting request, a cancellation of a request
     /// that holds a ticket, or a response (any other frame could depend on what waits
     /// before it, and a cancel of a waiting request must wait with it).
-    fn peek_frame(&mut self, start: usize, end: usize, at_head: bool) -> Peeked {
+    fn peek_frame(&mut self, frame: Range<usize>, at_head: bool) -> Peeked {
         let core = &mut self.core;
-        self.parser.peek(&self.inbuf[start..end], &mut self.peek, |parsed| match parsed {
+        self.parser.peek(self.lines.bytes(frame), &mut self.peek, |parsed| match parsed {
             Ok(n) => {
                 let flow = Flow::of(n);
                 let serve = match flow {
@@ -980,9 +854,9 @@ impl Engine {
         })
     }
 
-    fn frame(&mut self, start: usize, end: usize) {
-        let bytes = &mut self.inbuf[start..end];
-        if bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+    fn frame(&mut self, frame: Range<usize>) {
+        let bytes = self.lines.bytes_mut(frame);
+        if ndjson::is_blank(bytes) {
             return;
         }
         let core = &mut self.core;

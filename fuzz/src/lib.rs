@@ -32,7 +32,8 @@ pub use task_store::task_store;
 pub use tasks::tasks;
 pub use uritemplate::uritemplate;
 
-/// `requestState` sealing and verification; the harness lives with the sealing code.
+/// `requestState` sealing and verification; the harness is the engine's (`internal`), as it
+/// needs the sealing internals.
 pub fn request_state(data: &[u8]) {
     mcp_engine::internal::fuzz_request_state(data);
 }

@@ -1,6 +1,10 @@
 //! The layering rule, on the source of every crate of the workspace (the checker is
-//! `mcp_tests::layers`).
+//! `mcp_tests::layers`), and the engine's ratchets: the import circles, the files adding
+//! methods to `HttpEngine` or `Core` outside their `mod.rs`, and the transports' reaches into
+//! the core's fields, each listed exactly as it is today so a list can only shrink (a new
+//! entry fails, and so does one that went away and is still listed: remove it).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use mcp_tests::layers;
@@ -9,32 +13,112 @@ fn root() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
-fn assert_layers(krate: &str, order: &[&[&str]]) {
-    let problems = layers::check(&root().join(krate).join("src"), order);
-    assert!(problems.is_empty(), "{krate}: layering problems:\n{}", problems.join("\n"));
+/// The import circles each crate has today (`layers::cycles`: strongly connected
+/// components of the file-level import graph, `super::` and full paths resolved), each as
+/// `layers::cycle_line` writes it. Only ever remove lines.
+const KNOWN_CYCLES: &[(&str, &[&str])] = &[
+    (
+        "engine",
+        &[
+            "catalog <-> catalog::derive <-> catalog::scopes",
+            "http <-> http::auth <-> http::client <-> http::config <-> http::conns <-> http::exchange <-> \
+             http::in_flight <-> http::jwt <-> http::limits <-> http::parked <-> http::record <-> \
+             http::refusal <-> http::scopes <-> http::sessions <-> http::shares <-> http::store <-> \
+             http::stored <-> http::stream_shares <-> http::streams <-> http::task_misses <-> http::task_store",
+            "mcp <-> mcp::answers <-> mcp::connectome <-> mcp::event <-> mcp::prepared <-> mcp::served <-> \
+             mcp::streams <-> mcp::tasks <-> mcp::tasks::legacy <-> mcp::tasks::listing <-> \
+             mcp::tasks::methods <-> mcp::tasks::record <-> mcp::tasks::store <-> mcp::tasks::write",
+        ],
+    ),
+    (
+        "io-tokio",
+        &["oauth <-> oauth::introspect <-> oauth::jwks", "postgres <-> postgres::events <-> postgres::tasks"],
+    ),
+];
+
+/// Fails unless `found` is exactly `expected`, naming what is new and what went away.
+fn assert_exact(what: &str, found: &[String], expected: &[String]) {
+    let new: Vec<&String> = found.iter().filter(|f| !expected.contains(f)).collect();
+    let gone: Vec<&String> = expected.iter().filter(|e| !found.contains(e)).collect();
+    assert!(
+        new.is_empty() && gone.is_empty(),
+        "{what}: {} today, {} listed\nnew (not listed; remove the cause, this list only shrinks):\n  {}\n\
+         gone (still listed; remove them from the list):\n  {}\ntoday:\n  {}",
+        found.len(),
+        expected.len(),
+        join(&new),
+        join(&gone),
+        join(&found.iter().collect::<Vec<_>>()),
+    );
 }
+
+fn join(items: &[&String]) -> String {
+    items.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n  ")
+}
+
+fn assert_layers(krate: &str, order: &[&[&str]]) {
+    let src = root().join(krate).join("src");
+    let problems = layers::check(&src, order);
+    assert!(problems.is_empty(), "{krate}: layering problems:\n{}", problems.join("\n"));
+    let found: Vec<String> = layers::cycles(&src).iter().map(|c| layers::cycle_line(c)).collect();
+    let known = KNOWN_CYCLES.iter().find(|(k, _)| *k == krate).map_or(&[][..], |(_, c)| *c);
+    let expected: Vec<String> =
+        known.iter().map(|c| c.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    assert_exact(&format!("{krate}: import circles"), &found, &expected);
+}
+
+/// The engine's layers, lowest first (`docs/architecture.md`, "Module map"; `lib.rs`'s
+/// `mod` groups).
+const ENGINE_LAYERS: &[&[&str]] = &[
+    &["time", "revision", "level"],
+    &["timer"],
+    &["wire"],
+    &["content"],
+    &["catalog"],
+    &["config", "error"],
+    &["connectome"],
+    &["jsonrpc"],
+    &["output"],
+    &["mcp"],
+    &["stdio"],
+    &["http"],
+    &["internal"],
+];
 
 #[test]
 fn engine_modules_import_only_lower_layers() {
-    // docs/architecture.md, "Module map": lowest first.
-    assert_layers(
-        "engine",
-        &[
-            &["time", "revision", "level"],
-            &["timer"],
-            &["wire"],
-            &["content"],
-            &["catalog"],
-            &["config", "error"],
-            &["connectome"],
-            &["jsonrpc"],
-            &["output"],
-            &["mcp"],
-            &["stdio"],
-            &["http"],
-            &["internal"],
-        ],
-    );
+    assert_layers("engine", ENGINE_LAYERS);
+}
+
+#[test]
+fn engine_lib_rs_declares_its_modules_grouped_by_layer() {
+    // `lib.rs`'s `mod` lines, in groups apart by blank lines: the groups are the layers, in
+    // their order (so its comment saying so stays true, and rustfmt keeps the order).
+    let text = std::fs::read_to_string(root().join("engine/src/lib.rs")).unwrap();
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut open = false;
+    for line in text.lines() {
+        let line = line.trim();
+        let name =
+            line.strip_prefix("pub ").unwrap_or(line).strip_prefix("mod ").and_then(|m| m.strip_suffix(';'));
+        match name {
+            Some(name) => {
+                if !open {
+                    groups.push(Vec::new());
+                    open = true;
+                }
+                groups.last_mut().unwrap().push(name.to_owned());
+            }
+            None if line.is_empty() => open = false,
+            None => {} // attributes and comments keep the group open
+        }
+    }
+    let mut expected: Vec<Vec<String>> =
+        ENGINE_LAYERS.iter().map(|l| l.iter().map(|m| m.to_string()).collect()).collect();
+    for g in groups.iter_mut().chain(expected.iter_mut()) {
+        g.sort();
+    }
+    assert_eq!(groups, expected, "engine/src/lib.rs: its `mod` groups are not the layers, lowest first");
 }
 
 #[test]
@@ -69,20 +153,182 @@ fn mcp_spans_modules_import_only_lower_layers() {
 }
 
 #[test]
+fn engine_circles_among_siblings_are_listed() {
+    // The circles left once children stop importing their parents (`layers::sibling_cycles`):
+    // files of one level importing each other.
+    let found: Vec<String> =
+        layers::sibling_cycles(&root().join("engine/src")).iter().map(|c| layers::cycle_line(c)).collect();
+    let expected = ["http::exchange <-> http::refusal"];
+    let expected: Vec<String> =
+        expected.iter().map(|c| c.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    assert_exact("engine: import circles among siblings", &found, &expected);
+}
+
+#[test]
+fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
+    // Parts own their methods: in the end only `http/mod.rs` has `impl HttpEngine` and only
+    // `mcp/mod.rs` has `impl Core`.
+    let src = root().join("engine/src");
+    for (ty, home, expected) in [
+        (
+            "HttpEngine",
+            "http/mod.rs",
+            &[
+                "http/answers.rs",
+                "http/conns.rs",
+                "http/dispatch.rs",
+                "http/refusal.rs",
+                "http/served.rs",
+                "http/store.rs",
+                "http/stored.rs",
+                "http/streams.rs",
+                "http/task_store.rs",
+                "http/verdicts.rs",
+            ][..],
+        ),
+        (
+            "Core",
+            "mcp/mod.rs",
+            &[
+                "mcp/connectome.rs",
+                "mcp/delivery.rs",
+                "mcp/lists.rs",
+                "mcp/requests.rs",
+                "mcp/subs.rs",
+                "mcp/tasks/legacy.rs",
+                "mcp/tasks/listing.rs",
+                "mcp/tasks/methods.rs",
+                "mcp/tasks/store.rs",
+            ][..],
+        ),
+    ] {
+        let found: Vec<String> =
+            layers::files_with_impl(&src, ty).into_iter().filter(|f| f != home).collect();
+        let expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+        assert_exact(&format!("engine: files other than {home} with `impl {ty}`"), &found, &expected);
+    }
+}
+
+#[test]
+fn engine_transport_reaches_into_core_fields_are_counted() {
+    // `core.<field>` (not a method call) in `http/` and `stdio.rs`: the transports should go
+    // through the core's methods. Per file, exactly.
+    let src = root().join("engine/src");
+    let mut files = vec![src.join("stdio.rs")];
+    layers::rust_files(&src.join("http"), &mut files);
+    let found: BTreeMap<String, usize> = files
+        .iter()
+        .map(|f| {
+            (f.strip_prefix(&src).unwrap().to_string_lossy().into_owned(), layers::core_field_reaches(f))
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let expected: BTreeMap<String, usize> = [
+        ("http/answers.rs", 2),
+        ("http/dispatch.rs", 1),
+        ("http/mod.rs", 5),
+        ("http/store.rs", 1),
+        ("http/task_store.rs", 22),
+        ("stdio.rs", 2),
+    ]
+    .into_iter()
+    .map(|(f, n)| (f.to_owned(), n))
+    .collect();
+    let total = |m: &BTreeMap<String, usize>| m.values().sum::<usize>();
+    assert_eq!(
+        found,
+        expected,
+        "engine: core-field reaches from http/ and stdio.rs: {} today, {} listed (this count only shrinks: \
+         lower the listed figures when a reach goes away)",
+        total(&found),
+        total(&expected)
+    );
+}
+
+/// Writes `files` (path, text) below a fresh temporary directory named after `name`.
+fn fixture(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-layers-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (path, text) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+#[test]
 fn the_checker_sees_an_upward_import_and_a_cycle() {
-    let dir = std::env::temp_dir().join(format!("mcp-layers-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("low")).unwrap();
-    std::fs::write(dir.join("low/mod.rs"), "use crate::high::X;\n").unwrap();
-    std::fs::write(dir.join("low/a.rs"), "use crate::low::b::Y;\n").unwrap();
-    std::fs::write(dir.join("low/b.rs"), "use crate::low::a::Z;\n// crate::high in a comment\n").unwrap();
-    std::fs::write(dir.join("high.rs"), "use crate::Face;\n").unwrap();
+    let dir = fixture(
+        "rule",
+        &[
+            ("low/mod.rs", "use crate::high::X;\n"),
+            ("low/a.rs", "use crate::low::b::Y;\n"),
+            ("low/b.rs", "use crate::low::a::Z;\n// crate::high in a comment\n"),
+            ("high.rs", "use crate::Face;\n"),
+        ],
+    );
     let problems = layers::check(&dir, &[&["low"], &["high"]]);
+    let cycles = layers::cycles(&dir);
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(problems.iter().any(|p| p == "low imports a higher layer: crate::high"), "{problems:?}");
+    assert!(
+        problems.iter().any(|p| p == "low imports a higher layer: high (crate::high::X)"),
+        "{problems:?}"
+    );
     assert!(problems.iter().any(|p| p == "high imports the crate face (crate::Face)"), "{problems:?}");
-    assert!(problems.iter().any(|p| p.starts_with("import cycle: low::a -> low::b")), "{problems:?}");
-    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert_eq!(cycles, [["low::a", "low::b"]]);
+}
+
+/// A tree whose three files import each other in a circle through `super::`, `super::super::`
+/// and full paths, three levels down; with `cyclic` false the last arrow is only in places
+/// that are not imports (a comment, a string, a visibility, an inline module's `super`).
+fn depth_three(cyclic: bool) -> Vec<(&'static str, String)> {
+    let c = if cyclic {
+        "use super::super::{y::{self as why, a::A}, other};\npub fn g() {}\n"
+    } else {
+        "// use super::super::y::a::A;\n\
+         pub(in crate::x::y) fn g() { let _ = \"crate::x::y::a::A\"; let _ = r#\"super::super::y\"#; }\n\
+         mod tests { use super::*; fn t() { super::g(); let _ = '\"'; } }\n"
+    };
+    vec![
+        ("lib.rs", "mod x;\npub use x::y::a::A;\n".to_owned()),
+        ("x/mod.rs", "pub mod y;\npub mod z;\nmod other;\n".to_owned()),
+        ("x/other.rs", "pub struct O;\n".to_owned()),
+        ("x/y/mod.rs", "pub mod a;\npub mod b;\n".to_owned()),
+        ("x/y/a.rs", "use super::b::{self, B};\npub struct A(B);\n".to_owned()),
+        ("x/y/b.rs", "pub struct B;\npub fn f() { crate::x::z::c::g(); }\n".to_owned()),
+        ("x/z/mod.rs", "pub mod c;\n".to_owned()),
+        ("x/z/c.rs", c.to_owned()),
+    ]
+}
+
+#[test]
+fn the_checker_sees_a_depth_three_cycle_through_super_and_full_paths() {
+    let files = depth_three(true);
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let dir = fixture("cyclic", &files);
+    let cycles = layers::cycles(&dir);
+    let imports = layers::imports(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(cycles, [["x::y::a", "x::y::b", "x::z::c"]], "{imports:#?}");
+    assert_eq!(layers::cycle_line(&cycles[0]), "x::y::a <-> x::y::b <-> x::z::c");
+}
+
+#[test]
+fn the_checker_passes_the_same_tree_without_the_cycle() {
+    let files = depth_three(false);
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let dir = fixture("acyclic", &files);
+    let cycles = layers::cycles(&dir);
+    let imports = layers::imports(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(cycles.is_empty(), "{cycles:?}\n{imports:#?}");
+    // The two arrows that remain are seen: a -> b (`super::b`), b -> c (a full path in code).
+    let arrows: Vec<(&str, &str)> = imports.iter().map(|i| (i.from.as_str(), i.to.as_str())).collect();
+    assert!(arrows.contains(&("x::y::a", "x::y::b")), "{arrows:?}");
+    assert!(arrows.contains(&("x::y::b", "x::z::c")), "{arrows:?}");
+    assert!(!arrows.iter().any(|(from, _)| *from == "x::z::c"), "{arrows:?}");
 }
 
 #[test]
@@ -98,4 +344,51 @@ fn the_architecture_doc_maps_every_engine_file() {
         .filter(|rel| !doc.contains(&format!("`{rel}`")))
         .collect();
     assert!(missing.is_empty(), "docs/architecture.md's module map does not name: {missing:?}");
+}
+
+#[test]
+fn the_architecture_doc_line_counts_are_the_files() {
+    // Each row of the module map, `| `path` | lines | owns |`, against `wc -l` of
+    // engine/src/path (its newlines). UPDATE_ARCHITECTURE=1 writes today's counts.
+    let path = root().join("docs/architecture.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let src = root().join("engine/src");
+    let mut wrong = Vec::new();
+    let mut rows = 0;
+    let mut out = String::with_capacity(doc.len());
+    for line in doc.split_inclusive('\n') {
+        let cells: Vec<&str> = line.split('|').collect();
+        let file = cells.get(1).map(|c| c.trim()).and_then(|c| c.strip_prefix('`')?.strip_suffix('`'));
+        let count = cells.get(2).and_then(|c| c.trim().parse::<usize>().ok());
+        let (Some(file), Some(count)) = (file, count) else {
+            out.push_str(line);
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(src.join(file)) else {
+            wrong.push(format!("{file}: no such file in engine/src"));
+            out.push_str(line);
+            continue;
+        };
+        rows += 1;
+        let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+        if lines != count {
+            wrong.push(format!("{file}: {count} in the doc, {lines} in the file"));
+        }
+        let mut cells = cells;
+        let written = format!(" {lines} ");
+        cells[2] = &written;
+        out.push_str(&cells.join("|"));
+    }
+    assert!(rows > 20, "found only {rows} rows in the module map");
+    if std::env::var_os("UPDATE_ARCHITECTURE").is_some() {
+        std::fs::write(&path, out).unwrap();
+        return;
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md's module map is out of date ({} rows); \
+         `UPDATE_ARCHITECTURE=1 cargo test -p mcp-tests --test layers` writes today's counts:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }

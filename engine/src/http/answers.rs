@@ -177,7 +177,7 @@ impl HttpEngine {
     pub fn start_task(
         &mut self,
         ticket: Ticket,
-        options: &crate::mcp::tasks::methods::TaskOptions<'_>,
+        options: &crate::mcp::tasks::TaskOptions<'_>,
     ) -> Result<Ticket, AnswerError> {
         self.tick(self.last_now);
         let r = self.core.answers().start_task(ticket, options);

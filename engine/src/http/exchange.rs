@@ -12,8 +12,8 @@ use crate::http::refusal::{Early, Refusal};
 use crate::http::sessions::SessionRef;
 use crate::mcp::scopes::ScopeSet;
 use crate::time::{Instant, UnixTime};
-use crate::wire::http1;
 use crate::wire::session_id::SESSION_ID_LEN;
+use crate::wire::{http1, sse};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -318,7 +318,7 @@ impl Exchange {
         match self.framing {
             Framing::Wire => {
                 let extra = Self::with_cors(self.cors.as_deref(), self.session_id.as_ref(), &[]);
-                http1::write_sse_head(&mut self.out, &extra, close);
+                sse::write_sse_head(&mut self.out, &extra, close);
             }
             Framing::Embedded => {
                 let (cors, id) = (self.cors.clone(), self.session_id);
@@ -332,8 +332,8 @@ impl Exchange {
     pub(super) fn write_sse_event(&mut self, now: Instant, data: &[u8]) {
         self.will_write(now);
         match self.framing {
-            Framing::Wire => http1::write_sse_event(&mut self.out, data),
-            Framing::Embedded => http1::push_sse_event(&mut self.out, None, data),
+            Framing::Wire => sse::write_sse_event(&mut self.out, data),
+            Framing::Embedded => sse::push_sse_event(&mut self.out, None, data),
         }
     }
 
@@ -341,8 +341,8 @@ impl Exchange {
     pub(super) fn write_sse_event_with_id(&mut self, now: Instant, id: &str, data: &[u8]) {
         self.will_write(now);
         match self.framing {
-            Framing::Wire => http1::write_sse_event_with_id(&mut self.out, id, data),
-            Framing::Embedded => http1::push_sse_event(&mut self.out, Some(id), data),
+            Framing::Wire => sse::write_sse_event_with_id(&mut self.out, id, data),
+            Framing::Embedded => sse::push_sse_event(&mut self.out, Some(id), data),
         }
     }
 
@@ -350,7 +350,7 @@ impl Exchange {
     pub(super) fn write_sse_note(&mut self, now: Instant, text: &str) {
         self.will_write(now);
         match self.framing {
-            Framing::Wire => http1::write_sse_note(&mut self.out, text),
+            Framing::Wire => sse::write_sse_note(&mut self.out, text),
             Framing::Embedded => {
                 self.out.extend_from_slice(b": ");
                 self.out.extend_from_slice(text.as_bytes());
@@ -363,7 +363,7 @@ impl Exchange {
     pub(super) fn write_sse_retry(&mut self, now: Instant, ms: u32) {
         self.will_write(now);
         match self.framing {
-            Framing::Wire => http1::write_sse_retry(&mut self.out, ms),
+            Framing::Wire => sse::write_sse_retry(&mut self.out, ms),
             Framing::Embedded => {
                 self.out.extend_from_slice(b"retry: ");
                 self.out.extend_from_slice(itoa::Buffer::new().format(ms).as_bytes());
@@ -376,7 +376,7 @@ impl Exchange {
     pub(super) fn write_sse_comment(&mut self, now: Instant) {
         self.will_write(now);
         match self.framing {
-            Framing::Wire => http1::write_sse_comment(&mut self.out),
+            Framing::Wire => sse::write_sse_comment(&mut self.out),
             Framing::Embedded => self.out.extend_from_slice(b":\n"),
         }
     }

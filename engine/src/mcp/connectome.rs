@@ -8,9 +8,9 @@ use crate::connectome::{
 use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req, field};
 use crate::mcp::Core;
-use crate::mcp::answers::{result_end, result_start};
 use crate::mcp::lifecycle::Method;
 use crate::mcp::tickets::{PendingKind, Ticket};
+use crate::mcp::write::{result_end, result_start};
 use crate::revision::Revision;
 use crate::wire::cursor::ListKind;
 
@@ -83,7 +83,7 @@ impl Core {
         field(&mut out, "contents");
         let contents = [crate::content::ResourceContents::text(uri, Some("application/json"), &text)];
         crate::content::write_array(&mut out, &contents, crate::content::ResourceContents::write_json);
-        result_end(&mut out, &self.prepared, rev, Some(self.cfg.resources_cache));
+        result_end(&mut out, &self.prepared.meta, rev, Some(self.cfg.resources_cache));
         self.outbox.out = out;
         Some(Ok(()))
     }

@@ -12,7 +12,7 @@ use crate::level::LogLevel;
 use crate::mcp::answers::Answers;
 use crate::mcp::asks::ClientReply;
 use crate::mcp::mrtr::{ClientCapabilities, InputRequired, InputResponses};
-use crate::mcp::tasks::methods::TaskOptions;
+use crate::mcp::tasks::TaskOptions;
 use crate::mcp::tickets::Ticket;
 use crate::output::Route;
 use crate::revision::Revision;

@@ -9,17 +9,22 @@
 //! - [`METHODS`]: which method exists under which revision and what it needs.
 //! - [`NOTIFICATIONS`]: which notifications the core acts on.
 //! - [`Session`]: what a session-bound client set up (stdio owns one; HTTP sessions are
-//!   looked up by id).
+//!   looked up by id), opened by `initialize` ([`Session::open`]), its log level set by
+//!   `logging/setLevel`.
+//! - The answers of the lifecycle methods: [`write_initialized`], [`write_discover`],
+//!   [`write_empty_result`] (`ping`).
 //!
 //! `docs/architecture.md` shows these tables; a test keeps it identical to the rows here.
 
 use simd_json::{Node, StaticNode};
 
 use crate::catalog::Catalog;
+use crate::config::CachePolicy;
 use crate::error::{Detail, Detailed, PeerError};
-use crate::jsonrpc::Req;
+use crate::jsonrpc::{Reply, Req};
 use crate::level::{LOG_LEVELS, LogLevel};
 use crate::mcp::mrtr::ClientCapabilities;
+use crate::mcp::write::{result_end, result_start};
 use crate::revision::Revision;
 use crate::wire::cursor::ListKind;
 use crate::wire::{headers, json};
@@ -58,6 +63,77 @@ impl Session {
     pub(crate) fn touch(&mut self) {
         self.changes = self.changes.wrapping_add(1);
     }
+
+    /// `initialize`: opens the session under the requested revision if it is a
+    /// session-bound one we speak, else our latest; numbered `serial`, with the input
+    /// kinds the client declared. Refused without `protocolVersion`, on a session already
+    /// initialized, and when `full` (the live sessions are at their cap). Returns the
+    /// revision opened.
+    pub(crate) fn open<'t>(
+        &mut self,
+        req: &Req<'_, 't>,
+        full: bool,
+        serial: u64,
+    ) -> Result<Revision, PeerError<'t>> {
+        let requested = req.str_at(req.param("protocolVersion")).ok_or(PeerError::InitializeNeedsVersion)?;
+        if self.legacy.is_some() {
+            return Err(PeerError::AlreadyInitialized);
+        }
+        if full {
+            return Err(PeerError::TooManySessions);
+        }
+        let rev = Revision::parse(requested).filter(|r| !r.is_stateless()).unwrap_or(Revision::LATEST_LEGACY);
+        self.legacy = Some(rev);
+        self.caps = match req.param("capabilities") {
+            Some(c) if json::is_object(req.n, c) => ClientCapabilities::from_tape(req.n, c),
+            _ => ClientCapabilities::NONE,
+        };
+        self.serial = serial;
+        self.touch();
+        Ok(rev)
+    }
+
+    /// `logging/setLevel`: the level later requests of the session log at.
+    pub(crate) fn set_level<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
+        let level =
+            req.str_at(req.param("level")).and_then(LogLevel::parse).ok_or(PeerError::UnknownLogLevel)?;
+        if self.log_level != Some(level) {
+            self.log_level = Some(level);
+            self.touch();
+        }
+        Ok(())
+    }
+}
+
+/// Writes an empty result (`ping`, `logging/setLevel`, ...): `{"jsonrpc":"2.0","id":..,"result":{}}`.
+pub(crate) fn write_empty_result(out: &mut Vec<u8>, reply: Reply<'_, '_>) {
+    result_start(out, reply);
+    out.extend_from_slice(b"}}\n");
+}
+
+/// Writes the answer to `server/discover`: the revisions this transport speaks and the
+/// capabilities (`fragment`, prepared once per transport), the `_meta` members, `cache`.
+pub(crate) fn write_discover(
+    out: &mut Vec<u8>,
+    req: &Req<'_, '_>,
+    fragment: &[u8],
+    meta: &[u8],
+    cache: CachePolicy,
+) {
+    result_start(out, Reply::Id(req.id));
+    out.extend_from_slice(fragment);
+    result_end(out, meta, Revision::V2026_07_28, Some(cache));
+}
+
+/// Writes the answer to `initialize`: the revision opened, then the server's capabilities
+/// and info (`fragment`, prepared once per engine for what the revision shows).
+pub(crate) fn write_initialized(out: &mut Vec<u8>, req: &Req<'_, '_>, rev: Revision, fragment: &[u8]) {
+    result_start(out, Reply::Id(req.id));
+    out.extend_from_slice(b"\"protocolVersion\":");
+    json::write_str(out, rev.as_str());
+    out.push(b',');
+    out.extend_from_slice(fragment);
+    out.extend_from_slice(b"}}\n");
 }
 
 /// Which transport the core serves: the rules differ (DIGEST A.8, beam_mcp "dual-era is a

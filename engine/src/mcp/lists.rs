@@ -6,7 +6,7 @@
 use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req, field};
 use crate::mcp::Core;
-use crate::mcp::answers::{result_end, result_start};
+use crate::mcp::write::{result_end, result_start};
 use crate::revision::Revision;
 use crate::wire::cursor::{self, Binding, CursorError, ListKind};
 use crate::wire::json;
@@ -125,7 +125,7 @@ impl Core {
         if self.granted.is_some() && self.rules.as_ref().is_some_and(|r| r.scoped_list(kind)) {
             cache.scope = crate::config::CacheScope::Private;
         }
-        result_end(&mut out, &self.prepared, rev, Some(cache));
+        result_end(&mut out, &self.prepared.meta, rev, Some(cache));
         self.outbox.out = out;
         Ok(())
     }

@@ -2,7 +2,9 @@
 //!
 //! [`Core`] owns its parts and is the only place that sees every family:
 //! - [`tickets`]: the ticket table (work handed to the host), cancellations;
-//! - [`answers`]: the one handle answers and notifications are written through;
+//! - [`answers`]: the one handle answers and notifications are written through (a task's
+//!   answers included: [`answers`] sits above the task table);
+//! - [`write`]: result framing shared by the answers and the task table (below both);
 //! - [`lifecycle`]: THE tables of revision and method rules, and the [`Session`] value;
 //! - [`streams`]: the open `subscriptions/listen` streams and their fan-out;
 //! - [`prepared`]: fragments written once per engine;
@@ -17,7 +19,7 @@
 //! - [`asks`]: requests the host sends a session-bound client outside any request, and
 //!   their replies handed back as events;
 //! - [`tasks`]: tool calls that outlive their request (the tasks extension): the task
-//!   table, `tasks/get`, `tasks/update`, `tasks/cancel`, and the host's answers to a task;
+//!   table, `TaskOptions`, `tasks/get`, `tasks/update`, `tasks/cancel`; never `Answers`;
 //! - [`scopes`]: what a request was granted and what each method and definition requires
 //!   (a protected HTTP endpoint's scope policy);
 //! - [`served`]: a bounded record of each request the engine answered itself (and each
@@ -54,6 +56,7 @@ pub(crate) mod streams;
 pub mod subs;
 pub(crate) mod tasks;
 pub(crate) mod tickets;
+pub(crate) mod write;
 
 use std::collections::VecDeque;
 
@@ -64,9 +67,7 @@ use crate::catalog::uritemplate::Captures;
 use crate::config::Config;
 use crate::error::{Detail, PeerError};
 use crate::jsonrpc::{self, Message, Reply, Req};
-use crate::level::LogLevel;
 use crate::mcp::answers::Answers;
-use crate::mcp::answers::{result_end, result_start};
 use crate::mcp::inputs::Inputs;
 use crate::mcp::lifecycle::Method;
 pub(crate) use crate::mcp::lifecycle::Mode;
@@ -648,55 +649,39 @@ impl Core {
 
     /// The session-bound `ping` answer: an empty result.
     pub(crate) fn pong(&mut self, reply: Reply<'_, '_>) {
-        result_start(&mut self.outbox.out, reply);
-        self.outbox.out.extend_from_slice(b"}}\n");
+        lifecycle::write_empty_result(&mut self.outbox.out, reply);
     }
 
-    /// `server/discover`: the revisions this transport speaks and the capabilities.
+    /// `server/discover` ([`lifecycle::write_discover`]), with this transport's fragment.
     pub(crate) fn discover(&mut self, req: &Req<'_, '_>) {
-        let mut out = core::mem::take(&mut self.outbox.out);
-        result_start(&mut out, Reply::Id(req.id));
-        out.extend_from_slice(match self.mode {
+        let fragment = match self.mode {
             Mode::Stdio | Mode::HttpSessions => &self.prepared.discover,
             Mode::Http => &self.prepared.discover_http,
-        });
-        result_end(&mut out, &self.prepared, Revision::V2026_07_28, Some(self.cfg.discover_cache));
-        self.outbox.out = out;
+        };
+        lifecycle::write_discover(
+            &mut self.outbox.out,
+            req,
+            fragment,
+            &self.prepared.meta,
+            self.cfg.discover_cache,
+        );
     }
 
-    /// `initialize`: opens the stream's session under the requested revision if it is a
-    /// session-bound one we speak, else our latest.
+    /// `initialize` ([`Session::open`], [`lifecycle::write_initialized`]): the session
+    /// numbered among those this core opened, the answer with the capabilities the
+    /// revision shows.
     pub(crate) fn initialize<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
-        let requested = req.str_at(req.param("protocolVersion")).ok_or(PeerError::InitializeNeedsVersion)?;
-        if self.session.legacy.is_some() {
-            return Err(PeerError::AlreadyInitialized);
-        }
-        if self.session_check == SessionCheck::Absent(Room::Full) {
-            return Err(PeerError::TooManySessions);
-        }
-        let rev = Revision::parse(requested).filter(|r| !r.is_stateless()).unwrap_or(Revision::LATEST_LEGACY);
-        self.session.legacy = Some(rev);
-        self.session.caps = match req.param("capabilities") {
-            Some(c) if json::is_object(req.n, c) => ClientCapabilities::from_tape(req.n, c),
-            _ => ClientCapabilities::NONE,
-        };
+        let full = self.session_check == SessionCheck::Absent(Room::Full);
+        let rev = self.session.open(req, full, self.sessions_opened + 1)?;
         self.sessions_opened += 1;
-        self.session.serial = self.sessions_opened;
-        self.session.touch();
-        let mut out = core::mem::take(&mut self.outbox.out);
-        result_start(&mut out, Reply::Id(req.id));
-        out.extend_from_slice(b"\"protocolVersion\":");
-        json::write_str(&mut out, rev.as_str());
-        out.push(b',');
         // The tasks utility is 2025-11-25's.
         let tasks = rev == Revision::V2025_11_25 && self.prepared.features.tasks;
-        out.extend_from_slice(match (tasks, self.lists_tasks()) {
+        let fragment = match (tasks, self.lists_tasks()) {
             (true, true) => &self.prepared.initialize_tasks,
             (true, false) => &self.prepared.initialize_tasks_unlisted,
             (false, _) => &self.prepared.initialize,
-        });
-        out.extend_from_slice(b"}}\n");
-        self.outbox.out = out;
+        };
+        lifecycle::write_initialized(&mut self.outbox.out, req, rev, fragment);
         Ok(())
     }
 
@@ -707,17 +692,13 @@ impl Core {
         session.serial = self.sessions_opened;
     }
 
-    /// `logging/setLevel`: the level later requests of the session log at.
+    /// `logging/setLevel` ([`Session::set_level`]), answered with an empty result.
     pub(crate) fn set_level<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
-        let level =
-            req.str_at(req.param("level")).and_then(LogLevel::parse).ok_or(PeerError::UnknownLogLevel)?;
-        if self.session.log_level != Some(level) {
-            self.session.log_level = Some(level);
-            self.session.touch();
-        }
+        self.session.set_level(req)?;
         self.pong(Reply::Id(req.id));
         Ok(())
     }
+
     // ------------------------------------------------------------ the dispatcher
 
     /// Answers a frame that is not valid JSON (or nests too deep).

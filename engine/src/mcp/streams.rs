@@ -1,9 +1,9 @@
 //! The open `subscriptions/listen` streams and the fan-out of notifications to them.
 
 use crate::jsonrpc::Reply;
-use crate::mcp::answers::result_start;
 use crate::mcp::prepared::Prepared;
 use crate::mcp::tickets::IdBuf;
+use crate::mcp::write::result_start;
 use crate::output::{Outbox, Route, Routed};
 
 /// Whether a subscription asked for one kind of notification.

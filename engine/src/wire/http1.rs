@@ -3,8 +3,9 @@
 //! Bytes go in with [`Conn::handle_bytes`] (at most [`Conn::capacity`] of them), parsed input
 //! comes out of [`Conn::poll`]: a request [`Head`], then the request's complete (de-chunked)
 //! [`Input::Body`], then, after [`Conn::finish_request`], the next pipelined request. The
-//! response writers ([`write_head`], [`write_sse_head`], [`write_sse_event`], ...) append to a
-//! caller-owned `Vec<u8>` that is meant to be reused.
+//! response writers ([`write_head`], [`write_chunked_end`], ...) append to a caller-owned
+//! `Vec<u8>` that is meant to be reused; the Server-Sent Events written in chunks of a
+//! response are `wire/sse.rs`'s.
 //!
 //! # Driving it
 //!
@@ -916,7 +917,7 @@ pub(crate) fn status_reason(status: u16) -> &'static str {
 
 /// Appends header text, replacing CR, LF and NUL by spaces so that no value can split the
 /// response.
-fn push_text(out: &mut Vec<u8>, text: &str) {
+pub(super) fn push_text(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     if memchr::memchr3(b'\r', b'\n', 0, bytes).is_none() {
         out.extend_from_slice(bytes);
@@ -941,7 +942,7 @@ fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
 }
 
 /// Appends `n` in lowercase hexadecimal.
-fn push_hex(out: &mut Vec<u8>, mut n: usize) {
+pub(super) fn push_hex(out: &mut Vec<u8>, mut n: usize) {
     let mut digits = [0u8; 16];
     let mut i = digits.len();
     loop {
@@ -964,7 +965,7 @@ fn push_header(out: &mut Vec<u8>, name: &str, value: &str) {
 }
 
 /// Appends the status line.
-fn push_status_line(out: &mut Vec<u8>, status: u16, reason: &str) {
+pub(super) fn push_status_line(out: &mut Vec<u8>, status: u16, reason: &str) {
     out.extend_from_slice(b"HTTP/1.1 ");
     push_decimal(out, usize::from(status));
     out.push(b' ');
@@ -997,7 +998,7 @@ pub(crate) fn write_head(
 }
 
 /// Appends `connection: close` (when `close`), the `extra` headers and the empty line.
-fn finish_head(out: &mut Vec<u8>, extra: &[(&str, &str)], close: bool) {
+pub(super) fn finish_head(out: &mut Vec<u8>, extra: &[(&str, &str)], close: bool) {
     if close {
         out.extend_from_slice(b"connection: close\r\n");
     }
@@ -1005,96 +1006,6 @@ fn finish_head(out: &mut Vec<u8>, extra: &[(&str, &str)], close: bool) {
         push_header(out, name, value);
     }
     out.extend_from_slice(b"\r\n");
-}
-
-/// Appends the head of a Server-Sent Events response: `200 OK`, `content-type:
-/// text/event-stream`, `cache-control: no-cache`, `x-accel-buffering: no`,
-/// `transfer-encoding: chunked`, then `connection: close` (when `close`) and the `extra`
-/// headers. Events follow with [`write_sse_event`], the end with [`write_chunked_end`].
-pub(crate) fn write_sse_head(out: &mut Vec<u8>, extra: &[(&str, &str)], close: bool) {
-    push_status_line(out, 200, "OK");
-    out.extend_from_slice(
-        b"content-type: text/event-stream\r\ncache-control: no-cache\r\nx-accel-buffering: no\r\n\
-          transfer-encoding: chunked\r\n",
-    );
-    finish_head(out, extra, close);
-}
-
-/// Appends one chunk holding the event `data: {data}\n\n`. `data` should hold no line break
-/// (JSON-RPC messages never do); if it does, each line becomes its own `data:` field, which
-/// SSE clients join back with `\n`.
-pub(crate) fn write_sse_event(out: &mut Vec<u8>, data: &[u8]) {
-    write_sse(out, None, data);
-}
-
-/// Appends one chunk holding an SSE comment line (`:`), which readers ignore: a keep-alive.
-pub(crate) fn write_sse_comment(out: &mut Vec<u8>) {
-    out.extend_from_slice(b"2\r\n:\n\r\n");
-}
-
-/// Appends one chunk holding an SSE comment `: {text}` (line breaks in `text` become
-/// spaces), which readers ignore.
-pub(crate) fn write_sse_note(out: &mut Vec<u8>, text: &str) {
-    push_hex(out, 2 + text.len() + 2);
-    out.extend_from_slice(b"\r\n: ");
-    out.extend(text.bytes().map(|b| if matches!(b, b'\r' | b'\n') { b' ' } else { b }));
-    out.extend_from_slice(b"\n\n\r\n");
-}
-
-/// Appends one chunk holding an SSE `retry: {ms}` field (when the client reconnects).
-pub(crate) fn write_sse_retry(out: &mut Vec<u8>, ms: u32) {
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(ms).as_bytes();
-    push_hex(out, 7 + digits.len() + 2);
-    out.extend_from_slice(b"\r\nretry: ");
-    out.extend_from_slice(digits);
-    out.extend_from_slice(b"\n\n\r\n");
-}
-
-/// Like [`write_sse_event`], with an `id: {id}` field first (for `Last-Event-ID` resumption).
-/// CR, LF and NUL in `id` are written as spaces.
-pub(crate) fn write_sse_event_with_id(out: &mut Vec<u8>, id: &str, data: &[u8]) {
-    write_sse(out, Some(id), data);
-}
-
-/// The `data:` field name of an SSE event.
-const SSE_FIELD: &[u8] = b"data: ";
-
-/// Appends one chunk holding an SSE event.
-fn write_sse(out: &mut Vec<u8>, id: Option<&str>, data: &[u8]) {
-    let mut len = id.map_or(0, |id| 4 + id.len() + 1) + 1;
-    for_each_line(data, |line| len += SSE_FIELD.len() + line.len() + 1);
-    push_hex(out, len);
-    out.extend_from_slice(b"\r\n");
-    push_sse_event(out, id, data);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// Appends an SSE event without chunked framing (`id: {id}\n` when given, a `data: ` line
-/// per line of `data`, the empty line), for a host that frames the stream itself.
-pub(crate) fn push_sse_event(out: &mut Vec<u8>, id: Option<&str>, data: &[u8]) {
-    if let Some(id) = id {
-        out.extend_from_slice(b"id: ");
-        push_text(out, id);
-        out.push(b'\n');
-    }
-    for_each_line(data, |line| {
-        out.extend_from_slice(SSE_FIELD);
-        out.extend_from_slice(line);
-        out.push(b'\n');
-    });
-    out.push(b'\n');
-}
-
-/// Calls `f` with each line of `data`, split at CRLF, CR or LF (one empty line for empty data).
-fn for_each_line(data: &[u8], mut f: impl FnMut(&[u8])) {
-    let mut rest = data;
-    while let Some(i) = memchr::memchr2(b'\r', b'\n', rest) {
-        f(&rest[..i]);
-        let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
-        rest = &rest[i + skip..];
-    }
-    f(rest);
 }
 
 /// Appends the last chunk of a chunked body (`0\r\n\r\n`).
@@ -1772,29 +1683,6 @@ mod tests {
             b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
         );
         out.clear();
-        write_sse_head(&mut out, &[("mcp-session-id", "s1")], false);
-        assert_eq!(
-            out,
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
-              x-accel-buffering: no\r\ntransfer-encoding: chunked\r\nmcp-session-id: s1\r\n\r\n"
-        );
-        out.clear();
-        write_sse_head(&mut out, &[], true);
-        assert!(out.ends_with(b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n"));
-        out.clear();
-        let msg = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
-        write_sse_event(&mut out, msg);
-        assert_eq!(out, [b"2c\r\ndata: ".as_slice(), msg, b"\n\n\r\n"].concat());
-        out.clear();
-        write_sse_event(&mut out, b"");
-        assert_eq!(out, b"8\r\ndata: \n\n\r\n");
-        out.clear();
-        write_sse_event(&mut out, b"a\nb\r\nc\rd");
-        assert_eq!(out, b"21\r\ndata: a\ndata: b\ndata: c\ndata: d\n\n\r\n");
-        out.clear();
-        write_sse_event_with_id(&mut out, "7", b"{}");
-        assert_eq!(out, b"10\r\nid: 7\ndata: {}\n\n\r\n");
-        out.clear();
         write_chunked_end(&mut out);
         assert_eq!(out, b"0\r\n\r\n");
         for (status, reason) in [
@@ -1826,18 +1714,6 @@ mod tests {
         }
     }
 
-    /// The chunk size an SSE chunk declares matches its payload.
-    #[test]
-    fn sse_chunks_decode_back() {
-        let mut out = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
-        write_sse_event(&mut out, &[b'x'; 300]);
-        write_sse_event_with_id(&mut out, "id\r\n", b"l1\nl2");
-        write_chunked_end(&mut out);
-        let (events, _) = feed(Limits::default(), &out);
-        let expected = [b"data: ".as_slice(), &[b'x'; 300], b"\n\nid: id  \ndata: l1\ndata: l2\n\n"].concat();
-        assert_eq!(events[1], Ev::Body(expected));
-    }
-
     #[test]
     fn steady_state_allocates_nothing() {
         let reqs = b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}\
@@ -1861,8 +1737,15 @@ mod tests {
                             Input::Body(b) => {
                                 out.clear();
                                 if b.is_empty() {
-                                    write_sse_head(&mut out, &[("mcp-session-id", "s")], false);
-                                    write_sse_event(&mut out, b"{}");
+                                    write_head(
+                                        &mut out,
+                                        200,
+                                        "OK",
+                                        None,
+                                        None,
+                                        &[("transfer-encoding", "chunked")],
+                                        false,
+                                    );
                                     write_chunked_end(&mut out);
                                 } else {
                                     assert_eq!(b, b"{\"a\":1}");

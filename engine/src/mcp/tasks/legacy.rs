@@ -13,12 +13,12 @@ use sha2::Sha256;
 use crate::error::{PeerError, code};
 use crate::jsonrpc::{Reply, Req, field, write_error};
 use crate::mcp::Core;
-use crate::mcp::answers::{result_end, result_start};
 use crate::mcp::tasks::Record;
 use crate::mcp::tasks::Status;
-use crate::mcp::tasks::methods::TaskOptions;
+use crate::mcp::tasks::TaskOptions;
 use crate::mcp::tasks::write::task_members;
 use crate::mcp::tickets::IdBuf;
+use crate::mcp::write::{result_end, result_start};
 use crate::output::{Outbox, Route};
 use crate::revision::Revision;
 use crate::wire::json;
@@ -316,7 +316,7 @@ impl Core {
             field(out, "nextCursor");
             seal_cursor(out, &k, principal.as_ref(), slot);
         }
-        result_end(out, &self.prepared, rev, None);
+        result_end(out, &self.prepared.meta, rev, None);
         Ok(())
     }
 }

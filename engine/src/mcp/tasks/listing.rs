@@ -22,9 +22,9 @@ use sha2::Sha256;
 use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req, field};
 use crate::mcp::Core;
-use crate::mcp::answers::{result_end, result_start};
 use crate::mcp::tasks::write::task_members;
 use crate::mcp::tasks::{Record, TASK_ID_LEN};
+use crate::mcp::write::{result_end, result_start};
 use crate::output::Route;
 use crate::revision::Revision;
 use crate::wire::json;
@@ -195,7 +195,7 @@ impl Core {
             field(out, "nextCursor");
             seal(out, &k, principal.as_ref(), &pos);
         }
-        result_end(out, &self.prepared, rev, None);
+        result_end(out, &self.prepared.meta, rev, None);
         Ok(())
     }
 }

@@ -56,6 +56,41 @@ use crate::time::Instant;
 use crate::timer::Timers;
 use crate::wire::trace::TraceParent;
 
+/// How the host wants a task to start (see [`CallTool::start_task`](crate::CallTool::start_task)).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaskOptions<'a> {
+    pub(crate) ttl: Option<core::time::Duration>,
+    pub(crate) poll_interval: Option<core::time::Duration>,
+    pub(crate) message: Option<&'a str>,
+}
+
+impl<'a> TaskOptions<'a> {
+    /// The engine's defaults: [`Config::task_ttl`](crate::Config::task_ttl) and
+    /// [`Config::task_poll_interval`](crate::Config::task_poll_interval), no message.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// How long the task lives from now (`ttlMs`): at most `Config::task_ttl`, at least
+    /// one millisecond.
+    #[must_use]
+    pub fn ttl(mut self, ttl: core::time::Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+    /// How often the client should poll (`pollIntervalMs`, at least one millisecond).
+    #[must_use]
+    pub fn poll_interval(mut self, interval: core::time::Duration) -> Self {
+        self.poll_interval = Some(interval);
+        self
+    }
+    /// The first `statusMessage`.
+    #[must_use]
+    pub fn message(mut self, message: &'a str) -> Self {
+        self.message = Some(message);
+        self
+    }
+}
+
 /// Bytes of a task's token.
 pub(crate) const TOKEN_LEN: usize = 16;
 /// Characters of a task id (base64url of the token, without padding).

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::catalog::Catalog;
 use crate::config::CachePolicy;
-use crate::content::{self, Content, PromptMessage, PromptOutput, ResourceContents, ToolOutput};
+use crate::content::{self, PromptMessage, PromptOutput, ResourceContents, ToolOutput};
 use crate::error::{AnswerError, HostError, NotifyError, code};
 use crate::jsonrpc::{Reply, field, write_error};
 use crate::level::LogLevel;
@@ -15,11 +15,14 @@ use crate::mcp::prepared::Prepared;
 use crate::mcp::tasks::Tasks;
 use crate::mcp::tickets::Tickets;
 use crate::mcp::tickets::{Busy, Kind, Ticket};
+use crate::mcp::write::{MISMATCH_RESULT, result_end, result_start, write_number, write_tool_members};
 use crate::output::Outbox;
 use crate::output::{Route, Routed};
 use crate::revision::Revision;
 use crate::time::Clock;
 use crate::wire::json;
+
+mod task;
 
 /// Whether `structuredContent` conforms to the tool's output schema (and, before
 /// 2026-07-28, is an object as those revisions require).
@@ -31,34 +34,6 @@ pub(crate) fn structured_conforms<S: Serialize + ?Sized>(
     let Some(s) = structured else { return false };
     let Ok(value) = serde_json::to_value(s) else { return false };
     (revision.is_stateless() || value.is_object()) && validator.is_valid(&value)
-}
-
-/// Writes a JSON number: integral values without a fraction (`50`, not `50.0`).
-pub(crate) fn write_number(out: &mut Vec<u8>, v: f64) {
-    if v.fract() == 0.0 && v.abs() < 9.0e15 {
-        let _ = serde_json::to_writer(&mut *out, &(v as i64));
-    } else {
-        let _ = serde_json::to_writer(&mut *out, &v);
-    }
-}
-
-/// Closes a result object: the `2026-07-28` envelope fields, then `}}\n`.
-pub(crate) fn result_end(out: &mut Vec<u8>, prepared: &Prepared, rev: Revision, cache: Option<CachePolicy>) {
-    if rev.is_stateless() {
-        field(out, "resultType");
-        out.extend_from_slice(b"\"complete\"");
-        if let Some(c) = cache {
-            field(out, "ttlMs");
-            json::write_u64(out, c.ttl_ms);
-            field(out, "cacheScope");
-            json::write_str(out, c.scope.as_str());
-        }
-        if !prepared.meta.is_empty() {
-            out.push(b',');
-            out.extend_from_slice(&prepared.meta);
-        }
-    }
-    out.extend_from_slice(b"}}\n");
 }
 
 /// The one place answers and notifications for tickets are written: a short-lived handle
@@ -295,7 +270,7 @@ impl Answers<'_> {
                     out[at + p] = b' ';
                     at += p + 1;
                 }
-                result_end(out, self.prepared, busy.revision, cache);
+                result_end(out, &self.prepared.meta, busy.revision, cache);
                 self.log.answered(ticket, None, tool_error);
             }
             Err(e) => {
@@ -596,33 +571,4 @@ impl Answers<'_> {
             Ok(None)
         })
     }
-}
-
-/// The members of the tool result that stands for one whose `structuredContent` does not
-/// match the tool's output schema.
-pub(crate) const MISMATCH_RESULT: &[u8] = b"\"content\":[{\"type\":\"text\",\"text\":\"Internal error: the tool's result does not match its output schema\"}],\"isError\":true";
-
-/// Writes the members of a `CallToolResult` (no braces).
-pub(crate) fn write_tool_members<S: Serialize + ?Sized>(
-    out: &mut Vec<u8>,
-    output: &ToolOutput<'_, S>,
-) -> Result<(), serde_json::Error> {
-    field(out, "content");
-    content::write_array(out, output.content, Content::write_json);
-    if let Some(s) = output.structured_content {
-        field(out, "structuredContent");
-        serde_json::to_writer(&mut *out, s)?;
-    }
-    if output.is_error {
-        field(out, "isError");
-        out.extend_from_slice(b"true");
-    }
-    Ok(())
-}
-
-/// Writes `{"jsonrpc":"2.0","id":..,"result":{`.
-pub(crate) fn result_start(out: &mut Vec<u8>, reply: Reply<'_, '_>) {
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
-    reply.write(out);
-    out.extend_from_slice(b",\"result\":{");
 }
