@@ -20,8 +20,8 @@ use std::time::SystemTime;
 use deadpool_postgres::tokio_postgres::types::ToSql;
 
 use super::{PgSessionStore, PgStoreConfig, notify, schema};
-use crate::store::{StoreError, StoreFuture};
-use crate::task_store::{ListedTask, TaskListQuery, TaskSave, TaskStore};
+use crate::store::sessions::{StoreError, StoreFuture};
+use crate::store::tasks::{ListedTask, TaskListQuery, TaskSave, TaskStore};
 
 /// The statements, for one schema.
 #[derive(Debug)]

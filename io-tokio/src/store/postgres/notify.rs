@@ -33,7 +33,7 @@ use tokio::time::Instant;
 
 use mcp_engine::CatalogChange;
 
-use crate::store::{CatalogNews, StoreError, StoreNotice, StoreNotices};
+use crate::store::sessions::{CatalogNews, StoreError, StoreNotice, StoreNotices};
 
 use super::schema::fail;
 use super::signed::{NoticeKeys, Seen, now_ms};

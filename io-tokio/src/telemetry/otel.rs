@@ -38,7 +38,7 @@ use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing::Span;
 use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt as _};
 
-use crate::strings::Name;
+use crate::host::strings::Name;
 use mcp_spans::{StatusCodeKey, Verdict, Wire, server_error};
 
 /// The explicit bucket boundaries, in seconds, the conventions give both histograms.

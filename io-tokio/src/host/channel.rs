@@ -9,7 +9,7 @@ use mcp_engine::connectome::Graph;
 use mcp_engine::{AskError, Catalog, CatalogChange, InputRequestBuf, ReplaceError, Ticket};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::reply::{CompleteResult, PromptResult, ResourceResult, ToolResult};
+use crate::host::reply::{CompleteResult, PromptResult, ResourceResult, ToolResult};
 
 /// What a handler task (or a [`Publisher`]) sends back.
 pub(crate) struct Completion {
@@ -200,7 +200,7 @@ pub(crate) enum Outcome {
     },
     /// The call read a resource (the connectome's observed edge); it goes on.
     Read {
-        tool: crate::strings::Name,
+        tool: crate::host::strings::Name,
         uri: String,
         _permit: Permit,
     },
@@ -211,7 +211,7 @@ pub(crate) enum Outcome {
     /// The call becomes a task (see [`ToolCall::start_task`](crate::ToolCall::start_task));
     /// it goes on, the engine's answer comes back on `reply`.
     StartTask {
-        options: crate::task::TaskStart,
+        options: crate::host::task::TaskStart,
         reply: oneshot::Sender<Result<(), mcp_engine::AnswerError>>,
     },
     /// The task's status message; it goes on.
@@ -301,7 +301,7 @@ impl Progress {
 
 impl Progress {
     /// Reports that the call of `tool` read `uri`.
-    pub(crate) fn report_read(&self, tool: &crate::strings::Name, uri: &str) -> bool {
+    pub(crate) fn report_read(&self, tool: &crate::host::strings::Name, uri: &str) -> bool {
         let Some(permit) = self.permit() else { return false };
         let outcome = Outcome::Read { tool: tool.clone(), uri: uri.to_owned(), _permit: permit };
         // The receiver is gone only once the run loop has returned.
@@ -318,7 +318,7 @@ impl Progress {
     /// Asks the run loop to turn the call into a task; the answer comes on the receiver.
     pub(crate) fn start_task(
         &self,
-        options: crate::task::TaskStart,
+        options: crate::host::task::TaskStart,
     ) -> Option<oneshot::Receiver<Result<(), mcp_engine::AnswerError>>> {
         let (reply, rx) = oneshot::channel();
         let outcome = Outcome::StartTask { options, reply };

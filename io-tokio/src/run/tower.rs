@@ -19,9 +19,10 @@ use tokio::sync::mpsc;
 use tower::Service;
 
 use crate::auth::Authorizer;
-use crate::channel::Completion;
-use crate::handler::Handler;
-use crate::http::{Decided, Host, HttpServer};
+use crate::host::channel::Completion;
+use crate::host::handler::Handler;
+use crate::run::http::HttpServer;
+use crate::run::owner::{Decided, Owner};
 
 /// Requests waiting for the engine task, all callers together.
 const REQUEST_QUEUE: usize = 64;
@@ -215,15 +216,15 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     pub fn into_service(self) -> McpService {
         // The engine enforces its own cap; a lower one is the service's to enforce.
         let max_body = (self.max_body < self.engine.http_config().body_limit()).then_some(self.max_body);
-        let (mut host, done_rx, verdict_rx) = Host::new(self);
+        let (mut owner, done_rx, verdict_rx) = self.into_owner();
         // Other nodes' news: heard once the store listens (this cannot wait for it).
-        host.listen();
+        owner.listen();
         let (requests, requests_rx) = mpsc::channel(REQUEST_QUEUE);
         let (pieces, pieces_rx) = mpsc::unbounded_channel();
         let (gone, gone_rx) = mpsc::unbounded_channel();
         let (demand, demand_rx) = mpsc::unbounded_channel();
         let task =
-            EngineTask { host, live: HashMap::new(), by_id: HashMap::new(), gone: gone.clone(), demand };
+            EngineTask { owner, live: HashMap::new(), by_id: HashMap::new(), gone: gone.clone(), demand };
         let channels =
             Channels { requests: requests_rx, pieces: pieces_rx, gone: gone_rx, demand: demand_rx };
         tokio::spawn(run(task, channels, done_rx, verdict_rx));
@@ -432,7 +433,7 @@ struct Live {
 
 /// The engine task of a [`McpService`]: the engine, and the calls it works on.
 struct EngineTask<H, A> {
-    host: Host<H, A>,
+    owner: Owner<H, A>,
     live: HashMap<ConnId, Live>,
     by_id: HashMap<u64, ConnId>,
     gone: mpsc::UnboundedSender<u64>,
@@ -463,22 +464,22 @@ async fn run<H: Handler, A: Authorizer>(
             tracing::debug!("every service handle is gone; stopping");
             return;
         }
-        let timer = task.host.next_timeout();
+        let timer = task.owner.next_timeout();
         tokio::select! {
             biased;
-            Some(completion) = done.recv() => task.host.complete(completion),
-            Some(decided) = decisions.recv() => task.host.decided(decided),
-            notice = task.host.notice() => task.host.noticed(notice),
+            Some(completion) = done.recv() => task.owner.complete(completion),
+            Some(decided) = decisions.recv() => task.owner.decided(decided),
+            notice = task.owner.notice() => task.owner.noticed(notice),
             Some(id) = gone.recv() => task.gone(id),
             Some(piece) = pieces.recv() => task.piece(piece),
             // Room in a stream's body: the next pump moves more.
             Some(_) = demand.recv() => {}
-            exchange = requests.recv(), if open && task.host.room() => match exchange {
+            exchange = requests.recv(), if open && task.owner.room() => match exchange {
                 Some(exchange) => task.start(exchange),
                 None => open = false,
             },
             () = tokio::time::sleep_until(timer.unwrap_or_else(tokio::time::Instant::now)), if timer.is_some() => {
-                task.host.handle_timeout();
+                task.owner.handle_timeout();
             }
         }
     }
@@ -499,7 +500,7 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
             headers.push(("host", authority.as_bytes()));
         }
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        let endpoint = self.host.engine.http_config().endpoint_path();
+        let endpoint = self.owner.engine.http_config().endpoint_path();
         let bare = path.split('?').next().unwrap_or(path);
         if bare != endpoint && !bare.starts_with("/.well-known/") {
             // Answered 404: a mount that does not strip (or strips) what the endpoint expects.
@@ -510,10 +511,10 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
                  configure HttpConfig::endpoint(\"/\")"
             );
         }
-        let now = self.host.now();
-        self.host.received(now);
+        let now = self.owner.now();
+        self.owner.received(now);
         let method = parts.method.as_str();
-        match self.host.engine.handle_request_head(now, peer, method, path, &headers, length) {
+        match self.owner.engine.handle_request_head(now, peer, method, path, &headers, length) {
             Ok(conn) => {
                 let live = Live {
                     id,
@@ -543,9 +544,9 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
         if live.body_done || live.to_call.is_none() {
             return; // the body is complete, or the response went out already
         }
-        let now = self.host.now();
-        self.host.received(now);
-        let engine = &mut self.host.engine;
+        let now = self.owner.now();
+        self.owner.received(now);
+        let engine = &mut self.owner.engine;
         match (piece.data, live.left) {
             (Some(data), Some(left)) => {
                 let n = (data.len() as u64).min(left);
@@ -583,7 +584,7 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
             return false;
         }
         let Some(to_call) = live.to_call.as_ref() else { return false };
-        let room = self.host.engine.input_capacity(conn);
+        let room = self.owner.engine.input_capacity(conn);
         let n = match live.left {
             Some(left) => room.min(usize::try_from(left).unwrap_or(usize::MAX)),
             None => room.saturating_sub(CHUNK_FRAMING).max(room.min(1)),
@@ -601,7 +602,7 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
         if let Some(conn) = self.by_id.remove(&id) {
             tracing::debug!(?conn, "the caller went away: cancelling");
             self.live.remove(&conn);
-            self.host.closed(conn);
+            self.owner.closed(conn);
         }
     }
 
@@ -610,19 +611,19 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
         if let Some(l) = self.live.remove(&conn) {
             self.by_id.remove(&l.id);
         }
-        self.host.closed(conn);
+        self.owner.closed(conn);
     }
 
     /// Runs the engine until it rests, handing each response head and each stream's
     /// events to its caller, and asking the calls for their body as the engine takes it.
     fn pump(&mut self, scratch: &mut Vec<ConnId>) {
         loop {
-            let mut progress = self.host.deliver_deferred();
-            progress |= self.host.drain();
+            let mut progress = self.owner.deliver_deferred();
+            progress |= self.owner.drain();
             // Every exchange is looked at below: the heads decided need no list.
             scratch.clear();
-            self.host.take_decided(scratch);
-            while let Some(conn) = self.host.engine.poll_ended() {
+            self.owner.take_decided(scratch);
+            while let Some(conn) = self.owner.engine.poll_ended() {
                 // A stream the engine ended (a listener dropped for not reading).
                 progress = true;
                 self.finish(conn);
@@ -645,12 +646,12 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
         let Some(live) = self.live.get_mut(&conn) else { return false };
         let mut progress = false;
         if !live.held.is_empty() {
-            let now = self.host.now();
-            let n = self.host.engine.handle_input(now, conn, &live.held);
+            let now = self.owner.now();
+            let n = self.owner.engine.handle_input(now, conn, &live.held);
             live.held.drain(..n);
             progress |= n > 0;
         }
-        let Some(r) = self.host.engine.response(conn) else { return progress | self.ask_body(conn) };
+        let Some(r) = self.owner.engine.response(conn) else { return progress | self.ask_body(conn) };
         if let Some(reply) = live.to_call.take() {
             progress = true;
             if !r.head.stream {
@@ -678,12 +679,12 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
             live.events = Some(tx);
         }
         let Some(events) = live.events.as_ref() else { return progress };
-        let Some(r) = self.host.engine.response(conn) else { return progress };
+        let Some(r) = self.owner.engine.response(conn) else { return progress };
         if !r.body.is_empty() {
             let n = r.body.len();
             match events.try_send(Bytes::copy_from_slice(r.body)) {
                 Ok(()) => {
-                    self.host.engine.consume_output(conn, n);
+                    self.owner.engine.consume_output(conn, n);
                     progress = true;
                 }
                 // The caller reads slowly: more once it asks.
@@ -694,7 +695,7 @@ impl<H: Handler, A: Authorizer> EngineTask<H, A> {
                 }
             }
         }
-        if let Some(r) = self.host.engine.response(conn)
+        if let Some(r) = self.owner.engine.response(conn)
             && r.complete
             && r.body.is_empty()
         {

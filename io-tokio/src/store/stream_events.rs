@@ -8,7 +8,7 @@ use std::sync::Arc;
 use mcp_engine::http::AppendEvent;
 use tokio::sync::mpsc;
 
-use crate::store::{EventStore, KeptEvent, StoreError, StreamEvent};
+use crate::store::sessions::{EventStore, KeptEvent, StoreError, StreamEvent};
 
 /// At most this many events wait for the appending task; beyond, an event is dropped
 /// (and logged): a later replay from the store reports the hole as a gap.

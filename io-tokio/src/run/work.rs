@@ -14,13 +14,13 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::AbortHandle;
 use tracing::Instrument;
 
-use crate::channel::{AskClientError, Completion, Outcome, Progress, Publish};
-use crate::handler::Handler;
-use crate::reply::{
+use crate::host::channel::{AskClientError, Completion, Outcome, Progress, Publish};
+use crate::host::handler::Handler;
+use crate::host::reply::{
     OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, ResourceReply, ToolReply,
 };
-use crate::request::{CompletionRequest, Pools, PromptGet, ResourceRead, ToolCall};
-use crate::strings::Names;
+use crate::host::request::{CompletionRequest, Pools, PromptGet, ResourceRead, ToolCall};
+use crate::host::strings::Names;
 use crate::telemetry::{self, Telemetry, Wire};
 
 /// Sends [`Outcome::Dropped`] if the work ends without sending its reply (its task
@@ -66,8 +66,8 @@ enum Work {
 impl Work {
     /// The method and the tool or prompt it names, as its metric point records them.
     #[cfg(feature = "otel")]
-    fn target(&self) -> crate::otel::Target {
-        use crate::otel::Target;
+    fn target(&self) -> telemetry::otel::Target {
+        use crate::telemetry::otel::Target;
         match self {
             Self::Tool(call) => Target::Tool(call.name.clone()),
             Self::Prompt(get) => Target::Prompt(get.name.clone()),
@@ -306,7 +306,7 @@ struct Running {
     revision: mcp_engine::Revision,
     /// Its `mcp.server.operation.duration` point, begun (feature `otel`, with a meter).
     #[cfg(feature = "otel")]
-    point: Option<crate::otel::Point>,
+    point: Option<telemetry::otel::Point>,
 }
 
 /// The workers running handler futures, by ticket, the idle ones, and the channel their
@@ -505,7 +505,7 @@ impl Tasks {
         };
         #[cfg(feature = "otel")]
         let point =
-            self.telemetry.metrics.as_ref().map(|_| crate::otel::Point::begin(work.target(), revision));
+            self.telemetry.metrics.as_ref().map(|_| telemetry::otel::Point::begin(work.target(), revision));
         let mut job = Job { ticket, span: span.clone(), work };
         loop {
             let worker = self.idle.pop().unwrap_or_else(|| Worker::start(handler, &self.tx));

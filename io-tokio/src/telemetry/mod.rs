@@ -1,3 +1,6 @@
+//! Telemetry: one `tracing` span per request (this module) and, with feature `otel`,
+//! OpenTelemetry (`otel`: the client's context as the parent, the histograms, OTLP export).
+//!
 //! One `tracing` span per request, named and attributed as OpenTelemetry's semantic
 //! conventions for MCP say (`docs/observability.md`): made where the run loop hands an
 //! event to a worker, entered while the handler runs, given the outcome's `error.type`
@@ -30,8 +33,11 @@ use mcp_spans::{Attributes, StatusCodeKey};
 pub(crate) use mcp_spans::{Verdict, Wire};
 use tracing::Span;
 
-use crate::channel::Outcome;
-use crate::reply::{HostFailure, ResourceReply, ToolReply};
+#[cfg(feature = "otel")]
+pub(crate) mod otel;
+
+use crate::host::channel::Outcome;
+use crate::host::reply::{HostFailure, ResourceReply, ToolReply};
 
 /// What the request spans of a server record beyond the default (see
 /// [`HttpServer::telemetry`](crate::HttpServer::telemetry)). The default records no value
@@ -47,7 +53,7 @@ pub struct Telemetry {
     pub status_code: StatusCodeKey,
     /// The duration histograms (feature `otel`, [`Telemetry::meter`]).
     #[cfg(feature = "otel")]
-    pub(crate) metrics: Option<crate::otel::Metrics>,
+    pub(crate) metrics: Option<otel::Metrics>,
 }
 
 impl Telemetry {
@@ -79,7 +85,7 @@ impl Telemetry {
     /// bucket boundaries ([`DURATION_BUCKETS`](crate::DURATION_BUCKETS)).
     #[cfg(feature = "otel")]
     pub fn meter(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
-        self.metrics = Some(crate::otel::Metrics::new(meter, self.status_code));
+        self.metrics = Some(otel::Metrics::new(meter, self.status_code));
         self
     }
 }
@@ -102,7 +108,7 @@ pub(crate) fn request_span(event: &Event<'_>, wire: Wire, telemetry: &Telemetry)
 /// layer), else records its ids as plain fields.
 fn parent(span: &Span, trace: &TraceContext<'_>) {
     #[cfg(feature = "otel")]
-    if crate::otel::set_parent(span, trace) {
+    if otel::set_parent(span, trace) {
         return;
     }
     mcp_spans::record_parent(span, trace.parent());
@@ -121,7 +127,7 @@ fn served_span(s: &Served<'_>, wire: Wire) -> Span {
 #[derive(Default)]
 pub(crate) struct SessionClock {
     #[cfg(feature = "otel")]
-    sessions: crate::otel::Sessions,
+    sessions: otel::Sessions,
     /// The engine's refusal counts when last looked at, by `Refusal::index`.
     refused: [u64; Refusal::ALL.len()],
 }
@@ -287,7 +293,7 @@ pub(crate) fn record_outcome(span: &Span, verdict: Verdict, telemetry: &Telemetr
 }
 
 #[cfg(feature = "otel")]
-impl crate::otel::Otel {
+impl otel::Otel {
     /// What a server records with this exporter: the default [`Telemetry`] with the
     /// histograms on this exporter's meter.
     pub fn telemetry(&self) -> Telemetry {

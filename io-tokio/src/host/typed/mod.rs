@@ -21,11 +21,13 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::handler::Handler;
-use crate::reply::{HostFailure, PromptReply, PromptResult, ResourceResult, ToolResult};
-use crate::request::{PromptGet, ResourceRead, ToolCall};
-use crate::typed::output::IntoToolReply;
-use crate::typed::route::{PromptRoute, ResourceRoute, RouteList, TemplateRoute, ToolCallRoute, ToolRoute};
+use crate::host::handler::Handler;
+use crate::host::reply::{HostFailure, PromptReply, PromptResult, ResourceResult, ToolResult};
+use crate::host::request::{PromptGet, ResourceRead, ToolCall};
+use crate::host::typed::output::IntoToolReply;
+use crate::host::typed::route::{
+    PromptRoute, ResourceRoute, RouteList, TemplateRoute, ToolCallRoute, ToolRoute,
+};
 
 /// Declares a server's tools, resources, resource templates and prompts, each once with
 /// its handler, and builds both the [`Catalog`] the engine serves and the [`Handler`]
@@ -559,8 +561,3 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Handler for TypedHandler
         }
     }
 }
-
-/// The code of `docs/guide.md`, compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/guide.md")]
-pub struct GuideDoctests;

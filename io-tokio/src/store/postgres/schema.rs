@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use deadpool_postgres::tokio_postgres::Client;
 
-use crate::store::StoreError;
+use crate::store::sessions::StoreError;
 
 /// The migrations, in order: migration `i` (from 0) brings the schema to version `i + 1`.
 /// `{s}` stands for the quoted schema name. A migration is never edited once released: a

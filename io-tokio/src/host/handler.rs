@@ -3,8 +3,10 @@
 use core::fmt;
 use std::future::Future;
 
-use crate::reply::{CompleteResult, CompletionReply, HostFailure, PromptResult, ResourceResult, ToolResult};
-use crate::request::{CompletionRequest, PromptGet, ResourceRead, ToolCall};
+use crate::host::reply::{
+    CompleteResult, CompletionReply, HostFailure, PromptResult, ResourceResult, ToolResult,
+};
+use crate::host::request::{CompletionRequest, PromptGet, ResourceRead, ToolCall};
 
 /// The work only the host can do, done asynchronously.
 ///

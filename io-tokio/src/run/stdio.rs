@@ -7,9 +7,9 @@ use std::sync::Arc;
 use mcp_engine::{Engine, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::handler::Handler;
+use crate::host::handler::Handler;
+use crate::run::work::Tasks;
 use crate::telemetry::{Telemetry, Wire};
-use crate::work::Tasks;
 
 /// Bytes read from the client at a time.
 const READ_BUF_LEN: usize = 64 * 1024;

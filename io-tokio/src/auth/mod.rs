@@ -1,10 +1,15 @@
-//! The host's authorization hooks for Streamable HTTP: [`Authorizer`].
+//! Who may call over Streamable HTTP: the host's authorization hook, [`Authorizer`] (with
+//! [`AllowAll`], [`NoAuthorizer`] and a closure over an [`AuthorizeInfo`]), and the OAuth
+//! 2.1 resource server's verification of access tokens (`oauth`, feature `oauth`).
 
 use core::fmt;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 
 use mcp_engine::http::{HeaderList, Scopes, Verdict};
+
+#[cfg(feature = "oauth")]
+pub(crate) mod oauth;
 
 /// An owned copy of what an authorization hook decides on: the peer and the request's
 /// headers (the engine's [`AuthorizeRequest`](mcp_engine::http::AuthorizeRequest), made

@@ -21,9 +21,9 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::de::value::MapDeserializer;
 
-use crate::reply::{HostFailure, PromptReply, PromptResult, ResourceReply, ResourceResult, ToolResult};
-use crate::request::{PromptGet, ResourceRead, ToolCall};
-use crate::typed::output::IntoToolReply;
+use crate::host::reply::{HostFailure, PromptReply, PromptResult, ResourceReply, ResourceResult, ToolResult};
+use crate::host::request::{PromptGet, ResourceRead, ToolCall};
+use crate::host::typed::output::IntoToolReply;
 
 mod sealed {
     pub trait Sealed {}

@@ -16,7 +16,7 @@ use std::time::SystemTime;
 use mcp_engine::UnixTime;
 use mcp_engine::http::{ListTasks, SaveTask};
 
-use crate::store::{StoreError, StoreFuture};
+use crate::store::sessions::{StoreError, StoreFuture};
 
 /// A task record to keep ([`TaskStore::save_task`]): the engine's
 /// [`SaveTask`](mcp_engine::http::SaveTask), owned.
@@ -269,11 +269,13 @@ mod tests {
     use super::{MemoryTaskStore, TaskSave, TaskStore};
     use std::time::{Duration, SystemTime};
 
-    fn now<T>(f: crate::store::StoreFuture<'_, T>) -> T {
+    fn now<T>(f: crate::store::sessions::StoreFuture<'_, T>) -> T {
         futures_now(f).expect("a memory store answers")
     }
 
-    fn futures_now<T>(mut f: crate::store::StoreFuture<'_, T>) -> Result<T, crate::store::StoreError> {
+    fn futures_now<T>(
+        mut f: crate::store::sessions::StoreFuture<'_, T>,
+    ) -> Result<T, crate::store::sessions::StoreError> {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match f.as_mut().poll(&mut cx) {
             std::task::Poll::Ready(r) => r,

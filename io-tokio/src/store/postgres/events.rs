@@ -21,7 +21,7 @@ use deadpool_postgres::tokio_postgres::types::ToSql;
 
 use super::schema::{self, fail};
 use super::{Inner, MARGIN, PgSessionStore, PgStoreConfig};
-use crate::store::{EventBounds, EventStore, KeptEvent, StoreError, StoreFuture, StreamEvent};
+use crate::store::sessions::{EventBounds, EventStore, KeptEvent, StoreError, StoreFuture, StreamEvent};
 
 /// The first key of the advisory lock an append takes on its session ("mcpe" folded into
 /// an `int4`; the migration's lock is another class).

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::reply::{HostFailure, ToolReply, ToolResult};
+use crate::host::reply::{HostFailure, ToolReply, ToolResult};
 
 /// What a typed tool's handler may return (inside `Ok`): it becomes the call's
 /// [`ToolReply`], and may declare the tool's output schema.

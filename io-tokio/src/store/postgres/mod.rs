@@ -32,8 +32,8 @@ use deadpool_postgres::tokio_postgres::types::ToSql;
 use deadpool_postgres::tokio_postgres::{self, NoTls, Row};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 
-use crate::store::StoreNotices;
-use crate::store::{CatalogNews, SessionStore, StoreError, StoreFuture};
+use crate::store::sessions::StoreNotices;
+use crate::store::sessions::{CatalogNews, SessionStore, StoreError, StoreFuture};
 use notify::ListenConfig;
 use schema::fail;
 use signed::NoticeKeys;
@@ -72,7 +72,7 @@ pub struct PgStoreConfig {
     notice_max_age: Duration,
     secret: Option<Secret>,
     previous: Vec<Secret>,
-    events: crate::store::EventBounds,
+    events: crate::store::sessions::EventBounds,
 }
 
 /// A secret key, kept out of `Debug`.
@@ -115,7 +115,7 @@ impl PgStoreConfig {
             notice_max_age: Duration::from_secs(30),
             secret: None,
             previous: Vec::new(),
-            events: crate::store::EventBounds::default(),
+            events: crate::store::sessions::EventBounds::default(),
         })
     }
 

@@ -10,8 +10,8 @@ use mcp_engine::{
 };
 use serde::Deserialize;
 
-use crate::channel::{Progress, Publisher};
-use crate::strings::{Name, Names, Pool, Pooled, PooledString, Reuse, StringPool};
+use crate::host::channel::{Progress, Publisher};
+use crate::host::strings::{Name, Names, Pool, Pooled, PooledString, Reuse, StringPool};
 
 /// The W3C trace context a request carried in `params._meta`, as the engine validated
 /// it ([`TraceContext`]): the client's `traceparent`, the `tracestate` beside it and the
@@ -432,7 +432,10 @@ impl ToolCall {
     /// or the bounds are reached): nothing was sent, and the call goes on as a plain call.
     /// A call made without a server ([`ToolCall::new`]) is refused with
     /// [`TaskRefusal::Off`](mcp_engine::TaskRefusal::Off).
-    pub async fn start_task(&self, options: crate::task::TaskStart) -> Result<(), mcp_engine::AnswerError> {
+    pub async fn start_task(
+        &self,
+        options: crate::host::task::TaskStart,
+    ) -> Result<(), mcp_engine::AnswerError> {
         let off = mcp_engine::AnswerError::TaskRefused(mcp_engine::TaskRefusal::Off);
         let Some(rx) = self.progress.as_ref().and_then(|p| p.start_task(options)) else { return Err(off) };
         rx.await.unwrap_or(Err(off))
