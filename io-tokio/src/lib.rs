@@ -23,6 +23,14 @@
 //!   OpenTelemetry parent, the duration histograms and the refusal counter are recorded,
 //!   and `Otel` exports them as OTLP over HTTP.
 //!
+//! The root holds what a server written as `docs/guide.md` says names; the rest is in
+//! modules by concern: [`handler`] (the rest of a handler's side), [`reply`] (the other
+//! owned replies and results), [`routes`] (the typed router's other types), [`stdio`],
+//! [`http`] (the HTTP server's other parts, with `http::oauth`), [`store`] (where
+//! sessions, their events and task records are kept) and [`telemetry`] (with
+//! `telemetry::otel`). The engine is re-exported whole as [`engine`], so a server needs
+//! `mcp-io-tokio` as its only MCP dependency.
+//!
 //! Each request runs in a tokio task of its own, so slow handlers do not hold up others and
 //! replies go out in the order they finish. At most the engine's in-flight limit
 //! ([`Config::max_in_flight`](mcp_engine::Config::max_in_flight)) run at once: while
@@ -45,7 +53,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use mcp_engine::{Catalog, Config, Engine, Resource, Tool};
+//! use mcp_io_tokio::engine::{Catalog, Config, Engine, Resource, Tool};
 //! use mcp_io_tokio::{Handler, HostFailure, ResourceRead, ResourceReply, ToolCall, ToolReply, serve_stdio};
 //!
 //! struct Greeter {
@@ -98,9 +106,11 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
-//! use mcp_engine::{Catalog, Config, Tool};
-//! use mcp_io_tokio::{AuthorizeInfo, ToolReply, serve_http, tool_fn};
+//! use mcp_io_tokio::engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
+//! use mcp_io_tokio::engine::{Catalog, Config, Tool};
+//! use mcp_io_tokio::{ToolReply, serve_http};
+//! use mcp_io_tokio::handler::tool_fn;
+//! use mcp_io_tokio::http::AuthorizeInfo;
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -200,6 +210,32 @@
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
 //! [`Engine`]: mcp_engine::Engine
 //! [`HttpEngine`]: mcp_engine::http::HttpEngine
+//! [`AllowAll`]: http::AllowAll
+//! [`AuthorizeInfo`]: http::AuthorizeInfo
+//! [`CatalogNews`]: store::CatalogNews
+//! [`CompletionRequest`]: handler::CompletionRequest
+//! [`ContentBlocks`]: reply::ContentBlocks
+//! [`EventBounds`]: store::EventBounds
+//! [`EventStore`]: store::EventStore
+//! [`ListedTask`]: store::ListedTask
+//! [`MemorySessionStore`]: store::MemorySessionStore
+//! [`MemoryTaskStore`]: store::MemoryTaskStore
+//! [`Name`]: handler::Name
+//! [`NoAuthorizer`]: http::NoAuthorizer
+//! [`PooledString`]: handler::PooledString
+//! [`PublishError`]: handler::PublishError
+//! [`SessionStore`]: store::SessionStore
+//! [`SessionStore::announce`]: store::SessionStore::announce
+//! [`StoreNotice`]: store::StoreNotice
+//! [`TaskListQuery`]: store::TaskListQuery
+//! [`TaskSave`]: store::TaskSave
+//! [`TaskStart`]: handler::TaskStart
+//! [`TaskStore`]: store::TaskStore
+//! [`Telemetry`]: telemetry::Telemetry
+//! [`ToolResult`]: reply::ToolResult
+//! [`serve`]: stdio::serve
+//! [`serve_with`]: stdio::serve_with
+//! [`tool_fn`]: handler::tool_fn
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -207,49 +243,111 @@
 mod host;
 
 mod auth;
-mod store;
-mod telemetry;
+pub mod store;
+
+pub mod telemetry;
 
 mod run;
 
-#[cfg(feature = "oauth")]
-pub use auth::oauth::{
-    AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
-};
-pub use auth::{AllowAll, AuthorizeInfo, Authorizer, NoAuthorizer};
-pub use host::channel::{AskClientError, PublishError, Publisher};
-pub use host::handler::{Handler, ToolFn, tool_fn};
-pub use host::reply::{
-    CompleteResult, CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64,
-    OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, PromptResult, ResourceReply,
-    ResourceResult, ToolReply, ToolResult,
-};
-pub use host::request::{
-    CompletionRequest, CompletionTarget, InputContext, PromptGet, RequestTrace, ResourceRead, ToolCall,
-};
-pub use host::strings::{Name, PooledString};
-pub use host::task::TaskStart;
+// The face: what a server built as `docs/guide.md` says names at the root, the rest in
+// modules by concern, and the engine re-exported whole (`engine`), so that one dependency
+// is enough.
+
+pub use auth::Authorizer;
+pub use host::channel::Publisher;
+pub use host::handler::Handler;
+pub use host::reply::{HostFailure, PromptReply, ResourceReply, ToolReply};
+pub use host::request::{PromptGet, ResourceRead, ToolCall};
 #[cfg(feature = "schemars")]
-pub use host::typed::output::{IntoToolReply, NoArgs, Structured};
+pub use host::typed::Router;
 #[cfg(feature = "schemars")]
-pub use host::typed::route as routes;
-#[cfg(feature = "schemars")]
-pub use host::typed::{Router, RouterError, TypedHandler};
-pub use mcp_spans::StatusCodeKey;
+pub use host::typed::output::{NoArgs, Structured};
+/// The sans-IO engine this crate serves (crate `mcp-engine`), re-exported whole: the
+/// catalog ([`Catalog`](mcp_engine::Catalog), [`Tool`](mcp_engine::Tool), …), the
+/// configuration ([`Config`](mcp_engine::Config), [`http::HttpConfig`](mcp_engine::http::HttpConfig)),
+/// the engines ([`Engine`](mcp_engine::Engine), [`http::HttpEngine`](mcp_engine::http::HttpEngine))
+/// and their content types, so that a server needs no dependency on `mcp-engine` of its own.
+pub use mcp_engine as engine;
 pub use run::http::{HttpServer, serve_http};
-pub use run::stdio::{serve, serve_stdio, serve_with};
+pub use run::stdio::serve_stdio;
 #[cfg(feature = "tower")]
-pub use run::tower::{McpBody, McpService};
-#[cfg(feature = "postgres")]
-pub use store::postgres::{IgnoredNotices, PgSessionStore, PgStoreConfig};
-pub use store::sessions::{
-    CatalogNews, EventBounds, EventStore, KeptEvent, MemorySessionStore, SessionStore, StoreError,
-    StoreFuture, StoreNotice, StoreNotices, StreamEvent,
-};
-pub use store::tasks::{ListedTask, MemoryTaskStore, TaskListQuery, TaskSave, TaskStore};
-pub use telemetry::Telemetry;
-#[cfg(feature = "otel")]
-pub use telemetry::otel::{DURATION_BUCKETS, Otel, OtelBuilder, OtelError, REFUSALS, SCOPE};
+pub use run::tower::McpService;
+
+pub mod handler {
+    //! The rest of a handler's side: [`tool_fn`] (a [`Handler`](crate::Handler) from a
+    //! closure, a [`ToolFn`]), the completion request ([`CompletionRequest`],
+    //! [`CompletionTarget`]), what a request carries ([`Name`], [`PooledString`],
+    //! [`RequestTrace`], [`InputContext`]), how a call becomes a task ([`TaskStart`]) and
+    //! the errors of a call's and a publisher's methods ([`AskClientError`],
+    //! [`PublishError`]).
+
+    pub use crate::host::channel::{AskClientError, PublishError};
+    pub use crate::host::handler::{ToolFn, tool_fn};
+    pub use crate::host::request::{CompletionRequest, CompletionTarget, InputContext, RequestTrace};
+    pub use crate::host::strings::{Name, PooledString};
+    pub use crate::host::task::TaskStart;
+}
+
+pub mod reply {
+    //! The owned replies beyond the three at the root ([`ToolReply`](crate::ToolReply),
+    //! [`ResourceReply`](crate::ResourceReply), [`PromptReply`](crate::PromptReply)): the
+    //! completion and input-required replies, the owned content types (`Owned*`, the owned
+    //! counterpart of the engine type of the same name), the content of a tool reply
+    //! ([`ContentBlocks`]), and the results a handler resolves to (`*Result`).
+
+    pub use crate::host::reply::{
+        CompleteResult, CompletionReply, ContentBlocks, InputRequiredReply, OwnedBase64, OwnedContent,
+        OwnedPromptMessage, OwnedResourceContents, PromptResult, ResourceResult, ToolResult,
+    };
+}
+
+#[cfg(feature = "schemars")]
+pub mod routes {
+    //! The typed router's other types (feature `schemars`): what [`Router::build`](crate::Router::build)
+    //! refuses ([`RouterError`]) and makes ([`TypedHandler`]), what a typed tool may return
+    //! ([`IntoToolReply`]), and the routes a [`Router`](crate::Router) collects, one value
+    //! per declared tool, resource, template or prompt, chained into a list whose type
+    //! records every handler. The routes are named only by the compiler; a `Router` builds
+    //! them.
+
+    pub use crate::host::typed::output::IntoToolReply;
+    pub use crate::host::typed::route::{
+        PromptRoute, ResourceRoute, Route, RouteList, TemplateRoute, ToolCallRoute, ToolRoute,
+    };
+    pub use crate::host::typed::{RouterError, TypedHandler};
+}
+
+pub mod stdio {
+    //! Serving one stream beyond [`serve_stdio`](crate::serve_stdio): [`serve`] over any
+    //! reader and writer, [`serve_with`] with a [`Telemetry`](crate::telemetry::Telemetry).
+
+    pub use crate::run::stdio::{serve, serve_with};
+}
+
+pub mod http {
+    //! The Streamable HTTP server's other parts: what an [`Authorizer`](crate::Authorizer)
+    //! decides on ([`AuthorizeInfo`]), the authorizers of an engine that needs none
+    //! ([`AllowAll`], [`NoAuthorizer`]), OAuth 2.1 access tokens verified for a protected
+    //! resource (`oauth`, feature `oauth`), and the body of the tower service's
+    //! responses (`McpBody`, feature `tower`).
+
+    pub use crate::auth::{AllowAll, AuthorizeInfo, NoAuthorizer};
+    #[cfg(feature = "tower")]
+    pub use crate::run::tower::McpBody;
+
+    #[cfg(feature = "oauth")]
+    pub mod oauth {
+        //! OAuth 2.1 for a protected resource (feature `oauth`): [`OAuthAuthorizer`]
+        //! verifies each request's access token, a JWT against the issuer's key set
+        //! ([`JwksVerifier`], from a [`JwksSource`]) or by RFC 7662 introspection
+        //! ([`IntrospectionVerifier`]), into an [`AccessToken`].
+
+        pub use crate::auth::oauth::{
+            AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError,
+            VerifyError,
+        };
+    }
+}
 
 /// The code of `docs/guide.md`, compiled as doctests (its server uses the typed router).
 #[cfg(all(doctest, feature = "schemars"))]

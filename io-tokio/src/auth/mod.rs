@@ -18,7 +18,7 @@ pub(crate) mod oauth;
 /// ```
 /// use std::net::{IpAddr, SocketAddr};
 ///
-/// use mcp_io_tokio::AuthorizeInfo;
+/// use mcp_io_tokio::http::AuthorizeInfo;
 ///
 /// let peer: SocketAddr = "192.0.2.7:50000".parse()?;
 /// let info = AuthorizeInfo::new(Some(peer), [("Authorization", "Bearer s3cret"), ("X-Tenant", "acme")]);
@@ -52,7 +52,8 @@ impl AuthorizeInfo {
     ///
     /// ```
     /// use mcp_engine::http::Verdict;
-    /// use mcp_io_tokio::{AuthorizeInfo, Authorizer};
+    /// use mcp_io_tokio::Authorizer;
+    /// use mcp_io_tokio::http::AuthorizeInfo;
     ///
     /// let auth = |req: &AuthorizeInfo| match req.bearer_token() {
     ///     Some("s3cret") => Verdict::Allow,
@@ -104,7 +105,7 @@ impl AuthorizeInfo {
     /// The first value of header `name` (case-insensitive).
     ///
     /// ```
-    /// use mcp_io_tokio::AuthorizeInfo;
+    /// use mcp_io_tokio::http::AuthorizeInfo;
     ///
     /// let info = AuthorizeInfo::new(None, [("X-Tenant", "acme"), ("x-tenant", "other")]);
     /// assert_eq!(info.header("x-TENANT"), Some(&b"acme"[..]));
@@ -117,7 +118,7 @@ impl AuthorizeInfo {
     /// The first value of header `name` as text, if it is UTF-8.
     ///
     /// ```
-    /// use mcp_io_tokio::AuthorizeInfo;
+    /// use mcp_io_tokio::http::AuthorizeInfo;
     ///
     /// let info = AuthorizeInfo::new(None, [("X-Tenant", b"acme".to_vec()), ("X-Raw", vec![0xff])]);
     /// assert_eq!(info.header_str("x-tenant"), Some("acme"));
@@ -131,7 +132,7 @@ impl AuthorizeInfo {
     /// case-insensitively), if there is one.
     ///
     /// ```
-    /// use mcp_io_tokio::AuthorizeInfo;
+    /// use mcp_io_tokio::http::AuthorizeInfo;
     ///
     /// let request = AuthorizeInfo::new(None, [("Authorization", "bearer  s3cret ")]);
     /// assert_eq!(request.bearer_token(), Some("s3cret")); // any case of `Bearer`, spaces trimmed
@@ -184,7 +185,8 @@ impl fmt::Debug for AuthorizeInfo {
 ///
 /// ```
 /// use mcp_engine::http::Verdict;
-/// use mcp_io_tokio::{AuthorizeInfo, Authorizer};
+/// use mcp_io_tokio::Authorizer;
+/// use mcp_io_tokio::http::AuthorizeInfo;
 ///
 /// fn check<A: Authorizer>(_: &A) {}
 /// check(&|req: &AuthorizeInfo| match req.bearer_token() {
@@ -241,7 +243,8 @@ where
 ///
 /// ```
 /// use mcp_engine::http::Verdict;
-/// use mcp_io_tokio::{AllowAll, AuthorizeInfo, Authorizer};
+/// use mcp_io_tokio::Authorizer;
+/// use mcp_io_tokio::http::{AllowAll, AuthorizeInfo};
 ///
 /// let anyone = AuthorizeInfo::new(None, [("User-Agent", "curl")]);
 /// assert_eq!(AllowAll.authorize_now(&anyone), Some(Verdict::Allow));
@@ -273,7 +276,8 @@ impl Authorizer for AllowAll {
 ///
 /// ```
 /// use mcp_engine::http::Verdict;
-/// use mcp_io_tokio::{AuthorizeInfo, Authorizer, NoAuthorizer};
+/// use mcp_io_tokio::Authorizer;
+/// use mcp_io_tokio::http::{AuthorizeInfo, NoAuthorizer};
 ///
 /// let request = AuthorizeInfo::new(None, [("Authorization", "Bearer s3cret")]);
 /// assert_eq!(NoAuthorizer.authorize_now(&request), Some(Verdict::Failed)); // and logs an error

@@ -10,7 +10,7 @@ use crate::host::request::{CompletionRequest, PromptGet, ResourceRead, ToolCall}
 
 /// The work only the host can do, done asynchronously.
 ///
-/// [`serve`](crate::serve) runs each request's future in a tokio task of its own, so many run
+/// [`serve`](crate::stdio::serve) runs each request's future in a tokio task of its own, so many run
 /// at once (up to the engine's [`in_flight_limit`](mcp_engine::Config::in_flight_limit))
 /// and finish in any order. A task whose request the client cancels is aborted: the
 /// future is dropped at its next `.await`.
@@ -62,7 +62,8 @@ impl<F> fmt::Debug for ToolFn<F> {
 /// A [`Handler`] whose tool calls run `f`, for servers that only have tools.
 ///
 /// ```
-/// use mcp_io_tokio::{ToolReply, tool_fn};
+/// use mcp_io_tokio::ToolReply;
+/// use mcp_io_tokio::handler::tool_fn;
 ///
 /// let handler = tool_fn(|call| async move {
 ///     match call.name.as_str() {

@@ -70,7 +70,7 @@ impl fmt::Debug for Bytes {
 }
 
 /// What a request brings back after its handler asked for input
-/// ([`InputRequiredReply`](crate::InputRequiredReply)): the client's responses, the
+/// ([`InputRequiredReply`](crate::reply::InputRequiredReply)): the client's responses, the
 /// handler's own state, and the input kinds the client can answer.
 ///
 /// The same under every revision: a `2026-07-28` client retries the request with its
@@ -273,7 +273,7 @@ impl InputContext {
     }
 
     /// The state the handler gave with its input request
-    /// ([`InputRequiredReply::state`](crate::InputRequiredReply::state)), back (under
+    /// ([`InputRequiredReply::state`](crate::reply::InputRequiredReply::state)), back (under
     /// `2026-07-28` sealed into `requestState` and verified by the engine).
     pub fn request_state(&self) -> Option<&[u8]> {
         self.buf.has_state.then_some(&*self.buf.state)

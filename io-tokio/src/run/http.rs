@@ -55,7 +55,7 @@ pub async fn serve_http<H: Handler, A: Authorizer>(
 /// the engine only as far as the socket takes it ([`HttpEngine::consume_output`] of what
 /// was written), so the engine's bound on unsent output (the slow-subscriber rule) and its
 /// write timeout hold. Each tool call, resource read or prompt request runs in a task of
-/// its own, as with [`serve`](crate::serve). Closing a connection cancels its request and
+/// its own, as with [`serve`](crate::stdio::serve). Closing a connection cancels its request and
 /// aborts the task; a client that shuts down only its sending side is taken to have gone
 /// away too (once the server reads the end of its input). The engine's timers (head,
 /// body, keep-alive idle and write deadlines, SSE keep-alives) run on one timer; the
@@ -135,7 +135,7 @@ impl<H: Handler> HttpServer<H, NoAuthorizer> {
 
 impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     /// A server of `engine`, with `handler` doing its work and `auth` deciding its
-    /// `Authorize` events ([`AllowAll`](crate::AllowAll) for an engine configured with
+    /// `Authorize` events ([`AllowAll`](crate::http::AllowAll) for an engine configured with
     /// [`Authorization::Everyone`](mcp_engine::http::Authorization::Everyone)).
     ///
     /// It turns the engine's sessions on ([`HttpEngine::set_entropy`], 32 bytes from the
@@ -216,7 +216,7 @@ impl<H: Handler, A: Authorizer> HttpServer<H, A> {
     /// give the servers the same secret key for its cursors), and a task's result outlives
     /// this process. A change another server makes to a task this server runs is heard
     /// through the [`session_store`](Self::session_store)'s notices
-    /// ([`StoreNotice::TaskChanged`](crate::StoreNotice::TaskChanged)). See [`TaskStore`].
+    /// ([`StoreNotice::TaskChanged`](crate::store::StoreNotice::TaskChanged)). See [`TaskStore`].
     pub fn task_store<S: TaskStore>(mut self, store: Arc<S>) -> Self {
         self.engine.set_task_store(true);
         self.task_store = Some(store);

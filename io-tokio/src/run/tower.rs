@@ -90,7 +90,9 @@ const REQUEST_QUEUE: usize = 64;
 ///
 /// use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 /// use mcp_engine::{Catalog, Config, Tool};
-/// use mcp_io_tokio::{AllowAll, McpService, ToolReply, tool_fn};
+/// use mcp_io_tokio::{McpService, ToolReply};
+/// use mcp_io_tokio::handler::tool_fn;
+/// use mcp_io_tokio::http::AllowAll;
 ///
 /// let catalog = Catalog::builder().tool(Tool::new("now")).build().expect("a valid catalog");
 /// let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);

@@ -158,7 +158,7 @@ pub enum StoreNotice {
     Missed,
     /// Another node announced news for the clients' streams ([`SessionStore::announce`]).
     Catalog(CatalogNews),
-    /// Another node saved this task's record (a [`TaskStore`](crate::TaskStore) sharing
+    /// Another node saved this task's record (a [`TaskStore`](crate::store::TaskStore) sharing
     /// the notices): the server hands it to
     /// [`HttpEngine::task_changed_elsewhere`](mcp_engine::http::HttpEngine::task_changed_elsewhere).
     TaskChanged(String),

@@ -1,4 +1,4 @@
-//! The server's side of an [`EventStore`](crate::EventStore): the events the engine
+//! The server's side of an [`EventStore`](crate::store::EventStore): the events the engine
 //! hands over ([`HttpEvent::AppendEvent`](mcp_engine::http::HttpEvent::AppendEvent))
 //! appended in the order they were written by one task (`Appender`, a bounded queue),
 //! and a store's answer to a `LoadEvents` handed to the engine (`answer`).

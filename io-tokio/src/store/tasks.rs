@@ -6,7 +6,7 @@
 //! handle is sent once its record is saved, a task is read, answered and cancelled on any
 //! server sharing the store, and its result outlives the process that ran it. Another
 //! server's change to a task this server runs is heard through the session store's
-//! notices ([`StoreNotice::TaskChanged`](crate::StoreNotice::TaskChanged)). The record is
+//! notices ([`StoreNotice::TaskChanged`](crate::store::StoreNotice::TaskChanged)). The record is
 //! opaque bytes, versioned; its format is in `docs/decisions.md` ("The task record").
 
 use std::collections::HashMap;

@@ -21,7 +21,7 @@
 //!
 //! With feature `otel` (the `otel` module) each span's parent is the client's context and
 //! the duration histograms are recorded when the host gave a meter
-//! ([`Telemetry::meter`]).
+//! (`Telemetry::meter`).
 //!
 //! Never recorded: argument values, `requestState`, `inputResponses`, cursors, tokens,
 //! `tracestate`, `baggage`, error messages; a resource's uri only when the host opts in
@@ -29,12 +29,13 @@
 
 use mcp_engine::http::{Refusal, Refused};
 use mcp_engine::{Event, Instant, Revision, Served, TraceContext};
-use mcp_spans::{Attributes, StatusCodeKey};
+use mcp_spans::Attributes;
+pub use mcp_spans::StatusCodeKey;
 pub(crate) use mcp_spans::{Verdict, Wire};
 use tracing::Span;
 
 #[cfg(feature = "otel")]
-pub(crate) mod otel;
+pub mod otel;
 
 use crate::host::channel::Outcome;
 use crate::host::reply::{HostFailure, ResourceReply, ToolReply};
@@ -82,7 +83,7 @@ impl Telemetry {
 
     /// Records `mcp.server.operation.duration` and `mcp.server.session.duration` with
     /// `meter` (feature `otel`): histograms in seconds, with the conventions' attributes and
-    /// bucket boundaries ([`DURATION_BUCKETS`](crate::DURATION_BUCKETS)).
+    /// bucket boundaries ([`DURATION_BUCKETS`](crate::telemetry::otel::DURATION_BUCKETS)).
     #[cfg(feature = "otel")]
     pub fn meter(mut self, meter: &opentelemetry::metrics::Meter) -> Self {
         self.metrics = Some(otel::Metrics::new(meter, self.status_code));

@@ -2,7 +2,7 @@
 //! trace context, the two duration histograms of OpenTelemetry's MCP conventions, and
 //! [`Otel`], which exports both as OTLP over HTTP (`docs/observability.md`).
 //!
-//! The spans stay `tracing` spans ([`crate::Telemetry`]'s): `tracing-opentelemetry`'s
+//! The spans stay `tracing` spans ([`crate::telemetry::Telemetry`]'s): `tracing-opentelemetry`'s
 //! layer ([`Otel::layer`], or one a host builds on its own tracer) turns them into
 //! OpenTelemetry spans, named by their `otel.name` and of kind `SERVER`. Here each gets as
 //! parent a remote span context made of the client's valid `traceparent` and `tracestate`,
@@ -16,8 +16,8 @@
 //! [`DURATION_BUCKETS`]. Neither carries a request id, session id, address, argument or
 //! uri.
 //!
-//! [`Telemetry::meter`]: crate::Telemetry::meter
-//! [`crate::Telemetry`]: crate::Telemetry
+//! [`Telemetry::meter`]: crate::telemetry::Telemetry::meter
+//! [`crate::telemetry::Telemetry`]: crate::telemetry::Telemetry
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -339,7 +339,7 @@ impl std::error::Error for OtelError {}
 /// use tracing_subscriber::layer::SubscriberExt;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let otel = mcp_io_tokio::Otel::builder().endpoint("http://127.0.0.1:4318").service_name("notes").build()?;
+/// let otel = mcp_io_tokio::telemetry::otel::Otel::builder().endpoint("http://127.0.0.1:4318").service_name("notes").build()?;
 /// let subscriber = tracing_subscriber::registry().with(otel.layer());
 /// tracing::subscriber::set_global_default(subscriber)?;
 /// // HttpServer::new(engine, handler, auth).telemetry(otel.telemetry()) ... serve ...

@@ -58,7 +58,7 @@ pub enum JwksSource {
 ///   are not followed.
 ///
 /// A token presented again is found in the engine verifier's cache: no signature is
-/// checked and nothing is allocated, and the [`OAuthAuthorizer`](crate::OAuthAuthorizer)
+/// checked and nothing is allocated, and the [`OAuthAuthorizer`](crate::http::oauth::OAuthAuthorizer)
 /// decides it at once on the engine's task. A token not seen before (or one with a bad
 /// signature, which is never cached) is verified in a task of its own. Nothing of a
 /// token, its claims or its signature is logged.

@@ -311,7 +311,7 @@ enum Verifier {
 /// use std::sync::Arc;
 ///
 /// use mcp_engine::http::{JwtVerifier, ProtectedResource};
-/// use mcp_io_tokio::{JwksVerifier, OAuthAuthorizer};
+/// use mcp_io_tokio::http::oauth::{JwksVerifier, OAuthAuthorizer};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let resource = "https://mcp.example.com/mcp";

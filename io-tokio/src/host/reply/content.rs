@@ -15,7 +15,7 @@ use mcp_engine::{Base64, Content, ResourceContents};
 ///
 /// ```
 /// use mcp_engine::Base64;
-/// use mcp_io_tokio::OwnedBase64;
+/// use mcp_io_tokio::reply::OwnedBase64;
 ///
 /// let raw = OwnedBase64::Bytes(b"hi".to_vec());
 /// let encoded = OwnedBase64::Encoded("aGk=".into());
@@ -39,7 +39,7 @@ impl OwnedBase64 {
     ///
     /// ```
     /// use mcp_engine::Base64;
-    /// use mcp_io_tokio::OwnedBase64;
+    /// use mcp_io_tokio::reply::OwnedBase64;
     ///
     /// let data = OwnedBase64::Encoded("aGk=".into());
     /// assert_eq!(data.as_base64(), Base64::Encoded("aGk="));
@@ -59,7 +59,7 @@ impl OwnedBase64 {
 ///
 /// ```
 /// use mcp_engine::ResourceContents;
-/// use mcp_io_tokio::OwnedResourceContents;
+/// use mcp_io_tokio::reply::OwnedResourceContents;
 ///
 /// let md = Some("text/markdown");
 /// let readme = OwnedResourceContents::text("notes://readme", md, "# Notes");
@@ -99,7 +99,7 @@ impl OwnedResourceContents {
     ///
     /// ```
     /// use mcp_engine::ResourceContents;
-    /// use mcp_io_tokio::OwnedResourceContents;
+    /// use mcp_io_tokio::reply::OwnedResourceContents;
     ///
     /// let readme = OwnedResourceContents::text("notes://readme", None, "# Notes");
     /// assert_eq!(readme.as_contents(), ResourceContents::text("notes://readme", None, "# Notes"));
@@ -110,7 +110,7 @@ impl OwnedResourceContents {
     /// Binary contents of `uri`, given as raw bytes.
     ///
     /// ```
-    /// use mcp_io_tokio::OwnedResourceContents;
+    /// use mcp_io_tokio::reply::OwnedResourceContents;
     ///
     /// let logo = OwnedResourceContents::blob("notes://logo", Some("image/png"), b"hi");
     /// let json = serde_json::to_string(&logo.as_contents())?;
@@ -128,7 +128,7 @@ impl OwnedResourceContents {
     ///
     /// ```
     /// use mcp_engine::ResourceContents;
-    /// use mcp_io_tokio::OwnedResourceContents;
+    /// use mcp_io_tokio::reply::OwnedResourceContents;
     ///
     /// let logo = OwnedResourceContents::blob_base64("notes://logo", None, "aGk=");
     /// assert_eq!(logo.as_contents(), ResourceContents::blob_base64("notes://logo", None, "aGk="));
@@ -143,7 +143,7 @@ impl OwnedResourceContents {
     /// The borrowed form the engine serializes.
     ///
     /// ```
-    /// use mcp_io_tokio::OwnedResourceContents;
+    /// use mcp_io_tokio::reply::OwnedResourceContents;
     ///
     /// let note = OwnedResourceContents::text("notes://7", Some("text/plain"), "Buy tea.");
     /// let json = serde_json::to_string(&note.as_contents())?;
@@ -165,7 +165,7 @@ impl OwnedResourceContents {
 /// The owned counterpart of [`mcp_engine::Content`].
 ///
 /// ```
-/// use mcp_io_tokio::{OwnedContent, OwnedResourceContents};
+/// use mcp_io_tokio::reply::{OwnedContent, OwnedResourceContents};
 /// use serde_json::json;
 ///
 /// let blocks = [
@@ -222,7 +222,7 @@ impl OwnedContent {
     /// ```
     /// use std::borrow::Cow;
     ///
-    /// use mcp_io_tokio::OwnedContent;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let fixed = OwnedContent::text("Saved."); // a `&'static str`: not copied
     /// assert!(matches!(fixed, OwnedContent::Text { text: Cow::Borrowed("Saved.") }));
@@ -236,7 +236,7 @@ impl OwnedContent {
     ///
     /// ```
     /// use mcp_engine::Content;
-    /// use mcp_io_tokio::OwnedContent;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let image = OwnedContent::image(vec![1, 2, 3], "image/png");
     /// assert_eq!(image.as_content(), Content::image(&[1, 2, 3], "image/png"));
@@ -248,7 +248,7 @@ impl OwnedContent {
     ///
     /// ```
     /// use mcp_engine::Content;
-    /// use mcp_io_tokio::OwnedContent;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let image = OwnedContent::image_base64("AQID", "image/png");
     /// assert_eq!(image.as_content(), Content::image_base64("AQID", "image/png"));
@@ -260,7 +260,7 @@ impl OwnedContent {
     ///
     /// ```
     /// use mcp_engine::Content;
-    /// use mcp_io_tokio::OwnedContent;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let audio = OwnedContent::audio(vec![0, 0], "audio/wav");
     /// assert_eq!(audio.as_content(), Content::audio(&[0, 0], "audio/wav"));
@@ -272,7 +272,7 @@ impl OwnedContent {
     ///
     /// ```
     /// use mcp_engine::Content;
-    /// use mcp_io_tokio::OwnedContent;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let audio = OwnedContent::audio_base64("AAA=", "audio/wav");
     /// assert_eq!(audio.as_content(), Content::audio_base64("AAA=", "audio/wav"));
@@ -285,7 +285,7 @@ impl OwnedContent {
     /// The description and MIME type are left out; set them through the variant's fields:
     ///
     /// ```
-    /// use mcp_io_tokio::OwnedContent;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let mut link = OwnedContent::resource_link("notes://7", "note-7");
     /// if let OwnedContent::ResourceLink { description, .. } = &mut link {
@@ -303,7 +303,7 @@ impl OwnedContent {
     ///
     /// ```
     /// use mcp_engine::{Content, ResourceContents};
-    /// use mcp_io_tokio::{OwnedContent, OwnedResourceContents};
+    /// use mcp_io_tokio::reply::{OwnedContent, OwnedResourceContents};
     ///
     /// let note = OwnedContent::embedded(OwnedResourceContents::text("notes://7", None, "Buy tea."));
     /// let contents = ResourceContents::text("notes://7", None, "Buy tea.");
@@ -315,7 +315,7 @@ impl OwnedContent {
     /// The borrowed form the engine serializes.
     ///
     /// ```
-    /// use mcp_io_tokio::OwnedContent;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let json = serde_json::to_string(&OwnedContent::text("hi").as_content())?;
     /// assert_eq!(json, r#"{"type":"text","text":"hi"}"#);
@@ -363,7 +363,7 @@ impl From<Cow<'static, str>> for OwnedContent {
 /// an iterator; [`push`](Self::push) adds a block.
 ///
 /// ```
-/// use mcp_io_tokio::{ContentBlocks, OwnedContent};
+/// use mcp_io_tokio::reply::{ContentBlocks, OwnedContent};
 ///
 /// let one = ContentBlocks::from(OwnedContent::text("a")); // no `Vec`
 /// let mut many: ContentBlocks = ["a", "b"].into_iter().map(OwnedContent::text).collect();
@@ -391,7 +391,7 @@ impl ContentBlocks {
     /// No blocks.
     ///
     /// ```
-    /// use mcp_io_tokio::ContentBlocks;
+    /// use mcp_io_tokio::reply::ContentBlocks;
     ///
     /// let blocks = ContentBlocks::new();
     /// assert!(blocks.is_empty());
@@ -403,7 +403,7 @@ impl ContentBlocks {
     /// Adds `block` at the end.
     ///
     /// ```
-    /// use mcp_io_tokio::{ContentBlocks, OwnedContent};
+    /// use mcp_io_tokio::reply::{ContentBlocks, OwnedContent};
     ///
     /// let mut blocks = ContentBlocks::new();
     /// blocks.push(OwnedContent::text("a"));
@@ -424,7 +424,7 @@ impl ContentBlocks {
     /// The blocks as a `Vec`.
     ///
     /// ```
-    /// use mcp_io_tokio::{ContentBlocks, OwnedContent};
+    /// use mcp_io_tokio::reply::{ContentBlocks, OwnedContent};
     ///
     /// let blocks = ContentBlocks::from(OwnedContent::text("a"));
     /// assert_eq!(blocks.into_vec(), vec![OwnedContent::text("a")]);

@@ -23,7 +23,8 @@ use mcp_engine::{HostError, InputRequestBuf, PromptMessage, Role};
 /// `Err(`[`HostFailure`]`)` instead.
 ///
 /// ```
-/// use mcp_io_tokio::{HostFailure, OwnedContent, ToolReply, ToolResult};
+/// use mcp_io_tokio::{HostFailure, ToolReply};
+/// use mcp_io_tokio::reply::{OwnedContent, ToolResult};
 /// use serde_json::json;
 ///
 /// let saved = ToolReply::text("Saved.");
@@ -55,7 +56,8 @@ impl ToolReply {
     /// [`OwnedContent`] (which needs no heap allocation).
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    /// use mcp_io_tokio::ToolReply;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let chart = OwnedContent::image(vec![1], "image/png");
     /// let reply = ToolReply::new(vec![OwnedContent::text("A chart:"), chart]);
@@ -69,7 +71,8 @@ impl ToolReply {
     /// `&'static str` is not copied).
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    /// use mcp_io_tokio::ToolReply;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let reply = ToolReply::text("Saved.");
     /// assert_eq!(reply.content, vec![OwnedContent::text("Saved.")]);
@@ -81,7 +84,8 @@ impl ToolReply {
     /// A failed result (`isError: true`) made of one text block the model can read.
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    /// use mcp_io_tokio::ToolReply;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let reply = ToolReply::error("There is no note 7.");
     /// assert!(reply.is_error);
@@ -93,7 +97,8 @@ impl ToolReply {
     /// A failed result (`isError: true`) made of `content`.
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    /// use mcp_io_tokio::ToolReply;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let scan = OwnedContent::image(vec![0], "image/png");
     /// let reply = ToolReply::error_content(vec![OwnedContent::text("Unreadable:"), scan]);
@@ -107,7 +112,8 @@ impl ToolReply {
     /// do not read structured output, its JSON text as one text block.
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    /// use mcp_io_tokio::ToolReply;
+    /// use mcp_io_tokio::reply::OwnedContent;
     /// use serde_json::json;
     ///
     /// let reply = ToolReply::structured(json!({ "count": 2 }));
@@ -119,11 +125,12 @@ impl ToolReply {
     }
     /// Asks the client for input first (see [`InputRequiredReply`]): the handler is called
     /// again with the client's responses, which it finds in
-    /// [`InputContext::response`](crate::InputContext::response).
+    /// [`InputContext::response`](crate::handler::InputContext::response).
     ///
     /// ```
     /// use mcp_engine::InputRequestBuf;
-    /// use mcp_io_tokio::{InputRequiredReply, ToolReply};
+    /// use mcp_io_tokio::ToolReply;
+    /// use mcp_io_tokio::reply::InputRequiredReply;
     ///
     /// let ask = InputRequiredReply::new([InputRequestBuf::list_roots("roots")]);
     /// let reply = ToolReply::input_required(ask);
@@ -135,7 +142,8 @@ impl ToolReply {
     /// Sets `structuredContent`.
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedContent, ToolReply};
+    /// use mcp_io_tokio::ToolReply;
+    /// use mcp_io_tokio::reply::OwnedContent;
     /// use serde_json::json;
     ///
     /// let reply = ToolReply::text("2 notes").with_structured_content(json!({ "count": 2 }));
@@ -151,7 +159,8 @@ impl ToolReply {
 /// The outcome of a resource read, owned.
 ///
 /// ```
-/// use mcp_io_tokio::{OwnedResourceContents, ResourceReply};
+/// use mcp_io_tokio::ResourceReply;
+/// use mcp_io_tokio::reply::OwnedResourceContents;
 ///
 /// let readme = ResourceReply::text("notes://readme", Some("text/markdown"), "# Notes");
 /// let contents = OwnedResourceContents::text("notes://readme", Some("text/markdown"), "# Notes");
@@ -173,7 +182,8 @@ impl ResourceReply {
     /// Contents made of `contents`.
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedResourceContents, ResourceReply};
+    /// use mcp_io_tokio::ResourceReply;
+    /// use mcp_io_tokio::reply::OwnedResourceContents;
     ///
     /// let reply = ResourceReply::contents(vec![
     ///     OwnedResourceContents::text("notes://7", Some("text/plain"), "Buy tea."),
@@ -187,7 +197,8 @@ impl ResourceReply {
     /// One text contents of `uri`.
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedResourceContents, ResourceReply};
+    /// use mcp_io_tokio::ResourceReply;
+    /// use mcp_io_tokio::reply::OwnedResourceContents;
     ///
     /// let reply = ResourceReply::text("notes://7", None, "Buy tea.");
     /// let contents = OwnedResourceContents::text("notes://7", None, "Buy tea.");
@@ -199,7 +210,8 @@ impl ResourceReply {
     /// One binary contents of `uri`, given as raw bytes.
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedBase64, OwnedResourceContents, ResourceReply};
+    /// use mcp_io_tokio::ResourceReply;
+    /// use mcp_io_tokio::reply::{OwnedBase64, OwnedResourceContents};
     ///
     /// let reply = ResourceReply::blob("notes://logo", Some("image/png"), vec![1, 2, 3]);
     /// let ResourceReply::Contents(contents) = reply else { unreachable!() };
@@ -212,7 +224,8 @@ impl ResourceReply {
     /// One binary contents of `uri`, given already base64-encoded.
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedResourceContents, ResourceReply};
+    /// use mcp_io_tokio::ResourceReply;
+    /// use mcp_io_tokio::reply::OwnedResourceContents;
     ///
     /// let reply = ResourceReply::blob_base64("notes://logo", Some("image/png"), "AQID");
     /// let logo = OwnedResourceContents::blob_base64("notes://logo", Some("image/png"), "AQID");
@@ -239,7 +252,7 @@ impl ResourceReply {
 ///
 /// ```
 /// use mcp_engine::Role;
-/// use mcp_io_tokio::{OwnedContent, OwnedPromptMessage};
+/// use mcp_io_tokio::reply::{OwnedContent, OwnedPromptMessage};
 ///
 /// let ask = OwnedPromptMessage::user("Summarize my notes."); // a `&str` is copied
 /// let answer = OwnedPromptMessage::assistant(OwnedContent::text("You have 2 notes."));
@@ -259,7 +272,7 @@ impl OwnedPromptMessage {
     ///
     /// ```
     /// use mcp_engine::Role;
-    /// use mcp_io_tokio::OwnedPromptMessage;
+    /// use mcp_io_tokio::reply::OwnedPromptMessage;
     ///
     /// let message = OwnedPromptMessage::user("Summarize my notes.");
     /// assert_eq!(message.role, Role::User);
@@ -271,7 +284,7 @@ impl OwnedPromptMessage {
     ///
     /// ```
     /// use mcp_engine::Role;
-    /// use mcp_io_tokio::OwnedPromptMessage;
+    /// use mcp_io_tokio::reply::OwnedPromptMessage;
     ///
     /// let message = OwnedPromptMessage::assistant(format!("You have {} notes.", 2));
     /// assert_eq!(message.role, Role::Assistant);
@@ -282,7 +295,7 @@ impl OwnedPromptMessage {
     /// The borrowed form the engine serializes.
     ///
     /// ```
-    /// use mcp_io_tokio::OwnedPromptMessage;
+    /// use mcp_io_tokio::reply::OwnedPromptMessage;
     ///
     /// let json = serde_json::to_string(&OwnedPromptMessage::user("hi").as_message())?;
     /// assert_eq!(json, r#"{"role":"user","content":{"type":"text","text":"hi"}}"#);
@@ -296,7 +309,8 @@ impl OwnedPromptMessage {
 /// A rendered prompt (MCP `GetPromptResult`), owned.
 ///
 /// ```
-/// use mcp_io_tokio::{OwnedPromptMessage, PromptReply};
+/// use mcp_io_tokio::PromptReply;
+/// use mcp_io_tokio::reply::OwnedPromptMessage;
 ///
 /// let reply = PromptReply::new(vec![
 ///     OwnedPromptMessage::user("Summarize my notes."),
@@ -322,7 +336,8 @@ impl PromptReply {
     /// A prompt made of `messages`.
     ///
     /// ```
-    /// use mcp_io_tokio::{OwnedPromptMessage, PromptReply};
+    /// use mcp_io_tokio::PromptReply;
+    /// use mcp_io_tokio::reply::OwnedPromptMessage;
     ///
     /// let reply = PromptReply::new(vec![OwnedPromptMessage::user("Summarize my notes.")]);
     /// assert_eq!(reply.messages.len(), 1);
@@ -335,7 +350,8 @@ impl PromptReply {
     ///
     /// ```
     /// use mcp_engine::Role;
-    /// use mcp_io_tokio::{OwnedContent, PromptReply};
+    /// use mcp_io_tokio::PromptReply;
+    /// use mcp_io_tokio::reply::OwnedContent;
     ///
     /// let reply = PromptReply::user_text("Summarize my notes.");
     /// assert_eq!(reply.messages[0].role, Role::User);
@@ -348,7 +364,8 @@ impl PromptReply {
     ///
     /// ```
     /// use mcp_engine::InputRequestBuf;
-    /// use mcp_io_tokio::{InputRequiredReply, PromptReply};
+    /// use mcp_io_tokio::PromptReply;
+    /// use mcp_io_tokio::reply::InputRequiredReply;
     ///
     /// let ask = InputRequiredReply::new([InputRequestBuf::list_roots("roots")]);
     /// let reply = PromptReply::input_required(ask);
@@ -373,12 +390,12 @@ impl PromptReply {
 
 /// Input a handler needs from the client before it can answer, under every revision: the
 /// requests, and state handed back with the responses
-/// ([`InputContext::request_state`](crate::InputContext::request_state)). Under
+/// ([`InputContext::request_state`](crate::handler::InputContext::request_state)). Under
 /// `2026-07-28` the engine seals the state into `requestState` and the client retries
 /// the request; in a session-bound revision the engine sends the requests to the client
 /// itself and hands the request back once they are answered.
 /// The engine leaves out requests the client did not declare it can answer, and answers
-/// `-32021` when that leaves none (check [`InputContext::client`](crate::InputContext::client) first).
+/// `-32021` when that leaves none (check [`InputContext::client`](crate::handler::InputContext::client) first).
 ///
 /// The requests are shared (`Arc<[InputRequestBuf]>`): a handler that asks the same thing
 /// every time builds them once and hands out a clone of the `Arc`, which allocates
@@ -386,7 +403,8 @@ impl PromptReply {
 ///
 /// ```
 /// use mcp_engine::InputRequestBuf;
-/// use mcp_io_tokio::{InputRequiredReply, ToolReply};
+/// use mcp_io_tokio::ToolReply;
+/// use mcp_io_tokio::reply::InputRequiredReply;
 /// use serde_json::json;
 ///
 /// let schema = json!({ "type": "object", "properties": { "sure": { "type": "boolean" } } });
@@ -414,7 +432,7 @@ impl InputRequiredReply {
     /// use std::sync::Arc;
     ///
     /// use mcp_engine::InputRequestBuf;
-    /// use mcp_io_tokio::InputRequiredReply;
+    /// use mcp_io_tokio::reply::InputRequiredReply;
     ///
     /// let roots: Arc<[InputRequestBuf]> = Arc::new([InputRequestBuf::list_roots("roots")]);
     /// let input = InputRequiredReply::new(Arc::clone(&roots)); // shared, not copied
@@ -427,7 +445,7 @@ impl InputRequiredReply {
     ///
     /// ```
     /// use mcp_engine::InputRequestBuf;
-    /// use mcp_io_tokio::InputRequiredReply;
+    /// use mcp_io_tokio::reply::InputRequiredReply;
     ///
     /// let input = InputRequiredReply::new([InputRequestBuf::list_roots("roots")]).with_state(b"step=2");
     /// assert_eq!(input.state, Some(b"step=2".to_vec()));
@@ -593,7 +611,7 @@ impl From<tokio_postgres::Error> for HostFailure {
 /// drops duplicates and keeps `total` and `has_more` truthful.
 ///
 /// ```
-/// use mcp_io_tokio::CompletionReply;
+/// use mcp_io_tokio::reply::CompletionReply;
 ///
 /// let first: Vec<String> = (1..=100).map(|n| format!("note-{n}")).collect();
 /// let reply = CompletionReply { total: Some(250), has_more: true, ..CompletionReply::new(first) };
@@ -614,7 +632,7 @@ impl CompletionReply {
     /// A reply with these candidates.
     ///
     /// ```
-    /// use mcp_io_tokio::CompletionReply;
+    /// use mcp_io_tokio::reply::CompletionReply;
     ///
     /// let reply = CompletionReply::new(vec!["tea".into(), "tee".into()]);
     /// assert_eq!(reply.values, ["tea", "tee"]);
@@ -628,7 +646,8 @@ impl CompletionReply {
 /// What a tool call resolves to: a reply, or a failure answered as a JSON-RPC error.
 ///
 /// ```
-/// use mcp_io_tokio::{HostFailure, ToolCall, ToolReply, ToolResult};
+/// use mcp_io_tokio::{HostFailure, ToolCall, ToolReply};
+/// use mcp_io_tokio::reply::ToolResult;
 ///
 /// #[derive(serde::Deserialize)]
 /// struct Args {
@@ -652,7 +671,8 @@ pub type ToolResult = Result<ToolReply, HostFailure>;
 /// What a resource read resolves to.
 ///
 /// ```
-/// use mcp_io_tokio::{HostFailure, ResourceRead, ResourceReply, ResourceResult};
+/// use mcp_io_tokio::{HostFailure, ResourceRead, ResourceReply};
+/// use mcp_io_tokio::reply::ResourceResult;
 ///
 /// fn read(request: &ResourceRead) -> ResourceResult {
 ///     match request.uri.as_str() {
@@ -671,7 +691,8 @@ pub type ResourceResult = Result<ResourceReply, HostFailure>;
 /// What a prompt request resolves to.
 ///
 /// ```
-/// use mcp_io_tokio::{HostFailure, PromptGet, PromptReply, PromptResult};
+/// use mcp_io_tokio::{HostFailure, PromptGet, PromptReply};
+/// use mcp_io_tokio::reply::PromptResult;
 ///
 /// fn brainstorm(get: &PromptGet) -> PromptResult {
 ///     let topic = get.argument("topic").ok_or_else(|| HostFailure::invalid_params("no topic"))?;
@@ -686,7 +707,7 @@ pub type PromptResult = Result<PromptReply, HostFailure>;
 /// What a completion request resolves to.
 ///
 /// ```
-/// use mcp_io_tokio::{CompleteResult, CompletionReply};
+/// use mcp_io_tokio::reply::{CompleteResult, CompletionReply};
 ///
 /// fn complete_topic(typed: &str) -> CompleteResult {
 ///     let topics = ["tea", "tee", "toast"];

@@ -9,7 +9,7 @@
 //! - this file: [`Router`], [`TypedHandler`], [`RouterError`].
 
 pub(crate) mod output;
-pub mod route;
+pub(crate) mod route;
 
 use core::fmt;
 use std::collections::HashMap;
@@ -79,7 +79,7 @@ use crate::host::typed::route::{
 /// let engine = Engine::new(Config::new("counter", "1.0"), catalog);
 /// // serve_stdio(engine, handler).await
 /// # let _ = (engine, handler);
-/// # Ok::<(), mcp_io_tokio::RouterError>(())
+/// # Ok::<(), mcp_io_tokio::routes::RouterError>(())
 /// ```
 pub struct Router<S, L = ()> {
     state: S,
@@ -114,7 +114,7 @@ impl<S: Clone + Send + Sync + 'static> Router<S> {
     /// ```
     /// let (catalog, _handler) = mcp_io_tokio::Router::new(()).build()?;
     /// assert_eq!(catalog.tools().count(), 0);
-    /// # Ok::<(), mcp_io_tokio::RouterError>(())
+    /// # Ok::<(), mcp_io_tokio::routes::RouterError>(())
     /// ```
     pub fn new(state: S) -> Self {
         Self {
@@ -169,7 +169,7 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Router<S, L> {
     /// });
     /// let (catalog, _) = router.build()?;
     /// assert_eq!(catalog.tool("greet").unwrap().input_schema.as_ref().unwrap()["required"][0], "name");
-    /// # Ok::<(), mcp_io_tokio::RouterError>(())
+    /// # Ok::<(), mcp_io_tokio::routes::RouterError>(())
     /// ```
     pub fn tool<F, A, Fut, R>(self, tool: Tool, f: F) -> Router<S, (ToolRoute<F, A>, L)>
     where
@@ -199,7 +199,7 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Router<S, L> {
     ///     Ok("done")
     /// });
     /// # router.build()?;
-    /// # Ok::<(), mcp_io_tokio::RouterError>(())
+    /// # Ok::<(), mcp_io_tokio::routes::RouterError>(())
     /// ```
     pub fn tool_with_call<F, A, Fut, R>(self, tool: Tool, f: F) -> Router<S, (ToolCallRoute<F, A>, L)>
     where
@@ -227,7 +227,7 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Router<S, L> {
     /// );
     /// let (catalog, _) = router.build()?;
     /// assert_eq!(catalog.resources().count(), 1);
-    /// # Ok::<(), mcp_io_tokio::RouterError>(())
+    /// # Ok::<(), mcp_io_tokio::routes::RouterError>(())
     /// ```
     pub fn resource<F, Fut>(self, resource: Resource, f: F) -> Router<S, (ResourceRoute<F>, L)>
     where
@@ -252,7 +252,8 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Router<S, L> {
     ///
     /// ```
     /// use mcp_engine::ResourceTemplate;
-    /// use mcp_io_tokio::{ResourceRead, ResourceReply, Router, RouterError};
+    /// use mcp_io_tokio::{ResourceRead, ResourceReply, Router};
+    /// use mcp_io_tokio::routes::RouterError;
     ///
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct NoteId {
@@ -304,7 +305,7 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Router<S, L> {
     /// });
     /// let (catalog, _) = router.build()?;
     /// assert!(catalog.prompts().next().unwrap().arguments[0].required);
-    /// # Ok::<(), mcp_io_tokio::RouterError>(())
+    /// # Ok::<(), mcp_io_tokio::routes::RouterError>(())
     /// ```
     pub fn prompt<F, A, Fut>(mut self, prompt: Prompt, f: F) -> Router<S, (PromptRoute<F, A>, L)>
     where
@@ -335,7 +336,7 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Router<S, L> {
     /// ```
     /// let (catalog, _handler) = mcp_io_tokio::Router::new(()).validate_formats(false).build()?;
     /// # let _ = catalog;
-    /// # Ok::<(), mcp_io_tokio::RouterError>(())
+    /// # Ok::<(), mcp_io_tokio::routes::RouterError>(())
     /// ```
     #[must_use]
     pub fn validate_formats(mut self, on: bool) -> Self {
@@ -349,7 +350,8 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Router<S, L> {
     ///
     /// ```
     /// use mcp_engine::{CatalogError, Tool};
-    /// use mcp_io_tokio::{NoArgs, Router, RouterError};
+    /// use mcp_io_tokio::{NoArgs, Router};
+    /// use mcp_io_tokio::routes::RouterError;
     ///
     /// let now = |(), _: NoArgs| async { Ok("now") };
     /// let e = Router::new(()).tool(Tool::new("now"), now).tool(Tool::new("now"), now).build().unwrap_err();
@@ -432,7 +434,8 @@ fn takes_string(schema: &Value) -> bool {
 ///
 /// ```
 /// use mcp_engine::ResourceTemplate;
-/// use mcp_io_tokio::{ResourceReply, Router, RouterError};
+/// use mcp_io_tokio::{ResourceReply, Router};
+/// use mcp_io_tokio::routes::RouterError;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Vars {

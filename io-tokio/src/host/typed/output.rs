@@ -18,7 +18,8 @@ use crate::host::reply::{HostFailure, ToolReply, ToolResult};
 /// with the output schema derived from `T`).
 ///
 /// ```
-/// use mcp_io_tokio::{IntoToolReply, Structured, ToolReply};
+/// use mcp_io_tokio::{Structured, ToolReply};
+/// use mcp_io_tokio::routes::IntoToolReply;
 ///
 /// #[derive(serde::Serialize, schemars::JsonSchema)]
 /// struct Sum {
@@ -75,7 +76,8 @@ impl IntoToolReply for Cow<'static, str> {
 /// describe: both come from `T`.
 ///
 /// ```
-/// use mcp_io_tokio::{IntoToolReply, Structured};
+/// use mcp_io_tokio::Structured;
+/// use mcp_io_tokio::routes::IntoToolReply;
 ///
 /// #[derive(serde::Serialize, schemars::JsonSchema)]
 /// struct Found {

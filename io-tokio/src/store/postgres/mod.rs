@@ -1,8 +1,8 @@
 //! Sessions kept in PostgreSQL (feature `postgres`): [`PgSessionStore`], a
 //! [`SessionStore`] that several servers share through one database, and its settings,
 //! [`PgStoreConfig`]. It keeps session streams' events (`events.rs`, an
-//! [`EventStore`](crate::EventStore)) and task records (`tasks.rs`, a
-//! [`TaskStore`](crate::TaskStore)) too.
+//! [`EventStore`](crate::store::EventStore)) and task records (`tasks.rs`, a
+//! [`TaskStore`](crate::store::TaskStore)) too.
 //!
 //! The store creates and migrates its own tables at start ([`PgStoreConfig::build`]), in a
 //! schema of its own (`mcp` unless [`PgStoreConfig::schema`] names another), so several
@@ -216,7 +216,7 @@ impl PgStoreConfig {
 
     /// How many notices [`PgSessionStore::notices`] holds for a receiver that has not
     /// taken them yet (default 1,024; at least 1): past that, notices are dropped and a
-    /// [`StoreNotice::Missed`](crate::StoreNotice::Missed) is delivered once there is room.
+    /// [`StoreNotice::Missed`](crate::store::StoreNotice::Missed) is delivered once there is room.
     pub fn notice_capacity(mut self, notices: usize) -> Self {
         self.notice_capacity = notices.max(1);
         self
@@ -225,7 +225,7 @@ impl PgStoreConfig {
     /// How often the connection listening for notices is checked (default every 10 s: a
     /// `SELECT 1` that must answer within the
     /// [`operation_timeout`](Self::operation_timeout)); a connection that fails the check
-    /// is made again, and a [`StoreNotice::Missed`](crate::StoreNotice::Missed) delivered. This bounds how long a
+    /// is made again, and a [`StoreNotice::Missed`](crate::store::StoreNotice::Missed) delivered. This bounds how long a
     /// silently broken network leaves a node deaf to the others.
     pub fn notice_check_every(mut self, every: Duration) -> Self {
         self.notice_check_every = every.max(Duration::from_millis(10));
@@ -642,11 +642,11 @@ impl PgSessionStore {
     /// writes of this store (this node) are not told back. Returns once the task listens
     /// (or fails, within the connect timeout plus the operation timeout, when the
     /// database cannot be reached), so every write another node commits afterwards is
-    /// told, or followed by a [`StoreNotice::Missed`](crate::StoreNotice::Missed). Each call starts a task and a
+    /// told, or followed by a [`StoreNotice::Missed`](crate::store::StoreNotice::Missed). Each call starts a task and a
     /// connection of its own; dropping the receiver ends them.
     ///
-    /// What is told: [`StoreNotice::Changed`](crate::StoreNotice::Changed) for each committed save (and successful
-    /// [`save_if`](Self::save_if)), [`StoreNotice::Ended`](crate::StoreNotice::Ended) for each
+    /// What is told: [`StoreNotice::Changed`](crate::store::StoreNotice::Changed) for each committed save (and successful
+    /// [`save_if`](Self::save_if)), [`StoreNotice::Ended`](crate::store::StoreNotice::Ended) for each
     /// [`remove`](SessionStore::remove), and for each [`expired`](SessionStore::expired)
     /// that deleted the row. A write that did not commit (failed, timed out, refused by
     /// `save_if`, a save of a removed session) is not told. The cleanup of rows past
@@ -734,7 +734,7 @@ impl SessionStore for PgSessionStore {
 
     /// Announces `news` on the schema's catalog channel (`pg_notify`, one statement): every
     /// other node's [`notices`](PgSessionStore::notices) hear it as
-    /// [`StoreNotice::Catalog`](crate::StoreNotice::Catalog).
+    /// [`StoreNotice::Catalog`](crate::store::StoreNotice::Catalog).
     fn announce<'a>(&'a self, news: &'a CatalogNews) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let inner = &*self.inner;

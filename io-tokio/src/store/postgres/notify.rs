@@ -8,7 +8,7 @@
 //! `C` (the record changed; `rest` the session id), `E` (the session ended: removed, or
 //! deleted on expiry) and `T` (a task's record changed: `rest` the task id); on a
 //! channel of its own beside it for catalog news
-//! ([`SessionStore::announce`](crate::SessionStore::announce), `schema::catalog_channel`),
+//! ([`SessionStore::announce`](crate::store::SessionStore::announce), `schema::catalog_channel`),
 //! heard on the same listening connection, `L` (lists changed: `rest` three characters,
 //! `t` or `-` for tools, `r` or `-` for resources, `p` or `-` for prompts) and `U` (a
 //! resource updated: `rest` the uri). An id or uri longer than [`MAX_ID`] bytes is sent

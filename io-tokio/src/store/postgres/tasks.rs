@@ -8,7 +8,7 @@
 //! cleanup. A save is one statement, compare-and-set on the revision: the row is written
 //! only when it is absent or holds a lower revision, and the write announces itself on the
 //! sessions' channel in the same statement (`T`, signed, with the task id: heard as
-//! [`StoreNotice::TaskChanged`](crate::StoreNotice::TaskChanged); a node of a version that
+//! [`StoreNotice::TaskChanged`](crate::store::StoreNotice::TaskChanged); a node of a version that
 //! does not know the kind takes it as a `Missed` and checks its copies). A load finds a row
 //! not past its expiry. A list (`tasks/list`, `2025-11-25`) reads a principal's rows not
 //! past their expiry in the order `created_at`, then id in byte order, after a position,
