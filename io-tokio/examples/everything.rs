@@ -35,7 +35,8 @@ use mcp_fixture::connectome::ConnectomeOptions;
 use mcp_fixture::edge::EdgeOptions;
 use mcp_fixture::oauth::OAuthOptions;
 use mcp_fixture::scale::ScaleOptions;
-use mcp_io_tokio::{Authorizer, HttpServer, Telemetry};
+use mcp_io_tokio::telemetry::Telemetry;
+use mcp_io_tokio::{Authorizer, HttpServer};
 use tracing_subscriber::EnvFilter;
 
 use crate::fixture::Everything;
@@ -267,7 +268,7 @@ fn main() -> ExitCode {
 static OTLP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// The exporter to it (feature `otel`), made once the arguments are read.
 #[cfg(feature = "otel")]
-static OTEL: std::sync::OnceLock<mcp_io_tokio::Otel> = std::sync::OnceLock::new();
+static OTEL: std::sync::OnceLock<mcp_io_tokio::telemetry::otel::Otel> = std::sync::OnceLock::new();
 
 /// Logs to stderr (`RUST_LOG` filters them, default `info`); with `--otlp`, the spans
 /// also go to the collector as OpenTelemetry spans, and the metrics with them.
@@ -282,7 +283,7 @@ fn init_logs() -> Result<(), String> {
     let logs = tracing_subscriber::registry().with(filter).with(fmt);
     #[cfg(feature = "otel")]
     if let Some(url) = OTLP.get() {
-        let otel = mcp_io_tokio::Otel::builder()
+        let otel = mcp_io_tokio::telemetry::otel::Otel::builder()
             .endpoint(url.as_str())
             .service_name("mcp-everything")
             .metrics_interval(std::time::Duration::from_secs(10))
@@ -410,7 +411,7 @@ where
     let Some(url) = scale.store() else { return Ok(server) };
     #[cfg(feature = "postgres")]
     {
-        let store = mcp_io_tokio::PgStoreConfig::new(url).map_err(|e| e.to_string())?;
+        let store = mcp_io_tokio::store::PgStoreConfig::new(url).map_err(|e| e.to_string())?;
         // The store signs its announcements to the other nodes with the nodes' keys.
         let keys = scale.keys()?;
         let store = match keys.split_first() {
@@ -439,9 +440,12 @@ where
 /// The authorizer of `--oauth-issuer`: JWT access tokens for `resource`, verified with the
 /// issuer's key set (loaded now: an error is a configuration error).
 #[cfg(feature = "oauth")]
-async fn authorizer(oauth: &OAuthOptions, resource: &str) -> Result<mcp_io_tokio::OAuthAuthorizer, String> {
+async fn authorizer(
+    oauth: &OAuthOptions,
+    resource: &str,
+) -> Result<mcp_io_tokio::http::oauth::OAuthAuthorizer, String> {
     use mcp_fixture::oauth::Jwks;
-    use mcp_io_tokio::{JwksSource, JwksVerifier, OAuthAuthorizer};
+    use mcp_io_tokio::http::oauth::{JwksSource, JwksVerifier, OAuthAuthorizer};
 
     let issuer = oauth.issuer().ok_or("no issuer")?;
     let source = match oauth.jwks() {
@@ -489,8 +493,14 @@ async fn stdio(connectome: ConnectomeOptions) -> ExitCode {
     }
     tracing::info!("serving the everything fixture on stdio");
     let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
-    match mcp_io_tokio::serve_with(engine, Arc::new(Everything::new(dynamic)), stdin, stdout, telemetry())
-        .await
+    match mcp_io_tokio::stdio::serve_with(
+        engine,
+        Arc::new(Everything::new(dynamic)),
+        stdin,
+        stdout,
+        telemetry(),
+    )
+    .await
     {
         Ok(()) => {
             tracing::info!("client closed the stream; bye");

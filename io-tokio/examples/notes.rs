@@ -15,8 +15,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_engine::{Config, Engine, Prompt, Resource, ResourceTemplate, Tool};
+use mcp_io_tokio::engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
+use mcp_io_tokio::engine::{Config, Engine, Prompt, Resource, ResourceTemplate, Tool};
 use mcp_io_tokio::{
     HostFailure, HttpServer, NoArgs, PromptReply, ResourceRead, ResourceReply, Router, Structured, ToolCall,
     serve_stdio,

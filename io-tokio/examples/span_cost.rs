@@ -17,7 +17,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_engine::{Catalog, Config, Engine, Tool};
-use mcp_io_tokio::{Telemetry, ToolReply, serve_with, tool_fn};
+use mcp_io_tokio::ToolReply;
+use mcp_io_tokio::handler::tool_fn;
+use mcp_io_tokio::stdio::serve_with;
+use mcp_io_tokio::telemetry::Telemetry;
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::error::OTelSdkResult;

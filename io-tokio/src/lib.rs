@@ -23,6 +23,14 @@
 //!   OpenTelemetry parent, the duration histograms and the refusal counter are recorded,
 //!   and `Otel` exports them as OTLP over HTTP.
 //!
+//! The root holds what a server written as `docs/guide.md` says names; the rest is in
+//! modules by concern: [`handler`] (the rest of a handler's side), [`reply`] (the other
+//! owned replies and results), [`routes`] (the typed router's other types), [`stdio`],
+//! [`http`] (the HTTP server's other parts, with `http::oauth`), [`store`] (where
+//! sessions, their events and task records are kept) and [`telemetry`] (with
+//! `telemetry::otel`). The engine is re-exported whole as [`engine`], so a server needs
+//! `mcp-io-tokio` as its only MCP dependency.
+//!
 //! Each request runs in a tokio task of its own, so slow handlers do not hold up others and
 //! replies go out in the order they finish. At most the engine's in-flight limit
 //! ([`Config::max_in_flight`](mcp_engine::Config::max_in_flight)) run at once: while
@@ -45,7 +53,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use mcp_engine::{Catalog, Config, Engine, Resource, Tool};
+//! use mcp_io_tokio::engine::{Catalog, Config, Engine, Resource, Tool};
 //! use mcp_io_tokio::{Handler, HostFailure, ResourceRead, ResourceReply, ToolCall, ToolReply, serve_stdio};
 //!
 //! struct Greeter {
@@ -98,9 +106,11 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
-//! use mcp_engine::{Catalog, Config, Tool};
-//! use mcp_io_tokio::{AuthorizeInfo, ToolReply, serve_http, tool_fn};
+//! use mcp_io_tokio::engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
+//! use mcp_io_tokio::engine::{Catalog, Config, Tool};
+//! use mcp_io_tokio::{ToolReply, serve_http};
+//! use mcp_io_tokio::handler::tool_fn;
+//! use mcp_io_tokio::http::AuthorizeInfo;
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -127,148 +137,219 @@
 //!
 //! ## Module map
 //!
-//! The modules of this crate (all private; their public items are re-exported here) form
-//! layers, lowest first: each imports only modules listed above it.
+//! The modules of this crate are private (their public items are re-exported here) and
+//! grouped in folders by concern. The folders form layers, lowest first: each imports
+//! only folders listed above it (`tests/tests/layers.rs` checks it), and the files of a
+//! folder import each other without a cycle.
 //!
-//! - `strings`: the shared catalog names ([`Name`]) and the pool of reused request text
-//!   buffers ([`PooledString`]).
-//! - `auth`: deciding the HTTP engine's authorization events ([`Authorizer`],
-//!   [`AllowAll`], [`AuthorizeInfo`]).
-//! - `reply/`: the owned replies a handler returns ([`ToolReply`], [`ContentBlocks`], …),
-//!   [`HostFailure`], the results a handler resolves to ([`ToolResult`], …), and their
-//!   borrowed engine forms.
-//! - `readiness`: the per-connection wakers through which the HTTP server's engine task
-//!   waits on every socket itself, and the queue they report to.
-//! - `task`: how a tool call becomes a task ([`TaskStart`]), and the handler's side of a
-//!   task (the module docs).
-//! - `channel` (imports `reply`, `task`): the channel between handler futures and the task
-//!   driving the engine: what a handler task sends back, the progress, log and read
-//!   reports of a running call, and [`Publisher`] / [`PublishError`].
-//! - `otel` (feature `otel`; imports `strings`): the client's trace context
-//!   as each span's OpenTelemetry parent, the `mcp.server.operation.duration` and
+//! - `host/`: the host's side of a request, what a handler is given and returns; knows no
+//!   run loop, store or transport.
+//!   - `strings`: the shared catalog names ([`Name`]) and the pool of reused request text
+//!     buffers ([`PooledString`]).
+//!   - `reply/`: the owned replies a handler returns ([`ToolReply`], [`ContentBlocks`], …),
+//!     [`HostFailure`], the results a handler resolves to ([`ToolResult`], …), and their
+//!     borrowed engine forms.
+//!   - `task`: how a tool call becomes a task ([`TaskStart`]), and the handler's side of a
+//!     task (the module docs).
+//!   - `channel` (imports `reply`, `task`): the channel between handler futures and the
+//!     task driving the engine: what a handler task sends back, the progress, log and read
+//!     reports of a running call, and [`Publisher`] / [`PublishError`].
+//!   - `request` (imports `strings`, `channel`, `task`): the owned requests handed to a
+//!     handler ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]),
+//!     copied out of engine events; a call's side of a task ([`ToolCall::start_task`]).
+//!   - `handler` (imports `reply`, `request`): the [`Handler`] trait and [`tool_fn`].
+//!   - `typed/` (feature `schemars`, default; imports `reply`, `request`, `handler`): the
+//!     typed router, `Router`: each tool, resource, template and prompt declared once with
+//!     its handler and argument type, building both the catalog and the dispatch;
+//!     `Structured` output, `NoArgs`, and the route types (`routes`).
+//! - `auth/`: who may call over HTTP: the [`Authorizer`] hook ([`AllowAll`],
+//!   [`AuthorizeInfo`], [`NoAuthorizer`]); `oauth/` (feature `oauth`) verifies OAuth 2.1
+//!   access tokens for a protected resource, `OAuthAuthorizer`, with the issuer's key set
+//!   fetched over HTTPS (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
+//! - `store/`: what outlives the engine's memory.
+//!   - `sessions`: where HTTP sessions are kept, [`SessionStore`] and
+//!     [`MemorySessionStore`], what servers sharing one tell each other ([`StoreNotice`],
+//!     [`CatalogNews`]), and their streams' events for `Last-Event-ID` on any node,
+//!     [`EventStore`] within [`EventBounds`].
+//!   - `tasks` (imports `sessions`): where task records are kept, [`TaskStore`]
+//!     (compare-and-set on the record's revision; a principal's tasks listed by creation,
+//!     [`TaskListQuery`], [`ListedTask`]) and [`MemoryTaskStore`], with [`TaskSave`].
+//!   - `stream_events` (imports `sessions`): the task appending the engine's stream events
+//!     to an event store in order, and a load's answer handed to the engine.
+//!   - `postgres/` (feature `postgres`; imports `sessions`, `tasks`): sessions kept in
+//!     PostgreSQL for several nodes behind one balancer (`PgSessionStore`,
+//!     `PgStoreConfig`), their streams' events (`events.rs`), task records (`tasks.rs`,
+//!     migration 3), and the notices of other nodes' writes (into `StoreNotices`).
+//! - `telemetry/` (imports `host/`): one `tracing` span per request, host-served or
+//!   answered by the engine itself, named and attributed as OpenTelemetry's MCP
+//!   conventions say by the mapping the mio adapter shares (crate `mcp-spans`: the span,
+//!   the transport a run loop records, the class of an answer) ([`Telemetry`]; see
+//!   `docs/observability.md`); the `DEBUG` line and the count of every request the HTTP
+//!   engine refused. `otel` (feature `otel`): the client's trace context as each span's
+//!   OpenTelemetry parent, the `mcp.server.operation.duration` and
 //!   `mcp.server.session.duration` histograms, and `Otel`, OTLP over HTTP.
-//! - `request` (imports `strings`, `channel`, `task`): the owned requests handed to a
-//!   handler ([`ToolCall`], [`ResourceRead`], [`PromptGet`], [`CompletionRequest`]), copied
-//!   out of engine events; a call's side of a task ([`ToolCall::start_task`]).
-//! - `telemetry` (imports `channel`, `reply`, `otel`; used by `work`, `serve` and `http`):
-//!   one `tracing` span per request, host-served or answered by the engine itself, named
-//!   and attributed as OpenTelemetry's MCP conventions say by the mapping the mio adapter
-//!   shares (crate `mcp-spans`: the span, the transport a run loop records, the class of
-//!   an answer) ([`Telemetry`]; see `docs/observability.md`); the `DEBUG` line and the
-//!   count of every request the HTTP engine refused.
-//! - `handler` (imports `reply`, `request`): the [`Handler`] trait and [`tool_fn`].
-//! - `work` (imports `strings`, `reply`, `channel`, `otel`, `request`, `telemetry`,
-//!   `handler`): the handler
-//!   tasks every run loop shares: starting an event's work on a worker task, aborting it
-//!   when cancelled, answering its ticket on the engine when it finishes (a call made a
-//!   task goes on under the task's ticket).
-//! - `serve` (imports `handler`, `telemetry`, `work`): the stream run loop, [`serve`],
-//!   [`serve_with`] and [`serve_stdio`].
-//! - `store`: where HTTP sessions are kept beyond the engine's memory, [`SessionStore`]
-//!   and [`MemorySessionStore`], what servers sharing one tell each other
-//!   ([`StoreNotice`], [`CatalogNews`]), and their streams' events for `Last-Event-ID`
-//!   on any node, [`EventStore`] within [`EventBounds`].
-//! - `task_store` (imports `store`): where task records are kept beyond the engine's
-//!   memory, [`TaskStore`] (compare-and-set on the record's revision; a principal's
-//!   tasks listed by creation, [`TaskListQuery`], [`ListedTask`]) and
-//!   [`MemoryTaskStore`], with [`TaskSave`].
-//! - `stream_events` (imports `store`): the server's side of an event store: the task
-//!   appending the engine's events in order, a load's answer handed to the engine.
-//! - `http` (imports `auth`, `readiness`, `channel`, `handler`, `store`,
-//!   `stream_events`, `task_store`, `work`): the
-//!   Streamable HTTP server over TCP, [`HttpServer`] and [`serve_http`].
-//! - `nodes` (imports `auth`, `channel`, `handler`, `http`, `store`): the server's side of
-//!   a store shared by several servers: the store's notices of other nodes' changes into
-//!   the engine, this node's catalog news out ([`SessionStore::announce`]), touches of
-//!   sessions in use.
-//! - `task_io` (imports `auth`, `handler`, `http`, `task_store`): the server's side of a
-//!   task store: the engine's `SaveTask`, `LoadTask` and `TaskExpired` handed to it in
-//!   tasks of their own, the answers back to the engine.
-//! - `tower` (feature `tower`; imports `auth`, `channel`, `handler`, `http`): the same
-//!   endpoint as a tower `Service`, `McpService`.
-//! - `typed/` (feature `schemars`, default; imports `reply`, `request`, `handler`): the
-//!   typed router, `Router`: each tool, resource, template and prompt declared once with
-//!   its handler and argument type, building both the catalog and the dispatch;
-//!   `Structured` output, `NoArgs`, and the route types (`routes`).
-//! - `oauth` (feature `oauth`; imports `auth`): verifying OAuth 2.1 access tokens for a
-//!   protected resource, `OAuthAuthorizer`, with the issuer's key set fetched over HTTPS
-//!   (`JwksVerifier`) or RFC 7662 introspection (`IntrospectionVerifier`).
-//! - `postgres` (feature `postgres`; imports `store`, `task_store`): sessions kept in
-//!   PostgreSQL for several nodes behind one balancer (`PgSessionStore`, `PgStoreConfig`),
-//!   their streams' events (`events.rs`), task records (`tasks.rs`, migration 3), and the
-//!   notices of other nodes' writes (into `StoreNotices`).
+//! - `run/` (imports every folder above): the run loops.
+//!   - `readiness`: the per-connection wakers through which the HTTP server's engine task
+//!     waits on every socket itself, and the queue they report to.
+//!   - `work`: the handler tasks every run loop shares: starting an event's work on a
+//!     worker task, aborting it when cancelled, answering its ticket on the engine when it
+//!     finishes (a call made a task goes on under the task's ticket).
+//!   - `stdio` (imports `work`): the stream run loop, [`serve`], [`serve_with`] and
+//!     [`serve_stdio`].
+//!   - `owner` (imports `work`): the HTTP engine's owner, shared by the TCP loop and the
+//!     tower service: the engine's events handed to the handler, the authorizer and the
+//!     stores, their answers back to the engine, the other nodes' notices in and this
+//!     node's news out ([`SessionStore::announce`]), touches of sessions in use.
+//!   - `tcp` (imports `readiness`, `owner`): the TCP loop of [`HttpServer`].
+//!   - `http` (imports `owner`, `tcp`): the Streamable HTTP server's face, [`HttpServer`]
+//!     (the builder of its settings) and [`serve_http`].
+//!   - `tower` (feature `tower`; imports `owner`, `http`): the same endpoint as a tower
+//!     `Service`, `McpService`.
 //!
 //! [`AsyncRead`]: tokio::io::AsyncRead
 //! [`AsyncWrite`]: tokio::io::AsyncWrite
 //! [`Engine`]: mcp_engine::Engine
 //! [`HttpEngine`]: mcp_engine::http::HttpEngine
+//! [`AllowAll`]: http::AllowAll
+//! [`AuthorizeInfo`]: http::AuthorizeInfo
+//! [`CatalogNews`]: store::CatalogNews
+//! [`CompletionRequest`]: handler::CompletionRequest
+//! [`ContentBlocks`]: reply::ContentBlocks
+//! [`EventBounds`]: store::EventBounds
+//! [`EventStore`]: store::EventStore
+//! [`ListedTask`]: store::ListedTask
+//! [`MemorySessionStore`]: store::MemorySessionStore
+//! [`MemoryTaskStore`]: store::MemoryTaskStore
+//! [`Name`]: handler::Name
+//! [`NoAuthorizer`]: http::NoAuthorizer
+//! [`PooledString`]: handler::PooledString
+//! [`PublishError`]: handler::PublishError
+//! [`SessionStore`]: store::SessionStore
+//! [`SessionStore::announce`]: store::SessionStore::announce
+//! [`StoreNotice`]: store::StoreNotice
+//! [`TaskListQuery`]: store::TaskListQuery
+//! [`TaskSave`]: store::TaskSave
+//! [`TaskStart`]: handler::TaskStart
+//! [`TaskStore`]: store::TaskStore
+//! [`Telemetry`]: telemetry::Telemetry
+//! [`ToolResult`]: reply::ToolResult
+//! [`serve`]: stdio::serve
+//! [`serve_with`]: stdio::serve_with
+//! [`tool_fn`]: handler::tool_fn
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod auth;
-mod channel;
-mod handler;
-mod http;
-mod nodes;
-#[cfg(feature = "oauth")]
-mod oauth;
-#[cfg(feature = "otel")]
-mod otel;
-#[cfg(feature = "postgres")]
-mod postgres;
-mod readiness;
-mod reply;
-mod request;
-mod serve;
-mod store;
-mod stream_events;
-mod strings;
-mod task;
-mod task_io;
-mod task_store;
-mod telemetry;
-#[cfg(feature = "tower")]
-mod tower;
-#[cfg(feature = "schemars")]
-mod typed;
-mod work;
+mod host;
 
-pub use auth::{AllowAll, AuthorizeInfo, Authorizer, NoAuthorizer};
-pub use channel::{AskClientError, PublishError, Publisher};
-pub use handler::{Handler, ToolFn, tool_fn};
-pub use http::{HttpServer, serve_http};
-pub use mcp_spans::StatusCodeKey;
-#[cfg(feature = "oauth")]
-pub use oauth::{
-    AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
-};
-#[cfg(feature = "otel")]
-pub use otel::{DURATION_BUCKETS, Otel, OtelBuilder, OtelError, REFUSALS, SCOPE};
-#[cfg(feature = "postgres")]
-pub use postgres::{IgnoredNotices, PgSessionStore, PgStoreConfig};
-pub use reply::{
-    CompleteResult, CompletionReply, ContentBlocks, HostFailure, InputRequiredReply, OwnedBase64,
-    OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, PromptResult, ResourceReply,
-    ResourceResult, ToolReply, ToolResult,
-};
-pub use request::{
-    CompletionRequest, CompletionTarget, InputContext, PromptGet, RequestTrace, ResourceRead, ToolCall,
-};
-pub use serve::{serve, serve_stdio, serve_with};
-pub use store::{
-    CatalogNews, EventBounds, EventStore, KeptEvent, MemorySessionStore, SessionStore, StoreError,
-    StoreFuture, StoreNotice, StoreNotices, StreamEvent,
-};
-pub use strings::{Name, PooledString};
-pub use task::TaskStart;
-pub use task_store::{ListedTask, MemoryTaskStore, TaskListQuery, TaskSave, TaskStore};
-pub use telemetry::Telemetry;
+mod auth;
+pub mod store;
+
+pub mod telemetry;
+
+mod run;
+
+// The face: what a server built as `docs/guide.md` says names at the root, the rest in
+// modules by concern, and the engine re-exported whole (`engine`), so that one dependency
+// is enough.
+
+pub use auth::Authorizer;
+pub use host::channel::Publisher;
+pub use host::handler::Handler;
+pub use host::reply::{HostFailure, PromptReply, ResourceReply, ToolReply};
+pub use host::request::{PromptGet, ResourceRead, ToolCall};
+#[cfg(feature = "schemars")]
+pub use host::typed::Router;
+#[cfg(feature = "schemars")]
+pub use host::typed::output::{NoArgs, Structured};
+/// The sans-IO engine this crate serves (crate `mcp-engine`), re-exported whole: the
+/// catalog ([`Catalog`](mcp_engine::Catalog), [`Tool`](mcp_engine::Tool), …), the
+/// configuration ([`Config`](mcp_engine::Config), [`http::HttpConfig`](mcp_engine::http::HttpConfig)),
+/// the engines ([`Engine`](mcp_engine::Engine), [`http::HttpEngine`](mcp_engine::http::HttpEngine))
+/// and their content types, so that a server needs no dependency on `mcp-engine` of its own.
+pub use mcp_engine as engine;
+pub use run::http::{HttpServer, serve_http};
+pub use run::stdio::serve_stdio;
 #[cfg(feature = "tower")]
-pub use tower::{McpBody, McpService};
+pub use run::tower::McpService;
+
+pub mod handler {
+    //! The rest of a handler's side: [`tool_fn`] (a [`Handler`](crate::Handler) from a
+    //! closure, a [`ToolFn`]), the completion request ([`CompletionRequest`],
+    //! [`CompletionTarget`]), what a request carries ([`Name`], [`PooledString`],
+    //! [`RequestTrace`], [`InputContext`]), how a call becomes a task ([`TaskStart`]) and
+    //! the errors of a call's and a publisher's methods ([`AskClientError`],
+    //! [`PublishError`]).
+
+    pub use crate::host::channel::{AskClientError, PublishError};
+    pub use crate::host::handler::{ToolFn, tool_fn};
+    pub use crate::host::request::{CompletionRequest, CompletionTarget, InputContext, RequestTrace};
+    pub use crate::host::strings::{Name, PooledString};
+    pub use crate::host::task::TaskStart;
+}
+
+pub mod reply {
+    //! The owned replies beyond the three at the root ([`ToolReply`](crate::ToolReply),
+    //! [`ResourceReply`](crate::ResourceReply), [`PromptReply`](crate::PromptReply)): the
+    //! completion and input-required replies, the owned content types (`Owned*`, the owned
+    //! counterpart of the engine type of the same name), the content of a tool reply
+    //! ([`ContentBlocks`]), and the results a handler resolves to (`*Result`).
+
+    pub use crate::host::reply::{
+        CompleteResult, CompletionReply, ContentBlocks, InputRequiredReply, OwnedBase64, OwnedContent,
+        OwnedPromptMessage, OwnedResourceContents, PromptResult, ResourceResult, ToolResult,
+    };
+}
+
 #[cfg(feature = "schemars")]
-pub use typed::output::{IntoToolReply, NoArgs, Structured};
-#[cfg(feature = "schemars")]
-pub use typed::route as routes;
-#[cfg(feature = "schemars")]
-pub use typed::{Router, RouterError, TypedHandler};
+pub mod routes {
+    //! The typed router's other types (feature `schemars`): what [`Router::build`](crate::Router::build)
+    //! refuses ([`RouterError`]) and makes ([`TypedHandler`]), what a typed tool may return
+    //! ([`IntoToolReply`]), and the routes a [`Router`](crate::Router) collects, one value
+    //! per declared tool, resource, template or prompt, chained into a list whose type
+    //! records every handler. The routes are named only by the compiler; a `Router` builds
+    //! them.
+
+    pub use crate::host::typed::output::IntoToolReply;
+    pub use crate::host::typed::route::{
+        PromptRoute, ResourceRoute, Route, RouteList, TemplateRoute, ToolCallRoute, ToolRoute,
+    };
+    pub use crate::host::typed::{RouterError, TypedHandler};
+}
+
+pub mod stdio {
+    //! Serving one stream beyond [`serve_stdio`](crate::serve_stdio): [`serve`] over any
+    //! reader and writer, [`serve_with`] with a [`Telemetry`](crate::telemetry::Telemetry).
+
+    pub use crate::run::stdio::{serve, serve_with};
+}
+
+pub mod http {
+    //! The Streamable HTTP server's other parts: what an [`Authorizer`](crate::Authorizer)
+    //! decides on ([`AuthorizeInfo`]), the authorizers of an engine that needs none
+    //! ([`AllowAll`], [`NoAuthorizer`]), OAuth 2.1 access tokens verified for a protected
+    //! resource (`oauth`, feature `oauth`), and the body of the tower service's
+    //! responses (`McpBody`, feature `tower`).
+
+    pub use crate::auth::{AllowAll, AuthorizeInfo, NoAuthorizer};
+    #[cfg(feature = "tower")]
+    pub use crate::run::tower::McpBody;
+
+    #[cfg(feature = "oauth")]
+    pub mod oauth {
+        //! OAuth 2.1 for a protected resource (feature `oauth`): [`OAuthAuthorizer`]
+        //! verifies each request's access token, a JWT against the issuer's key set
+        //! ([`JwksVerifier`], from a [`JwksSource`]) or by RFC 7662 introspection
+        //! ([`IntrospectionVerifier`]), into an [`AccessToken`].
+
+        pub use crate::auth::oauth::{
+            AccessToken, IntrospectionVerifier, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError,
+            VerifyError,
+        };
+    }
+}
+
+/// The code of `docs/guide.md`, compiled as doctests (its server uses the typed router).
+#[cfg(all(doctest, feature = "schemars"))]
+#[doc = include_str!("../../docs/guide.md")]
+pub struct GuideDoctests;

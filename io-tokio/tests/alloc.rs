@@ -14,7 +14,7 @@
 //! session (over stdio, and over HTTP with the session's `Mcp-Session-Id`) come `ping`,
 //! `tools/list`, `tools/call`, a notification, and a full round trip to the client for
 //! input: the call, the server's `elicitation/create` to the client, the client's
-//! response, the handler called again with it ([`InputContext`](mcp_io_tokio::InputContext),
+//! response, the handler called again with it ([`InputContext`](mcp_io_tokio::handler::InputContext),
 //! whose responses sit in pooled buffers), the final result.
 //!
 //! Before the adapter was made allocation-free, a `tools/call` answered with
@@ -33,9 +33,12 @@ use std::sync::Arc;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
 use mcp_engine::{Catalog, Config, Engine, InputRequestBuf, Prompt, Resource, Tool};
+use mcp_io_tokio::http::{AllowAll, AuthorizeInfo};
+use mcp_io_tokio::reply::{InputRequiredReply, OwnedContent};
+use mcp_io_tokio::stdio::serve;
 use mcp_io_tokio::{
-    AllowAll, AuthorizeInfo, Authorizer, Handler, HostFailure, HttpServer, InputRequiredReply, OwnedContent,
-    PromptGet, PromptReply, ResourceRead, ResourceReply, ToolCall, ToolReply, serve,
+    Authorizer, Handler, HostFailure, HttpServer, PromptGet, PromptReply, ResourceRead, ResourceReply,
+    ToolCall, ToolReply,
 };
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -561,7 +564,8 @@ fn allocations_per_http_session_request() {
 #[cfg(feature = "schemars")]
 mod typed {
     use mcp_engine::{Prompt, Resource, Tool};
-    use mcp_io_tokio::{NoArgs, OwnedContent, PromptReply, ResourceRead, ResourceReply, Router, ToolReply};
+    use mcp_io_tokio::reply::OwnedContent;
+    use mcp_io_tokio::{NoArgs, PromptReply, ResourceRead, ResourceReply, Router, ToolReply};
     use schemars::JsonSchema;
     use serde::Deserialize;
 

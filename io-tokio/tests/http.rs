@@ -13,9 +13,9 @@ use http_support::{
 };
 use mcp_engine::Config;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
-use mcp_io_tokio::{
-    AllowAll, AuthorizeInfo, Authorizer, Handler, HttpServer, ToolCall, ToolReply, serve_http, tool_fn,
-};
+use mcp_io_tokio::handler::tool_fn;
+use mcp_io_tokio::http::{AllowAll, AuthorizeInfo};
+use mcp_io_tokio::{Authorizer, Handler, HttpServer, ToolCall, ToolReply, serve_http};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;

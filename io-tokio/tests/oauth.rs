@@ -23,7 +23,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mcp_engine::http::{JwtVerifier, TokenError};
-use mcp_io_tokio::{IntrospectionVerifier, JwksVerifier, OAuthAuthorizer, VerifyError};
+use mcp_io_tokio::http::oauth::{IntrospectionVerifier, JwksVerifier, OAuthAuthorizer, VerifyError};
 use oauth_support::server::{AuthServer, node, start};
 use oauth_support::{challenge_error, legacy_post, list_tools, protected_server, protected_server_of};
 use serde_json::{Value, json};

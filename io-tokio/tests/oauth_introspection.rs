@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcp_engine::http::{TokenError, Verdict};
-use mcp_io_tokio::{AuthorizeInfo, Authorizer, IntrospectionVerifier, OAuthAuthorizer, VerifyError};
+use mcp_io_tokio::Authorizer;
+use mcp_io_tokio::http::AuthorizeInfo;
+use mcp_io_tokio::http::oauth::{IntrospectionVerifier, OAuthAuthorizer, VerifyError};
 use oauth_support::{Route, Routes, challenge_error, list_tools, protected_server};
 use serde_json::json;
 

@@ -18,9 +18,9 @@ use mcp_engine::http::{
     AllowedOrigins, Authorization, HttpConfig, HttpEngine, JwtVerifier, ScopePolicy, TokenError, Verdict,
 };
 use mcp_engine::{Catalog, Config};
-use mcp_io_tokio::{
-    AuthorizeInfo, Authorizer, JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError,
-};
+use mcp_io_tokio::Authorizer;
+use mcp_io_tokio::http::AuthorizeInfo;
+use mcp_io_tokio::http::oauth::{JwksSource, JwksVerifier, OAuthAuthorizer, OAuthError, VerifyError};
 use oauth_support::{Route, Routes, challenge_error, list_tools, protected_server};
 use serde_json::{Value, json};
 
@@ -336,9 +336,15 @@ async fn an_authorization_server_that_does_not_answer_is_503_to_try_again() {
     let endpoint = format!("http://{closed}/introspect");
     let issuer = "http://127.0.0.1:1";
     let verifier = Arc::new(
-        mcp_io_tokio::IntrospectionVerifier::new(endpoint, issuer, "http://127.0.0.1/mcp", "rs", "secret")
-            .allow_loopback_http(true)
-            .timeout(Duration::from_secs(2)),
+        mcp_io_tokio::http::oauth::IntrospectionVerifier::new(
+            endpoint,
+            issuer,
+            "http://127.0.0.1/mcp",
+            "rs",
+            "secret",
+        )
+        .allow_loopback_http(true)
+        .timeout(Duration::from_secs(2)),
     );
     assert_eq!(verifier.verify("some-token").await.map(|_| ()), Err(VerifyError::Unreachable));
     let addr =

@@ -13,10 +13,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Catalog, Config, Engine, Resource, Tool};
-use mcp_io_tokio::{
-    AllowAll, AuthorizeInfo, DURATION_BUCKETS, Handler, HostFailure, HttpServer, StatusCodeKey, Telemetry,
-    ToolCall, ToolReply, serve_with,
-};
+use mcp_io_tokio::http::{AllowAll, AuthorizeInfo};
+use mcp_io_tokio::stdio::serve_with;
+use mcp_io_tokio::telemetry::otel::DURATION_BUCKETS;
+use mcp_io_tokio::telemetry::{StatusCodeKey, Telemetry};
+use mcp_io_tokio::{Handler, HostFailure, HttpServer, ToolCall, ToolReply};
 use opentelemetry::baggage::BaggageExt as _;
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt as _, TracerProvider as _};

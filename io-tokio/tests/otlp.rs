@@ -12,7 +12,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use mcp_engine::{Catalog, Config, Engine, Tool};
-use mcp_io_tokio::{DURATION_BUCKETS, Otel, ToolReply, serve_with, tool_fn};
+use mcp_io_tokio::ToolReply;
+use mcp_io_tokio::handler::tool_fn;
+use mcp_io_tokio::stdio::serve_with;
+use mcp_io_tokio::telemetry::otel::{DURATION_BUCKETS, Otel};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
@@ -253,8 +256,11 @@ async fn the_demo_exports_to_the_collector_its_otlp_flag_names() {
     let span = spans.iter().find(|s| s.name == "tools/call echo").expect("the call's span");
     assert_eq!(string(&span.attributes, "network.protocol.name").as_deref(), Some("http"));
     assert!(metrics.iter().any(|m| m.name == "mcp.server.operation.duration"), "the durations");
-    let refusals =
-        metrics.iter().rev().find(|m| m.name == mcp_io_tokio::REFUSALS).expect("the refusal counter");
+    let refusals = metrics
+        .iter()
+        .rev()
+        .find(|m| m.name == mcp_io_tokio::telemetry::otel::REFUSALS)
+        .expect("the refusal counter");
     let Some(Data::Sum(sum)) = &refusals.data else { panic!("a sum: {refusals:?}") };
     let host = sum
         .data_points

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use http_support::{Conn, patient};
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
-use mcp_io_tokio::SessionStore;
+use mcp_io_tokio::store::SessionStore;
 use pg_support::{config, connect, fresh};
 use serde_json::json;
 use store_support::{Counting, delete, heard_so_far, legacy, node, node_with, open, ping};

@@ -12,7 +12,7 @@ mod pg_support;
 use std::time::{Duration, Instant};
 
 use http_support::patient;
-use mcp_io_tokio::{EventBounds, EventStore, KeptEvent, SessionStore, StreamEvent};
+use mcp_io_tokio::store::{EventBounds, EventStore, KeptEvent, SessionStore, StreamEvent};
 use pg_support::{PgServer, config, connect, fresh, store};
 
 fn ev(session: &str, stream: u32, seq: u32, data: &[u8]) -> StreamEvent {

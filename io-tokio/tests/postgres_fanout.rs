@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http_support::{Conn, patient};
-use mcp_io_tokio::PgSessionStore;
+use mcp_io_tokio::store::PgSessionStore;
 use pg_support::{config, connect, fresh};
 use store_support::{
     Counting, count, delete, heard_so_far, legacy, listen, node, open, ping, read_until, stream,
@@ -61,8 +61,9 @@ async fn tower_node(url: &str, schema: &str) -> (SocketAddr, Arc<Counting<PgSess
     cfg.secret_key([7; 32]).logging(true);
     let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     let engine = HttpEngine::new(cfg, http, http_support::catalog());
-    let server = mcp_io_tokio::HttpServer::new(engine, http_support::Probe::new(), mcp_io_tokio::AllowAll)
-        .session_store(Arc::clone(&store));
+    let server =
+        mcp_io_tokio::HttpServer::new(engine, http_support::Probe::new(), mcp_io_tokio::http::AllowAll)
+            .session_store(Arc::clone(&store));
     let app = axum::Router::new().route_service("/mcp", server.into_service());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -265,9 +266,10 @@ async fn fanout_node(
     cfg.secret_key([7; 32]).logging(true).list_changed(true).resource_subscriptions(true);
     let http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     let engine = HttpEngine::new(cfg, http, fanout_catalog(false));
-    let server = mcp_io_tokio::HttpServer::new(engine, http_support::Probe::new(), mcp_io_tokio::AllowAll)
-        .session_store(Arc::clone(&store))
-        .announce_changes(announce);
+    let server =
+        mcp_io_tokio::HttpServer::new(engine, http_support::Probe::new(), mcp_io_tokio::http::AllowAll)
+            .session_store(Arc::clone(&store))
+            .announce_changes(announce);
     let publisher = server.publisher();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http_support::{Conn, patient};
-use mcp_io_tokio::PgSessionStore;
+use mcp_io_tokio::store::PgSessionStore;
 use pg_support::{config, connect, fresh};
 use store_support::{count, legacy, open, ping, read_until, stream};
 
@@ -45,8 +45,9 @@ async fn node(url: &str, schema: &str) -> (SocketAddr, mcp_io_tokio::Publisher, 
         .build()
         .expect("a catalog");
     let engine = HttpEngine::new(cfg, http, catalog);
-    let server = mcp_io_tokio::HttpServer::new(engine, http_support::Probe::new(), mcp_io_tokio::AllowAll)
-        .session_store(Arc::clone(&store));
+    let server =
+        mcp_io_tokio::HttpServer::new(engine, http_support::Probe::new(), mcp_io_tokio::http::AllowAll)
+            .session_store(Arc::clone(&store));
     let publisher = server.publisher();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
@@ -116,7 +117,7 @@ async fn a_plain_notify_changes_nothing_and_a_nodes_own_notice_still_works() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_without_the_secret_key_does_not_build() {
     let Some(db) = fresh("t_n_nokey").await else { return };
-    let e = mcp_io_tokio::PgStoreConfig::new(&db.url)
+    let e = mcp_io_tokio::store::PgStoreConfig::new(&db.url)
         .expect("url")
         .schema("t_n_nokey")
         .build()

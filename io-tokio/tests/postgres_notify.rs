@@ -15,7 +15,7 @@ mod pg_support;
 
 use std::time::Duration;
 
-use mcp_io_tokio::SessionStore;
+use mcp_io_tokio::store::SessionStore;
 use pg_support::{PgServer, config, connect, fresh, store};
 
 /// The bound on every wait for a notice (the machines are noisy; nothing here should take
@@ -301,7 +301,7 @@ async fn dropping_the_receiver_closes_its_listening_connection() {
 #[tokio::test]
 async fn catalog_news_announced_on_one_node_is_heard_on_the_other_and_not_on_its_own() {
     use mcp_engine::CatalogChange;
-    use mcp_io_tokio::{CatalogNews, StoreNotice};
+    use mcp_io_tokio::store::{CatalogNews, StoreNotice};
     let Some(db) = fresh("t_n_news").await else { return };
     bounded("news", async {
         let (a, b) = (store(&db.url, "t_n_news").await, store(&db.url, "t_n_news").await);

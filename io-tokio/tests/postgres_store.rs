@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http_support::{Conn, patient};
-use mcp_io_tokio::{PgSessionStore, SessionStore};
+use mcp_io_tokio::store::{PgSessionStore, SessionStore};
 use pg_support::{PgServer, config, connect, fresh, store};
 use store_support::{INITIALIZE, PING, legacy, node, open, ping};
 

@@ -18,10 +18,11 @@ use std::time::{Duration, SystemTime};
 use http_support::{Conn, patient, post};
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Catalog, Config, InputRequestBuf, TaskSupport, Tool};
-use mcp_io_tokio::{
-    AllowAll, Handler, HostFailure, HttpServer, InputRequiredReply, PgSessionStore, TaskSave, TaskStart,
-    TaskStore, ToolCall, ToolReply,
-};
+use mcp_io_tokio::handler::TaskStart;
+use mcp_io_tokio::http::AllowAll;
+use mcp_io_tokio::reply::InputRequiredReply;
+use mcp_io_tokio::store::{PgSessionStore, TaskSave, TaskStore};
+use mcp_io_tokio::{Handler, HostFailure, HttpServer, ToolCall, ToolReply};
 use pg_support::{connect, fresh, store};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -153,7 +154,7 @@ async fn migrations_3_and_4_from_a_version_2_schema_and_rerun() {
         let s = store(&db.url, "t_tmig").await;
         let v: i32 = c.query_one("SELECT max(version) FROM t_tmig.schema_version", &[]).await.unwrap().get(0);
         assert_eq!(v, 4);
-        assert!(mcp_io_tokio::SessionStore::load(&s, "s").await.unwrap().is_some(), "sessions kept");
+        assert!(mcp_io_tokio::store::SessionStore::load(&s, "s").await.unwrap().is_some(), "sessions kept");
         drop(store(&db.url, "t_tmig").await);
         let n: i64 = c.query_one("SELECT count(*) FROM t_tmig.schema_version", &[]).await.unwrap().get(0);
         assert_eq!(n, 4, "a rerun changes nothing");
@@ -180,7 +181,7 @@ async fn migrations_3_and_4_from_a_version_2_schema_and_rerun() {
 /// store on the schema; a later save of a task keeps its place.
 #[tokio::test]
 async fn a_principals_tasks_are_listed_in_creation_order_after_a_position() {
-    use mcp_io_tokio::TaskListQuery;
+    use mcp_io_tokio::store::TaskListQuery;
     let Some(db) = fresh("t_tlist").await else { return };
     patient("listing", async {
         let (s, other) = (store(&db.url, "t_tlist").await, store(&db.url, "t_tlist").await);
@@ -206,7 +207,8 @@ async fn a_principals_tasks_are_listed_in_creation_order_after_a_position() {
         // A later save of "a" (another revision) keeps its place.
         let again = TaskSave::new("a", 2, b"a2", later).of_principal(alice, t0 + Duration::from_micros(1));
         assert!(s.save_task(&again).await.unwrap());
-        let ids = |page: Vec<mcp_io_tokio::ListedTask>| page.into_iter().map(|t| t.id).collect::<Vec<_>>();
+        let ids =
+            |page: Vec<mcp_io_tokio::store::ListedTask>| page.into_iter().map(|t| t.id).collect::<Vec<_>>();
 
         let first = s.list_tasks(&TaskListQuery::new(alice, 3)).await.unwrap();
         assert_eq!(first[0].record, b"a2", "the latest record");

@@ -10,7 +10,8 @@ use http_support::{Conn, Probe, body, catalog, mcp_headers};
 use log_capture::Captured;
 use mcp_engine::Config;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_io_tokio::{HttpServer, Telemetry};
+use mcp_io_tokio::HttpServer;
+use mcp_io_tokio::telemetry::Telemetry;
 use tokio::net::TcpListener;
 
 fn engine() -> HttpEngine {
@@ -150,7 +151,7 @@ async fn refusals_are_counted_by_reason() {
     let metric = last
         .scope_metrics()
         .flat_map(|s| s.metrics())
-        .find(|m| m.name() == mcp_io_tokio::REFUSALS)
+        .find(|m| m.name() == mcp_io_tokio::telemetry::otel::REFUSALS)
         .expect("the refusal counter");
     let AggregatedMetrics::U64(MetricData::Sum(sum)) = metric.data() else { panic!("a u64 sum") };
     let mut by_reason: Vec<(String, u64)> = sum

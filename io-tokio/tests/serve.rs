@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use common::{Client, PATIENCE, call, cancel, first_text, get, read, tools_catalog};
 use mcp_engine::{Catalog, Config, Engine, Prompt, PromptArgument, Resource, ResourceTemplate};
+use mcp_io_tokio::handler::tool_fn;
+use mcp_io_tokio::reply::{OwnedContent, OwnedPromptMessage};
 use mcp_io_tokio::{
-    Handler, HostFailure, OwnedContent, OwnedPromptMessage, PromptGet, PromptReply, ResourceRead,
-    ResourceReply, ToolCall, ToolReply, tool_fn,
+    Handler, HostFailure, PromptGet, PromptReply, ResourceRead, ResourceReply, ToolCall, ToolReply,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore};

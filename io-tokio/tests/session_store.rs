@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use http_support::{Conn, patient};
-use mcp_io_tokio::{MemorySessionStore, SessionStore, StoreError, StoreFuture};
+use mcp_io_tokio::store::{MemorySessionStore, SessionStore, StoreError, StoreFuture};
 use store_support::{INITIALIZE, legacy, node, open, ping};
 
 #[tokio::test]

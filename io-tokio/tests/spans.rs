@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Catalog, Config, Resource, Tool};
-use mcp_io_tokio::{
-    AllowAll, Handler, HostFailure, HttpServer, ResourceRead, ResourceReply, Telemetry, ToolCall, ToolReply,
-};
+use mcp_io_tokio::http::AllowAll;
+use mcp_io_tokio::telemetry::Telemetry;
+use mcp_io_tokio::{Handler, HostFailure, HttpServer, ResourceRead, ResourceReply, ToolCall, ToolReply};
 use mcp_spans::testing::{PARENT, PARENT_FIELDS, SpanRecord, capture};
 use serde_json::json;
 use tokio::net::TcpListener;

@@ -11,7 +11,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use http_support::{Conn, Probe, catalog, patient};
 use mcp_engine::Config;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_io_tokio::{AllowAll, HttpServer};
+use mcp_io_tokio::HttpServer;
+use mcp_io_tokio::http::AllowAll;
 use tokio::io::{AsyncReadExt, BufReader};
 use tokio::net::{TcpListener, TcpSocket};
 

@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{AnswerError, Catalog, Config, InputRequestBuf, TaskRefusal, TaskSupport, Tool};
-use mcp_io_tokio::{
-    AllowAll, Handler, HostFailure, HttpServer, InputRequiredReply, TaskStart, ToolCall, ToolReply,
-};
+use mcp_io_tokio::handler::TaskStart;
+use mcp_io_tokio::http::AllowAll;
+use mcp_io_tokio::reply::InputRequiredReply;
+use mcp_io_tokio::{Handler, HostFailure, HttpServer, ToolCall, ToolReply};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 

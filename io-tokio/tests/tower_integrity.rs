@@ -16,7 +16,8 @@ use axum::Router;
 use http_support::Probe;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
 use mcp_fixture as everything;
-use mcp_io_tokio::{AllowAll, AuthorizeInfo, Authorizer, HttpServer};
+use mcp_io_tokio::http::{AllowAll, AuthorizeInfo};
+use mcp_io_tokio::{Authorizer, HttpServer};
 use mcp_tests::integrity::{self as integrity, MAX_BODY, connect, read_response, within};
 use proptest::prelude::*;
 

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcp_engine::{CatalogError, Prompt, Resource, ResourceTemplate, Tool};
+use mcp_io_tokio::routes::RouterError;
 use mcp_io_tokio::{
-    Handler, HostFailure, NoArgs, PromptGet, PromptReply, ResourceRead, ResourceReply, Router, RouterError,
-    Structured, ToolCall, ToolReply,
+    Handler, HostFailure, NoArgs, PromptGet, PromptReply, ResourceRead, ResourceReply, Router, Structured,
+    ToolCall, ToolReply,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -170,7 +171,7 @@ fn many() -> (mcp_engine::Catalog, Arc<impl Handler>, Arc<AtomicUsize>) {
 fn text(reply: &ResourceReply) -> &str {
     match reply {
         ResourceReply::Contents(c) => match &c[0] {
-            mcp_io_tokio::OwnedResourceContents::Text { text, .. } => text,
+            mcp_io_tokio::reply::OwnedResourceContents::Text { text, .. } => text,
             other => panic!("not text: {other:?}"),
         },
         other => panic!("no contents: {other:?}"),

@@ -6,7 +6,8 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 
 use mcp_fixture as everything;
-use mcp_io_tokio::{ToolReply, tool_fn};
+use mcp_io_tokio::ToolReply;
+use mcp_io_tokio::handler::tool_fn;
 use mcp_tests::{drive, everything_engine, legacy_open, modern, notification, request};
 use serde_json::json;
 
@@ -72,7 +73,8 @@ fn tokio_over_a_duplex_writes_what_the_engine_writes() {
             let Echo { text } = call.deserialize()?;
             Ok(ToolReply::text(text))
         }));
-        let serving = tokio::spawn(mcp_io_tokio::serve(everything_engine(), handler, read_half, write_half));
+        let serving =
+            tokio::spawn(mcp_io_tokio::stdio::serve(everything_engine(), handler, read_half, write_half));
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let (mut rx, mut tx) = tokio::io::split(client);
         let input = transcript();
@@ -101,7 +103,7 @@ fn tokio_over_a_duplex_writes_what_the_engine_writes() {
 #[test]
 fn tokio_handlers_take_several_rounds() {
     use mcp_engine::{Config, Engine, InputRequestBuf};
-    use mcp_io_tokio::InputRequiredReply;
+    use mcp_io_tokio::reply::InputRequiredReply;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -119,7 +121,7 @@ fn tokio_handlers_take_several_rounds() {
         }));
         let (client, server) = tokio::io::duplex(4096);
         let (read_half, write_half) = tokio::io::split(server);
-        let serving = tokio::spawn(mcp_io_tokio::serve(engine, handler, read_half, write_half));
+        let serving = tokio::spawn(mcp_io_tokio::stdio::serve(engine, handler, read_half, write_half));
         let (rx, mut tx) = tokio::io::split(client);
         let mut rx = BufReader::new(rx).lines();
         let meta = json!({

@@ -476,10 +476,10 @@ fn the_tokio_adapter_seals_on_the_wall_clock() {
     let out = rt.block_on(async {
         let (client, server) = tokio::io::duplex(4096);
         let (read_half, write_half) = tokio::io::split(server);
-        let handler = std::sync::Arc::new(mcp_io_tokio::tool_fn(|_call| async move {
+        let handler = std::sync::Arc::new(mcp_io_tokio::handler::tool_fn(|_call| async move {
             Ok(mcp_io_tokio::ToolReply::text("unused"))
         }));
-        let serving = tokio::spawn(mcp_io_tokio::serve(engine(None), handler, read_half, write_half));
+        let serving = tokio::spawn(mcp_io_tokio::stdio::serve(engine(None), handler, read_half, write_half));
         let (mut rx, mut tx) = tokio::io::split(client);
         tx.write_all(list_line("tools/list", None).as_bytes()).await.unwrap();
         tx.shutdown().await.unwrap();

@@ -11,7 +11,9 @@ use std::time::Duration;
 use mcp_engine::Config;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent};
 use mcp_fixture as everything;
-use mcp_io_tokio::{AllowAll, ToolReply, tool_fn};
+use mcp_io_tokio::ToolReply;
+use mcp_io_tokio::handler::tool_fn;
+use mcp_io_tokio::http::AllowAll;
 use mcp_tests::wire::{Response, parse_responses, session_post};
 use serde_json::json;
 

@@ -1069,7 +1069,8 @@ fn content_types() {
 /// The tokio adapter's view of the multi-round-trip transcript, as the doc shows it.
 mod tokio_view {
     use mcp_engine::InputRequestBuf;
-    use mcp_io_tokio::{Handler, InputRequiredReply, ToolCall, ToolReply, ToolResult};
+    use mcp_io_tokio::reply::{InputRequiredReply, ToolResult};
+    use mcp_io_tokio::{Handler, ToolCall, ToolReply};
     use serde_json::json;
 
     pub(crate) struct Deploy;
@@ -1097,7 +1098,7 @@ mod tokio_view {
         next: mcp_engine::Catalog,
     ) -> std::io::Result<()> {
         let server =
-            mcp_io_tokio::HttpServer::new(engine, std::sync::Arc::new(Deploy), mcp_io_tokio::AllowAll);
+            mcp_io_tokio::HttpServer::new(engine, std::sync::Arc::new(Deploy), mcp_io_tokio::http::AllowAll);
         let publisher = server.publisher();
         tokio::spawn(async move {
             match publisher.replace_catalog(next).await {
@@ -1146,8 +1147,12 @@ async fn tokio_adapter_round_trip_and_publisher() {
     let engine = Engine::new(cfg, catalog);
     let (client, server) = tokio::io::duplex(64 * 1024);
     let (server_read, server_write) = tokio::io::split(server);
-    let serving =
-        tokio::spawn(mcp_io_tokio::serve(engine, Arc::new(tokio_view::Deploy), server_read, server_write));
+    let serving = tokio::spawn(mcp_io_tokio::stdio::serve(
+        engine,
+        Arc::new(tokio_view::Deploy),
+        server_read,
+        server_write,
+    ));
     let (client_read, mut client_write) = tokio::io::split(client);
     let mut lines = BufReader::new(client_read).lines();
     let mut send = async |line: String| client_write.write_all((line + "\n").as_bytes()).await.unwrap();

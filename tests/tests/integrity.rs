@@ -15,7 +15,9 @@ use std::thread;
 use mcp_engine::Engine;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
 use mcp_fixture as everything;
-use mcp_io_tokio::{AuthorizeInfo, Authorizer, ToolReply, tool_fn};
+use mcp_io_tokio::handler::tool_fn;
+use mcp_io_tokio::http::AuthorizeInfo;
+use mcp_io_tokio::{Authorizer, ToolReply};
 use mcp_tests::integrity::{
     self as integrity, MAX_BODY, check_echo, echo_of_len, read_frame, within, write_in, writes,
 };
@@ -127,7 +129,7 @@ fn serve_stdio(front: Front) -> (Box<dyn Write + Send>, Box<dyn Read + Send>) {
             let _in = runtime().enter();
             let server = tokio::net::UnixStream::from_std(server).expect("a tokio socket");
             let (r, w) = server.into_split();
-            runtime().spawn(mcp_io_tokio::serve(engine, echo_handler(), r, w));
+            runtime().spawn(mcp_io_tokio::stdio::serve(engine, echo_handler(), r, w));
             let writer = client.try_clone().expect("clone");
             (Box::new(ShutOnDrop(writer)), Box::new(client))
         }

@@ -241,7 +241,8 @@ fn a_listed_resource_read_prints_its_uri_in_debug() {
 fn the_tokio_adapter_hands_decoded_variables_and_query_pairs() {
     use std::sync::Arc;
 
-    use mcp_io_tokio::{Handler, ResourceRead, ResourceReply, ResourceResult};
+    use mcp_io_tokio::reply::ResourceResult;
+    use mcp_io_tokio::{Handler, ResourceRead, ResourceReply};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     struct Echo;
@@ -256,7 +257,7 @@ fn the_tokio_adapter_hands_decoded_variables_and_query_pairs() {
         let (client, server) = tokio::io::duplex(4096);
         let (read_half, write_half) = tokio::io::split(server);
         let engine = Engine::new(Config::new("s", "1"), template_catalog());
-        let serving = tokio::spawn(mcp_io_tokio::serve(engine, Arc::new(Echo), read_half, write_half));
+        let serving = tokio::spawn(mcp_io_tokio::stdio::serve(engine, Arc::new(Echo), read_half, write_half));
         let (mut rx, mut tx) = tokio::io::split(client);
         let uri = "s://search?x=%2A&q=caf%C3%A9&x=2";
         tx.write_all(mcp_tests::modern(1, "resources/read", json!({ "uri": uri })).as_bytes()).await.unwrap();

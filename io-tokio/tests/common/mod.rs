@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_engine::{Catalog, Config, Engine, Tool};
-use mcp_io_tokio::{Handler, serve};
+use mcp_io_tokio::Handler;
+use mcp_io_tokio::stdio::serve;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
 use tokio::sync::mpsc;

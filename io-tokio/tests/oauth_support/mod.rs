@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, ProtectedResource};
 use mcp_engine::{Catalog, Config, Tool};
-use mcp_io_tokio::{Authorizer, HttpServer, ToolReply, tool_fn};
+use mcp_io_tokio::handler::tool_fn;
+use mcp_io_tokio::{Authorizer, HttpServer, ToolReply};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 

@@ -289,11 +289,15 @@ pub const SECRET: [u8; 32] = [7; 32];
 
 /// A store's settings for `schema` of `url`, without the periodic cleanup (tests run it),
 /// with the nodes' [`SECRET`].
-pub fn config(url: &str, schema: &str) -> mcp_io_tokio::PgStoreConfig {
-    mcp_io_tokio::PgStoreConfig::new(url).expect("url").schema(schema).cleanup_every(None).secret_key(SECRET)
+pub fn config(url: &str, schema: &str) -> mcp_io_tokio::store::PgStoreConfig {
+    mcp_io_tokio::store::PgStoreConfig::new(url)
+        .expect("url")
+        .schema(schema)
+        .cleanup_every(None)
+        .secret_key(SECRET)
 }
 
 /// A store built from [`config`].
-pub async fn store(url: &str, schema: &str) -> mcp_io_tokio::PgSessionStore {
+pub async fn store(url: &str, schema: &str) -> mcp_io_tokio::store::PgSessionStore {
     config(url, schema).build().await.expect("build the store")
 }

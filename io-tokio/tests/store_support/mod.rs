@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use mcp_engine::Config;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_io_tokio::{AllowAll, HttpServer, SessionStore};
+use mcp_io_tokio::HttpServer;
+use mcp_io_tokio::http::AllowAll;
+use mcp_io_tokio::store::SessionStore;
 use tokio::net::TcpListener;
 
 use crate::http_support::{Conn, Probe, catalog};
@@ -105,30 +107,33 @@ impl<S> Counting<S> {
 }
 
 impl<S: SessionStore> SessionStore for Counting<S> {
-    fn load<'a>(&'a self, id: &'a str) -> mcp_io_tokio::StoreFuture<'a, Option<Vec<u8>>> {
+    fn load<'a>(&'a self, id: &'a str) -> mcp_io_tokio::store::StoreFuture<'a, Option<Vec<u8>>> {
         self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.load(id)
     }
-    fn save<'a>(&'a self, id: &'a str, record: &'a [u8]) -> mcp_io_tokio::StoreFuture<'a, ()> {
+    fn save<'a>(&'a self, id: &'a str, record: &'a [u8]) -> mcp_io_tokio::store::StoreFuture<'a, ()> {
         self.saves.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.save(id, record)
     }
-    fn remove<'a>(&'a self, id: &'a str) -> mcp_io_tokio::StoreFuture<'a, ()> {
+    fn remove<'a>(&'a self, id: &'a str) -> mcp_io_tokio::store::StoreFuture<'a, ()> {
         self.removes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.remove(id)
     }
-    fn expired<'a>(&'a self, id: &'a str) -> mcp_io_tokio::StoreFuture<'a, ()> {
+    fn expired<'a>(&'a self, id: &'a str) -> mcp_io_tokio::store::StoreFuture<'a, ()> {
         self.removes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.expired(id)
     }
-    fn touch<'a>(&'a self, id: &'a str) -> mcp_io_tokio::StoreFuture<'a, ()> {
+    fn touch<'a>(&'a self, id: &'a str) -> mcp_io_tokio::store::StoreFuture<'a, ()> {
         self.touches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.touch(id)
     }
-    fn notices(&self) -> mcp_io_tokio::StoreFuture<'_, Option<mcp_io_tokio::StoreNotices>> {
+    fn notices(&self) -> mcp_io_tokio::store::StoreFuture<'_, Option<mcp_io_tokio::store::StoreNotices>> {
         self.inner.notices()
     }
-    fn announce<'a>(&'a self, news: &'a mcp_io_tokio::CatalogNews) -> mcp_io_tokio::StoreFuture<'a, ()> {
+    fn announce<'a>(
+        &'a self,
+        news: &'a mcp_io_tokio::store::CatalogNews,
+    ) -> mcp_io_tokio::store::StoreFuture<'a, ()> {
         self.inner.announce(news)
     }
 }

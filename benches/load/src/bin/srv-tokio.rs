@@ -6,7 +6,8 @@ use std::sync::Arc;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{Config, Engine};
 use mcp_fixture as everything;
-use mcp_io_tokio::{AllowAll, Handler, HostFailure, HttpServer, ToolCall, ToolReply};
+use mcp_io_tokio::http::AllowAll;
+use mcp_io_tokio::{Handler, HostFailure, HttpServer, ToolCall, ToolReply};
 use mcp_load::Mode;
 
 struct Echo;
@@ -62,11 +63,11 @@ fn main() -> std::io::Result<()> {
             match std::env::var(STORE_ENV).ok().as_deref() {
                 None | Some("") => server.serve(listener).await,
                 Some("memory") => {
-                    let store = Arc::new(mcp_io_tokio::MemorySessionStore::default());
+                    let store = Arc::new(mcp_io_tokio::store::MemorySessionStore::default());
                     server.session_store(Arc::clone(&store)).event_store(store).serve(listener).await
                 }
                 Some(url) => {
-                    let store = mcp_io_tokio::PgStoreConfig::new(url)
+                    let store = mcp_io_tokio::store::PgStoreConfig::new(url)
                         .map_err(std::io::Error::other)?
                         .schema("mcp_load")
                         // One node: any key signs its announcements (none hears them).

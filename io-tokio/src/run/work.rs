@@ -1,0 +1,723 @@
+//! Handler tasks, shared by every run loop: starting the work of an engine [`Event`],
+//! aborting it when cancelled, and answering its ticket when it finishes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mcp_engine::http::HttpEngine;
+use mcp_engine::{
+    AnswerError, AskError, ClientAsk, Content, Engine, Event, HostError, InputRequest, InputRequestBuf,
+    InputRequired, NotifyError, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput,
+};
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::task::AbortHandle;
+use tracing::Instrument;
+
+use crate::host::channel::{AskClientError, Completion, Outcome, Progress, Publish};
+use crate::host::handler::Handler;
+use crate::host::reply::{
+    OwnedContent, OwnedPromptMessage, OwnedResourceContents, PromptReply, ResourceReply, ToolReply,
+};
+use crate::host::request::{CompletionRequest, Pools, PromptGet, ResourceRead, ToolCall};
+use crate::host::strings::Names;
+use crate::telemetry::{self, Telemetry, Wire};
+
+/// Sends [`Outcome::Dropped`] if the work ends without sending its reply (its task
+/// panicked, or was aborted), so a panicking handler is answered rather than leaving its
+/// ticket open forever.
+struct Guard<'a> {
+    tx: Option<&'a mpsc::UnboundedSender<Completion>>,
+    ticket: Ticket,
+}
+
+impl Guard<'_> {
+    fn send(mut self, outcome: Outcome) {
+        if let Some(tx) = self.tx.take() {
+            // The receiver is gone only once the run loop has returned.
+            let _ = tx.send(Completion { ticket: Some(self.ticket), outcome });
+        }
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(Completion { ticket: Some(self.ticket), outcome: Outcome::Dropped });
+        }
+    }
+}
+
+/// The work of one request, for a worker.
+struct Job {
+    ticket: Ticket,
+    /// Made where the request was dispatched, so that it has the run loop's span as parent.
+    span: tracing::Span,
+    work: Work,
+}
+
+enum Work {
+    Tool(ToolCall),
+    Resource(ResourceRead),
+    Prompt(PromptGet),
+    Complete(CompletionRequest),
+}
+
+impl Work {
+    /// The method and the tool or prompt it names, as its metric point records them.
+    #[cfg(feature = "otel")]
+    fn target(&self) -> telemetry::otel::Target {
+        use crate::telemetry::otel::Target;
+        match self {
+            Self::Tool(call) => Target::Tool(call.name.clone()),
+            Self::Prompt(get) => Target::Prompt(get.name.clone()),
+            Self::Resource(_) => Target::Method("resources/read"),
+            Self::Complete(_) => Target::Method("completion/complete"),
+        }
+    }
+}
+
+/// A task that runs handler futures, one request at a time, and waits for the next
+/// request in between: a request needs no task (nor a heap allocation) of its own.
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+    task: AbortHandle,
+}
+
+impl Worker {
+    fn start<H: Handler>(handler: &Arc<H>, tx: &mpsc::UnboundedSender<Completion>) -> Self {
+        // One job at a time: a worker is given one only while idle.
+        let (jobs, rx) = mpsc::channel(1);
+        let task = tokio::spawn(work(Arc::clone(handler), rx, tx.clone()));
+        Self { jobs, task: task.abort_handle() }
+    }
+}
+
+/// A worker's loop: runs each job's handler future and sends its outcome, until the
+/// run loop drops the worker (or aborts its task, to cancel the request it runs).
+async fn work<H: Handler>(
+    handler: Arc<H>,
+    mut jobs: mpsc::Receiver<Job>,
+    tx: mpsc::UnboundedSender<Completion>,
+) {
+    while let Some(Job { ticket, span, work }) = jobs.recv().await {
+        let guard = Guard { tx: Some(&tx), ticket };
+        let outcome = async {
+            match work {
+                Work::Tool(call) => Outcome::Tool(handler.call_tool(call).await),
+                Work::Resource(read) => Outcome::Resource(handler.read_resource(read).await),
+                Work::Prompt(get) => Outcome::Prompt(handler.get_prompt(get).await),
+                Work::Complete(request) => Outcome::Complete(handler.complete(request).await),
+            }
+        }
+        .instrument(span)
+        .await;
+        guard.send(outcome);
+    }
+}
+
+/// The engines a handler's reply can be answered on.
+pub(crate) trait Answer {
+    fn tool(&mut self, ticket: Ticket, output: &ToolOutput<'_, serde_json::Value>)
+    -> Result<(), AnswerError>;
+    fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError>;
+    fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError>;
+    fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError>;
+    fn input_required(&mut self, ticket: Ticket, input: &InputRequired<'_>) -> Result<(), AnswerError>;
+    fn completion(
+        &mut self,
+        ticket: Ticket,
+        values: &[&str],
+        total: Option<u64>,
+        has_more: bool,
+    ) -> Result<(), AnswerError>;
+    fn progress(
+        &mut self,
+        ticket: Ticket,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), NotifyError>;
+    fn log(
+        &mut self,
+        ticket: Ticket,
+        level: mcp_engine::LogLevel,
+        logger: Option<&str>,
+        data: &serde_json::Value,
+    ) -> Result<(), NotifyError>;
+    fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError>;
+    fn report_read(&mut self, tool: &str, uri: &str) -> bool;
+    fn publish(&mut self, p: Publish);
+    fn start_task(
+        &mut self,
+        ticket: Ticket,
+        options: &mcp_engine::TaskOptions<'_>,
+    ) -> Result<Ticket, AnswerError>;
+    fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError>;
+    /// Sends `request` to a session's client outside any request (`session`: over HTTP,
+    /// the session id; ignored on stdio).
+    fn ask_client(
+        &mut self,
+        session: Option<&str>,
+        request: &InputRequest<'_>,
+    ) -> Result<ClientAsk, AskError>;
+}
+
+impl AskClient for Engine {
+    fn ask(&mut self, _session: Option<&str>, request: &InputRequest<'_>) -> Result<ClientAsk, AskError> {
+        self.ask_client(request)
+    }
+}
+
+impl AskClient for HttpEngine {
+    fn ask(&mut self, session: Option<&str>, request: &InputRequest<'_>) -> Result<ClientAsk, AskError> {
+        self.ask_client(session.ok_or(AskError::NoSession)?, request)
+    }
+}
+
+/// The two engines' `ask_client`, whose signatures differ.
+trait AskClient {
+    fn ask(&mut self, session: Option<&str>, request: &InputRequest<'_>) -> Result<ClientAsk, AskError>;
+}
+
+/// Both engines answer with methods of the same names: one implementation for both.
+macro_rules! answer_on {
+    ($($engine:ty),*) => {$(
+        impl Answer for $engine {
+            fn tool(
+                &mut self,
+                ticket: Ticket,
+                output: &ToolOutput<'_, serde_json::Value>,
+            ) -> Result<(), AnswerError> {
+                let r = self.answer_tool(ticket, output);
+                if let Some(m) = self.take_output_mismatch() {
+                    // The client got a generic tool error; the developer gets the reason.
+                    tracing::warn!(
+                        tool = %m.tool,
+                        path = %m.path,
+                        error = %m.message,
+                        "the tool's structuredContent does not match its output schema"
+                    );
+                }
+                r
+            }
+            fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
+                self.answer_resource(ticket, contents)
+            }
+            fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
+                self.answer_prompt(ticket, output)
+            }
+            fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
+                self.answer_error(ticket, error)
+            }
+            fn input_required(&mut self, ticket: Ticket, input: &InputRequired<'_>) -> Result<(), AnswerError> {
+                self.answer_input_required(ticket, input)
+            }
+            fn completion(
+                &mut self,
+                ticket: Ticket,
+                values: &[&str],
+                total: Option<u64>,
+                has_more: bool,
+            ) -> Result<(), AnswerError> {
+                self.answer_completion(ticket, values, total, has_more)
+            }
+            fn progress(
+                &mut self,
+                ticket: Ticket,
+                progress: f64,
+                total: Option<f64>,
+                message: Option<&str>,
+            ) -> Result<(), NotifyError> {
+                self.notify_progress(ticket, progress, total, message)
+            }
+            fn log(
+                &mut self,
+                ticket: Ticket,
+                level: mcp_engine::LogLevel,
+                logger: Option<&str>,
+                data: &serde_json::Value,
+            ) -> Result<(), NotifyError> {
+                self.notify_log(ticket, level, logger, data)
+            }
+            fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError> {
+                <$engine>::reconnect_later(self, ticket, retry)
+            }
+            fn report_read(&mut self, tool: &str, uri: &str) -> bool {
+                <$engine>::report_read(self, tool, uri)
+            }
+            fn start_task(
+                &mut self,
+                ticket: Ticket,
+                options: &mcp_engine::TaskOptions<'_>,
+            ) -> Result<Ticket, AnswerError> {
+                <$engine>::start_task(self, ticket, options)
+            }
+            fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError> {
+                <$engine>::task_status(self, ticket, message)
+            }
+            fn ask_client(
+                &mut self,
+                session: Option<&str>,
+                request: &InputRequest<'_>,
+            ) -> Result<ClientAsk, AskError> {
+                AskClient::ask(self, session, request)
+            }
+            fn publish(&mut self, p: Publish) {
+                match p {
+                    Publish::Observed(reply) => {
+                        let _ = reply.send(self.connectome().observed());
+                    }
+                    Publish::Catalog(catalog, reply) => {
+                        let r = self.replace_catalog(*catalog);
+                        if let Err(e) = &r {
+                            tracing::warn!(%e, "catalog replacement refused");
+                        }
+                        let _ = reply.send(r);
+                    }
+                    Publish::ResourceUpdated(uri) => {
+                        let n = self.notify_resource_updated(&uri);
+                        // The scheme only, as for reads: the host's uri may name private things.
+                        let scheme = uri.split_once(':').map_or("", |(s, _)| s);
+                        tracing::debug!(scheme, uri_len = uri.len(), subscribers = n, "resource updated");
+                    }
+                    Publish::EndSubscriptions => {
+                        let n = self.end_subscriptions();
+                        tracing::debug!(subscriptions = n, "subscriptions ended");
+                    }
+                    // Taken by `Tasks::complete`, which keeps the reply's sender.
+                    Publish::AskClient { reply, .. } => {
+                        let _ = reply.send(Err(AskClientError::Stopped));
+                    }
+                }
+            }
+
+        }
+    )*};
+}
+
+answer_on!(Engine, HttpEngine);
+
+/// A request with the handler: its worker, its span (given the outcome once the reply
+/// comes back) and its revision.
+struct Running {
+    worker: Worker,
+    span: tracing::Span,
+    revision: mcp_engine::Revision,
+    /// Its `mcp.server.operation.duration` point, begun (feature `otel`, with a meter).
+    #[cfg(feature = "otel")]
+    point: Option<telemetry::otel::Point>,
+}
+
+/// The workers running handler futures, by ticket, the idle ones, and the channel their
+/// replies come back on. Aborts them all when dropped.
+pub(crate) struct Tasks {
+    running: HashMap<Ticket, Running>,
+    /// Workers waiting for a request: as many as ran at once, at most.
+    idle: Vec<Worker>,
+    tx: mpsc::UnboundedSender<Completion>,
+    /// The catalog names handed to handlers, one shared copy each.
+    names: Names,
+    /// Buffers for the text copied out of requests (and the client's input responses),
+    /// back once a handler drops them.
+    pools: Pools,
+    /// Room for the borrowed form of a reply of several blocks, kept empty between uses.
+    scratch: Scratch,
+    /// Progress and log reports of every running call waiting for the run loop.
+    reports: Arc<std::sync::atomic::AtomicUsize>,
+    /// The transport, and what the request spans record (see `telemetry`).
+    wire: Wire,
+    telemetry: Telemetry,
+    /// When the run loop last read input (the engine's time): where the points of the
+    /// requests the engine answers itself begin.
+    received: mcp_engine::Instant,
+    /// The sessions timed for their duration point.
+    sessions: telemetry::SessionClock,
+    /// Calls whose handler made them tasks: the call's ticket (what its worker still
+    /// reports with) to the task's, until the worker's reply comes back.
+    became: HashMap<Ticket, Ticket>,
+    /// Requests sent to clients outside any request, waiting for their replies.
+    asks: HashMap<ClientAsk, tokio::sync::oneshot::Sender<Result<serde_json::Value, AskClientError>>>,
+}
+
+/// Vectors reused, empty, for the borrowed forms of replies. They hold `'static` items
+/// between uses and are turned into vectors of borrowed items (the same layout) in place.
+#[derive(Default)]
+struct Scratch {
+    content: Vec<Content<'static>>,
+    resources: Vec<ResourceContents<'static>>,
+    messages: Vec<PromptMessage<'static>>,
+    values: Vec<&'static str>,
+    requests: Vec<InputRequest<'static>>,
+}
+
+/// Evaluates `$body` with `$items`, the scratch vector `$v` turned into a vector of items
+/// of a shorter lifetime, then takes its allocation back, emptied. (Collecting a vector's
+/// `into_iter` into a vector of items of the same layout reuses its allocation: the
+/// allocation test of a reply of two blocks checks it.)
+macro_rules! with_scratch {
+    ($v:expr, |$items:ident| $body:expr) => {{
+        let mut $items: Vec<_> = std::mem::take(&mut $v).into_iter().filter_map(|_| None).collect();
+        let out = $body;
+        $items.clear();
+        $v = $items.into_iter().filter_map(|_| None).collect();
+        out
+    }};
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for (_, running) in self.running.drain() {
+            running.worker.task.abort();
+        }
+        for worker in self.idle.drain(..) {
+            worker.task.abort();
+        }
+    }
+}
+
+impl Tasks {
+    /// No tasks yet, and the receiver their replies come back on. The channel is
+    /// unbounded: it holds one reply per running task (the engine's in-flight limit bounds
+    /// those) plus the progress reports handlers send, which the run loop takes as they come.
+    pub(crate) fn new() -> (Self, mpsc::UnboundedReceiver<Completion>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Self::with_sender(tx), rx)
+    }
+
+    /// No tasks yet; replies go to `tx` (whose receiver the caller already has).
+    pub(crate) fn with_sender(tx: mpsc::UnboundedSender<Completion>) -> Self {
+        Self {
+            running: HashMap::new(),
+            idle: Vec::new(),
+            tx,
+            names: Names::default(),
+            pools: Pools::default(),
+            scratch: Scratch::default(),
+            reports: Arc::default(),
+            wire: Wire::PIPE,
+            telemetry: Telemetry::default(),
+            received: mcp_engine::Instant::ZERO,
+            sessions: telemetry::SessionClock::default(),
+            became: HashMap::new(),
+            asks: HashMap::new(),
+        }
+    }
+
+    /// The transport the request spans name, and what they record.
+    pub(crate) fn set_telemetry(&mut self, wire: Wire, telemetry: Telemetry) {
+        self.wire = wire;
+        self.telemetry = telemetry;
+    }
+
+    /// Says the run loop read input at `now` (the engine's time).
+    pub(crate) fn received(&mut self, now: mcp_engine::Instant) {
+        self.received = now;
+    }
+
+    /// Makes the spans (and metric points) of the requests `engine` answered itself.
+    pub(crate) fn served(&mut self, engine: &mut impl telemetry::ServedBy) {
+        telemetry::served(engine, self.wire, &self.telemetry, self.received, &mut self.sessions);
+    }
+
+    /// The stream ended at `now` (the engine's time): its session, if any, did too.
+    pub(crate) fn stream_ended(&mut self, now: mcp_engine::Instant) {
+        telemetry::stream_ended(self.wire, &self.telemetry, now, &mut self.sessions);
+    }
+
+    /// Whether any task is running.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
+
+    /// Whether a client is asked something outside any request (its reply is awaited).
+    pub(crate) fn asking(&self) -> bool {
+        !self.asks.is_empty()
+    }
+
+    /// Starts the work of one event, or aborts the work of a cancelled one.
+    pub(crate) fn dispatch<H: Handler>(&mut self, handler: &Arc<H>, event: Event<'_>) {
+        // The request's span (`telemetry`): nothing is evaluated unless a subscriber wants it.
+        let span = telemetry::request_span(&event, self.wire, &self.telemetry);
+        let revision = match &event {
+            Event::CallTool(c) => c.revision,
+            Event::ReadResource(r) => r.revision,
+            Event::GetPrompt(p) => p.revision,
+            Event::Complete(c) => c.revision,
+            _ => mcp_engine::Revision::LATEST_LEGACY,
+        };
+        let (ticket, work) = match event {
+            Event::CallTool(call) => {
+                let progress = Progress::new(self.tx.clone(), call.ticket, Arc::clone(&self.reports));
+                let request = ToolCall::from_event(&call, progress, &mut self.names, &self.pools);
+                (call.ticket, Work::Tool(request))
+            }
+            Event::ReadResource(read) => {
+                let request = ResourceRead::from_event(&read, &mut self.names, &self.pools);
+                (read.ticket, Work::Resource(request))
+            }
+            Event::GetPrompt(get) => {
+                let request = PromptGet::from_event(&get, &mut self.names, &self.pools);
+                (get.ticket, Work::Prompt(request))
+            }
+            Event::Complete(complete) => {
+                let request = CompletionRequest::from_event(&complete, &self.pools);
+                (complete.ticket, Work::Complete(request))
+            }
+            Event::ClientReply(reply) => {
+                let outcome = match reply.result {
+                    Ok(v) => serde_json::from_str(v.raw())
+                        .map_err(|e| AskClientError::Failed { code: -32700, message: e.to_string() }),
+                    Err(e) => {
+                        Err(AskClientError::Failed { code: e.code(), message: e.message().into_owned() })
+                    }
+                };
+                match self.asks.remove(&reply.ask) {
+                    Some(tx) => {
+                        let _ = tx.send(outcome);
+                    }
+                    None => tracing::debug!(ask = ?reply.ask, "a client's reply nobody waits for"),
+                }
+                return;
+            }
+            Event::Cancelled(ticket) => {
+                match self.running.remove(&ticket) {
+                    Some(running) => {
+                        // Its worker goes with it (it may have finished already, its reply on
+                        // the way): a new one starts when needed.
+                        tracing::debug!(?ticket, "request cancelled: aborting its handler");
+                        let verdict = telemetry::Verdict::Cancelled;
+                        telemetry::record_outcome(&running.span, verdict, &self.telemetry);
+                        #[cfg(feature = "otel")]
+                        if let (Some(metrics), Some(point)) = (&self.telemetry.metrics, running.point) {
+                            metrics.finished(point, verdict, self.wire);
+                        }
+                        running.worker.task.abort();
+                    }
+                    None => tracing::debug!(?ticket, "request cancelled after its reply"),
+                }
+                return;
+            }
+            other => {
+                tracing::warn!(event = ?other, "ignoring an event this adapter does not know");
+                return;
+            }
+        };
+        #[cfg(feature = "otel")]
+        let point =
+            self.telemetry.metrics.as_ref().map(|_| telemetry::otel::Point::begin(work.target(), revision));
+        let mut job = Job { ticket, span: span.clone(), work };
+        loop {
+            let worker = self.idle.pop().unwrap_or_else(|| Worker::start(handler, &self.tx));
+            match worker.jobs.try_send(job) {
+                Ok(()) => {
+                    #[cfg(feature = "otel")]
+                    let running = Running { worker, span, revision, point };
+                    #[cfg(not(feature = "otel"))]
+                    let running = Running { worker, span, revision };
+                    self.running.insert(ticket, running);
+                    return;
+                }
+                // Not a worker that is waiting: it is dropped, and another one tried.
+                Err(TrySendError::Full(back) | TrySendError::Closed(back)) => {
+                    worker.task.abort();
+                    job = back;
+                }
+            }
+        }
+    }
+
+    /// Answers a finished handler task's ticket on `engine`.
+    pub(crate) fn complete(&mut self, engine: &mut impl Answer, done: Completion) {
+        let Completion { ticket, outcome } = done;
+        let outcome = match outcome {
+            Outcome::Publish(Publish::AskClient { session, request, reply }) => {
+                match engine.ask_client(session.as_deref(), &request.as_request()) {
+                    Ok(ask) => {
+                        self.asks.insert(ask, reply);
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(AskClientError::Refused(e)));
+                    }
+                }
+                return;
+            }
+            Outcome::Publish(p) => {
+                if let Publish::Catalog(..) = p {
+                    // Names of the old catalog are not needed any more.
+                    self.names.clear();
+                }
+                return engine.publish(p);
+            }
+            other => other,
+        };
+        let Some(mut ticket) = ticket else { return };
+        // A call its handler made a task: what its worker sends is the task's.
+        let reports = matches!(
+            outcome,
+            Outcome::Progress { .. }
+                | Outcome::Log { .. }
+                | Outcome::Reconnect { .. }
+                | Outcome::StartTask { .. }
+                | Outcome::TaskStatus { .. }
+        );
+        let renamed = if reports { self.became.get(&ticket).copied() } else { self.became.remove(&ticket) };
+        ticket = renamed.unwrap_or(ticket);
+        if let Outcome::StartTask { options, reply } = outcome {
+            let r = match self.running.contains_key(&ticket) {
+                true => engine.start_task(ticket, &options.as_options()),
+                false => Err(AnswerError::UnknownTicket),
+            };
+            let started = r.map(|task| {
+                if let Some(running) = self.running.remove(&ticket) {
+                    self.running.insert(task, running);
+                }
+                self.became.insert(ticket, task);
+                tracing::debug!(?ticket, ?task, "the call became a task");
+            });
+            let _ = reply.send(started);
+            return;
+        }
+        if let Outcome::TaskStatus { message, .. } = &outcome {
+            if self.running.contains_key(&ticket)
+                && let Err(e) = engine.task_status(ticket, message.as_deref())
+            {
+                tracing::debug!(?ticket, %e, "task status dropped");
+            }
+            return;
+        }
+        if let Outcome::Progress { progress, total, message, .. } = &outcome {
+            if self.running.contains_key(&ticket)
+                && let Err(e) = engine.progress(ticket, *progress, *total, message.as_deref())
+            {
+                tracing::debug!(?ticket, %e, "progress report dropped");
+            }
+            return;
+        }
+        if let Outcome::Read { tool, uri, .. } = &outcome {
+            // Counted even for a call cancelled since: the read happened.
+            if !engine.report_read(tool, uri) {
+                tracing::debug!(?ticket, %tool, uri_len = uri.len(), "read report not counted");
+            }
+            return;
+        }
+        if let Outcome::Reconnect { retry } = &outcome {
+            if self.running.contains_key(&ticket)
+                && let Err(e) = engine.reconnect_later(ticket, *retry)
+            {
+                tracing::debug!(?ticket, %e, "reconnect request dropped");
+            }
+            return;
+        }
+        if let Outcome::Log { level, logger, data, .. } = &outcome {
+            if self.running.contains_key(&ticket)
+                && let Err(e) = engine.log(ticket, *level, logger.as_deref(), data)
+            {
+                tracing::trace!(?ticket, %e, "log message dropped");
+            }
+            return;
+        }
+        let Some(running) = self.running.remove(&ticket) else {
+            // Cancelled while its reply was on its way: the engine must not answer it.
+            tracing::debug!(?ticket, "dropping the reply of a cancelled request");
+            return;
+        };
+        let verdict = telemetry::verdict(&outcome, running.revision);
+        telemetry::record_outcome(&running.span, verdict, &self.telemetry);
+        #[cfg(feature = "otel")]
+        if let (Some(metrics), Some(point)) = (&self.telemetry.metrics, running.point) {
+            metrics.finished(point, verdict, self.wire);
+        }
+        let Running { worker, span: _span, .. } = running;
+        if !matches!(outcome, Outcome::Dropped) {
+            // Done with this request, the worker waits for the next one (one that ended
+            // without a reply is gone).
+            self.idle.push(worker);
+        }
+        let result = match outcome {
+            Outcome::Tool(Ok(ToolReply { input_required: Some(input), .. }))
+            | Outcome::Prompt(Ok(PromptReply { input_required: Some(input), .. }))
+            | Outcome::Resource(Ok(ResourceReply::InputRequired(input))) => {
+                let answered = with_scratch!(self.scratch.requests, |v| {
+                    v.extend(input.requests.iter().map(InputRequestBuf::as_request));
+                    let mut ir = InputRequired::new(&v);
+                    if let Some(state) = &input.state {
+                        ir = ir.state(state);
+                    }
+                    engine.input_required(ticket, &ir)
+                });
+                answered.or_else(|e| {
+                    // The ticket is still open: answer it rather than leave it hanging.
+                    tracing::warn!(?ticket, %e, "the engine refused an input-required reply");
+                    engine.error(
+                        ticket,
+                        HostError::Internal("the handler asked for input this request cannot carry"),
+                    )
+                })
+            }
+            Outcome::Tool(Ok(reply)) => {
+                let mut answer = |content: &[Content<'_>]| {
+                    let output = ToolOutput {
+                        content,
+                        structured_content: reply.structured_content.as_ref(),
+                        is_error: reply.is_error,
+                    };
+                    engine.tool(ticket, &output)
+                };
+                match &*reply.content {
+                    [one] => answer(&[one.as_content()]),
+                    many => with_scratch!(self.scratch.content, |v| {
+                        v.extend(many.iter().map(OwnedContent::as_content));
+                        answer(&v)
+                    }),
+                }
+            }
+            Outcome::Resource(Ok(ResourceReply::Contents(contents))) => match &*contents {
+                [one] => engine.resource(ticket, &[one.as_contents()]),
+                many => with_scratch!(self.scratch.resources, |v| {
+                    v.extend(many.iter().map(OwnedResourceContents::as_contents));
+                    engine.resource(ticket, &v)
+                }),
+            },
+            Outcome::Resource(Ok(ResourceReply::NotFound)) => engine.error(ticket, HostError::NotFound),
+            Outcome::Prompt(Ok(reply)) => {
+                let mut answer = |messages: &[PromptMessage<'_>]| {
+                    let output = PromptOutput { description: reply.description.as_deref(), messages };
+                    engine.prompt(ticket, &output)
+                };
+                match &*reply.messages {
+                    [one] => answer(&[one.as_message()]),
+                    many => with_scratch!(self.scratch.messages, |v| {
+                        v.extend(many.iter().map(OwnedPromptMessage::as_message));
+                        answer(&v)
+                    }),
+                }
+            }
+            Outcome::Complete(Ok(reply)) => with_scratch!(self.scratch.values, |v| {
+                v.extend(reply.values.iter().map(String::as_str));
+                engine.completion(ticket, &v, reply.total, reply.has_more)
+            }),
+            Outcome::Tool(Err(failure))
+            | Outcome::Resource(Err(failure))
+            | Outcome::Prompt(Err(failure))
+            | Outcome::Complete(Err(failure)) => {
+                tracing::debug!(?ticket, %failure, "handler failed");
+                engine.error(ticket, failure.as_host_error())
+            }
+            Outcome::Progress { .. }
+            | Outcome::Log { .. }
+            | Outcome::Reconnect { .. }
+            | Outcome::Read { .. }
+            | Outcome::StartTask { .. }
+            | Outcome::TaskStatus { .. }
+            | Outcome::Publish(_) => Ok(()),
+            Outcome::Dropped => {
+                tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");
+                engine.error(ticket, HostError::Internal("the handler failed"))
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(?ticket, %e, "the engine refused an answer");
+        }
+    }
+}
