@@ -32,7 +32,10 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     ),
     (
         "io-tokio",
-        &["oauth <-> oauth::introspect <-> oauth::jwks", "postgres <-> postgres::events <-> postgres::tasks"],
+        &[
+            "auth::oauth <-> auth::oauth::introspect <-> auth::oauth::jwks",
+            "store::postgres <-> store::postgres::events <-> store::postgres::tasks",
+        ],
     ),
 ];
 
