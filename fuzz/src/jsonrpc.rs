@@ -318,8 +318,12 @@ pub(crate) const REVISIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18"
 pub(crate) enum Expect {
     /// Nothing: a notification, or a response (this server sends no requests).
     Nothing,
-    /// One error without an id: not JSON, not an object, a bad id, too deep, too long.
+    /// One error without an id: not JSON, not an object, a bad id, too deep.
     Anonymous,
+    /// One `-32600` error for a frame past the cap: with the frame's first id when the engine
+    /// could read it from the bytes up to the cap (`wire/frame_id.rs`), else without an id;
+    /// never another id.
+    TooLong(Option<Value>),
     /// Exactly one response (result or error) carrying this id.
     Reply(Value),
 }
@@ -495,7 +499,9 @@ pub(crate) fn message(b: &mut Bytes<'_>, cfg: &MsgCfg<'_>) -> Frame {
     let first_method =
         members.iter().find_map(|(_, _, s)| if let Sem::Method(m) = s { Some(m.clone()) } else { None });
     let response = members.iter().any(|(_, _, s)| matches!(s, Sem::Response));
-    let expect = if broken || depth > cfg.depth_limit || bytes.len() > cfg.frame_limit {
+    let expect = if bytes.len() > cfg.frame_limit {
+        Expect::TooLong(first_id.clone().flatten())
+    } else if broken || depth > cfg.depth_limit {
         Expect::Anonymous
     } else if first_method.is_none() && response {
         Expect::Nothing
@@ -1024,6 +1030,18 @@ pub fn jsonrpc(data: &[u8]) {
             assert!(r.get("id").is_none(), "{frame_text} -> {r}");
             let code = &r["error"]["code"];
             assert!(*code == -32700 || *code == -32600, "{frame_text} -> {r}");
+        }
+        Expect::TooLong(id) => {
+            assert_eq!(responses.len(), 1, "{frame_text} -> {lines:?}");
+            let r = responses[0];
+            assert_eq!(r["error"]["code"], -32600, "{frame_text} -> {r}");
+            if let Some(echoed) = r.get("id") {
+                assert_eq!(
+                    Some(echoed),
+                    id.as_ref(),
+                    "an id the frame did not open with: {frame_text} -> {r}"
+                );
+            }
         }
         Expect::Reply(id) => {
             assert_eq!(responses.len(), 1, "{frame_text} -> {lines:?}");

@@ -385,11 +385,21 @@ fn valid_string(raw: &[u8]) -> bool {
         match inner[i] {
             b'\\' => match inner.get(i + 1) {
                 Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                Some(b'u')
-                    if inner.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
-                {
-                    i += 6;
-                }
+                Some(b'u') => match hex4(inner, i + 2) {
+                    // A high surrogate stands only before a low one; a low one never alone
+                    // (JSON parsers refuse both, so the echoed id would not parse).
+                    Some(0xD800..=0xDBFF) => {
+                        let low = (inner.get(i + 6..i + 8) == Some(&b"\\u"[..]))
+                            .then(|| hex4(inner, i + 8))
+                            .flatten();
+                        if !matches!(low, Some(0xDC00..=0xDFFF)) {
+                            return false;
+                        }
+                        i += 12;
+                    }
+                    Some(0xDC00..=0xDFFF) | None => return false,
+                    Some(_) => i += 6,
+                },
                 _ => return false,
             },
             b'"' => return false,
@@ -398,6 +408,15 @@ fn valid_string(raw: &[u8]) -> bool {
         }
     }
     true
+}
+
+/// The four hex digits at `at`, if they are there.
+fn hex4(bytes: &[u8], at: usize) -> Option<u16> {
+    let digits = bytes.get(at..at + 4)?;
+    if !digits.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    u16::from_str_radix(core::str::from_utf8(digits).ok()?, 16).ok()
 }
 
 #[cfg(test)]
@@ -464,6 +483,10 @@ mod tests {
             r#"{"id":[1],"method":"x"}"#,
             r#"{"id":"a\qb","method":"x"}"#,
             r#"{"id":"a\u12","method":"x"}"#,
+            // Unpaired surrogates: JSON parsers refuse them.
+            r#"{"id":"\ud83d\u0041","method":"x"}"#,
+            r#"{"id":"\ud83d","method":"x"}"#,
+            r#"{"id":"\ude00x","method":"x"}"#,
             "{\"id\":\"a\tb\",\"method\":\"x\"}",
             // Repeated: which one is meant is unknowable.
             r#"{"id":1,"method":"x","id":2}"#,
@@ -472,6 +495,7 @@ mod tests {
         }
         let long = format!(r#"{{"id":"{}","method":"x"}}"#, "a".repeat(200));
         assert_eq!(id_of(&long), None);
+        assert_eq!(id_of(r#"{"id":"\ud83d\ude00","method":"x"}"#).as_deref(), Some(r#""\ud83d\ude00""#));
         assert_eq!(
             id_of(r#"{"id":-9223372036854775808,"method":"x"}"#).as_deref(),
             Some("-9223372036854775808")
