@@ -26,6 +26,7 @@ mod defs;
 mod derive;
 pub(crate) mod schema;
 pub(crate) mod scopes;
+pub(crate) mod skills;
 #[cfg_attr(not(fuzzing), allow(unreachable_pub))] // exported by `crate::internal` under `cfg(fuzzing)`
 pub(crate) mod uritemplate;
 pub(crate) mod xheader;
@@ -46,6 +47,7 @@ pub use defs::{
 };
 #[cfg(feature = "schemars")]
 pub use derive::{input_schema_of, output_schema_of};
+pub use skills::{Skill, SkillError, skills_in};
 
 /// Why a catalog was refused. Every variant names the offending item.
 #[derive(Debug)]
@@ -113,6 +115,16 @@ pub enum CatalogError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// A skill that breaks a rule of the skills extension (its uri, name, frontmatter,
+    /// files or bounds; see [`SkillError`]).
+    InvalidSkill {
+        /// The skill's uri (its `SKILL.md`).
+        skill: String,
+        /// What is wrong.
+        error: SkillError,
+    },
+    /// Two skills share a uri.
+    DuplicateSkill(String),
     /// A resource template with an unsupported or malformed expression.
     InvalidTemplate {
         /// The template.
@@ -152,6 +164,8 @@ impl fmt::Display for CatalogError {
                 write!(f, "resource template `{template}`: {error}")
             }
             Self::InvalidScopes { item, reason } => write!(f, "`{item}`: {reason}"),
+            Self::InvalidSkill { skill, error } => write!(f, "skill `{skill}`: {error}"),
+            Self::DuplicateSkill(u) => write!(f, "skill `{u}` is declared twice"),
         }
     }
 }
@@ -228,6 +242,7 @@ pub struct Catalog {
     pub(crate) resources: Arc<[ResourceEntry]>,
     pub(crate) templates: Arc<[TemplateEntry]>,
     pub(crate) prompts: Arc<[PromptEntry]>,
+    pub(crate) skills: Arc<[skills::SkillEntry]>,
     /// Tools by name, prompts by name, resources by uri, and the list digests.
     index: Arc<Index>,
 }
@@ -237,6 +252,12 @@ struct Index {
     tool_names: KeyIndex,
     prompt_names: KeyIndex,
     resource_uris: KeyIndex,
+    /// Skills by the uri of their `SKILL.md`; their files and folders by uri, each as
+    /// (skill, position) in `skill_paths`.
+    skill_uris: KeyIndex,
+    skill_files: KeyIndex,
+    skill_dirs: KeyIndex,
+    skill_paths: Vec<(u32, u32, bool)>,
     /// A SHA-256 digest of each list as it is served (by `ListKind::index`): list cursors
     /// are bound to it, so a cursor of a list whose contents changed is refused.
     list_digests: [[u8; 32]; 4],
@@ -266,6 +287,16 @@ impl KeyIndex {
         index
     }
 
+    /// This index with every position moved up by `by` (its keys then sit at
+    /// `by..` of a shared table).
+    fn shifted(mut self, by: usize) -> Self {
+        let by = u32::try_from(by).unwrap_or(u32::MAX);
+        for at in self.table.iter_mut() {
+            *at += by;
+        }
+        self
+    }
+
     /// The position of `key`, given the key of each position.
     fn find<'a>(&self, key: &str, key_at: impl Fn(usize) -> &'a str) -> Option<usize> {
         let hash = core::hash::BuildHasher::hash_one(&self.hasher, key);
@@ -280,6 +311,7 @@ impl fmt::Debug for Catalog {
             .field("resources", &self.resources.len())
             .field("templates", &self.templates.len())
             .field("prompts", &self.prompts.len())
+            .field("skills", &self.skills.len())
             .finish()
     }
 }
@@ -292,7 +324,7 @@ impl Catalog {
 
     /// An empty catalog: the server offers nothing but discovery.
     pub fn empty() -> Self {
-        Self::assemble(Vec::new(), Vec::new(), Vec::new(), Vec::new())
+        Self::assemble(Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new())
     }
 
     /// The tools, sorted by name.
@@ -310,6 +342,10 @@ impl Catalog {
     /// The prompts, sorted by name.
     pub fn prompts(&self) -> impl ExactSizeIterator<Item = &Prompt> {
         self.prompts.iter().map(|e| &e.prompt)
+    }
+    /// The skills, sorted by uri.
+    pub fn skills(&self) -> impl ExactSizeIterator<Item = &Skill> {
+        self.skills.iter().map(|e| &e.skill)
     }
 
     /// The variables of the template `uri_template`, in order of appearance, each with
@@ -354,6 +390,31 @@ impl Catalog {
     pub(crate) fn prompt_index(&self, name: &str) -> Option<usize> {
         self.index.prompt_names.find(name, |i| &self.prompts[i].prompt.name)
     }
+    /// The position of the skill whose `SKILL.md` is `uri`.
+    pub(crate) fn skill_index(&self, uri: &str) -> Option<usize> {
+        self.index.skill_uris.find(uri, |i| &self.skills[i].uri)
+    }
+    /// The skill file at `uri`: the skill's position and the file.
+    pub(crate) fn skill_file(&self, uri: &str) -> Option<(usize, &skills::SkillFile)> {
+        let paths = &self.index.skill_paths;
+        let at = self.index.skill_files.find(uri, |i| {
+            let (s, f, _) = paths[i];
+            &self.skills[s as usize].files[f as usize].uri
+        })?;
+        let (s, f, _) = paths[at];
+        Some((s as usize, &self.skills[s as usize].files[f as usize]))
+    }
+    /// The skill folder at `uri` (without a trailing `/`): the skill's position and the folder.
+    pub(crate) fn skill_dir(&self, uri: &str) -> Option<(usize, &skills::SkillDir)> {
+        let uri = uri.strip_suffix('/').unwrap_or(uri);
+        let paths = &self.index.skill_paths;
+        let at = self.index.skill_dirs.find(uri, |i| {
+            let (s, d, _) = paths[i];
+            &self.skills[s as usize].dirs[d as usize].uri
+        })?;
+        let (s, d, _) = paths[at];
+        Some((s as usize, &self.skills[s as usize].dirs[d as usize]))
+    }
 
     /// Whether `tools` is advertised (the catalog has at least one tool).
     pub fn has_tools(&self) -> bool {
@@ -366,6 +427,10 @@ impl Catalog {
     /// Whether `prompts` is advertised (at least one prompt).
     pub fn has_prompts(&self) -> bool {
         !self.prompts.is_empty()
+    }
+    /// Whether the skills extension is advertised (at least one skill).
+    pub fn has_skills(&self) -> bool {
+        !self.skills.is_empty()
     }
 
     /// Resolves a uri to a readable target: a listed resource, or the first listed
@@ -419,12 +484,37 @@ impl Catalog {
         resources: Vec<ResourceEntry>,
         templates: Vec<TemplateEntry>,
         prompts: Vec<PromptEntry>,
+        skills: Vec<skills::SkillEntry>,
     ) -> Self {
         use sha2::Digest as _;
+        // The skills' files and folders, each as (skill, position, is a folder); the file
+        // index covers the first run, the folder index the second.
+        let files: Vec<(u32, u32, bool)> = skills
+            .iter()
+            .enumerate()
+            .flat_map(|(s, e)| (0..e.files.len()).map(move |f| (s as u32, f as u32, false)))
+            .collect();
+        let dirs: Vec<(u32, u32, bool)> = skills
+            .iter()
+            .enumerate()
+            .flat_map(|(s, e)| (0..e.dirs.len()).map(move |d| (s as u32, d as u32, true)))
+            .collect();
+        let skill_files =
+            KeyIndex::new(files.iter().map(|&(s, f, _)| &*skills[s as usize].files[f as usize].uri));
+        let skill_dirs =
+            KeyIndex::new(dirs.iter().map(|&(s, d, _)| &*skills[s as usize].dirs[d as usize].uri));
+        // One table: the folder index's positions are shifted past the files.
+        let mut skill_paths = files;
+        let shift = skill_paths.len();
+        skill_paths.extend(dirs);
         let index = Index {
             tool_names: KeyIndex::new(tools.iter().map(|e| e.tool.name.as_str())),
             prompt_names: KeyIndex::new(prompts.iter().map(|e| e.prompt.name.as_str())),
             resource_uris: KeyIndex::new(resources.iter().map(|e| e.resource.uri.as_str())),
+            skill_uris: KeyIndex::new(skills.iter().map(|e| &*e.uri)),
+            skill_files,
+            skill_dirs: skill_dirs.shifted(shift),
+            skill_paths,
             list_digests: [[0; 32]; 4],
         };
         let mut this = Self {
@@ -432,6 +522,7 @@ impl Catalog {
             resources: resources.into(),
             templates: templates.into(),
             prompts: prompts.into(),
+            skills: skills.into(),
             index: Arc::new(index),
         };
         let mut digests = [[0; 32]; 4];
@@ -462,6 +553,7 @@ pub struct CatalogBuilder {
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
     prompts: Vec<Prompt>,
+    skills: Vec<Skill>,
     /// `format` is an annotation only ([`CatalogBuilder::validate_formats`]`(false)`).
     formats_annotate: bool,
 }
@@ -521,6 +613,19 @@ impl CatalogBuilder {
     #[must_use]
     pub fn prompt(mut self, prompt: Prompt) -> Self {
         self.prompts.push(prompt);
+        self
+    }
+    /// Adds a skill (the skills extension: its `SKILL.md` frontmatter is parsed, its files
+    /// digested and its rules checked when the catalog is built).
+    #[must_use]
+    pub fn skill(mut self, skill: Skill) -> Self {
+        self.skills.push(skill);
+        self
+    }
+    /// Adds skills ([`skills_in`] makes them from a tree of files).
+    #[must_use]
+    pub fn skills(mut self, skills: impl IntoIterator<Item = Skill>) -> Self {
+        self.skills.extend(skills);
         self
     }
 
@@ -595,7 +700,25 @@ impl CatalogBuilder {
             return Err(CatalogError::DuplicatePrompt(w[0].prompt.name.clone()));
         }
 
-        let catalog = Catalog::assemble(tools, resources, templates, prompts);
+        let mut skills = Vec::with_capacity(self.skills.len());
+        for skill in self.skills {
+            let uri = skill.uri();
+            non_empty("skill", "uri", &uri)?;
+            let entry =
+                skills::prepare(skill).map_err(|error| CatalogError::InvalidSkill { skill: uri, error })?;
+            skills.push(entry);
+        }
+        skills.sort_by(|a, b| a.uri.cmp(&b.uri));
+        if let Some(w) = skills.windows(2).find(|w| w[0].uri == w[1].uri) {
+            return Err(CatalogError::DuplicateSkill(w[0].uri.to_string()));
+        }
+        // A skill's file is a resource: it may not also be declared as one.
+        let declared = |uri: &str| resources.binary_search_by(|r| r.resource.uri.as_str().cmp(uri)).is_ok();
+        if let Some(f) = skills.iter().flat_map(|s| &s.files).find(|f| declared(&f.uri)) {
+            return Err(CatalogError::DuplicateResource(f.uri.to_string()));
+        }
+
+        let catalog = Catalog::assemble(tools, resources, templates, prompts, skills);
         scopes::check(&catalog)?;
         Ok(catalog)
     }

@@ -2,7 +2,7 @@
 //! (`requires_scopes`) and what a catalog build refuses. The server's policy and the checks
 //! are `mcp::scopes`; a definition a caller may not use does not exist for that caller.
 
-use crate::catalog::{Catalog, CatalogError, Prompt, Resource, ResourceTemplate, Tool};
+use crate::catalog::{Catalog, CatalogError, Prompt, Resource, ResourceTemplate, Skill, Tool};
 
 /// The most distinct scope names a catalog's definitions may name (and a server's policy:
 /// each is half of a `ScopeSet`'s bits).
@@ -51,6 +51,7 @@ requires_scopes!(Tool, "see and call the tool");
 requires_scopes!(Resource, "see and read the resource");
 requires_scopes!(ResourceTemplate, "see the template and read what it matches");
 requires_scopes!(Prompt, "see and get the prompt");
+requires_scopes!(Skill, "see the skill and read its files");
 
 /// Refuses malformed or oversize requirements and a catalog naming more than
 /// `MAX_SCOPE_NAMES` distinct scopes.
@@ -60,7 +61,8 @@ pub(crate) fn check(catalog: &Catalog) -> Result<(), CatalogError> {
         .map(|t| (&*t.name, &t.required_scopes))
         .chain(catalog.resources().map(|r| (&*r.uri, &r.required_scopes)))
         .chain(catalog.templates().map(|t| (&*t.uri_template, &t.required_scopes)))
-        .chain(catalog.prompts().map(|p| (&*p.name, &p.required_scopes)));
+        .chain(catalog.prompts().map(|p| (&*p.name, &p.required_scopes)))
+        .chain(catalog.skills().map(|s| (&*s.root, &s.required_scopes)));
     let mut names: Vec<&str> = Vec::new();
     for (item, sets) in items {
         let refuse = |reason| Err(CatalogError::InvalidScopes { item: item.to_owned(), reason });
@@ -96,7 +98,8 @@ impl Catalog {
             .flat_map(|t| &t.required_scopes)
             .chain(self.resources().flat_map(|r| &r.required_scopes))
             .chain(self.templates().flat_map(|t| &t.required_scopes))
-            .chain(self.prompts().flat_map(|p| &p.required_scopes));
+            .chain(self.prompts().flat_map(|p| &p.required_scopes))
+            .chain(self.skills().flat_map(|s| &s.required_scopes));
         sets.flat_map(|s| s.iter().map(String::as_str))
     }
 }
