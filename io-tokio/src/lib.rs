@@ -301,6 +301,14 @@ pub mod reply {
     };
 }
 
+pub mod skills {
+    //! Serving a folder of Agent Skills (the skills extension): [`load_dir`] reads a folder
+    //! into the engine's [`Skill`](mcp_engine::catalog::Skill)s, refusing with a
+    //! [`LoadError`] what it must not serve.
+
+    pub use crate::host::skills::{LoadError, load_dir};
+}
+
 #[cfg(feature = "schemars")]
 pub mod routes {
     //! The typed router's other types (feature `schemars`): what [`Router::build`](crate::Router::build)

@@ -13,6 +13,7 @@ pub(crate) mod channel;
 pub(crate) mod handler;
 pub(crate) mod reply;
 pub(crate) mod request;
+pub(crate) mod skills;
 pub(crate) mod strings;
 pub(crate) mod task;
 #[cfg(feature = "schemars")]
