@@ -12,7 +12,7 @@ use crate::time::{Clock, Lifetime};
 
 // The harnesses that stay with the code they check.
 pub use crate::catalog::schema::fuzz_schema_differential;
-pub use crate::http::record::fuzz_session_record;
+pub use crate::http::store::session_record::fuzz_session_record;
 pub use crate::wire::cursor::fuzz_cursor;
 
 // Resource templates.

@@ -21,10 +21,12 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
         "engine",
         &[
             "catalog <-> catalog::derive <-> catalog::scopes",
-            "http <-> http::auth <-> http::client <-> http::config <-> http::conns <-> http::exchange <-> \
-             http::in_flight <-> http::jwt <-> http::limits <-> http::parked <-> http::record <-> \
-             http::refusal <-> http::scopes <-> http::sessions <-> http::shares <-> http::store <-> \
-             http::stored <-> http::stream_shares <-> http::streams <-> http::task_misses <-> http::task_store",
+            "http <-> http::auth::authorize <-> http::auth::client <-> http::auth::jwt <-> http::auth::limits <-> \
+             http::auth::scope_policy <-> http::config <-> http::conn::conns <-> http::conn::exchange <-> \
+             http::conn::in_flight <-> http::conn::refusal <-> http::session::parked <-> \
+             http::session::session_streams <-> http::session::sessions <-> http::session::shares <-> \
+             http::session::stream_shares <-> http::store::event_store <-> http::store::session_record <-> \
+             http::store::session_store <-> http::store::task_misses <-> http::store::task_store",
             "mcp <-> mcp::answers <-> mcp::connectome <-> mcp::event <-> mcp::prepared <-> mcp::served <-> \
              mcp::streams <-> mcp::tasks <-> mcp::tasks::legacy <-> mcp::tasks::listing <-> \
              mcp::tasks::methods <-> mcp::tasks::record <-> mcp::tasks::store <-> mcp::tasks::write",
@@ -147,7 +149,7 @@ fn engine_circles_among_siblings_are_listed() {
     // files of one level importing each other.
     let found: Vec<String> =
         layers::sibling_cycles(&root().join("engine/src")).iter().map(|c| layers::cycle_line(c)).collect();
-    let expected = ["http::exchange <-> http::refusal"];
+    let expected = ["http::conn::exchange <-> http::conn::refusal"];
     let expected: Vec<String> =
         expected.iter().map(|c| c.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
     assert_exact("engine: import circles among siblings", &found, &expected);
@@ -163,16 +165,16 @@ fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
             "HttpEngine",
             "http/mod.rs",
             &[
-                "http/answers.rs",
-                "http/conns.rs",
-                "http/dispatch.rs",
-                "http/refusal.rs",
-                "http/served.rs",
-                "http/store.rs",
-                "http/stored.rs",
-                "http/streams.rs",
-                "http/task_store.rs",
-                "http/verdicts.rs",
+                "http/conn/answer_routing.rs",
+                "http/conn/conns.rs",
+                "http/conn/dispatch.rs",
+                "http/conn/refusal.rs",
+                "http/conn/observers.rs",
+                "http/store/session_store.rs",
+                "http/store/event_store.rs",
+                "http/session/session_streams.rs",
+                "http/store/task_store.rs",
+                "http/auth/verdicts.rs",
             ][..],
         ),
         (
@@ -213,11 +215,11 @@ fn engine_transport_reaches_into_core_fields_are_counted() {
         .filter(|(_, n)| *n > 0)
         .collect();
     let expected: BTreeMap<String, usize> = [
-        ("http/answers.rs", 2),
-        ("http/dispatch.rs", 1),
+        ("http/conn/answer_routing.rs", 2),
+        ("http/conn/dispatch.rs", 1),
         ("http/mod.rs", 5),
-        ("http/store.rs", 1),
-        ("http/task_store.rs", 22),
+        ("http/store/session_store.rs", 1),
+        ("http/store/task_store.rs", 22),
         ("stdio.rs", 2),
     ]
     .into_iter()

@@ -3,11 +3,11 @@
 use core::fmt;
 use core::time::Duration;
 
-use crate::http::auth::Authorization;
-use crate::http::limits::Limits;
-use crate::http::proxy::{ForwardedHeader, HostName, IpNet};
-use crate::http::resource::ProtectedResource;
-use crate::http::scopes::ScopePolicy;
+use crate::http::auth::authorize::Authorization;
+use crate::http::auth::limits::Limits;
+use crate::http::auth::proxy::{ForwardedHeader, HostName, IpNet};
+use crate::http::auth::resource::ProtectedResource;
+use crate::http::auth::scope_policy::ScopePolicy;
 
 /// The shortest timeout a setting takes.
 const MIN_TIMEOUT: Duration = Duration::from_millis(1);

@@ -2,17 +2,15 @@
 //! 2025-11-25 / 2025-06-18 beside it): HTTP/1.1 framing, the refusal rules, header
 //! mirroring, sessions, and routing of answers to connections.
 //!
-//! This layer owns the connection table ([`HttpEngine`], this file), one exchange per
-//! connection (`exchange`: its phase, the refusals decided on a head, how a response is
-//! written), serving a complete request (`dispatch`), the host's answers for tickets (`answers`), the session table and which
-//! wire a request is served on (`sessions`), a host's session store (`store`, with the
-//! record format in `record`), the sessions' SSE streams (`streams`: the standalone
-//! `GET` stream, event ids, resumption from `replay`, streams `parked` when their
-//! connection went away; `stored`: their events in a host's event store, for a
-//! resumption on another node), who may call (`auth`; `resource`: the endpoint as an OAuth
-//! protected resource, its metadata and challenges), who the client is behind a proxy
-//! and which `Host` names are ours (`proxy`), what the core answered itself, for the
-//! adapters' spans (`served`), and the settings (`config`). It is a
+//! This layer owns the connection table ([`HttpEngine`], this file) and four rooms beside
+//! it, each with its own `mod.rs` saying what it holds: `conn` (connections and their
+//! exchanges: the table's bookkeeping, the phase machine, refusals, dispatch of a complete
+//! request, the host's answers routed to connections, what the core answered itself for the
+//! adapters' spans), `session` (the session table, the sessions' SSE streams, resumption
+//! from the replay buffer, streams parked when their connection went away), `store` (the
+//! host's session, event and task stores, sans-IO, and the session record format) and
+//! `auth` (who may call: verdicts, principals, the OAuth protected resource, the scope
+//! policy, JWT, proxies, client keys, rate limits); and the settings (`config`). It is a
 //! client of the core: it hands it parsed messages through `Core::handle`, learns what
 //! each became (`Dispatched`), and routes what the outbox holds to connections. It never
 //! reads or writes the core's fields, and holds no MCP rule: those live in `mcp`.
@@ -43,53 +41,28 @@
 //! same way, as it arrives; [`handle_request`](HttpEngine::handle_request) does both for a
 //! body already read whole.
 
-mod answers;
 mod auth;
-mod client;
 mod config;
-mod conns;
-mod dispatch;
-mod exchange;
-mod in_flight;
-#[cfg(feature = "jwt")]
-mod jwt;
-#[cfg(feature = "jwt")]
-mod jwt_parts;
-mod limits;
-mod parked;
-mod proxy;
-pub(crate) mod record;
-mod refusal;
-mod replay;
-mod resource;
-mod scopes;
-mod served;
-mod sessions;
-mod shares;
+mod conn;
+mod session;
 mod store;
-mod stored;
-mod stream_shares;
-mod streams;
-mod task_misses;
-mod task_store;
-#[cfg(feature = "jwt")]
-mod token_cache;
-mod verdicts;
 
 pub use crate::mcp::scopes::{ScopeSet, Scopes};
-pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, Grant, HeaderList, Principal, Verdict};
-pub use config::{AllowedOrigins, HttpConfig, OpenError};
-pub use exchange::ResponseHead;
+pub use auth::authorize::{
+    Authorization, AuthorizeBody, AuthorizeRequest, Grant, HeaderList, Principal, Verdict,
+};
 #[cfg(feature = "jwt")]
-pub use jwt::{JwksError, JwsAlgorithm, JwtConfigError, JwtVerifier, TokenError, VerifiedToken};
-pub use limits::{Limits, RATE_LIMITED, Rate};
-pub use proxy::{ForwardedHeader, HostName, InvalidHost, IpNet};
-pub use refusal::{REFUSALS_KEPT, Refusal, RefusalCounts, Refused};
-pub use resource::{ProtectedResource, ResourceError};
-pub use scopes::{ScopePolicy, ScopePolicyError};
-pub use store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
-pub use stored::{AppendEvent, LoadEvents, LoadedEvents, StoredEvent};
-pub use task_store::{ListTasks, LoadTask, SaveTask, TaskExpired, TaskPosition, TaskQuery, TaskRow};
+pub use auth::jwt::{JwksError, JwsAlgorithm, JwtConfigError, JwtVerifier, TokenError, VerifiedToken};
+pub use auth::limits::{Limits, RATE_LIMITED, Rate};
+pub use auth::proxy::{ForwardedHeader, HostName, InvalidHost, IpNet};
+pub use auth::resource::{ProtectedResource, ResourceError};
+pub use auth::scope_policy::{ScopePolicy, ScopePolicyError};
+pub use config::{AllowedOrigins, HttpConfig, OpenError};
+pub use conn::exchange::ResponseHead;
+pub use conn::refusal::{REFUSALS_KEPT, Refusal, RefusalCounts, Refused};
+pub use store::event_store::{AppendEvent, LoadEvents, LoadedEvents, StoredEvent};
+pub use store::session_store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
+pub use store::task_store::{ListTasks, LoadTask, SaveTask, TaskExpired, TaskPosition, TaskQuery, TaskRow};
 
 use core::fmt;
 use core::net::SocketAddr;
@@ -105,13 +78,17 @@ use crate::output::Route;
 use crate::time::{Instant, UnixTime};
 use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
-use exchange::{
+use auth::resource::{Challenge, Credentials};
+use auth::{client, limits, proxy, resource, scope_policy};
+use conn::exchange::{
     ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, is_metadata, refuse,
     respond_json, start_body,
 };
-use resource::{Challenge, Credentials};
-use sessions::Sessions;
-use streams::{stream_event, stream_head, stream_last};
+use conn::{conns, in_flight, refusal};
+use session::session_streams::{stream_event, stream_head, stream_last};
+use session::sessions::Sessions;
+use session::{parked, stream_shares};
+use store::{event_store, task_store};
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
 /// [`HttpEngine::response`].
@@ -306,7 +283,7 @@ pub struct HttpEngine {
     /// The record the last [`HttpEvent::SaveSession`] lends.
     record: Vec<u8>,
     /// The replay buffers' bound, and the events waiting for the host's event store.
-    keep: stored::Keep,
+    keep: event_store::Keep,
     /// The scope names the policy and the catalog know (empty without scopes), and the
     /// `insufficient_scope` challenge of each method slot.
     scopes: Scopes,
@@ -339,7 +316,7 @@ impl HttpEngine {
             AllowedOrigins::List(list) => list.iter().map(|o| std::sync::Arc::from(o.as_str())).collect(),
             AllowedOrigins::Any => Vec::new(),
         };
-        let (rules, step_up) = scopes::rules(&http, &catalog);
+        let (rules, step_up) = scope_policy::rules(&http, &catalog);
         let mut core = new_core(cfg, catalog, Mode::Http);
         let scopes = rules.as_ref().map(|r| r.scopes.clone()).unwrap_or_default();
         if let Some(r) = rules {
@@ -379,7 +356,7 @@ impl HttpEngine {
             expired: std::collections::VecDeque::new(),
             expired_id: [0; crate::wire::session_id::SESSION_ID_LEN],
             record: Vec::new(),
-            keep: stored::Keep::new(http.replay_buffer, http.event_store && http.session_store),
+            keep: event_store::Keep::new(http.replay_buffer, http.event_store && http.session_store),
             task_io: task_store::TaskIo::default(),
             refusals: refusal::RefusalLog::default(),
             http,

@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 
 use hashbrown::{HashMap, HashSet};
 
-use crate::http::client::ClientKey;
+use crate::http::auth::client::ClientKey;
 use crate::mcp::tasks::TASK_ID_LEN;
 use crate::time::Instant;
 

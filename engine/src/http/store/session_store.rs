@@ -11,11 +11,13 @@
 //! of is kept (a session whose creation was not stored is undone), and a change the
 //! store did not take is offered again with the session's next request.
 
-use crate::http::client::ClientKey;
-use crate::http::exchange::{Phase, Saving, respond_empty};
-use crate::http::parked::Parked;
-use crate::http::sessions::{CreateError, Entry, Plan, SessionRef, Sessions};
-use crate::http::{Ask, ConnId, HeaderList, HttpEngine, HttpEvent, conn_in, conns, record};
+use crate::http::auth::client::ClientKey;
+use crate::http::conn::conns;
+use crate::http::conn::exchange::{Phase, Saving, respond_empty};
+use crate::http::session::parked::Parked;
+use crate::http::session::sessions::{CreateError, Entry, Plan, SessionRef, Sessions};
+use crate::http::store::session_record;
+use crate::http::{Ask, ConnId, HeaderList, HttpEngine, HttpEvent, conn_in};
 use crate::time::Instant;
 use crate::timer::Timers;
 use crate::wire::session_id::SESSION_ID_LEN;
@@ -156,7 +158,7 @@ impl HttpEngine {
 
     /// Whether `slot`'s request names a session the store may hold (a sealed id this
     /// engine does not hold); if so it waits for the store, asked once per request.
-    pub(super) fn begin_load(&mut self, slot: u32) -> bool {
+    pub(in crate::http) fn begin_load(&mut self, slot: u32) -> bool {
         let deadline = self.last_now + self.http.store_timeout;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };
         if c.loaded {
@@ -181,7 +183,7 @@ impl HttpEngine {
 
     /// Holds `slot`'s response (written after the first `held` output bytes) until the
     /// store took the change to `session` (`None`: the session `id` ended).
-    pub(super) fn begin_save(
+    pub(in crate::http) fn begin_save(
         &mut self,
         slot: u32,
         session: Option<SessionRef>,
@@ -200,7 +202,7 @@ impl HttpEngine {
     }
 
     /// The event of a store `ask`.
-    pub(super) fn store_event(&mut self, ask: Ask) -> Option<HttpEvent<'_>> {
+    pub(in crate::http) fn store_event(&mut self, ask: Ask) -> Option<HttpEvent<'_>> {
         let slot = ask.slot();
         let s = &mut self.slots[slot as usize];
         let c = s.conn.as_mut()?;
@@ -209,7 +211,7 @@ impl HttpEngine {
         if let (Ask::Save(_), Some(sv)) = (ask, c.saving.as_mut()) {
             // The record as it is now: a change made since the save was asked goes with it.
             if let Some(e) = sv.session.and_then(|r| self.sessions.get(r)) {
-                record::encode(&e.session, e.principal.as_ref(), &mut self.record);
+                session_record::encode(&e.session, e.principal.as_ref(), &mut self.record);
                 sv.changes = e.session.changes;
                 record = true;
             }
@@ -245,7 +247,7 @@ impl HttpEngine {
         let here = if stale.is_none() { self.sessions.held(&c.store_id) } else { None };
         if let Some(r) = stale {
             match found {
-                Loaded::Record(bytes) => match record::decode(bytes) {
+                Loaded::Record(bytes) => match session_record::decode(bytes) {
                     Ok((session, _)) => {
                         self.sessions.refresh(r, session);
                         self.sessions.synced(r, now);
@@ -268,7 +270,7 @@ impl HttpEngine {
             }
         } else if let Loaded::Record(bytes) = found
             && let Some(token) = self.sessions.absent(&c.store_id)
-            && let Ok((mut session, principal)) = record::decode(bytes)
+            && let Ok((mut session, principal)) = session_record::decode(bytes)
         {
             self.core.number_session(&mut session);
             // It counts against the client loading it.
@@ -341,7 +343,7 @@ impl HttpEngine {
 
     /// The store failed `slot`'s request, or did not answer in time: `503` with
     /// `Retry-After` instead of what it waited for.
-    pub(super) fn store_failed(&mut self, slot: u32, now: Instant) {
+    pub(in crate::http) fn store_failed(&mut self, slot: u32, now: Instant) {
         self.task_wait_failed(slot);
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         self.asks.retain(|a| a.slot() != slot);
@@ -377,7 +379,7 @@ impl HttpEngine {
 /// Ends session `r` as `DELETE` does: what its client was asked can no longer be
 /// answered, its parked requests are cancelled, it leaves the table. Returns the
 /// connection of its standalone stream, for the caller to end.
-pub(super) fn end_session(
+pub(in crate::http) fn end_session(
     core: &mut crate::mcp::Core,
     sessions: &mut Sessions,
     parked: &mut Parked,
@@ -400,7 +402,7 @@ pub(super) fn end_session(
 /// Makes room for a session of `client` that a store brought back: at its share, or at
 /// the cap, a session the store holds unchanged leaves memory (see `Sessions::plan`),
 /// with its timer. Returns whether there is room now.
-pub(super) fn make_room(
+pub(in crate::http) fn make_room(
     core: &crate::mcp::Core,
     sessions: &mut Sessions,
     parked: &Parked,
@@ -422,7 +424,7 @@ pub(super) fn make_room(
 /// parked stream or a request the host sent its client outside any request still needs
 /// (such a request is answered by serial, which a session coming back from a store does
 /// not keep). `stored`: the host's session store is on.
-pub(super) fn plan_room(
+pub(in crate::http) fn plan_room(
     core: &crate::mcp::Core,
     sessions: &Sessions,
     parked: &Parked,

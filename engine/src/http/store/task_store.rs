@@ -21,11 +21,13 @@
 
 use std::collections::VecDeque;
 
-use crate::http::client::ClientKey;
-use crate::http::exchange::{Phase, Saving, respond_json};
-use crate::http::store::Loaded;
-use crate::http::task_misses::{Budget, Missing};
-use crate::http::{ConnId, HttpConfig, HttpEngine, HttpEvent, conn_in, conns, limits};
+use crate::http::auth::client::ClientKey;
+use crate::http::auth::limits;
+use crate::http::conn::conns;
+use crate::http::conn::exchange::{Phase, Saving, respond_json};
+use crate::http::store::session_store::Loaded;
+use crate::http::store::task_misses::{Budget, Missing};
+use crate::http::{ConnId, HttpConfig, HttpEngine, HttpEvent, conn_in};
 use crate::mcp::tasks::TASK_ID_LEN;
 use crate::mcp::tasks::listing::{Query, Row};
 use crate::mcp::tasks::store::Save;
@@ -143,7 +145,7 @@ struct Wait {
 
 /// The HTTP layer's state for a task store.
 #[derive(Default)]
-pub(super) struct TaskIo {
+pub(in crate::http) struct TaskIo {
     /// The record and ids the last event lends.
     record: Vec<u8>,
     id: [u8; TASK_ID_LEN],
@@ -228,7 +230,7 @@ fn named_task(n: &[simd_json::Node<'_>]) -> Option<Named> {
 impl HttpEngine {
     /// Draws the boot id from `entropy`, and turns the task store on if
     /// [`HttpConfig::task_store`] says so.
-    pub(super) fn start_task_store(&mut self, entropy: &[u8; 32]) {
+    pub(in crate::http) fn start_task_store(&mut self, entropy: &[u8; 32]) {
         self.task_io.boot = Some(boot_id(entropy));
         self.enable_task_store();
     }
@@ -269,7 +271,7 @@ impl HttpEngine {
 
     /// Whether a task store event is ready ([`task_store_event`](Self::task_store_event)
     /// lends it): an expiry, a load, then a save.
-    pub(super) fn task_store_ready(&mut self) -> bool {
+    pub(in crate::http) fn task_store_ready(&mut self) -> bool {
         let Some(st) = self.core.tasks.store.as_mut() else { return false };
         if !st.reread.is_empty() {
             for id in core::mem::take(&mut st.reread) {
@@ -285,7 +287,7 @@ impl HttpEngine {
     }
 
     /// The event [`task_store_ready`](Self::task_store_ready) found.
-    pub(super) fn task_store_event(&mut self) -> Option<HttpEvent<'_>> {
+    pub(in crate::http) fn task_store_event(&mut self) -> Option<HttpEvent<'_>> {
         let io = &mut self.task_io;
         if let Some(id) = self.core.tasks.store.as_mut().and_then(|s| s.expired.pop_front()) {
             io.id = id;
@@ -495,7 +497,7 @@ impl HttpEngine {
     /// engine does not hold, nor the store lately said it does not), or is a `tasks/list`
     /// of a caller with a principal; if so it waits for the store, asked once per request.
     /// A lookup of a client out of lookups (`task_misses`) is answered `429` here instead.
-    pub(super) fn begin_task_load(&mut self, slot: u32) -> bool {
+    pub(in crate::http) fn begin_task_load(&mut self, slot: u32) -> bool {
         let now = self.last_now;
         let deadline = now + self.http.store_timeout;
         let generation = self.slots[slot as usize].generation;
@@ -565,7 +567,7 @@ impl HttpEngine {
 
     /// After `slot`'s request was served: its response waits (from output byte `held`)
     /// if it shows a task whose state the store does not have yet.
-    pub(super) fn hold_for_task(&mut self, slot: u32, held: usize) {
+    pub(in crate::http) fn hold_for_task(&mut self, slot: u32, held: usize) {
         let Some(st) = self.core.tasks.store.as_mut() else { return };
         let touched = st.touched.take();
         self.task_io.loading.retain(|(c, _)| c.slot != slot);
@@ -590,7 +592,7 @@ impl HttpEngine {
 
     /// A final answer was written on `route` from output byte `held`: if it is the
     /// handle of a task created just now, it waits until the store has the task.
-    pub(super) fn hold_created(&mut self, route: Route, held: usize) {
+    pub(in crate::http) fn hold_created(&mut self, route: Route, held: usize) {
         let Some(st) = self.core.tasks.store.as_mut() else { return };
         let Some(at) = st.fresh.iter().position(|(r, _)| *r == route) else { return };
         let (_, t) = st.fresh.swap_remove(at);
@@ -602,7 +604,7 @@ impl HttpEngine {
     }
 
     /// Forgets the tasks created in the pass whose answers were just collected.
-    pub(super) fn forget_fresh(&mut self) {
+    pub(in crate::http) fn forget_fresh(&mut self) {
         if let Some(st) = self.core.tasks.store.as_mut() {
             st.fresh.clear();
         }
@@ -633,7 +635,7 @@ impl HttpEngine {
 
     /// `slot`'s wait for the store ended without an answer (timeout, failure): a task
     /// whose handle it held is undone.
-    pub(super) fn task_wait_failed(&mut self, slot: u32) {
+    pub(in crate::http) fn task_wait_failed(&mut self, slot: u32) {
         if self.core.tasks.store.is_none() {
             return;
         }

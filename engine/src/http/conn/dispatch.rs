@@ -4,13 +4,17 @@
 //! request (an answer, a notification accepted, work for the host) turned into the
 //! response.
 
-use super::client::ClientKey;
-use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
-use super::limits::{Class, Refused};
-use super::resource::ProtectedResource;
-use super::sessions::Plan;
-use super::stream_shares::StreamKind;
-use super::{HeaderList, HttpEngine, conns, instant_at, limits, sessions, store};
+use crate::http::auth::client::ClientKey;
+use crate::http::auth::limits;
+use crate::http::auth::limits::{Class, Refused};
+use crate::http::auth::resource::ProtectedResource;
+use crate::http::conn::conns;
+use crate::http::conn::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
+use crate::http::session::sessions;
+use crate::http::session::sessions::Plan;
+use crate::http::session::stream_shares::StreamKind;
+use crate::http::store::session_store;
+use crate::http::{HeaderList, HttpEngine, instant_at};
 use crate::jsonrpc::Flow;
 use crate::mcp::{Dispatched, Room, SessionCheck};
 use crate::output::Route;
@@ -23,7 +27,7 @@ const SESSIONS_RETRY: u64 = 5;
 impl HttpEngine {
     /// Decodes the body of `slot`'s request and serves it, in the session its
     /// `Mcp-Session-Id` names (see `sessions::route`).
-    pub(super) fn dispatch(&mut self, slot: u32) {
+    pub(in crate::http) fn dispatch(&mut self, slot: u32) {
         if let Some(r) = self.slots[slot as usize].conn.as_mut().and_then(|c| c.pinned.take()) {
             self.sessions.unpin(r);
         }
@@ -76,7 +80,7 @@ impl HttpEngine {
         let mut client_full = false;
         if matches!(check, SessionCheck::Absent(_)) && !self.sessions.room_for(client()) {
             check = SessionCheck::Absent(Room::Full);
-            match store::plan_room(core, &self.sessions, &self.parked, store, client()) {
+            match session_store::plan_room(core, &self.sessions, &self.parked, store, client()) {
                 Plan::Evict(r) => {
                     gives_way = Some(r);
                     check = SessionCheck::Absent(Room::Yes);
@@ -94,7 +98,7 @@ impl HttpEngine {
                     ended = self.sessions.get(r).map(|e| e.id);
                     // What its client was asked can no longer be answered; its stream
                     // ends; its parked requests have nobody left to resume them.
-                    stream = store::end_session(
+                    stream = session_store::end_session(
                         core,
                         &mut self.sessions,
                         &mut self.parked,
@@ -195,7 +199,7 @@ impl HttpEngine {
                     self.sessions.remove(r);
                     self.session_timers.set(r.slot(), None);
                 } else {
-                    store::end_session(
+                    session_store::end_session(
                         core,
                         &mut self.sessions,
                         &mut self.parked,

@@ -27,8 +27,8 @@
 
 use std::collections::VecDeque;
 
-use crate::http::exchange::{Exchange, Phase};
-use crate::http::sessions::{SessionRef, Sessions};
+use crate::http::conn::exchange::{Exchange, Phase};
+use crate::http::session::sessions::{SessionRef, Sessions};
 use crate::http::{Ask, ConnId, HttpEngine, HttpEvent, conn_in};
 use crate::time::Instant;
 use crate::wire::session_id::SESSION_ID_LEN;
@@ -207,7 +207,13 @@ impl HttpEngine {
     /// Whether the `GET` of `slot` resuming `stream` of `r` after `seen` must ask the
     /// host (event store on, and this engine's buffer does not cover it); if so it
     /// waits for the answer.
-    pub(super) fn begin_events_load(&mut self, slot: u32, r: SessionRef, stream: u32, seen: u32) -> bool {
+    pub(in crate::http) fn begin_events_load(
+        &mut self,
+        slot: u32,
+        r: SessionRef,
+        stream: u32,
+        seen: u32,
+    ) -> bool {
         if !self.keep.on || self.sessions.get(r).is_none_or(|e| e.replay.covers(stream, seen)) {
             return false;
         }
@@ -221,7 +227,7 @@ impl HttpEngine {
     }
 
     /// The event of an [`Ask::Events`].
-    pub(super) fn events_event(&mut self, slot: u32) -> Option<HttpEvent<'_>> {
+    pub(in crate::http) fn events_event(&mut self, slot: u32) -> Option<HttpEvent<'_>> {
         let s = &self.slots[slot as usize];
         let c = s.conn.as_ref().filter(|c| c.phase == Phase::Loading)?;
         let (r, stream, from) = c.resume?;
@@ -263,7 +269,7 @@ impl HttpEngine {
 /// `: gap` first when some are missing (the one after `seen` is not the first given, a
 /// number is skipped, or more than `max` bytes were given). Returns whether the stream's
 /// last event was among them (or was the one the client saw).
-pub(super) fn replay_stored(
+pub(in crate::http) fn replay_stored(
     c: &mut Exchange,
     sessions: &Sessions,
     r: SessionRef,

@@ -58,7 +58,7 @@ impl Verdict {
         matches!(self, Self::Allow | Self::AllowAs(_) | Self::Grant(_))
     }
 
-    pub(super) fn principal(self) -> Option<Principal> {
+    pub(in crate::http) fn principal(self) -> Option<Principal> {
         match self {
             Self::AllowAs(p) => Some(p),
             Self::Grant(g) => Some(g.principal),
@@ -143,7 +143,7 @@ pub struct HeaderList<'a> {
 }
 
 impl<'a> HeaderList<'a> {
-    pub(super) fn parse(head: &'a [u8]) -> Self {
+    pub(in crate::http) fn parse(head: &'a [u8]) -> Self {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut headers);
         // The head was parsed once already, so this succeeds; a failure just yields none.
@@ -153,7 +153,7 @@ impl<'a> HeaderList<'a> {
     }
     /// The headers where the codec found them (`spans`, from [`http1::Conn`]), without
     /// parsing the head again.
-    pub(super) fn from_spans(head: &'a [u8], spans: &[[u32; 4]]) -> Self {
+    pub(in crate::http) fn from_spans(head: &'a [u8], spans: &[[u32; 4]]) -> Self {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut len = 0;
         for (slot, &[ns, ne, vs, ve]) in headers.iter_mut().zip(spans) {

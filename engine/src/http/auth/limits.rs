@@ -31,8 +31,8 @@ use core::time::Duration;
 
 use simd_json::Node;
 
-use crate::http::auth::Principal;
-use crate::http::client::ClientKey;
+use crate::http::auth::authorize::Principal;
+use crate::http::auth::client::ClientKey;
 use crate::jsonrpc::{IdRef, Reply, write_error};
 use crate::time::Instant;
 use crate::wire::json;

@@ -2,7 +2,7 @@
 //! (`mcp/served.rs` keeps the records): each request with its connection's session and
 //! addresses, and the sessions that ended.
 
-use super::HttpEngine;
+use crate::http::HttpEngine;
 use crate::mcp::served::{Served, SessionEnd};
 
 impl HttpEngine {

@@ -9,9 +9,9 @@
 
 use core::net::IpAddr;
 
-use super::exchange::Exchange;
-use super::resource::Challenge;
-use super::{ConnId, HttpEngine};
+use crate::http::auth::resource::Challenge;
+use crate::http::conn::exchange::Exchange;
+use crate::http::{ConnId, HttpEngine};
 use crate::wire::http1::HttpError;
 
 /// Refusals kept for [`HttpEngine::poll_refusal`]; past that the oldest is dropped (it is
@@ -215,7 +215,7 @@ impl Refusal {
     }
 
     /// The status this refusal is answered with (`0` for [`Other`](Self::Other)).
-    pub(super) fn status(self) -> u16 {
+    pub(in crate::http) fn status(self) -> u16 {
         match self {
             Self::PathNotFound | Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
@@ -243,7 +243,7 @@ impl Refusal {
 
     /// The reason of a response with `status` written where the engine had no more
     /// precise one (a response after the body was read).
-    pub(super) fn of_status(status: u16) -> Self {
+    pub(in crate::http) fn of_status(status: u16) -> Self {
         match status {
             400 => Self::BadMessage,
             401 => Self::Unauthenticated,
@@ -299,7 +299,7 @@ impl From<Challenge> for Refusal {
 /// What a request is answered before its body is read: a refusal, or a CORS preflight's
 /// `204` (which ends the exchange the same way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Early {
+pub(in crate::http) enum Early {
     Refused(Refusal),
     Preflight,
 }
@@ -352,7 +352,7 @@ impl RefusalCounts {
 }
 
 /// The engine's refusals: counts, and the latest ones for the adapter to log.
-pub(super) struct RefusalLog {
+pub(in crate::http) struct RefusalLog {
     counts: RefusalCounts,
     queue: std::collections::VecDeque<Refused>,
 }
@@ -371,7 +371,7 @@ impl RefusalLog {
     /// wherever the engine looks at a connection: the common case, nothing noted, is one
     /// check.
     #[inline]
-    pub(super) fn collect(&mut self, slot: u32, c: &mut Exchange) {
+    pub(in crate::http) fn collect(&mut self, slot: u32, c: &mut Exchange) {
         if let Some((refusal, status)) = c.refused.take() {
             let conn = ConnId { slot, generation: c.generation };
             self.record(Refused { conn, refusal, status, client: c.client });

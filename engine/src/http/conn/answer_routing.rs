@@ -93,7 +93,7 @@ impl HttpEngine {
         };
         let Some(Route::Http { conn, generation }) = route else { return false };
         self.conn(crate::http::ConnId { slot: conn, generation })
-            .is_some_and(|c| c.out.len() >= super::MAX_UNSENT)
+            .is_some_and(|c| c.out.len() >= crate::http::MAX_UNSENT)
     }
 
     /// Lets the connection of `ticket`'s request go while the host works on it: over a
@@ -252,7 +252,7 @@ impl HttpEngine {
     /// stream of its session, if one is open on this engine; otherwise it is dropped
     /// (clients must not rely on them, and poll). Called first thing when answers are
     /// collected; a scan of the sessions with streams per message.
-    pub(super) fn route_session_notes(&mut self) {
+    pub(in crate::http) fn route_session_notes(&mut self) {
         let outbox = self.core.outbox_mut();
         if outbox.session_notes.ends.is_empty() {
             // None (nearly always): nothing to move, and the buffers stay where they are.

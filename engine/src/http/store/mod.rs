@@ -1,0 +1,11 @@
+//! The host's stores, sans-IO: the engine hands the host what to keep and asks it for what
+//! it does not hold, and never does the I/O itself. The session store (`session_store`,
+//! with the record format in `session_record`), the event store for resuming a stream on
+//! another node (`event_store`), and the task store (`task_store`, with what an unknown
+//! task id may cost in `task_misses`).
+
+pub(super) mod event_store;
+pub(crate) mod session_record;
+pub(super) mod session_store;
+pub(super) mod task_misses;
+pub(super) mod task_store;
