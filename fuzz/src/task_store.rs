@@ -32,9 +32,9 @@
 use core::time::Duration;
 use std::collections::HashMap;
 
+use mcp_engine::http::store::{Loaded, TaskQuery, TaskRow};
 use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, Principal, TaskQuery,
-    TaskRow, Verdict,
+    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Principal, Verdict,
 };
 use mcp_engine::{
     Catalog, Config, Content, Event, HostError, InputRequest, InputRequired, Instant, TaskOptions,

@@ -21,7 +21,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded};
+use mcp_engine::http::store::Loaded;
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
 use mcp_fixture as everything;
 
 /// What the engine asked of the store, kept until the loop can answer it.

@@ -3,9 +3,8 @@
 
 use std::collections::HashMap;
 
-use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, LoadedEvents, Verdict,
-};
+use mcp_engine::http::store::{Loaded, LoadedEvents};
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Verdict};
 use mcp_engine::{Catalog, Config, Event, Instant};
 use mcp_fixture as everything;
 use serde_json::{Value, json};
@@ -261,7 +260,7 @@ impl Client {
                             .events
                             .iter()
                             .filter(|e| e.session == id && e.stream == stream && e.seq >= from)
-                            .map(|e| mcp_engine::http::StoredEvent {
+                            .map(|e| mcp_engine::http::store::StoredEvent {
                                 seq: e.seq,
                                 data: &e.data,
                                 last: e.last,

@@ -9,7 +9,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, LoadedEvents};
+use mcp_engine::http::store::LoadedEvents;
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig};
 use mcp_engine::{Content, Event, Instant, LogLevel, Ticket, ToolOutput};
 use mcp_fixture as everything;
 use mcp_tests::wire::{

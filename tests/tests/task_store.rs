@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use mcp_engine::http::store::{Loaded, TaskRow};
 use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, Principal, TaskRow,
-    Verdict,
+    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Principal, Verdict,
 };
 use mcp_engine::{
     Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, Ticket, ToolOutput, UnixTime,

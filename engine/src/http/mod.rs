@@ -45,7 +45,7 @@ mod auth;
 mod config;
 mod conn;
 mod session;
-mod store;
+pub mod store;
 
 pub use crate::mcp::scopes::{ScopeSet, Scopes};
 pub use auth::authorize::{
@@ -60,9 +60,6 @@ pub use auth::scope_policy::{ScopePolicy, ScopePolicyError};
 pub use config::{AllowedOrigins, HttpConfig, OpenError};
 pub use conn::exchange::ResponseHead;
 pub use conn::refusal::{REFUSALS_KEPT, Refusal, RefusalCounts, Refused};
-pub use store::event_store::{AppendEvent, LoadEvents, LoadedEvents, StoredEvent};
-pub use store::session_store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
-pub use store::task_store::{ListTasks, LoadTask, SaveTask, TaskExpired, TaskPosition, TaskQuery, TaskRow};
 
 use core::fmt;
 use core::net::SocketAddr;
@@ -88,6 +85,10 @@ use conn::{conns, in_flight, refusal};
 use session::session_streams::{stream_event, stream_head, stream_last};
 use session::sessions::Sessions;
 use session::{parked, stream_shares};
+use store::{
+    AppendEvent, ListTasks, LoadEvents, LoadSession, LoadTask, SaveSession, SaveTask, SessionExpired,
+    TaskExpired, TouchSession,
+};
 use store::{event_store, task_store};
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with

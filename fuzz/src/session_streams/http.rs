@@ -6,10 +6,8 @@
 use core::time::Duration;
 use std::collections::{HashMap, VecDeque};
 
-use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, LoadedEvents,
-    StoredEvent,
-};
+use mcp_engine::http::store::{Loaded, LoadedEvents, StoredEvent};
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
 use mcp_engine::{
     Config, Content, Event, HostError, InputRequired, Instant, NotifyError, PromptMessage, PromptOutput,
     ResourceContents, Ticket, ToolOutput,

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Loaded, TaskQuery, TaskRow, Verdict};
+use mcp_engine::http::store::{Loaded, TaskQuery, TaskRow};
+use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Verdict};
 use mcp_engine::{CatalogChange, Instant, ReplaceError, UnixTime};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use mcp_engine::http::AppendEvent;
+use mcp_engine::http::store::AppendEvent;
 use tokio::sync::mpsc;
 
 use crate::store::sessions::{EventStore, KeptEvent, StoreError, StreamEvent};
@@ -73,7 +73,7 @@ pub(crate) fn answer(
     conn: mcp_engine::http::ConnId,
     found: Loaded,
 ) {
-    use mcp_engine::http::{LoadedEvents, StoredEvent};
+    use mcp_engine::http::store::{LoadedEvents, StoredEvent};
     match found {
         Ok(kept) => {
             let events: Vec<StoredEvent<'_>> =
