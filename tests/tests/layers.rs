@@ -25,7 +25,7 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
              http::auth::scope_policy <-> http::config <-> http::conn::conns <-> http::conn::exchange <-> \
              http::conn::in_flight <-> http::conn::refusal <-> http::session::parked <-> \
              http::session::session_streams <-> http::session::sessions <-> http::session::shares <-> \
-             http::session::stream_shares <-> http::store <-> http::store::event_store <-> http::store::session_record <-> \
+             http::session::stream_shares <-> http::store <-> http::store::event_store <-> http::store::port <-> http::store::session_record <-> \
              http::store::session_store <-> http::store::task_misses <-> http::store::task_store",
             "mcp <-> mcp::answers <-> mcp::connectome <-> mcp::event <-> mcp::prepared <-> mcp::served <-> \
              mcp::streams <-> mcp::tasks <-> mcp::tasks::legacy <-> mcp::tasks::listing <-> \

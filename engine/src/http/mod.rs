@@ -85,11 +85,12 @@ use conn::{conns, in_flight, refusal};
 use session::session_streams::{stream_event, stream_head, stream_last};
 use session::sessions::Sessions;
 use session::{parked, stream_shares};
+use store::port::{Notice, StorePort};
+use store::task_store;
 use store::{
     AppendEvent, ListTasks, LoadEvents, LoadSession, LoadTask, SaveSession, SaveTask, SessionExpired,
     TaskExpired, TouchSession,
 };
-use store::{event_store, task_store};
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
 /// [`HttpEngine::response`].
@@ -277,14 +278,9 @@ pub struct HttpEngine {
     shares: stream_shares::StreamShares,
     /// The requests with the host, per client.
     in_flight: in_flight::InFlight,
-    /// Sessions that expired, for the host's store to hear of (store mode only), and
-    /// the id the last [`HttpEvent::SessionExpired`] lends.
-    expired: std::collections::VecDeque<[u8; crate::wire::session_id::SESSION_ID_LEN]>,
-    expired_id: [u8; crate::wire::session_id::SESSION_ID_LEN],
-    /// The record the last [`HttpEvent::SaveSession`] lends.
-    record: Vec<u8>,
-    /// The replay buffers' bound, and the events waiting for the host's event store.
-    keep: event_store::Keep,
+    /// The store protocol's own state: expiries and events to keep for the host's
+    /// stores, the bytes the last store event lends, the replay buffers' bound.
+    store: StorePort,
     /// The scope names the policy and the catalog know (empty without scopes), and the
     /// `insufficient_scope` challenge of each method slot.
     scopes: Scopes,
@@ -354,10 +350,7 @@ impl HttpEngine {
             parked: parked::Parked::default(),
             shares: stream_shares::StreamShares::default(),
             in_flight: in_flight::InFlight::default(),
-            expired: std::collections::VecDeque::new(),
-            expired_id: [0; crate::wire::session_id::SESSION_ID_LEN],
-            record: Vec::new(),
-            keep: event_store::Keep::new(http.replay_buffer, http.event_store && http.session_store),
+            store: StorePort::new(http.replay_buffer, http.event_store && http.session_store),
             task_io: task_store::TaskIo::default(),
             refusals: refusal::RefusalLog::default(),
             http,
@@ -388,7 +381,7 @@ impl HttpEngine {
     /// was built). Call it before serving.
     pub fn set_session_store(&mut self, on: bool) {
         self.http.session_store = on;
-        self.keep.on = on && self.http.event_store;
+        self.store.set_events(on && self.http.event_store);
         self.sessions.set_touch_every(on.then_some(self.http.session_touch_every));
     }
 
@@ -874,7 +867,7 @@ impl HttpEngine {
                         self.core.inputs_gone(serial);
                     }
                     if let Some((id, _)) = id.filter(|_| self.http.session_store) {
-                        self.expired.push_back(id);
+                        self.store.session_expired(id);
                     }
                     for route in self.parked.drain(|st, _| st.session == r) {
                         self.core.cancel_route(route);
@@ -924,13 +917,11 @@ impl HttpEngine {
             }
             return Some(HttpEvent::Mcp(event));
         }
-        if let Some(id) = self.expired.pop_front() {
-            self.expired_id = id;
-            let id = core::str::from_utf8(&self.expired_id).unwrap_or_default();
-            return Some(HttpEvent::SessionExpired(SessionExpired { id }));
-        }
-        if self.keep.waiting() {
-            return self.keep.next().map(HttpEvent::AppendEvent);
+        if self.store.has_notice() {
+            return self.store.next_notice().map(|n| match n {
+                Notice::Expired(e) => HttpEvent::SessionExpired(e),
+                Notice::Append(e) => HttpEvent::AppendEvent(e),
+            });
         }
         if self.sessions.has_touch() {
             let id = self.sessions.next_touch().unwrap_or_default();
@@ -1019,10 +1010,10 @@ impl HttpEngine {
                 let Some(st) = c.sse.filter(|_| !c.http10) else { continue };
                 conns::lend_out(&mut self.outs, c);
                 if !c.streaming {
-                    stream_head(c, &mut self.sessions, &mut self.keep, now, !c.keep_alive);
+                    stream_head(c, &mut self.sessions, self.store.keep_mut(), now, !c.keep_alive);
                     if !st.priming {
                         // The client needs an event id to come back with, whatever the revision.
-                        stream_event(c, &mut self.sessions, &mut self.keep, now, b"");
+                        stream_event(c, &mut self.sessions, self.store.keep_mut(), now, b"");
                     }
                 }
                 // The stream ends here; its request goes on, parked, for the client to resume.
@@ -1062,15 +1053,15 @@ impl HttpEngine {
                 if !c.streaming {
                     c.streaming = true;
                     let close = !c.keep_alive;
-                    stream_head(c, &mut self.sessions, &mut self.keep, now, close);
+                    stream_head(c, &mut self.sessions, self.store.keep_mut(), now, close);
                 }
-                stream_event(c, &mut self.sessions, &mut self.keep, now, msg);
+                stream_event(c, &mut self.sessions, self.store.keep_mut(), now, msg);
                 self.settle(conn);
                 continue;
             }
             let before = c.out.len();
             if c.streaming {
-                stream_last(c, &mut self.sessions, &mut self.keep, now, msg);
+                stream_last(c, &mut self.sessions, self.store.keep_mut(), now, msg);
                 c.write_sse_end(now);
                 c.streaming = false;
                 let close = !c.keep_alive;

@@ -31,8 +31,8 @@ impl HttpEngine {
         if let Some(st) = self.parked.get_mut(route) {
             st.seq = st.seq.wrapping_add(1);
             if let Some(e) = self.sessions.get_mut(st.session) {
-                e.replay.push(st.stream, st.seq, msg, self.keep.max);
-                self.keep.hand_over(&e.id, st.stream, st.seq, msg, !interim);
+                e.replay.push(st.stream, st.seq, msg, self.store.replay_max());
+                self.store.keep_mut().hand_over(&e.id, st.stream, st.seq, msg, !interim);
             }
         }
         if !interim {
@@ -219,7 +219,7 @@ impl HttpEngine {
         let mut ended = true;
         match (resume, stored) {
             (Some(at), Some(events)) => {
-                ended = replay_stored(c, &self.sessions, r, at, events, self.keep.max, now)
+                ended = replay_stored(c, &self.sessions, r, at, events, self.store.replay_max(), now)
             }
             (Some((stream, seen)), None) => replay(c, &self.sessions, r, stream, seen, now),
             (None, _) => {}
@@ -257,7 +257,7 @@ impl HttpEngine {
         c.deadline = c.grant.take().and_then(|g| g.1).and_then(|exp| instant_at(wall, now, exp));
         c.sse = Some(SessionStream { session: r, stream: e.standalone, seq: e.standalone_seq, priming });
         if resume.is_none() && priming {
-            stream_event(c, &mut self.sessions, &mut self.keep, now, b"");
+            stream_event(c, &mut self.sessions, self.store.keep_mut(), now, b"");
         }
         // An open stream keeps its session alive (see `settle`).
         self.sessions.begin(r);

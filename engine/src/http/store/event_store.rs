@@ -195,13 +195,13 @@ impl HttpEngine {
     /// [`HttpConfig::event_store`]: crate::http::HttpConfig::event_store
     pub fn set_event_store(&mut self, on: bool) {
         self.http.event_store = on;
-        self.keep.on = on && self.http.session_store;
+        self.store.set_events(on && self.http.session_store);
     }
 
     /// Events of session streams not handed to the host because it did not take them
     /// fast enough (see [`AppendEvent`]; a replay from the store reports them as a gap).
     pub fn events_not_handed_over(&self) -> u64 {
-        self.keep.dropped
+        self.store.events_dropped()
     }
 
     /// Whether the `GET` of `slot` resuming `stream` of `r` after `seen` must ask the
@@ -214,7 +214,7 @@ impl HttpEngine {
         stream: u32,
         seen: u32,
     ) -> bool {
-        if !self.keep.on || self.sessions.get(r).is_none_or(|e| e.replay.covers(stream, seen)) {
+        if !self.store.events_on() || self.sessions.get(r).is_none_or(|e| e.replay.covers(stream, seen)) {
             return false;
         }
         let deadline = self.last_now + self.http.store_timeout;

@@ -11,6 +11,7 @@
 //! [`LoadedEvents`], [`StoredEvent`], [`TaskPosition`], [`TaskQuery`], [`TaskRow`]).
 
 pub(super) mod event_store;
+pub(super) mod port;
 pub(crate) mod session_record;
 pub(super) mod session_store;
 pub(super) mod task_misses;

@@ -211,7 +211,7 @@ impl HttpEngine {
         if let (Ask::Save(_), Some(sv)) = (ask, c.saving.as_mut()) {
             // The record as it is now: a change made since the save was asked goes with it.
             if let Some(e) = sv.session.and_then(|r| self.sessions.get(r)) {
-                session_record::encode(&e.session, e.principal.as_ref(), &mut self.record);
+                self.store.write_record(&e.session, e.principal.as_ref());
                 sv.changes = e.session.changes;
                 record = true;
             }
@@ -220,7 +220,11 @@ impl HttpEngine {
         let id = core::str::from_utf8(&c.store_id).ok()?;
         Some(match ask {
             Ask::Load(_) => HttpEvent::LoadSession(LoadSession { conn, id }),
-            _ => HttpEvent::SaveSession(SaveSession { conn, id, record: record.then_some(&self.record[..]) }),
+            _ => HttpEvent::SaveSession(SaveSession {
+                conn,
+                id,
+                record: record.then_some(self.store.record()),
+            }),
         })
     }
 
