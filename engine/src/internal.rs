@@ -35,7 +35,7 @@ pub use crate::wire::http1::{BodyKind, Conn, Head, HttpError, Input, Limits};
 // The JSON string writer.
 pub use crate::wire::json::write_str as write_json_str;
 
-/// Whether `bytes`, a task record as `HttpEvent::SaveTask` handed it to a store, decodes
+/// Whether `bytes`, a task record as `StoreEvent::SaveTask` handed it to a store, decodes
 /// back (the `task_store` harness checks every record its store keeps).
 pub fn task_record_decodes(bytes: &[u8]) -> bool {
     let mut r = crate::mcp::tasks::Record::default();

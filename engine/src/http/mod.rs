@@ -33,7 +33,8 @@
 //! 0 while the connection reads nothing (its request is complete and waits for its answer,
 //! the host decides on its head, or its output must drain first); after a refusal, a fixed
 //! amount that is taken and dropped. It grows only through the engine's own progress: ask
-//! again after draining [`poll_event`](HttpEngine::poll_event), after writing the
+//! again after draining [`poll_event`](HttpEngine::poll_event) and
+//! [`poll_store`](HttpEngine::poll_store), after writing the
 //! connection's output, and after answering an [`HttpEvent::Authorize`] for it.
 //!
 //! A host that parses requests itself (hyper, axum) opens an exchange with the request's
@@ -85,12 +86,9 @@ use conn::{conns, in_flight, refusal};
 use session::session_streams::{stream_event, stream_head, stream_last};
 use session::sessions::Sessions;
 use session::{parked, stream_shares};
-use store::port::{Notice, StorePort};
+use store::port::StorePort;
 use store::task_store;
-use store::{
-    AppendEvent, ListTasks, LoadEvents, LoadSession, LoadTask, SaveSession, SaveTask, SessionExpired,
-    TaskExpired, TouchSession,
-};
+use store::{StoreAsk, StoreEvent, TouchSession};
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
 /// [`HttpEngine::response`].
@@ -143,7 +141,9 @@ const MAX_UNSENT: usize = 64 * 1024;
 
 pub use crate::wire::http1::MAX_HEADERS;
 
-/// Work for the host from an [`HttpEngine`].
+/// Work for the host from an [`HttpEngine`] on a request's path
+/// ([`HttpEngine::poll_event`]); the host's stores get theirs from
+/// [`HttpEngine::poll_store`] ([`StoreEvent`]).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum HttpEvent<'a> {
@@ -153,51 +153,17 @@ pub enum HttpEvent<'a> {
     Authorize(AuthorizeRequest<'a>),
     /// Decide on this body; answer with [`HttpEngine::authorize_body`].
     AuthorizeBody(AuthorizeBody<'a>),
-    /// Find this session in the session store; answer with
-    /// [`HttpEngine::session_loaded`] (only with [`HttpConfig::session_store`] on).
-    LoadSession(LoadSession<'a>),
-    /// Store this session's record, or forget the session; answer with
-    /// [`HttpEngine::session_saved`] (only with [`HttpConfig::session_store`] on).
-    SaveSession(SaveSession<'a>),
-    /// This engine ended a session that sat idle past
-    /// [`HttpConfig::session_idle_timeout`]: no answer (only with
-    /// [`HttpConfig::session_store`] on; see [`SessionExpired`]).
-    SessionExpired(SessionExpired<'a>),
-    /// Keep this event of a session stream: no answer (only with
-    /// [`HttpConfig::event_store`] on; see [`AppendEvent`]).
-    AppendEvent(AppendEvent<'a>),
-    /// Find the events a resuming client missed; answer with
-    /// [`HttpEngine::events_loaded`] (only with [`HttpConfig::event_store`] on).
-    LoadEvents(LoadEvents<'a>),
-    /// Push the expiry of a session in use in the store: no answer (only with
-    /// [`HttpConfig::session_store`] on; see [`TouchSession`]).
-    TouchSession(TouchSession<'a>),
-    /// Store this task's record; answer with [`HttpEngine::task_saved`] (only with
-    /// [`HttpConfig::task_store`] on).
-    SaveTask(SaveTask<'a>),
-    /// Find this task in the task store; answer with [`HttpEngine::task_loaded`] (only
-    /// with [`HttpConfig::task_store`] on).
-    LoadTask(LoadTask<'a>),
-    /// This engine deleted a task at its TTL: no answer (only with
-    /// [`HttpConfig::task_store`] on; see [`TaskExpired`]).
-    TaskExpired(TaskExpired<'a>),
-    /// List the caller's tasks for a `2025-11-25` `tasks/list`; answer with
-    /// [`HttpEngine::tasks_listed`] (only with [`HttpConfig::task_store`] on).
-    ListTasks(ListTasks<'a>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ask {
     Head(u32),
     Body(u32),
-    Load(u32),
-    Save(u32),
-    Events(u32),
 }
 
 impl Ask {
     fn slot(self) -> u32 {
-        let (Self::Head(s) | Self::Body(s) | Self::Load(s) | Self::Save(s) | Self::Events(s)) = self;
+        let (Self::Head(s) | Self::Body(s)) = self;
         s
     }
 }
@@ -205,8 +171,9 @@ impl Ask {
 /// The Streamable HTTP server state machine: many connections, one catalog.
 ///
 /// The call order is the one of [`Engine`](crate::Engine): after every input or
-/// command, drain [`poll_event`](Self::poll_event), then write every connection's
-/// [`pending_output`](Self::pending_output), then close the connections
+/// command, drain [`poll_event`](Self::poll_event) (and, with a store on,
+/// [`poll_store`](Self::poll_store), until both return `None`), then write every
+/// connection's [`pending_output`](Self::pending_output), then close the connections
 /// [`wants_close`](Self::wants_close) names, and arm a timer for
 /// [`poll_timeout`](Self::poll_timeout).
 ///
@@ -565,8 +532,8 @@ impl HttpEngine {
     ///   its answer (a ticket slot, the session store, the host's verdict on its body, the
     ///   host's answer, then the response); the host decides on its head (a body is read
     ///   only once its head is allowed); its output holds 64 KiB or more unsent. Ask again
-    ///   after draining [`poll_event`](Self::poll_event), after writing the connection's
-    ///   output, and after answering an [`HttpEvent::Authorize`] for it: nothing else
+    ///   after draining [`poll_event`](Self::poll_event) and [`poll_store`](Self::poll_store),
+    ///   after writing the connection's output, and after answering an [`HttpEvent::Authorize`] for it: nothing else
     ///   raises it.
     /// - After a refusal (the connection ends once its response is sent): a fixed positive
     ///   amount (64 KiB), taken and dropped, so that the client's last bytes can be read
@@ -898,7 +865,8 @@ impl HttpEngine {
         self.core.set_wall_clock(wall.as_micros());
     }
 
-    /// The next piece of work for the host.
+    /// The next piece of work for the host on a request's path (the stores' work comes
+    /// from [`poll_store`](Self::poll_store)).
     pub fn poll_event(&mut self) -> Option<HttpEvent<'_>> {
         self.tick(self.last_now);
         self.process();
@@ -917,27 +885,8 @@ impl HttpEngine {
             }
             return Some(HttpEvent::Mcp(event));
         }
-        if self.store.has_notice() {
-            return self.store.next_notice().map(|n| match n {
-                Notice::Expired(e) => HttpEvent::SessionExpired(e),
-                Notice::Append(e) => HttpEvent::AppendEvent(e),
-            });
-        }
-        if self.sessions.has_touch() {
-            let id = self.sessions.next_touch().unwrap_or_default();
-            return Some(HttpEvent::TouchSession(TouchSession { id }));
-        }
-        // `task_store_ready` starts with the same check: without a store, no call.
-        if self.core.tasks.store.is_some() && self.task_store_ready() {
-            return self.task_store_event();
-        }
         let ask = self.asks.pop_front()?;
         let slot = ask.slot();
-        match ask {
-            Ask::Load(_) | Ask::Save(_) => return self.store_event(ask),
-            Ask::Events(_) => return self.events_event(slot),
-            Ask::Head(_) | Ask::Body(_) => {}
-        }
         let generation = self.slots[slot as usize].generation;
         let c = self.slots[slot as usize].conn.as_ref()?;
         let conn = ConnId { slot, generation };
@@ -958,8 +907,32 @@ impl HttpEngine {
                 body: c.codec.body(),
                 scopes: &self.scopes,
             }),
-            Ask::Load(_) | Ask::Save(_) | Ask::Events(_) => return None,
         })
+    }
+
+    /// The next piece of work for the host's stores, `None` when none waits: drain it as
+    /// [`poll_event`](Self::poll_event) is drained, after every input or command, until
+    /// both return `None` (an answer to one may lead to more of the other). Only with a
+    /// store on ([`HttpConfig::session_store`], [`HttpConfig::event_store`],
+    /// [`HttpConfig::task_store`]); see [`StoreEvent`] for what each asks.
+    pub fn poll_store(&mut self) -> Option<StoreEvent<'_>> {
+        self.tick(self.last_now);
+        self.process();
+        if self.store.has_notice() {
+            return self.store.next_notice();
+        }
+        if self.sessions.has_touch() {
+            let id = self.sessions.next_touch().unwrap_or_default();
+            return Some(StoreEvent::TouchSession(TouchSession { id }));
+        }
+        // `task_store_ready` starts with the same check: without a store, no call.
+        if self.core.tasks.store.is_some() && self.task_store_ready() {
+            return self.task_store_event();
+        }
+        match self.store.next_ask()? {
+            ask @ (StoreAsk::Load(_) | StoreAsk::Save(_)) => self.store_event(ask),
+            StoreAsk::Events(slot) => self.events_event(slot),
+        }
     }
 
     /// Whether the connection `ticket` answers on holds 64 KiB or more unsent.

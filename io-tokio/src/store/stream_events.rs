@@ -1,5 +1,5 @@
 //! The server's side of an [`EventStore`](crate::store::EventStore): the events the engine
-//! hands over ([`HttpEvent::AppendEvent`](mcp_engine::http::HttpEvent::AppendEvent))
+//! hands over ([`StoreEvent::AppendEvent`](mcp_engine::http::store::StoreEvent::AppendEvent))
 //! appended in the order they were written by one task (`Appender`, a bounded queue),
 //! and a store's answer to a `LoadEvents` handed to the engine (`answer`).
 

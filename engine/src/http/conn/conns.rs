@@ -262,6 +262,7 @@ impl HttpEngine {
             self.sessions.unpin(r);
         }
         self.asks.retain(|a| a.slot() != slot);
+        self.store.forget_asks(slot);
         c.codec.discard_body();
         if let Some(buf) = c.codec.take_buffer() {
             recycle(&mut self.bufs, buf);

@@ -2,15 +2,20 @@
 //! whose requests wait on the store. It queues what the host's stores are told without
 //! an answer (sessions expired here, the events of session streams for the event store)
 //! and lends the bytes an event carries (the expired session's id, the session record
-//! to save) until the next event is polled. It knows no connection and no engine: the
-//! engine composes it with its connection table and session table.
+//! to save) until the next event is polled, and the connections' requests waiting to ask
+//! the host's stores, in order ([`StoreAsk`]). It knows no connection and no engine: the
+//! engine composes it with its connection table and session table, and hands the host
+//! what the stores are asked as [`StoreEvent`]s
+//! ([`HttpEngine::poll_store`](crate::http::HttpEngine::poll_store)). The two enums live in
+//! the room's `mod.rs`, so the files whose payloads they carry import no sibling back.
 
 use std::collections::VecDeque;
 
 use crate::http::auth::authorize::Principal;
-use crate::http::store::event_store::{AppendEvent, Keep};
+use crate::http::store::event_store::Keep;
 use crate::http::store::session_record;
 use crate::http::store::session_store::SessionExpired;
+use crate::http::store::{StoreAsk, StoreEvent};
 use crate::mcp::lifecycle::Session;
 use crate::wire::session_id::SESSION_ID_LEN;
 
@@ -25,6 +30,8 @@ pub(in crate::http) struct StorePort {
     record: Vec<u8>,
     /// The replay buffers' bound, and the events waiting for the host's event store.
     keep: Keep,
+    /// Connections waiting to ask the host's stores, oldest first.
+    asks: VecDeque<StoreAsk>,
 }
 
 impl StorePort {
@@ -36,6 +43,7 @@ impl StorePort {
             expired_id: [0; SESSION_ID_LEN],
             record: Vec::new(),
             keep: Keep::new(replay_buffer, events),
+            asks: VecDeque::new(),
         }
     }
 
@@ -75,13 +83,28 @@ impl StorePort {
     }
 
     /// The oldest expiry the host has not heard of; else the oldest event to keep.
-    pub(in crate::http) fn next_notice(&mut self) -> Option<Notice<'_>> {
+    pub(in crate::http) fn next_notice(&mut self) -> Option<StoreEvent<'_>> {
         if let Some(id) = self.expired.pop_front() {
             self.expired_id = id;
             let id = core::str::from_utf8(&self.expired_id).unwrap_or_default();
-            return Some(Notice::Expired(SessionExpired { id }));
+            return Some(StoreEvent::SessionExpired(SessionExpired { id }));
         }
-        self.keep.next().map(Notice::Append)
+        self.keep.next().map(StoreEvent::AppendEvent)
+    }
+
+    /// Queues `ask`, for the host to hear of after the asks before it.
+    pub(in crate::http) fn ask(&mut self, ask: StoreAsk) {
+        self.asks.push_back(ask);
+    }
+
+    /// The oldest ask waiting.
+    pub(in crate::http) fn next_ask(&mut self) -> Option<StoreAsk> {
+        self.asks.pop_front()
+    }
+
+    /// Drops the asks of the connection in `slot` (it ended, or its wait did).
+    pub(in crate::http) fn forget_asks(&mut self, slot: u32) {
+        self.asks.retain(|a| a.slot() != slot);
     }
 
     /// Writes the record of `session` (created by `principal`) to lend with the next
@@ -94,15 +117,6 @@ impl StorePort {
     pub(in crate::http) fn record(&self) -> &[u8] {
         &self.record
     }
-}
-
-/// A store event that waits for no answer ([`StorePort::next_notice`]).
-#[derive(Debug)]
-pub(in crate::http) enum Notice<'a> {
-    /// A session expired here.
-    Expired(SessionExpired<'a>),
-    /// An event of a session stream to keep.
-    Append(AppendEvent<'a>),
 }
 
 #[cfg(test)]
@@ -118,11 +132,11 @@ mod tests {
         port.session_expired([b'b'; SESSION_ID_LEN]);
         assert!(port.has_notice());
         match port.next_notice() {
-            Some(Notice::Expired(e)) => assert_eq!(e.id.as_bytes(), &[b'b'; SESSION_ID_LEN][..]),
+            Some(StoreEvent::SessionExpired(e)) => assert_eq!(e.id.as_bytes(), &[b'b'; SESSION_ID_LEN][..]),
             other => panic!("expected the expiry first, got {other:?}"),
         }
         match port.next_notice() {
-            Some(Notice::Append(e)) => {
+            Some(StoreEvent::AppendEvent(e)) => {
                 assert_eq!((e.stream, e.seq, e.data), (0, 1, &b"data: 1\n\n"[..]));
                 assert_eq!(e.session.as_bytes(), &id[..]);
             }
@@ -130,6 +144,19 @@ mod tests {
         }
         assert!(port.next_notice().is_none());
         assert!(!port.has_notice());
+    }
+
+    #[test]
+    fn asks_come_out_in_order_and_a_connection_s_asks_can_be_dropped() {
+        let mut port = StorePort::new(1024, false);
+        port.ask(StoreAsk::Load(1));
+        port.ask(StoreAsk::Events(2));
+        port.ask(StoreAsk::Save(1));
+        port.ask(StoreAsk::Save(3));
+        port.forget_asks(1);
+        assert_eq!(port.next_ask(), Some(StoreAsk::Events(2)));
+        assert_eq!(port.next_ask(), Some(StoreAsk::Save(3)));
+        assert_eq!(port.next_ask(), None);
     }
 
     #[test]

@@ -16,8 +16,10 @@ use crate::http::conn::conns;
 use crate::http::conn::exchange::{Phase, Saving, respond_empty};
 use crate::http::session::parked::Parked;
 use crate::http::session::sessions::{CreateError, Entry, Plan, SessionRef, Sessions};
+use crate::http::store::StoreAsk;
+use crate::http::store::StoreEvent;
 use crate::http::store::session_record;
-use crate::http::{Ask, ConnId, HeaderList, HttpEngine, HttpEvent, conn_in};
+use crate::http::{ConnId, HeaderList, HttpEngine, conn_in};
 use crate::time::Instant;
 use crate::timer::Timers;
 use crate::wire::session_id::SESSION_ID_LEN;
@@ -25,7 +27,7 @@ use crate::wire::session_id::SESSION_ID_LEN;
 /// What a refusal for an unavailable store says: try again shortly.
 const RETRY: &[(&str, &str)] = &[("retry-after", "1")];
 
-/// A request names a session this engine does not hold ([`HttpEvent::LoadSession`]):
+/// A request names a session this engine does not hold ([`StoreEvent::LoadSession`]):
 /// look `id` up in the store and answer with [`HttpEngine::session_loaded`]. Only ids
 /// this engine's key sealed get here (a forged one is refused without asking).
 #[derive(Debug, Clone, Copy)]
@@ -37,7 +39,7 @@ pub struct LoadSession<'a> {
     pub id: &'a str,
 }
 
-/// A session changed, was created or ended ([`HttpEvent::SaveSession`]): store `record`
+/// A session changed, was created or ended ([`StoreEvent::SaveSession`]): store `record`
 /// under `id`, replacing what was there (or, when `record` is `None`, forget `id`), and
 /// answer with [`HttpEngine::session_saved`]. The response that acknowledges the change
 /// is held until then.
@@ -53,7 +55,7 @@ pub struct SaveSession<'a> {
     pub record: Option<&'a [u8]>,
 }
 
-/// This engine ended session `id` on its idle timeout ([`HttpEvent::SessionExpired`]);
+/// This engine ended session `id` on its idle timeout ([`StoreEvent::SessionExpired`]);
 /// nothing waits for an answer. A store serving this engine alone forgets it; a store
 /// shared by several engines may keep it if another one used it since.
 #[derive(Debug, Clone, Copy)]
@@ -65,7 +67,7 @@ pub struct SessionExpired<'a> {
 
 /// A session in use here has not been saved or loaded for
 /// [`HttpConfig::session_touch_every`](crate::http::HttpConfig::session_touch_every)
-/// ([`HttpEvent::TouchSession`]): push its expiry in the store as a load would, without
+/// ([`StoreEvent::TouchSession`]): push its expiry in the store as a load would, without
 /// reading the record. Nothing waits for an answer (no request is held); a store that
 /// fails is tried again one interval later. A store whose records do not expire ignores it.
 #[derive(Debug, Clone, Copy)]
@@ -118,7 +120,7 @@ impl HttpEngine {
     /// connection to the store broke and was made again). Every copy nothing uses is
     /// dropped, as [`session_changed_elsewhere`](Self::session_changed_elsewhere) drops
     /// one; every copy in use stays and is marked stale: its next request asks the store
-    /// for the session first ([`HttpEvent::LoadSession`], answered with
+    /// for the session first ([`StoreEvent::LoadSession`], answered with
     /// [`session_loaded`](Self::session_loaded)) and goes on in the stored state, or is
     /// answered `404` (and the session ends here) when the store no longer holds it. A
     /// copy with a change of its own unsaved is not reloaded: its next save replaces the
@@ -177,7 +179,7 @@ impl HttpEngine {
         c.loaded = true;
         c.phase = Phase::Loading;
         c.deadline = Some(deadline);
-        self.asks.push_back(Ask::Load(slot));
+        self.store.ask(StoreAsk::Load(slot));
         true
     }
 
@@ -198,17 +200,17 @@ impl HttpEngine {
         c.phase = Phase::Saving;
         c.deadline = Some(deadline);
         c.store_id = id;
-        self.asks.push_back(Ask::Save(slot));
+        self.store.ask(StoreAsk::Save(slot));
     }
 
     /// The event of a store `ask`.
-    pub(in crate::http) fn store_event(&mut self, ask: Ask) -> Option<HttpEvent<'_>> {
+    pub(in crate::http) fn store_event(&mut self, ask: StoreAsk) -> Option<StoreEvent<'_>> {
         let slot = ask.slot();
         let s = &mut self.slots[slot as usize];
         let c = s.conn.as_mut()?;
         let conn = ConnId { slot, generation: s.generation };
         let mut record = false;
-        if let (Ask::Save(_), Some(sv)) = (ask, c.saving.as_mut()) {
+        if let (StoreAsk::Save(_), Some(sv)) = (ask, c.saving.as_mut()) {
             // The record as it is now: a change made since the save was asked goes with it.
             if let Some(e) = sv.session.and_then(|r| self.sessions.get(r)) {
                 self.store.write_record(&e.session, e.principal.as_ref());
@@ -219,8 +221,8 @@ impl HttpEngine {
         let c = self.slots[slot as usize].conn.as_ref()?;
         let id = core::str::from_utf8(&c.store_id).ok()?;
         Some(match ask {
-            Ask::Load(_) => HttpEvent::LoadSession(LoadSession { conn, id }),
-            _ => HttpEvent::SaveSession(SaveSession {
+            StoreAsk::Load(_) => StoreEvent::LoadSession(LoadSession { conn, id }),
+            _ => StoreEvent::SaveSession(SaveSession {
                 conn,
                 id,
                 record: record.then_some(self.store.record()),
@@ -351,6 +353,7 @@ impl HttpEngine {
         self.task_wait_failed(slot);
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         self.asks.retain(|a| a.slot() != slot);
+        self.store.forget_asks(slot);
         match c.phase {
             Phase::Loading => {
                 c.resume = None;

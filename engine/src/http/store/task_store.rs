@@ -1,10 +1,10 @@
 //! The host's task store, sans-IO ([`HttpConfig::task_store`]): the engine hands out a
-//! task's record when it is created and whenever it changes ([`HttpEvent::SaveTask`]),
+//! task's record when it is created and whenever it changes ([`StoreEvent::SaveTask`]),
 //! holds the response that shows a task (its handle, a `tasks/*` answer) until the store
 //! has the state it shows, asks for a task a `tasks/*` request names that it does not
-//! hold ([`HttpEvent::LoadTask`]), and tells the host of the tasks it expired
-//! ([`HttpEvent::TaskExpired`]), and lists the caller's tasks from the store for a
-//! `2025-11-25` `tasks/list` ([`HttpEvent::ListTasks`]). The table's side (revisions, copies, merges) is
+//! hold ([`StoreEvent::LoadTask`]), and tells the host of the tasks it expired
+//! ([`StoreEvent::TaskExpired`]), and lists the caller's tasks from the store for a
+//! `2025-11-25` `tasks/list` ([`StoreEvent::ListTasks`]). The table's side (revisions, copies, merges) is
 //! `mcp/tasks/store.rs`; the record is `mcp/tasks/record.rs`'s.
 //!
 //! A response held for a task waits in [`Phase::Saving`] like one held for a session,
@@ -25,9 +25,10 @@ use crate::http::auth::client::ClientKey;
 use crate::http::auth::limits;
 use crate::http::conn::conns;
 use crate::http::conn::exchange::{Phase, Saving, respond_json};
+use crate::http::store::StoreEvent;
 use crate::http::store::session_store::Loaded;
 use crate::http::store::task_misses::{Budget, Missing};
-use crate::http::{ConnId, HttpConfig, HttpEngine, HttpEvent, conn_in};
+use crate::http::{ConnId, HttpConfig, HttpEngine, conn_in};
 use crate::mcp::tasks::TASK_ID_LEN;
 use crate::mcp::tasks::listing::{Query, Row};
 use crate::mcp::tasks::store::Save;
@@ -35,7 +36,7 @@ use crate::mcp::tickets::Ticket;
 use crate::output::Route;
 use crate::time::{Instant, UnixTime};
 
-/// A task was created or changed ([`HttpEvent::SaveTask`]): store `record` under `id`
+/// A task was created or changed ([`StoreEvent::SaveTask`]): store `record` under `id`
 /// unless the store holds a revision of it at or above `revision` (then the save fails:
 /// another node wrote it meanwhile), and answer with [`HttpEngine::task_saved`]. The
 /// response that shows the change waits until then.
@@ -52,14 +53,14 @@ pub struct SaveTask<'a> {
     /// that indexes tasks by principal.
     pub principal: Option<&'a [u8; 32]>,
     /// When the task was created (wall clock, its `createdAt`): with the id, what a
-    /// store orders a principal's tasks by ([`HttpEvent::ListTasks`]). The same in every
+    /// store orders a principal's tasks by ([`StoreEvent::ListTasks`]). The same in every
     /// save of a task.
     pub created: UnixTime,
     /// When the task's TTL ends (wall clock): the store may delete it from then on.
     pub expires: UnixTime,
 }
 
-/// A `tasks/*` request names a task this engine does not hold ([`HttpEvent::LoadTask`]),
+/// A `tasks/*` request names a task this engine does not hold ([`StoreEvent::LoadTask`]),
 /// or another node changed a task this engine runs: look `id` up in the store and answer
 /// with [`HttpEngine::task_loaded`]. Only well-formed ids get here (22 characters of
 /// base64url, as the engine writes them): anything else is not found without asking.
@@ -70,7 +71,7 @@ pub struct LoadTask<'a> {
     pub id: &'a str,
 }
 
-/// This engine deleted task `id` at its TTL ([`HttpEvent::TaskExpired`]); nothing waits
+/// This engine deleted task `id` at its TTL ([`StoreEvent::TaskExpired`]); nothing waits
 /// for an answer. The store may delete it (its record's TTL has passed on every node).
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -80,7 +81,7 @@ pub struct TaskExpired<'a> {
 }
 
 /// A task's place in a principal's tasks as a store orders them for
-/// [`HttpEvent::ListTasks`]: by `created`, then by `id` (byte order).
+/// [`StoreEvent::ListTasks`]: by `created`, then by `id` (byte order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskPosition<'a> {
@@ -94,7 +95,7 @@ pub struct TaskPosition<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TaskQuery(ConnId);
 
-/// A `2025-11-25` `tasks/list` waits for the store ([`HttpEvent::ListTasks`]): answer
+/// A `2025-11-25` `tasks/list` waits for the store ([`StoreEvent::ListTasks`]): answer
 /// with [`HttpEngine::tasks_listed`] and up to `limit` of the tasks saved with
 /// `principal` ([`SaveTask::principal`]; `None`: those saved without one) whose TTL has
 /// not ended, ordered by [`TaskPosition`] (`created`, then id), starting after `after`
@@ -287,18 +288,18 @@ impl HttpEngine {
     }
 
     /// The event [`task_store_ready`](Self::task_store_ready) found.
-    pub(in crate::http) fn task_store_event(&mut self) -> Option<HttpEvent<'_>> {
+    pub(in crate::http) fn task_store_event(&mut self) -> Option<StoreEvent<'_>> {
         let io = &mut self.task_io;
         if let Some(id) = self.core.tasks.store.as_mut().and_then(|s| s.expired.pop_front()) {
             io.id = id;
             let id = core::str::from_utf8(&io.id).unwrap_or_default();
-            return Some(HttpEvent::TaskExpired(TaskExpired { id }));
+            return Some(StoreEvent::TaskExpired(TaskExpired { id }));
         }
         if let Some(id) = io.loads.pop_front() {
             io.asking.push(id);
             io.id = id;
             let id = core::str::from_utf8(&io.id).unwrap_or_default();
-            return Some(HttpEvent::LoadTask(LoadTask { id }));
+            return Some(StoreEvent::LoadTask(LoadTask { id }));
         }
         if let Some((conn, q)) = io.lists.pop_front() {
             io.listing.push((conn, q));
@@ -312,7 +313,7 @@ impl HttpEngine {
                 created: UnixTime::from_micros(a.created),
                 id: core::str::from_utf8(&io.after).unwrap_or_default(),
             });
-            return Some(HttpEvent::ListTasks(ListTasks {
+            return Some(StoreEvent::ListTasks(ListTasks {
                 query: TaskQuery(conn),
                 principal: q.principal.map(|_| &io.principal),
                 after,
@@ -324,7 +325,7 @@ impl HttpEngine {
         if let Some(p) = save.principal {
             io.principal = p;
         }
-        Some(HttpEvent::SaveTask(SaveTask {
+        Some(StoreEvent::SaveTask(SaveTask {
             id: core::str::from_utf8(&io.id).unwrap_or_default(),
             revision: save.revision,
             record: &io.record,
@@ -337,7 +338,7 @@ impl HttpEngine {
     /// Answers a [`SaveTask`]: `saved` releases the responses that waited for it; a
     /// failure makes them `503` with `Retry-After` and undoes a task whose creation it
     /// was. A task this engine runs whose save failed is read again from the store
-    /// ([`HttpEvent::LoadTask`]: another node may have written it) and saved again. An
+    /// ([`StoreEvent::LoadTask`]: another node may have written it) and saved again. An
     /// answer for a save that is not out is ignored.
     pub fn task_saved(&mut self, now: Instant, id: &str, revision: u64, saved: bool) {
         self.tick(now);
@@ -470,7 +471,7 @@ impl HttpEngine {
     }
 
     /// Another node changed task `id` (a shared store said so): if this engine runs it,
-    /// it reads the record again ([`HttpEvent::LoadTask`], answered with
+    /// it reads the record again ([`StoreEvent::LoadTask`], answered with
     /// [`task_loaded`](Self::task_loaded)) and takes what the other node wrote (the
     /// client's answers, a cancellation); if `2025-11-25` `tasks/result` requests wait
     /// here on a copy of it, the copy is read again and they are answered once the task
