@@ -168,7 +168,6 @@ fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
                 "http/conn/answer_routing.rs",
                 "http/conn/conns.rs",
                 "http/conn/dispatch.rs",
-                "http/conn/refusal.rs",
                 "http/conn/observers.rs",
                 "http/store/session_store.rs",
                 "http/store/event_store.rs",

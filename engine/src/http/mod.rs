@@ -636,6 +636,19 @@ impl HttpEngine {
         self.process();
     }
 
+    /// The next refused request (every response with a status of 400 or more, with its
+    /// reason), oldest first; `None` when none waits. At most [`REFUSALS_KEPT`] wait, the
+    /// oldest dropped past that ([`refusal_counts`](Self::refusal_counts) counts every
+    /// one). The adapters drain it after every input and log each at `debug`.
+    pub fn poll_refusal(&mut self) -> Option<Refused> {
+        self.refusals.next()
+    }
+
+    /// How many requests were refused, per reason, since the engine started.
+    pub fn refusal_counts(&self) -> &RefusalCounts {
+        self.refusals.counts()
+    }
+
     /// A connection the engine ended on its own and forgot, with nothing left to send:
     /// close its socket. Connections end this way when they are shed to make room
     /// ([`open`](Self::open)), sit idle past their timeout, or stop taking output (see

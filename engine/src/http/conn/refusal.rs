@@ -1,7 +1,7 @@
 //! Why a request was refused, for the host's log and metrics: every HTTP response with a
 //! status of 400 or more is recorded with its [`Refusal`] reason (the body stays what it
 //! is: empty where it is empty), counted per reason ([`RefusalCounts`]) and kept in a
-//! bounded queue the adapter drains ([`HttpEngine::poll_refusal`]) to log each one.
+//! bounded queue the adapter drains ([`HttpEngine::poll_refusal`](crate::http::HttpEngine::poll_refusal)) to log each one.
 //!
 //! Recording costs no allocation: a refusal is noted on its exchange as its head is
 //! written, and moved to the engine's queue (reserved at [`REFUSALS_KEPT`] when the
@@ -9,12 +9,12 @@
 
 use core::net::IpAddr;
 
+use crate::http::ConnId;
 use crate::http::auth::resource::Challenge;
 use crate::http::conn::exchange::Exchange;
-use crate::http::{ConnId, HttpEngine};
 use crate::wire::http1::HttpError;
 
-/// Refusals kept for [`HttpEngine::poll_refusal`]; past that the oldest is dropped (it is
+/// Refusals kept for [`HttpEngine::poll_refusal`](crate::http::HttpEngine::poll_refusal); past that the oldest is dropped (it is
 /// still counted).
 pub const REFUSALS_KEPT: usize = 256;
 
@@ -316,7 +316,7 @@ impl From<HttpError> for Early {
     }
 }
 
-/// One refused request, as [`HttpEngine::poll_refusal`] gives it.
+/// One refused request, as [`HttpEngine::poll_refusal`](crate::http::HttpEngine::poll_refusal) gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Refused {
@@ -386,20 +386,15 @@ impl RefusalLog {
         }
         self.queue.push_back(r);
     }
-}
 
-impl HttpEngine {
-    /// The next refused request (every response with a status of 400 or more, with its
-    /// reason), oldest first; `None` when none waits. At most [`REFUSALS_KEPT`] wait, the
-    /// oldest dropped past that ([`refusal_counts`](Self::refusal_counts) counts every
-    /// one). The adapters drain it after every input and log each at `debug`.
-    pub fn poll_refusal(&mut self) -> Option<Refused> {
-        self.refusals.queue.pop_front()
+    /// The oldest refusal kept, taken.
+    pub(in crate::http) fn next(&mut self) -> Option<Refused> {
+        self.queue.pop_front()
     }
 
-    /// How many requests were refused, per reason, since the engine started.
-    pub fn refusal_counts(&self) -> &RefusalCounts {
-        &self.refusals.counts
+    /// The counts per reason.
+    pub(in crate::http) fn counts(&self) -> &RefusalCounts {
+        &self.counts
     }
 }
 
