@@ -187,7 +187,6 @@ fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
                 "mcp/tasks/legacy.rs",
                 "mcp/tasks/listing.rs",
                 "mcp/tasks/methods.rs",
-                "mcp/tasks/store.rs",
             ][..],
         ),
     ] {
@@ -199,12 +198,14 @@ fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
 }
 
 #[test]
-fn engine_transport_reaches_into_core_fields_are_counted() {
-    // `core.<field>` (not a method call) in `http/` and `stdio.rs`: the transports should go
-    // through the core's methods. Per file, exactly.
+fn engine_transports_never_reach_into_core_fields() {
+    // `core.<field>` (not a method call) in `http/` and `stdio.rs`: the transports go through
+    // the core's methods (the task store through its port, `Core::task_store`). The fields
+    // are private to `mcp/`, so the compiler refuses a reach; this check says so by name.
     let src = root().join("engine/src");
     let mut files = vec![src.join("stdio.rs")];
     layers::rust_files(&src.join("http"), &mut files);
+    assert!(files.len() > 2, "engine: no transport files found under {}", src.display());
     let found: BTreeMap<String, usize> = files
         .iter()
         .map(|f| {
@@ -212,25 +213,9 @@ fn engine_transport_reaches_into_core_fields_are_counted() {
         })
         .filter(|(_, n)| *n > 0)
         .collect();
-    let expected: BTreeMap<String, usize> = [
-        ("http/answers.rs", 2),
-        ("http/dispatch.rs", 1),
-        ("http/mod.rs", 5),
-        ("http/store.rs", 1),
-        ("http/task_store.rs", 22),
-        ("stdio.rs", 2),
-    ]
-    .into_iter()
-    .map(|(f, n)| (f.to_owned(), n))
-    .collect();
-    let total = |m: &BTreeMap<String, usize>| m.values().sum::<usize>();
-    assert_eq!(
-        found,
-        expected,
-        "engine: core-field reaches from http/ and stdio.rs: {} today, {} listed (this count only shrinks: \
-         lower the listed figures when a reach goes away)",
-        total(&found),
-        total(&expected)
+    assert!(
+        found.is_empty(),
+        "engine: core-field reaches from http/ and stdio.rs (there must be none): {found:?}"
     );
 }
 

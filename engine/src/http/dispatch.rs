@@ -256,7 +256,7 @@ impl HttpEngine {
         }
         // Without a task store (the check `hold_for_task` starts with, made here so the
         // common case costs no call) no response waits for a task's record.
-        let task_store = self.core.tasks.store.is_some();
+        let task_store = self.core.task_store_attached();
         if !store {
             if task_store {
                 self.hold_for_task(slot, before);

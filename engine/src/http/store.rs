@@ -430,6 +430,6 @@ pub(super) fn plan_room(
     client: Option<ClientKey>,
 ) -> Plan {
     let busy =
-        |r, e: &Entry| parked.find(|st| st.session == r).is_some() || core.asks.waiting_in(e.session.serial);
+        |r, e: &Entry| parked.find(|st| st.session == r).is_some() || core.asks_waiting_in(e.session.serial);
     sessions.plan(client, stored, busy)
 }

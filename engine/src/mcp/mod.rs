@@ -89,61 +89,61 @@ use crate::wire::trace::{self, TraceParent};
 /// Everything but the input buffer and the parser, so a parsed frame (which borrows
 /// those two) can be handled with `&mut Core`.
 pub(crate) struct Core {
-    pub(crate) cfg: Config,
-    pub(crate) catalog: Catalog,
-    pub(crate) prepared: Prepared,
-    pub(crate) scratch: Scratch,
-    pub(crate) mode: Mode,
-    pub(crate) tickets: Tickets,
-    pub(crate) outbox: Outbox,
+    cfg: Config,
+    catalog: Catalog,
+    prepared: Prepared,
+    scratch: Scratch,
+    mode: Mode,
+    tickets: Tickets,
+    outbox: Outbox,
     /// The session-bound state of the stream (stdio), or of the HTTP session the request
     /// being handled belongs to (handed in by the HTTP layer, see [`SessionCheck`]).
-    pub(crate) session: Session,
+    session: Session,
     /// What the HTTP layer found for the request's `Mcp-Session-Id` (reset by `handle`).
-    pub(crate) session_check: SessionCheck,
-    pub(crate) subs: Subscriptions,
+    session_check: SessionCheck,
+    subs: Subscriptions,
     /// Input asked of session-bound clients, and the requests waiting for it.
-    pub(crate) inputs: Inputs,
+    inputs: Inputs,
     /// Requests the host sent session-bound clients outside any request.
-    pub(crate) asks: asks::Asks,
+    asks: asks::Asks,
     /// The tasks: tool calls that outlive their request.
-    pub(crate) tasks: tasks::Tasks,
+    tasks: tasks::Tasks,
     /// Sessions opened so far (each gets the next serial).
-    pub(crate) sessions_opened: u64,
+    sessions_opened: u64,
     /// The route of the request being dispatched (becomes its ticket's route).
-    pub(crate) route: Route,
+    route: Route,
     /// Frames processed (blank lines excluded).
-    pub(crate) frames: u64,
+    frames: u64,
     /// The latest time the engine was given, in microseconds.
-    pub(crate) now: u64,
+    now: u64,
     /// The wall clock the host set (microseconds since the Unix epoch) and the `now` it
     /// was set at: the wall clock reads that plus the time since.
-    pub(crate) wall: Option<(u64, u64)>,
+    wall: Option<(u64, u64)>,
     /// Advances with every catalog replacement.
-    pub(crate) catalog_revision: u64,
+    catalog_revision: u64,
     /// The principal of the HTTP request being dispatched (see `http::Principal`).
-    pub(crate) principal: Option<[u8; 32]>,
+    principal: Option<[u8; 32]>,
     /// The scope rules of a protected HTTP endpoint (`None`: nothing is scoped).
-    pub(crate) rules: Option<scopes::Rules>,
+    rules: Option<scopes::Rules>,
     /// The scopes granted to the request being dispatched (`None`: unrestricted, as on
     /// stdio and for `Authorization::Everyone`).
-    pub(crate) granted: Option<scopes::ScopeSet>,
+    granted: Option<scopes::ScopeSet>,
     /// The method slot whose scopes the latest request lacked (its challenge).
-    pub(crate) denied: Option<usize>,
+    denied: Option<usize>,
     /// The response of the request being dispatched cannot be a stream (HTTP/1.0).
-    pub(crate) no_stream: bool,
+    no_stream: bool,
     /// Why a `subscriptions/listen` of the request being dispatched is refused: its HTTP
     /// client holds as many streams as it may (see `http::stream_shares`).
-    pub(crate) listen_refusal: Option<PeerError<'static>>,
+    listen_refusal: Option<PeerError<'static>>,
     /// The requests answered without the host, for the adapters' spans.
-    pub(crate) served: served::Log,
+    served: served::Log,
     /// The host's answers, recorded when an adapter asks (see [`answered`]).
-    pub(crate) answered: answered::AnswerLog,
+    answered: answered::AnswerLog,
     /// The observed counts and the host's declared edges.
     #[cfg(feature = "connectome")]
-    pub(crate) connectome: connectome::Connectome,
+    connectome: connectome::Connectome,
     /// The request being dispatched waits for a task to end (`tasks/result`).
-    pub(crate) waiting: bool,
+    waiting: bool,
 }
 
 /// Where the data of the current event lives (read by the event while it is held).
@@ -448,6 +448,49 @@ impl Core {
             clock,
             log: &mut self.answered,
         }
+    }
+
+    /// The task store's port: the table's side of a host's task store (see
+    /// [`tasks::store::TaskStore`]).
+    pub(crate) fn task_store(&mut self) -> tasks::store::TaskStore<'_> {
+        let wall = self.wall_now();
+        tasks::store::TaskStore {
+            tasks: &mut self.tasks,
+            tickets: &mut self.tickets,
+            outbox: &mut self.outbox,
+            catalog: &self.catalog,
+            prepared: &self.prepared,
+            cfg: &self.cfg,
+            now: self.now,
+            wall,
+        }
+    }
+
+    /// Whether a task store is attached (see [`Self::task_store`]).
+    pub(crate) fn task_store_attached(&self) -> bool {
+        self.tasks.store.is_some()
+    }
+
+    /// When the task store's earliest lease renewal or retry is due.
+    pub(crate) fn task_store_deadline(&self) -> Option<crate::time::Instant> {
+        self.tasks.store_deadline()
+    }
+
+    /// The task `ticket` names, if it is one whose progress notifications are sent
+    /// (`2025-11-25`, held by the host, with a progress token).
+    pub(crate) fn progress_task(&self, ticket: Ticket) -> Option<&tasks::Record> {
+        self.tasks.get(ticket).filter(|r| r.sends_progress())
+    }
+
+    /// How many tasks the engine holds (finished ones included, until their TTL).
+    pub(crate) fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether the server waits for a reply of the client of session `serial` to a
+    /// request the host sent it.
+    pub(crate) fn asks_waiting_in(&self, serial: u64) -> bool {
+        self.asks.waiting_in(serial)
     }
 
     // ------------------------------------------------------------ deadlines, client asks and cancellation

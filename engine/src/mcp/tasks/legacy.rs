@@ -254,7 +254,7 @@ impl Core {
         r.waiters.push((route, id, self.session.serial)).map_err(|_| PeerError::TooManyWaiters)?;
         self.waiting = true;
         // A copy of another node's task: read again should its owner fall silent.
-        self.watch_copy(ticket);
+        self.task_store().watch_copy(ticket);
         Ok(())
     }
 

@@ -22,8 +22,7 @@ use sha2::Sha256;
 use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req, field};
 use crate::mcp::Core;
-use crate::mcp::tasks::write::task_members;
-use crate::mcp::tasks::{Record, TASK_ID_LEN};
+use crate::mcp::tasks::TASK_ID_LEN;
 use crate::mcp::write::{result_end, result_start};
 use crate::output::Route;
 use crate::revision::Revision;
@@ -55,9 +54,9 @@ pub(crate) struct Row<'a> {
 pub(crate) struct Listed {
     pub(crate) route: Route,
     /// The tasks' objects, comma-separated.
-    items: Vec<u8>,
+    pub(crate) items: Vec<u8>,
     /// Where the next page starts, when there is one.
-    next: Option<Position>,
+    pub(crate) next: Option<Position>,
 }
 
 /// The MAC of a cursor naming `pos` for `principal`.
@@ -109,77 +108,16 @@ pub(crate) struct Query {
 }
 
 impl Core {
-    /// The store query a `tasks/list` with `cursor` (its tape index, if any) of
-    /// `principal` needs: `None` when the cursor is not one this engine sealed for the
-    /// caller (the request is then answered `-32602` without asking). Without a secret
-    /// key there are no cursors, and a page is as long as the task table.
-    pub(crate) fn task_list_query(&self, cursor: Option<&str>, principal: Option<[u8; 32]>) -> Option<Query> {
-        let key = self.prepared.state_key.as_ref().map(|k| k.sign);
-        let after = match cursor {
-            None => None,
-            Some(text) => Some(open(&key?, principal.as_ref(), text)?),
-        };
-        let page = if key.is_some() { self.cfg.page_size } else { self.tasks.max.max(1) };
-        Some(Query { principal, after, page })
-    }
-
-    /// Reads the store's `rows` for the `tasks/list` on `route` (asked with `query`) into
-    /// the page it will be answered with. The store returns up to a page and one more, in
-    /// order: with the extra row there is a next page, starting after the page's last.
-    pub(crate) fn task_page(&mut self, route: Route, query: &Query, rows: &[Row<'_>]) {
-        let wall = self.wall_now();
-        let mut items = Vec::new();
-        let mut next = None;
-        for (i, row) in rows.iter().take(query.page).enumerate() {
-            if rows.len() > query.page && i + 1 == query.page {
-                next = row.id.as_bytes().try_into().ok().map(|id| Position { created: row.created, id });
-            }
-            let mut theirs = Record::default();
-            if self.read_copy(row.record, &mut theirs).is_none() {
-                continue;
-            }
-            let held = self.tasks.by_token.get(&theirs.token).and_then(|&s| self.tasks.slots.get(s as usize));
-            let r = match held {
-                Some(s) if s.used && s.rec.token == theirs.token => &s.rec,
-                _ => &theirs,
-            };
-            let expires = r.created.saturating_add(r.ttl_ms.saturating_mul(1000));
-            // (Only a principal's list asks the store: no session key to match.)
-            let listed =
-                r.belongs_to(query.principal.as_ref(), None) && r.revision.is_some_and(|v| !v.is_stateless());
-            if !listed || expires <= wall || r.id_str() != row.id {
-                continue;
-            }
-            if !items.is_empty() {
-                items.push(b',');
-            }
-            items.push(b'{');
-            task_members(&mut items, r, true);
-            items.push(b'}');
-        }
-        let Some(st) = self.tasks.store.as_mut() else { return };
-        st.listed.retain(|l| l.route != route);
-        st.listed.push(Listed { route, items, next });
-    }
-
-    /// Forgets a page read for `route` that its request did not use (it was answered
-    /// otherwise, or went away).
-    pub(crate) fn forget_task_page(&mut self, route: Route) {
-        if let Some(st) = self.tasks.store.as_mut() {
-            st.listed.retain(|l| l.route != route);
-        }
-    }
-
     /// `tasks/list` with a task store: the page read for this request from the store
-    /// ([`task_page`](Self::task_page)), with a cursor to the next one.
+    /// ([`TaskStore::page`](crate::mcp::tasks::store::TaskStore::page)), with a cursor to the next one.
     pub(crate) fn list_stored<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         let cursor = match req.param("cursor") {
             None => None,
             Some(ci) => Some(json::str_at(req.n, ci).ok_or(PeerError::CursorNotString)?),
         };
-        self.task_list_query(cursor, self.principal).ok_or(PeerError::InvalidCursor)?;
-        let key = self.prepared.state_key.as_ref().map(|k| k.sign);
         let principal = self.principal;
+        self.task_store().list_query(cursor, principal).ok_or(PeerError::InvalidCursor)?;
+        let key = self.prepared.state_key.as_ref().map(|k| k.sign);
         let route = self.route;
         let st = self.tasks.store.as_mut().ok_or(PeerError::Internal)?;
         // Asked before the request was served; without a page (the store was never
