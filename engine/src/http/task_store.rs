@@ -26,6 +26,7 @@ use crate::http::exchange::{Phase, Saving, respond_json};
 use crate::http::store::Loaded;
 use crate::http::task_misses::{Budget, Missing};
 use crate::http::{ConnId, HttpConfig, HttpEngine, HttpEvent, conn_in, conns, limits};
+use crate::mcp::facts::NamedTask;
 use crate::mcp::tasks::TASK_ID_LEN;
 use crate::mcp::tasks::listing::{Query, Row};
 use crate::mcp::tasks::store::Save;
@@ -194,35 +195,6 @@ enum Step {
     /// Refuse it: its client is out of lookups (retry after, in seconds; the refusal is
     /// written).
     Refuse(u64),
-}
-
-/// What a `tasks/*` request needs of the store before it is served.
-enum Named {
-    /// The task it names (`params.taskId`, a string of an id's length).
-    Task([u8; TASK_ID_LEN]),
-    /// A page of the caller's tasks: `tasks/list`, with its cursor if it has a string one
-    /// (`Err`: a cursor that is not a string).
-    List(Result<Option<String>, ()>),
-}
-
-/// What the `tasks/*` request in `n` needs of the store, if anything.
-fn named_task(n: &[simd_json::Node<'_>]) -> Option<Named> {
-    use crate::wire::json;
-    let method = json::get(n, 0, "method").and_then(|i| json::str_at(n, i))?;
-    let params = json::get(n, 0, "params");
-    if method == "tasks/list" {
-        let cursor = params.and_then(|p| json::get(n, p, "cursor"));
-        let text = match cursor {
-            None => Ok(None),
-            Some(c) => json::str_at(n, c).map(|t| Some(t.to_owned())).ok_or(()),
-        };
-        return Some(Named::List(text));
-    }
-    if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result") {
-        return None;
-    }
-    let id = json::get(n, params?, "taskId").and_then(|i| json::str_at(n, i))?;
-    id.as_bytes().try_into().ok().map(Named::Task)
 }
 
 impl HttpEngine {
@@ -518,11 +490,18 @@ impl HttpEngine {
         let (core, io, refusal) = (&mut self.core, &mut self.task_io, &mut self.limit_body);
         let step = self.parser.peek(body, &mut self.peek, |p| {
             let n = p.ok()?;
-            Some(match named_task(n)? {
-                Named::Task(id) if !core.task_store().wants_load(&id) || io.missing.knows(&id, now) => {
+            // What the request names, as the core decodes it; a task id of another
+            // length is not found without asking.
+            let named = core.preview(n).task?;
+            let id = match named {
+                NamedTask::Task(id) => Some(<[u8; TASK_ID_LEN]>::try_from(id.as_bytes()).ok()?),
+                NamedTask::List(_) => None,
+            };
+            Some(match (named, id) {
+                (_, Some(id)) if !core.task_store().wants_load(&id) || io.missing.knows(&id, now) => {
                     Step::Serve
                 }
-                Named::Task(id) => match io.budget.as_mut().map_or(Ok(()), |b| b.take(client, now)) {
+                (_, Some(id)) => match io.budget.as_mut().map_or(Ok(()), |b| b.take(client, now)) {
                     Ok(()) => Step::Load(id),
                     Err(retry) => {
                         limits::write_refusal(refusal, n, retry, limits::Refused::Rate);
@@ -532,8 +511,10 @@ impl HttpEngine {
                 // A cursor this engine did not seal for the caller is answered `-32602`
                 // when the request is served, without asking the store; a caller without
                 // a principal is not offered `tasks/list` (`-32601`).
-                Named::List(Ok(cursor)) if principal.is_some() => Step::List(cursor),
-                Named::List(_) => Step::Serve,
+                (NamedTask::List(Ok(cursor)), _) if principal.is_some() => {
+                    Step::List(cursor.map(str::to_owned))
+                }
+                _ => Step::Serve,
             })
         });
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };

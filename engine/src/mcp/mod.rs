@@ -8,11 +8,14 @@
 //! - [`lifecycle`]: THE tables of revision and method rules, and the [`Session`] value;
 //! - [`streams`]: the open `subscriptions/listen` streams and their fan-out;
 //! - [`prepared`]: fragments written once per engine;
+//! - [`scratch`]: the buffers a request is decoded into and its event reads;
 //! - [`event`]: what the host is asked to do;
 //! - [`delivery`]: the next event handed to the host ([`Core::next_event`]): a
 //!   cancellation, the pending request, a request coming back with its client's input, a
 //!   client's reply; the delivered event released;
 //! - method handlers, each a file: [`requests`] (work for the host), [`lists`], [`subs`];
+//! - [`facts`]: what a transport must know of a request before serving it, read once
+//!   from the decoded request;
 //! - [`mrtr`]: multi-round-trip requests (`input_required`, `requestState`);
 //! - [`inputs`]: the same input asked of a session-bound client as server-to-client
 //!   requests, and the request handed back to the host with the responses;
@@ -29,8 +32,10 @@
 //! - [`connectome`] (feature `connectome`): counting what is dispatched, answering reads of
 //!   the connectome resources.
 //!
-//! This file holds `Core`, its interface to the transports ([`Core::handle`] in, the
-//! outbox and getters out; [`Core::next_event`] is [`delivery`]'s), the lifecycle methods
+//! This file holds `Core` and its only `impl`: its interface to the transports
+//! ([`Core::handle`] in, the outbox and getters out, [`Core::next_event`] made by
+//! [`delivery`]), the handles it lends its parts through (`answers`, `task_store`,
+//! `task_methods`, the list page's `Lister`), the lifecycle methods
 //! and the dispatcher.
 //!
 //! May use: `wire`, `catalog`, `content`, `error`, `config`, `connectome`, `jsonrpc`,
@@ -44,6 +49,7 @@ pub(crate) mod asks;
 pub(crate) mod connectome;
 mod delivery;
 pub(crate) mod event;
+pub(crate) mod facts;
 pub(crate) mod inputs;
 pub(crate) mod lifecycle;
 pub(crate) mod lists;
@@ -51,6 +57,7 @@ pub mod mrtr;
 pub(crate) mod prepared;
 pub(crate) mod requests;
 pub(crate) mod scopes;
+pub(crate) mod scratch;
 pub(crate) mod served;
 pub(crate) mod streams;
 pub mod subs;
@@ -73,8 +80,9 @@ use crate::mcp::lifecycle::Method;
 pub(crate) use crate::mcp::lifecycle::Mode;
 use crate::mcp::lifecycle::Session;
 use crate::mcp::lifecycle::{Notification, notification};
-use crate::mcp::mrtr::{ClientCapabilities, MAX_INPUT_REQUESTS};
+use crate::mcp::mrtr::ClientCapabilities;
 use crate::mcp::prepared::Prepared;
+use crate::mcp::scratch::{Round, Scratch, TraceScratch};
 use crate::mcp::streams::Subscriptions;
 use crate::mcp::tickets::Slot;
 use crate::mcp::tickets::Tickets;
@@ -84,7 +92,7 @@ use crate::revision::Revision;
 use crate::time::Clock;
 use crate::wire::cursor::ListKind;
 use crate::wire::json;
-use crate::wire::trace::{self, TraceParent};
+use crate::wire::trace;
 
 /// Everything but the input buffer and the parser, so a parsed frame (which borrows
 /// those two) can be handled with `&mut Core`.
@@ -144,59 +152,6 @@ pub(crate) struct Core {
     connectome: connectome::Connectome,
     /// The request being dispatched waits for a task to end (`tasks/result`).
     waiting: bool,
-}
-
-/// Where the data of the current event lives (read by the event while it is held).
-pub(crate) struct Scratch {
-    pub(crate) args: Vec<u8>,
-    pub(crate) uri: String,
-    pub(crate) captures: Captures,
-    /// The argument name and value of a completion request.
-    pub(crate) completion: (String, String),
-    /// What the current request brings for a multi-round-trip request.
-    pub(crate) round: Round,
-    /// The decoded `requestState`.
-    pub(crate) state: Vec<u8>,
-    /// `inputResponses`: keys and values (compact JSON), back to back.
-    pub(crate) responses: Vec<u8>,
-    /// The buffer of the repeated-member-name check (`jsonrpc::decode`).
-    pub(crate) names: json::Names,
-    /// The trace context of the request handed over last.
-    pub(crate) trace: TraceScratch,
-    /// The id of the event's request, as JSON (copied from its ticket slot).
-    pub(crate) id: tickets::IdBuf,
-}
-
-/// The W3C trace context of the request handed over last (see `requests::take_trace`):
-/// its buffers are reserved at their bounds, so copying one never allocates.
-pub(crate) struct TraceScratch {
-    pub(crate) parent: Option<TraceParent>,
-    pub(crate) state: String,
-    pub(crate) has_state: bool,
-    pub(crate) baggage: String,
-    pub(crate) has_baggage: bool,
-}
-
-impl Round {
-    fn reset(&mut self) {
-        self.caps = ClientCapabilities::default();
-        self.host_state = None;
-        self.entries.clear();
-        self.tasks = false;
-    }
-}
-
-/// The multi-round-trip part of the request being dispatched.
-#[derive(Default)]
-pub(crate) struct Round {
-    pub(crate) caps: ClientCapabilities,
-    pub(crate) digest: [u8; 32],
-    /// The host's part of a verified `requestState`, in `Scratch::state`.
-    pub(crate) host_state: Option<core::ops::Range<usize>>,
-    /// Key and value ranges in `Scratch::responses`.
-    pub(crate) entries: heapless::Vec<mrtr::Entry, MAX_INPUT_REQUESTS>,
-    /// The tool call may become a task (see `Core::task_offer`).
-    pub(crate) tasks: bool,
 }
 
 /// Members of one object the repeated-name check holds without growing its buffer (16 KiB).
@@ -434,6 +389,37 @@ impl Core {
         self.served.dropped() + self.answered.dropped()
     }
 
+    /// The next event: a cancellation, else the pending request (marked delivered; see
+    /// [`delivery`]).
+    pub(crate) fn next_event(&mut self) -> Option<event::Event<'_>> {
+        let clock = self.clock();
+        delivery::Delivery {
+            cfg: &self.cfg,
+            catalog: &self.catalog,
+            prepared: &self.prepared,
+            scratch: &mut self.scratch,
+            tickets: &mut self.tickets,
+            outbox: &mut self.outbox,
+            inputs: &mut self.inputs,
+            tasks: &mut self.tasks,
+            asks: &mut self.asks,
+            answered: &mut self.answered,
+            #[cfg(feature = "connectome")]
+            observed: &mut self.connectome.observed,
+            clock,
+        }
+        .next()
+    }
+
+    /// Forgets the delivered event (its borrow has ended).
+    pub(crate) fn release(&mut self) {
+        self.asks.release();
+        if self.tickets.delivered {
+            self.tickets.delivered = false;
+            self.tickets.pending = None;
+        }
+    }
+
     /// The handle every answer and notification for a ticket goes through.
     pub(crate) fn answers(&mut self) -> Answers<'_> {
         let clock = self.clock();
@@ -464,6 +450,40 @@ impl Core {
             now: self.now,
             wall,
         }
+    }
+
+    /// The task methods' view of the core for the request being dispatched (see
+    /// [`tasks::TaskMethods`]).
+    pub(crate) fn task_methods(&mut self) -> tasks::TaskMethods<'_> {
+        let wall = self.wall_now();
+        tasks::TaskMethods {
+            tasks: &mut self.tasks,
+            tickets: &mut self.tickets,
+            outbox: &mut self.outbox,
+            prepared: &self.prepared,
+            principal: self.principal,
+            token: self.session.token,
+            serial: self.session.serial,
+            page_size: self.cfg.page_size,
+            wall,
+        }
+    }
+
+    /// The wall clock now (microseconds since the Unix epoch; the engine's time until the
+    /// host sets the wall clock).
+    pub(crate) fn wall_now(&self) -> u64 {
+        self.clock().wall.unwrap_or(self.now)
+    }
+
+    /// Deletes the tasks past their TTL; the host is told of those it still works on.
+    pub(crate) fn expire_tasks(&mut self) {
+        let Self { tasks, tickets, now, outbox, .. } = self;
+        tasks.expire(crate::time::Instant::from_micros(*now), |t, r| {
+            if r.held {
+                tickets.tell_cancelled(t);
+            }
+            tasks::legacy::answer_waiters(outbox, r, Some("Task has expired"));
+        });
     }
 
     /// Whether a task store is attached (see [`Self::task_store`]).
@@ -570,7 +590,7 @@ impl Core {
     /// cancelled (a request whose event the host has not polled yet is withdrawn), and
     /// ends a listen stream on it (its grant expired) with its closing result.
     pub(crate) fn time_out_route(&mut self, route: Route) {
-        self.time_out_waiters(route);
+        tasks::legacy::time_out_waiters(&mut self.tasks, &mut self.outbox, route);
         // A listen stream on the route ends as the server ends it (its grant expired).
         let mut i = 0;
         while i < self.subs.list.len() {
@@ -603,25 +623,21 @@ impl Core {
         }
     }
 
+    /// What the request being dispatched was granted, against the endpoint's rules.
+    pub(crate) fn grant(&self) -> scopes::Grant<'_> {
+        scopes::Grant { rules: self.rules.as_ref(), granted: self.granted }
+    }
+
     /// Whether the request being dispatched may use item `i` of list `kind` (a
     /// definition it may not use does not exist for it).
     pub(crate) fn may_use(&self, kind: ListKind, i: usize) -> bool {
-        match (&self.rules, self.granted) {
-            (Some(rules), Some(granted)) => rules.item(kind, i, granted),
-            _ => true,
-        }
+        self.grant().may_use(kind, i)
     }
 
     /// Whether the request being dispatched may read `uri`, resolved to `target` (a
     /// template's position, or `None` for a listed resource).
     pub(crate) fn may_read(&self, uri: &str, target: Option<usize>) -> bool {
-        if self.rules.is_none() || self.granted.is_none() {
-            return true;
-        }
-        match target {
-            Some(t) => self.may_use(ListKind::ResourceTemplates, t),
-            None => self.catalog.resource_index(uri).is_none_or(|i| self.may_use(ListKind::Resources, i)),
-        }
+        self.grant().may_read(&self.catalog, uri, target)
     }
 
     /// Installs the scope rules of a protected endpoint (built for the current catalog).
@@ -728,6 +744,14 @@ impl Core {
         Ok(())
     }
 
+    /// Whether `tasks/list` is offered to the caller: on stdio (one client: the requestor
+    /// is the stream's), and over HTTP to a principal; not to an HTTP session without one,
+    /// as the utility advises a receiver that cannot tell requestors apart (its `tasks/list`
+    /// is `-32601`, and `initialize` leaves `tasks.list` out).
+    pub(crate) fn lists_tasks(&self) -> bool {
+        self.principal.is_some() || self.mode == Mode::Stdio
+    }
+
     /// Numbers a session that comes back from a session store, as `initialize` numbers
     /// a new one.
     pub(crate) fn number_session(&mut self, session: &mut Session) {
@@ -784,13 +808,36 @@ impl Core {
         parsed: Result<&[Node<'t>], simd_json::Error>,
         headers: &'t [httparse::Header<'t>],
     ) -> Dispatched {
+        self.handle_gated(route, principal, granted, parsed, headers, |_, _, _| None)
+    }
+
+    /// [`Self::handle`], with the message decoded once and shown to `gate` first (with
+    /// the core, for its counts): the transport decides its limits on what the request
+    /// is ([`RequestFacts::of`](facts::RequestFacts::of) the decoded message), never on
+    /// the tape. A gate that refuses the message writes its own answer and returns what
+    /// the message became; the core then never sees it (nothing is counted or recorded).
+    pub(crate) fn handle_gated<'t>(
+        &mut self,
+        route: Route,
+        principal: Option<[u8; 32]>,
+        granted: Option<scopes::ScopeSet>,
+        parsed: Result<&[Node<'t>], simd_json::Error>,
+        headers: &'t [httparse::Header<'t>],
+        gate: impl FnOnce(&Self, &Message<'_, 't>, &[Node<'t>]) -> Option<Dispatched>,
+    ) -> Dispatched {
+        let decoded = parsed.map(|n| (n, jsonrpc::decode(n, &mut self.scratch.names)));
+        if let Ok((n, message)) = &decoded
+            && let Some(refused) = gate(self, message, n)
+        {
+            return refused;
+        }
         self.frames += 1;
         self.route = route;
         self.principal = principal;
         self.granted = granted;
         self.denied = None;
-        let outcome = match parsed {
-            Ok(n) => self.dispatch(n, headers),
+        let outcome = match decoded {
+            Ok((n, message)) => self.dispatch(n, message, headers),
             Err(e) => Dispatched::Answered(self.parse_failure(&e)),
         };
         self.route = Route::Stdio;
@@ -800,6 +847,12 @@ impl Core {
         self.listen_refusal = None;
         self.session_check = SessionCheck::Own;
         outcome
+    }
+
+    /// What the transport must know of the message on tape `n` before it is served
+    /// (decoded here; a message looked at before it is served, and parsed again then).
+    pub(crate) fn preview<'t>(&mut self, n: &[Node<'t>]) -> facts::RequestFacts<'t> {
+        facts::RequestFacts::of(&jsonrpc::decode(n, &mut self.scratch.names))
     }
 
     /// Serves the next message handled under `mode`'s rules (HTTP picks them per
@@ -826,12 +879,16 @@ impl Core {
         self.listen_refusal = Some(refusal);
     }
 
-    /// Serves one message.
-    fn dispatch<'t>(&mut self, n: &[Node<'t>], headers: &'t [httparse::Header<'t>]) -> Dispatched {
+    /// Serves one message, decoded.
+    fn dispatch<'t>(
+        &mut self,
+        n: &[Node<'t>],
+        message: Message<'_, 't>,
+        headers: &'t [httparse::Header<'t>],
+    ) -> Dispatched {
         let mark = self.outbox.out.len();
         self.served.begin();
         // Matched by reference: the request view is not moved out of the message.
-        let message = jsonrpc::decode(n, &mut self.scratch.names);
         let status = match &message {
             Message::Refused(reply, e) => {
                 self.refused(None, e);
@@ -856,7 +913,7 @@ impl Core {
                     && !self.asks.response(session, r, names)
                 {
                     // Or the answer to what a 2025-11-25 task asked.
-                    self.task_response(n, id, outcome);
+                    self.task_methods().task_response(n, id, outcome);
                 }
                 200
             }
@@ -953,7 +1010,19 @@ impl Core {
                 Ok(())
             }
             Method::SetLevel => self.set_level(req),
-            Method::List(kind) => self.list(req, rev, kind),
+            Method::List(kind) => {
+                let clock = self.clock();
+                let grant = scopes::Grant { rules: self.rules.as_ref(), granted: self.granted };
+                let lister = lists::Lister {
+                    catalog: &self.catalog,
+                    prepared: &mut self.prepared,
+                    cfg: &self.cfg,
+                    grant,
+                    principal: self.principal.as_ref(),
+                    clock,
+                };
+                lister.list(&mut self.outbox.out, req, rev, kind)
+            }
             Method::CallTool => self.call_tool(req, rev),
             Method::ReadResource => {
                 #[cfg(feature = "connectome")]
@@ -965,11 +1034,29 @@ impl Core {
             Method::GetPrompt => self.get_prompt(req, rev),
             Method::Complete => self.complete(req, rev),
             Method::Listen => self.listen(req),
-            Method::GetTask => self.get_task(req, rev),
-            Method::UpdateTask => self.update_task(req, rev),
-            Method::CancelTask => self.cancel_task(req, rev),
-            Method::TaskResult => self.task_result(req, rev),
-            Method::ListTasks => self.list_tasks(req, rev),
+            Method::GetTask => self.task_methods().get(req, rev),
+            Method::UpdateTask => self.task_methods().update(req, rev),
+            Method::CancelTask => self.task_methods().cancel(req, rev),
+            Method::TaskResult => {
+                let route = self.route;
+                let waits = self.task_methods().result(req, rev, route);
+                if let Ok(Some(ticket)) = waits {
+                    self.waiting = true;
+                    // A copy of another node's task: read again should its owner fall silent.
+                    self.task_store().watch_copy(ticket);
+                }
+                waits.map(|_| ())
+            }
+            // Not offered (`initialize` left `tasks.list` out): a method this server does
+            // not support for the caller.
+            Method::ListTasks if !self.lists_tasks() => Err(PeerError::MethodNotFound(req.method)),
+            // With a task store the list is the store's (`listing`): the table holds only
+            // this engine's tasks, not every task the caller can read.
+            Method::ListTasks if self.tasks.store.is_some() => {
+                let (principal, route) = (self.principal, self.route);
+                self.task_store().list_stored(req, rev, principal, route)
+            }
+            Method::ListTasks => self.task_methods().list(req, rev),
             Method::Subscribe => self.legacy_subscribe(req, rev, true),
             Method::Unsubscribe => self.legacy_subscribe(req, rev, false),
         };

@@ -135,7 +135,8 @@ impl Core {
                 return Err(self.outbox.detail.render(Detailed::MissingCapability { tool: name, required }));
             }
         }
-        let offer = self.task_offer(req, rev, ti, name)?;
+        let offer =
+            crate::mcp::tasks::methods::task_offer(&self.catalog, &self.prepared, req, rev, ti, name)?;
         self.take_arguments(req)?;
         // Arguments repeat no member name (`jsonrpc::decode` refuses that), so they are
         // decided on the request's tape and passed on as written, without building a value.
@@ -172,7 +173,7 @@ impl Core {
         self.hand_over(req, PendingKind::Tool(ti), rev)?;
         if offer && !rev.is_stateless() {
             // 2025-11-25: the client asked for a task; the host gets the call as one.
-            self.augmented(req);
+            self.answers().augment(req);
         }
         Ok(())
     }

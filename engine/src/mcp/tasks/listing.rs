@@ -5,8 +5,10 @@
 //! The HTTP layer asks the store for a page before the request is served
 //! (`HttpEvent::ListTasks`: the caller's tasks after a position, in the order
 //! `createdAt` then id; a caller with a principal only: a session without one is not offered
-//! `tasks/list`); the store's rows are read here into the page's wire form, kept
-//! for the request's route ([`Listed`]), and written when the request is served again.
+//! `tasks/list`); the store's rows are read into the page's wire form, kept for the
+//! request's route ([`Listed`]), and written when the request is served again (the store
+//! port's `list_query`, `page` and `list_stored`, `store.rs`: this file holds the types
+//! and the position cursor).
 //! A row is read as a copy is (`record::judge`: a dead owner's unfinished task is
 //! `failed`) and not kept; a task this engine holds is shown as the table has it (its
 //! latest state, which the store may not have yet). Rows of another principal, of
@@ -19,14 +21,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::error::PeerError;
-use crate::jsonrpc::{Reply, Req, field};
-use crate::mcp::Core;
 use crate::mcp::tasks::TASK_ID_LEN;
-use crate::mcp::write::{result_end, result_start};
 use crate::output::Route;
-use crate::revision::Revision;
-use crate::wire::json;
 
 /// Bytes of a position cursor before base64url: `createdAt` (microseconds, 8), the task
 /// id (22), a tag (16).
@@ -70,7 +66,7 @@ fn mac(key: &[u8; 32], principal: Option<&[u8; 32]>, pos: &Position) -> Hmac<Sha
 }
 
 /// Writes a quoted cursor naming `pos` for `principal`.
-fn seal(out: &mut Vec<u8>, key: &[u8; 32], principal: Option<&[u8; 32]>, pos: &Position) {
+pub(crate) fn seal(out: &mut Vec<u8>, key: &[u8; 32], principal: Option<&[u8; 32]>, pos: &Position) {
     let mut raw = [0u8; RAW];
     raw[..8].copy_from_slice(&pos.created.to_be_bytes());
     raw[8..8 + TASK_ID_LEN].copy_from_slice(&pos.id);
@@ -105,37 +101,6 @@ pub(crate) struct Query {
     pub(crate) after: Option<Position>,
     /// Tasks on a page: the store is asked for one more.
     pub(crate) page: usize,
-}
-
-impl Core {
-    /// `tasks/list` with a task store: the page read for this request from the store
-    /// ([`TaskStore::page`](crate::mcp::tasks::store::TaskStore::page)), with a cursor to the next one.
-    pub(crate) fn list_stored<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
-        let cursor = match req.param("cursor") {
-            None => None,
-            Some(ci) => Some(json::str_at(req.n, ci).ok_or(PeerError::CursorNotString)?),
-        };
-        let principal = self.principal;
-        self.task_store().list_query(cursor, principal).ok_or(PeerError::InvalidCursor)?;
-        let key = self.prepared.state_key.as_ref().map(|k| k.sign);
-        let route = self.route;
-        let st = self.tasks.store.as_mut().ok_or(PeerError::Internal)?;
-        // Asked before the request was served; without a page (the store was never
-        // asked) the request fails rather than list from the table.
-        let at = st.listed.iter().position(|l| l.route == route).ok_or(PeerError::Internal)?;
-        let page = st.listed.swap_remove(at);
-        let out = &mut self.outbox.out;
-        result_start(out, Reply::Id(req.id));
-        out.extend_from_slice(b"\"tasks\":[");
-        out.extend_from_slice(&page.items);
-        out.push(b']');
-        if let (Some(pos), Some(k)) = (page.next, key) {
-            field(out, "nextCursor");
-            seal(out, &k, principal.as_ref(), &pos);
-        }
-        result_end(out, &self.prepared.meta, rev, None);
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -17,17 +17,22 @@ use std::collections::VecDeque;
 
 use crate::catalog::Catalog;
 use crate::config::Config;
+use crate::error::PeerError;
+use crate::jsonrpc::{Reply, Req, field};
 use crate::mcp::prepared::Prepared;
-use crate::mcp::tasks::listing::{Listed, Position, Query, Row, open};
+use crate::mcp::tasks::listing::{Listed, Position, Query, Row, open, seal};
 use crate::mcp::tasks::record::{self, Liveness, Meta, Owner};
 use crate::mcp::tasks::write::task_members;
 use crate::mcp::tasks::{Record, Status, TASK_ID_LEN, TOKEN_LEN};
 use crate::mcp::tickets::Ticket;
 use crate::mcp::tickets::Tickets;
+use crate::mcp::write::{result_end, result_start};
 use crate::output::Outbox;
 use crate::output::Route;
+use crate::revision::Revision;
 use crate::time::Instant;
 use crate::timer::Timers;
+use crate::wire::json;
 
 /// What the table knows of the store (one per engine with a task store).
 pub(crate) struct Settings {
@@ -131,7 +136,7 @@ pub(crate) enum RestoreError {
 fn internal_error(out: &mut Vec<u8>, why: &str) {
     out.clear();
     out.extend_from_slice(b"{\"code\":-32603,\"message\":");
-    crate::wire::json::write_str(out, &format!("Internal error: {why}"));
+    json::write_str(out, &format!("Internal error: {why}"));
     out.push(b'}');
 }
 
@@ -696,6 +701,39 @@ impl TaskStore<'_> {
         if let Some(st) = self.tasks.store.as_mut() {
             st.listed.retain(|l| l.route != route);
         }
+    }
+
+    /// `tasks/list` with a task store: the page read for this request from the store
+    /// ([`Self::page`]), for `principal`, its request on `route`, with a cursor to the next one.
+    pub(crate) fn list_stored<'t>(
+        &mut self,
+        req: &Req<'_, 't>,
+        rev: Revision,
+        principal: Option<[u8; 32]>,
+        route: Route,
+    ) -> Result<(), PeerError<'t>> {
+        let cursor = match req.param("cursor") {
+            None => None,
+            Some(ci) => Some(json::str_at(req.n, ci).ok_or(PeerError::CursorNotString)?),
+        };
+        self.list_query(cursor, principal).ok_or(PeerError::InvalidCursor)?;
+        let key = self.prepared.state_key.as_ref().map(|k| k.sign);
+        let st = self.tasks.store.as_mut().ok_or(PeerError::Internal)?;
+        // Asked before the request was served; without a page (the store was never
+        // asked) the request fails rather than list from the table.
+        let at = st.listed.iter().position(|l| l.route == route).ok_or(PeerError::Internal)?;
+        let page = st.listed.swap_remove(at);
+        let out = &mut self.outbox.out;
+        result_start(out, Reply::Id(req.id));
+        out.extend_from_slice(b"\"tasks\":[");
+        out.extend_from_slice(&page.items);
+        out.push(b']');
+        if let (Some(pos), Some(k)) = (page.next, key) {
+            field(out, "nextCursor");
+            seal(out, &k, principal.as_ref(), &pos);
+        }
+        result_end(out, &self.prepared.meta, rev, None);
+        Ok(())
     }
 }
 
