@@ -32,11 +32,12 @@
 //! - [`connectome`] (feature `connectome`): counting what is dispatched, answering reads of
 //!   the connectome resources.
 //!
-//! This file holds `Core` and its only `impl`: its interface to the transports
-//! ([`Core::handle`] in, the outbox and getters out, [`Core::next_event`] made by
-//! [`delivery`]), the handles it lends its parts through (`answers`, `task_store`,
-//! `task_methods`, the list page's `Lister`), the lifecycle methods
-//! and the dispatcher.
+//! This file holds `Core` and its only `impl` but `connectome.rs`'s: its interface to
+//! the transports ([`Core::handle`] in, the outbox and getters out, [`Core::next_event`]
+//! made by [`delivery`]), the handles it lends its parts through (`answers`,
+//! `task_store`, `task_methods`, `host_requests`, `fanout`, the list page's `Lister`),
+//! the catalog replacement, the lifecycle methods and the dispatcher, which composes
+//! them. `Core`'s fields are private to `mcp/`: the transports call its methods.
 //!
 //! May use: `wire`, `catalog`, `content`, `error`, `config`, `connectome`, `jsonrpc`,
 //! `output` and the leaf modules. May not touch: transport state (`stdio`, `http`),
@@ -90,7 +91,6 @@ use crate::mcp::tickets::{Ticket, cancelled_id};
 use crate::output::{Outbox, Route};
 use crate::revision::Revision;
 use crate::time::Clock;
-use crate::wire::cursor::ListKind;
 use crate::wire::json;
 use crate::wire::trace;
 
@@ -236,7 +236,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
 
 impl Core {
     // The interface the transports (stdio, HTTP) use: getters, time, and the outbox's
-    // contents. They never touch the core's fields.
+    // contents. They never touch the core's fields (private to `mcp/`).
 
     /// The configuration.
     pub(crate) fn config(&self) -> &Config {
@@ -417,6 +417,126 @@ impl Core {
         if self.tickets.delivered {
             self.tickets.delivered = false;
             self.tickets.pending = None;
+        }
+    }
+
+    /// The subscriptions' fan-out, over the parts it uses (see [`subs::Fanout`]).
+    fn fanout(&mut self) -> subs::Fanout<'_> {
+        subs::Fanout {
+            cfg: &self.cfg,
+            catalog: &self.catalog,
+            prepared: &self.prepared,
+            outbox: &mut self.outbox,
+            subs: &mut self.subs,
+        }
+    }
+
+    /// Replaces the catalog (see [`Engine::replace_catalog`](crate::Engine::replace_catalog)).
+    pub(crate) fn replace_catalog(
+        &mut self,
+        catalog: Catalog,
+    ) -> Result<subs::CatalogChange, subs::ReplaceError> {
+        if self.tickets.pending.is_some() {
+            return Err(subs::ReplaceError::EventPending);
+        }
+        let (old, new) = (&self.catalog, &catalog);
+        if old.has_tools() != new.has_tools()
+            || old.has_resources() != new.has_resources()
+            || old.has_prompts() != new.has_prompts()
+        {
+            return Err(subs::ReplaceError::CapabilitiesChanged);
+        }
+        let rules = match &self.rules {
+            Some(r) => Some(r.for_catalog(new).map_err(|_| subs::ReplaceError::UnknownScope)?),
+            None => None,
+        };
+        let change = subs::CatalogChange::between(old, new);
+        // Tool calls and prompts in flight keep their definition (by name): for the
+        // output-schema check, and for a request that comes back after asking its
+        // session-bound client for input.
+        for slot in &mut self.tickets.slots {
+            let Some(b) = slot.busy.as_mut() else { continue };
+            let found = match b.kind {
+                tickets::Kind::Tool => {
+                    let name = old.tools.get(b.target as usize).map(|t| t.tool.name.as_str());
+                    name.and_then(|n| new.tool_index(n))
+                }
+                tickets::Kind::Prompt => {
+                    let name = old.prompts.get(b.target as usize).map(|p| p.prompt.name.as_str());
+                    name.and_then(|n| new.prompt_index(n))
+                }
+                tickets::Kind::Resource | tickets::Kind::Completion => continue,
+            };
+            b.target = found.map_or(u32::MAX, |i| i as u32);
+        }
+        #[cfg(feature = "connectome")]
+        self.connectome.observed.replace_catalog(&self.catalog, &catalog);
+        self.catalog = catalog;
+        self.rules = rules;
+        self.catalog_revision += 1;
+        self.announce_list_changed(change);
+        Ok(change)
+    }
+
+    /// The `notifications/*/list_changed` of `change` (see
+    /// [`subs::Fanout::announce_list_changed`]); the stdio stream's session-bound client is
+    /// told once it is initialized.
+    pub(crate) fn announce_list_changed(&mut self, change: subs::CatalogChange) -> subs::CatalogChange {
+        let stdio = self.mode == Mode::Stdio && self.session.legacy.is_some() && self.session.initialized;
+        self.fanout().announce_list_changed(change, stdio)
+    }
+
+    /// Notifies the subscribers of `uri` (see [`subs::Fanout::notify_resource_updated`]).
+    pub(crate) fn notify_resource_updated(&mut self, uri: &str) -> usize {
+        let stdio = self.mode == Mode::Stdio && subs::wants_update(&self.session, uri);
+        self.fanout().notify_resource_updated(uri, stdio)
+    }
+
+    /// The session-bound list changes for an HTTP session (see
+    /// [`subs::Fanout::session_list_changed`]).
+    pub(crate) fn session_list_changed(
+        &mut self,
+        route: Route,
+        session: &Session,
+        change: subs::CatalogChange,
+    ) {
+        self.fanout().session_list_changed(route, session, change);
+    }
+
+    /// A resource update for an HTTP session (see
+    /// [`subs::Fanout::session_resource_updated`]).
+    pub(crate) fn session_resource_updated(&mut self, route: Route, session: &Session, uri: &str) -> bool {
+        self.fanout().session_resource_updated(route, session, uri)
+    }
+
+    /// Ends every subscription gracefully (see [`subs::Fanout::end_subscriptions`]).
+    pub(crate) fn end_subscriptions(&mut self) -> usize {
+        self.fanout().end_subscriptions()
+    }
+
+    /// The methods that reach the host, over the parts they use, for the request being
+    /// dispatched (see [`requests::HostRequests`]).
+    fn host_requests(&mut self) -> requests::HostRequests<'_> {
+        let clock = self.clock();
+        requests::HostRequests {
+            cfg: &self.cfg,
+            catalog: &self.catalog,
+            prepared: &self.prepared,
+            scratch: &mut self.scratch,
+            tickets: &mut self.tickets,
+            outbox: &mut self.outbox,
+            inputs: &mut self.inputs,
+            tasks: &mut self.tasks,
+            served: &mut self.served,
+            answered: &mut self.answered,
+            session: &self.session,
+            caller: requests::Caller {
+                route: self.route,
+                principal: self.principal,
+                grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.granted },
+                no_stream: self.no_stream,
+            },
+            clock,
         }
     }
 
@@ -623,21 +743,11 @@ impl Core {
         }
     }
 
-    /// What the request being dispatched was granted, against the endpoint's rules.
-    pub(crate) fn grant(&self) -> scopes::Grant<'_> {
-        scopes::Grant { rules: self.rules.as_ref(), granted: self.granted }
-    }
-
     /// Whether the request being dispatched may use item `i` of list `kind` (a
-    /// definition it may not use does not exist for it).
-    pub(crate) fn may_use(&self, kind: ListKind, i: usize) -> bool {
-        self.grant().may_use(kind, i)
-    }
-
-    /// Whether the request being dispatched may read `uri`, resolved to `target` (a
-    /// template's position, or `None` for a listed resource).
-    pub(crate) fn may_read(&self, uri: &str, target: Option<usize>) -> bool {
-        self.grant().may_read(&self.catalog, uri, target)
+    /// definition it may not use does not exist for it): the connectome's reads ask.
+    #[cfg(feature = "connectome")]
+    pub(crate) fn may_use(&self, kind: crate::wire::cursor::ListKind, i: usize) -> bool {
+        scopes::Grant { rules: self.rules.as_ref(), granted: self.granted }.may_use(kind, i)
     }
 
     /// Installs the scope rules of a protected endpoint (built for the current catalog).
@@ -1023,17 +1133,33 @@ impl Core {
                 };
                 lister.list(&mut self.outbox.out, req, rev, kind)
             }
-            Method::CallTool => self.call_tool(req, rev),
+            Method::CallTool => self.host_requests().call_tool(req, rev),
             Method::ReadResource => {
                 #[cfg(feature = "connectome")]
                 if let Some(served) = self.connectome_read(req, rev) {
                     return served; // counted as it was served
                 }
-                self.read_resource(req, rev)
+                self.host_requests().read_resource(req, rev)
             }
-            Method::GetPrompt => self.get_prompt(req, rev),
-            Method::Complete => self.complete(req, rev),
-            Method::Listen => self.listen(req),
+            Method::GetPrompt => self.host_requests().get_prompt(req, rev),
+            Method::Complete => self.host_requests().complete(req, rev),
+            Method::Listen => {
+                let who = subs::Listener {
+                    route: self.route,
+                    principal: self.principal,
+                    grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.granted },
+                    no_stream: self.no_stream,
+                    refusal: self.listen_refusal,
+                };
+                let fanout = subs::Fanout {
+                    cfg: &self.cfg,
+                    catalog: &self.catalog,
+                    prepared: &self.prepared,
+                    outbox: &mut self.outbox,
+                    subs: &mut self.subs,
+                };
+                fanout.listen(req, &who, &mut self.scratch.captures)
+            }
             Method::GetTask => self.task_methods().get(req, rev),
             Method::UpdateTask => self.task_methods().update(req, rev),
             Method::CancelTask => self.task_methods().cancel(req, rev),
@@ -1057,8 +1183,25 @@ impl Core {
                 self.task_store().list_stored(req, rev, principal, route)
             }
             Method::ListTasks => self.task_methods().list(req, rev),
-            Method::Subscribe => self.legacy_subscribe(req, rev, true),
-            Method::Unsubscribe => self.legacy_subscribe(req, rev, false),
+            Method::Subscribe | Method::Unsubscribe => {
+                let fanout = subs::Fanout {
+                    cfg: &self.cfg,
+                    catalog: &self.catalog,
+                    prepared: &self.prepared,
+                    outbox: &mut self.outbox,
+                    subs: &mut self.subs,
+                };
+                let grant = scopes::Grant { rules: self.rules.as_ref(), granted: self.granted };
+                let subscribe = method == Method::Subscribe;
+                fanout.legacy_subscribe(
+                    req,
+                    rev,
+                    subscribe,
+                    &mut self.session,
+                    grant,
+                    &mut self.scratch.captures,
+                )
+            }
         };
         #[cfg(feature = "connectome")]
         self.observe(method, before);
