@@ -241,7 +241,7 @@ impl<'a> Delivery<'a> {
     /// made the pending event again: what was kept for it goes back into the scratch
     /// buffers the event reads, with the responses and the host's state.
     fn resume(&mut self) -> Option<Pending> {
-        let (ticket, cont) = self.inputs.next_resume(&self.tickets)?;
+        let (ticket, cont) = self.inputs.next_resume(self.tickets)?;
         let busy = self.tickets.slots[ticket.slot as usize].busy?;
         let scratch = &mut self.scratch;
         let state = cont.has_state.then_some(&cont.state[..]);

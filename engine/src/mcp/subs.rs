@@ -282,7 +282,7 @@ impl Fanout<'_> {
     /// `HttpEngine::announce_list_changed`). A family the catalog does not have is not
     /// announced (`stdio`: the stdio stream's session-bound client, initialized, is told
     /// too). Returns the change as announced.
-    pub(crate) fn announce_list_changed(mut self, change: CatalogChange, stdio: bool) -> CatalogChange {
+    pub(crate) fn announce_list_changed(self, change: CatalogChange, stdio: bool) -> CatalogChange {
         let c = &self.catalog;
         let change = CatalogChange {
             tools: change.tools && c.has_tools(),
@@ -300,12 +300,12 @@ impl Fanout<'_> {
                     continue;
                 }
                 if stdio {
-                    legacy_notice(&mut self.outbox, Route::Stdio, method, None);
+                    legacy_notice(self.outbox, Route::Stdio, method, None);
                 }
                 self.subs.publish(
-                    &mut self.outbox,
+                    self.outbox,
                     self.cfg.max_buffered_output,
-                    &self.prepared,
+                    self.prepared,
                     wants,
                     |out, id| {
                         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
@@ -325,22 +325,18 @@ impl Fanout<'_> {
     /// Notifies the subscribers of `uri` (see [`Engine::notify_resource_updated`]);
     /// `stdio`: the stdio stream's session-bound client subscribed to it
     /// ([`wants_update`]).
-    pub(crate) fn notify_resource_updated(mut self, uri: &str, stdio: bool) -> usize {
+    pub(crate) fn notify_resource_updated(self, uri: &str, stdio: bool) -> usize {
         if !self.cfg.resource_subscriptions {
             return 0;
         }
         let mut sent = 0;
         if stdio {
-            legacy_notice(&mut self.outbox, Route::Stdio, "notifications/resources/updated", Some(uri));
+            legacy_notice(self.outbox, Route::Stdio, "notifications/resources/updated", Some(uri));
             sent += 1;
         }
         let wants = |s: &Sub| s.uris.iter().any(|u| uri_matches(u, uri));
-        sent += self.subs.publish(
-            &mut self.outbox,
-            self.cfg.max_buffered_output,
-            &self.prepared,
-            wants,
-            |out, id| {
+        sent +=
+            self.subs.publish(self.outbox, self.cfg.max_buffered_output, self.prepared, wants, |out, id| {
                 out.extend_from_slice(
                 b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":",
             );
@@ -348,15 +344,14 @@ impl Fanout<'_> {
                 out.extend_from_slice(b",\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":");
                 out.extend_from_slice(id);
                 out.extend_from_slice(b"}}}\n");
-            },
-        );
+            });
         sent
     }
 
     /// The session-bound `notifications/*/list_changed` of `change` for an HTTP session
     /// (`session`, swapped out of the HTTP layer's table), on its standalone stream at
     /// `route`: sent once the client is initialized, when `Config::list_changed` is on.
-    pub(crate) fn session_list_changed(mut self, route: Route, session: &Session, change: CatalogChange) {
+    pub(crate) fn session_list_changed(self, route: Route, session: &Session, change: CatalogChange) {
         if !self.cfg.list_changed || session.legacy.is_none() || !session.initialized {
             return;
         }
@@ -366,7 +361,7 @@ impl Fanout<'_> {
             (change.resources, "notifications/resources/list_changed"),
         ] {
             if on {
-                legacy_notice(&mut self.outbox, route, method, None);
+                legacy_notice(self.outbox, route, method, None);
             }
         }
     }
@@ -374,19 +369,19 @@ impl Fanout<'_> {
     /// `notifications/resources/updated` for an HTTP session that subscribed to `uri`
     /// (`resources/subscribe`), on its standalone stream at `route`. Returns whether it
     /// was sent.
-    pub(crate) fn session_resource_updated(mut self, route: Route, session: &Session, uri: &str) -> bool {
+    pub(crate) fn session_resource_updated(self, route: Route, session: &Session, uri: &str) -> bool {
         let send = self.cfg.resource_subscriptions && wants_update(session, uri);
         if send {
-            legacy_notice(&mut self.outbox, route, "notifications/resources/updated", Some(uri));
+            legacy_notice(self.outbox, route, "notifications/resources/updated", Some(uri));
         }
         send
     }
 
     /// Ends every subscription gracefully (see [`Engine::end_subscriptions`]).
-    pub(crate) fn end_subscriptions(mut self) -> usize {
+    pub(crate) fn end_subscriptions(self) -> usize {
         let n = self.subs.list.len();
         for sub in core::mem::take(&mut self.subs.list) {
-            teardown(&mut self.outbox, &self.prepared, &sub);
+            teardown(self.outbox, self.prepared, &sub);
         }
         n
     }

@@ -209,7 +209,7 @@ impl TaskMethods<'_> {
         r.asked[at].answered = true;
         r.changes += 1;
         if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) {
-            changed(&mut self.outbox, r);
+            changed(self.outbox, r);
             self.tasks.resume_later(ticket);
         }
     }

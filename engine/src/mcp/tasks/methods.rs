@@ -133,7 +133,7 @@ impl TaskMethods<'_> {
         if !moved {
             return Err(PeerError::TaskFinished(r.status().as_str()));
         }
-        crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
+        crate::mcp::tasks::legacy::changed(self.outbox, r);
         let out = &mut self.outbox.out;
         result_start(out, Reply::Id(req.id));
         task_members(out, r, true);

@@ -514,7 +514,7 @@ impl TaskStore<'_> {
         s.rec = theirs;
         s.st.take_copy(&meta, tool, base);
         if s.rec.status() != was {
-            crate::mcp::tasks::legacy::changed(&mut self.outbox, &mut s.rec);
+            crate::mcp::tasks::legacy::changed(self.outbox, &mut s.rec);
         }
         self.watch_copy(ticket);
         true
@@ -557,7 +557,7 @@ impl TaskStore<'_> {
         match record::judge(s.rec.status(), &meta, &me, wall, skew) {
             Liveness::Dead(why) => {
                 fail(&mut s.rec, why, wall);
-                crate::mcp::tasks::legacy::changed(&mut self.outbox, &mut s.rec);
+                crate::mcp::tasks::legacy::changed(self.outbox, &mut s.rec);
             }
             _ => self.watch_copy(ticket),
         }
@@ -607,7 +607,7 @@ impl TaskStore<'_> {
             if held {
                 self.tickets.tell_cancelled(ticket);
             }
-            crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
+            crate::mcp::tasks::legacy::changed(self.outbox, r);
             return true;
         }
         let same_round = r.status() == Status::InputRequired
@@ -623,7 +623,7 @@ impl TaskStore<'_> {
             }
             r.changes += 1;
             if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) {
-                crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
+                crate::mcp::tasks::legacy::changed(self.outbox, r);
                 self.tasks.resume_later(ticket);
             }
         }
