@@ -440,8 +440,7 @@ impl Engine {
         message: Option<&str>,
     ) -> Result<(), NotifyError> {
         self.release();
-        let writes = self.core.route_of(ticket).is_some()
-            || self.core.tasks.get(ticket).is_some_and(crate::mcp::tasks::Record::sends_progress);
+        let writes = self.core.route_of(ticket).is_some() || self.core.progress_task(ticket).is_some();
         if writes && self.core.output_backlogged() {
             return Err(NotifyError::Backpressure);
         }
@@ -587,7 +586,7 @@ impl Engine {
 
     /// How many tasks the engine holds (finished ones included, until their TTL).
     pub fn tasks(&self) -> usize {
-        self.core.tasks.len()
+        self.core.task_count()
     }
 
     /// Gives the engine 32 bytes fresh from the OS random source (say `getrandom::fill`):
@@ -706,10 +705,10 @@ impl Engine {
                 break;
             }
             let c = &self.core;
-            if c.is_paused() || c.outbox.buffered() >= c.cfg.max_buffered_output {
+            if c.is_paused() || c.output_backlogged() {
                 break;
             }
-            if c.tickets.in_flight >= c.cfg.max_in_flight {
+            if c.slots_full() {
                 if self.process_held() {
                     continue;
                 }

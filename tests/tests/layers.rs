@@ -27,9 +27,9 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
              http::session::session_streams <-> http::session::sessions <-> http::session::shares <-> \
              http::session::stream_shares <-> http::store <-> http::store::event_store <-> http::store::port <-> http::store::session_record <-> \
              http::store::session_store <-> http::store::task_misses <-> http::store::task_store",
-            "mcp <-> mcp::answers <-> mcp::connectome <-> mcp::event <-> mcp::prepared <-> mcp::served <-> \
-             mcp::streams <-> mcp::tasks <-> mcp::tasks::legacy <-> mcp::tasks::listing <-> \
-             mcp::tasks::methods <-> mcp::tasks::record <-> mcp::tasks::store <-> mcp::tasks::write",
+            "mcp <-> mcp::connectome",
+            "mcp::tasks <-> mcp::tasks::legacy <-> mcp::tasks::listing <-> mcp::tasks::record <-> \
+             mcp::tasks::store <-> mcp::tasks::write",
         ],
     ),
     (
@@ -176,21 +176,7 @@ fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
                 "http/auth/verdicts.rs",
             ][..],
         ),
-        (
-            "Core",
-            "mcp/mod.rs",
-            &[
-                "mcp/connectome.rs",
-                "mcp/delivery.rs",
-                "mcp/lists.rs",
-                "mcp/requests.rs",
-                "mcp/subs.rs",
-                "mcp/tasks/legacy.rs",
-                "mcp/tasks/listing.rs",
-                "mcp/tasks/methods.rs",
-                "mcp/tasks/store.rs",
-            ][..],
-        ),
+        ("Core", "mcp/mod.rs", &["mcp/connectome.rs"][..]),
     ] {
         let found: Vec<String> =
             layers::files_with_impl(&src, ty).into_iter().filter(|f| f != home).collect();
@@ -200,12 +186,14 @@ fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
 }
 
 #[test]
-fn engine_transport_reaches_into_core_fields_are_counted() {
-    // `core.<field>` (not a method call) in `http/` and `stdio.rs`: the transports should go
-    // through the core's methods. Per file, exactly.
+fn engine_transports_never_reach_into_core_fields() {
+    // `core.<field>` (not a method call) in `http/` and `stdio.rs`: the transports go through
+    // the core's methods (the task store through its port, `Core::task_store`). The fields
+    // are private to `mcp/`, so the compiler refuses a reach; this check says so by name.
     let src = root().join("engine/src");
     let mut files = vec![src.join("stdio.rs")];
     layers::rust_files(&src.join("http"), &mut files);
+    assert!(files.len() > 2, "engine: no transport files found under {}", src.display());
     let found: BTreeMap<String, usize> = files
         .iter()
         .map(|f| {
@@ -213,25 +201,9 @@ fn engine_transport_reaches_into_core_fields_are_counted() {
         })
         .filter(|(_, n)| *n > 0)
         .collect();
-    let expected: BTreeMap<String, usize> = [
-        ("http/conn/answer_routing.rs", 2),
-        ("http/conn/dispatch.rs", 1),
-        ("http/mod.rs", 5),
-        ("http/store/session_store.rs", 1),
-        ("http/store/task_store.rs", 22),
-        ("stdio.rs", 2),
-    ]
-    .into_iter()
-    .map(|(f, n)| (f.to_owned(), n))
-    .collect();
-    let total = |m: &BTreeMap<String, usize>| m.values().sum::<usize>();
-    assert_eq!(
-        found,
-        expected,
-        "engine: core-field reaches from http/ and stdio.rs: {} today, {} listed (this count only shrinks: \
-         lower the listed figures when a reach goes away)",
-        total(&found),
-        total(&expected)
+    assert!(
+        found.is_empty(),
+        "engine: core-field reaches from http/ and stdio.rs (there must be none): {found:?}"
     );
 }
 

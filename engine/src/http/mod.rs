@@ -816,7 +816,7 @@ impl HttpEngine {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let inputs = self.core.input_deadline().map(Instant::from_micros);
         let tasks = self.core.task_deadline().map(Instant::from_micros);
-        let store = self.core.tasks.store_deadline();
+        let store = self.core.task_store_deadline();
         [self.timers.next(), self.session_timers.next(), inputs, tasks, store].into_iter().flatten().min()
     }
 
@@ -833,7 +833,7 @@ impl HttpEngine {
         }
         self.core.expire_inputs();
         self.core.expire_tasks();
-        self.core.tasks.store_due(now);
+        self.core.task_store().due(now);
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
                 let id = self.sessions.get(r).map(|e| (e.id, e.session.legacy));
@@ -939,7 +939,7 @@ impl HttpEngine {
             return Some(StoreEvent::TouchSession(TouchSession { id }));
         }
         // `task_store_ready` starts with the same check: without a store, no call.
-        if self.core.tasks.store.is_some() && self.task_store_ready() {
+        if self.core.task_store_attached() && self.task_store_ready() {
             return self.task_store_event();
         }
         match self.store.next_ask()? {
@@ -1055,14 +1055,14 @@ impl HttpEngine {
             } else {
                 respond_json(c, now, if r.status == 0 { 200 } else { r.status }, msg, &[]);
             }
-            if self.core.tasks.store.is_some() {
+            if self.core.task_store_attached() {
                 self.hold_created(r.route, before);
             }
             self.work.push_back(conn);
             self.settle(conn);
         }
         self.core.outbox_mut().clear();
-        if self.core.tasks.store.is_some() {
+        if self.core.task_store_attached() {
             self.forget_fresh();
         }
     }

@@ -81,7 +81,7 @@ impl HttpEngine {
     /// `tasks/result`'s, else its session's standalone stream) holds as much unsent as a
     /// connection may.
     fn task_backlogged(&self, ticket: Ticket) -> bool {
-        let Some(r) = self.core.tasks.get(ticket).filter(|r| r.sends_progress()) else { return false };
+        let Some(r) = self.core.progress_task(ticket) else { return false };
         let route = match r.session_waiter() {
             Some(route) => Some(route),
             None => self
@@ -198,7 +198,7 @@ impl HttpEngine {
 
     /// How many tasks the engine holds (finished ones included, until their TTL).
     pub fn tasks(&self) -> usize {
-        self.core.tasks.len()
+        self.core.task_count()
     }
 
     /// Replaces the catalog (see [`crate::Engine::replace_catalog`]); listen streams that

@@ -15,7 +15,9 @@ use crate::http::session::sessions::Plan;
 use crate::http::session::stream_shares::StreamKind;
 use crate::http::store::session_store;
 use crate::http::{HeaderList, HttpEngine, instant_at};
-use crate::jsonrpc::Flow;
+use crate::jsonrpc::Message;
+use crate::mcp::Core;
+use crate::mcp::facts::RequestFacts;
 use crate::mcp::{Dispatched, Room, SessionCheck};
 use crate::output::Route;
 use crate::revision::Revision;
@@ -144,39 +146,42 @@ impl HttpEngine {
         let mut limited = None;
         let served_from = core.served_len();
         let outcome = self.parser.parse(body, |parsed| {
-            if let Ok(n) = parsed
-                && (limits.rates_requests() || client_full)
-                && let Some(class) = limits::class_of(n)
-                && (class != Class::Initialize || opens)
-            {
-                let refused = if class == Class::Initialize && client_full {
-                    Err((SESSIONS_RETRY, Refused::Sessions))
-                } else {
-                    limiter.take(limits, class, principal, addr, now).map_err(|retry| (retry, Refused::Rate))
-                };
-                if let Err((retry, why)) = refused {
-                    limits::write_refusal(refusal, n, retry, why);
-                    limited = Some((retry, why));
-                    return Dispatched::Answered(429);
+            // Decided on what the core decoded the request to (`RequestFacts`), once.
+            let gate = |core: &Core, m: &Message<'_, '_>, n: &[simd_json::Node<'_>]| {
+                let facts = || RequestFacts::of(m);
+                if (limits.rates_requests() || client_full)
+                    && let Some(class) = limits::class_of(&facts())
+                    && (class != Class::Initialize || opens)
+                {
+                    let refused = if class == Class::Initialize && client_full {
+                        Err((SESSIONS_RETRY, Refused::Sessions))
+                    } else {
+                        limiter
+                            .take(limits, class, principal, addr, now)
+                            .map_err(|retry| (retry, Refused::Rate))
+                    };
+                    if let Err((retry, why)) = refused {
+                        limits::write_refusal(refusal, n, retry, why);
+                        limited = Some((retry, why));
+                        return Some(Dispatched::Answered(429));
+                    }
                 }
-            }
-            if let (Ok(n), Some(max), Some(p)) = (&parsed, limits.per_principal(), principal)
-                && core.in_flight_for(&p.0) >= max
-                && Flow::of(n) == Flow::Ticketed
-            {
-                limits::write_refusal(refusal, n, 1, Refused::InFlight);
-                limited = Some((1, Refused::InFlight));
-                return Dispatched::Answered(429);
-            }
-            if let Ok(n) = &parsed
-                && in_flight >= max_in_flight
-                && Flow::of(n) == Flow::Ticketed
-            {
-                limits::write_refusal(refusal, n, 1, Refused::ClientInFlight);
-                limited = Some((1, Refused::ClientInFlight));
-                return Dispatched::Answered(429);
-            }
-            core.handle(route, principal_bytes, grant.map(|g| g.0), parsed, headers.as_slice())
+                if let (Some(max), Some(p)) = (limits.per_principal(), principal)
+                    && core.in_flight_for(&p.0) >= max
+                    && facts().ticketed
+                {
+                    limits::write_refusal(refusal, n, 1, Refused::InFlight);
+                    limited = Some((1, Refused::InFlight));
+                    return Some(Dispatched::Answered(429));
+                }
+                if in_flight >= max_in_flight && facts().ticketed {
+                    limits::write_refusal(refusal, n, 1, Refused::ClientInFlight);
+                    limited = Some((1, Refused::ClientInFlight));
+                    return Some(Dispatched::Answered(429));
+                }
+                None
+            };
+            core.handle_gated(route, principal_bytes, grant.map(|g| g.0), parsed, headers.as_slice(), gate)
         });
         if let Some(r) = attached {
             if let Some(e) = self.sessions.get_mut(r) {
@@ -260,7 +265,7 @@ impl HttpEngine {
         }
         // Without a task store (the check `hold_for_task` starts with, made here so the
         // common case costs no call) no response waits for a task's record.
-        let task_store = self.core.tasks.store.is_some();
+        let task_store = self.core.task_store_attached();
         if !store {
             if task_store {
                 self.hold_for_task(slot, before);

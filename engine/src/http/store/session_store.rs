@@ -439,6 +439,6 @@ pub(in crate::http) fn plan_room(
     client: Option<ClientKey>,
 ) -> Plan {
     let busy =
-        |r, e: &Entry| parked.find(|st| st.session == r).is_some() || core.asks.waiting_in(e.session.serial);
+        |r, e: &Entry| parked.find(|st| st.session == r).is_some() || core.asks_waiting_in(e.session.serial);
     sessions.plan(client, stored, busy)
 }
