@@ -75,7 +75,7 @@ pub fn dispatch(e: &mut Engine, frame: &[u8], sink: &mut [u8]) -> usize {
             answer_call(ev);
         }
         // What the engine answered itself, as an adapter drains it for its spans.
-        while e.poll_served().is_some() {}
+        while e.observe().poll_served().is_some() {}
         loop {
             let n = e.poll_transmit(sink);
             if n == 0 {
@@ -136,7 +136,7 @@ pub fn http_dispatch(e: &mut HttpEngine, conn: ConnId, request: &[u8], sink: &mu
                 answer_call(ev);
             }
         }
-        while e.poll_served().is_some() {}
+        while e.observe().poll_served().is_some() {}
         let out = e.pending_output(conn);
         let out_len = out.len();
         sink.extend_from_slice(out);

@@ -110,6 +110,8 @@ mod output;
 
 mod mcp;
 
+pub mod observe;
+
 mod stdio;
 
 pub mod http;
@@ -132,8 +134,6 @@ pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMi
 pub use level::LogLevel;
 pub use mcp::answered::{ANSWERED_CAPACITY, Answered};
 pub use mcp::asks::{AskError, ClientAsk, ClientReply};
-#[cfg(feature = "connectome")]
-pub use mcp::connectome::ConnectomeView;
 pub use mcp::event::{
     Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, RequestId, RequestInfo,
     TemplateVars,

@@ -16,11 +16,11 @@ use crate::level::LogLevel;
 use crate::mcp::asks::{AskError, ClientAsk};
 use crate::mcp::event::Event;
 use crate::mcp::mrtr::{InputRequest, InputRequired};
-use crate::mcp::served::Served;
 use crate::mcp::subs::{CatalogChange, ReplaceError};
 use crate::mcp::tasks::TaskOptions;
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
+use crate::observe::Observer;
 use crate::output::Route;
 use crate::revision::Revision;
 use crate::time::{Instant, UnixTime};
@@ -320,38 +320,12 @@ impl Engine {
         self.core.next_event()
     }
 
-    /// The next request the engine answered itself, without the host (lists, `ping`,
-    /// `initialize`, refusals, ...), for a span and a metric point like those of the
-    /// requests the host serves; `None` when none is waiting. Poll it until `None` after
-    /// handing in input: at most [`SERVED_CAPACITY`](crate::SERVED_CAPACITY) wait, later
-    /// ones are dropped and counted ([`served_dropped`](Self::served_dropped)). A host
-    /// that wants none never polls; recording costs no allocation either way.
-    pub fn poll_served(&mut self) -> Option<Served<'_>> {
-        self.core.poll_served()
-    }
-
-    /// How many records of [`poll_served`](Self::poll_served) (and of
-    /// [`poll_answered`](Self::poll_answered)) were dropped because their queue was full.
-    pub fn served_dropped(&self) -> u64 {
-        self.core.served_dropped()
-    }
-
-    /// Keeps a record of each answer the host gives to a request it was handed (`on`;
-    /// off by default), for [`poll_answered`](Self::poll_answered): an adapter that does
-    /// not see the host's answers (the host answers through the engine) closes the
-    /// request's span with them. At most [`ANSWERED_CAPACITY`](crate::ANSWERED_CAPACITY)
-    /// wait; the queue is reserved when this is first turned on, so recording never
-    /// allocates.
-    pub fn record_answers(&mut self, on: bool) {
-        self.core.record_answers(on);
-    }
-
-    /// The next answer the host gave ([`record_answers`](Self::record_answers)): the
-    /// ticket of the request's event, and whether it was a result, a tool error or an
-    /// error with a code. A call made a task is recorded when the task is made (its request
-    /// is answered then, with the task's handle); the task's later result is not.
-    pub fn poll_answered(&mut self) -> Option<crate::mcp::answered::Answered> {
-        self.core.poll_answered()
+    /// The engine's records for the adapter's spans and metrics: requests the engine
+    /// answered itself, the host's answers when asked, output mismatches (see
+    /// [`Observer`]).
+    #[inline]
+    pub fn observe(&mut self) -> Observer<'_> {
+        Observer::new(&mut self.core)
     }
 
     /// Copies output into `buf`; returns how many bytes were written (0: none pending).
@@ -379,13 +353,6 @@ impl Engine {
             self.release();
             self.process();
         }
-    }
-
-    /// The last tool result the engine replaced with a generic tool error because its
-    /// `structuredContent` did not match the tool's output schema (see
-    /// [`OutputMismatch`](crate::OutputMismatch)): log it, it is a bug in the host.
-    pub fn take_output_mismatch(&mut self) -> Option<crate::error::OutputMismatch> {
-        self.core.outbox_mut().mismatch.take()
     }
 
     /// Answers a tool call. The result is written to the output at once.
@@ -645,40 +612,13 @@ impl Engine {
         self.core.catalog_revision()
     }
 
-    /// The engine's connectome: declared and observed graphs and their diff
-    /// (feature `connectome`; see [`crate::connectome`]).
+    /// The engine's connectome: declared and observed graphs and their diff, the host's
+    /// declarations and reported reads (feature `connectome`; see
+    /// [`Connectome`](crate::observe::Connectome)).
     #[cfg(feature = "connectome")]
-    pub fn connectome(&self) -> crate::mcp::connectome::ConnectomeView<'_> {
-        self.core.connectome_view()
-    }
-
-    /// Sets the edges the host declares on its tools, drawn into the declared graph.
-    ///
-    /// # Errors
-    ///
-    /// Refused, with nothing changed, when a declaration names a tool or uri the catalog
-    /// does not have.
-    #[cfg(feature = "connectome")]
-    pub fn set_connectome_declarations(
-        &mut self,
-        declarations: crate::connectome::Declarations,
-    ) -> Result<(), crate::connectome::DeclarationError> {
-        self.core.set_connectome_declarations(declarations)
-    }
-
-    /// Counts a read of `uri` (matched as `resources/read` matches it) that the host
-    /// reports tool `tool` made: the observed edge `tool reads resource`. Counts only;
-    /// allocates nothing. Returns `false` for a tool or uri the catalog does not have,
-    /// or a new pair once the table is full ([`crate::connectome::Observed::record_read`]).
-    #[cfg(feature = "connectome")]
-    pub fn report_read(&mut self, tool: &str, uri: &str) -> bool {
-        self.core.report_read(tool, uri)
-    }
-
-    /// Forgets every observed count.
-    #[cfg(feature = "connectome")]
-    pub fn clear_observed(&mut self) {
-        self.core.clear_observed();
+    #[inline]
+    pub fn connectome(&mut self) -> crate::observe::Connectome<'_> {
+        crate::observe::Connectome::new(&mut self.core)
     }
 
     /// Forgets the event the caller has polled: its borrow has ended by now.

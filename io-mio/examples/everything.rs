@@ -453,7 +453,7 @@ fn serve_stdio(config: Config, dynamic: everything::Dynamic) -> std::io::Result<
     let triggers = Triggers { dynamic: Cell::new(dynamic), ..Triggers::default() };
     let mut engine = Engine::new(config, everything::catalog_with(dynamic));
     let declared = everything::connectome::declarations(dynamic);
-    engine.set_connectome_declarations(declared).map_err(std::io::Error::other)?;
+    engine.connectome().set_declarations(declared).map_err(std::io::Error::other)?;
     let server = mcp_io_mio::StdioServer::stdio(engine)?;
     server.run_timed(
         |event| triggers.respond(event),
@@ -496,7 +496,7 @@ fn serve_http(
     }
     let mut engine = HttpEngine::new(config, http, everything::catalog_with(dynamic));
     let declared = everything::connectome::declarations(dynamic);
-    engine.set_connectome_declarations(declared).map_err(std::io::Error::other)?;
+    engine.connectome().set_declarations(declared).map_err(std::io::Error::other)?;
     eprintln!("listening on http://{bound}/mcp");
     let triggers = Triggers { dynamic: Cell::new(dynamic), ..Triggers::default() };
     let server = mcp_io_mio::HttpServer::new(listener, engine);

@@ -130,7 +130,7 @@ fn structured_output_that_breaks_a_format_is_a_failed_call() {
     let (out, mut e) = serve(catalog(true), &modern(1, "tools/call", call.clone()), "whenever");
     assert_eq!(out[0]["result"]["isError"], true, "{out:?}");
     assert!(out[0]["result"].get("structuredContent").is_none());
-    let mismatch = e.take_output_mismatch().expect("reported to the host");
+    let mismatch = e.observe().take_output_mismatch().expect("reported to the host");
     assert_eq!(mismatch.path, "/when");
     assert!(mismatch.message.contains("is not a \"date-time\""), "{}", mismatch.message);
     let (out, _) = serve(catalog(true), &modern(1, "tools/call", call), "2026-07-28T09:00:00Z");

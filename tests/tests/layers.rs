@@ -83,6 +83,7 @@ const ENGINE_LAYERS: &[&[&str]] = &[
     &["jsonrpc"],
     &["output"],
     &["mcp"],
+    &["observe"],
     &["stdio"],
     &["http"],
     &["internal"],

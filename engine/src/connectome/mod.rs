@@ -18,7 +18,7 @@
 //! [`resources`] (`connectome://declared`, `connectome://observed`,
 //! `connectome://diff`) has their reads answered by the engine itself with the canonical
 //! bytes (`application/json`), the declared graph drawn with the declarations given to
-//! `Engine::set_connectome_declarations`. Nothing else on the wire changes.
+//! `engine.connectome().set_declarations(..)`. Nothing else on the wire changes.
 //!
 //! This layer owns the graphs, their bytes, the diff, the queries and the observed
 //! counts. May use: `catalog`, `config` and the leaf modules. May not touch: requests,

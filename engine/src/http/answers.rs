@@ -11,12 +11,6 @@ use crate::mcp::tickets::Ticket;
 use crate::output::Route;
 
 impl HttpEngine {
-    /// The last tool result replaced for not matching its output schema (see
-    /// [`Engine::take_output_mismatch`](crate::Engine::take_output_mismatch)).
-    pub fn take_output_mismatch(&mut self) -> Option<crate::error::OutputMismatch> {
-        self.core.outbox_mut().mismatch.take()
-    }
-
     /// Answers a tool call (see [`Engine::answer_tool`](crate::Engine::answer_tool)).
     pub fn answer_tool<S: serde::Serialize + ?Sized>(
         &mut self,

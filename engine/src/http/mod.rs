@@ -430,41 +430,12 @@ impl HttpEngine {
         self.core.catalog()
     }
 
-    /// The engine's connectome: declared and observed graphs and their diff
-    /// (feature `connectome`; see [`crate::connectome`] and
-    /// [`Engine::connectome`](crate::Engine::connectome)).
+    /// The engine's connectome (feature `connectome`; see
+    /// [`Connectome`](crate::observe::Connectome)).
     #[cfg(feature = "connectome")]
-    pub fn connectome(&self) -> crate::mcp::connectome::ConnectomeView<'_> {
-        self.core.connectome_view()
-    }
-
-    /// Sets the edges the host declares on its tools, drawn into the declared graph.
-    ///
-    /// # Errors
-    ///
-    /// Refused, with nothing changed, when a declaration names a tool or uri the catalog
-    /// does not have.
-    #[cfg(feature = "connectome")]
-    pub fn set_connectome_declarations(
-        &mut self,
-        declarations: crate::connectome::Declarations,
-    ) -> Result<(), crate::connectome::DeclarationError> {
-        self.core.set_connectome_declarations(declarations)
-    }
-
-    /// Counts a read of `uri` (matched as `resources/read` matches it) that the host
-    /// reports tool `tool` made: the observed edge `tool reads resource`. Counts only;
-    /// allocates nothing. Returns `false` for a tool or uri the catalog does not have,
-    /// or a new pair once the table is full ([`crate::connectome::Observed::record_read`]).
-    #[cfg(feature = "connectome")]
-    pub fn report_read(&mut self, tool: &str, uri: &str) -> bool {
-        self.core.report_read(tool, uri)
-    }
-
-    /// Forgets every observed count.
-    #[cfg(feature = "connectome")]
-    pub fn clear_observed(&mut self) {
-        self.core.clear_observed();
+    #[inline]
+    pub fn connectome(&mut self) -> crate::observe::Connectome<'_> {
+        crate::observe::Connectome::new(&mut self.core)
     }
 
     /// The engine settings.

@@ -169,7 +169,7 @@ impl Publisher {
     }
 
     /// The engine's observed connectome graph as it is now
-    /// ([`ConnectomeView::observed`](mcp_engine::ConnectomeView::observed)): which callers
+    /// ([`Connectome::observed`](mcp_engine::observe::Connectome::observed)): which callers
     /// called which methods, the definitions they reached and the reads handlers
     /// reported ([`ToolCall::report_read`](crate::ToolCall::report_read)), with counts.
     pub async fn observed_graph(&self) -> Result<Graph, PublishError> {

@@ -190,7 +190,7 @@ macro_rules! answer_on {
                 output: &ToolOutput<'_, serde_json::Value>,
             ) -> Result<(), AnswerError> {
                 let r = self.answer_tool(ticket, output);
-                if let Some(m) = self.take_output_mismatch() {
+                if let Some(m) = self.observe().take_output_mismatch() {
                     // The client got a generic tool error; the developer gets the reason.
                     tracing::warn!(
                         tool = %m.tool,
@@ -244,7 +244,7 @@ macro_rules! answer_on {
                 <$engine>::reconnect_later(self, ticket, retry)
             }
             fn report_read(&mut self, tool: &str, uri: &str) -> bool {
-                <$engine>::report_read(self, tool, uri)
+                self.connectome().report_read(tool, uri)
             }
             fn start_task(
                 &mut self,

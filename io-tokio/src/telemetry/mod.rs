@@ -15,7 +15,7 @@
 //!
 //! Requests the engine answers itself (lists, `ping`, `initialize`, refusals) and the
 //! notifications it acts on get the same span, made and closed when the run loop drains
-//! the engine's records of them (`served`; `mcp_engine::Engine::poll_served`), named by
+//! the engine's records of them (`served`; `mcp_engine::observe::Observer::poll_served`), named by
 //! the engine's name for the method (`mcp`, without `mcp.method.name`, for one it does
 //! not serve).
 //!
@@ -239,7 +239,7 @@ pub(crate) trait ServedBy {
 
 impl ServedBy for mcp_engine::Engine {
     fn poll_served(&mut self) -> Option<Served<'_>> {
-        Self::poll_served(self)
+        self.observe().poll_served()
     }
     fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>> {
         None
@@ -248,10 +248,10 @@ impl ServedBy for mcp_engine::Engine {
 
 impl ServedBy for mcp_engine::http::HttpEngine {
     fn poll_served(&mut self) -> Option<Served<'_>> {
-        Self::poll_served(self)
+        self.observe().poll_served()
     }
     fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>> {
-        Self::poll_session_end(self)
+        self.observe().poll_session_end()
     }
     fn poll_refusal(&mut self) -> Option<Refused> {
         Self::poll_refusal(self)
