@@ -5,6 +5,7 @@
 //! Every workload is a [`Workload`]: the criterion bench (`benches/dispatch.rs`) and the
 //! instruction counter (`src/bin/icount.rs`) run the same code.
 
+use mcp_engine::Commands;
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
 use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, Tool, ToolOutput};
 

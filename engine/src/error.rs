@@ -137,7 +137,7 @@ impl fmt::Display for AnswerError {
 
 impl std::error::Error for AnswerError {}
 
-/// A failure the host reports instead of a result ([`crate::Engine::answer_error`]).
+/// A failure the host reports instead of a result ([`Commands::answer_error`](crate::Commands::answer_error)).
 ///
 /// The message is sent to the client; keep secrets out of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -112,6 +112,8 @@ mod mcp;
 
 pub mod observe;
 
+mod commands;
+
 mod stdio;
 
 pub mod http;
@@ -128,6 +130,7 @@ pub use catalog::{
     Catalog, CatalogBuilder, CatalogError, Icon, Prompt, PromptArgument, Resource, ResourceTemplate,
     TaskSupport, Tool, ToolAnnotations,
 };
+pub use commands::Commands;
 pub use config::{CachePolicy, CacheScope, Config, ServerInfo};
 pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
 pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMismatch, TaskRefusal};

@@ -1,15 +1,15 @@
 //! What an adapter observes of either engine, written once for both: the requests the
 //! engine answered itself ([`Served`]), the host's answers when asked ([`Answered`]), the
 //! HTTP sessions that ended ([`SessionEnd`]), the records dropped for want of a poll, the
-//! tool results refused by their output schema ([`OutputMismatch`](crate::error::OutputMismatch)),
+//! tool results refused by their output schema ([`OutputMismatch`]),
 //! and (feature `connectome`) the engine's [`Connectome`].
 //!
 //! Each is a short-lived handle over the engine's core, taken with `observe()` or
 //! `connectome()` on [`Engine`](crate::Engine) or
-//! [`HttpEngine`](crate::http::HttpEngine):
+//! [`HttpEngine`](crate::http::HttpEngine) (both through [`Commands`](crate::Commands)):
 //!
 //! ```
-//! use mcp_engine::{Catalog, Config, Engine, Instant, Tool};
+//! use mcp_engine::{Catalog, Commands, Config, Engine, Instant, Tool};
 //!
 //! let catalog = Catalog::builder().tool(Tool::new("hello")).build()?;
 //! let mut engine = Engine::new(Config::new("demo", "1.0"), catalog);
@@ -118,7 +118,7 @@ impl<'a> Observer<'a> {
 /// declarations and the reads it reports go in here too.
 ///
 /// ```
-/// use mcp_engine::{Catalog, Config, Engine, Instant, Tool};
+/// use mcp_engine::{Catalog, Commands, Config, Engine, Instant, Tool};
 ///
 /// let catalog = Catalog::builder().tool(Tool::new("now")).build()?;
 /// let mut engine = Engine::new(Config::new("clock", "1"), catalog);

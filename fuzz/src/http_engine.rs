@@ -1,5 +1,6 @@
 //! http_engine: Streamable HTTP end to end.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 
 use mcp_engine::http::{

@@ -1,6 +1,7 @@
 //! jsonrpc: one generated JSON-RPC frame; and the generator of JSON-RPC messages (with the
 //! model of what the engine must answer) the op_sequence harness shares.
 
+use mcp_engine::Commands;
 use std::collections::HashMap;
 
 use mcp_engine::internal::{CURSOR_LEN, ListKind, write_json_str};

@@ -1,5 +1,6 @@
 //! op_sequence: a stdio session driven by a sequence of operations.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::{HashMap, VecDeque};
 

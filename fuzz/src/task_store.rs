@@ -29,6 +29,7 @@
 //! (the cancel's answer took the waiter's with it, with or without a task store); an
 //! owner's late result overwrote a cancellation another node had stored.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::HashMap;
 

@@ -10,6 +10,7 @@
 //! status, as `tasks/get` reports it, only moves as the status machine allows and never
 //! leaves a terminal status; an id of another revision, or a deleted task's, is `-32602`.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::HashMap;
 

@@ -44,6 +44,7 @@
 //! RUST_LOG=info cargo run -p mcp-io-mio --features tracing --example everything -- --stdio
 //! ```
 
+use mcp_engine::Commands;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::SocketAddr;

@@ -19,6 +19,7 @@
 //! shape. No metrics: see `docs/observability.md`.
 
 #[cfg(feature = "tracing")]
+use mcp_engine::Commands;
 use std::collections::VecDeque;
 
 use mcp_engine::Event;

@@ -24,6 +24,7 @@
 
 mod fixture;
 
+use mcp_engine::Commands;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::process::ExitCode;

@@ -4,6 +4,7 @@
 //! responses and SSE events decoded).
 
 use core::time::Duration;
+use mcp_engine::Commands;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 use mcp_engine::{

@@ -1,5 +1,6 @@
 //! Zero heap allocations per request in steady state, counted exactly.
 
+use mcp_engine::Commands;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
 use mcp_engine::{
     Catalog, Config, Content, Engine, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput,

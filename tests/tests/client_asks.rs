@@ -4,6 +4,7 @@
 //! a timeout, the session or stream gone) comes back as `Event::ClientReply`, exactly
 //! once per ask.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;

@@ -3,6 +3,7 @@
 //! canonical bytes, and a transcript showing that adding them changes nothing on the wire
 //! but their own list entries.
 
+use mcp_engine::Commands;
 use mcp_engine::connectome::{self, DeclarationError, Declarations, EdgeClass, EdgeKey, EdgeKind, Graph};
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
 use mcp_engine::{Catalog, Config, Engine, Tool};

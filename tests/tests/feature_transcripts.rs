@@ -10,6 +10,7 @@
 //! "io.modelcontextprotocol/clientCapabilities":{}` are written `…`; other shortenings
 //! are said where they happen.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};

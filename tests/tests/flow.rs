@@ -1,5 +1,6 @@
 //! Tickets, deferred answers, cancellation, limits and pagination.
 
+use mcp_engine::Commands;
 use mcp_engine::{
     AnswerError, Catalog, Config, Content, Engine, Event, HostError, Instant, Prompt, PromptMessage,
     PromptOutput, Resource, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput,

@@ -2,6 +2,7 @@
 //! on tool arguments and structured output, and are annotations when a host turns them
 //! off.
 
+use mcp_engine::Commands;
 use mcp_engine::{Catalog, Content, Engine, Event, Tool, ToolOutput};
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::{drain_with, legacy_open, lines, modern, request};

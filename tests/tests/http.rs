@@ -1,6 +1,7 @@
 //! Streamable HTTP (2026-07-28) through the engine's HTTP codec: one table row per
 //! refusal rule and status, header mirroring, keep-alive, pipelining, limits, timers.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};

@@ -2,6 +2,7 @@
 //! peer is the one to act (head, body, keep-alive idle, write progress), connections are
 //! shed instead of refused at the limit, and idle connections hold no buffers.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};

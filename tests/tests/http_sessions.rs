@@ -2,6 +2,7 @@
 //! the stateless wire: `initialize` opens a session named by `Mcp-Session-Id`, later
 //! requests are served in it, `DELETE` ends it, and every refusal says why.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};

@@ -84,6 +84,7 @@ const ENGINE_LAYERS: &[&[&str]] = &[
     &["output"],
     &["mcp"],
     &["observe"],
+    &["commands"],
     &["stdio"],
     &["http"],
     &["internal"],
@@ -168,7 +169,6 @@ fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
                 "http/conns.rs",
                 "http/dispatch.rs",
                 "http/refusal.rs",
-                "http/served.rs",
                 "http/store.rs",
                 "http/stored.rs",
                 "http/streams.rs",
@@ -214,12 +214,12 @@ fn engine_transport_reaches_into_core_fields_are_counted() {
         .filter(|(_, n)| *n > 0)
         .collect();
     let expected: BTreeMap<String, usize> = [
-        ("http/answers.rs", 2),
+        ("http/answers.rs", 1),
         ("http/dispatch.rs", 1),
         ("http/mod.rs", 5),
         ("http/store.rs", 1),
         ("http/task_store.rs", 22),
-        ("stdio.rs", 2),
+        ("stdio.rs", 1),
     ]
     .into_iter()
     .map(|(f, n)| (f.to_owned(), n))

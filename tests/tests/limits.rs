@@ -3,6 +3,7 @@
 //! `Retry-After` and a JSON-RPC error that echoes the id; and authentication failures
 //! per address, after which the address is refused before its credentials are read.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;

@@ -2,6 +2,7 @@
 //! round trips, the sealed `requestState` (tampering, binding, expiry), input-response
 //! validation, capability gating, and the refusals of `answer_input_required`.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;

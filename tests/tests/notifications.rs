@@ -2,6 +2,7 @@
 //! may send for a ticket, when, and that nothing is written for a ticket once it is
 //! answered or cancelled.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 

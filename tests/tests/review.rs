@@ -2,6 +2,7 @@
 //! request ids in flight, the uri of a host's "Resource not found", and the sampling
 //! sub-capabilities an input request needs.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 

@@ -6,6 +6,7 @@
 //! `Allow` grants none; `Everyone` and stdio are not scoped; a listen stream ends when its
 //! grant expires.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::http::{

@@ -4,6 +4,7 @@
 //! HTTP the session and addresses; none for a request the host serves; bounded, with
 //! the records that found the queue full counted.
 
+use mcp_engine::Commands;
 use std::net::SocketAddr;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};

@@ -3,6 +3,7 @@
 //! requests on the request's stream, collects the responses and hands the request back
 //! to the host as the same event. Over stdio and Streamable HTTP.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;

@@ -2,6 +2,7 @@
 //! and HTTP: acknowledgement, filtering, catalog replacement and its fan-out, resource
 //! updates, teardown from both sides, and the bound on slow subscribers.
 
+use mcp_engine::Commands;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
 use mcp_engine::{
     Catalog, Config, Content, Engine, Event, Instant, Prompt, ReplaceError, Resource, ResourceTemplate, Tool,

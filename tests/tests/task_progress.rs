@@ -5,6 +5,7 @@
 //! stream; the message is also the task's status message. A `2026-07-28` task sends
 //! none. The output does not depend on how the input is cut.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;

@@ -12,6 +12,7 @@
 //! session records for the nodes that keep sessions there); time is passed in. The host
 //! authorizes every request as one principal unless a test says otherwise.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;

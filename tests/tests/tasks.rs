@@ -3,6 +3,7 @@
 //! machine, TTL expiry on the engine's time, principals, id mirroring, cancellation
 //! races, the per-principal bound, the refusals, and chunking invariance.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;

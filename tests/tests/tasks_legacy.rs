@@ -4,6 +4,7 @@
 //! (paginated, only the caller's), `tasks/cancel` (terminal: `-32602`),
 //! `notifications/tasks/status`, TTL expiry, and that `2025-06-18` has none of it.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;

@@ -212,7 +212,7 @@ pub(crate) struct PromptEntry {
 ///
 /// ```
 /// use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-/// use mcp_engine::{Catalog, Config, Engine, Tool};
+/// use mcp_engine::{Catalog, Commands, Config, Engine, Tool};
 ///
 /// let catalog = Catalog::builder().tool(Tool::new("now")).build()?;
 /// let config = Config::new("clock", "1.0");

@@ -63,7 +63,6 @@ mod refusal;
 mod replay;
 mod resource;
 mod scopes;
-mod served;
 mod sessions;
 mod shares;
 mod store;
@@ -425,24 +424,6 @@ impl HttpEngine {
         self.sessions.len()
     }
 
-    /// The catalog being served.
-    pub fn catalog(&self) -> &Catalog {
-        self.core.catalog()
-    }
-
-    /// The engine's connectome (feature `connectome`; see
-    /// [`Connectome`](crate::observe::Connectome)).
-    #[cfg(feature = "connectome")]
-    #[inline]
-    pub fn connectome(&mut self) -> crate::observe::Connectome<'_> {
-        crate::observe::Connectome::new(&mut self.core)
-    }
-
-    /// The engine settings.
-    pub fn config(&self) -> &Config {
-        self.core.config()
-    }
-
     /// The scope names the scope policy and the catalog know: turns a token's scopes into
     /// the [`ScopeSet`] of a [`Grant`] (empty without a policy). Also lent with every
     /// [`HttpEvent::Authorize`]; clone it to keep it.
@@ -453,11 +434,6 @@ impl HttpEngine {
     /// The HTTP settings.
     pub fn http_config(&self) -> &HttpConfig {
         &self.http
-    }
-
-    /// Tickets handed out and not yet answered or cancelled.
-    pub fn in_flight(&self) -> usize {
-        self.core.in_flight()
     }
 
     /// Open connections.
@@ -968,11 +944,6 @@ impl HttpEngine {
     fn backlogged(&self, ticket: Ticket) -> bool {
         let Some(Route::Http { conn, generation }) = self.core.route_of(ticket) else { return false };
         self.conn(ConnId { slot: conn, generation }).is_some_and(|c| c.out.len() >= MAX_UNSENT)
-    }
-
-    /// How many `subscriptions/listen` streams are open.
-    pub fn subscriptions(&self) -> usize {
-        self.core.subscriptions()
     }
 
     /// How many long-lived streams are open: sessions' standalone `GET` streams and

@@ -456,7 +456,7 @@ impl InputRequestBuf {
 }
 
 /// An answer that asks the client for input before the work can complete
-/// (`resultType: "input_required"`), see [`crate::Engine::answer_input_required`].
+/// (`resultType: "input_required"`), see [`Commands::answer_input_required`](crate::Commands::answer_input_required).
 #[derive(Debug, Clone, Copy)]
 pub struct InputRequired<'a> {
     pub(crate) requests: &'a [InputRequest<'a>],

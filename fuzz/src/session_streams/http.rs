@@ -3,6 +3,7 @@
 //! let go (`reconnect_later`) and parked, `DELETE`, input asked of the clients and their
 //! responses (in their session, another one, or none).
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::{HashMap, VecDeque};
 

@@ -1,6 +1,7 @@
 //! The stdio half of `session_streams`: one session-bound client whose requests the host
 //! answers with input requests, and the client's responses to them.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::HashMap;
 

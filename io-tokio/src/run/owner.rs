@@ -7,6 +7,7 @@
 //! `docs/scale-out.md`), and the task store's side of the engine's `SaveTask`, `LoadTask`,
 //! `TaskExpired` and `ListTasks`.
 
+use mcp_engine::Commands;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;

@@ -1,6 +1,7 @@
 //! Handler tasks, shared by every run loop: starting the work of an engine [`Event`],
 //! aborting it when cancelled, and answering its ticket when it finishes.
 
+use mcp_engine::Commands;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -241,7 +242,7 @@ macro_rules! answer_on {
                 self.notify_log(ticket, level, logger, data)
             }
             fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError> {
-                <$engine>::reconnect_later(self, ticket, retry)
+                Commands::reconnect_later(self, ticket, retry)
             }
             fn report_read(&mut self, tool: &str, uri: &str) -> bool {
                 self.connectome().report_read(tool, uri)
@@ -251,10 +252,10 @@ macro_rules! answer_on {
                 ticket: Ticket,
                 options: &mcp_engine::TaskOptions<'_>,
             ) -> Result<Ticket, AnswerError> {
-                <$engine>::start_task(self, ticket, options)
+                Commands::start_task(self, ticket, options)
             }
             fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError> {
-                <$engine>::task_status(self, ticket, message)
+                Commands::task_status(self, ticket, message)
             }
             fn ask_client(
                 &mut self,

@@ -125,7 +125,7 @@ pub enum CatalogNews {
     ListChanged(CatalogChange),
     /// A resource changed ([`Publisher::resource_updated`](crate::Publisher::resource_updated)):
     /// the receiving server tells its subscribers
-    /// ([`HttpEngine::notify_resource_updated`](mcp_engine::http::HttpEngine::notify_resource_updated)).
+    /// ([`Commands::notify_resource_updated`](mcp_engine::Commands::notify_resource_updated)).
     ResourceUpdated(String),
 }
 

@@ -27,6 +27,7 @@
 //! `tracestate`, `baggage`, error messages; a resource's uri only when the host opts in
 //! ([`Telemetry::resource_uri`]).
 
+use mcp_engine::Commands;
 use mcp_engine::http::{Refusal, Refused};
 use mcp_engine::{Event, Instant, Revision, Served, TraceContext};
 use mcp_spans::Attributes;
