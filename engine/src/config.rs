@@ -288,10 +288,10 @@ impl Config {
     }
     /// How long a session-bound client (`2025-11-25`, `2025-06-18`) has to answer the
     /// requests the engine sends it for a host's
-    /// [`InputRequired`](crate::InputRequired) answer (sampling, elicitation, roots;
+    /// [`InputRequired`](crate::mrtr::InputRequired) answer (sampling, elicitation, roots;
     /// default 5 minutes, clamped to 1 second..=24 hours: elicitation waits on a person).
     /// A request still unanswered then reaches the host as an error response under its
-    /// key ([`InputResponses::error`](crate::InputResponses::error), code `-32001`).
+    /// key ([`InputResponses::error`](crate::mrtr::InputResponses::error), code `-32001`).
     pub fn input_timeout(&mut self, timeout: core::time::Duration) -> &mut Self {
         self.input_timeout =
             timeout.clamp(core::time::Duration::from_secs(1), core::time::Duration::from_secs(86_400));
@@ -360,7 +360,7 @@ impl Config {
     /// Whether tool calls may become tasks (default off). On, `2026-07-28` clients see the
     /// `io.modelcontextprotocol/tasks` extension in `server/discover` and get `tasks/get`,
     /// `tasks/update` and `tasks/cancel`; the host turns a call into a task with
-    /// [`CallTool::start_task`](crate::CallTool::start_task) (see `docs/features.md`).
+    /// [`CallTool::start_task`](crate::event::CallTool::start_task) (see `docs/features.md`).
     /// Task ids are drawn from the entropy given to `set_entropy`.
     pub fn tasks(&mut self, on: bool) -> &mut Self {
         self.tasks = on;

@@ -2,7 +2,8 @@
 //! engine answered itself ([`Served`]), the host's answers when asked ([`Answered`]), the
 //! HTTP sessions that ended ([`SessionEnd`]), the records dropped for want of a poll, the
 //! tool results refused by their output schema ([`OutputMismatch`]),
-//! and (feature `connectome`) the engine's [`Connectome`].
+//! and (feature `connectome`) the engine's [`Connectome`]; the W3C trace context a
+//! request carried ([`TraceParent`], [`TraceContext`]) for its span.
 //!
 //! Each is a short-lived handle over the engine's core, taken with `observe()` or
 //! `connectome()` on [`Engine`](crate::Engine) or
@@ -31,6 +32,7 @@ use crate::mcp::Core;
 
 pub use crate::mcp::answered::{ANSWERED_CAPACITY, Answered};
 pub use crate::mcp::served::{SERVED_CAPACITY, Served, SessionEnd};
+pub use crate::wire::trace::{SpanId, TraceContext, TraceId, TraceParent};
 
 /// The engine's records for the adapter's spans and metrics, borrowed from the engine
 /// for one call (`engine.observe().poll_served()`): each method takes the handle, so what

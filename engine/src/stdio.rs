@@ -92,7 +92,7 @@ const _: () = assert!(MAX_ID_LEN == crate::error::MAX_TICKET_ID_LEN);
 ///
 /// Nothing the peer sends makes the engine panic or stop: every malformed frame is
 /// answered with its JSON-RPC error and the stream goes on at the next frame. Misuse of
-/// a ticket is reported as an [`AnswerError`](crate::AnswerError).
+/// a ticket is reported as an [`AnswerError`](crate::error::AnswerError).
 pub struct Engine {
     /// The input buffer and the frames in it.
     lines: Lines,

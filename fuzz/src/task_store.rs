@@ -37,10 +37,9 @@ use mcp_engine::http::{
     AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, Principal, TaskQuery,
     TaskRow, Verdict,
 };
-use mcp_engine::{
-    Catalog, Config, Content, Event, HostError, InputRequest, InputRequired, Instant, TaskOptions,
-    TaskSupport, Ticket, Tool, ToolOutput, UnixTime,
-};
+use mcp_engine::{Catalog, Config, Content, Event, Instant, TaskOptions, TaskSupport, Ticket, Tool, ToolOutput, UnixTime};
+use mcp_engine::error::HostError;
+use mcp_engine::mrtr::{InputRequest, InputRequired};
 use serde_json::{Value, json};
 
 use crate::common::{Bytes, lossy, task_status_may_follow};

@@ -324,7 +324,7 @@ macro_rules! sink {
                         self.answer_tool(ticket, &output)
                     }
                     Finish::Fail { message, .. } => {
-                        self.answer_error(ticket, mcp_engine::HostError::Internal(message))
+                        self.answer_error(ticket, mcp_engine::error::HostError::Internal(message))
                     }
                     Finish::Ask(requests) => everything::Step::with_input_required(requests, None, |ir| {
                         self.answer_input_required(ticket, ir)
@@ -383,7 +383,7 @@ impl Triggers {
     /// Carries out a task tool's plan (`mcp_fixture::tasks`): the call becomes a task
     /// when the plan says so and the engine lets it, then ends now or after its delay,
     /// from `pace`. Returns whether `call` was a task tool's.
-    fn task_tool(&self, call: &mut mcp_engine::CallTool<'_>) -> bool {
+    fn task_tool(&self, call: &mut mcp_engine::event::CallTool<'_>) -> bool {
         use everything::tasks::{Finish, Plan};
         let responses = call.input_responses;
         let get = |k: &str| responses.get(k).and_then(|r| r.deserialize().ok());

@@ -3,7 +3,7 @@
 //! shares (crate `mcp-spans`), on top of what the engine exposes:
 //!
 //! - a request handed to the host: the span is made from the event's
-//!   [`RequestInfo`](mcp_engine::RequestInfo) before the host callback, entered while the
+//!   [`RequestInfo`](mcp_engine::event::RequestInfo) before the host callback, entered while the
 //!   callback runs (spans the host makes there are its children), and, when a subscriber
 //!   wants it, kept by the event's ticket until the engine reports the host's answer
 //!   ([`Observer::poll_answered`](mcp_engine::observe::Observer::poll_answered), turned on here with [`Observer::record_answers`](mcp_engine::observe::Observer::record_answers)): then it
@@ -19,12 +19,15 @@
 //! shape. No metrics: see `docs/observability.md`.
 
 #[cfg(feature = "tracing")]
-use mcp_engine::Commands;
 use std::collections::VecDeque;
 
+#[cfg(feature = "tracing")]
+use mcp_engine::Commands;
 use mcp_engine::Event;
 #[cfg(feature = "tracing")]
-use mcp_engine::{Answered, Served, Ticket};
+use mcp_engine::Ticket;
+#[cfg(feature = "tracing")]
+use mcp_engine::observe::{Answered, Served};
 #[cfg(feature = "tracing")]
 use mcp_spans::{Attributes, StatusCodeKey, Verdict, Wire};
 #[cfg(feature = "tracing")]

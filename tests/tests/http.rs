@@ -361,7 +361,7 @@ fn closing_the_connection_cancels_its_ticket() {
     }
     assert!(cancelled, "the host learns of the cancellation");
     assert!(
-        c.e.answer_error(ticket, mcp_engine::HostError::Internal("late")).is_err(),
+        c.e.answer_error(ticket, mcp_engine::error::HostError::Internal("late")).is_err(),
         "a late answer is dropped"
     );
 }

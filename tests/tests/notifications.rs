@@ -6,7 +6,8 @@ use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use mcp_engine::{AnswerError, Catalog, Config, Event, LogLevel, NotifyError, Ticket, Tool};
+use mcp_engine::error::{AnswerError, NotifyError};
+use mcp_engine::{Catalog, Config, Event, LogLevel, Ticket, Tool};
 use mcp_tests::peer::{Peer, WIRES, Wire, meta_with};
 use mcp_tests::spec::{Rev, assert_valid};
 use serde_json::{Value, json};

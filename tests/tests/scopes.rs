@@ -13,9 +13,10 @@ use mcp_engine::http::{
     AllowedOrigins, Authorization, Grant, HttpConfig, Principal, ProtectedResource, ScopePolicy,
     ScopePolicyError, Verdict,
 };
+use mcp_engine::subs::ReplaceError;
 use mcp_engine::{
     Catalog, Config, Content, Engine, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput,
-    ReplaceError, Resource, ResourceContents, ResourceTemplate, Tool, ToolOutput, UnixTime,
+    Resource, ResourceContents, ResourceTemplate, Tool, ToolOutput, UnixTime,
 };
 use mcp_tests::wire::{Client, Response, client_of, one, parse_responses, post, req};
 use serde_json::{Value, json};

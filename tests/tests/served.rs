@@ -8,7 +8,8 @@ use mcp_engine::Commands;
 use std::net::SocketAddr;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
-use mcp_engine::{Catalog, Config, Engine, Event, Instant, Revision, SERVED_CAPACITY, Served, Tool};
+use mcp_engine::observe::{SERVED_CAPACITY, Served};
+use mcp_engine::{Catalog, Config, Engine, Event, Instant, Revision, Tool};
 use mcp_fixture as everything;
 use mcp_tests::wire::{client_of, legacy_post, one, post, req};
 use mcp_tests::{drive, everything_engine, legacy_open, modern, request};
@@ -267,7 +268,8 @@ fn polling_records_does_not_disturb_events() {
 /// a cancelled ticket's late answer is refused and not recorded.
 #[test]
 fn the_hosts_answers_are_recorded_when_asked() {
-    use mcp_engine::{Content, HostError, ToolOutput};
+    use mcp_engine::error::HostError;
+    use mcp_engine::{Content, ToolOutput};
     let catalog = Catalog::builder().tool(Tool::new("t")).build().unwrap();
     let mut e = Engine::new(Config::new("s", "1"), catalog);
     let mut tickets = Vec::new();

@@ -10,9 +10,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use mcp_engine::{
-    Catalog, Config, Content, Engine, Event, Instant, NotifyError, TaskOptions, Ticket, ToolOutput,
-};
+use mcp_engine::error::NotifyError;
+use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, TaskOptions, Ticket, ToolOutput};
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::{drain_with, legacy_open, lines, request};
 use serde_json::{Value, json};

@@ -22,9 +22,8 @@ use mcp_engine::http::{
     AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, Principal, TaskRow,
     Verdict,
 };
-use mcp_engine::{
-    Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, Ticket, ToolOutput, UnixTime,
-};
+use mcp_engine::mrtr::InputRequired;
+use mcp_engine::{Catalog, Config, Content, Event, Instant, TaskOptions, Ticket, ToolOutput, UnixTime};
 use mcp_tests::wire::drain_engine;
 use serde_json::{Value, json};
 

@@ -317,7 +317,7 @@ impl Catalog {
     /// template. Path variables (`{id}`, `{+path}`) are always defined, query variables
     /// (`{?q}`) only when the uri has them, and an exploded query variable (`{?rest*}`)
     /// is not listed: what it collects is in
-    /// [`TemplateVars::pairs`](crate::TemplateVars::pairs).
+    /// [`TemplateVars::pairs`](crate::event::TemplateVars::pairs).
     ///
     /// ```
     /// use mcp_engine::{Catalog, ResourceTemplate};

@@ -1,4 +1,4 @@
-//! The connectome (feature `connectome`, on by default): the server's wiring diagram,
+//! The connectome (feature `connectome`, off by default): the server's wiring diagram,
 //! twice. The *declared* graph says what can happen (the catalog's definitions, the
 //! methods that reach them, and the edges the host declares: a tool reads a resource,
 //! performs a named effect, is gated by a named check), with a note of what a declaration

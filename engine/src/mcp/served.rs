@@ -350,7 +350,7 @@ impl<'a> Served<'a> {
         self.record.revision
     }
     /// The request's JSON-RPC id (`None` when the message had none the engine could
-    /// read, or one longer than [`MAX_TICKET_ID_LEN`](crate::MAX_TICKET_ID_LEN)).
+    /// read, or one longer than [`MAX_TICKET_ID_LEN`](crate::error::MAX_TICKET_ID_LEN)).
     pub fn id(&self) -> Option<RequestId<'a>> {
         Some(RequestId { json: self.id? })
     }

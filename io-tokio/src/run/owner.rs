@@ -16,7 +16,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Loaded, TaskQuery, TaskRow, Verdict};
-use mcp_engine::{CatalogChange, Instant, ReplaceError, UnixTime};
+use mcp_engine::subs::{CatalogChange, ReplaceError};
+use mcp_engine::{Instant, UnixTime};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 

@@ -5,11 +5,11 @@ use mcp_engine::Commands;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use mcp_engine::error::{AnswerError, HostError, NotifyError};
+use mcp_engine::event::{AskError, ClientAsk};
 use mcp_engine::http::HttpEngine;
-use mcp_engine::{
-    AnswerError, AskError, ClientAsk, Content, Engine, Event, HostError, InputRequest, InputRequestBuf,
-    InputRequired, NotifyError, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput,
-};
+use mcp_engine::mrtr::{InputRequest, InputRequestBuf, InputRequired};
+use mcp_engine::{Content, Engine, Event, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::AbortHandle;

@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use mcp_engine::CatalogChange;
+use mcp_engine::subs::CatalogChange;
 use tokio::sync::mpsc;
 
 /// What a [`SessionStore`] method returns: a boxed future (the trait is used as a trait

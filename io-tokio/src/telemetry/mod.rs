@@ -29,7 +29,8 @@
 
 use mcp_engine::Commands;
 use mcp_engine::http::{Refusal, Refused};
-use mcp_engine::{Event, Instant, Revision, Served, TraceContext};
+use mcp_engine::observe::{Served, TraceContext};
+use mcp_engine::{Event, Instant, Revision};
 use mcp_spans::Attributes;
 pub use mcp_spans::StatusCodeKey;
 pub(crate) use mcp_spans::{Verdict, Wire};
@@ -227,7 +228,7 @@ pub(crate) fn stream_ended(wire: Wire, telemetry: &Telemetry, now: Instant, cloc
 pub(crate) trait ServedBy {
     fn poll_served(&mut self) -> Option<Served<'_>>;
     /// The next HTTP session that ended (a stream's ends with the stream).
-    fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>>;
+    fn poll_session_end(&mut self) -> Option<mcp_engine::observe::SessionEnd<'_>>;
     /// The next refused HTTP request (none over stdio).
     fn poll_refusal(&mut self) -> Option<Refused> {
         None
@@ -242,7 +243,7 @@ impl ServedBy for mcp_engine::Engine {
     fn poll_served(&mut self) -> Option<Served<'_>> {
         self.observe().poll_served()
     }
-    fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>> {
+    fn poll_session_end(&mut self) -> Option<mcp_engine::observe::SessionEnd<'_>> {
         None
     }
 }
@@ -251,7 +252,7 @@ impl ServedBy for mcp_engine::http::HttpEngine {
     fn poll_served(&mut self) -> Option<Served<'_>> {
         self.observe().poll_served()
     }
-    fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>> {
+    fn poll_session_end(&mut self) -> Option<mcp_engine::observe::SessionEnd<'_>> {
         self.observe().poll_session_end()
     }
     fn poll_refusal(&mut self) -> Option<Refused> {
