@@ -29,6 +29,7 @@
 //! (the cancel's answer took the waiter's with it, with or without a task store); an
 //! owner's late result overwrote a cancellation another node had stored.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::HashMap;
 
@@ -36,10 +37,9 @@ use mcp_engine::http::store::{Loaded, StoreEvent, TaskQuery, TaskRow};
 use mcp_engine::http::{
     AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Principal, Verdict,
 };
-use mcp_engine::{
-    Catalog, Config, Content, Event, HostError, InputRequest, InputRequired, Instant, TaskOptions,
-    TaskSupport, Ticket, Tool, ToolOutput, UnixTime,
-};
+use mcp_engine::{Catalog, Config, Content, Event, Instant, TaskOptions, TaskSupport, Ticket, Tool, ToolOutput, UnixTime};
+use mcp_engine::error::HostError;
+use mcp_engine::mrtr::{InputRequest, InputRequired};
 use serde_json::{Value, json};
 
 use crate::common::{Bytes, lossy, task_status_may_follow};

@@ -5,6 +5,7 @@
 //! without asking, a failing or stalled store `503`, and a request still running on the
 //! node that wrote it followed by polling (`retry:`).
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;

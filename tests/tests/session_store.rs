@@ -4,6 +4,7 @@
 //! store that fails or stalls into `503` with `Retry-After`, never into a hang or a lost
 //! acknowledged change.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::Instant;

@@ -12,6 +12,7 @@
 //! session records for the nodes that keep sessions there); time is passed in. The host
 //! authorizes every request as one principal unless a test says otherwise.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -21,9 +22,8 @@ use mcp_engine::http::store::{Loaded, StoreEvent, TaskRow};
 use mcp_engine::http::{
     AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Principal, Verdict,
 };
-use mcp_engine::{
-    Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, Ticket, ToolOutput, UnixTime,
-};
+use mcp_engine::mrtr::InputRequired;
+use mcp_engine::{Catalog, Config, Content, Event, Instant, TaskOptions, Ticket, ToolOutput, UnixTime};
 use mcp_tests::wire::drain_engine;
 use serde_json::{Value, json};
 

@@ -363,53 +363,6 @@ impl HttpEngine {
         self.sessions.len()
     }
 
-    /// The catalog being served.
-    pub fn catalog(&self) -> &Catalog {
-        self.core.catalog()
-    }
-
-    /// The engine's connectome: declared and observed graphs and their diff
-    /// (feature `connectome`; see [`crate::connectome`] and
-    /// [`Engine::connectome`](crate::Engine::connectome)).
-    #[cfg(feature = "connectome")]
-    pub fn connectome(&self) -> crate::mcp::connectome::ConnectomeView<'_> {
-        self.core.connectome_view()
-    }
-
-    /// Sets the edges the host declares on its tools, drawn into the declared graph.
-    ///
-    /// # Errors
-    ///
-    /// Refused, with nothing changed, when a declaration names a tool or uri the catalog
-    /// does not have.
-    #[cfg(feature = "connectome")]
-    pub fn set_connectome_declarations(
-        &mut self,
-        declarations: crate::connectome::Declarations,
-    ) -> Result<(), crate::connectome::DeclarationError> {
-        self.core.set_connectome_declarations(declarations)
-    }
-
-    /// Counts a read of `uri` (matched as `resources/read` matches it) that the host
-    /// reports tool `tool` made: the observed edge `tool reads resource`. Counts only;
-    /// allocates nothing. Returns `false` for a tool or uri the catalog does not have,
-    /// or a new pair once the table is full ([`crate::connectome::Observed::record_read`]).
-    #[cfg(feature = "connectome")]
-    pub fn report_read(&mut self, tool: &str, uri: &str) -> bool {
-        self.core.report_read(tool, uri)
-    }
-
-    /// Forgets every observed count.
-    #[cfg(feature = "connectome")]
-    pub fn clear_observed(&mut self) {
-        self.core.clear_observed();
-    }
-
-    /// The engine settings.
-    pub fn config(&self) -> &Config {
-        self.core.config()
-    }
-
     /// The scope names the scope policy and the catalog know: turns a token's scopes into
     /// the [`ScopeSet`] of a [`Grant`] (empty without a policy). Also lent with every
     /// [`HttpEvent::Authorize`]; clone it to keep it.
@@ -420,11 +373,6 @@ impl HttpEngine {
     /// The HTTP settings.
     pub fn http_config(&self) -> &HttpConfig {
         &self.http
-    }
-
-    /// Tickets handed out and not yet answered or cancelled.
-    pub fn in_flight(&self) -> usize {
-        self.core.in_flight()
     }
 
     /// Open connections.
@@ -952,11 +900,6 @@ impl HttpEngine {
     fn backlogged(&self, ticket: Ticket) -> bool {
         let Some(Route::Http { conn, generation }) = self.core.route_of(ticket) else { return false };
         self.conn(ConnId { slot: conn, generation }).is_some_and(|c| c.out.len() >= MAX_UNSENT)
-    }
-
-    /// How many `subscriptions/listen` streams are open.
-    pub fn subscriptions(&self) -> usize {
-        self.core.subscriptions()
     }
 
     /// How many long-lived streams are open: sessions' standalone `GET` streams and

@@ -3,15 +3,15 @@
 //! let go (`reconnect_later`) and parked, `DELETE`, input asked of the clients and their
 //! responses (in their session, another one, or none).
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::{HashMap, VecDeque};
 
+use mcp_engine::error::{HostError, NotifyError};
 use mcp_engine::http::store::{Loaded, LoadedEvents, StoreEvent, StoredEvent};
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
-use mcp_engine::{
-    Config, Content, Event, HostError, InputRequired, Instant, NotifyError, PromptMessage, PromptOutput,
-    ResourceContents, Ticket, ToolOutput,
-};
+use mcp_engine::mrtr::InputRequired;
+use mcp_engine::{Config, Content, Event, Instant, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput};
 use serde_json::Value;
 
 use super::model::{self, Ask, AskResult, Found, Outcome, ReqKind, Round, caps_json, expect_ask, same_error};
@@ -946,7 +946,7 @@ impl HttpHarness {
         let ci = self.tickets[i].call;
         if self.tickets[i].state != State::Live {
             let r = self.e.answer_tool(t, &ToolOutput::new(&[]));
-            assert_eq!(r, Err(mcp_engine::AnswerError::UnknownTicket), "a command on a ticket that is over");
+            assert_eq!(r, Err(mcp_engine::error::AnswerError::UnknownTicket), "a command on a ticket that is over");
             assert_eq!(self.e.reconnect_later(t, Duration::from_millis(1)), Err(NotifyError::UnknownTicket));
             return;
         }
@@ -998,7 +998,7 @@ impl HttpHarness {
             }
             _ => return,
         };
-        if r == Err(mcp_engine::AnswerError::UnknownTicket) {
+        if r == Err(mcp_engine::error::AnswerError::UnknownTicket) {
             return self.refused_live(i);
         }
         assert_eq!(r, Ok(()), "answering a live ticket");
@@ -1035,7 +1035,7 @@ impl HttpHarness {
             eprintln!("ask {choice:#x} on ticket {i}: {r:?}, expected {want:?}");
         }
         match (r, want) {
-            (Err(mcp_engine::AnswerError::UnknownTicket), _) => self.refused_live(i),
+            (Err(mcp_engine::error::AnswerError::UnknownTicket), _) => self.refused_live(i),
             (Err(got), AskResult::Err(want)) => {
                 assert!(same_error(&got, &want), "{got:?}, expected {want:?}")
             }

@@ -7,6 +7,7 @@
 //! `docs/scale-out.md`), and the task store's side of the engine's `SaveTask`, `LoadTask`,
 //! `TaskExpired` and `ListTasks`.
 
+use mcp_engine::Commands;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
@@ -16,7 +17,8 @@ use std::time::Duration;
 
 use mcp_engine::http::store::{Loaded, StoreEvent, TaskQuery, TaskRow};
 use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Verdict};
-use mcp_engine::{CatalogChange, Instant, ReplaceError, UnixTime};
+use mcp_engine::subs::{CatalogChange, ReplaceError};
+use mcp_engine::{Instant, UnixTime};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 

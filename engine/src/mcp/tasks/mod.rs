@@ -1,7 +1,7 @@
 //! Tasks: tool calls that outlive their request (the `io.modelcontextprotocol/tasks`
 //! extension of `2026-07-28`).
 //!
-//! The host turns a tool call into a task ([`CallTool::start_task`](crate::CallTool::start_task));
+//! The host turns a tool call into a task ([`CallTool::start_task`](crate::event::CallTool::start_task));
 //! the engine answers the request at once with the task's handle and keeps a record of it
 //! here, in memory, until its TTL: the status, the status message, the host's result or
 //! error once there is one, the input it asks of the client, and the client's answers.
@@ -57,7 +57,7 @@ use crate::time::Instant;
 use crate::timer::Timers;
 use crate::wire::trace::TraceParent;
 
-/// How the host wants a task to start (see [`CallTool::start_task`](crate::CallTool::start_task)).
+/// How the host wants a task to start (see [`CallTool::start_task`](crate::event::CallTool::start_task)).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TaskOptions<'a> {
     pub(crate) ttl: Option<core::time::Duration>,
