@@ -77,9 +77,9 @@ impl std::error::Error for AskClientError {}
 /// handler, or from [`HttpServer::publisher`](crate::HttpServer::publisher) before
 /// serving. Cheap to clone; it does nothing once the server has stopped.
 ///
-/// [`Engine::replace_catalog`]: mcp_engine::Engine::replace_catalog
-/// [`Engine::notify_resource_updated`]: mcp_engine::Engine::notify_resource_updated
-/// [`Engine::end_subscriptions`]: mcp_engine::Engine::end_subscriptions
+/// [`Engine::replace_catalog`]: mcp_engine::Commands::replace_catalog
+/// [`Engine::notify_resource_updated`]: mcp_engine::Commands::notify_resource_updated
+/// [`Engine::end_subscriptions`]: mcp_engine::Commands::end_subscriptions
 /// [`ToolCall::publisher`]: crate::ToolCall::publisher
 #[derive(Clone)]
 pub struct Publisher {

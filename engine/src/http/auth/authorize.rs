@@ -73,7 +73,8 @@ impl Verdict {
 ///
 /// ```
 /// use mcp_engine::http::{Grant, Principal, Verdict};
-/// use mcp_engine::{ScopeSet, UnixTime};
+/// use mcp_engine::UnixTime;
+/// use mcp_engine::http::ScopeSet;
 /// let grant = Grant::new(Principal::of(b"alice"))
 ///     .scopes(ScopeSet::EMPTY)
 ///     .expires(UnixTime::from_secs(1_900_000_000));
