@@ -5,6 +5,7 @@
 //! Every workload is a [`Workload`]: the criterion bench (`benches/dispatch.rs`) and the
 //! instruction counter (`src/bin/icount.rs`) run the same code.
 
+use mcp_engine::Commands;
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
 use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, Tool, ToolOutput};
 
@@ -75,7 +76,7 @@ pub fn dispatch(e: &mut Engine, frame: &[u8], sink: &mut [u8]) -> usize {
             answer_call(ev);
         }
         // What the engine answered itself, as an adapter drains it for its spans.
-        while e.poll_served().is_some() {}
+        while e.observe().poll_served().is_some() {}
         loop {
             let n = e.poll_transmit(sink);
             if n == 0 {
@@ -136,7 +137,7 @@ pub fn http_dispatch(e: &mut HttpEngine, conn: ConnId, request: &[u8], sink: &mu
                 answer_call(ev);
             }
         }
-        while e.poll_served().is_some() {}
+        while e.observe().poll_served().is_some() {}
         let out = e.pending_output(conn);
         let out_len = out.len();
         sink.extend_from_slice(out);

@@ -68,7 +68,7 @@ impl fmt::Debug for SecretKey {
 /// value. One configuration can serve several engines: clone it.
 ///
 /// ```
-/// use mcp_engine::{Catalog, Config, Engine};
+/// use mcp_engine::{Catalog, Commands, Config, Engine};
 ///
 /// let config = Config::new("notes", "1.0.0").instructions("Keeps notes.").logging(true).to_owned();
 /// let engine = Engine::new(config.clone(), Catalog::empty());
@@ -219,7 +219,7 @@ impl Config {
     }
     /// Whether the server sends log messages (`notifications/message`, default off). On,
     /// `logging` is advertised, `logging/setLevel` is served on session-bound streams, and
-    /// [`Engine::notify_log`](crate::Engine::notify_log) sends a message for a request whose client asked for logs
+    /// [`Commands::notify_log`](crate::Commands::notify_log) sends a message for a request whose client asked for logs
     /// at that level (`_meta["io.modelcontextprotocol/logLevel"]` in 2026-07-28, the
     /// stream's `logging/setLevel` before).
     pub fn logging(&mut self, on: bool) -> &mut Self {
@@ -235,7 +235,7 @@ impl Config {
     }
     /// The secret that seals what the engine hands clients to bring back (HMAC-SHA256):
     /// the `requestState` of multi-round-trip requests
-    /// ([`Engine::answer_input_required`](crate::Engine::answer_input_required)) and list
+    /// ([`Commands::answer_input_required`](crate::Commands::answer_input_required)) and list
     /// cursors (`nextCursor`). Without one the engine issues no `requestState`, refuses
     /// host state, and answers `-32602` to any `requestState` it is sent; and it serves
     /// each list whole, with no cursor (any cursor it is sent is `-32602`). Every server
@@ -288,10 +288,10 @@ impl Config {
     }
     /// How long a session-bound client (`2025-11-25`, `2025-06-18`) has to answer the
     /// requests the engine sends it for a host's
-    /// [`InputRequired`](crate::InputRequired) answer (sampling, elicitation, roots;
+    /// [`InputRequired`](crate::mrtr::InputRequired) answer (sampling, elicitation, roots;
     /// default 5 minutes, clamped to 1 second..=24 hours: elicitation waits on a person).
     /// A request still unanswered then reaches the host as an error response under its
-    /// key ([`InputResponses::error`](crate::InputResponses::error), code `-32001`).
+    /// key ([`InputResponses::error`](crate::mrtr::InputResponses::error), code `-32001`).
     pub fn input_timeout(&mut self, timeout: core::time::Duration) -> &mut Self {
         self.input_timeout =
             timeout.clamp(core::time::Duration::from_secs(1), core::time::Duration::from_secs(86_400));
@@ -310,7 +310,7 @@ impl Config {
     /// Whether the catalog may change while the server runs (default off). On,
     /// `listChanged: true` is advertised for every family the catalog has, clients may open
     /// `subscriptions/listen` streams for list changes (`2026-07-28`), and
-    /// [`Engine::replace_catalog`](crate::Engine::replace_catalog) notifies them (and a session-bound stdio client).
+    /// [`Commands::replace_catalog`](crate::Commands::replace_catalog) notifies them (and a session-bound stdio client).
     pub fn list_changed(&mut self, on: bool) -> &mut Self {
         self.list_changed = on;
         self
@@ -319,7 +319,7 @@ impl Config {
     /// `resources.subscribe: true` is advertised (when the catalog has resources),
     /// `subscriptions/listen` honours `resourceSubscriptions`, session-bound clients get
     /// `resources/subscribe` and `resources/unsubscribe`, and
-    /// [`Engine::notify_resource_updated`](crate::Engine::notify_resource_updated) notifies the subscribers of a uri.
+    /// [`Commands::notify_resource_updated`](crate::Commands::notify_resource_updated) notifies the subscribers of a uri.
     pub fn resource_subscriptions(&mut self, on: bool) -> &mut Self {
         self.resource_subscriptions = on;
         self
@@ -360,7 +360,7 @@ impl Config {
     /// Whether tool calls may become tasks (default off). On, `2026-07-28` clients see the
     /// `io.modelcontextprotocol/tasks` extension in `server/discover` and get `tasks/get`,
     /// `tasks/update` and `tasks/cancel`; the host turns a call into a task with
-    /// [`CallTool::start_task`](crate::CallTool::start_task) (see `docs/features.md`).
+    /// [`CallTool::start_task`](crate::event::CallTool::start_task) (see `docs/features.md`).
     /// Task ids are drawn from the entropy given to `set_entropy`.
     pub fn tasks(&mut self, on: bool) -> &mut Self {
         self.tasks = on;

@@ -50,8 +50,8 @@ pub mod code {
 
 /// A tool result whose `structuredContent` did not match the tool's output schema: the
 /// client was answered with a generic tool error instead (a host bug must not become
-/// invalid output). Taken with `Engine::take_output_mismatch` /
-/// `HttpEngine::take_output_mismatch`, for the host's log.
+/// invalid output). Taken with `engine.observe().take_output_mismatch()`
+/// ([`Observer::take_output_mismatch`](crate::observe::Observer::take_output_mismatch)), for the host's log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OutputMismatch {
@@ -137,7 +137,7 @@ impl fmt::Display for AnswerError {
 
 impl std::error::Error for AnswerError {}
 
-/// A failure the host reports instead of a result ([`crate::Engine::answer_error`]).
+/// A failure the host reports instead of a result ([`Commands::answer_error`](crate::Commands::answer_error)).
 ///
 /// The message is sent to the client; keep secrets out of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

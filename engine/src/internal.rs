@@ -12,7 +12,7 @@ use crate::time::{Clock, Lifetime};
 
 // The harnesses that stay with the code they check.
 pub use crate::catalog::schema::fuzz_schema_differential;
-pub use crate::http::record::fuzz_session_record;
+pub use crate::http::store::session_record::fuzz_session_record;
 pub use crate::wire::cursor::fuzz_cursor;
 
 // Resource templates.
@@ -35,7 +35,7 @@ pub use crate::wire::http1::{BodyKind, Conn, Head, HttpError, Input, Limits};
 // The JSON string writer.
 pub use crate::wire::json::write_str as write_json_str;
 
-/// Whether `bytes`, a task record as `HttpEvent::SaveTask` handed it to a store, decodes
+/// Whether `bytes`, a task record as `StoreEvent::SaveTask` handed it to a store, decodes
 /// back (the `task_store` harness checks every record its store keeps).
 pub fn task_record_decodes(bytes: &[u8]) -> bool {
     let mut r = crate::mcp::tasks::Record::default();

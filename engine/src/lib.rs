@@ -94,9 +94,9 @@ mod timer;
 
 mod wire;
 
-pub mod content;
+mod content;
 
-pub mod catalog;
+mod catalog;
 
 mod config;
 pub mod error;
@@ -110,6 +110,10 @@ mod output;
 
 mod mcp;
 
+pub mod observe;
+
+mod commands;
+
 mod stdio;
 
 pub mod http;
@@ -120,34 +124,32 @@ pub mod internal;
 
 pub use mcp::{mrtr, subs};
 
+/// What the host is handed besides [`Event`] itself: each event's request (a tool call,
+/// a resource read, a prompt, a completion) with its arguments and its request's
+/// context, and the client's replies to what the host asked it ([`ClientAsk`](event::ClientAsk)).
+pub mod event {
+    pub use crate::mcp::asks::{AskError, ClientAsk, ClientReply};
+    pub use crate::mcp::event::{
+        Arguments, CallTool, Complete, CompletionRef, GetPrompt, ReadResource, RequestId, RequestInfo,
+        TemplateVars,
+    };
+}
+
 pub use catalog::uritemplate::TemplateError;
 pub use catalog::xheader::{HeaderParam, HeaderParamKind, XHeaderError, XHeaderReason};
 pub use catalog::{
     Catalog, CatalogBuilder, CatalogError, Icon, Prompt, PromptArgument, Resource, ResourceTemplate,
     TaskSupport, Tool, ToolAnnotations,
 };
+#[cfg(feature = "schemars")]
+pub use catalog::{input_schema_of, output_schema_of};
+pub use commands::Commands;
 pub use config::{CachePolicy, CacheScope, Config, ServerInfo};
 pub use content::{Base64, Content, PromptMessage, PromptOutput, ResourceContents, Role, ToolOutput};
-pub use error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError, OutputMismatch, TaskRefusal};
 pub use level::LogLevel;
-pub use mcp::answered::{ANSWERED_CAPACITY, Answered};
-pub use mcp::asks::{AskError, ClientAsk, ClientReply};
-#[cfg(feature = "connectome")]
-pub use mcp::connectome::ConnectomeView;
-pub use mcp::event::{
-    Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, RequestId, RequestInfo,
-    TemplateVars,
-};
-pub use mcp::mrtr::{
-    ClientCapabilities, InputError, InputKind, InputRequest, InputRequestBuf, InputRequired, InputResponse,
-    InputResponses,
-};
-pub use mcp::scopes::{ScopeSet, Scopes};
-pub use mcp::served::{SERVED_CAPACITY, Served, SessionEnd};
-pub use mcp::subs::{CatalogChange, ReplaceError};
+pub use mcp::event::Event;
 pub use mcp::tasks::TaskOptions;
 pub use mcp::tickets::Ticket;
 pub use revision::Revision;
 pub use stdio::Engine;
 pub use time::{Instant, UnixTime};
-pub use wire::trace::{SpanId, TraceContext, TraceId, TraceParent};

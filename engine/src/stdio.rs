@@ -5,20 +5,15 @@
 use core::fmt;
 use core::ops::Range;
 
-use serde::Serialize;
-
 use crate::catalog::Catalog;
+use crate::commands::Commands;
+use crate::commands::sealed::{Lent, Output, Shown};
 use crate::config::Config;
-use crate::content::{PromptOutput, ResourceContents, ToolOutput};
-use crate::error::{AnswerError, HostError, NotifyError};
 use crate::jsonrpc::{Flow, Parser};
-use crate::level::LogLevel;
 use crate::mcp::asks::{AskError, ClientAsk};
 use crate::mcp::event::Event;
-use crate::mcp::mrtr::{InputRequest, InputRequired};
-use crate::mcp::served::Served;
-use crate::mcp::subs::{CatalogChange, ReplaceError};
-use crate::mcp::tasks::TaskOptions;
+use crate::mcp::mrtr::InputRequest;
+use crate::mcp::subs::CatalogChange;
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
@@ -36,16 +31,18 @@ const _: () = assert!(MAX_ID_LEN == crate::error::MAX_TICKET_ID_LEN);
 ///
 /// - **Input** (`handle_*`): [`handle_input`](Self::handle_input) takes bytes read from the
 ///   client, [`handle_eof`](Self::handle_eof) says the client closed its side.
-/// - **Commands** (`answer_*`): [`answer_tool`](Self::answer_tool),
-///   [`answer_resource`](Self::answer_resource), [`answer_prompt`](Self::answer_prompt) and
-///   [`answer_error`](Self::answer_error) answer a [`Ticket`], in any order, at any time.
+/// - **Commands** (`answer_*`, `notify_*`, ...): [`Commands`], the trait both engines
+///   share (bring it into scope): [`answer_tool`](Commands::answer_tool),
+///   [`answer_resource`](Commands::answer_resource), [`answer_prompt`](Commands::answer_prompt)
+///   and [`answer_error`](Commands::answer_error) answer a [`Ticket`], in any order, at any
+///   time; [`observe`](Commands::observe) hands out the records for spans and metrics.
 /// - **Output** (`poll_*`): [`poll_event`](Self::poll_event) yields work for the host,
 ///   [`poll_transmit`](Self::poll_transmit) copies bytes to send into a caller buffer
 ///   ([`pending_output`](Self::pending_output) / [`consume_output`](Self::consume_output)
 ///   do the same without a copy), [`poll_timeout`](Self::poll_timeout) says when to call
 ///   [`handle_timeout`](Self::handle_timeout).
 /// - **Getters** (`&self`): [`is_finished`](Self::is_finished),
-///   [`in_flight`](Self::in_flight), [`input_capacity`](Self::input_capacity), ...
+///   [`input_capacity`](Self::input_capacity), [`Commands::in_flight`], ...
 ///
 /// # The drain rule
 ///
@@ -95,7 +92,7 @@ const _: () = assert!(MAX_ID_LEN == crate::error::MAX_TICKET_ID_LEN);
 ///
 /// Nothing the peer sends makes the engine panic or stop: every malformed frame is
 /// answered with its JSON-RPC error and the stream goes on at the next frame. Misuse of
-/// a ticket is reported as an [`AnswerError`].
+/// a ticket is reported as an [`AnswerError`](crate::error::AnswerError).
 pub struct Engine {
     /// The input buffer and the frames in it.
     lines: Lines,
@@ -149,16 +146,6 @@ impl Engine {
         }
     }
 
-    /// The configuration the engine was built with.
-    pub fn config(&self) -> &Config {
-        self.core.config()
-    }
-
-    /// The catalog being served.
-    pub fn catalog(&self) -> &Catalog {
-        self.core.catalog()
-    }
-
     /// The revision `initialize` negotiated on this stream, if any.
     pub fn negotiated_revision(&self) -> Option<Revision> {
         self.core.session().legacy
@@ -168,11 +155,6 @@ impl Engine {
     /// not enforced: requests are served before it, as they are over a stateless stream.
     pub fn is_initialized(&self) -> bool {
         self.core.session().initialized
-    }
-
-    /// Tickets handed out and not yet answered or cancelled.
-    pub fn in_flight(&self) -> usize {
-        self.core.in_flight()
     }
 
     /// Frames processed so far (blank lines excluded).
@@ -320,40 +302,6 @@ impl Engine {
         self.core.next_event()
     }
 
-    /// The next request the engine answered itself, without the host (lists, `ping`,
-    /// `initialize`, refusals, ...), for a span and a metric point like those of the
-    /// requests the host serves; `None` when none is waiting. Poll it until `None` after
-    /// handing in input: at most [`SERVED_CAPACITY`](crate::SERVED_CAPACITY) wait, later
-    /// ones are dropped and counted ([`served_dropped`](Self::served_dropped)). A host
-    /// that wants none never polls; recording costs no allocation either way.
-    pub fn poll_served(&mut self) -> Option<Served<'_>> {
-        self.core.poll_served()
-    }
-
-    /// How many records of [`poll_served`](Self::poll_served) (and of
-    /// [`poll_answered`](Self::poll_answered)) were dropped because their queue was full.
-    pub fn served_dropped(&self) -> u64 {
-        self.core.served_dropped()
-    }
-
-    /// Keeps a record of each answer the host gives to a request it was handed (`on`;
-    /// off by default), for [`poll_answered`](Self::poll_answered): an adapter that does
-    /// not see the host's answers (the host answers through the engine) closes the
-    /// request's span with them. At most [`ANSWERED_CAPACITY`](crate::ANSWERED_CAPACITY)
-    /// wait; the queue is reserved when this is first turned on, so recording never
-    /// allocates.
-    pub fn record_answers(&mut self, on: bool) {
-        self.core.record_answers(on);
-    }
-
-    /// The next answer the host gave ([`record_answers`](Self::record_answers)): the
-    /// ticket of the request's event, and whether it was a result, a tool error or an
-    /// error with a code. A call made a task is recorded when the task is made (its request
-    /// is answered then, with the task's handle); the task's later result is not.
-    pub fn poll_answered(&mut self) -> Option<crate::mcp::answered::Answered> {
-        self.core.poll_answered()
-    }
-
     /// Copies output into `buf`; returns how many bytes were written (0: none pending).
     /// Output is a byte stream of newline-terminated frames; a frame may be split
     /// across calls.
@@ -381,158 +329,6 @@ impl Engine {
         }
     }
 
-    /// The last tool result the engine replaced with a generic tool error because its
-    /// `structuredContent` did not match the tool's output schema (see
-    /// [`OutputMismatch`](crate::OutputMismatch)): log it, it is a bug in the host.
-    pub fn take_output_mismatch(&mut self) -> Option<crate::error::OutputMismatch> {
-        self.core.outbox_mut().mismatch.take()
-    }
-
-    /// Answers a tool call. The result is written to the output at once.
-    pub fn answer_tool<S: Serialize + ?Sized>(
-        &mut self,
-        ticket: Ticket,
-        output: &ToolOutput<'_, S>,
-    ) -> Result<(), AnswerError> {
-        self.release();
-        let r = self.core.answers().answer_tool(ticket, output);
-        self.process();
-        r
-    }
-
-    /// Answers a resource read with its contents. Empty `contents` are never sent: they
-    /// are answered as "resource not found".
-    pub fn answer_resource(
-        &mut self,
-        ticket: Ticket,
-        contents: &[ResourceContents<'_>],
-    ) -> Result<(), AnswerError> {
-        self.release();
-        let r = self.core.answers().answer_resource(ticket, contents);
-        self.process();
-        r
-    }
-
-    /// Answers a prompt with its messages.
-    pub fn answer_prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
-        self.release();
-        let r = self.core.answers().answer_prompt(ticket, output);
-        self.process();
-        r
-    }
-
-    /// Sends `notifications/progress` for a ticket whose request carried
-    /// `_meta.progressToken`. `progress` must increase with every call; nothing can be
-    /// sent once the ticket is answered or cancelled.
-    ///
-    /// With a task's ticket `message` becomes the task's `statusMessage`. A `2025-11-25`
-    /// task also sends `notifications/progress` under the token of the `tools/call` that
-    /// created it (valid for the task's whole life), with
-    /// `_meta["io.modelcontextprotocol/related-task"]`: `Err(NoProgressToken)` when that
-    /// call carried none and `Err(NotIncreasing)` as for a call (the status message is set
-    /// all the same), `Err(UnknownTicket)` once the task has ended. A `2026-07-28` task
-    /// has no progress notifications: only the status message changes.
-    pub fn notify_progress(
-        &mut self,
-        ticket: Ticket,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<&str>,
-    ) -> Result<(), NotifyError> {
-        self.release();
-        let writes = self.core.route_of(ticket).is_some()
-            || self.core.tasks.get(ticket).is_some_and(crate::mcp::tasks::Record::sends_progress);
-        if writes && self.core.output_backlogged() {
-            return Err(NotifyError::Backpressure);
-        }
-        self.core.answers().notify_progress(ticket, progress, total, message)
-    }
-
-    /// Answers a completion request with candidate values, most relevant first. At most
-    /// 100 are sent; duplicates are dropped (the first kept); `total` (when known) and
-    /// `has_more` are corrected so that they never claim less than was given.
-    pub fn answer_completion(
-        &mut self,
-        ticket: Ticket,
-        values: &[&str],
-        total: Option<u64>,
-        has_more: bool,
-    ) -> Result<(), AnswerError> {
-        self.release();
-        let r = self.core.answers().answer_completion(ticket, values, total, has_more);
-        self.process();
-        r
-    }
-
-    /// Sends `notifications/message` for a ticket, if the client asked for logs at `level`
-    /// or below on that request ([`Config::logging`] must be on): otherwise
-    /// [`NotifyError::Filtered`], and nothing is written. Nothing can be sent once the
-    /// ticket is answered or cancelled.
-    pub fn notify_log<S: Serialize + ?Sized>(
-        &mut self,
-        ticket: Ticket,
-        level: LogLevel,
-        logger: Option<&str>,
-        data: &S,
-    ) -> Result<(), NotifyError> {
-        self.release();
-        if self.core.route_of(ticket).is_some() && self.core.output_backlogged() {
-            return Err(NotifyError::Backpressure);
-        }
-        self.core.answers().notify_log(ticket, level, logger, data)
-    }
-
-    /// Lets the client's connection go while the host works on `ticket` (see
-    /// [`HttpEngine::reconnect_later`](crate::http::HttpEngine::reconnect_later)): stdio
-    /// has no connection to let go, so this is `Ok(false)` for a live ticket.
-    pub fn reconnect_later(
-        &mut self,
-        ticket: Ticket,
-        retry: core::time::Duration,
-    ) -> Result<bool, NotifyError> {
-        self.release();
-        self.core.answers().reconnect_later(ticket, retry)
-    }
-
-    /// Answers a ticket with an error instead of a result (see [`HostError`] for the
-    /// code each variant becomes).
-    pub fn answer_error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
-        self.release();
-        let r = self.core.answers().answer_error(ticket, None, error);
-        self.process();
-        r
-    }
-
-    /// Answers a `tools/call`, `prompts/get` or `resources/read` ticket of a `2026-07-28`
-    /// request with `resultType: "input_required"`: the client must fulfil `input`'s
-    /// requests and retry the request with their responses (the host then sees them in
-    /// the event's `input_responses`, and its own state, verified, in `request_state`).
-    ///
-    /// Requests of a kind the client did not declare on that request are left out; when
-    /// that leaves none, the client gets `-32021` with `data.requiredCapabilities` (check
-    /// the event's `client` first to ask only for what it can give). With
-    /// [`Config::request_state_key`] the answer carries a `requestState` sealed with
-    /// HMAC-SHA256 and bound to the method, the request's name and arguments (or uri), an
-    /// expiry and the keys asked for.
-    ///
-    /// # Errors
-    ///
-    /// [`AnswerError::InputRequiredUnsupported`] for a request under an earlier revision,
-    /// [`AnswerError::WrongKind`] for a completion,
-    /// [`AnswerError::InvalidInputRequest`] for duplicate or over-long keys, too many
-    /// requests, nothing to send, or host state without a key; nothing is written and the
-    /// ticket stays open for another answer.
-    pub fn answer_input_required(
-        &mut self,
-        ticket: Ticket,
-        input: &InputRequired<'_>,
-    ) -> Result<(), AnswerError> {
-        self.release();
-        let r = self.core.answers().answer_input_required(ticket, input);
-        self.process();
-        r
-    }
-
     /// Sends `request` to the client outside any request (`sampling/createMessage`,
     /// `elicitation/create` in form or url mode, `roots/list`): on a stream opened with
     /// `initialize` under `2025-11-25` or `2025-06-18`, the request goes out on the output
@@ -552,133 +348,11 @@ impl Engine {
         r
     }
 
-    /// Turns the live tool call `ticket` into a task (the `io.modelcontextprotocol/tasks`
-    /// extension, `2026-07-28`): the client is answered at once with the task's handle
-    /// (`resultType: "task"`, its id, `working`, `ttlMs`, `pollIntervalMs`), and the
-    /// returned task ticket carries the work from then on, for as long as the task lives:
-    /// answer it as the call ([`answer_tool`](Self::answer_tool): `completed`;
-    /// [`answer_error`](Self::answer_error): `failed`;
-    /// [`answer_input_required`](Self::answer_input_required): `input_required`, the
-    /// client's answers coming back as the call's event again, with the task's ticket),
-    /// report with [`task_status`](Self::task_status) (or
-    /// [`notify_progress`](Self::notify_progress)'s message), and stop on
-    /// [`Event::Cancelled`] (`tasks/cancel`, or the TTL passed).
-    ///
-    /// # Errors
-    ///
-    /// [`AnswerError::TaskRefused`] (nothing written, the ticket stays open: answer it as
-    /// a plain call): tasks off or no entropy ([`Engine::set_entropy`]), a tool declared
-    /// [`TaskSupport::Forbidden`](crate::TaskSupport::Forbidden), a client that did not
-    /// declare the extension on this request, or [`Config::max_tasks`] /
-    /// [`Config::max_tasks_per_principal`] reached.
-    pub fn start_task(&mut self, ticket: Ticket, options: &TaskOptions<'_>) -> Result<Ticket, AnswerError> {
-        self.release();
-        let r = self.core.answers().start_task(ticket, options);
-        self.process();
-        r
-    }
-
-    /// Sets the `statusMessage` of the task `ticket` (a task's ticket the host still works
-    /// on); `None` clears it.
-    pub fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError> {
-        self.release();
-        self.core.answers().task_message(ticket, message)
-    }
-
-    /// How many tasks the engine holds (finished ones included, until their TTL).
-    pub fn tasks(&self) -> usize {
-        self.core.tasks.len()
-    }
-
     /// Gives the engine 32 bytes fresh from the OS random source (say `getrandom::fill`):
     /// task ids are drawn from them. Until this is called no call can become a task; the
     /// adapters call it.
     pub fn set_entropy(&mut self, entropy: &[u8; 32]) {
         self.core.seed_tasks(entropy);
-    }
-
-    /// Replaces the catalog atomically and tells the clients that watch for it which
-    /// lists changed: every `subscriptions/listen` stream that asked for that kind of
-    /// change (and, with [`Config::list_changed`] on, a session-bound client gets the
-    /// legacy `notifications/*/list_changed`). The catalog revision advances.
-    ///
-    /// Requests already handed to the host keep going; a tool call answered later is
-    /// checked against the output schema of the tool of the same name in the new catalog
-    /// (none if it is gone). List cursors stay valid (they are keys, not offsets).
-    ///
-    /// # Errors
-    ///
-    /// Refused, with nothing changed, when the new catalog adds or drops a whole family
-    /// (the advertised capabilities would change) or while an event waits to be polled.
-    pub fn replace_catalog(&mut self, catalog: Catalog) -> Result<CatalogChange, ReplaceError> {
-        self.release();
-        let r = self.core.replace_catalog(catalog);
-        self.process();
-        r
-    }
-
-    /// Sends `notifications/resources/updated` for `uri` to every subscription that
-    /// watches it or a uri it is a sub-resource of (`uri` continues the subscribed one
-    /// after `/`, `?` or `#`), and to a session-bound client that subscribed with
-    /// `resources/subscribe`. Returns how many notifications were written. Nothing is
-    /// sent unless [`Config::resource_subscriptions`] is on.
-    pub fn notify_resource_updated(&mut self, uri: &str) -> usize {
-        self.release();
-        self.core.notify_resource_updated(uri)
-    }
-
-    /// Ends every `subscriptions/listen` stream from the server's side (before a shutdown,
-    /// say): each gets its graceful result, and on stdio `notifications/cancelled` naming
-    /// it. Returns how many were ended.
-    pub fn end_subscriptions(&mut self) -> usize {
-        self.release();
-        self.core.end_subscriptions()
-    }
-
-    /// How many `subscriptions/listen` streams are open.
-    pub fn subscriptions(&self) -> usize {
-        self.core.subscriptions()
-    }
-
-    /// The catalog revision: 0 at start, one more with every replacement.
-    pub fn catalog_revision(&self) -> u64 {
-        self.core.catalog_revision()
-    }
-
-    /// The engine's connectome: declared and observed graphs and their diff
-    /// (feature `connectome`; see [`crate::connectome`]).
-    #[cfg(feature = "connectome")]
-    pub fn connectome(&self) -> crate::mcp::connectome::ConnectomeView<'_> {
-        self.core.connectome_view()
-    }
-
-    /// Sets the edges the host declares on its tools, drawn into the declared graph.
-    ///
-    /// # Errors
-    ///
-    /// Refused, with nothing changed, when a declaration names a tool or uri the catalog
-    /// does not have.
-    #[cfg(feature = "connectome")]
-    pub fn set_connectome_declarations(
-        &mut self,
-        declarations: crate::connectome::Declarations,
-    ) -> Result<(), crate::connectome::DeclarationError> {
-        self.core.set_connectome_declarations(declarations)
-    }
-
-    /// Counts a read of `uri` (matched as `resources/read` matches it) that the host
-    /// reports tool `tool` made: the observed edge `tool reads resource`. Counts only;
-    /// allocates nothing. Returns `false` for a tool or uri the catalog does not have,
-    /// or a new pair once the table is full ([`crate::connectome::Observed::record_read`]).
-    #[cfg(feature = "connectome")]
-    pub fn report_read(&mut self, tool: &str, uri: &str) -> bool {
-        self.core.report_read(tool, uri)
-    }
-
-    /// Forgets every observed count.
-    #[cfg(feature = "connectome")]
-    pub fn clear_observed(&mut self) {
-        self.core.clear_observed();
     }
 
     /// Forgets the event the caller has polled: its borrow has ended by now.
@@ -706,10 +380,10 @@ impl Engine {
                 break;
             }
             let c = &self.core;
-            if c.is_paused() || c.outbox.buffered() >= c.cfg.max_buffered_output {
+            if c.is_paused() || c.output_backlogged() {
                 break;
             }
-            if c.tickets.in_flight >= c.cfg.max_in_flight {
+            if c.slots_full() {
                 if self.process_held() {
                     continue;
                 }
@@ -863,6 +537,50 @@ impl Engine {
         self.parser.parse(bytes, |parsed| core.handle(Route::Stdio, None, None, parsed, &[]));
     }
 }
+
+impl Output for Engine {
+    #[inline]
+    fn lent(&mut self) -> Lent<'_> {
+        Lent(&mut self.core)
+    }
+
+    #[inline]
+    fn shown(&self) -> Shown<'_> {
+        Shown(&self.core)
+    }
+
+    #[inline]
+    fn begin(&mut self) {
+        self.release();
+    }
+
+    #[inline]
+    fn end(&mut self, resume: bool) {
+        // The output is the core's own byte stream: nothing to move.
+        if resume {
+            self.process();
+        }
+    }
+
+    fn backlogged(&self, ticket: Ticket, task_progress: bool) -> bool {
+        let writes = self.core.route_of(ticket).is_some()
+            || (task_progress && self.core.progress_task(ticket).is_some());
+        writes && self.core.output_backlogged()
+    }
+
+    #[inline]
+    fn list_changed(&mut self, _change: CatalogChange) {
+        // One stream: the core told it already.
+    }
+
+    #[inline]
+    fn resource_updated(&mut self, _uri: &str) -> usize {
+        0
+    }
+}
+
+/// The commands written once ([`Commands`]), over the stream above.
+impl Commands for Engine {}
 
 /// What [`Engine::peek_frame`] did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

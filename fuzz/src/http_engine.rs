@@ -1,5 +1,6 @@
 //! http_engine: Streamable HTTP end to end.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 
 use mcp_engine::http::{
@@ -7,10 +8,8 @@ use mcp_engine::http::{
     Principal, ScopePolicy, Verdict,
 };
 use mcp_engine::internal::{Conn, Input, Limits};
-use mcp_engine::{
-    AnswerError, Catalog, Config, Content, Event, HostError, Instant, Prompt, PromptArgument, PromptMessage,
-    PromptOutput, Resource, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput, UnixTime,
-};
+use mcp_engine::{Catalog, Config, Content, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput, Resource, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput, UnixTime};
+use mcp_engine::error::{AnswerError, HostError};
 use serde_json::Value;
 
 use crate::common::{EvKind, MAX_HTTP_INPUT, lossy};

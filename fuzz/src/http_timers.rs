@@ -12,6 +12,7 @@
 //!   connection was closed or ended;
 //! - buffer memory stays within its bound.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};

@@ -1,13 +1,12 @@
 //! jsonrpc: one generated JSON-RPC frame; and the generator of JSON-RPC messages (with the
 //! model of what the engine must answer) the op_sequence harness shares.
 
+use mcp_engine::Commands;
 use std::collections::HashMap;
 
 use mcp_engine::internal::{CURSOR_LEN, ListKind, write_json_str};
-use mcp_engine::{
-    AnswerError, Catalog, Config, Content, Engine, Event, HostError, Instant, LogLevel, MAX_TICKET_ID_LEN,
-    NotifyError, PromptMessage, PromptOutput, ResourceContents, Ticket, Tool, ToolOutput,
-};
+use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, LogLevel, PromptMessage, PromptOutput, ResourceContents, Ticket, Tool, ToolOutput};
+use mcp_engine::error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError};
 use serde_json::Value;
 use serde_json::value::RawValue;
 

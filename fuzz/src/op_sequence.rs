@@ -1,12 +1,11 @@
 //! op_sequence: a stdio session driven by a sequence of operations.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::{HashMap, VecDeque};
 
-use mcp_engine::{
-    AnswerError, Config, Content, Engine, Event, HostError, Instant, LogLevel, NotifyError, PromptMessage,
-    PromptOutput, ResourceContents, Ticket, ToolOutput,
-};
+use mcp_engine::{Config, Content, Engine, Event, Instant, LogLevel, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput};
+use mcp_engine::error::{AnswerError, HostError, NotifyError};
 use serde_json::Value;
 
 use crate::common::{Bytes, EvKind, check_line, rich_catalog};

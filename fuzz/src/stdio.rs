@@ -1,5 +1,6 @@
 //! stdio_frames: the stdio frame decoder and everything behind it.
 
+use mcp_engine::Commands;
 use mcp_engine::{
     Catalog, Config, Content, Engine, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput,
     Resource, ResourceContents, ResourceTemplate, Tool, ToolOutput,

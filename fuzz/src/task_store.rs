@@ -29,17 +29,17 @@
 //! (the cancel's answer took the waiter's with it, with or without a task store); an
 //! owner's late result overwrote a cancellation another node had stored.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::HashMap;
 
+use mcp_engine::http::store::{Loaded, StoreEvent, TaskQuery, TaskRow};
 use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, Principal, TaskQuery,
-    TaskRow, Verdict,
+    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Principal, Verdict,
 };
-use mcp_engine::{
-    Catalog, Config, Content, Event, HostError, InputRequest, InputRequired, Instant, TaskOptions,
-    TaskSupport, Ticket, Tool, ToolOutput, UnixTime,
-};
+use mcp_engine::{Catalog, Config, Content, Event, Instant, TaskOptions, TaskSupport, Ticket, Tool, ToolOutput, UnixTime};
+use mcp_engine::error::HostError;
+use mcp_engine::mrtr::{InputRequest, InputRequired};
 use serde_json::{Value, json};
 
 use crate::common::{Bytes, lossy, task_status_may_follow};
@@ -344,7 +344,9 @@ enum Ev {
 }
 
 fn take_event(e: &mut HttpEngine, make_task: bool) -> Option<Ev> {
-    let ev = e.poll_event()?;
+    let Some(ev) = e.poll_event() else {
+        return take_store_event(e);
+    };
     Some(match ev {
         HttpEvent::Authorize(a) => Ev::Authorize(a.conn, false),
         HttpEvent::AuthorizeBody(a) => Ev::Authorize(a.conn, true),
@@ -362,16 +364,24 @@ fn take_event(e: &mut HttpEngine, make_task: bool) -> Option<Ev> {
             }
         }
         HttpEvent::Mcp(Event::Cancelled(t)) => Ev::Cancelled(t),
-        HttpEvent::SaveTask(s) => Ev::Save {
+        _ => Ev::Other,
+    })
+}
+
+/// The store's next event, as the harness answers it.
+fn take_store_event(e: &mut HttpEngine) -> Option<Ev> {
+    let ev = e.poll_store()?;
+    Some(match ev {
+        StoreEvent::SaveTask(s) => Ev::Save {
             id: s.id.to_owned(),
             rev: s.revision,
             record: s.record.to_vec(),
             principal: s.principal.copied(),
             created: s.created.as_micros(),
         },
-        HttpEvent::LoadTask(l) => Ev::Load(l.id.to_owned()),
-        HttpEvent::TaskExpired(x) => Ev::Expired(x.id.to_owned()),
-        HttpEvent::ListTasks(q) => Ev::List {
+        StoreEvent::LoadTask(l) => Ev::Load(l.id.to_owned()),
+        StoreEvent::TaskExpired(x) => Ev::Expired(x.id.to_owned()),
+        StoreEvent::ListTasks(q) => Ev::List {
             query: q.query,
             principal: q.principal.copied(),
             after: q.after.map(|a| (a.created.as_micros(), a.id.to_owned())),

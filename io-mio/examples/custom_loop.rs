@@ -9,6 +9,7 @@
 //!   | cargo run -q -p mcp-io-mio --example custom_loop
 //! ```
 
+use mcp_engine::Commands;
 use std::io;
 use std::sync::{Arc, mpsc};
 use std::thread;

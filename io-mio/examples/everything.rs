@@ -44,6 +44,7 @@
 //! RUST_LOG=info cargo run -p mcp-io-mio --features tracing --example everything -- --stdio
 //! ```
 
+use mcp_engine::Commands;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -323,7 +324,7 @@ macro_rules! sink {
                         self.answer_tool(ticket, &output)
                     }
                     Finish::Fail { message, .. } => {
-                        self.answer_error(ticket, mcp_engine::HostError::Internal(message))
+                        self.answer_error(ticket, mcp_engine::error::HostError::Internal(message))
                     }
                     Finish::Ask(requests) => everything::Step::with_input_required(requests, None, |ir| {
                         self.answer_input_required(ticket, ir)
@@ -382,7 +383,7 @@ impl Triggers {
     /// Carries out a task tool's plan (`mcp_fixture::tasks`): the call becomes a task
     /// when the plan says so and the engine lets it, then ends now or after its delay,
     /// from `pace`. Returns whether `call` was a task tool's.
-    fn task_tool(&self, call: &mut mcp_engine::CallTool<'_>) -> bool {
+    fn task_tool(&self, call: &mut mcp_engine::event::CallTool<'_>) -> bool {
         use everything::tasks::{Finish, Plan};
         let responses = call.input_responses;
         let get = |k: &str| responses.get(k).and_then(|r| r.deserialize().ok());
@@ -453,7 +454,7 @@ fn serve_stdio(config: Config, dynamic: everything::Dynamic) -> std::io::Result<
     let triggers = Triggers { dynamic: Cell::new(dynamic), ..Triggers::default() };
     let mut engine = Engine::new(config, everything::catalog_with(dynamic));
     let declared = everything::connectome::declarations(dynamic);
-    engine.set_connectome_declarations(declared).map_err(std::io::Error::other)?;
+    engine.connectome().set_declarations(declared).map_err(std::io::Error::other)?;
     let server = mcp_io_mio::StdioServer::stdio(engine)?;
     server.run_timed(
         |event| triggers.respond(event),
@@ -496,7 +497,7 @@ fn serve_http(
     }
     let mut engine = HttpEngine::new(config, http, everything::catalog_with(dynamic));
     let declared = everything::connectome::declarations(dynamic);
-    engine.set_connectome_declarations(declared).map_err(std::io::Error::other)?;
+    engine.connectome().set_declarations(declared).map_err(std::io::Error::other)?;
     eprintln!("listening on http://{bound}/mcp");
     let triggers = Triggers { dynamic: Cell::new(dynamic), ..Triggers::default() };
     let server = mcp_io_mio::HttpServer::new(listener, engine);

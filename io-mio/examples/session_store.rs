@@ -2,10 +2,11 @@
 //! a directory, one file per session, inside the mio server's own loop.
 //!
 //! The engine does no I/O: with `HttpConfig::session_store` on, it asks for a session it
-//! does not hold (`HttpEvent::LoadSession`), holds the answer to a request that changed a
-//! session until the host stored it (`HttpEvent::SaveSession`), and reports the sessions
-//! it expired (`HttpEvent::SessionExpired`). This host queues those in the event callback
-//! and answers them after each batch (`run_timed`'s `after`), where it has the engine.
+//! does not hold (`StoreEvent::LoadSession`), holds the answer to a request that changed a
+//! session until the host stored it (`StoreEvent::SaveSession`), and reports the sessions
+//! it expired (`StoreEvent::SessionExpired`). This host takes those from
+//! `HttpEngine::poll_store` after each batch (`run_timed`'s `after`), where it has the
+//! engine, and answers them there.
 //! The sealing key lives in the same directory, so a restarted process accepts the ids
 //! the last one handed out.
 //!
@@ -16,12 +17,12 @@
 //! A real store would do its I/O on a thread of its own (or another process) and wake
 //! the loop; files read and written in the loop keep the example short.
 
-use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded};
+use mcp_engine::http::store::{Loaded, StoreEvent};
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
 use mcp_fixture as everything;
 
 /// What the engine asked of the store, kept until the loop can answer it.
@@ -52,23 +53,27 @@ fn main() -> io::Result<()> {
     let listener = mio::net::TcpListener::bind(addr)?;
     eprintln!("listening on http://{}/mcp, sessions in {}", listener.local_addr()?, dir.display());
 
-    let asks = RefCell::new(Vec::new());
     let server = mcp_io_mio::HttpServer::new(listener, engine);
     server.run_timed(
         |event| {
-            match event {
-                HttpEvent::Mcp(event) => everything::respond(event),
-                HttpEvent::LoadSession(l) => asks.borrow_mut().push(Ask::Load(l.conn, l.id.to_owned())),
-                HttpEvent::SaveSession(s) => {
-                    asks.borrow_mut().push(Ask::Save(s.conn, s.id.to_owned(), s.record.map(<[u8]>::to_vec)));
-                }
-                HttpEvent::SessionExpired(x) => asks.borrow_mut().push(Ask::Expired(x.id.to_owned())),
-                _ => {}
+            if let HttpEvent::Mcp(event) = event {
+                everything::respond(event);
             }
             None // `Authorization::Everyone`: no authorization events
         },
         |engine, _| {
-            let batch: Vec<Ask> = asks.borrow_mut().drain(..).collect();
+            // The store's work, taken where the engine is, then answered.
+            let mut batch = Vec::new();
+            while let Some(event) = engine.poll_store() {
+                match event {
+                    StoreEvent::LoadSession(l) => batch.push(Ask::Load(l.conn, l.id.to_owned())),
+                    StoreEvent::SaveSession(s) => {
+                        batch.push(Ask::Save(s.conn, s.id.to_owned(), s.record.map(<[u8]>::to_vec)));
+                    }
+                    StoreEvent::SessionExpired(x) => batch.push(Ask::Expired(x.id.to_owned())),
+                    _ => {}
+                }
+            }
             let any = !batch.is_empty();
             for ask in batch {
                 answer(engine, &dir, ask);

@@ -217,6 +217,11 @@ fn drain(
 ///   return `Some(verdict)` and the server passes it to [`HttpEngine::authorize`] or
 ///   [`HttpEngine::authorize_body`] for you; or return `None`, keep the event's `conn`,
 ///   and call those yourself later (then [`drive`](Self::drive)).
+///
+/// With a host's store on ([`HttpConfig::session_store`](mcp_engine::http::HttpConfig::session_store)
+/// and the like), its work does not come through `host`: take it from
+/// [`HttpEngine::poll_store`] where you have the engine, in [`run_timed`](Self::run_timed)'s
+/// `after` (the `session_store` example does), and answer it there.
 pub struct HttpServer {
     engine: HttpEngine,
     listener: TcpListener,
@@ -832,7 +837,7 @@ impl HttpServer {
 
     /// [`run`](Self::run), calling `after` with the engine after every batch of work, so
     /// that the host can act on it outside the event callback: publish what an event
-    /// asked for ([`HttpEngine::replace_catalog`], [`HttpEngine::notify_resource_updated`]),
+    /// asked for ([`Commands::replace_catalog`](mcp_engine::Commands::replace_catalog), [`Commands::notify_resource_updated`](mcp_engine::Commands::notify_resource_updated)),
     /// answer tickets it kept. The server then writes what that produced.
     ///
     /// # Errors

@@ -248,7 +248,7 @@
 //! [`HttpEvent::AuthorizeBody`]: mcp_engine::http::HttpEvent::AuthorizeBody
 //!
 //! [`Engine`]: mcp_engine::Engine
-//! [`Engine::answer_tool`]: mcp_engine::Engine::answer_tool
+//! [`Engine::answer_tool`]: mcp_engine::Commands::answer_tool
 //! [`Engine::handle_eof`]: mcp_engine::Engine::handle_eof
 //! [`Engine::handle_input`]: mcp_engine::Engine::handle_input
 //! [`Engine::input_capacity`]: mcp_engine::Engine::input_capacity

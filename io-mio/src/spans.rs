@@ -3,14 +3,14 @@
 //! shares (crate `mcp-spans`), on top of what the engine exposes:
 //!
 //! - a request handed to the host: the span is made from the event's
-//!   [`RequestInfo`](mcp_engine::RequestInfo) before the host callback, entered while the
+//!   [`RequestInfo`](mcp_engine::event::RequestInfo) before the host callback, entered while the
 //!   callback runs (spans the host makes there are its children), and, when a subscriber
 //!   wants it, kept by the event's ticket until the engine reports the host's answer
-//!   ([`Engine::poll_answered`], turned on here with [`Engine::record_answers`]): then it
+//!   ([`Observer::poll_answered`](mcp_engine::observe::Observer::poll_answered), turned on here with [`Observer::record_answers`](mcp_engine::observe::Observer::record_answers)): then it
 //!   gets the outcome's `error.type` and closes. A cancellation closes it with
 //!   `error.type` `cancelled`;
 //! - a request (or notification) the engine answered itself: the span of its record
-//!   ([`Engine::poll_served`]), made and closed at once.
+//!   ([`Observer::poll_served`](mcp_engine::observe::Observer::poll_served)), made and closed at once.
 //!
 //! The client's `traceparent` is recorded as the plain fields `parent.*` (this adapter has
 //! no OpenTelemetry parent); no argument, uri (unless the host opts in), cursor, token,
@@ -21,9 +21,13 @@
 #[cfg(feature = "tracing")]
 use std::collections::VecDeque;
 
+#[cfg(feature = "tracing")]
+use mcp_engine::Commands;
 use mcp_engine::Event;
 #[cfg(feature = "tracing")]
-use mcp_engine::{Answered, Served, Ticket};
+use mcp_engine::Ticket;
+#[cfg(feature = "tracing")]
+use mcp_engine::observe::{Answered, Served};
 #[cfg(feature = "tracing")]
 use mcp_spans::{Attributes, StatusCodeKey, Verdict, Wire};
 #[cfg(feature = "tracing")]
@@ -62,15 +66,15 @@ macro_rules! records {
         impl Records for $engine {
             fn keep_answers(&mut self) {
                 #[cfg(feature = "tracing")]
-                Self::record_answers(self, true);
+                self.observe().record_answers(true);
             }
             #[cfg(feature = "tracing")]
             fn poll_served(&mut self) -> Option<Served<'_>> {
-                Self::poll_served(self)
+                self.observe().poll_served()
             }
             #[cfg(feature = "tracing")]
             fn poll_answered(&mut self) -> Option<Answered> {
-                Self::poll_answered(self)
+                self.observe().poll_answered()
             }
         }
     )*};

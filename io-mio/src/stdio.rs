@@ -349,7 +349,7 @@ impl StdioServer {
 
     /// [`run`](Self::run), calling `after` with the engine after every batch of work, so
     /// that the host can act on it outside the event callback: publish what an event
-    /// asked for ([`Engine::replace_catalog`], [`Engine::notify_resource_updated`]),
+    /// asked for ([`Commands::replace_catalog`](mcp_engine::Commands::replace_catalog), [`Commands::notify_resource_updated`](mcp_engine::Commands::notify_resource_updated)),
     /// answer tickets it kept. The server then writes what that produced.
     ///
     /// # Errors

@@ -3,6 +3,7 @@
 
 mod support;
 
+use mcp_engine::Commands;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, mpsc};

@@ -3,6 +3,7 @@
 
 mod support;
 
+use mcp_engine::Commands;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;

@@ -7,6 +7,7 @@
 
 mod support;
 
+use mcp_engine::Commands;
 use std::io::Read as _;
 use std::net::{SocketAddr, TcpListener};
 use std::thread;

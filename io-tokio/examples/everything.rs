@@ -24,6 +24,7 @@
 
 mod fixture;
 
+use mcp_engine::Commands;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -354,7 +355,7 @@ async fn serve_http(
     }
     let dynamic = connectome.dynamic(oauth.dynamic());
     let mut engine = HttpEngine::new(config, http, mcp_fixture::catalog_with(dynamic));
-    if let Err(e) = engine.set_connectome_declarations(mcp_fixture::connectome::declarations(dynamic)) {
+    if let Err(e) = engine.connectome().set_declarations(mcp_fixture::connectome::declarations(dynamic)) {
         tracing::error!(%e, "the fixture's connectome declarations do not fit its catalog");
         return ExitCode::FAILURE;
     }
@@ -487,7 +488,7 @@ async fn serve<A: Authorizer>(
 async fn stdio(connectome: ConnectomeOptions) -> ExitCode {
     let dynamic = connectome.dynamic(mcp_fixture::Dynamic::default());
     let mut engine = Engine::new(config(), mcp_fixture::catalog_with(dynamic));
-    if let Err(e) = engine.set_connectome_declarations(mcp_fixture::connectome::declarations(dynamic)) {
+    if let Err(e) = engine.connectome().set_declarations(mcp_fixture::connectome::declarations(dynamic)) {
         tracing::error!(%e, "the fixture's connectome declarations do not fit its catalog");
         return ExitCode::FAILURE;
     }

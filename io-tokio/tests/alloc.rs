@@ -32,7 +32,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
-use mcp_engine::{Catalog, Config, Engine, InputRequestBuf, Prompt, Resource, Tool};
+use mcp_engine::mrtr::InputRequestBuf;
+use mcp_engine::{Catalog, Config, Engine, Prompt, Resource, Tool};
 use mcp_io_tokio::http::{AllowAll, AuthorizeInfo};
 use mcp_io_tokio::reply::{InputRequiredReply, OwnedContent};
 use mcp_io_tokio::stdio::serve;

@@ -9,8 +9,10 @@ mod store_support;
 use std::net::SocketAddr;
 
 use http_support::{Conn, Probe, catalog, patient};
+use mcp_engine::Config;
+use mcp_engine::event::AskError;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_engine::{AskError, Config, InputKind, InputRequestBuf};
+use mcp_engine::mrtr::{InputKind, InputRequestBuf};
 use mcp_io_tokio::handler::AskClientError;
 use mcp_io_tokio::http::AllowAll;
 use mcp_io_tokio::{HttpServer, Publisher};

@@ -300,7 +300,7 @@ async fn dropping_the_receiver_closes_its_listening_connection() {
 
 #[tokio::test]
 async fn catalog_news_announced_on_one_node_is_heard_on_the_other_and_not_on_its_own() {
-    use mcp_engine::CatalogChange;
+    use mcp_engine::subs::CatalogChange;
     use mcp_io_tokio::store::{CatalogNews, StoreNotice};
     let Some(db) = fresh("t_n_news").await else { return };
     bounded("news", async {

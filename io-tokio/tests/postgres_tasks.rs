@@ -17,7 +17,8 @@ use std::time::{Duration, SystemTime};
 
 use http_support::{Conn, patient, post};
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_engine::{Catalog, Config, InputRequestBuf, TaskSupport, Tool};
+use mcp_engine::mrtr::InputRequestBuf;
+use mcp_engine::{Catalog, Config, TaskSupport, Tool};
 use mcp_io_tokio::handler::TaskStart;
 use mcp_io_tokio::http::AllowAll;
 use mcp_io_tokio::reply::InputRequiredReply;

@@ -11,8 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use mcp_engine::error::{AnswerError, TaskRefusal};
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_engine::{AnswerError, Catalog, Config, InputRequestBuf, TaskRefusal, TaskSupport, Tool};
+use mcp_engine::mrtr::InputRequestBuf;
+use mcp_engine::{Catalog, Config, TaskSupport, Tool};
 use mcp_io_tokio::handler::TaskStart;
 use mcp_io_tokio::http::AllowAll;
 use mcp_io_tokio::reply::InputRequiredReply;

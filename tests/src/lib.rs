@@ -25,7 +25,7 @@ pub fn slow_task_catalog() -> mcp_engine::Catalog {
 
 /// A form elicitation under the key `confirm` asking "Really?" for a boolean `confirm`
 /// (the input the task tests ask for).
-pub fn confirm() -> mcp_engine::InputRequest<'static> {
+pub fn confirm() -> mcp_engine::mrtr::InputRequest<'static> {
     static SCHEMA: std::sync::OnceLock<Box<serde_json::value::RawValue>> = std::sync::OnceLock::new();
     let schema = SCHEMA.get_or_init(|| {
         serde_json::value::to_raw_value(
@@ -33,7 +33,7 @@ pub fn confirm() -> mcp_engine::InputRequest<'static> {
         )
         .expect("raw")
     });
-    mcp_engine::InputRequest::elicit("confirm", "Really?", schema)
+    mcp_engine::mrtr::InputRequest::elicit("confirm", "Really?", schema)
 }
 
 /// The `_meta` a 2026-07-28 request carries.

@@ -4,11 +4,11 @@
 //! responses and SSE events decoded).
 
 use core::time::Duration;
+use mcp_engine::Commands;
 
+use mcp_engine::error::{AnswerError, NotifyError};
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-use mcp_engine::{
-    AnswerError, Catalog, Config, Content, Engine, Instant, LogLevel, NotifyError, Ticket, ToolOutput,
-};
+use mcp_engine::{Catalog, Config, Content, Engine, Instant, LogLevel, Ticket, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::wire::{self, Host};

@@ -3,9 +3,8 @@
 
 use std::collections::HashMap;
 
-use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, LoadedEvents, Verdict,
-};
+use mcp_engine::http::store::{Loaded, LoadedEvents, StoreEvent};
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Verdict};
 use mcp_engine::{Catalog, Config, Event, Instant};
 use mcp_fixture as everything;
 use serde_json::{Value, json};
@@ -188,22 +187,28 @@ impl Client {
         let Self { e, conn, verdict, body_verdict, now, host, store } = self;
         let now = *now;
         drain_engine(e, *conn, out, |e| {
-            let Some(ev) = e.poll_event() else {
+            if let Some(ev) = e.poll_event() {
+                match ev {
+                    HttpEvent::Authorize(a) => {
+                        let conn = a.conn;
+                        let v = *verdict;
+                        e.authorize(now, conn, v);
+                    }
+                    HttpEvent::AuthorizeBody(a) => {
+                        let conn = a.conn;
+                        let v = *body_verdict;
+                        e.authorize_body(now, conn, v);
+                    }
+                    HttpEvent::Mcp(ev) => host(ev),
+                    _ => {}
+                }
+                return true;
+            }
+            let Some(ev) = e.poll_store() else {
                 return false;
             };
             match ev {
-                HttpEvent::Authorize(a) => {
-                    let conn = a.conn;
-                    let v = *verdict;
-                    e.authorize(now, conn, v);
-                }
-                HttpEvent::AuthorizeBody(a) => {
-                    let conn = a.conn;
-                    let v = *body_verdict;
-                    e.authorize_body(now, conn, v);
-                }
-                HttpEvent::Mcp(ev) => host(ev),
-                HttpEvent::LoadSession(l) => {
+                StoreEvent::LoadSession(l) => {
                     let (conn, id) = (l.conn, l.id.to_owned());
                     store.log.push(format!("load {id}"));
                     if store.hold {
@@ -217,7 +222,7 @@ impl Client {
                         }
                     }
                 }
-                HttpEvent::SaveSession(s) => {
+                StoreEvent::SaveSession(s) => {
                     let (conn, id, record) = (s.conn, s.id.to_owned(), s.record.map(<[u8]>::to_vec));
                     let verb = if record.is_some() { "save" } else { "forget" };
                     store.log.push(format!("{verb} {id}"));
@@ -236,20 +241,20 @@ impl Client {
                         e.session_saved(now, conn, true);
                     }
                 }
-                HttpEvent::SessionExpired(x) => {
+                StoreEvent::SessionExpired(x) => {
                     let id = x.id.to_owned();
                     store.log.push(format!("expired {id}"));
                     store.records.remove(&id);
                     store.events.retain(|e| e.session != id);
                 }
-                HttpEvent::AppendEvent(a) => store.append(StoredEvent {
+                StoreEvent::AppendEvent(a) => store.append(StoredEvent {
                     session: a.session.to_owned(),
                     stream: a.stream,
                     seq: a.seq,
                     data: a.data.to_vec(),
                     last: a.last,
                 }),
-                HttpEvent::LoadEvents(l) => {
+                StoreEvent::LoadEvents(l) => {
                     let (conn, id, stream, from) = (l.conn, l.session.to_owned(), l.stream, l.from);
                     store.log.push(format!("events {id} {stream} {from}"));
                     if store.events_hold {
@@ -261,7 +266,7 @@ impl Client {
                             .events
                             .iter()
                             .filter(|e| e.session == id && e.stream == stream && e.seq >= from)
-                            .map(|e| mcp_engine::http::StoredEvent {
+                            .map(|e| mcp_engine::http::store::StoredEvent {
                                 seq: e.seq,
                                 data: &e.data,
                                 last: e.last,
@@ -270,7 +275,7 @@ impl Client {
                         e.events_loaded(now, conn, LoadedEvents::Events(&kept));
                     }
                 }
-                HttpEvent::TouchSession(t) => store.log.push(format!("touch {}", t.id)),
+                StoreEvent::TouchSession(t) => store.log.push(format!("touch {}", t.id)),
                 _ => {}
             }
             true

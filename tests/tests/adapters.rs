@@ -102,7 +102,8 @@ fn tokio_over_a_duplex_writes_what_the_engine_writes() {
 /// rather than a ticket left open.
 #[test]
 fn tokio_handlers_take_several_rounds() {
-    use mcp_engine::{Config, Engine, InputRequestBuf};
+    use mcp_engine::mrtr::InputRequestBuf;
+    use mcp_engine::{Config, Engine};
     use mcp_io_tokio::reply::InputRequiredReply;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

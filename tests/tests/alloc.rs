@@ -1,5 +1,6 @@
 //! Zero heap allocations per request in steady state, counted exactly.
 
+use mcp_engine::Commands;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
 use mcp_engine::{
     Catalog, Config, Content, Engine, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput,
@@ -697,9 +698,10 @@ fn asking(sample: &serde_json::value::RawValue) -> impl FnMut(Event<'_>) + '_ {
     move |ev| {
         if let Event::CallTool(call) = ev {
             if call.input_responses.is_empty() {
-                let asks = [mcp_engine::InputRequest::raw("s", mcp_engine::InputKind::Sampling, sample)];
+                let asks =
+                    [mcp_engine::mrtr::InputRequest::raw("s", mcp_engine::mrtr::InputKind::Sampling, sample)];
                 // With state: the engine keeps it in a buffer it reuses.
-                call.input_required(&mcp_engine::InputRequired::new(&asks).state(b"round 1")).unwrap();
+                call.input_required(&mcp_engine::mrtr::InputRequired::new(&asks).state(b"round 1")).unwrap();
             } else {
                 assert_eq!(call.request_state, Some(&b"round 1"[..]));
                 call.answer(&ToolOutput::new(&[Content::text("ok")])).unwrap();
@@ -920,7 +922,7 @@ fn a_2025_task_s_progress_allocates_nothing() {
 #[test]
 fn an_ask_outside_any_request_allocates_nothing_over_stdio() {
     let sample = serde_json::value::RawValue::from_string(SAMPLING.into()).unwrap();
-    let request = mcp_engine::InputRequest::raw("s", mcp_engine::InputKind::Sampling, &sample);
+    let request = mcp_engine::mrtr::InputRequest::raw("s", mcp_engine::mrtr::InputKind::Sampling, &sample);
     let replies = std::cell::Cell::new(0usize);
     let mut host = |ev: Event<'_>| {
         if let Event::ClientReply(r) = ev {
@@ -964,7 +966,7 @@ fn an_ask_outside_any_request_allocates_nothing_over_stdio() {
 #[test]
 fn an_ask_outside_any_request_allocates_nothing_over_http() {
     let sample = serde_json::value::RawValue::from_string(SAMPLING.into()).unwrap();
-    let request = mcp_engine::InputRequest::raw("s", mcp_engine::InputKind::Sampling, &sample);
+    let request = mcp_engine::mrtr::InputRequest::raw("s", mcp_engine::mrtr::InputKind::Sampling, &sample);
     let replies = std::rc::Rc::new(std::cell::Cell::new(0usize));
     let mut h = Http::new();
     let heard = replies.clone();

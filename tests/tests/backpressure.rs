@@ -1,7 +1,9 @@
 //! Notifications a host sends for a request are bounded by what the client reads: past
 //! the bound, `notify_*` refuses with `NotifyError::Backpressure` and writes nothing.
 
-use mcp_engine::{Config, Engine, Event, Instant, LogLevel, NotifyError};
+use mcp_engine::Commands;
+use mcp_engine::error::NotifyError;
+use mcp_engine::{Config, Engine, Event, Instant, LogLevel};
 use mcp_fixture as everything;
 use serde_json::json;
 

@@ -4,12 +4,15 @@
 //! a timeout, the session or stream gone) comes back as `Event::ClientReply`, exactly
 //! once per ask.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use mcp_engine::event::{AskError, ClientAsk};
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig};
-use mcp_engine::{AskError, ClientAsk, Config, Engine, Event, InputKind, InputRequest, Instant};
+use mcp_engine::mrtr::{InputKind, InputRequest};
+use mcp_engine::{Config, Engine, Event, Instant};
 use mcp_fixture as everything;
 use mcp_tests::wire::{Client, SSE, client_of, get, more, on_new, on_new_in, session_post, sse_events};
 use mcp_tests::{drain_with, lines, request};

@@ -3,6 +3,7 @@
 //! canonical bytes, and a transcript showing that adding them changes nothing on the wire
 //! but their own list entries.
 
+use mcp_engine::Commands;
 use mcp_engine::connectome::{self, DeclarationError, Declarations, EdgeClass, EdgeKey, EdgeKind, Graph};
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
 use mcp_engine::{Catalog, Config, Engine, Tool};
@@ -26,7 +27,7 @@ fn demo() -> everything::Dynamic {
 
 fn engine() -> Engine {
     let mut e = Engine::new(everything::config(), everything::catalog_with(demo()));
-    e.set_connectome_declarations(everything::connectome::declarations(demo())).unwrap();
+    e.connectome().set_declarations(everything::connectome::declarations(demo())).unwrap();
     e
 }
 
@@ -62,10 +63,13 @@ fn the_dispatcher_counts_callers_methods_and_the_definitions_reached() {
     let out = lines(&drive(&mut e, input.as_bytes(), &[usize::MAX]));
     assert_eq!(out.len(), 10);
     // The host reports what its tools read.
-    assert!(e.report_read(everything::connectome::READ_TOOL, "test://template/7/data"));
-    assert!(e.report_read(everything::connectome::READ_TOOL, "test://template/8/data"));
-    assert!(!e.report_read(everything::connectome::READ_TOOL, "test://nowhere"), "no such resource");
-    assert!(!e.report_read("no_such_tool", "test://static-text"), "no such tool");
+    assert!(e.connectome().report_read(everything::connectome::READ_TOOL, "test://template/7/data"));
+    assert!(e.connectome().report_read(everything::connectome::READ_TOOL, "test://template/8/data"));
+    assert!(
+        !e.connectome().report_read(everything::connectome::READ_TOOL, "test://nowhere"),
+        "no such resource"
+    );
+    assert!(!e.connectome().report_read("no_such_tool", "test://static-text"), "no such tool");
 
     let g = e.connectome().observed();
     assert_eq!(count(&g, "client:client", EdgeKind::Calls, "method:tools/call"), Some(4));
@@ -104,14 +108,14 @@ fn the_dispatcher_counts_callers_methods_and_the_definitions_reached() {
     );
     assert_eq!(diff.coverage(None).observed_undeclared, 0, "everything seen was declared");
 
-    e.clear_observed();
+    e.connectome().clear_observed();
     assert_eq!(e.connectome().observed().edges().len(), 0);
 }
 
 #[test]
 fn declarations_must_fit_the_catalog_and_survive_its_replacement() {
     let mut e = engine();
-    let err = e.set_connectome_declarations(Declarations::new().performs("nope", "x")).unwrap_err();
+    let err = e.connectome().set_declarations(Declarations::new().performs("nope", "x")).unwrap_err();
     assert_eq!(err, DeclarationError::UnknownTool("nope".into()));
     // The good declarations stay.
     assert!(e.connectome().declared().get_node("effect:catalog_replacement").is_some());
@@ -152,8 +156,8 @@ fn the_resources_answer_their_canonical_bytes() {
         let mut p = Peer::new(wire, everything::config(), everything::catalog_with(demo()), host);
         let declared = everything::connectome::declarations(demo());
         match wire {
-            Wire::Stdio => p.stdio_engine().set_connectome_declarations(declared).unwrap(),
-            Wire::Http => p.http_engine().set_connectome_declarations(declared).unwrap(),
+            Wire::Stdio => p.stdio_engine().connectome().set_declarations(declared).unwrap(),
+            Wire::Http => p.http_engine().connectome().set_declarations(declared).unwrap(),
         }
         let (_, r) = p.call(1, "tools/call", json!({ "name": "echo", "arguments": { "text": "x" } }));
         assert_eq!(r["result"]["content"][0]["text"], "x");

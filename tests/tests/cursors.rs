@@ -7,6 +7,7 @@
 //! another sealed.
 
 use core::time::Duration;
+use mcp_engine::Commands;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
 use mcp_engine::{Catalog, Config, Engine, Instant, Prompt, Resource, ResourceTemplate, Tool, UnixTime};

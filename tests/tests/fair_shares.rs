@@ -2,6 +2,7 @@
 //! addresses, fill the rate limiter so that others are refused. A client is its
 //! principal, else its address; the engine's clock is driven, never read.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;

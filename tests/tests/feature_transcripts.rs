@@ -10,12 +10,16 @@
 //! "io.modelcontextprotocol/clientCapabilities":{}` are written `…`; other shortenings
 //! are said where they happen.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
+use mcp_engine::error::{AnswerError, NotifyError};
+use mcp_engine::event::CompletionRef;
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
+use mcp_engine::mrtr::{InputRequest, InputRequired};
+use mcp_engine::subs::{CatalogChange, ReplaceError};
 use mcp_engine::{
-    AnswerError, Catalog, CatalogChange, CompletionRef, Config, Content, Engine, Event, InputRequest,
-    InputRequired, Instant, LogLevel, NotifyError, Prompt, PromptArgument, ReplaceError, Resource,
+    Catalog, Config, Content, Engine, Event, Instant, LogLevel, Prompt, PromptArgument, Resource,
     ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput,
 };
 use mcp_tests::legacy_open;
@@ -483,7 +487,7 @@ fn asking_the_client_outside_any_request() {
     assert_eq!(out[0]["method"], "roots/list");
     let sampling =
         serde_json::value::RawValue::from_string(r#"{"messages":[],"maxTokens":5}"#.into()).unwrap();
-    let sample = InputRequest::raw("s", mcp_engine::InputKind::Sampling, &sampling);
+    let sample = InputRequest::raw("s", mcp_engine::mrtr::InputKind::Sampling, &sampling);
     let (r, out) = act!(s, |e| e.ask_client(&sample));
     assert!(r.is_err() && out.is_empty());
     let reply = format!(
@@ -1068,7 +1072,7 @@ fn content_types() {
 
 /// The tokio adapter's view of the multi-round-trip transcript, as the doc shows it.
 mod tokio_view {
-    use mcp_engine::InputRequestBuf;
+    use mcp_engine::mrtr::InputRequestBuf;
     use mcp_io_tokio::reply::{InputRequiredReply, ToolResult};
     use mcp_io_tokio::{Handler, ToolCall, ToolReply};
     use serde_json::json;

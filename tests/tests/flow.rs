@@ -1,8 +1,10 @@
 //! Tickets, deferred answers, cancellation, limits and pagination.
 
+use mcp_engine::Commands;
+use mcp_engine::error::{AnswerError, HostError};
 use mcp_engine::{
-    AnswerError, Catalog, Config, Content, Engine, Event, HostError, Instant, Prompt, PromptMessage,
-    PromptOutput, Resource, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput,
+    Catalog, Config, Content, Engine, Event, Instant, Prompt, PromptMessage, PromptOutput, Resource,
+    ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput,
 };
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::{drive, lines, modern, notification};

@@ -2,6 +2,7 @@
 //! on tool arguments and structured output, and are annotations when a host turns them
 //! off.
 
+use mcp_engine::Commands;
 use mcp_engine::{Catalog, Content, Engine, Event, Tool, ToolOutput};
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::{drain_with, legacy_open, lines, modern, request};
@@ -130,7 +131,7 @@ fn structured_output_that_breaks_a_format_is_a_failed_call() {
     let (out, mut e) = serve(catalog(true), &modern(1, "tools/call", call.clone()), "whenever");
     assert_eq!(out[0]["result"]["isError"], true, "{out:?}");
     assert!(out[0]["result"].get("structuredContent").is_none());
-    let mismatch = e.take_output_mismatch().expect("reported to the host");
+    let mismatch = e.observe().take_output_mismatch().expect("reported to the host");
     assert_eq!(mismatch.path, "/when");
     assert!(mismatch.message.contains("is not a \"date-time\""), "{}", mismatch.message);
     let (out, _) = serve(catalog(true), &modern(1, "tools/call", call), "2026-07-28T09:00:00Z");

@@ -1,6 +1,7 @@
 //! Streamable HTTP (2026-07-28) through the engine's HTTP codec: one table row per
 //! refusal rule and status, header mirroring, keep-alive, pipelining, limits, timers.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
@@ -360,7 +361,7 @@ fn closing_the_connection_cancels_its_ticket() {
     }
     assert!(cancelled, "the host learns of the cancellation");
     assert!(
-        c.e.answer_error(ticket, mcp_engine::HostError::Internal("late")).is_err(),
+        c.e.answer_error(ticket, mcp_engine::error::HostError::Internal("late")).is_err(),
         "a late answer is dropped"
     );
 }

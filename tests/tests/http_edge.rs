@@ -2,6 +2,7 @@
 //! peer is the one to act (head, body, keep-alive idle, write progress), connections are
 //! shed instead of refused at the limit, and idle connections hold no buffers.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
@@ -163,7 +164,7 @@ fn at_the_connection_limit_the_oldest_idle_connection_is_shed() {
     assert!(e.open(at(3), None).is_err(), "every connection is busy: refused");
     assert!(ended(&mut e).is_empty());
     // The request in flight on `c` was never touched.
-    e.answer_error(ticket, mcp_engine::HostError::Internal("x")).unwrap();
+    e.answer_error(ticket, mcp_engine::error::HostError::Internal("x")).unwrap();
     let r = parse_responses(e.pending_output(c));
     assert_eq!(r[0].status, 200);
 }
@@ -367,7 +368,7 @@ fn log_messages_past_the_unsent_bound_are_refused_with_backpressure() {
         }
         assert!(sent < 100, "never refused");
     };
-    assert_eq!(refused, mcp_engine::NotifyError::Backpressure);
+    assert_eq!(refused, mcp_engine::error::NotifyError::Backpressure);
     assert!((8..=9).contains(&sent), "{sent} sent before the bound");
     assert!(e.pending_output(conn).len() < 64 * 1024 + 9 * 1024);
     // Once the peer reads, messages go out again.

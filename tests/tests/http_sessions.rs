@@ -2,6 +2,7 @@
 //! the stateless wire: `initialize` opens a session named by `Mcp-Session-Id`, later
 //! requests are served in it, `DELETE` ends it, and every refusal says why.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
@@ -274,7 +275,7 @@ fn a_list_change_announced_from_elsewhere_reaches_the_streams_and_leaves_the_cat
         r.json()["result"]["tools"].as_array().map(Vec::len)
     };
     let before = tools(&mut c);
-    let change = mcp_engine::CatalogChange::of(true, false, true);
+    let change = mcp_engine::subs::CatalogChange::of(true, false, true);
     assert_eq!(c.e.announce_list_changed(change), change);
     let out = more(&mut c, stream);
     let methods: Vec<Value> = out
@@ -754,7 +755,7 @@ fn letting_a_2025_06_18_stream_go_first_gives_the_client_an_id_to_come_back_with
 
 #[test]
 fn an_http_1_0_request_cannot_ask_its_client_for_input() {
-    use mcp_engine::{InputRequest, InputRequired};
+    use mcp_engine::mrtr::{InputRequest, InputRequired};
     let (mut c, held, _) = holding_client();
     let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": { "protocolVersion": "2025-11-25", "capabilities": { "roots": {} }, "clientInfo": { "name": "t", "version": "1" } } });
@@ -771,7 +772,7 @@ fn an_http_1_0_request_cannot_ask_its_client_for_input() {
     assert!(out.contains("-32021"), "it cannot carry the request: {out}");
     assert_eq!(
         c.e.reconnect_later(held.borrow()[0], Duration::from_millis(1)),
-        Err(mcp_engine::NotifyError::UnknownTicket)
+        Err(mcp_engine::error::NotifyError::UnknownTicket)
     );
 }
 
@@ -795,7 +796,7 @@ fn open_with_roots(c: &mut Client) -> String {
 
 #[test]
 fn a_response_to_the_server_needs_no_free_ticket_slot() {
-    use mcp_engine::{InputRequest, InputRequired};
+    use mcp_engine::mrtr::{InputRequest, InputRequired};
     let (mut c, held, _) = one_slot_client();
     let id = open_with_roots(&mut c);
     let call = request(3, "tools/call", json!({ "name": "test_simple_text" }));

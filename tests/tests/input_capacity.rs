@@ -2,6 +2,7 @@
 //! `input_capacity` says at each step of a request, and that bytes given within it are
 //! always taken whole, whatever the pieces, pipelining and verdicts.
 
+use mcp_engine::Commands;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
 use mcp_engine::{Config, Content, Event, Instant, Ticket, ToolOutput};
 use mcp_fixture as everything;

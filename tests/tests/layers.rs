@@ -21,13 +21,15 @@ const KNOWN_CYCLES: &[(&str, &[&str])] = &[
         "engine",
         &[
             "catalog <-> catalog::derive <-> catalog::scopes",
-            "http <-> http::auth <-> http::client <-> http::config <-> http::conns <-> http::exchange <-> \
-             http::in_flight <-> http::jwt <-> http::limits <-> http::parked <-> http::record <-> \
-             http::refusal <-> http::scopes <-> http::sessions <-> http::shares <-> http::store <-> \
-             http::stored <-> http::stream_shares <-> http::streams <-> http::task_misses <-> http::task_store",
-            "mcp <-> mcp::answers <-> mcp::connectome <-> mcp::event <-> mcp::prepared <-> mcp::served <-> \
-             mcp::streams <-> mcp::tasks <-> mcp::tasks::legacy <-> mcp::tasks::listing <-> \
-             mcp::tasks::methods <-> mcp::tasks::record <-> mcp::tasks::store <-> mcp::tasks::write",
+            "http <-> http::auth::authorize <-> http::auth::client <-> http::auth::jwt <-> http::auth::limits <-> \
+             http::auth::scope_policy <-> http::config <-> http::conn::conns <-> http::conn::exchange <-> \
+             http::conn::in_flight <-> http::conn::refusal <-> http::session::parked <-> \
+             http::session::session_streams <-> http::session::sessions <-> http::session::shares <-> \
+             http::session::stream_shares <-> http::store <-> http::store::event_store <-> http::store::port <-> http::store::session_record <-> \
+             http::store::session_store <-> http::store::task_misses <-> http::store::task_store",
+            "mcp <-> mcp::connectome",
+            "mcp::tasks <-> mcp::tasks::legacy <-> mcp::tasks::listing <-> mcp::tasks::record <-> \
+             mcp::tasks::store <-> mcp::tasks::write",
         ],
     ),
     (
@@ -83,6 +85,8 @@ const ENGINE_LAYERS: &[&[&str]] = &[
     &["jsonrpc"],
     &["output"],
     &["mcp"],
+    &["observe"],
+    &["commands"],
     &["stdio"],
     &["http"],
     &["internal"],
@@ -147,7 +151,7 @@ fn engine_circles_among_siblings_are_listed() {
     // files of one level importing each other.
     let found: Vec<String> =
         layers::sibling_cycles(&root().join("engine/src")).iter().map(|c| layers::cycle_line(c)).collect();
-    let expected = ["http::exchange <-> http::refusal"];
+    let expected = ["http::conn::exchange <-> http::conn::refusal"];
     let expected: Vec<String> =
         expected.iter().map(|c| c.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
     assert_exact("engine: import circles among siblings", &found, &expected);
@@ -163,33 +167,17 @@ fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
             "HttpEngine",
             "http/mod.rs",
             &[
-                "http/answers.rs",
-                "http/conns.rs",
-                "http/dispatch.rs",
-                "http/refusal.rs",
-                "http/served.rs",
-                "http/store.rs",
-                "http/stored.rs",
-                "http/streams.rs",
-                "http/task_store.rs",
-                "http/verdicts.rs",
+                "http/conn/answer_routing.rs",
+                "http/conn/conns.rs",
+                "http/conn/dispatch.rs",
+                "http/store/session_store.rs",
+                "http/store/event_store.rs",
+                "http/session/session_streams.rs",
+                "http/store/task_store.rs",
+                "http/auth/verdicts.rs",
             ][..],
         ),
-        (
-            "Core",
-            "mcp/mod.rs",
-            &[
-                "mcp/connectome.rs",
-                "mcp/delivery.rs",
-                "mcp/lists.rs",
-                "mcp/requests.rs",
-                "mcp/subs.rs",
-                "mcp/tasks/legacy.rs",
-                "mcp/tasks/listing.rs",
-                "mcp/tasks/methods.rs",
-                "mcp/tasks/store.rs",
-            ][..],
-        ),
+        ("Core", "mcp/mod.rs", &["mcp/connectome.rs"][..]),
     ] {
         let found: Vec<String> =
             layers::files_with_impl(&src, ty).into_iter().filter(|f| f != home).collect();
@@ -199,12 +187,14 @@ fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
 }
 
 #[test]
-fn engine_transport_reaches_into_core_fields_are_counted() {
-    // `core.<field>` (not a method call) in `http/` and `stdio.rs`: the transports should go
-    // through the core's methods. Per file, exactly.
+fn engine_transports_never_reach_into_core_fields() {
+    // `core.<field>` (not a method call) in `http/` and `stdio.rs`: the transports go through
+    // the core's methods (the task store through its port, `Core::task_store`). The fields
+    // are private to `mcp/`, so the compiler refuses a reach; this check says so by name.
     let src = root().join("engine/src");
     let mut files = vec![src.join("stdio.rs")];
     layers::rust_files(&src.join("http"), &mut files);
+    assert!(files.len() > 2, "engine: no transport files found under {}", src.display());
     let found: BTreeMap<String, usize> = files
         .iter()
         .map(|f| {
@@ -212,25 +202,9 @@ fn engine_transport_reaches_into_core_fields_are_counted() {
         })
         .filter(|(_, n)| *n > 0)
         .collect();
-    let expected: BTreeMap<String, usize> = [
-        ("http/answers.rs", 2),
-        ("http/dispatch.rs", 1),
-        ("http/mod.rs", 5),
-        ("http/store.rs", 1),
-        ("http/task_store.rs", 22),
-        ("stdio.rs", 2),
-    ]
-    .into_iter()
-    .map(|(f, n)| (f.to_owned(), n))
-    .collect();
-    let total = |m: &BTreeMap<String, usize>| m.values().sum::<usize>();
-    assert_eq!(
-        found,
-        expected,
-        "engine: core-field reaches from http/ and stdio.rs: {} today, {} listed (this count only shrinks: \
-         lower the listed figures when a reach goes away)",
-        total(&found),
-        total(&expected)
+    assert!(
+        found.is_empty(),
+        "engine: core-field reaches from http/ and stdio.rs (there must be none): {found:?}"
     );
 }
 

@@ -3,6 +3,7 @@
 //! `Retry-After` and a JSON-RPC error that echoes the id; and authentication failures
 //! per address, after which the address is refused before its credentials are read.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -123,7 +124,8 @@ fn without_limits_nothing_is_refused() {
 
 #[test]
 fn a_request_the_host_does_not_answer_in_time_is_answered_once_and_cancelled() {
-    use mcp_engine::{AnswerError, Content, Event, Ticket, ToolOutput};
+    use mcp_engine::error::AnswerError;
+    use mcp_engine::{Content, Event, Ticket, ToolOutput};
     let mut http = HttpConfig::new(AllowedOrigins::Any, Authorization::Everyone);
     http.request_timeout(Some(Duration::from_secs(5)));
     let held: Rc<RefCell<Vec<Ticket>>> = Rc::default();

@@ -2,13 +2,16 @@
 //! round trips, the sealed `requestState` (tampering, binding, expiry), input-response
 //! validation, capability gating, and the refusals of `answer_input_required`.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use mcp_engine::error::AnswerError;
+use mcp_engine::mrtr::{InputKind, InputRequest, InputRequired};
 use mcp_engine::{
-    AnswerError, Catalog, Config, Content, Engine, Event, InputKind, InputRequest, InputRequired, Instant,
-    Prompt, Resource, ResourceContents, Ticket, Tool, ToolOutput,
+    Catalog, Config, Content, Engine, Event, Instant, Prompt, Resource, ResourceContents, Ticket, Tool,
+    ToolOutput,
 };
 use mcp_fixture as everything;
 use mcp_tests::peer::{Peer, WIRES, Wire, meta_with};

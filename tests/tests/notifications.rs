@@ -2,10 +2,12 @@
 //! may send for a ticket, when, and that nothing is written for a ticket once it is
 //! answered or cancelled.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use mcp_engine::{AnswerError, Catalog, Config, Event, LogLevel, NotifyError, Ticket, Tool};
+use mcp_engine::error::{AnswerError, NotifyError};
+use mcp_engine::{Catalog, Config, Event, LogLevel, Ticket, Tool};
 use mcp_tests::peer::{Peer, WIRES, Wire, meta_with};
 use mcp_tests::spec::{Rev, assert_valid};
 use serde_json::{Value, json};

@@ -1,6 +1,7 @@
 //! Named regression tests: each reproduces a defect found in review or by fuzzing, and
 //! pins the fix.
 
+use mcp_engine::Commands;
 use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, Resource, Tool, ToolOutput};
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::{drive, legacy_open, lines, modern, notification, request, run};

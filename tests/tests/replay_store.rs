@@ -5,11 +5,13 @@
 //! without asking, a failing or stalled store `503`, and a request still running on the
 //! node that wrote it followed by polling (`retry:`).
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, LoadedEvents};
+use mcp_engine::http::store::LoadedEvents;
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig};
 use mcp_engine::{Content, Event, Instant, LogLevel, Ticket, ToolOutput};
 use mcp_fixture as everything;
 use mcp_tests::wire::{

@@ -2,13 +2,15 @@
 //! request ids in flight, the uri of a host's "Resource not found", and the sampling
 //! sub-capabilities an input request needs.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use mcp_engine::error::HostError;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
+use mcp_engine::mrtr::{ClientCapabilities, InputKind, InputRequest, InputRequestBuf, InputRequired};
 use mcp_engine::{
-    Catalog, ClientCapabilities, Config, Content, Engine, Event, HostError, InputKind, InputRequest,
-    InputRequestBuf, InputRequired, Instant, Resource, ResourceTemplate, Ticket, Tool, ToolOutput,
+    Catalog, Config, Content, Engine, Event, Instant, Resource, ResourceTemplate, Ticket, Tool, ToolOutput,
 };
 use mcp_tests::peer::{Peer, WIRES, Wire, meta_with};
 use mcp_tests::spec::{Rev, assert_valid};

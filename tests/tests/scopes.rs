@@ -6,15 +6,17 @@
 //! `Allow` grants none; `Everyone` and stdio are not scoped; a listen stream ends when its
 //! grant expires.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::http::{
     AllowedOrigins, Authorization, Grant, HttpConfig, Principal, ProtectedResource, ScopePolicy,
     ScopePolicyError, Verdict,
 };
+use mcp_engine::subs::ReplaceError;
 use mcp_engine::{
     Catalog, Config, Content, Engine, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput,
-    ReplaceError, Resource, ResourceContents, ResourceTemplate, Tool, ToolOutput, UnixTime,
+    Resource, ResourceContents, ResourceTemplate, Tool, ToolOutput, UnixTime,
 };
 use mcp_tests::wire::{Client, Response, client_of, one, parse_responses, post, req};
 use serde_json::{Value, json};

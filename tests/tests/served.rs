@@ -1,13 +1,15 @@
-//! What the engine answered itself (`Engine::poll_served`, `HttpEngine::poll_served`):
+//! What the engine answered itself (`engine.observe().poll_served()`, either engine):
 //! one record per request it served without the host, with the method, the declared
 //! target, the revision, the id, the error code, the client's `traceparent`, and over
 //! HTTP the session and addresses; none for a request the host serves; bounded, with
 //! the records that found the queue full counted.
 
+use mcp_engine::Commands;
 use std::net::SocketAddr;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
-use mcp_engine::{Catalog, Config, Engine, Event, Instant, Revision, SERVED_CAPACITY, Served, Tool};
+use mcp_engine::observe::{SERVED_CAPACITY, Served};
+use mcp_engine::{Catalog, Config, Engine, Event, Instant, Revision, Tool};
 use mcp_fixture as everything;
 use mcp_tests::wire::{client_of, legacy_post, one, post, req};
 use mcp_tests::{drive, everything_engine, legacy_open, modern, request};
@@ -49,7 +51,7 @@ fn seen(s: &Served<'_>) -> Seen {
 
 fn served(e: &mut Engine) -> Vec<Seen> {
     let mut all = Vec::new();
-    while let Some(s) = e.poll_served() {
+    while let Some(s) = e.observe().poll_served() {
         all.push(seen(&s));
     }
     all
@@ -122,8 +124,8 @@ fn every_request_the_engine_answers_is_recorded_and_none_the_host_serves() {
         ],
         "request 3 went to the host: no record; the unknown tool's name is not kept"
     );
-    assert_eq!(e.served_dropped(), 0);
-    assert!(e.poll_served().is_none());
+    assert_eq!(e.observe().dropped(), 0);
+    assert!(e.observe().poll_served().is_none());
 }
 
 #[test]
@@ -165,12 +167,12 @@ fn records_past_the_bound_are_dropped_and_counted() {
     let input: String = (0..n).map(|i| modern(i as i64, "nope", json!({}))).collect();
     assert_eq!(e.handle_input(Instant::ZERO, input.as_bytes()), input.len());
     assert_eq!(served(&mut e).len(), SERVED_CAPACITY);
-    assert_eq!(e.served_dropped(), 5);
+    assert_eq!(e.observe().dropped(), 5);
     // Drained, it records again.
     let more = modern(1000, "nope", json!({}));
     assert_eq!(e.handle_input(Instant::ZERO, more.as_bytes()), more.len());
     assert_eq!(served(&mut e).iter().map(|s| s.id.clone()).collect::<Vec<_>>(), [Some("1000".into())]);
-    assert_eq!(e.served_dropped(), 5);
+    assert_eq!(e.observe().dropped(), 5);
 }
 
 #[test]
@@ -198,7 +200,7 @@ fn over_http_a_record_names_the_session_and_the_peer() {
     c.conn = c.e.open(Instant::ZERO, Some(peer)).unwrap();
     let mut all = Vec::new();
     let mut take = |c: &mut mcp_tests::wire::Client| {
-        while let Some(s) = c.e.poll_served() {
+        while let Some(s) = c.e.observe().poll_served() {
             all.push(seen(&s));
         }
     };
@@ -233,21 +235,21 @@ fn over_http_a_record_names_the_session_and_the_peer() {
     // A request refused for a session that is not there: recorded, with its code.
     let r = one(&mut c, &legacy_post(&ping, Some(&format!("{}x", &id[..id.len() - 1]))));
     assert_eq!(r.status, 404, "{r:?}");
-    let s = c.e.poll_served().map(|s| seen(&s)).expect("a record");
+    let s = c.e.observe().poll_served().map(|s| seen(&s)).expect("a record");
     assert_eq!((s.method, s.code, s.session_id), (Some("ping"), Some(-32001), None));
 
     // Ending the session is reported with its id; a second session ends by expiry.
-    assert!(c.e.poll_session_end().is_none());
+    assert!(c.e.observe().poll_session_end().is_none());
     let delete = format!("DELETE /mcp HTTP/1.1\r\nHost: localhost:3000\r\nMcp-Session-Id: {id}\r\n\r\n");
     assert_eq!(one(&mut c, delete.as_bytes()).status, 200);
-    let end = c.e.poll_session_end().expect("the session's end");
+    let end = c.e.observe().poll_session_end().expect("the session's end");
     assert_eq!((end.id(), end.revision(), end.at()), (id.as_str(), rev, Instant::ZERO));
-    assert!(c.e.poll_session_end().is_none());
+    assert!(c.e.observe().poll_session_end().is_none());
     let r = one(&mut c, &legacy_post(&init, None));
     let second = r.header("mcp-session-id").expect("a session").to_owned();
     let later = Instant::ZERO + std::time::Duration::from_secs(24 * 3600);
     c.e.handle_timeout(later);
-    let end = c.e.poll_session_end().expect("the idle session's end");
+    let end = c.e.observe().poll_session_end().expect("the idle session's end");
     assert_eq!((end.id(), end.at()), (second.as_str(), later));
 }
 
@@ -257,7 +259,7 @@ fn polling_records_does_not_disturb_events() {
     let mut e = everything_engine();
     let line = modern(1, "tools/call", json!({ "name": "test_simple_text" }));
     e.handle_input(Instant::ZERO, line.as_bytes());
-    assert!(e.poll_served().is_none());
+    assert!(e.observe().poll_served().is_none());
     assert!(matches!(e.poll_event(), Some(Event::CallTool(_))));
 }
 
@@ -266,7 +268,8 @@ fn polling_records_does_not_disturb_events() {
 /// a cancelled ticket's late answer is refused and not recorded.
 #[test]
 fn the_hosts_answers_are_recorded_when_asked() {
-    use mcp_engine::{Content, HostError, ToolOutput};
+    use mcp_engine::error::HostError;
+    use mcp_engine::{Content, ToolOutput};
     let catalog = Catalog::builder().tool(Tool::new("t")).build().unwrap();
     let mut e = Engine::new(Config::new("s", "1"), catalog);
     let mut tickets = Vec::new();
@@ -279,9 +282,9 @@ fn the_hosts_answers_are_recorded_when_asked() {
     // Not asked: nothing is kept.
     let t = feed(&mut e, 1);
     e.answer_tool(t, &ToolOutput::new(&[Content::text("x")])).unwrap();
-    assert!(e.poll_answered().is_none());
+    assert!(e.observe().poll_answered().is_none());
 
-    e.record_answers(true);
+    e.observe().record_answers(true);
     for id in 2..=5 {
         tickets.push(feed(&mut e, id));
     }
@@ -289,7 +292,7 @@ fn the_hosts_answers_are_recorded_when_asked() {
     e.answer_tool(tickets[1], &ToolOutput::error(&[Content::text("failed")])).unwrap();
     e.answer_error(tickets[2], HostError::Internal("down")).unwrap();
     e.answer_error(tickets[3], HostError::InvalidParams("no")).unwrap();
-    let got: Vec<_> = std::iter::from_fn(|| e.poll_answered())
+    let got: Vec<_> = std::iter::from_fn(|| e.observe().poll_answered())
         .map(|a| (a.ticket(), a.is_tool_error(), a.error_code()))
         .collect();
     assert_eq!(
@@ -301,7 +304,7 @@ fn the_hosts_answers_are_recorded_when_asked() {
             (tickets[3], false, Some(-32602)),
         ]
     );
-    assert!(e.poll_served().is_none(), "the host's answers are not the engine's");
+    assert!(e.observe().poll_served().is_none(), "the host's answers are not the engine's");
 
     // Cancelled, then answered: the answer is refused, and not recorded.
     let t = feed(&mut e, 6);
@@ -309,11 +312,11 @@ fn the_hosts_answers_are_recorded_when_asked() {
     assert_eq!(e.handle_input(Instant::ZERO, cancel.as_bytes()), cancel.len());
     assert!(matches!(e.poll_event(), Some(Event::Cancelled(c)) if c == t));
     assert!(e.answer_tool(t, &ToolOutput::new(&[Content::text("late")])).is_err());
-    assert!(e.poll_answered().is_none());
-    e.record_answers(false);
+    assert!(e.observe().poll_answered().is_none());
+    e.observe().record_answers(false);
     let t = feed(&mut e, 7);
     e.answer_tool(t, &ToolOutput::new(&[Content::text("x")])).unwrap();
-    assert!(e.poll_answered().is_none(), "turned off again");
+    assert!(e.observe().poll_answered().is_none(), "turned off again");
 }
 
 /// A call the host makes a task is answered then, with the task's handle: recorded under
@@ -327,7 +330,7 @@ fn a_call_made_a_task_is_recorded_when_the_task_is_made() {
         Catalog::builder().tool(Tool::new("slow").task_support(TaskSupport::Optional)).build().unwrap();
     let mut e = Engine::new(config, catalog);
     e.set_entropy(&[5; 32]);
-    e.record_answers(true);
+    e.observe().record_answers(true);
     let mut line = modern(1, "tools/call", json!({ "name": "slow" }));
     let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } } });
@@ -341,8 +344,8 @@ fn a_call_made_a_task_is_recorded_when_the_task_is_made() {
         (ticket, call.start_task(&TaskOptions::new()).expect("a task"))
     };
     let got: Vec<_> =
-        std::iter::from_fn(|| e.poll_answered()).map(|a| (a.ticket(), a.error_code())).collect();
+        std::iter::from_fn(|| e.observe().poll_answered()).map(|a| (a.ticket(), a.error_code())).collect();
     assert_eq!(got, vec![(ticket, None)]);
     e.answer_tool(task, &ToolOutput::new(&[Content::text("done")])).expect("the task's result");
-    assert!(e.poll_answered().is_none(), "the task's result answers no request");
+    assert!(e.observe().poll_answered().is_none(), "the task's result answers no request");
 }

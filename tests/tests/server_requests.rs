@@ -3,14 +3,16 @@
 //! requests on the request's stream, collects the responses and hands the request back
 //! to the host as the same event. Over stdio and Streamable HTTP.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig};
+use mcp_engine::mrtr::{InputRequest, InputRequired};
 use mcp_engine::{
-    Catalog, Config, Content, Engine, Event, InputRequest, InputRequired, Instant, Prompt, PromptArgument,
-    PromptMessage, PromptOutput, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput,
+    Catalog, Config, Content, Engine, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput,
+    ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput,
 };
 use mcp_fixture as everything;
 use mcp_tests::spec::{Rev, assert_valid};
@@ -56,13 +58,13 @@ fn host(keys: &'static [&'static str], seen: Rc<RefCell<Seen>>) -> impl FnMut(Ev
         let asks: Vec<InputRequest<'_>> = keys
             .iter()
             .map(|k| match *k {
-                "sample" => InputRequest::raw("sample", mcp_engine::InputKind::Sampling, &sample),
+                "sample" => InputRequest::raw("sample", mcp_engine::mrtr::InputKind::Sampling, &sample),
                 "form" => InputRequest::elicit("form", "Your name?", &form),
                 _ => InputRequest::list_roots("roots"),
             })
             .collect();
         let ir = InputRequired::new(&asks).state(b"s1");
-        let record = |args: &str, r: mcp_engine::InputResponses<'_>, state: Option<&[u8]>| {
+        let record = |args: &str, r: mcp_engine::mrtr::InputResponses<'_>, state: Option<&[u8]>| {
             let mut s = seen.borrow_mut();
             s.rounds += 1;
             s.arguments = args.to_owned();
@@ -253,7 +255,7 @@ fn the_end_of_the_stream_fails_what_was_asked_and_refuses_asking_again() {
     let roots = [InputRequest::list_roots("roots")];
     assert_eq!(
         s.e.answer_input_required(t, &InputRequired::new(&roots)),
-        Err(mcp_engine::AnswerError::ClientGone)
+        Err(mcp_engine::error::AnswerError::ClientGone)
     );
     assert!(s.pump().is_empty());
     s.e.answer_tool(t, &ToolOutput::new(&[Content::text("without")])).unwrap();

@@ -4,10 +4,12 @@
 //! store that fails or stalls into `503` with `Retry-After`, never into a hang or a lost
 //! acknowledged change.
 
+use mcp_engine::Commands;
 use std::time::Duration;
 
 use mcp_engine::Instant;
-use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Loaded, Principal, Verdict};
+use mcp_engine::http::store::Loaded;
+use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, Principal, Verdict};
 use mcp_fixture as everything;
 use mcp_tests::wire::{Client, Response, Store, client_of, parse_responses, post};
 use serde_json::{Value, json};

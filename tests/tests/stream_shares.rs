@@ -6,6 +6,7 @@
 
 use core::net::{IpAddr, SocketAddr};
 use core::time::Duration;
+use mcp_engine::Commands;
 
 use mcp_engine::http::{
     AllowedOrigins, Authorization, ConnId, Grant, HttpConfig, OpenError, Principal, Verdict,

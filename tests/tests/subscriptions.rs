@@ -2,10 +2,11 @@
 //! and HTTP: acknowledgement, filtering, catalog replacement and its fan-out, resource
 //! updates, teardown from both sides, and the bound on slow subscribers.
 
+use mcp_engine::Commands;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, HttpEvent, Verdict};
+use mcp_engine::subs::ReplaceError;
 use mcp_engine::{
-    Catalog, Config, Content, Engine, Event, Instant, Prompt, ReplaceError, Resource, ResourceTemplate, Tool,
-    ToolOutput,
+    Catalog, Config, Content, Engine, Event, Instant, Prompt, Resource, ResourceTemplate, Tool, ToolOutput,
 };
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::{feed_keeping_tickets, legacy_open, lines, modern, notification, request};

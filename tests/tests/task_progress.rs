@@ -5,13 +5,13 @@
 //! stream; the message is also the task's status message. A `2026-07-28` task sends
 //! none. The output does not depend on how the input is cut.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use mcp_engine::{
-    Catalog, Config, Content, Engine, Event, Instant, NotifyError, TaskOptions, Ticket, ToolOutput,
-};
+use mcp_engine::error::NotifyError;
+use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, TaskOptions, Ticket, ToolOutput};
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::{drain_with, legacy_open, lines, request};
 use serde_json::{Value, json};

@@ -12,18 +12,18 @@
 //! session records for the nodes that keep sessions there); time is passed in. The host
 //! authorizes every request as one principal unless a test says otherwise.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use mcp_engine::http::store::{Loaded, StoreEvent, TaskRow};
 use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, Principal, TaskRow,
-    Verdict,
+    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Principal, Verdict,
 };
-use mcp_engine::{
-    Catalog, Config, Content, Event, InputRequired, Instant, TaskOptions, Ticket, ToolOutput, UnixTime,
-};
+use mcp_engine::mrtr::InputRequired;
+use mcp_engine::{Catalog, Config, Content, Event, Instant, TaskOptions, Ticket, ToolOutput, UnixTime};
 use mcp_tests::wire::drain_engine;
 use serde_json::{Value, json};
 
@@ -240,7 +240,7 @@ impl Node {
     }
 }
 
-/// Takes one event from `e` and answers it as node `name` does; returns whether there was
+/// Takes one event from `e` (the request path's first, then the store's) and answers it as node `name` does; returns whether there was
 /// one.
 fn answer_event(
     e: &mut HttpEngine,
@@ -250,15 +250,31 @@ fn answer_event(
     host: &Shared<Host>,
     verdict: Verdict,
 ) -> bool {
-    let Some(ev) = e.poll_event() else {
+    if let Some(ev) = e.poll_event() {
+        match ev {
+            HttpEvent::Authorize(a) => {
+                let conn = a.conn;
+                e.authorize(now, conn, verdict);
+            }
+            HttpEvent::Mcp(Event::CallTool(mut call)) => {
+                let responses = call.input_responses.iter().map(|(k, _)| k.to_owned()).collect();
+                let ticket = if call.can_start_task {
+                    call.start_task(&TaskOptions::new()).expect("a task")
+                } else {
+                    call.ticket
+                };
+                host.borrow_mut().calls.push((ticket, responses));
+            }
+            HttpEvent::Mcp(Event::Cancelled(t)) => host.borrow_mut().cancelled.push(t),
+            _ => {}
+        }
+        return true;
+    }
+    let Some(ev) = e.poll_store() else {
         return false;
     };
     match ev {
-        HttpEvent::Authorize(a) => {
-            let conn = a.conn;
-            e.authorize(now, conn, verdict);
-        }
-        HttpEvent::LoadSession(l) => {
+        StoreEvent::LoadSession(l) => {
             let (conn, id) = (l.conn, l.id.to_owned());
             let found = store.borrow().sessions.get(&id).cloned();
             match found {
@@ -266,7 +282,7 @@ fn answer_event(
                 None => e.session_loaded(now, conn, Loaded::Missing),
             }
         }
-        HttpEvent::SaveSession(s) => {
+        StoreEvent::SaveSession(s) => {
             let (conn, id, record) = (s.conn, s.id.to_owned(), s.record.map(<[u8]>::to_vec));
             match record {
                 Some(r) => store.borrow_mut().sessions.insert(id, r),
@@ -274,17 +290,7 @@ fn answer_event(
             };
             e.session_saved(now, conn, true);
         }
-        HttpEvent::Mcp(Event::CallTool(mut call)) => {
-            let responses = call.input_responses.iter().map(|(k, _)| k.to_owned()).collect();
-            let ticket = if call.can_start_task {
-                call.start_task(&TaskOptions::new()).expect("a task")
-            } else {
-                call.ticket
-            };
-            host.borrow_mut().calls.push((ticket, responses));
-        }
-        HttpEvent::Mcp(Event::Cancelled(t)) => host.borrow_mut().cancelled.push(t),
-        HttpEvent::SaveTask(s) => {
+        StoreEvent::SaveTask(s) => {
             let (id, rev, record) = (s.id.to_owned(), s.revision, s.record.to_vec());
             let mut st = store.borrow_mut();
             st.log.push(format!("save {id} {rev}"));
@@ -301,7 +307,7 @@ fn answer_event(
             drop(st);
             e.task_saved(now, &id, rev, ok);
         }
-        HttpEvent::LoadTask(l) => {
+        StoreEvent::LoadTask(l) => {
             let id = l.id.to_owned();
             let st = store.borrow();
             let found = st.records.get(&id).map(|(_, r)| r.clone());
@@ -315,13 +321,13 @@ fn answer_event(
             };
             e.task_loaded(now, &id, answer);
         }
-        HttpEvent::TaskExpired(x) => {
+        StoreEvent::TaskExpired(x) => {
             let id = x.id.to_owned();
             let mut st = store.borrow_mut();
             st.log.push(format!("expired {id}"));
             st.records.remove(&id);
         }
-        HttpEvent::ListTasks(q) => {
+        StoreEvent::ListTasks(q) => {
             let after = q.after.map(|a| (a.created.as_micros(), a.id.to_owned()));
             let (query, principal, limit) = (q.query, q.principal.copied(), q.limit);
             let mut st = store.borrow_mut();

@@ -3,15 +3,17 @@
 //! machine, TTL expiry on the engine's time, principals, id mirroring, cancellation
 //! races, the per-principal bound, the refusals, and chunking invariance.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use mcp_engine::error::{AnswerError, HostError, TaskRefusal};
 use mcp_engine::http::{Authorization, HttpConfig, Principal, Verdict};
+use mcp_engine::mrtr::{InputRequest, InputRequired};
 use mcp_engine::{
-    AnswerError, Catalog, Config, Content, Engine, Event, HostError, InputRequest, InputRequired, Instant,
-    TaskOptions, TaskRefusal, TaskSupport, Ticket, Tool, ToolOutput,
+    Catalog, Config, Content, Engine, Event, Instant, TaskOptions, TaskSupport, Ticket, Tool, ToolOutput,
 };
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::wire::{self, Client};
@@ -277,13 +279,13 @@ impl Eng<'_> {
             Self::Http(e) => e.start_task(t, &TaskOptions::new()),
         }
     }
-    fn status(&mut self, t: Ticket, m: &str) -> Result<(), mcp_engine::NotifyError> {
+    fn status(&mut self, t: Ticket, m: &str) -> Result<(), mcp_engine::error::NotifyError> {
         match self {
             Self::Stdio(e) => e.task_status(t, Some(m)),
             Self::Http(e) => e.task_status(t, Some(m)),
         }
     }
-    fn progress(&mut self, t: Ticket, p: f64, m: Option<&str>) -> Result<(), mcp_engine::NotifyError> {
+    fn progress(&mut self, t: Ticket, p: f64, m: Option<&str>) -> Result<(), mcp_engine::error::NotifyError> {
         match self {
             Self::Stdio(e) => e.notify_progress(t, p, Some(1.0), m),
             Self::Http(e) => e.notify_progress(t, p, Some(1.0), m),
@@ -355,7 +357,10 @@ fn a_task_lives_from_working_to_completed() {
         assert_valid(Rev::V2026_07_28, "CallToolResult", &g["result"]["result"]);
         // Terminal: nothing changes it any more.
         assert_eq!(t.with(|mut e| e.answer(task, "again", false)), Err(AnswerError::UnknownTicket));
-        assert_eq!(t.with(|mut e| e.status(task, "late")), Err(mcp_engine::NotifyError::UnknownTicket));
+        assert_eq!(
+            t.with(|mut e| e.status(task, "late")),
+            Err(mcp_engine::error::NotifyError::UnknownTicket)
+        );
         assert_eq!(t.get(5, &id)["result"]["result"]["content"][0]["text"], "done");
     }
 }
@@ -485,7 +490,7 @@ fn a_progress_message_on_a_task_becomes_its_status_message() {
         t.with(|mut e| e.progress(task, 0.6, None)).expect("a live task");
         assert_eq!(t.get(3, &id)["result"]["statusMessage"], "half way", "kept without a message");
         let refused = t.with(|mut e| e.progress(task, f64::NAN, Some("nan")));
-        assert_eq!(refused, Err(mcp_engine::NotifyError::NotFinite));
+        assert_eq!(refused, Err(mcp_engine::error::NotifyError::NotFinite));
         let long = "é".repeat(600); // 1,200 bytes
         t.with(|mut e| e.progress(task, 0.7, Some(&long))).expect("a live task");
         let g = t.get(4, &id);
@@ -494,7 +499,7 @@ fn a_progress_message_on_a_task_becomes_its_status_message() {
         assert!(t.out.is_empty(), "no notifications/progress: {:?}", t.out);
         t.with(|mut e| e.answer(task, "done", false)).expect("the task takes its result");
         let late = t.with(|mut e| e.progress(task, 0.9, Some("late")));
-        assert_eq!(late, Err(mcp_engine::NotifyError::UnknownTicket));
+        assert_eq!(late, Err(mcp_engine::error::NotifyError::UnknownTicket));
         assert_eq!(t.get(5, &id)["result"]["statusMessage"], kept.to_owned().as_str());
     }
 }

@@ -4,13 +4,13 @@
 //! (paginated, only the caller's), `tasks/cancel` (terminal: `-32602`),
 //! `notifications/tasks/status`, TTL expiry, and that `2025-06-18` has none of it.
 
+use mcp_engine::Commands;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use mcp_engine::{
-    Catalog, Config, Content, Engine, Event, HostError, Instant, TaskSupport, Ticket, Tool, ToolOutput,
-};
+use mcp_engine::error::HostError;
+use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, TaskSupport, Ticket, Tool, ToolOutput};
 use mcp_tests::spec::{Rev, assert_valid};
 use mcp_tests::{drain_with, legacy_open, lines, request};
 use serde_json::{Value, json};
@@ -365,10 +365,10 @@ fn a_2025_task_asks_its_client_with_requests_tagged_by_the_task() {
     let t = calls.borrow()[0].0;
     let schema = serde_json::value::to_raw_value(&json!({ "type": "object" })).expect("raw");
     let asks = [
-        mcp_engine::InputRequest::elicit("ok", "Go on?", &schema),
-        mcp_engine::InputRequest::list_roots("roots"),
+        mcp_engine::mrtr::InputRequest::elicit("ok", "Go on?", &schema),
+        mcp_engine::mrtr::InputRequest::list_roots("roots"),
     ];
-    e.answer_input_required(t, &mcp_engine::InputRequired::new(&asks)).expect("asked");
+    e.answer_input_required(t, &mcp_engine::mrtr::InputRequired::new(&asks)).expect("asked");
     let mut out = Vec::new();
     drain_with(&mut e, &mut host, &mut out);
     let sent = lines(&out);
@@ -550,7 +550,7 @@ fn a_tasks_result_from_another_session_is_sent_only_the_result() {
     );
     let requests = [mcp_tests::confirm()];
     assert!(
-        c.e.answer_input_required(t, &mcp_engine::InputRequired::new(&requests)).is_err(),
+        c.e.answer_input_required(t, &mcp_engine::mrtr::InputRequired::new(&requests)).is_err(),
         "no stream of the creating session waits"
     );
     c.e.notify_progress(t, 1.0, None, Some("a step"))
@@ -564,7 +564,7 @@ fn a_tasks_result_from_another_session_is_sent_only_the_result() {
     c.conn = mine;
     let head = c.feed(&session_post(&result(4), v, Some(&sessions[0])), usize::MAX);
     assert!(parse_responses(&head).iter().all(|r| r.body.is_empty() || r.status == 200), "it waits");
-    c.e.answer_input_required(t, &mcp_engine::InputRequired::new(&requests))
+    c.e.answer_input_required(t, &mcp_engine::mrtr::InputRequired::new(&requests))
         .expect("asked on the creating session's stream");
     c.e.notify_progress(t, 2.0, None, None).expect("progress");
     let mut stream = head;

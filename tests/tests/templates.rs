@@ -7,9 +7,10 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use mcp_engine::mrtr::{InputRequest, InputRequired};
 use mcp_engine::{
-    Catalog, Config, Content, Engine, Event, InputRequest, InputRequired, Instant, Prompt, PromptArgument,
-    PromptOutput, ResourceContents, ResourceTemplate, Tool, ToolOutput,
+    Catalog, Config, Content, Engine, Event, Instant, Prompt, PromptArgument, PromptOutput, ResourceContents,
+    ResourceTemplate, Tool, ToolOutput,
 };
 use mcp_tests::peer::{Peer, WIRES};
 use mcp_tests::wire::Host;

@@ -7,10 +7,9 @@ use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
 
+use mcp_engine::error::HostError;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig};
-use mcp_engine::{
-    Catalog, Config, Content, Engine, Event, HostError, Instant, Prompt, Resource, Tool, ToolOutput,
-};
+use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, Prompt, Resource, Tool, ToolOutput};
 use mcp_fixture as everything;
 use mcp_tests::wire::{client_of, legacy_post, one, post, req};
 use mcp_tests::{lines, modern_meta};

@@ -1,7 +1,7 @@
 //! # mcp-spans
 //!
 //! The one mapping from what the engine tells an adapter about a request (a host-facing
-//! [`Event`]'s [`RequestInfo`](mcp_engine::RequestInfo), a [`Served`] record of what the
+//! [`Event`]'s [`RequestInfo`](mcp_engine::event::RequestInfo), a [`Served`] record of what the
 //! engine answered itself) to a `tracing` span named and attributed as OpenTelemetry's
 //! semantic conventions for MCP say (`open-telemetry/semantic-conventions-genai`,
 //! `docs/gen-ai/mcp.md` at `4172e394`; see `docs/observability.md`). Both adapters use it:
@@ -35,9 +35,11 @@ pub mod testing;
 use core::fmt;
 use core::net::{IpAddr, SocketAddr};
 
+use mcp_engine::event::RequestId;
 #[doc(hidden)]
 pub use mcp_engine::http::Refused;
-use mcp_engine::{Event, RequestId, Revision, Served, TraceParent};
+use mcp_engine::observe::{Served, TraceParent};
+use mcp_engine::{Event, Revision};
 #[doc(hidden)]
 pub use tracing;
 use tracing::Span;

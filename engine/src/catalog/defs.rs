@@ -92,7 +92,7 @@ pub enum TaskSupport {
     #[default]
     Forbidden,
     /// The host may turn a call into a task when the client can take one
-    /// ([`CallTool::can_start_task`](crate::CallTool::can_start_task)).
+    /// ([`CallTool::can_start_task`](crate::event::CallTool::can_start_task)).
     Optional,
     /// Only as a task: a `2026-07-28` call from a client that did not declare the tasks
     /// extension is refused `-32021` before the host is asked.
@@ -250,7 +250,7 @@ impl Resource {
 ///
 /// At most 16 path expressions and 32 variables, every name once; two path expressions
 /// need literal text between them. Values reach the host percent-decoded (strictly: a
-/// malformed escape or invalid UTF-8 is no match) through [`TemplateVars`](crate::TemplateVars),
+/// malformed escape or invalid UTF-8 is no match) through [`TemplateVars`](crate::event::TemplateVars),
 /// and a value that is a traversal (`.`, `..`, a `{var}` holding `/` or `%2F`, a `.`/`..`
 /// segment in a `{+var}` or query value) is no match: the read is answered "resource not
 /// found" and the host sees nothing. `docs/features.md` has the whole rule set.

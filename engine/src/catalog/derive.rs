@@ -25,7 +25,7 @@ use crate::catalog::{CatalogError, Prompt, PromptArgument, Tool};
 ///     limit: Option<u32>,
 /// }
 ///
-/// let schema = mcp_engine::catalog::input_schema_of::<Search>();
+/// let schema = mcp_engine::input_schema_of::<Search>();
 /// assert_eq!(schema["type"], "object");
 /// assert_eq!(schema["required"], serde_json::json!(["query"]));
 /// assert_eq!(schema["properties"]["limit"]["maximum"], 50);
@@ -43,7 +43,7 @@ pub fn input_schema_of<T: JsonSchema + ?Sized>() -> Value {
 ///     ids: Vec<u64>,
 /// }
 ///
-/// let schema = mcp_engine::catalog::output_schema_of::<Found>();
+/// let schema = mcp_engine::output_schema_of::<Found>();
 /// assert_eq!(schema["properties"]["ids"]["type"], "array");
 /// ```
 pub fn output_schema_of<T: JsonSchema + ?Sized>() -> Value {

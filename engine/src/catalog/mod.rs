@@ -226,7 +226,7 @@ pub(crate) struct PromptEntry {
 ///
 /// ```
 /// use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
-/// use mcp_engine::{Catalog, Config, Engine, Tool};
+/// use mcp_engine::{Catalog, Commands, Config, Engine, Tool};
 ///
 /// let catalog = Catalog::builder().tool(Tool::new("now")).build()?;
 /// let config = Config::new("clock", "1.0");
@@ -353,7 +353,7 @@ impl Catalog {
     /// template. Path variables (`{id}`, `{+path}`) are always defined, query variables
     /// (`{?q}`) only when the uri has them, and an exploded query variable (`{?rest*}`)
     /// is not listed: what it collects is in
-    /// [`TemplateVars::pairs`](crate::TemplateVars::pairs).
+    /// [`TemplateVars::pairs`](crate::event::TemplateVars::pairs).
     ///
     /// ```
     /// use mcp_engine::{Catalog, ResourceTemplate};

@@ -1,4 +1,4 @@
-//! The connectome (feature `connectome`, on by default): the server's wiring diagram,
+//! The connectome (feature `connectome`, off by default): the server's wiring diagram,
 //! twice. The *declared* graph says what can happen (the catalog's definitions, the
 //! methods that reach them, and the edges the host declares: a tool reads a resource,
 //! performs a named effect, is gated by a named check), with a note of what a declaration
@@ -18,7 +18,7 @@
 //! [`resources`] (`connectome://declared`, `connectome://observed`,
 //! `connectome://diff`) has their reads answered by the engine itself with the canonical
 //! bytes (`application/json`), the declared graph drawn with the declarations given to
-//! `Engine::set_connectome_declarations`. Nothing else on the wire changes.
+//! `engine.connectome().set_declarations(..)`. Nothing else on the wire changes.
 //!
 //! This layer owns the graphs, their bytes, the diff, the queries and the observed
 //! counts. May use: `catalog`, `config` and the leaf modules. May not touch: requests,

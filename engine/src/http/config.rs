@@ -3,11 +3,11 @@
 use core::fmt;
 use core::time::Duration;
 
-use crate::http::auth::Authorization;
-use crate::http::limits::Limits;
-use crate::http::proxy::{ForwardedHeader, HostName, IpNet};
-use crate::http::resource::ProtectedResource;
-use crate::http::scopes::ScopePolicy;
+use crate::http::auth::authorize::Authorization;
+use crate::http::auth::limits::Limits;
+use crate::http::auth::proxy::{ForwardedHeader, HostName, IpNet};
+use crate::http::auth::resource::ProtectedResource;
+use crate::http::auth::scope_policy::ScopePolicy;
 
 /// The shortest timeout a setting takes.
 const MIN_TIMEOUT: Duration = Duration::from_millis(1);
@@ -338,12 +338,12 @@ impl HttpConfig {
     }
     /// Keeps sessions in a store of the host's as well as in memory (default off: memory
     /// only). The engine then asks for a session it does not hold when a request names
-    /// one ([`HttpEvent::LoadSession`](crate::http::HttpEvent::LoadSession)), holds the
+    /// one ([`StoreEvent::LoadSession`](crate::http::store::StoreEvent::LoadSession)), holds the
     /// response to a request that changed a session until the host stored its record
-    /// ([`HttpEvent::SaveSession`](crate::http::HttpEvent::SaveSession); `initialize`,
+    /// ([`StoreEvent::SaveSession`](crate::http::store::StoreEvent::SaveSession); `initialize`,
     /// `notifications/initialized`, `logging/setLevel`, `resources/subscribe` and
     /// `unsubscribe`, `DELETE`), and reports sessions it ended on their idle timeout
-    /// ([`HttpEvent::SessionExpired`](crate::http::HttpEvent::SessionExpired)). At
+    /// ([`StoreEvent::SessionExpired`](crate::http::store::StoreEvent::SessionExpired)). At
     /// [`max_sessions`](Self::max_sessions) and at a client's
     /// [`max_sessions_per_client`](Self::max_sessions_per_client) a session the store
     /// holds unchanged leaves memory to make room, chosen as those say (it is not ended:
@@ -364,9 +364,9 @@ impl HttpConfig {
     /// takes [`session_store`](Self::session_store) on as well), so that a client
     /// resumes with `Last-Event-ID` on any node sharing the store: every event written on
     /// a session's SSE stream is lent to the host
-    /// ([`HttpEvent::AppendEvent`](crate::http::HttpEvent::AppendEvent); no answer), and
+    /// ([`StoreEvent::AppendEvent`](crate::http::store::StoreEvent::AppendEvent); no answer), and
     /// a `Last-Event-ID` naming a stream this engine's buffer does not cover asks for the
-    /// events it missed ([`HttpEvent::LoadEvents`](crate::http::HttpEvent::LoadEvents),
+    /// events it missed ([`StoreEvent::LoadEvents`](crate::http::store::StoreEvent::LoadEvents),
     /// answered with [`HttpEngine::events_loaded`](crate::http::HttpEngine::events_loaded);
     /// a store that fails or does not answer within [`store_timeout`](Self::store_timeout)
     /// makes the `GET` `503` with `Retry-After`). The store keeps a bounded number of
@@ -394,20 +394,20 @@ impl HttpConfig {
     /// records expire some time after their last save or load would let it expire while
     /// it is in use here; once that long has passed since the session was last saved,
     /// loaded or touched, the end of its next request asks the host to touch it
-    /// ([`HttpEvent::TouchSession`](crate::http::HttpEvent::TouchSession)), off the
+    /// ([`StoreEvent::TouchSession`](crate::http::store::StoreEvent::TouchSession)), off the
     /// request path: nothing waits for it. Give less than the store's record lifetime.
     pub fn session_touch_every(&mut self, every: Duration) -> &mut Self {
         self.session_touch_every = every;
         self
     }
     /// Hands task records to the host's task store (default off): a task's record is
-    /// saved ([`HttpEvent::SaveTask`](crate::http::HttpEvent::SaveTask), answered with
+    /// saved ([`StoreEvent::SaveTask`](crate::http::store::StoreEvent::SaveTask), answered with
     /// [`HttpEngine::task_saved`](crate::http::HttpEngine::task_saved)) before its handle
     /// is sent and whenever it changes, a `tasks/*` request naming a task this engine
     /// does not hold asks the store for it first
-    /// ([`HttpEvent::LoadTask`](crate::http::HttpEvent::LoadTask), answered with
+    /// ([`StoreEvent::LoadTask`](crate::http::store::StoreEvent::LoadTask), answered with
     /// [`HttpEngine::task_loaded`](crate::http::HttpEngine::task_loaded)), and the host
-    /// hears of the tasks that expired ([`HttpEvent::TaskExpired`](crate::http::HttpEvent::TaskExpired)).
+    /// hears of the tasks that expired ([`StoreEvent::TaskExpired`](crate::http::store::StoreEvent::TaskExpired)).
     /// A store that fails or does not answer within [`store_timeout`](Self::store_timeout)
     /// makes the request `503` with `Retry-After` (a task whose creation was not saved is
     /// undone). See `docs/decisions.md` ("The task record").

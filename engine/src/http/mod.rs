@@ -2,17 +2,15 @@
 //! 2025-11-25 / 2025-06-18 beside it): HTTP/1.1 framing, the refusal rules, header
 //! mirroring, sessions, and routing of answers to connections.
 //!
-//! This layer owns the connection table ([`HttpEngine`], this file), one exchange per
-//! connection (`exchange`: its phase, the refusals decided on a head, how a response is
-//! written), serving a complete request (`dispatch`), the host's answers for tickets (`answers`), the session table and which
-//! wire a request is served on (`sessions`), a host's session store (`store`, with the
-//! record format in `record`), the sessions' SSE streams (`streams`: the standalone
-//! `GET` stream, event ids, resumption from `replay`, streams `parked` when their
-//! connection went away; `stored`: their events in a host's event store, for a
-//! resumption on another node), who may call (`auth`; `resource`: the endpoint as an OAuth
-//! protected resource, its metadata and challenges), who the client is behind a proxy
-//! and which `Host` names are ours (`proxy`), what the core answered itself, for the
-//! adapters' spans (`served`), and the settings (`config`). It is a
+//! This layer owns the connection table ([`HttpEngine`], this file) and four rooms beside
+//! it, each with its own `mod.rs` saying what it holds: `conn` (connections and their
+//! exchanges: the table's bookkeeping, the phase machine, refusals, dispatch of a complete
+//! request, the host's answers routed to connections, what the core answered itself for the
+//! adapters' spans), `session` (the session table, the sessions' SSE streams, resumption
+//! from the replay buffer, streams parked when their connection went away), `store` (the
+//! host's session, event and task stores, sans-IO, and the session record format) and
+//! `auth` (who may call: verdicts, principals, the OAuth protected resource, the scope
+//! policy, JWT, proxies, client keys, rate limits); and the settings (`config`). It is a
 //! client of the core: it hands it parsed messages through `Core::handle`, learns what
 //! each became (`Dispatched`), and routes what the outbox holds to connections. It never
 //! reads or writes the core's fields, and holds no MCP rule: those live in `mcp`.
@@ -35,7 +33,8 @@
 //! 0 while the connection reads nothing (its request is complete and waits for its answer,
 //! the host decides on its head, or its output must drain first); after a refusal, a fixed
 //! amount that is taken and dropped. It grows only through the engine's own progress: ask
-//! again after draining [`poll_event`](HttpEngine::poll_event), after writing the
+//! again after draining [`poll_event`](HttpEngine::poll_event) and
+//! [`poll_store`](HttpEngine::poll_store), after writing the
 //! connection's output, and after answering an [`HttpEvent::Authorize`] for it.
 //!
 //! A host that parses requests itself (hyper, axum) opens an exchange with the request's
@@ -43,53 +42,25 @@
 //! same way, as it arrives; [`handle_request`](HttpEngine::handle_request) does both for a
 //! body already read whole.
 
-mod answers;
 mod auth;
-mod client;
 mod config;
-mod conns;
-mod dispatch;
-mod exchange;
-mod in_flight;
-#[cfg(feature = "jwt")]
-mod jwt;
-#[cfg(feature = "jwt")]
-mod jwt_parts;
-mod limits;
-mod parked;
-mod proxy;
-pub(crate) mod record;
-mod refusal;
-mod replay;
-mod resource;
-mod scopes;
-mod served;
-mod sessions;
-mod shares;
-mod store;
-mod stored;
-mod stream_shares;
-mod streams;
-mod task_misses;
-mod task_store;
-#[cfg(feature = "jwt")]
-mod token_cache;
-mod verdicts;
+mod conn;
+mod session;
+pub mod store;
 
 pub use crate::mcp::scopes::{ScopeSet, Scopes};
-pub use auth::{Authorization, AuthorizeBody, AuthorizeRequest, Grant, HeaderList, Principal, Verdict};
-pub use config::{AllowedOrigins, HttpConfig, OpenError};
-pub use exchange::ResponseHead;
+pub use auth::authorize::{
+    Authorization, AuthorizeBody, AuthorizeRequest, Grant, HeaderList, Principal, Verdict,
+};
 #[cfg(feature = "jwt")]
-pub use jwt::{JwksError, JwsAlgorithm, JwtConfigError, JwtVerifier, TokenError, VerifiedToken};
-pub use limits::{Limits, RATE_LIMITED, Rate};
-pub use proxy::{ForwardedHeader, HostName, InvalidHost, IpNet};
-pub use refusal::{REFUSALS_KEPT, Refusal, RefusalCounts, Refused};
-pub use resource::{ProtectedResource, ResourceError};
-pub use scopes::{ScopePolicy, ScopePolicyError};
-pub use store::{LoadSession, Loaded, SaveSession, SessionExpired, TouchSession};
-pub use stored::{AppendEvent, LoadEvents, LoadedEvents, StoredEvent};
-pub use task_store::{ListTasks, LoadTask, SaveTask, TaskExpired, TaskPosition, TaskQuery, TaskRow};
+pub use auth::jwt::{JwksError, JwsAlgorithm, JwtConfigError, JwtVerifier, TokenError, VerifiedToken};
+pub use auth::limits::{Limits, RATE_LIMITED, Rate};
+pub use auth::proxy::{ForwardedHeader, HostName, InvalidHost, IpNet};
+pub use auth::resource::{ProtectedResource, ResourceError};
+pub use auth::scope_policy::{ScopePolicy, ScopePolicyError};
+pub use config::{AllowedOrigins, HttpConfig, OpenError};
+pub use conn::exchange::ResponseHead;
+pub use conn::refusal::{REFUSALS_KEPT, Refusal, RefusalCounts, Refused};
 
 use core::fmt;
 use core::net::SocketAddr;
@@ -105,13 +76,19 @@ use crate::output::Route;
 use crate::time::{Instant, UnixTime};
 use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
-use exchange::{
+use auth::resource::{Challenge, Credentials};
+use auth::{client, limits, proxy, resource, scope_policy};
+use conn::exchange::{
     ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, is_metadata, refuse,
     respond_json, start_body,
 };
-use resource::{Challenge, Credentials};
-use sessions::Sessions;
-use streams::{stream_event, stream_head, stream_last};
+use conn::{conns, in_flight, refusal};
+use session::session_streams::{stream_event, stream_head, stream_last};
+use session::sessions::Sessions;
+use session::{parked, stream_shares};
+use store::port::StorePort;
+use store::task_store;
+use store::{StoreAsk, StoreEvent, TouchSession};
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
 /// [`HttpEngine::response`].
@@ -164,7 +141,9 @@ const MAX_UNSENT: usize = 64 * 1024;
 
 pub use crate::wire::http1::MAX_HEADERS;
 
-/// Work for the host from an [`HttpEngine`].
+/// Work for the host from an [`HttpEngine`] on a request's path
+/// ([`HttpEngine::poll_event`]); the host's stores get theirs from
+/// [`HttpEngine::poll_store`] ([`StoreEvent`]).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum HttpEvent<'a> {
@@ -174,51 +153,17 @@ pub enum HttpEvent<'a> {
     Authorize(AuthorizeRequest<'a>),
     /// Decide on this body; answer with [`HttpEngine::authorize_body`].
     AuthorizeBody(AuthorizeBody<'a>),
-    /// Find this session in the session store; answer with
-    /// [`HttpEngine::session_loaded`] (only with [`HttpConfig::session_store`] on).
-    LoadSession(LoadSession<'a>),
-    /// Store this session's record, or forget the session; answer with
-    /// [`HttpEngine::session_saved`] (only with [`HttpConfig::session_store`] on).
-    SaveSession(SaveSession<'a>),
-    /// This engine ended a session that sat idle past
-    /// [`HttpConfig::session_idle_timeout`]: no answer (only with
-    /// [`HttpConfig::session_store`] on; see [`SessionExpired`]).
-    SessionExpired(SessionExpired<'a>),
-    /// Keep this event of a session stream: no answer (only with
-    /// [`HttpConfig::event_store`] on; see [`AppendEvent`]).
-    AppendEvent(AppendEvent<'a>),
-    /// Find the events a resuming client missed; answer with
-    /// [`HttpEngine::events_loaded`] (only with [`HttpConfig::event_store`] on).
-    LoadEvents(LoadEvents<'a>),
-    /// Push the expiry of a session in use in the store: no answer (only with
-    /// [`HttpConfig::session_store`] on; see [`TouchSession`]).
-    TouchSession(TouchSession<'a>),
-    /// Store this task's record; answer with [`HttpEngine::task_saved`] (only with
-    /// [`HttpConfig::task_store`] on).
-    SaveTask(SaveTask<'a>),
-    /// Find this task in the task store; answer with [`HttpEngine::task_loaded`] (only
-    /// with [`HttpConfig::task_store`] on).
-    LoadTask(LoadTask<'a>),
-    /// This engine deleted a task at its TTL: no answer (only with
-    /// [`HttpConfig::task_store`] on; see [`TaskExpired`]).
-    TaskExpired(TaskExpired<'a>),
-    /// List the caller's tasks for a `2025-11-25` `tasks/list`; answer with
-    /// [`HttpEngine::tasks_listed`] (only with [`HttpConfig::task_store`] on).
-    ListTasks(ListTasks<'a>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ask {
     Head(u32),
     Body(u32),
-    Load(u32),
-    Save(u32),
-    Events(u32),
 }
 
 impl Ask {
     fn slot(self) -> u32 {
-        let (Self::Head(s) | Self::Body(s) | Self::Load(s) | Self::Save(s) | Self::Events(s)) = self;
+        let (Self::Head(s) | Self::Body(s)) = self;
         s
     }
 }
@@ -226,8 +171,9 @@ impl Ask {
 /// The Streamable HTTP server state machine: many connections, one catalog.
 ///
 /// The call order is the one of [`Engine`](crate::Engine): after every input or
-/// command, drain [`poll_event`](Self::poll_event), then write every connection's
-/// [`pending_output`](Self::pending_output), then close the connections
+/// command, drain [`poll_event`](Self::poll_event) (and, with a store on,
+/// [`poll_store`](Self::poll_store), until both return `None`), then write every
+/// connection's [`pending_output`](Self::pending_output), then close the connections
 /// [`wants_close`](Self::wants_close) names, and arm a timer for
 /// [`poll_timeout`](Self::poll_timeout).
 ///
@@ -299,14 +245,9 @@ pub struct HttpEngine {
     shares: stream_shares::StreamShares,
     /// The requests with the host, per client.
     in_flight: in_flight::InFlight,
-    /// Sessions that expired, for the host's store to hear of (store mode only), and
-    /// the id the last [`HttpEvent::SessionExpired`] lends.
-    expired: std::collections::VecDeque<[u8; crate::wire::session_id::SESSION_ID_LEN]>,
-    expired_id: [u8; crate::wire::session_id::SESSION_ID_LEN],
-    /// The record the last [`HttpEvent::SaveSession`] lends.
-    record: Vec<u8>,
-    /// The replay buffers' bound, and the events waiting for the host's event store.
-    keep: stored::Keep,
+    /// The store protocol's own state: expiries and events to keep for the host's
+    /// stores, the bytes the last store event lends, the replay buffers' bound.
+    store: StorePort,
     /// The scope names the policy and the catalog know (empty without scopes), and the
     /// `insufficient_scope` challenge of each method slot.
     scopes: Scopes,
@@ -339,7 +280,7 @@ impl HttpEngine {
             AllowedOrigins::List(list) => list.iter().map(|o| std::sync::Arc::from(o.as_str())).collect(),
             AllowedOrigins::Any => Vec::new(),
         };
-        let (rules, step_up) = scopes::rules(&http, &catalog);
+        let (rules, step_up) = scope_policy::rules(&http, &catalog);
         let mut core = new_core(cfg, catalog, Mode::Http);
         let scopes = rules.as_ref().map(|r| r.scopes.clone()).unwrap_or_default();
         if let Some(r) = rules {
@@ -376,10 +317,7 @@ impl HttpEngine {
             parked: parked::Parked::default(),
             shares: stream_shares::StreamShares::default(),
             in_flight: in_flight::InFlight::default(),
-            expired: std::collections::VecDeque::new(),
-            expired_id: [0; crate::wire::session_id::SESSION_ID_LEN],
-            record: Vec::new(),
-            keep: stored::Keep::new(http.replay_buffer, http.event_store && http.session_store),
+            store: StorePort::new(http.replay_buffer, http.event_store && http.session_store),
             task_io: task_store::TaskIo::default(),
             refusals: refusal::RefusalLog::default(),
             http,
@@ -410,7 +348,7 @@ impl HttpEngine {
     /// was built). Call it before serving.
     pub fn set_session_store(&mut self, on: bool) {
         self.http.session_store = on;
-        self.keep.on = on && self.http.event_store;
+        self.store.set_events(on && self.http.event_store);
         self.sessions.set_touch_every(on.then_some(self.http.session_touch_every));
     }
 
@@ -425,53 +363,6 @@ impl HttpEngine {
         self.sessions.len()
     }
 
-    /// The catalog being served.
-    pub fn catalog(&self) -> &Catalog {
-        self.core.catalog()
-    }
-
-    /// The engine's connectome: declared and observed graphs and their diff
-    /// (feature `connectome`; see [`crate::connectome`] and
-    /// [`Engine::connectome`](crate::Engine::connectome)).
-    #[cfg(feature = "connectome")]
-    pub fn connectome(&self) -> crate::mcp::connectome::ConnectomeView<'_> {
-        self.core.connectome_view()
-    }
-
-    /// Sets the edges the host declares on its tools, drawn into the declared graph.
-    ///
-    /// # Errors
-    ///
-    /// Refused, with nothing changed, when a declaration names a tool or uri the catalog
-    /// does not have.
-    #[cfg(feature = "connectome")]
-    pub fn set_connectome_declarations(
-        &mut self,
-        declarations: crate::connectome::Declarations,
-    ) -> Result<(), crate::connectome::DeclarationError> {
-        self.core.set_connectome_declarations(declarations)
-    }
-
-    /// Counts a read of `uri` (matched as `resources/read` matches it) that the host
-    /// reports tool `tool` made: the observed edge `tool reads resource`. Counts only;
-    /// allocates nothing. Returns `false` for a tool or uri the catalog does not have,
-    /// or a new pair once the table is full ([`crate::connectome::Observed::record_read`]).
-    #[cfg(feature = "connectome")]
-    pub fn report_read(&mut self, tool: &str, uri: &str) -> bool {
-        self.core.report_read(tool, uri)
-    }
-
-    /// Forgets every observed count.
-    #[cfg(feature = "connectome")]
-    pub fn clear_observed(&mut self) {
-        self.core.clear_observed();
-    }
-
-    /// The engine settings.
-    pub fn config(&self) -> &Config {
-        self.core.config()
-    }
-
     /// The scope names the scope policy and the catalog know: turns a token's scopes into
     /// the [`ScopeSet`] of a [`Grant`] (empty without a policy). Also lent with every
     /// [`HttpEvent::Authorize`]; clone it to keep it.
@@ -482,11 +373,6 @@ impl HttpEngine {
     /// The HTTP settings.
     pub fn http_config(&self) -> &HttpConfig {
         &self.http
-    }
-
-    /// Tickets handed out and not yet answered or cancelled.
-    pub fn in_flight(&self) -> usize {
-        self.core.in_flight()
     }
 
     /// Open connections.
@@ -594,8 +480,8 @@ impl HttpEngine {
     ///   its answer (a ticket slot, the session store, the host's verdict on its body, the
     ///   host's answer, then the response); the host decides on its head (a body is read
     ///   only once its head is allowed); its output holds 64 KiB or more unsent. Ask again
-    ///   after draining [`poll_event`](Self::poll_event), after writing the connection's
-    ///   output, and after answering an [`HttpEvent::Authorize`] for it: nothing else
+    ///   after draining [`poll_event`](Self::poll_event) and [`poll_store`](Self::poll_store),
+    ///   after writing the connection's output, and after answering an [`HttpEvent::Authorize`] for it: nothing else
     ///   raises it.
     /// - After a refusal (the connection ends once its response is sent): a fixed positive
     ///   amount (64 KiB), taken and dropped, so that the client's last bytes can be read
@@ -696,6 +582,19 @@ impl HttpEngine {
         }
         self.forget(conn.slot);
         self.process();
+    }
+
+    /// The next refused request (every response with a status of 400 or more, with its
+    /// reason), oldest first; `None` when none waits. At most [`REFUSALS_KEPT`] wait, the
+    /// oldest dropped past that ([`refusal_counts`](Self::refusal_counts) counts every
+    /// one). The adapters drain it after every input and log each at `debug`.
+    pub fn poll_refusal(&mut self) -> Option<Refused> {
+        self.refusals.next()
+    }
+
+    /// How many requests were refused, per reason, since the engine started.
+    pub fn refusal_counts(&self) -> &RefusalCounts {
+        self.refusals.counts()
     }
 
     /// A connection the engine ended on its own and forgot, with nothing left to send:
@@ -865,7 +764,7 @@ impl HttpEngine {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let inputs = self.core.input_deadline().map(Instant::from_micros);
         let tasks = self.core.task_deadline().map(Instant::from_micros);
-        let store = self.core.tasks.store_deadline();
+        let store = self.core.task_store_deadline();
         [self.timers.next(), self.session_timers.next(), inputs, tasks, store].into_iter().flatten().min()
     }
 
@@ -882,7 +781,7 @@ impl HttpEngine {
         }
         self.core.expire_inputs();
         self.core.expire_tasks();
-        self.core.tasks.store_due(now);
+        self.core.task_store().due(now);
         while let Some(slot) = self.session_timers.pop_due(now) {
             if let Some(r) = self.sessions.at(slot) {
                 let id = self.sessions.get(r).map(|e| (e.id, e.session.legacy));
@@ -896,7 +795,7 @@ impl HttpEngine {
                         self.core.inputs_gone(serial);
                     }
                     if let Some((id, _)) = id.filter(|_| self.http.session_store) {
-                        self.expired.push_back(id);
+                        self.store.session_expired(id);
                     }
                     for route in self.parked.drain(|st, _| st.session == r) {
                         self.core.cancel_route(route);
@@ -927,7 +826,8 @@ impl HttpEngine {
         self.core.set_wall_clock(wall.as_micros());
     }
 
-    /// The next piece of work for the host.
+    /// The next piece of work for the host on a request's path (the stores' work comes
+    /// from [`poll_store`](Self::poll_store)).
     pub fn poll_event(&mut self) -> Option<HttpEvent<'_>> {
         self.tick(self.last_now);
         self.process();
@@ -946,29 +846,8 @@ impl HttpEngine {
             }
             return Some(HttpEvent::Mcp(event));
         }
-        if let Some(id) = self.expired.pop_front() {
-            self.expired_id = id;
-            let id = core::str::from_utf8(&self.expired_id).unwrap_or_default();
-            return Some(HttpEvent::SessionExpired(SessionExpired { id }));
-        }
-        if self.keep.waiting() {
-            return self.keep.next().map(HttpEvent::AppendEvent);
-        }
-        if self.sessions.has_touch() {
-            let id = self.sessions.next_touch().unwrap_or_default();
-            return Some(HttpEvent::TouchSession(TouchSession { id }));
-        }
-        // `task_store_ready` starts with the same check: without a store, no call.
-        if self.core.tasks.store.is_some() && self.task_store_ready() {
-            return self.task_store_event();
-        }
         let ask = self.asks.pop_front()?;
         let slot = ask.slot();
-        match ask {
-            Ask::Load(_) | Ask::Save(_) => return self.store_event(ask),
-            Ask::Events(_) => return self.events_event(slot),
-            Ask::Head(_) | Ask::Body(_) => {}
-        }
         let generation = self.slots[slot as usize].generation;
         let c = self.slots[slot as usize].conn.as_ref()?;
         let conn = ConnId { slot, generation };
@@ -989,19 +868,38 @@ impl HttpEngine {
                 body: c.codec.body(),
                 scopes: &self.scopes,
             }),
-            Ask::Load(_) | Ask::Save(_) | Ask::Events(_) => return None,
         })
+    }
+
+    /// The next piece of work for the host's stores, `None` when none waits: drain it as
+    /// [`poll_event`](Self::poll_event) is drained, after every input or command, until
+    /// both return `None` (an answer to one may lead to more of the other). Only with a
+    /// store on ([`HttpConfig::session_store`], [`HttpConfig::event_store`],
+    /// [`HttpConfig::task_store`]); see [`StoreEvent`] for what each asks.
+    pub fn poll_store(&mut self) -> Option<StoreEvent<'_>> {
+        self.tick(self.last_now);
+        self.process();
+        if self.store.has_notice() {
+            return self.store.next_notice();
+        }
+        if self.sessions.has_touch() {
+            let id = self.sessions.next_touch().unwrap_or_default();
+            return Some(StoreEvent::TouchSession(TouchSession { id }));
+        }
+        // `task_store_ready` starts with the same check: without a store, no call.
+        if self.core.task_store_attached() && self.task_store_ready() {
+            return self.task_store_event();
+        }
+        match self.store.next_ask()? {
+            ask @ (StoreAsk::Load(_) | StoreAsk::Save(_)) => self.store_event(ask),
+            StoreAsk::Events(slot) => self.events_event(slot),
+        }
     }
 
     /// Whether the connection `ticket` answers on holds 64 KiB or more unsent.
     fn backlogged(&self, ticket: Ticket) -> bool {
         let Some(Route::Http { conn, generation }) = self.core.route_of(ticket) else { return false };
         self.conn(ConnId { slot: conn, generation }).is_some_and(|c| c.out.len() >= MAX_UNSENT)
-    }
-
-    /// How many `subscriptions/listen` streams are open.
-    pub fn subscriptions(&self) -> usize {
-        self.core.subscriptions()
     }
 
     /// How many long-lived streams are open: sessions' standalone `GET` streams and
@@ -1041,10 +939,10 @@ impl HttpEngine {
                 let Some(st) = c.sse.filter(|_| !c.http10) else { continue };
                 conns::lend_out(&mut self.outs, c);
                 if !c.streaming {
-                    stream_head(c, &mut self.sessions, &mut self.keep, now, !c.keep_alive);
+                    stream_head(c, &mut self.sessions, self.store.keep_mut(), now, !c.keep_alive);
                     if !st.priming {
                         // The client needs an event id to come back with, whatever the revision.
-                        stream_event(c, &mut self.sessions, &mut self.keep, now, b"");
+                        stream_event(c, &mut self.sessions, self.store.keep_mut(), now, b"");
                     }
                 }
                 // The stream ends here; its request goes on, parked, for the client to resume.
@@ -1084,15 +982,15 @@ impl HttpEngine {
                 if !c.streaming {
                     c.streaming = true;
                     let close = !c.keep_alive;
-                    stream_head(c, &mut self.sessions, &mut self.keep, now, close);
+                    stream_head(c, &mut self.sessions, self.store.keep_mut(), now, close);
                 }
-                stream_event(c, &mut self.sessions, &mut self.keep, now, msg);
+                stream_event(c, &mut self.sessions, self.store.keep_mut(), now, msg);
                 self.settle(conn);
                 continue;
             }
             let before = c.out.len();
             if c.streaming {
-                stream_last(c, &mut self.sessions, &mut self.keep, now, msg);
+                stream_last(c, &mut self.sessions, self.store.keep_mut(), now, msg);
                 c.write_sse_end(now);
                 c.streaming = false;
                 let close = !c.keep_alive;
@@ -1100,14 +998,14 @@ impl HttpEngine {
             } else {
                 respond_json(c, now, if r.status == 0 { 200 } else { r.status }, msg, &[]);
             }
-            if self.core.tasks.store.is_some() {
+            if self.core.task_store_attached() {
                 self.hold_created(r.route, before);
             }
             self.work.push_back(conn);
             self.settle(conn);
         }
         self.core.outbox_mut().clear();
-        if self.core.tasks.store.is_some() {
+        if self.core.task_store_attached() {
             self.forget_fresh();
         }
     }

@@ -1,5 +1,5 @@
 //! The host's answers to the requests it was handed, recorded when an adapter asks
-//! (`Engine::record_answers`): one fixed-size record per answer (the ticket of the
+//! (`engine.observe().record_answers(true)`): one fixed-size record per answer (the ticket of the
 //! request's event, and whether it was a result, a tool error or an error with a code),
 //! for an adapter that does not see the host's answers itself (the host answers through
 //! the engine, as with mio) and closes each request's span with its outcome
@@ -13,13 +13,13 @@ use std::collections::VecDeque;
 use crate::mcp::tickets::Ticket;
 
 /// The host's answers the engine keeps for the adapter between two drains, when asked
-/// to ([`Engine::record_answers`](crate::Engine::record_answers)): past that many, an
+/// to ([`Observer::record_answers`](crate::observe::Observer::record_answers)): past that many, an
 /// answer's record is dropped and counted.
 pub const ANSWERED_CAPACITY: usize = 256;
 
 /// The host's answer to a request it was handed, recorded when the adapter asked
-/// ([`Engine::record_answers`](crate::Engine::record_answers)), polled with
-/// [`Engine::poll_answered`](crate::Engine::poll_answered): the ticket of the request's
+/// ([`Observer::record_answers`](crate::observe::Observer::record_answers)), polled with
+/// [`Observer::poll_answered`](crate::observe::Observer::poll_answered): the ticket of the request's
 /// event and what the answer was, for an adapter that closes the request's span when
 /// the answer is written (the mio adapter; the tokio one sees its handlers' replies).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

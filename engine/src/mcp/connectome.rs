@@ -1,6 +1,7 @@
 //! The core's side of the connectome (feature `connectome`): counting each request it
 //! dispatches into the fixed-size [`Observed`] counts, and answering reads of the
-//! connectome resources a host put in its catalog with their canonical bytes.
+//! connectome resources a host put in its catalog with their canonical bytes. The host's
+//! handle on it is `observe::Connectome`.
 
 use crate::connectome::{
     self, DeclarationError, Declarations, Diff, Graph, Method as Followed, Observed, Target, Which,
@@ -17,7 +18,7 @@ use crate::wire::cursor::ListKind;
 /// What the core keeps for the connectome.
 pub(crate) struct Connectome {
     pub(crate) observed: Observed,
-    /// The host's declared edges (`Engine::set_connectome_declarations`).
+    /// The host's declared edges (`observe::Connectome::set_declarations`).
     pub(crate) declarations: Declarations,
 }
 
@@ -88,9 +89,9 @@ impl Core {
         Some(Ok(()))
     }
 
-    /// What the engine's connectome shows.
-    pub(crate) fn connectome_view(&self) -> ConnectomeView<'_> {
-        ConnectomeView { core: self }
+    /// The observed counts.
+    pub(crate) fn connectome_counts(&self) -> &Observed {
+        &self.connectome.observed
     }
 
     /// Forgets every observed count.
@@ -124,56 +125,5 @@ impl Core {
     /// Counts a read of `uri` that the host reports tool `tool` made.
     pub(crate) fn report_read(&mut self, tool: &str, uri: &str) -> bool {
         self.connectome.observed.record_read(&self.catalog, tool, uri)
-    }
-}
-
-/// An engine's connectome, as it is now: the declared graph of its catalog with the
-/// host's declarations, the observed counts and their graph, and the diff. Get it with
-/// `Engine::connectome` or `HttpEngine::connectome`.
-///
-/// ```
-/// use mcp_engine::{Catalog, Config, Engine, Instant, Tool};
-///
-/// let catalog = Catalog::builder().tool(Tool::new("now")).build()?;
-/// let mut engine = Engine::new(Config::new("clock", "1"), catalog);
-/// let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"now","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
-/// engine.handle_input(Instant::ZERO, format!("{call}\n").as_bytes());
-/// while engine.poll_event().is_some() {}
-/// let observed = engine.connectome().observed();
-/// let edge = observed.edges().find(|(k, _)| k.to == "tool:now").unwrap();
-/// assert_eq!(edge.1.count, Some(1));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Clone, Copy)]
-pub struct ConnectomeView<'a> {
-    core: &'a Core,
-}
-
-impl core::fmt::Debug for ConnectomeView<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ConnectomeView").field("counts", &self.core.connectome.observed).finish()
-    }
-}
-
-impl ConnectomeView<'_> {
-    /// The declared graph: the current catalog and the host's declarations (those on
-    /// definitions a catalog replacement removed are left out and noted).
-    pub fn declared(&self) -> Graph {
-        self.core.connectome_declared()
-    }
-
-    /// The observed graph: what was counted, with counts.
-    pub fn observed(&self) -> Graph {
-        self.core.connectome_observed()
-    }
-
-    /// The diff of [`Self::declared`] and [`Self::observed`].
-    pub fn diff(&self) -> Diff {
-        self.core.connectome_diff()
-    }
-
-    /// The counts themselves.
-    pub fn counts(&self) -> &Observed {
-        &self.core.connectome.observed
     }
 }

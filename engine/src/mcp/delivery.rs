@@ -5,19 +5,29 @@
 //! the host asked a client outside any request; and the delivered event forgotten once its
 //! borrow ends.
 //!
-//! `impl Core` only: nothing imports this module (the dispatcher and the transports call
-//! its methods on `Core`), so it adds no edge back to `mcp`.
+//! [`Delivery`] borrows the parts an event reads and answers through (the core hands it
+//! out in `Core::next_event`); it never sees `Core`.
 
+use crate::catalog::Catalog;
+use crate::config::Config;
+#[cfg(feature = "connectome")]
+use crate::connectome::Observed;
+use crate::mcp::answered::AnswerLog;
 use crate::mcp::answers::Answers;
+use crate::mcp::asks::Asks;
 use crate::mcp::event::{
     Arguments, CallTool, Complete, CompletionRef, Event, GetPrompt, ReadResource, RequestId, RequestInfo,
     TemplateVars,
 };
+use crate::mcp::inputs::Inputs;
 use crate::mcp::mrtr::{self, ClientCapabilities, InputResponses};
-use crate::mcp::tickets::{Kind, Pending, PendingKind};
-use crate::mcp::{Core, Scratch};
-use crate::output::Route;
+use crate::mcp::prepared::Prepared;
+use crate::mcp::scratch::Scratch;
+use crate::mcp::tasks::Tasks;
+use crate::mcp::tickets::{Kind, Pending, PendingKind, Tickets};
+use crate::output::{Outbox, Route};
 use crate::revision::Revision;
+use crate::time::Clock;
 use crate::wire::trace::TraceContext;
 
 impl Scratch {
@@ -49,18 +59,43 @@ impl Scratch {
     }
 }
 
-impl Core {
-    /// Forgets the delivered event (its borrow has ended).
-    pub(crate) fn release(&mut self) {
-        self.asks.release();
-        if self.tickets.delivered {
-            self.tickets.delivered = false;
-            self.tickets.pending = None;
+/// What the next event is made of: the parts it reads and is answered through, and the
+/// engine's clocks (`Core::next_event`).
+pub(crate) struct Delivery<'a> {
+    pub(crate) cfg: &'a Config,
+    pub(crate) catalog: &'a Catalog,
+    pub(crate) prepared: &'a Prepared,
+    pub(crate) scratch: &'a mut Scratch,
+    pub(crate) tickets: &'a mut Tickets,
+    pub(crate) outbox: &'a mut Outbox,
+    pub(crate) inputs: &'a mut Inputs,
+    pub(crate) tasks: &'a mut Tasks,
+    pub(crate) asks: &'a mut Asks,
+    pub(crate) answered: &'a mut AnswerLog,
+    /// The connectome's counts (a tool call reports what it read).
+    #[cfg(feature = "connectome")]
+    pub(crate) observed: &'a mut Observed,
+    pub(crate) clock: Clock,
+}
+
+impl<'a> Delivery<'a> {
+    /// The handle an answer goes through.
+    fn answers(&mut self) -> Answers<'_> {
+        Answers {
+            tickets: self.tickets,
+            outbox: self.outbox,
+            inputs: self.inputs,
+            tasks: self.tasks,
+            prepared: self.prepared,
+            catalog: self.catalog,
+            resources_cache: self.cfg.resources_cache,
+            clock: self.clock,
+            log: self.answered,
         }
     }
 
     /// The next event: a cancellation, else the pending request (marked delivered).
-    pub(crate) fn next_event(&mut self) -> Option<Event<'_>> {
+    pub(crate) fn next(mut self) -> Option<Event<'a>> {
         if let Some(t) = self.tickets.cancels.pop_front() {
             return Some(Event::Cancelled(t));
         }
@@ -70,12 +105,8 @@ impl Core {
         if self.tickets.pending.is_none() {
             self.tickets.pending = self.resume_task();
         }
-        if self.tickets.pending.is_none() {
-            // A reply to what the host asked a client outside any request.
-            return self.asks.next_reply().map(Event::ClientReply);
-        }
-        let p = self.tickets.pending?;
-        let clock = self.clock();
+        let pending = self.tickets.pending;
+        let clock = self.clock;
         #[cfg(feature = "connectome")]
         let Self {
             cfg,
@@ -86,12 +117,18 @@ impl Core {
             outbox,
             inputs,
             tasks,
+            asks,
             answered,
-            connectome,
+            observed,
             ..
         } = self;
         #[cfg(not(feature = "connectome"))]
-        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, tasks, answered, .. } = self;
+        let Self { cfg, catalog, prepared, scratch, tickets, outbox, inputs, tasks, asks, answered, .. } =
+            self;
+        let Some(p) = pending else {
+            // A reply to what the host asked a client outside any request.
+            return asks.next_reply().map(Event::ClientReply);
+        };
         // The slot's id (only its bytes), route and `traceparent`: the slot stays where it
         // is (a task's, from its record).
         let (route, kept, id, offer) = match tasks.get(p.ticket) {
@@ -151,7 +188,7 @@ impl Core {
                 request_state,
                 client,
                 #[cfg(feature = "connectome")]
-                observed: &mut connectome.observed,
+                observed,
                 can_start_task: offer,
                 responder,
             }),
@@ -204,7 +241,7 @@ impl Core {
     /// made the pending event again: what was kept for it goes back into the scratch
     /// buffers the event reads, with the responses and the host's state.
     fn resume(&mut self) -> Option<Pending> {
-        let (ticket, cont) = self.inputs.next_resume(&self.tickets)?;
+        let (ticket, cont) = self.inputs.next_resume(self.tickets)?;
         let busy = self.tickets.slots[ticket.slot as usize].busy?;
         let scratch = &mut self.scratch;
         let state = cont.has_state.then_some(&cont.state[..]);

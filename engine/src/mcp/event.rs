@@ -221,7 +221,7 @@ fn state(s: &Option<&[u8]>) -> Option<Redacted> {
 /// A tool call the host must perform.
 ///
 /// Answer it now with [`CallTool::answer`] (the arguments stay borrowed, nothing is
-/// copied), or keep [`CallTool::ticket`] and answer later with [`Engine::answer_tool`](crate::Engine::answer_tool).
+/// copied), or keep [`CallTool::ticket`] and answer later with [`Commands::answer_tool`](crate::Commands::answer_tool).
 #[non_exhaustive]
 pub struct CallTool<'a> {
     /// The ticket, for answering later.
@@ -235,7 +235,7 @@ pub struct CallTool<'a> {
     /// The request's id, method, trace context and origin.
     pub request: RequestInfo<'a>,
     /// Responses to input requests this request carries (`2026-07-28` retries; empty on
-    /// a first round), see [`Engine::answer_input_required`](crate::Engine::answer_input_required).
+    /// a first round), see [`Commands::answer_input_required`](crate::Commands::answer_input_required).
     pub input_responses: InputResponses<'a>,
     /// The host state of a verified `requestState`, as the host sealed it.
     pub request_state: Option<&'a [u8]>,
@@ -256,7 +256,7 @@ pub struct CallTool<'a> {
 impl CallTool<'_> {
     /// Reports that this call read the resource at `uri` (matched as `resources/read`
     /// matches it): the connectome counts the edge `tool reads resource`, counts only,
-    /// without allocating (see [`Engine::report_read`](crate::Engine::report_read), which
+    /// without allocating (see [`Connectome::report_read`](crate::observe::Connectome::report_read), which
     /// does the same once the event is gone). Returns `false` for a uri the catalog has
     /// no resource for (feature `connectome`).
     #[cfg(feature = "connectome")]
@@ -264,7 +264,7 @@ impl CallTool<'_> {
         self.observed.record_read(self.responder.catalog, &self.tool.name, uri)
     }
 
-    /// Turns the call into a task (see [`Engine::start_task`](crate::Engine::start_task)):
+    /// Turns the call into a task (see [`Commands::start_task`](crate::Commands::start_task)):
     /// the client gets the task's handle now, and [`CallTool::ticket`] becomes the task's
     /// ticket, so the event's other methods answer the task.
     pub fn start_task(&mut self, options: &TaskOptions<'_>) -> Result<Ticket, AnswerError> {
@@ -272,11 +272,11 @@ impl CallTool<'_> {
         self.ticket = task;
         Ok(task)
     }
-    /// Asks the client for input first (see [`Engine::answer_input_required`](crate::Engine::answer_input_required)).
+    /// Asks the client for input first (see [`Commands::answer_input_required`](crate::Commands::answer_input_required)).
     pub fn input_required(mut self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
         self.responder.answer_input_required(self.ticket, input)
     }
-    /// Sends `notifications/message` now (see [`Engine::notify_log`](crate::Engine::notify_log)).
+    /// Sends `notifications/message` now (see [`Commands::notify_log`](crate::Commands::notify_log)).
     pub fn log<S: Serialize + ?Sized>(
         &mut self,
         level: LogLevel,
@@ -285,7 +285,7 @@ impl CallTool<'_> {
     ) -> Result<(), NotifyError> {
         self.responder.notify_log(self.ticket, level, logger, data)
     }
-    /// Sends `notifications/progress` now (see [`Engine::notify_progress`](crate::Engine::notify_progress)).
+    /// Sends `notifications/progress` now (see [`Commands::notify_progress`](crate::Commands::notify_progress)).
     pub fn progress(
         &mut self,
         progress: f64,
@@ -295,7 +295,7 @@ impl CallTool<'_> {
         self.responder.notify_progress(self.ticket, progress, total, message)
     }
     /// Lets the client's connection go while the call runs (see
-    /// [`HttpEngine::reconnect_later`](crate::http::HttpEngine::reconnect_later)).
+    /// [`Commands::reconnect_later`](crate::Commands::reconnect_later)).
     pub fn reconnect_later(&mut self, retry: core::time::Duration) -> Result<bool, NotifyError> {
         self.responder.reconnect_later(self.ticket, retry)
     }
@@ -312,7 +312,7 @@ impl CallTool<'_> {
 /// A resource read the host must perform.
 ///
 /// Answer it now with [`ReadResource::answer`], or keep [`ReadResource::ticket`] and
-/// answer later with [`Engine::answer_resource`](crate::Engine::answer_resource).
+/// answer later with [`Commands::answer_resource`](crate::Commands::answer_resource).
 #[non_exhaustive]
 pub struct ReadResource<'a> {
     /// The ticket, for answering later.
@@ -328,7 +328,7 @@ pub struct ReadResource<'a> {
     /// The request's id, method, trace context and origin.
     pub request: RequestInfo<'a>,
     /// Responses to input requests this request carries (`2026-07-28` retries; empty on
-    /// a first round), see [`Engine::answer_input_required`](crate::Engine::answer_input_required).
+    /// a first round), see [`Commands::answer_input_required`](crate::Commands::answer_input_required).
     pub input_responses: InputResponses<'a>,
     /// The host state of a verified `requestState`, as the host sealed it.
     pub request_state: Option<&'a [u8]>,
@@ -338,7 +338,7 @@ pub struct ReadResource<'a> {
 }
 
 impl ReadResource<'_> {
-    /// Asks the client for input first (see [`Engine::answer_input_required`](crate::Engine::answer_input_required)).
+    /// Asks the client for input first (see [`Commands::answer_input_required`](crate::Commands::answer_input_required)).
     pub fn input_required(mut self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
         self.responder.answer_input_required(self.ticket, input)
     }
@@ -355,7 +355,7 @@ impl ReadResource<'_> {
 /// A prompt the host must render.
 ///
 /// Answer it now with [`GetPrompt::answer`], or keep [`GetPrompt::ticket`] and answer
-/// later with [`Engine::answer_prompt`](crate::Engine::answer_prompt).
+/// later with [`Commands::answer_prompt`](crate::Commands::answer_prompt).
 #[non_exhaustive]
 pub struct GetPrompt<'a> {
     /// The ticket, for answering later.
@@ -369,7 +369,7 @@ pub struct GetPrompt<'a> {
     /// The request's id, method, trace context and origin.
     pub request: RequestInfo<'a>,
     /// Responses to input requests this request carries (`2026-07-28` retries; empty on
-    /// a first round), see [`Engine::answer_input_required`](crate::Engine::answer_input_required).
+    /// a first round), see [`Commands::answer_input_required`](crate::Commands::answer_input_required).
     pub input_responses: InputResponses<'a>,
     /// The host state of a verified `requestState`, as the host sealed it.
     pub request_state: Option<&'a [u8]>,
@@ -379,7 +379,7 @@ pub struct GetPrompt<'a> {
 }
 
 impl GetPrompt<'_> {
-    /// Asks the client for input first (see [`Engine::answer_input_required`](crate::Engine::answer_input_required)).
+    /// Asks the client for input first (see [`Commands::answer_input_required`](crate::Commands::answer_input_required)).
     pub fn input_required(mut self, input: &InputRequired<'_>) -> Result<(), AnswerError> {
         self.responder.answer_input_required(self.ticket, input)
     }
@@ -406,7 +406,7 @@ pub enum CompletionRef<'a> {
 /// A completion request (`completion/complete`) the host answers with candidate values.
 ///
 /// Answer it now with [`Complete::answer`], or keep [`Complete::ticket`] and answer later
-/// with [`Engine::answer_completion`](crate::Engine::answer_completion).
+/// with [`Commands::answer_completion`](crate::Commands::answer_completion).
 #[non_exhaustive]
 pub struct Complete<'a> {
     /// The ticket, for answering later.
@@ -427,7 +427,7 @@ pub struct Complete<'a> {
 }
 
 impl Complete<'_> {
-    /// Answers now (see [`Engine::answer_completion`](crate::Engine::answer_completion)).
+    /// Answers now (see [`Commands::answer_completion`](crate::Commands::answer_completion)).
     pub fn answer(mut self, values: &[&str], total: Option<u64>, has_more: bool) -> Result<(), AnswerError> {
         self.responder.answer_completion(self.ticket, values, total, has_more)
     }

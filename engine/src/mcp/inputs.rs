@@ -15,7 +15,7 @@
 //! A client error response, a response that does not fit its request, no response within
 //! [`Config::input_timeout`](crate::Config::input_timeout), or the end of the stream or of
 //! the session reach the host as errors under their keys
-//! ([`InputResponses::error`](crate::InputResponses::error)): the request always comes
+//! ([`InputResponses::error`](crate::mrtr::InputResponses::error)): the request always comes
 //! back, so no host waits forever.
 //!
 //! What is kept, per ticket slot, so the request can come back after its frame is gone:
@@ -177,7 +177,7 @@ pub(crate) struct Inputs {
     /// [`Config::input_timeout`](crate::Config::input_timeout), in microseconds.
     timeout: u64,
     /// The stream ended (stdio): nothing can be asked from now on
-    /// ([`AnswerError::ClientGone`](crate::AnswerError::ClientGone)).
+    /// ([`AnswerError::ClientGone`](crate::error::AnswerError::ClientGone)).
     closed: bool,
 }
 

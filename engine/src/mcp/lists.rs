@@ -3,15 +3,32 @@
 //! page size, the revision and the list's contents, and expiring (`Config::cursor_ttl`).
 //! Over a protected endpoint, a page holds only the definitions the caller's scopes reach.
 
+use crate::catalog::Catalog;
+use crate::config::Config;
 use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req, field};
-use crate::mcp::Core;
+use crate::mcp::prepared::Prepared;
+use crate::mcp::scopes::Grant;
 use crate::mcp::write::{result_end, result_start};
 use crate::revision::Revision;
+use crate::time::Clock;
 use crate::wire::cursor::{self, Binding, CursorError, ListKind};
 use crate::wire::json;
 
-impl Core {
+/// What a list page is written from: the parts the list methods use, and who asks.
+pub(crate) struct Lister<'a> {
+    pub(crate) catalog: &'a Catalog,
+    /// Its cursor key seals and opens cursors.
+    pub(crate) prepared: &'a mut Prepared,
+    pub(crate) cfg: &'a Config,
+    /// What the caller was granted (a page holds only what it may use).
+    pub(crate) grant: Grant<'a>,
+    /// The caller (cursors are bound to it).
+    pub(crate) principal: Option<&'a [u8; 32]>,
+    pub(crate) clock: Clock,
+}
+
+impl Lister<'_> {
     /// `execution.taskSupport` of tool `i` under `2025-11-25` with tasks on, unless it is
     /// `forbidden` (the default a client assumes when it is absent).
     fn task_support(&self, kind: ListKind, i: usize, rev: Revision) -> Option<&'static str> {
@@ -28,7 +45,8 @@ impl Core {
     /// A list page: from the offset the cursor names, `page_size` items (the whole list
     /// without a secret key), and the cursor of the next page.
     pub(crate) fn list<'t>(
-        &mut self,
+        self,
+        out: &mut Vec<u8>,
         req: &Req<'_, 't>,
         rev: Revision,
         kind: ListKind,
@@ -43,10 +61,10 @@ impl Core {
         let binding = Binding {
             page_size,
             revision: rev.as_str(),
-            principal: self.principal.as_ref(),
+            principal: self.principal,
             lists: self.catalog.list_digests(),
         };
-        let (clock, life) = (self.clock(), self.prepared.cursor_life);
+        let (clock, life) = (self.clock, self.prepared.cursor_life);
         let start = match cursor {
             None => 0,
             // Without a key no cursor was issued: any cursor is not ours.
@@ -66,10 +84,9 @@ impl Core {
         };
         // Without a key, no cursor can be sealed: the list is served whole.
         let page = if self.prepared.cursor_key.is_some() { self.cfg.page_size } else { len };
-        let mut out = core::mem::take(&mut self.outbox.out);
-        result_start(&mut out, reply);
+        result_start(out, reply);
         field(
-            &mut out,
+            out,
             match kind {
                 ListKind::Tools => "tools",
                 ListKind::Resources => "resources",
@@ -83,7 +100,7 @@ impl Core {
         // past any hidden ones, so that it never names a next page that would be empty.
         let (mut end, mut shown) = (start, 0);
         while end < len && shown < page {
-            if self.may_use(kind, end) {
+            if self.grant.may_use(kind, end) {
                 if shown > 0 {
                     out.push(b',');
                 }
@@ -102,7 +119,7 @@ impl Core {
             }
             end += 1;
         }
-        while end < len && !self.may_use(kind, end) {
+        while end < len && !self.grant.may_use(kind, end) {
             end += 1;
         }
         out.push(b']');
@@ -110,7 +127,7 @@ impl Core {
             let mut buf = [0u8; cursor::CURSOR_LEN];
             let offset = u32::try_from(end).unwrap_or(u32::MAX);
             let next = cursor::seal(key, kind, offset, clock.expiry(life), &binding, &mut buf);
-            field(&mut out, "nextCursor");
+            field(out, "nextCursor");
             // Base64url: nothing to escape.
             out.push(b'"');
             out.extend_from_slice(next.as_bytes());
@@ -122,11 +139,10 @@ impl Core {
             ListKind::Prompts => self.cfg.prompts_cache,
         };
         // A page that depends on the caller's scopes is the caller's alone.
-        if self.granted.is_some() && self.rules.as_ref().is_some_and(|r| r.scoped_list(kind)) {
+        if self.grant.scoped_list(kind) {
             cache.scope = crate::config::CacheScope::Private;
         }
-        result_end(&mut out, &self.prepared.meta, rev, Some(cache));
-        self.outbox.out = out;
+        result_end(out, &self.prepared.meta, rev, Some(cache));
         Ok(())
     }
 }

@@ -8,11 +8,14 @@
 //! - [`lifecycle`]: THE tables of revision and method rules, and the [`Session`] value;
 //! - [`streams`]: the open `subscriptions/listen` streams and their fan-out;
 //! - [`prepared`]: fragments written once per engine;
+//! - [`scratch`]: the buffers a request is decoded into and its event reads;
 //! - [`event`]: what the host is asked to do;
 //! - [`delivery`]: the next event handed to the host ([`Core::next_event`]): a
 //!   cancellation, the pending request, a request coming back with its client's input, a
 //!   client's reply; the delivered event released;
 //! - method handlers, each a file: [`requests`] (work for the host), [`lists`], [`subs`];
+//! - [`facts`]: what a transport must know of a request before serving it, read once
+//!   from the decoded request;
 //! - [`mrtr`]: multi-round-trip requests (`input_required`, `requestState`);
 //! - [`inputs`]: the same input asked of a session-bound client as server-to-client
 //!   requests, and the request handed back to the host with the responses;
@@ -29,9 +32,12 @@
 //! - [`connectome`] (feature `connectome`): counting what is dispatched, answering reads of
 //!   the connectome resources.
 //!
-//! This file holds `Core`, its interface to the transports ([`Core::handle`] in, the
-//! outbox and getters out; [`Core::next_event`] is [`delivery`]'s), the lifecycle methods
-//! and the dispatcher.
+//! This file holds `Core` and its only `impl` but `connectome.rs`'s: its interface to
+//! the transports ([`Core::handle`] in, the outbox and getters out, [`Core::next_event`]
+//! made by [`delivery`]), the handles it lends its parts through (`answers`,
+//! `task_store`, `task_methods`, `host_requests`, `fanout`, the list page's `Lister`),
+//! the catalog replacement, the lifecycle methods and the dispatcher, which composes
+//! them. `Core`'s fields are private to `mcp/`: the transports call its methods.
 //!
 //! May use: `wire`, `catalog`, `content`, `error`, `config`, `connectome`, `jsonrpc`,
 //! `output` and the leaf modules. May not touch: transport state (`stdio`, `http`),
@@ -44,6 +50,7 @@ pub(crate) mod asks;
 pub(crate) mod connectome;
 mod delivery;
 pub(crate) mod event;
+pub(crate) mod facts;
 pub(crate) mod inputs;
 pub(crate) mod lifecycle;
 pub(crate) mod lists;
@@ -51,6 +58,7 @@ pub mod mrtr;
 pub(crate) mod prepared;
 pub(crate) mod requests;
 pub(crate) mod scopes;
+pub(crate) mod scratch;
 pub(crate) mod served;
 pub(crate) mod streams;
 pub mod subs;
@@ -73,8 +81,9 @@ use crate::mcp::lifecycle::Method;
 pub(crate) use crate::mcp::lifecycle::Mode;
 use crate::mcp::lifecycle::Session;
 use crate::mcp::lifecycle::{Notification, notification};
-use crate::mcp::mrtr::{ClientCapabilities, MAX_INPUT_REQUESTS};
+use crate::mcp::mrtr::ClientCapabilities;
 use crate::mcp::prepared::Prepared;
+use crate::mcp::scratch::{Round, Scratch, TraceScratch};
 use crate::mcp::streams::Subscriptions;
 use crate::mcp::tickets::Slot;
 use crate::mcp::tickets::Tickets;
@@ -82,121 +91,67 @@ use crate::mcp::tickets::{Ticket, cancelled_id};
 use crate::output::{Outbox, Route};
 use crate::revision::Revision;
 use crate::time::Clock;
-use crate::wire::cursor::ListKind;
 use crate::wire::json;
-use crate::wire::trace::{self, TraceParent};
+use crate::wire::trace;
 
 /// Everything but the input buffer and the parser, so a parsed frame (which borrows
 /// those two) can be handled with `&mut Core`.
 pub(crate) struct Core {
-    pub(crate) cfg: Config,
-    pub(crate) catalog: Catalog,
-    pub(crate) prepared: Prepared,
-    pub(crate) scratch: Scratch,
-    pub(crate) mode: Mode,
-    pub(crate) tickets: Tickets,
-    pub(crate) outbox: Outbox,
+    cfg: Config,
+    catalog: Catalog,
+    prepared: Prepared,
+    scratch: Scratch,
+    mode: Mode,
+    tickets: Tickets,
+    outbox: Outbox,
     /// The session-bound state of the stream (stdio), or of the HTTP session the request
     /// being handled belongs to (handed in by the HTTP layer, see [`SessionCheck`]).
-    pub(crate) session: Session,
+    session: Session,
     /// What the HTTP layer found for the request's `Mcp-Session-Id` (reset by `handle`).
-    pub(crate) session_check: SessionCheck,
-    pub(crate) subs: Subscriptions,
+    session_check: SessionCheck,
+    subs: Subscriptions,
     /// Input asked of session-bound clients, and the requests waiting for it.
-    pub(crate) inputs: Inputs,
+    inputs: Inputs,
     /// Requests the host sent session-bound clients outside any request.
-    pub(crate) asks: asks::Asks,
+    asks: asks::Asks,
     /// The tasks: tool calls that outlive their request.
-    pub(crate) tasks: tasks::Tasks,
+    tasks: tasks::Tasks,
     /// Sessions opened so far (each gets the next serial).
-    pub(crate) sessions_opened: u64,
+    sessions_opened: u64,
     /// The route of the request being dispatched (becomes its ticket's route).
-    pub(crate) route: Route,
+    route: Route,
     /// Frames processed (blank lines excluded).
-    pub(crate) frames: u64,
+    frames: u64,
     /// The latest time the engine was given, in microseconds.
-    pub(crate) now: u64,
+    now: u64,
     /// The wall clock the host set (microseconds since the Unix epoch) and the `now` it
     /// was set at: the wall clock reads that plus the time since.
-    pub(crate) wall: Option<(u64, u64)>,
+    wall: Option<(u64, u64)>,
     /// Advances with every catalog replacement.
-    pub(crate) catalog_revision: u64,
+    catalog_revision: u64,
     /// The principal of the HTTP request being dispatched (see `http::Principal`).
-    pub(crate) principal: Option<[u8; 32]>,
+    principal: Option<[u8; 32]>,
     /// The scope rules of a protected HTTP endpoint (`None`: nothing is scoped).
-    pub(crate) rules: Option<scopes::Rules>,
+    rules: Option<scopes::Rules>,
     /// The scopes granted to the request being dispatched (`None`: unrestricted, as on
     /// stdio and for `Authorization::Everyone`).
-    pub(crate) granted: Option<scopes::ScopeSet>,
+    granted: Option<scopes::ScopeSet>,
     /// The method slot whose scopes the latest request lacked (its challenge).
-    pub(crate) denied: Option<usize>,
+    denied: Option<usize>,
     /// The response of the request being dispatched cannot be a stream (HTTP/1.0).
-    pub(crate) no_stream: bool,
+    no_stream: bool,
     /// Why a `subscriptions/listen` of the request being dispatched is refused: its HTTP
     /// client holds as many streams as it may (see `http::stream_shares`).
-    pub(crate) listen_refusal: Option<PeerError<'static>>,
+    listen_refusal: Option<PeerError<'static>>,
     /// The requests answered without the host, for the adapters' spans.
-    pub(crate) served: served::Log,
+    served: served::Log,
     /// The host's answers, recorded when an adapter asks (see [`answered`]).
-    pub(crate) answered: answered::AnswerLog,
+    answered: answered::AnswerLog,
     /// The observed counts and the host's declared edges.
     #[cfg(feature = "connectome")]
-    pub(crate) connectome: connectome::Connectome,
+    connectome: connectome::Connectome,
     /// The request being dispatched waits for a task to end (`tasks/result`).
-    pub(crate) waiting: bool,
-}
-
-/// Where the data of the current event lives (read by the event while it is held).
-pub(crate) struct Scratch {
-    pub(crate) args: Vec<u8>,
-    pub(crate) uri: String,
-    pub(crate) captures: Captures,
-    /// The argument name and value of a completion request.
-    pub(crate) completion: (String, String),
-    /// What the current request brings for a multi-round-trip request.
-    pub(crate) round: Round,
-    /// The decoded `requestState`.
-    pub(crate) state: Vec<u8>,
-    /// `inputResponses`: keys and values (compact JSON), back to back.
-    pub(crate) responses: Vec<u8>,
-    /// The buffer of the repeated-member-name check (`jsonrpc::decode`).
-    pub(crate) names: json::Names,
-    /// The trace context of the request handed over last.
-    pub(crate) trace: TraceScratch,
-    /// The id of the event's request, as JSON (copied from its ticket slot).
-    pub(crate) id: tickets::IdBuf,
-}
-
-/// The W3C trace context of the request handed over last (see `requests::take_trace`):
-/// its buffers are reserved at their bounds, so copying one never allocates.
-pub(crate) struct TraceScratch {
-    pub(crate) parent: Option<TraceParent>,
-    pub(crate) state: String,
-    pub(crate) has_state: bool,
-    pub(crate) baggage: String,
-    pub(crate) has_baggage: bool,
-}
-
-impl Round {
-    fn reset(&mut self) {
-        self.caps = ClientCapabilities::default();
-        self.host_state = None;
-        self.entries.clear();
-        self.tasks = false;
-    }
-}
-
-/// The multi-round-trip part of the request being dispatched.
-#[derive(Default)]
-pub(crate) struct Round {
-    pub(crate) caps: ClientCapabilities,
-    pub(crate) digest: [u8; 32],
-    /// The host's part of a verified `requestState`, in `Scratch::state`.
-    pub(crate) host_state: Option<core::ops::Range<usize>>,
-    /// Key and value ranges in `Scratch::responses`.
-    pub(crate) entries: heapless::Vec<mrtr::Entry, MAX_INPUT_REQUESTS>,
-    /// The tool call may become a task (see `Core::task_offer`).
-    pub(crate) tasks: bool,
+    waiting: bool,
 }
 
 /// Members of one object the repeated-name check holds without growing its buffer (16 KiB).
@@ -281,7 +236,7 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
 
 impl Core {
     // The interface the transports (stdio, HTTP) use: getters, time, and the outbox's
-    // contents. They never touch the core's fields.
+    // contents. They never touch the core's fields (private to `mcp/`).
 
     /// The configuration.
     pub(crate) fn config(&self) -> &Config {
@@ -434,6 +389,157 @@ impl Core {
         self.served.dropped() + self.answered.dropped()
     }
 
+    /// The next event: a cancellation, else the pending request (marked delivered; see
+    /// [`delivery`]).
+    pub(crate) fn next_event(&mut self) -> Option<event::Event<'_>> {
+        let clock = self.clock();
+        delivery::Delivery {
+            cfg: &self.cfg,
+            catalog: &self.catalog,
+            prepared: &self.prepared,
+            scratch: &mut self.scratch,
+            tickets: &mut self.tickets,
+            outbox: &mut self.outbox,
+            inputs: &mut self.inputs,
+            tasks: &mut self.tasks,
+            asks: &mut self.asks,
+            answered: &mut self.answered,
+            #[cfg(feature = "connectome")]
+            observed: &mut self.connectome.observed,
+            clock,
+        }
+        .next()
+    }
+
+    /// Forgets the delivered event (its borrow has ended).
+    pub(crate) fn release(&mut self) {
+        self.asks.release();
+        if self.tickets.delivered {
+            self.tickets.delivered = false;
+            self.tickets.pending = None;
+        }
+    }
+
+    /// The subscriptions' fan-out, over the parts it uses (see [`subs::Fanout`]).
+    fn fanout(&mut self) -> subs::Fanout<'_> {
+        subs::Fanout {
+            cfg: &self.cfg,
+            catalog: &self.catalog,
+            prepared: &self.prepared,
+            outbox: &mut self.outbox,
+            subs: &mut self.subs,
+        }
+    }
+
+    /// Replaces the catalog (see [`Engine::replace_catalog`](crate::Engine::replace_catalog)).
+    pub(crate) fn replace_catalog(
+        &mut self,
+        catalog: Catalog,
+    ) -> Result<subs::CatalogChange, subs::ReplaceError> {
+        if self.tickets.pending.is_some() {
+            return Err(subs::ReplaceError::EventPending);
+        }
+        let (old, new) = (&self.catalog, &catalog);
+        if old.has_tools() != new.has_tools()
+            || old.has_resources() != new.has_resources()
+            || old.has_prompts() != new.has_prompts()
+        {
+            return Err(subs::ReplaceError::CapabilitiesChanged);
+        }
+        let rules = match &self.rules {
+            Some(r) => Some(r.for_catalog(new).map_err(|_| subs::ReplaceError::UnknownScope)?),
+            None => None,
+        };
+        let change = subs::CatalogChange::between(old, new);
+        // Tool calls and prompts in flight keep their definition (by name): for the
+        // output-schema check, and for a request that comes back after asking its
+        // session-bound client for input.
+        for slot in &mut self.tickets.slots {
+            let Some(b) = slot.busy.as_mut() else { continue };
+            let found = match b.kind {
+                tickets::Kind::Tool => {
+                    let name = old.tools.get(b.target as usize).map(|t| t.tool.name.as_str());
+                    name.and_then(|n| new.tool_index(n))
+                }
+                tickets::Kind::Prompt => {
+                    let name = old.prompts.get(b.target as usize).map(|p| p.prompt.name.as_str());
+                    name.and_then(|n| new.prompt_index(n))
+                }
+                tickets::Kind::Resource | tickets::Kind::Completion => continue,
+            };
+            b.target = found.map_or(u32::MAX, |i| i as u32);
+        }
+        #[cfg(feature = "connectome")]
+        self.connectome.observed.replace_catalog(&self.catalog, &catalog);
+        self.catalog = catalog;
+        self.rules = rules;
+        self.catalog_revision += 1;
+        self.announce_list_changed(change);
+        Ok(change)
+    }
+
+    /// The `notifications/*/list_changed` of `change` (see
+    /// [`subs::Fanout::announce_list_changed`]); the stdio stream's session-bound client is
+    /// told once it is initialized.
+    pub(crate) fn announce_list_changed(&mut self, change: subs::CatalogChange) -> subs::CatalogChange {
+        let stdio = self.mode == Mode::Stdio && self.session.legacy.is_some() && self.session.initialized;
+        self.fanout().announce_list_changed(change, stdio)
+    }
+
+    /// Notifies the subscribers of `uri` (see [`subs::Fanout::notify_resource_updated`]).
+    pub(crate) fn notify_resource_updated(&mut self, uri: &str) -> usize {
+        let stdio = self.mode == Mode::Stdio && subs::wants_update(&self.session, uri);
+        self.fanout().notify_resource_updated(uri, stdio)
+    }
+
+    /// The session-bound list changes for an HTTP session (see
+    /// [`subs::Fanout::session_list_changed`]).
+    pub(crate) fn session_list_changed(
+        &mut self,
+        route: Route,
+        session: &Session,
+        change: subs::CatalogChange,
+    ) {
+        self.fanout().session_list_changed(route, session, change);
+    }
+
+    /// A resource update for an HTTP session (see
+    /// [`subs::Fanout::session_resource_updated`]).
+    pub(crate) fn session_resource_updated(&mut self, route: Route, session: &Session, uri: &str) -> bool {
+        self.fanout().session_resource_updated(route, session, uri)
+    }
+
+    /// Ends every subscription gracefully (see [`subs::Fanout::end_subscriptions`]).
+    pub(crate) fn end_subscriptions(&mut self) -> usize {
+        self.fanout().end_subscriptions()
+    }
+
+    /// The methods that reach the host, over the parts they use, for the request being
+    /// dispatched (see [`requests::HostRequests`]).
+    fn host_requests(&mut self) -> requests::HostRequests<'_> {
+        let clock = self.clock();
+        requests::HostRequests {
+            cfg: &self.cfg,
+            catalog: &self.catalog,
+            prepared: &self.prepared,
+            scratch: &mut self.scratch,
+            tickets: &mut self.tickets,
+            outbox: &mut self.outbox,
+            inputs: &mut self.inputs,
+            tasks: &mut self.tasks,
+            served: &mut self.served,
+            answered: &mut self.answered,
+            session: &self.session,
+            caller: requests::Caller {
+                route: self.route,
+                principal: self.principal,
+                grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.granted },
+                no_stream: self.no_stream,
+            },
+            clock,
+        }
+    }
+
     /// The handle every answer and notification for a ticket goes through.
     pub(crate) fn answers(&mut self) -> Answers<'_> {
         let clock = self.clock();
@@ -448,6 +554,83 @@ impl Core {
             clock,
             log: &mut self.answered,
         }
+    }
+
+    /// The task store's port: the table's side of a host's task store (see
+    /// [`tasks::store::TaskStore`]).
+    pub(crate) fn task_store(&mut self) -> tasks::store::TaskStore<'_> {
+        let wall = self.wall_now();
+        tasks::store::TaskStore {
+            tasks: &mut self.tasks,
+            tickets: &mut self.tickets,
+            outbox: &mut self.outbox,
+            catalog: &self.catalog,
+            prepared: &self.prepared,
+            cfg: &self.cfg,
+            now: self.now,
+            wall,
+        }
+    }
+
+    /// The task methods' view of the core for the request being dispatched (see
+    /// [`tasks::TaskMethods`]).
+    pub(crate) fn task_methods(&mut self) -> tasks::TaskMethods<'_> {
+        let wall = self.wall_now();
+        tasks::TaskMethods {
+            tasks: &mut self.tasks,
+            tickets: &mut self.tickets,
+            outbox: &mut self.outbox,
+            prepared: &self.prepared,
+            principal: self.principal,
+            token: self.session.token,
+            serial: self.session.serial,
+            page_size: self.cfg.page_size,
+            wall,
+        }
+    }
+
+    /// The wall clock now (microseconds since the Unix epoch; the engine's time until the
+    /// host sets the wall clock).
+    pub(crate) fn wall_now(&self) -> u64 {
+        self.clock().wall.unwrap_or(self.now)
+    }
+
+    /// Deletes the tasks past their TTL; the host is told of those it still works on.
+    pub(crate) fn expire_tasks(&mut self) {
+        let Self { tasks, tickets, now, outbox, .. } = self;
+        tasks.expire(crate::time::Instant::from_micros(*now), |t, r| {
+            if r.held {
+                tickets.tell_cancelled(t);
+            }
+            tasks::legacy::answer_waiters(outbox, r, Some("Task has expired"));
+        });
+    }
+
+    /// Whether a task store is attached (see [`Self::task_store`]).
+    pub(crate) fn task_store_attached(&self) -> bool {
+        self.tasks.store.is_some()
+    }
+
+    /// When the task store's earliest lease renewal or retry is due.
+    pub(crate) fn task_store_deadline(&self) -> Option<crate::time::Instant> {
+        self.tasks.store_deadline()
+    }
+
+    /// The task `ticket` names, if it is one whose progress notifications are sent
+    /// (`2025-11-25`, held by the host, with a progress token).
+    pub(crate) fn progress_task(&self, ticket: Ticket) -> Option<&tasks::Record> {
+        self.tasks.get(ticket).filter(|r| r.sends_progress())
+    }
+
+    /// How many tasks the engine holds (finished ones included, until their TTL).
+    pub(crate) fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether the server waits for a reply of the client of session `serial` to a
+    /// request the host sent it.
+    pub(crate) fn asks_waiting_in(&self, serial: u64) -> bool {
+        self.asks.waiting_in(serial)
     }
 
     // ------------------------------------------------------------ deadlines, client asks and cancellation
@@ -527,7 +710,7 @@ impl Core {
     /// cancelled (a request whose event the host has not polled yet is withdrawn), and
     /// ends a listen stream on it (its grant expired) with its closing result.
     pub(crate) fn time_out_route(&mut self, route: Route) {
-        self.time_out_waiters(route);
+        tasks::legacy::time_out_waiters(&mut self.tasks, &mut self.outbox, route);
         // A listen stream on the route ends as the server ends it (its grant expired).
         let mut i = 0;
         while i < self.subs.list.len() {
@@ -561,24 +744,10 @@ impl Core {
     }
 
     /// Whether the request being dispatched may use item `i` of list `kind` (a
-    /// definition it may not use does not exist for it).
-    pub(crate) fn may_use(&self, kind: ListKind, i: usize) -> bool {
-        match (&self.rules, self.granted) {
-            (Some(rules), Some(granted)) => rules.item(kind, i, granted),
-            _ => true,
-        }
-    }
-
-    /// Whether the request being dispatched may read `uri`, resolved to `target` (a
-    /// template's position, or `None` for a listed resource).
-    pub(crate) fn may_read(&self, uri: &str, target: Option<usize>) -> bool {
-        if self.rules.is_none() || self.granted.is_none() {
-            return true;
-        }
-        match target {
-            Some(t) => self.may_use(ListKind::ResourceTemplates, t),
-            None => self.catalog.resource_index(uri).is_none_or(|i| self.may_use(ListKind::Resources, i)),
-        }
+    /// definition it may not use does not exist for it): the connectome's reads ask.
+    #[cfg(feature = "connectome")]
+    pub(crate) fn may_use(&self, kind: crate::wire::cursor::ListKind, i: usize) -> bool {
+        scopes::Grant { rules: self.rules.as_ref(), granted: self.granted }.may_use(kind, i)
     }
 
     /// Installs the scope rules of a protected endpoint (built for the current catalog).
@@ -685,6 +854,14 @@ impl Core {
         Ok(())
     }
 
+    /// Whether `tasks/list` is offered to the caller: on stdio (one client: the requestor
+    /// is the stream's), and over HTTP to a principal; not to an HTTP session without one,
+    /// as the utility advises a receiver that cannot tell requestors apart (its `tasks/list`
+    /// is `-32601`, and `initialize` leaves `tasks.list` out).
+    pub(crate) fn lists_tasks(&self) -> bool {
+        self.principal.is_some() || self.mode == Mode::Stdio
+    }
+
     /// Numbers a session that comes back from a session store, as `initialize` numbers
     /// a new one.
     pub(crate) fn number_session(&mut self, session: &mut Session) {
@@ -741,13 +918,36 @@ impl Core {
         parsed: Result<&[Node<'t>], simd_json::Error>,
         headers: &'t [httparse::Header<'t>],
     ) -> Dispatched {
+        self.handle_gated(route, principal, granted, parsed, headers, |_, _, _| None)
+    }
+
+    /// [`Self::handle`], with the message decoded once and shown to `gate` first (with
+    /// the core, for its counts): the transport decides its limits on what the request
+    /// is ([`RequestFacts::of`](facts::RequestFacts::of) the decoded message), never on
+    /// the tape. A gate that refuses the message writes its own answer and returns what
+    /// the message became; the core then never sees it (nothing is counted or recorded).
+    pub(crate) fn handle_gated<'t>(
+        &mut self,
+        route: Route,
+        principal: Option<[u8; 32]>,
+        granted: Option<scopes::ScopeSet>,
+        parsed: Result<&[Node<'t>], simd_json::Error>,
+        headers: &'t [httparse::Header<'t>],
+        gate: impl FnOnce(&Self, &Message<'_, 't>, &[Node<'t>]) -> Option<Dispatched>,
+    ) -> Dispatched {
+        let decoded = parsed.map(|n| (n, jsonrpc::decode(n, &mut self.scratch.names)));
+        if let Ok((n, message)) = &decoded
+            && let Some(refused) = gate(self, message, n)
+        {
+            return refused;
+        }
         self.frames += 1;
         self.route = route;
         self.principal = principal;
         self.granted = granted;
         self.denied = None;
-        let outcome = match parsed {
-            Ok(n) => self.dispatch(n, headers),
+        let outcome = match decoded {
+            Ok((n, message)) => self.dispatch(n, message, headers),
             Err(e) => Dispatched::Answered(self.parse_failure(&e)),
         };
         self.route = Route::Stdio;
@@ -757,6 +957,12 @@ impl Core {
         self.listen_refusal = None;
         self.session_check = SessionCheck::Own;
         outcome
+    }
+
+    /// What the transport must know of the message on tape `n` before it is served
+    /// (decoded here; a message looked at before it is served, and parsed again then).
+    pub(crate) fn preview<'t>(&mut self, n: &[Node<'t>]) -> facts::RequestFacts<'t> {
+        facts::RequestFacts::of(&jsonrpc::decode(n, &mut self.scratch.names))
     }
 
     /// Serves the next message handled under `mode`'s rules (HTTP picks them per
@@ -783,12 +989,16 @@ impl Core {
         self.listen_refusal = Some(refusal);
     }
 
-    /// Serves one message.
-    fn dispatch<'t>(&mut self, n: &[Node<'t>], headers: &'t [httparse::Header<'t>]) -> Dispatched {
+    /// Serves one message, decoded.
+    fn dispatch<'t>(
+        &mut self,
+        n: &[Node<'t>],
+        message: Message<'_, 't>,
+        headers: &'t [httparse::Header<'t>],
+    ) -> Dispatched {
         let mark = self.outbox.out.len();
         self.served.begin();
         // Matched by reference: the request view is not moved out of the message.
-        let message = jsonrpc::decode(n, &mut self.scratch.names);
         let status = match &message {
             Message::Refused(reply, e) => {
                 self.refused(None, e);
@@ -813,7 +1023,7 @@ impl Core {
                     && !self.asks.response(session, r, names)
                 {
                     // Or the answer to what a 2025-11-25 task asked.
-                    self.task_response(n, id, outcome);
+                    self.task_methods().task_response(n, id, outcome);
                 }
                 200
             }
@@ -910,25 +1120,88 @@ impl Core {
                 Ok(())
             }
             Method::SetLevel => self.set_level(req),
-            Method::List(kind) => self.list(req, rev, kind),
-            Method::CallTool => self.call_tool(req, rev),
+            Method::List(kind) => {
+                let clock = self.clock();
+                let grant = scopes::Grant { rules: self.rules.as_ref(), granted: self.granted };
+                let lister = lists::Lister {
+                    catalog: &self.catalog,
+                    prepared: &mut self.prepared,
+                    cfg: &self.cfg,
+                    grant,
+                    principal: self.principal.as_ref(),
+                    clock,
+                };
+                lister.list(&mut self.outbox.out, req, rev, kind)
+            }
+            Method::CallTool => self.host_requests().call_tool(req, rev),
             Method::ReadResource => {
                 #[cfg(feature = "connectome")]
                 if let Some(served) = self.connectome_read(req, rev) {
                     return served; // counted as it was served
                 }
-                self.read_resource(req, rev)
+                self.host_requests().read_resource(req, rev)
             }
-            Method::GetPrompt => self.get_prompt(req, rev),
-            Method::Complete => self.complete(req, rev),
-            Method::Listen => self.listen(req),
-            Method::GetTask => self.get_task(req, rev),
-            Method::UpdateTask => self.update_task(req, rev),
-            Method::CancelTask => self.cancel_task(req, rev),
-            Method::TaskResult => self.task_result(req, rev),
-            Method::ListTasks => self.list_tasks(req, rev),
-            Method::Subscribe => self.legacy_subscribe(req, rev, true),
-            Method::Unsubscribe => self.legacy_subscribe(req, rev, false),
+            Method::GetPrompt => self.host_requests().get_prompt(req, rev),
+            Method::Complete => self.host_requests().complete(req, rev),
+            Method::Listen => {
+                let who = subs::Listener {
+                    route: self.route,
+                    principal: self.principal,
+                    grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.granted },
+                    no_stream: self.no_stream,
+                    refusal: self.listen_refusal,
+                };
+                let fanout = subs::Fanout {
+                    cfg: &self.cfg,
+                    catalog: &self.catalog,
+                    prepared: &self.prepared,
+                    outbox: &mut self.outbox,
+                    subs: &mut self.subs,
+                };
+                fanout.listen(req, &who, &mut self.scratch.captures)
+            }
+            Method::GetTask => self.task_methods().get(req, rev),
+            Method::UpdateTask => self.task_methods().update(req, rev),
+            Method::CancelTask => self.task_methods().cancel(req, rev),
+            Method::TaskResult => {
+                let route = self.route;
+                let waits = self.task_methods().result(req, rev, route);
+                if let Ok(Some(ticket)) = waits {
+                    self.waiting = true;
+                    // A copy of another node's task: read again should its owner fall silent.
+                    self.task_store().watch_copy(ticket);
+                }
+                waits.map(|_| ())
+            }
+            // Not offered (`initialize` left `tasks.list` out): a method this server does
+            // not support for the caller.
+            Method::ListTasks if !self.lists_tasks() => Err(PeerError::MethodNotFound(req.method)),
+            // With a task store the list is the store's (`listing`): the table holds only
+            // this engine's tasks, not every task the caller can read.
+            Method::ListTasks if self.tasks.store.is_some() => {
+                let (principal, route) = (self.principal, self.route);
+                self.task_store().list_stored(req, rev, principal, route)
+            }
+            Method::ListTasks => self.task_methods().list(req, rev),
+            Method::Subscribe | Method::Unsubscribe => {
+                let fanout = subs::Fanout {
+                    cfg: &self.cfg,
+                    catalog: &self.catalog,
+                    prepared: &self.prepared,
+                    outbox: &mut self.outbox,
+                    subs: &mut self.subs,
+                };
+                let grant = scopes::Grant { rules: self.rules.as_ref(), granted: self.granted };
+                let subscribe = method == Method::Subscribe;
+                fanout.legacy_subscribe(
+                    req,
+                    rev,
+                    subscribe,
+                    &mut self.session,
+                    grant,
+                    &mut self.scratch.captures,
+                )
+            }
         };
         #[cfg(feature = "connectome")]
         self.observe(method, before);

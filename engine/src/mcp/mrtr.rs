@@ -456,7 +456,7 @@ impl InputRequestBuf {
 }
 
 /// An answer that asks the client for input before the work can complete
-/// (`resultType: "input_required"`), see [`crate::Engine::answer_input_required`].
+/// (`resultType: "input_required"`), see [`Commands::answer_input_required`](crate::Commands::answer_input_required).
 #[derive(Debug, Clone, Copy)]
 pub struct InputRequired<'a> {
     pub(crate) requests: &'a [InputRequest<'a>],
@@ -476,7 +476,7 @@ impl<'a> InputRequired<'a> {
 
     /// Host state (at most [`MAX_HOST_STATE_LEN`] bytes) the engine seals into
     /// `requestState` and hands back, verified, on the retry
-    /// ([`crate::CallTool::request_state`]). The client can read it (it is signed, not
+    /// ([`crate::event::CallTool::request_state`]). The client can read it (it is signed, not
     /// encrypted): keep secrets out. Needs [`crate::Config::request_state_key`].
     #[must_use]
     pub fn state(mut self, state: &'a [u8]) -> Self {

@@ -8,6 +8,10 @@ use crate::time::Lifetime;
 use crate::wire::cursor::CursorKey;
 use crate::wire::json;
 
+/// The tasks extension's name, under `capabilities.extensions` (and a client's
+/// `clientCapabilities.extensions`, `tasks::methods`).
+pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// Values prepared once per engine (they depend only on config and catalog).
 pub(crate) struct Prepared {
     /// `"_meta":{"io.modelcontextprotocol/serverInfo":{..}}` or empty.
@@ -77,7 +81,7 @@ impl Prepared {
         let tasks = cfg.tasks && catalog.has_tools();
         let discover_caps = if tasks {
             let mut v: serde_json::Value = serde_json::from_str(&caps).unwrap_or_default();
-            v["extensions"] = serde_json::json!({ crate::mcp::tasks::methods::EXTENSION: {} });
+            v["extensions"] = serde_json::json!({ TASKS_EXTENSION: {} });
             v.to_string()
         } else {
             caps.clone()

@@ -1,22 +1,84 @@
-//! Methods that reach the host.
+//! Methods that reach the host: `tools/call`, `resources/read`, `prompts/get`,
+//! `completion/complete`, each validated and handed over as the event to poll
+//! ([`HostRequests`], the parts they use, lent by the core).
 
 use core::fmt;
 
 use simd_json::{Node, StaticNode};
 
+use crate::catalog::Catalog;
+use crate::config::Config;
 use crate::error::{Detailed, PeerError};
 use crate::jsonrpc::{IdRef, Reply, Req};
-use crate::mcp::Core;
-use crate::mcp::lifecycle::request_log_level;
+use crate::mcp::answered::AnswerLog;
+use crate::mcp::answers::Answers;
+use crate::mcp::inputs::Inputs;
+use crate::mcp::lifecycle::{Session, request_log_level};
 use crate::mcp::mrtr::{self, ClientCapabilities, Entry, Method};
-use crate::mcp::tickets::{Busy, IdBuf, Kind, Pending, PendingKind, Ticket};
+use crate::mcp::prepared::Prepared;
+use crate::mcp::scopes::Grant;
+use crate::mcp::scratch::Scratch;
+use crate::mcp::served::Log;
+use crate::mcp::tasks::Tasks;
+use crate::mcp::tickets::{Busy, IdBuf, Kind, Pending, PendingKind, Ticket, Tickets};
 use crate::mcp::write::{result_end, result_start};
+use crate::output::{Outbox, Route};
 use crate::revision::Revision;
+use crate::time::Clock;
 use crate::wire::cursor::ListKind;
 use crate::wire::json;
 use crate::wire::trace::{self, TraceParent};
 
-impl Core {
+/// Who a request that reaches the host comes from, as the transport handed it in.
+#[derive(Clone, Copy)]
+pub(crate) struct Caller<'a> {
+    /// Its route (its ticket's).
+    pub(crate) route: Route,
+    /// Its principal (`None`: anonymous).
+    pub(crate) principal: Option<[u8; 32]>,
+    /// What it was granted: a definition it may not use does not exist for it.
+    pub(crate) grant: Grant<'a>,
+    /// Its response cannot be a stream (HTTP/1.0).
+    pub(crate) no_stream: bool,
+}
+
+/// The methods that reach the host, over the parts they use (lent by the core for the
+/// request being dispatched): the catalog and configuration, the scratch buffers the event
+/// reads, the ticket table, the outbox, the input and task tables, the records of what
+/// was answered, the session and the caller.
+pub(crate) struct HostRequests<'a> {
+    pub(crate) cfg: &'a Config,
+    pub(crate) catalog: &'a Catalog,
+    pub(crate) prepared: &'a Prepared,
+    pub(crate) scratch: &'a mut Scratch,
+    pub(crate) tickets: &'a mut Tickets,
+    pub(crate) outbox: &'a mut Outbox,
+    pub(crate) inputs: &'a mut Inputs,
+    pub(crate) tasks: &'a mut Tasks,
+    pub(crate) served: &'a mut Log,
+    pub(crate) answered: &'a mut AnswerLog,
+    /// The session the request is served in (the stream's, or the HTTP session's).
+    pub(crate) session: &'a Session,
+    pub(crate) caller: Caller<'a>,
+    pub(crate) clock: Clock,
+}
+
+impl HostRequests<'_> {
+    /// The handle an answer goes through.
+    fn answers(&mut self) -> Answers<'_> {
+        Answers {
+            tickets: self.tickets,
+            outbox: self.outbox,
+            inputs: self.inputs,
+            tasks: self.tasks,
+            prepared: self.prepared,
+            catalog: self.catalog,
+            resources_cache: self.cfg.resources_cache,
+            clock: self.clock,
+            log: self.answered,
+        }
+    }
+
     /// Copies `params.arguments` into `self.scratch.args` as compact JSON (`{}` when absent).
     fn take_arguments<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
         self.scratch.args.clear();
@@ -81,7 +143,7 @@ impl Core {
             kind: kind_of,
             revision,
             id,
-            route: self.route,
+            route: self.caller.route,
             target: target as u32,
             progress,
             last_progress: None,
@@ -94,8 +156,8 @@ impl Core {
             digest: self.scratch.round.digest,
             session: self.session.serial,
             session_token: self.session.token,
-            no_stream: self.no_stream,
-            principal: self.principal,
+            no_stream: self.caller.no_stream,
+            principal: self.caller.principal,
             trace,
             tasks: self.scratch.round.tasks,
         });
@@ -125,7 +187,7 @@ impl Core {
     pub(crate) fn call_tool<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         let name = req.str_at(req.name).ok_or(PeerError::NotAString("name"))?;
         let ti = (self.catalog.tool_index(name))
-            .filter(|&i| self.may_use(ListKind::Tools, i))
+            .filter(|&i| self.caller.grant.may_use(ListKind::Tools, i))
             .ok_or(PeerError::UnknownTool(name))?;
         let required = &self.catalog.tools[ti].tool.required_client_capabilities;
         if rev.is_stateless() && !required.is_empty() {
@@ -135,7 +197,7 @@ impl Core {
                 return Err(self.outbox.detail.render(Detailed::MissingCapability { tool: name, required }));
             }
         }
-        let offer = self.task_offer(req, rev, ti, name)?;
+        let offer = crate::mcp::tasks::methods::task_offer(self.catalog, self.prepared, req, rev, ti, name)?;
         self.take_arguments(req)?;
         // Arguments repeat no member name (`jsonrpc::decode` refuses that), so they are
         // decided on the request's tape and passed on as written, without building a value.
@@ -172,7 +234,7 @@ impl Core {
         self.hand_over(req, PendingKind::Tool(ti), rev)?;
         if offer && !rev.is_stateless() {
             // 2025-11-25: the client asked for a task; the host gets the call as one.
-            self.augmented(req);
+            self.answers().augment(req);
         }
         Ok(())
     }
@@ -186,13 +248,16 @@ impl Core {
         let target = match req.str_at(get(reference, "type")) {
             Some("ref/prompt") => {
                 let name = req.str_at(get(reference, "name")).ok_or(PeerError::RefNameNotString)?;
-                let found = self.catalog.prompt_index(name).filter(|&i| self.may_use(ListKind::Prompts, i));
+                let found = self
+                    .catalog
+                    .prompt_index(name)
+                    .filter(|&i| self.caller.grant.may_use(ListKind::Prompts, i));
                 Ok(found.ok_or(PeerError::UnknownPrompt(name))?)
             }
             Some("ref/resource") => {
                 let uri = req.str_at(get(reference, "uri")).ok_or(PeerError::RefUriNotString)?;
                 let found = (self.catalog.templates.iter().position(|t| t.template.uri_template == uri))
-                    .filter(|&i| self.may_use(ListKind::ResourceTemplates, i));
+                    .filter(|&i| self.caller.grant.may_use(ListKind::ResourceTemplates, i));
                 Err(found.ok_or(PeerError::NoTemplate(uri))?)
             }
             _ => return Err(PeerError::BadRefType),
@@ -234,7 +299,7 @@ impl Core {
     ) -> Result<(), PeerError<'t>> {
         let uri = req.str_at(req.uri).ok_or(PeerError::NotAString("uri"))?;
         let found = self.catalog.resolve_uri(uri, &mut self.scratch.captures);
-        let target = (found.filter(|&t| self.may_read(uri, t)))
+        let target = (found.filter(|&t| self.caller.grant.may_read(self.catalog, uri, t)))
             .ok_or(PeerError::ResourceNotFound { uri, stateless: rev.is_stateless() })?;
         self.scratch.args.clear();
         self.round_trip(req, rev, Method::ReadResource, uri)?;
@@ -272,7 +337,7 @@ impl Core {
         }
         let key = self.prepared.state_key.as_ref();
         if key.is_some() {
-            let principal = self.principal.as_ref();
+            let principal = self.caller.principal.as_ref();
             self.scratch.round.digest = mrtr::params_digest(method, name, &self.scratch.args, principal);
         }
         let [state_at, responses_at] = json::members(n, p, ["requestState", "inputResponses"]);
@@ -280,7 +345,7 @@ impl Core {
         if let Some(si) = state_at {
             let text = json::str_at(n, si).ok_or(PeerError::RequestStateNotString)?;
             let digest = self.scratch.round.digest;
-            let (clock, life) = (self.clock(), self.prepared.state_life);
+            let (clock, life) = (self.clock, self.prepared.state_life);
             let o = mrtr::open(key, text, clock, life, method, &digest, &mut self.scratch.state)
                 .map_err(|e| PeerError::RequestState(e.message()))?;
             opened = Some(o);
@@ -336,7 +401,7 @@ impl Core {
     pub(crate) fn get_prompt<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         let name = req.str_at(req.name).ok_or(PeerError::NotAString("name"))?;
         let pi = (self.catalog.prompt_index(name))
-            .filter(|&i| self.may_use(ListKind::Prompts, i))
+            .filter(|&i| self.caller.grant.may_use(ListKind::Prompts, i))
             .ok_or(PeerError::PromptNotFound(name))?;
         self.take_arguments(req)?;
         // As for a tool: decided on the tape, the `Value` path only for error messages.

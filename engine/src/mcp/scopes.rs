@@ -222,6 +222,43 @@ impl Need {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct UnknownScope;
 
+/// What the request being dispatched was granted, against the endpoint's rules: the
+/// scope check of its definitions (everything, without rules or without a grant).
+#[derive(Clone, Copy)]
+pub(crate) struct Grant<'a> {
+    pub(crate) rules: Option<&'a Rules>,
+    pub(crate) granted: Option<ScopeSet>,
+}
+
+impl Grant<'_> {
+    /// Whether the request may use item `i` of list `kind` (a definition it may not use
+    /// does not exist for it).
+    pub(crate) fn may_use(self, kind: ListKind, i: usize) -> bool {
+        match (self.rules, self.granted) {
+            (Some(rules), Some(granted)) => rules.item(kind, i, granted),
+            _ => true,
+        }
+    }
+
+    /// Whether the request may read `uri`, resolved to `target` (a template's position,
+    /// or `None` for a listed resource) in `catalog`.
+    pub(crate) fn may_read(self, catalog: &Catalog, uri: &str, target: Option<usize>) -> bool {
+        if self.rules.is_none() || self.granted.is_none() {
+            return true;
+        }
+        match target {
+            Some(t) => self.may_use(ListKind::ResourceTemplates, t),
+            None => catalog.resource_index(uri).is_none_or(|i| self.may_use(ListKind::Resources, i)),
+        }
+    }
+
+    /// Whether a page of list `kind` depends on the caller's scopes (it is then the
+    /// caller's alone).
+    pub(crate) fn scoped_list(self, kind: ListKind) -> bool {
+        self.granted.is_some() && self.rules.is_some_and(|r| r.scoped_list(kind))
+    }
+}
+
 /// The prepared rules: what each method and each definition requires, and the challenge
 /// (`scope` value) naming what each method needs.
 #[derive(Debug, Clone)]

@@ -303,8 +303,8 @@ fn known_method(name: &str) -> Option<&'static str> {
 
 /// A request the engine answered itself, without the host: what its span and its
 /// `mcp.server.operation.duration` point need (see `docs/observability.md`). Polled with
-/// [`Engine::poll_served`](crate::Engine::poll_served) or
-/// [`HttpEngine::poll_served`](crate::http::HttpEngine::poll_served).
+/// [`Observer::poll_served`](crate::observe::Observer::poll_served) (`engine.observe()`, either
+/// engine).
 ///
 /// It holds no value the client sent but the request's id and `traceparent`: the method
 /// is the engine's own name for it (none for one it does not serve), the target a name
@@ -350,7 +350,7 @@ impl<'a> Served<'a> {
         self.record.revision
     }
     /// The request's JSON-RPC id (`None` when the message had none the engine could
-    /// read, or one longer than [`MAX_TICKET_ID_LEN`](crate::MAX_TICKET_ID_LEN)).
+    /// read, or one longer than [`MAX_TICKET_ID_LEN`](crate::error::MAX_TICKET_ID_LEN)).
     pub fn id(&self) -> Option<RequestId<'a>> {
         Some(RequestId { json: self.id? })
     }
@@ -409,7 +409,7 @@ impl fmt::Debug for Served<'_> {
 
 /// A session of a session-bound revision that ended (`DELETE`, idle expiry, ended by
 /// another node), polled with
-/// [`HttpEngine::poll_session_end`](crate::http::HttpEngine::poll_session_end).
+/// [`Observer::poll_session_end`](crate::observe::Observer::poll_session_end).
 #[derive(Clone, Copy)]
 pub struct SessionEnd<'a> {
     record: &'a EndRecord,

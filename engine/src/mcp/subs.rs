@@ -5,12 +5,15 @@
 use simd_json::{Node, StaticNode};
 
 use crate::catalog::Catalog;
+use crate::catalog::uritemplate::Captures;
+use crate::config::Config;
 use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req, field};
-use crate::mcp::lifecycle::Session;
-use crate::mcp::streams::{Sub, SubFilter, teardown};
-use crate::mcp::tickets::{IdBuf, Kind};
-use crate::mcp::{Core, Mode};
+use crate::mcp::lifecycle::{Session, write_empty_result};
+use crate::mcp::prepared::Prepared;
+use crate::mcp::scopes::Grant;
+use crate::mcp::streams::{Sub, SubFilter, Subscriptions, teardown};
+use crate::mcp::tickets::IdBuf;
 use crate::output::{Outbox, Route};
 use crate::revision::Revision;
 use crate::wire::cursor::ListKind;
@@ -103,10 +106,39 @@ pub(crate) fn uri_matches(subscribed: &str, updated: &str) -> bool {
     }
 }
 
-impl Core {
+/// Who asks for a `subscriptions/listen` stream, and what the transport said of it.
+pub(crate) struct Listener<'a> {
+    /// The request's route (the stream's).
+    pub(crate) route: Route,
+    /// Its principal (a peer's streams are counted by route and by principal).
+    pub(crate) principal: Option<[u8; 32]>,
+    /// What it was granted (it subscribes only to resources it may read).
+    pub(crate) grant: Grant<'a>,
+    /// Its response cannot be a stream (HTTP/1.0).
+    pub(crate) no_stream: bool,
+    /// Why its transport refuses the stream, if it does.
+    pub(crate) refusal: Option<PeerError<'static>>,
+}
+
+/// What the subscription methods and the fan-out use: the configuration, the catalog,
+/// the prepared fragments, the outbox and the open listen streams (lent by the core).
+pub(crate) struct Fanout<'a> {
+    pub(crate) cfg: &'a Config,
+    pub(crate) catalog: &'a Catalog,
+    pub(crate) prepared: &'a Prepared,
+    pub(crate) outbox: &'a mut Outbox,
+    pub(crate) subs: &'a mut Subscriptions,
+}
+
+impl Fanout<'_> {
     /// `subscriptions/listen`: acknowledges the subset of `params.notifications` the
     /// server honours and keeps the stream open for later notifications.
-    pub(crate) fn listen<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
+    pub(crate) fn listen<'t>(
+        self,
+        req: &Req<'_, 't>,
+        who: &Listener<'_>,
+        captures: &mut Captures,
+    ) -> Result<(), PeerError<'t>> {
         let n = req.n;
         let f = req
             .param("notifications")
@@ -120,16 +152,16 @@ impl Core {
             return Err(PeerError::TasksNotDeclared);
         }
         let id = IdBuf::of(req.id).ok_or(PeerError::IdTooLong)?;
-        if self.no_stream {
+        if who.no_stream {
             return Err(PeerError::ListenNeedsStream);
         }
-        if let Some(refusal) = self.listen_refusal {
+        if let Some(refusal) = who.refusal {
             return Err(refusal);
         }
         if self.subs.list.len() >= self.cfg.max_subscriptions {
             return Err(PeerError::TooManySubscriptions(self.cfg.max_subscriptions));
         }
-        let (route, principal) = (self.route, self.principal);
+        let (route, principal) = (who.route, who.principal);
         let same_peer = |s: &&Sub| s.route == route || (principal.is_some() && s.principal == principal);
         if self.subs.list.iter().filter(same_peer).count() >= self.cfg.max_subscriptions_per_peer {
             return Err(PeerError::TooManySubscriptionsForPeer(self.cfg.max_subscriptions_per_peer));
@@ -163,8 +195,8 @@ impl Core {
                 {
                     continue;
                 }
-                if let Some(t) = self.catalog.resolve_uri(uri, &mut self.scratch.captures)
-                    && self.may_read(uri, t)
+                if let Some(t) = self.catalog.resolve_uri(uri, captures)
+                    && who.grant.may_read(self.catalog, uri, t)
                 {
                     bytes += uri.len();
                     uris.push(uri.into());
@@ -193,7 +225,6 @@ impl Core {
             let _ = serde_json::to_writer(&mut *out, &uris);
         }
         out.extend_from_slice(b"}}}\n");
-        let route = self.route;
         self.outbox.interim(route, start, true);
         if route.is_http() {
             self.subs.subscribed = true;
@@ -203,11 +234,15 @@ impl Core {
     }
 
     /// Legacy `resources/subscribe` and `resources/unsubscribe` on a session-bound stream.
+    /// `session` is the stream's; `grant` what the request was granted.
     pub(crate) fn legacy_subscribe<'t>(
-        &mut self,
+        self,
         req: &Req<'_, 't>,
         rev: Revision,
         subscribe: bool,
+        session: &mut Session,
+        grant: Grant<'_>,
+        captures: &mut Captures,
     ) -> Result<(), PeerError<'t>> {
         let uri = req.str_at(req.uri).ok_or(PeerError::NotAString("uri"))?;
         if subscribe {
@@ -215,82 +250,39 @@ impl Core {
             if uri.len() > self.cfg.max_subscribed_uri_len {
                 return Err(PeerError::SubscribedUriTooLong(self.cfg.max_subscribed_uri_len));
             }
-            let found = self.catalog.resolve_uri(uri, &mut self.scratch.captures);
-            if !found.is_some_and(|t| self.may_read(uri, t)) {
+            let found = self.catalog.resolve_uri(uri, captures);
+            if !found.is_some_and(|t| grant.may_read(self.catalog, uri, t)) {
                 return Err(PeerError::ResourceNotFound { uri, stateless: rev.is_stateless() });
             }
-            if !self.session.uris.iter().any(|u| &**u == uri) {
-                if self.session.uris.len() >= MAX_SUBSCRIBED_URIS {
+            if !session.uris.iter().any(|u| &**u == uri) {
+                if session.uris.len() >= MAX_SUBSCRIBED_URIS {
                     return Err(PeerError::TooManyUris(MAX_SUBSCRIBED_URIS));
                 }
-                let held: usize = self.session.uris.iter().map(|u| u.len()).sum();
+                let held: usize = session.uris.iter().map(|u| u.len()).sum();
                 if held + uri.len() > self.cfg.max_subscribed_bytes {
                     return Err(PeerError::SubscribedBytes(self.cfg.max_subscribed_bytes));
                 }
-                self.session.uris.push(uri.into());
-                self.session.touch();
+                session.uris.push(uri.into());
+                session.touch();
             }
         } else {
-            let before = self.session.uris.len();
-            self.session.uris.retain(|u| &**u != uri);
-            if self.session.uris.len() != before {
-                self.session.touch();
+            let before = session.uris.len();
+            session.uris.retain(|u| &**u != uri);
+            if session.uris.len() != before {
+                session.touch();
             }
         }
-        self.pong(Reply::Id(req.id));
+        write_empty_result(&mut self.outbox.out, Reply::Id(req.id));
         Ok(())
-    }
-
-    /// Replaces the catalog (see [`Engine::replace_catalog`]).
-    pub(crate) fn replace_catalog(&mut self, catalog: Catalog) -> Result<CatalogChange, ReplaceError> {
-        if self.tickets.pending.is_some() {
-            return Err(ReplaceError::EventPending);
-        }
-        let (old, new) = (&self.catalog, &catalog);
-        if old.has_tools() != new.has_tools()
-            || old.has_resources() != new.has_resources()
-            || old.has_prompts() != new.has_prompts()
-        {
-            return Err(ReplaceError::CapabilitiesChanged);
-        }
-        let rules = match &self.rules {
-            Some(r) => Some(r.for_catalog(new).map_err(|_| ReplaceError::UnknownScope)?),
-            None => None,
-        };
-        let change = CatalogChange::between(old, new);
-        // Tool calls and prompts in flight keep their definition (by name): for the
-        // output-schema check, and for a request that comes back after asking its
-        // session-bound client for input.
-        for slot in &mut self.tickets.slots {
-            let Some(b) = slot.busy.as_mut() else { continue };
-            let found = match b.kind {
-                Kind::Tool => {
-                    let name = old.tools.get(b.target as usize).map(|t| t.tool.name.as_str());
-                    name.and_then(|n| new.tool_index(n))
-                }
-                Kind::Prompt => {
-                    let name = old.prompts.get(b.target as usize).map(|p| p.prompt.name.as_str());
-                    name.and_then(|n| new.prompt_index(n))
-                }
-                Kind::Resource | Kind::Completion => continue,
-            };
-            b.target = found.map_or(u32::MAX, |i| i as u32);
-        }
-        #[cfg(feature = "connectome")]
-        self.connectome.observed.replace_catalog(&self.catalog, &catalog);
-        self.catalog = catalog;
-        self.rules = rules;
-        self.catalog_revision += 1;
-        self.announce_list_changed(change);
-        Ok(change)
     }
 
     /// The `notifications/*/list_changed` of `change` to the subscriptions that asked for
     /// them (and to a session-bound stdio client), when `Config::list_changed` is on:
     /// after a replacement, or for a change another node made (see
     /// `HttpEngine::announce_list_changed`). A family the catalog does not have is not
-    /// announced. Returns the change as announced.
-    pub(crate) fn announce_list_changed(&mut self, change: CatalogChange) -> CatalogChange {
+    /// announced (`stdio`: the stdio stream's session-bound client, initialized, is told
+    /// too). Returns the change as announced.
+    pub(crate) fn announce_list_changed(self, change: CatalogChange, stdio: bool) -> CatalogChange {
         let c = &self.catalog;
         let change = CatalogChange {
             tools: change.tools && c.has_tools(),
@@ -307,13 +299,13 @@ impl Core {
                 if !on {
                     continue;
                 }
-                if self.mode == Mode::Stdio && self.session.legacy.is_some() && self.session.initialized {
-                    legacy_notice(&mut self.outbox, Route::Stdio, method, None);
+                if stdio {
+                    legacy_notice(self.outbox, Route::Stdio, method, None);
                 }
                 self.subs.publish(
-                    &mut self.outbox,
+                    self.outbox,
                     self.cfg.max_buffered_output,
-                    &self.prepared,
+                    self.prepared,
                     wants,
                     |out, id| {
                         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
@@ -330,23 +322,21 @@ impl Core {
         change
     }
 
-    /// Notifies the subscribers of `uri` (see [`Engine::notify_resource_updated`]).
-    pub(crate) fn notify_resource_updated(&mut self, uri: &str) -> usize {
+    /// Notifies the subscribers of `uri` (see [`Engine::notify_resource_updated`]);
+    /// `stdio`: the stdio stream's session-bound client subscribed to it
+    /// ([`wants_update`]).
+    pub(crate) fn notify_resource_updated(self, uri: &str, stdio: bool) -> usize {
         if !self.cfg.resource_subscriptions {
             return 0;
         }
         let mut sent = 0;
-        if self.mode == Mode::Stdio && wants_update(&self.session, uri) {
-            legacy_notice(&mut self.outbox, Route::Stdio, "notifications/resources/updated", Some(uri));
+        if stdio {
+            legacy_notice(self.outbox, Route::Stdio, "notifications/resources/updated", Some(uri));
             sent += 1;
         }
         let wants = |s: &Sub| s.uris.iter().any(|u| uri_matches(u, uri));
-        sent += self.subs.publish(
-            &mut self.outbox,
-            self.cfg.max_buffered_output,
-            &self.prepared,
-            wants,
-            |out, id| {
+        sent +=
+            self.subs.publish(self.outbox, self.cfg.max_buffered_output, self.prepared, wants, |out, id| {
                 out.extend_from_slice(
                 b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":",
             );
@@ -354,15 +344,14 @@ impl Core {
                 out.extend_from_slice(b",\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":");
                 out.extend_from_slice(id);
                 out.extend_from_slice(b"}}}\n");
-            },
-        );
+            });
         sent
     }
 
     /// The session-bound `notifications/*/list_changed` of `change` for an HTTP session
     /// (`session`, swapped out of the HTTP layer's table), on its standalone stream at
     /// `route`: sent once the client is initialized, when `Config::list_changed` is on.
-    pub(crate) fn session_list_changed(&mut self, route: Route, session: &Session, change: CatalogChange) {
+    pub(crate) fn session_list_changed(self, route: Route, session: &Session, change: CatalogChange) {
         if !self.cfg.list_changed || session.legacy.is_none() || !session.initialized {
             return;
         }
@@ -372,7 +361,7 @@ impl Core {
             (change.resources, "notifications/resources/list_changed"),
         ] {
             if on {
-                legacy_notice(&mut self.outbox, route, method, None);
+                legacy_notice(self.outbox, route, method, None);
             }
         }
     }
@@ -380,26 +369,26 @@ impl Core {
     /// `notifications/resources/updated` for an HTTP session that subscribed to `uri`
     /// (`resources/subscribe`), on its standalone stream at `route`. Returns whether it
     /// was sent.
-    pub(crate) fn session_resource_updated(&mut self, route: Route, session: &Session, uri: &str) -> bool {
+    pub(crate) fn session_resource_updated(self, route: Route, session: &Session, uri: &str) -> bool {
         let send = self.cfg.resource_subscriptions && wants_update(session, uri);
         if send {
-            legacy_notice(&mut self.outbox, route, "notifications/resources/updated", Some(uri));
+            legacy_notice(self.outbox, route, "notifications/resources/updated", Some(uri));
         }
         send
     }
 
     /// Ends every subscription gracefully (see [`Engine::end_subscriptions`]).
-    pub(crate) fn end_subscriptions(&mut self) -> usize {
+    pub(crate) fn end_subscriptions(self) -> usize {
         let n = self.subs.list.len();
         for sub in core::mem::take(&mut self.subs.list) {
-            teardown(&mut self.outbox, &self.prepared, &sub);
+            teardown(self.outbox, self.prepared, &sub);
         }
         n
     }
 }
 
 /// Whether a session-bound client subscribed (`resources/subscribe`) to `uri`.
-fn wants_update(session: &Session, uri: &str) -> bool {
+pub(crate) fn wants_update(session: &Session, uri: &str) -> bool {
     session.initialized && session.uris.iter().any(|u| uri_matches(u, uri))
 }
 

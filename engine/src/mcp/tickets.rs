@@ -15,8 +15,8 @@ use crate::wire::json;
 use crate::wire::trace::TraceParent;
 
 /// A handle on work the engine asked the host to do. Answer it once: through the event
-/// while it is held ([`CallTool::answer`](crate::CallTool::answer), ...), or later with [`Engine::answer_tool`](crate::Engine::answer_tool),
-/// [`Engine::answer_resource`](crate::Engine::answer_resource), [`Engine::answer_prompt`](crate::Engine::answer_prompt) or [`Engine::answer_error`](crate::Engine::answer_error). Tickets are small `Copy` values and may be moved to any
+/// while it is held ([`CallTool::answer`](crate::event::CallTool::answer), ...), or later with [`Commands::answer_tool`](crate::Commands::answer_tool),
+/// [`Commands::answer_resource`](crate::Commands::answer_resource), [`Commands::answer_prompt`](crate::Commands::answer_prompt) or [`Commands::answer_error`](crate::Commands::answer_error). Tickets are small `Copy` values and may be moved to any
 /// thread or event loop.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ticket {
@@ -35,7 +35,7 @@ impl core::fmt::Debug for Ticket {
 }
 
 impl Ticket {
-    /// Whether this is a task's ticket ([`CallTool::start_task`](crate::CallTool::start_task)):
+    /// Whether this is a task's ticket ([`CallTool::start_task`](crate::event::CallTool::start_task)):
     /// it lives until the task ends, not with a request.
     pub fn is_task(&self) -> bool {
         self.task

@@ -3,17 +3,15 @@
 //! let go (`reconnect_later`) and parked, `DELETE`, input asked of the clients and their
 //! responses (in their session, another one, or none).
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::{HashMap, VecDeque};
 
-use mcp_engine::http::{
-    AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Loaded, LoadedEvents,
-    StoredEvent,
-};
-use mcp_engine::{
-    Config, Content, Event, HostError, InputRequired, Instant, NotifyError, PromptMessage, PromptOutput,
-    ResourceContents, Ticket, ToolOutput,
-};
+use mcp_engine::error::{HostError, NotifyError};
+use mcp_engine::http::store::{Loaded, LoadedEvents, StoreEvent, StoredEvent};
+use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
+use mcp_engine::mrtr::InputRequired;
+use mcp_engine::{Config, Content, Event, Instant, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput};
 use serde_json::Value;
 
 use super::model::{self, Ask, AskResult, Found, Outcome, ReqKind, Round, caps_json, expect_ask, same_error};
@@ -751,21 +749,39 @@ impl HttpHarness {
         }
     }
 
+    /// Every store event, kept or answered; returns whether there was any.
+    fn poll_store(&mut self) -> bool {
+        let mut any = false;
+        while let Some(ev) = self.e.poll_store() {
+            any = true;
+            if self.trace {
+                eprintln!("store event {ev:?}");
+            }
+            let ask = store_event(self.store.as_mut(), ev);
+            self.answer_store(ask);
+        }
+        any
+    }
+
     /// Every event: new work is kept or acted on, requests that come back are checked.
     fn poll(&mut self, b: &mut Bytes<'_>) -> bool {
         let mut any = false;
-        while let Some(ev) = self.e.poll_event() {
+        loop {
+            let Some(ev) = self.e.poll_event() else {
+                // The store's work, then back to the request path.
+                if !self.poll_store() {
+                    break;
+                }
+                any = true;
+                continue;
+            };
             any = true;
             if self.trace {
                 eprintln!("event {ev:?}");
             }
             let ev = match ev {
                 HttpEvent::Mcp(ev) => ev,
-                other => {
-                    let ask = store_event(self.store.as_mut(), other);
-                    self.answer_store(ask);
-                    continue;
-                }
+                other => panic!("an HTTP event this harness does not ask for: {other:?}"),
             };
             let ticket = ev.ticket();
             let work = match &ev {
@@ -930,7 +946,7 @@ impl HttpHarness {
         let ci = self.tickets[i].call;
         if self.tickets[i].state != State::Live {
             let r = self.e.answer_tool(t, &ToolOutput::new(&[]));
-            assert_eq!(r, Err(mcp_engine::AnswerError::UnknownTicket), "a command on a ticket that is over");
+            assert_eq!(r, Err(mcp_engine::error::AnswerError::UnknownTicket), "a command on a ticket that is over");
             assert_eq!(self.e.reconnect_later(t, Duration::from_millis(1)), Err(NotifyError::UnknownTicket));
             return;
         }
@@ -982,7 +998,7 @@ impl HttpHarness {
             }
             _ => return,
         };
-        if r == Err(mcp_engine::AnswerError::UnknownTicket) {
+        if r == Err(mcp_engine::error::AnswerError::UnknownTicket) {
             return self.refused_live(i);
         }
         assert_eq!(r, Ok(()), "answering a live ticket");
@@ -1019,7 +1035,7 @@ impl HttpHarness {
             eprintln!("ask {choice:#x} on ticket {i}: {r:?}, expected {want:?}");
         }
         match (r, want) {
-            (Err(mcp_engine::AnswerError::UnknownTicket), _) => self.refused_live(i),
+            (Err(mcp_engine::error::AnswerError::UnknownTicket), _) => self.refused_live(i),
             (Err(got), AskResult::Err(want)) => {
                 assert!(same_error(&got, &want), "{got:?}, expected {want:?}")
             }
@@ -1948,18 +1964,18 @@ impl HttpHarness {
 /// Keeps what a store event hands over (store mode only), checking it: a stream's
 /// events come numbered one after the other and nothing follows its last; returns
 /// what the host must answer.
-fn store_event(store: Option<&mut HostStore>, ev: HttpEvent<'_>) -> Option<StoreAsk> {
+fn store_event(store: Option<&mut HostStore>, ev: StoreEvent<'_>) -> Option<StoreAsk> {
     let store = store.unwrap_or_else(|| panic!("a store event with no store: {ev:?}"));
     match ev {
-        HttpEvent::LoadSession(l) => Some(StoreAsk::Load(l.conn, l.id.to_owned())),
-        HttpEvent::SaveSession(sv) => {
+        StoreEvent::LoadSession(l) => Some(StoreAsk::Load(l.conn, l.id.to_owned())),
+        StoreEvent::SaveSession(sv) => {
             Some(StoreAsk::Save(sv.conn, sv.id.to_owned(), sv.record.map(<[u8]>::to_vec)))
         }
-        HttpEvent::SessionExpired(x) => {
+        StoreEvent::SessionExpired(x) => {
             store.records.remove(x.id);
             None
         }
-        HttpEvent::AppendEvent(a) => {
+        StoreEvent::AppendEvent(a) => {
             super::stat("http event stored");
             let kept = store.events.entry((a.session.to_owned(), a.stream)).or_default();
             if let Some(&(seq, _, last)) = kept.last() {
@@ -1969,13 +1985,13 @@ fn store_event(store: Option<&mut HostStore>, ev: HttpEvent<'_>) -> Option<Store
             kept.push((a.seq, a.data.to_vec(), a.last));
             None
         }
-        HttpEvent::LoadEvents(l) => Some(StoreAsk::Events(l.conn, l.session.to_owned(), l.stream, l.from)),
-        HttpEvent::TouchSession(_) => {
+        StoreEvent::LoadEvents(l) => Some(StoreAsk::Events(l.conn, l.session.to_owned(), l.stream, l.from)),
+        StoreEvent::TouchSession(_) => {
             // Nothing waits for it; this store's records do not expire.
             super::stat("http event touch");
             None
         }
-        other => panic!("an HTTP event this harness does not ask for: {other:?}"),
+        other => panic!("a store event this harness does not ask for: {other:?}"),
     }
 }
 

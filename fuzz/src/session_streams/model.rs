@@ -3,9 +3,9 @@
 //! server's requests and what each must become under its key, and the requests the
 //! harnesses send.
 
-use mcp_engine::{
-    AnswerError, Catalog, InputRequestBuf, Instant, Prompt, PromptArgument, ResourceTemplate, Tool,
-};
+use mcp_engine::{Catalog, Instant, Prompt, PromptArgument, ResourceTemplate, Tool};
+use mcp_engine::error::AnswerError;
+use mcp_engine::mrtr::InputRequestBuf;
 use serde_json::Value;
 
 use crate::common::Bytes;
@@ -402,7 +402,7 @@ pub(crate) fn is(found: &Found, outcome: Outcome) -> bool {
 }
 
 /// What the host saw when a request came back: each entry (key, what it is).
-pub(crate) fn entries(r: &mcp_engine::InputResponses<'_>) -> Vec<(String, Found)> {
+pub(crate) fn entries(r: &mcp_engine::mrtr::InputResponses<'_>) -> Vec<(String, Found)> {
     let mut out: Vec<(String, Found)> =
         r.iter().map(|(k, v)| (k.to_owned(), classify(false, v.raw(), 0, ""))).collect();
     for (k, e) in r.errors() {

@@ -1,13 +1,14 @@
 //! The stdio half of `session_streams`: one session-bound client whose requests the host
 //! answers with input requests, and the client's responses to them.
 
+use mcp_engine::Commands;
 use core::time::Duration;
 use std::collections::HashMap;
 
-use mcp_engine::{
-    AnswerError, AskError, Config, Content, Engine, Event, HostError, InputRequired, Instant, NotifyError,
-    PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput,
-};
+use mcp_engine::{Config, Content, Engine, Event, Instant, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput};
+use mcp_engine::error::{AnswerError, HostError, NotifyError};
+use mcp_engine::event::AskError;
+use mcp_engine::mrtr::InputRequired;
 use serde_json::Value;
 
 use super::model::{self, Ask, AskResult, Found, Outcome, ReqKind, Round, caps_json, expect_ask, same_error};
@@ -623,7 +624,7 @@ impl StdioHarness {
             0 => e.answer_tool(t, &ToolOutput::new(&[])),
             1 => e.answer_error(t, HostError::NotFound),
             2 => {
-                let roots = [mcp_engine::InputRequest::list_roots("r")];
+                let roots = [mcp_engine::mrtr::InputRequest::list_roots("r")];
                 e.answer_input_required(t, &InputRequired::new(&roots))
             }
             _ => e.answer_prompt(t, &PromptOutput::new(&[])),

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcp_engine::connectome::Graph;
-use mcp_engine::{AskError, Catalog, CatalogChange, InputRequestBuf, ReplaceError, Ticket};
+use mcp_engine::event::AskError;
+use mcp_engine::mrtr::InputRequestBuf;
+use mcp_engine::subs::{CatalogChange, ReplaceError};
+use mcp_engine::{Catalog, Ticket};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::host::reply::{CompleteResult, PromptResult, ResourceResult, ToolResult};
@@ -74,9 +77,9 @@ impl std::error::Error for AskClientError {}
 /// handler, or from [`HttpServer::publisher`](crate::HttpServer::publisher) before
 /// serving. Cheap to clone; it does nothing once the server has stopped.
 ///
-/// [`Engine::replace_catalog`]: mcp_engine::Engine::replace_catalog
-/// [`Engine::notify_resource_updated`]: mcp_engine::Engine::notify_resource_updated
-/// [`Engine::end_subscriptions`]: mcp_engine::Engine::end_subscriptions
+/// [`Engine::replace_catalog`]: mcp_engine::Commands::replace_catalog
+/// [`Engine::notify_resource_updated`]: mcp_engine::Commands::notify_resource_updated
+/// [`Engine::end_subscriptions`]: mcp_engine::Commands::end_subscriptions
 /// [`ToolCall::publisher`]: crate::ToolCall::publisher
 #[derive(Clone)]
 pub struct Publisher {
@@ -169,7 +172,7 @@ impl Publisher {
     }
 
     /// The engine's observed connectome graph as it is now
-    /// ([`ConnectomeView::observed`](mcp_engine::ConnectomeView::observed)): which callers
+    /// ([`Connectome::observed`](mcp_engine::observe::Connectome::observed)): which callers
     /// called which methods, the definitions they reached and the reads handlers
     /// reported ([`ToolCall::report_read`](crate::ToolCall::report_read)), with counts.
     pub async fn observed_graph(&self) -> Result<Graph, PublishError> {
@@ -212,7 +215,7 @@ pub(crate) enum Outcome {
     /// it goes on, the engine's answer comes back on `reply`.
     StartTask {
         options: crate::host::task::TaskStart,
-        reply: oneshot::Sender<Result<(), mcp_engine::AnswerError>>,
+        reply: oneshot::Sender<Result<(), mcp_engine::error::AnswerError>>,
     },
     /// The task's status message; it goes on.
     TaskStatus {
@@ -319,7 +322,7 @@ impl Progress {
     pub(crate) fn start_task(
         &self,
         options: crate::host::task::TaskStart,
-    ) -> Option<oneshot::Receiver<Result<(), mcp_engine::AnswerError>>> {
+    ) -> Option<oneshot::Receiver<Result<(), mcp_engine::error::AnswerError>>> {
         let (reply, rx) = oneshot::channel();
         let outcome = Outcome::StartTask { options, reply };
         self.tx.send(Completion { ticket: Some(self.ticket), outcome }).ok()?;

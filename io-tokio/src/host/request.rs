@@ -4,10 +4,10 @@
 use core::fmt;
 use std::ops::Range;
 
-use mcp_engine::{
-    CallTool, ClientCapabilities, GetPrompt, InputResponses, ReadResource, Revision, TraceContext,
-    TraceParent,
-};
+use mcp_engine::Revision;
+use mcp_engine::event::{CallTool, GetPrompt, ReadResource};
+use mcp_engine::mrtr::{ClientCapabilities, InputResponses};
+use mcp_engine::observe::{TraceContext, TraceParent};
 use serde::Deserialize;
 
 use crate::host::channel::{Progress, Publisher};
@@ -261,7 +261,7 @@ impl InputContext {
     /// `(key, error message)` of the input requests that got no response: a
     /// session-bound client answered with an error, with a response that does not fit the
     /// request, or not at all (timed out, or gone); see
-    /// [`InputResponses::error`](mcp_engine::InputResponses::error).
+    /// [`InputResponses::error`](mcp_engine::mrtr::InputResponses::error).
     pub fn errors(&self) -> impl Iterator<Item = (&str, &str)> + Clone {
         self.buf.entries(true)
     }
@@ -428,15 +428,15 @@ impl ToolCall {
     ///
     /// # Errors
     ///
-    /// What the engine refused ([`AnswerError::TaskRefused`](mcp_engine::AnswerError::TaskRefused): the call cannot be a task,
+    /// What the engine refused ([`AnswerError::TaskRefused`](mcp_engine::error::AnswerError::TaskRefused): the call cannot be a task,
     /// or the bounds are reached): nothing was sent, and the call goes on as a plain call.
     /// A call made without a server ([`ToolCall::new`]) is refused with
-    /// [`TaskRefusal::Off`](mcp_engine::TaskRefusal::Off).
+    /// [`TaskRefusal::Off`](mcp_engine::error::TaskRefusal::Off).
     pub async fn start_task(
         &self,
         options: crate::host::task::TaskStart,
-    ) -> Result<(), mcp_engine::AnswerError> {
-        let off = mcp_engine::AnswerError::TaskRefused(mcp_engine::TaskRefusal::Off);
+    ) -> Result<(), mcp_engine::error::AnswerError> {
+        let off = mcp_engine::error::AnswerError::TaskRefused(mcp_engine::error::TaskRefusal::Off);
         let Some(rx) = self.progress.as_ref().and_then(|p| p.start_task(options)) else { return Err(off) };
         rx.await.unwrap_or(Err(off))
     }
@@ -463,7 +463,7 @@ pub struct ResourceRead {
     /// (shared with the server: no copy).
     pub template: Option<Name>,
     /// The template's defined variables, `(name, value)` in the order the template names
-    /// them, percent-decoded (see [`mcp_engine::TemplateVars`]). Empty for a listed resource.
+    /// them, percent-decoded (see [`mcp_engine::event::TemplateVars`]). Empty for a listed resource.
     pub variables: Vec<(String, String)>,
     /// The decoded `(key, value)` pairs an exploded query variable (`{?name*}`) collected,
     /// in uri order. Empty when the template has none.
@@ -630,7 +630,7 @@ mod tests {
     fn input_context_reads_responses_errors_and_state() {
         let empty = InputContext::default();
         assert_eq!((empty.responses().count(), empty.errors().count(), empty.request_state()), (0, 0, None));
-        let client = ClientCapabilities::NONE.with(mcp_engine::InputKind::Elicitation);
+        let client = ClientCapabilities::NONE.with(mcp_engine::mrtr::InputKind::Elicitation);
         let input = InputContext::new([("a", r#"{"action":"accept"}"#), ("b", "{}")], Some(b"s"), client)
             .with_error("c", "User rejected");
         assert_eq!(input.responses().collect::<Vec<_>>(), [("a", r#"{"action":"accept"}"#), ("b", "{}")]);
@@ -744,10 +744,12 @@ impl fmt::Debug for CompletionRequest {
 }
 
 impl CompletionRequest {
-    pub(crate) fn from_event(c: &mcp_engine::Complete<'_>, pools: &Pools) -> Self {
+    pub(crate) fn from_event(c: &mcp_engine::event::Complete<'_>, pools: &Pools) -> Self {
         let target = match c.reference {
-            mcp_engine::CompletionRef::Prompt(p) => CompletionTarget::Prompt(p.name.clone()),
-            mcp_engine::CompletionRef::Template(t) => CompletionTarget::Template(t.uri_template.clone()),
+            mcp_engine::event::CompletionRef::Prompt(p) => CompletionTarget::Prompt(p.name.clone()),
+            mcp_engine::event::CompletionRef::Template(t) => {
+                CompletionTarget::Template(t.uri_template.clone())
+            }
             _ => CompletionTarget::Prompt(String::new()),
         };
         Self {

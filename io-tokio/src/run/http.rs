@@ -2,6 +2,7 @@
 //! settings (stores, telemetry, bounds), served over TCP (`tcp`) or, with feature `tower`,
 //! as a tower service (`tower`); both run an [`Owner`] made of these settings.
 
+use mcp_engine::Commands;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;

@@ -7,6 +7,7 @@
 //! `docs/scale-out.md`), and the task store's side of the engine's `SaveTask`, `LoadTask`,
 //! `TaskExpired` and `ListTasks`.
 
+use mcp_engine::Commands;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
@@ -14,8 +15,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Loaded, TaskQuery, TaskRow, Verdict};
-use mcp_engine::{CatalogChange, Instant, ReplaceError, UnixTime};
+use mcp_engine::http::store::{Loaded, StoreEvent, TaskQuery, TaskRow};
+use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Verdict};
+use mcp_engine::subs::{CatalogChange, ReplaceError};
+use mcp_engine::{Instant, UnixTime};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
@@ -224,7 +227,14 @@ impl<H: Handler, A: Authorizer> Owner<H, A> {
         loop {
             // A decision taken at once (no allocation), or an owned copy for a task.
             let ask = match self.engine.poll_event() {
-                None => break,
+                None => {
+                    // The stores' work, then back to the request path (it may have moved).
+                    if self.drain_store() {
+                        any = true;
+                        continue;
+                    }
+                    break;
+                }
                 Some(HttpEvent::Mcp(event)) => {
                     self.tasks.dispatch(&self.handler, event);
                     None
@@ -243,22 +253,41 @@ impl<H: Handler, A: Authorizer> Owner<H, A> {
                         None => Ask::Later(req.conn, self.asking.clone(), Some(req.body.to_vec())),
                     })
                 }
-                Some(HttpEvent::LoadSession(load)) => {
+                Some(other) => {
+                    tracing::warn!(event = ?other, "ignoring an event this adapter does not know");
+                    None
+                }
+            };
+            any = true;
+            match ask {
+                None => {}
+                Some(Ask::Now(msg)) => self.verdict(msg),
+                Some(Ask::Later(conn, info, body)) => self.authorize(conn, info, body),
+            }
+        }
+        any
+    }
+
+    /// Hands the engine's work for the stores to them (loads and saves answered later,
+    /// through the verdict channel). Returns whether there was any.
+    fn drain_store(&mut self) -> bool {
+        let mut any = false;
+        while let Some(event) = self.engine.poll_store() {
+            any = true;
+            match event {
+                StoreEvent::LoadSession(load) => {
                     let (conn, id) = (load.conn, load.id.to_owned());
                     self.load(conn, id);
-                    None
                 }
-                Some(HttpEvent::SaveSession(save)) => {
+                StoreEvent::SaveSession(save) => {
                     let (conn, id, record) = (save.conn, save.id.to_owned(), save.record.map(<[u8]>::to_vec));
                     self.save(conn, id, record);
-                    None
                 }
-                Some(HttpEvent::TouchSession(t)) => {
+                StoreEvent::TouchSession(t) => {
                     let id = t.id.to_owned();
                     self.touch(id);
-                    None
                 }
-                Some(HttpEvent::SessionExpired(gone)) => {
+                StoreEvent::SessionExpired(gone) => {
                     let id = gone.id.to_owned();
                     if let Some(store) = self.store.clone() {
                         tokio::spawn(async move {
@@ -267,15 +296,13 @@ impl<H: Handler, A: Authorizer> Owner<H, A> {
                             }
                         });
                     }
-                    None
                 }
-                Some(HttpEvent::AppendEvent(e)) => {
+                StoreEvent::AppendEvent(e) => {
                     if let Some(events) = self.events.as_mut() {
                         events.push(&e);
                     }
-                    None
                 }
-                Some(HttpEvent::LoadEvents(load)) => {
+                StoreEvent::LoadEvents(load) => {
                     let (conn, id, stream, from) =
                         (load.conn, load.session.to_owned(), load.stream, load.from);
                     let tx = self.verdict_tx.clone();
@@ -287,38 +314,26 @@ impl<H: Handler, A: Authorizer> Owner<H, A> {
                         };
                         let _ = tx.send(Decided::Events(conn, found));
                     });
-                    None
                 }
-                Some(HttpEvent::SaveTask(save)) => {
+                StoreEvent::SaveTask(save) => {
                     let save = TaskSave::of(&save);
                     self.save_task(save);
-                    None
                 }
-                Some(HttpEvent::LoadTask(load)) => {
+                StoreEvent::LoadTask(load) => {
                     let id = load.id.to_owned();
                     self.load_task(id);
-                    None
                 }
-                Some(HttpEvent::TaskExpired(gone)) => {
+                StoreEvent::TaskExpired(gone) => {
                     let id = gone.id.to_owned();
                     self.task_expired(id);
-                    None
                 }
-                Some(HttpEvent::ListTasks(list)) => {
+                StoreEvent::ListTasks(list) => {
                     let (query, ask) = (list.query, TaskListQuery::of(&list));
                     self.list_tasks(query, ask);
-                    None
                 }
-                Some(other) => {
-                    tracing::warn!(event = ?other, "ignoring an event this adapter does not know");
-                    None
+                other => {
+                    tracing::warn!(event = ?other, "ignoring a store event this adapter does not know");
                 }
-            };
-            any = true;
-            match ask {
-                None => {}
-                Some(Ask::Now(msg)) => self.verdict(msg),
-                Some(Ask::Later(conn, info, body)) => self.authorize(conn, info, body),
             }
         }
         any

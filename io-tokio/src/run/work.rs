@@ -1,14 +1,15 @@
 //! Handler tasks, shared by every run loop: starting the work of an engine [`Event`],
 //! aborting it when cancelled, and answering its ticket when it finishes.
 
+use mcp_engine::Commands;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use mcp_engine::error::{AnswerError, HostError, NotifyError};
+use mcp_engine::event::{AskError, ClientAsk};
 use mcp_engine::http::HttpEngine;
-use mcp_engine::{
-    AnswerError, AskError, ClientAsk, Content, Engine, Event, HostError, InputRequest, InputRequestBuf,
-    InputRequired, NotifyError, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput,
-};
+use mcp_engine::mrtr::{InputRequest, InputRequestBuf, InputRequired};
+use mcp_engine::{Content, Engine, Event, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::AbortHandle;
@@ -190,7 +191,7 @@ macro_rules! answer_on {
                 output: &ToolOutput<'_, serde_json::Value>,
             ) -> Result<(), AnswerError> {
                 let r = self.answer_tool(ticket, output);
-                if let Some(m) = self.take_output_mismatch() {
+                if let Some(m) = self.observe().take_output_mismatch() {
                     // The client got a generic tool error; the developer gets the reason.
                     tracing::warn!(
                         tool = %m.tool,
@@ -241,20 +242,20 @@ macro_rules! answer_on {
                 self.notify_log(ticket, level, logger, data)
             }
             fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError> {
-                <$engine>::reconnect_later(self, ticket, retry)
+                Commands::reconnect_later(self, ticket, retry)
             }
             fn report_read(&mut self, tool: &str, uri: &str) -> bool {
-                <$engine>::report_read(self, tool, uri)
+                self.connectome().report_read(tool, uri)
             }
             fn start_task(
                 &mut self,
                 ticket: Ticket,
                 options: &mcp_engine::TaskOptions<'_>,
             ) -> Result<Ticket, AnswerError> {
-                <$engine>::start_task(self, ticket, options)
+                Commands::start_task(self, ticket, options)
             }
             fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError> {
-                <$engine>::task_status(self, ticket, message)
+                Commands::task_status(self, ticket, message)
             }
             fn ask_client(
                 &mut self,

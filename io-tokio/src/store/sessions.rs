@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use mcp_engine::CatalogChange;
+use mcp_engine::subs::CatalogChange;
 use tokio::sync::mpsc;
 
 /// What a [`SessionStore`] method returns: a boxed future (the trait is used as a trait
@@ -125,7 +125,7 @@ pub enum CatalogNews {
     ListChanged(CatalogChange),
     /// A resource changed ([`Publisher::resource_updated`](crate::Publisher::resource_updated)):
     /// the receiving server tells its subscribers
-    /// ([`HttpEngine::notify_resource_updated`](mcp_engine::http::HttpEngine::notify_resource_updated)).
+    /// ([`Commands::notify_resource_updated`](mcp_engine::Commands::notify_resource_updated)).
     ResourceUpdated(String),
 }
 

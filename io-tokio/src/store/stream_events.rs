@@ -1,11 +1,11 @@
 //! The server's side of an [`EventStore`](crate::store::EventStore): the events the engine
-//! hands over ([`HttpEvent::AppendEvent`](mcp_engine::http::HttpEvent::AppendEvent))
+//! hands over ([`StoreEvent::AppendEvent`](mcp_engine::http::store::StoreEvent::AppendEvent))
 //! appended in the order they were written by one task (`Appender`, a bounded queue),
 //! and a store's answer to a `LoadEvents` handed to the engine (`answer`).
 
 use std::sync::Arc;
 
-use mcp_engine::http::AppendEvent;
+use mcp_engine::http::store::AppendEvent;
 use tokio::sync::mpsc;
 
 use crate::store::sessions::{EventStore, KeptEvent, StoreError, StreamEvent};
@@ -73,7 +73,7 @@ pub(crate) fn answer(
     conn: mcp_engine::http::ConnId,
     found: Loaded,
 ) {
-    use mcp_engine::http::{LoadedEvents, StoredEvent};
+    use mcp_engine::http::store::{LoadedEvents, StoredEvent};
     match found {
         Ok(kept) => {
             let events: Vec<StoredEvent<'_>> =

@@ -14,12 +14,12 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use mcp_engine::UnixTime;
-use mcp_engine::http::{ListTasks, SaveTask};
+use mcp_engine::http::store::{ListTasks, SaveTask};
 
 use crate::store::sessions::{StoreError, StoreFuture};
 
 /// A task record to keep ([`TaskStore::save_task`]): the engine's
-/// [`SaveTask`](mcp_engine::http::SaveTask), owned.
+/// [`SaveTask`](mcp_engine::http::store::SaveTask), owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskSave {
@@ -72,7 +72,7 @@ pub(crate) fn system_time(t: UnixTime) -> SystemTime {
 }
 
 /// What [`TaskStore::list_tasks`] is asked for a `2025-11-25` `tasks/list`: the engine's
-/// [`ListTasks`](mcp_engine::http::ListTasks), owned.
+/// [`ListTasks`](mcp_engine::http::store::ListTasks), owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskListQuery {
@@ -261,7 +261,7 @@ impl TaskStore for MemoryTaskStore {
 pub(crate) enum TaskDecided {
     Saved(String, u64, Result<bool, StoreError>),
     Loaded(String, Result<Option<Vec<u8>>, StoreError>),
-    Listed(mcp_engine::http::TaskQuery, Result<Vec<ListedTask>, StoreError>),
+    Listed(mcp_engine::http::store::TaskQuery, Result<Vec<ListedTask>, StoreError>),
 }
 
 #[cfg(test)]

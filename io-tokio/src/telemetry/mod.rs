@@ -15,7 +15,7 @@
 //!
 //! Requests the engine answers itself (lists, `ping`, `initialize`, refusals) and the
 //! notifications it acts on get the same span, made and closed when the run loop drains
-//! the engine's records of them (`served`; `mcp_engine::Engine::poll_served`), named by
+//! the engine's records of them (`served`; `mcp_engine::observe::Observer::poll_served`), named by
 //! the engine's name for the method (`mcp`, without `mcp.method.name`, for one it does
 //! not serve).
 //!
@@ -27,8 +27,10 @@
 //! `tracestate`, `baggage`, error messages; a resource's uri only when the host opts in
 //! ([`Telemetry::resource_uri`]).
 
+use mcp_engine::Commands;
 use mcp_engine::http::{Refusal, Refused};
-use mcp_engine::{Event, Instant, Revision, Served, TraceContext};
+use mcp_engine::observe::{Served, TraceContext};
+use mcp_engine::{Event, Instant, Revision};
 use mcp_spans::Attributes;
 pub use mcp_spans::StatusCodeKey;
 pub(crate) use mcp_spans::{Verdict, Wire};
@@ -226,7 +228,7 @@ pub(crate) fn stream_ended(wire: Wire, telemetry: &Telemetry, now: Instant, cloc
 pub(crate) trait ServedBy {
     fn poll_served(&mut self) -> Option<Served<'_>>;
     /// The next HTTP session that ended (a stream's ends with the stream).
-    fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>>;
+    fn poll_session_end(&mut self) -> Option<mcp_engine::observe::SessionEnd<'_>>;
     /// The next refused HTTP request (none over stdio).
     fn poll_refusal(&mut self) -> Option<Refused> {
         None
@@ -239,19 +241,19 @@ pub(crate) trait ServedBy {
 
 impl ServedBy for mcp_engine::Engine {
     fn poll_served(&mut self) -> Option<Served<'_>> {
-        Self::poll_served(self)
+        self.observe().poll_served()
     }
-    fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>> {
+    fn poll_session_end(&mut self) -> Option<mcp_engine::observe::SessionEnd<'_>> {
         None
     }
 }
 
 impl ServedBy for mcp_engine::http::HttpEngine {
     fn poll_served(&mut self) -> Option<Served<'_>> {
-        Self::poll_served(self)
+        self.observe().poll_served()
     }
-    fn poll_session_end(&mut self) -> Option<mcp_engine::SessionEnd<'_>> {
-        Self::poll_session_end(self)
+    fn poll_session_end(&mut self) -> Option<mcp_engine::observe::SessionEnd<'_>> {
+        self.observe().poll_session_end()
     }
     fn poll_refusal(&mut self) -> Option<Refused> {
         Self::poll_refusal(self)

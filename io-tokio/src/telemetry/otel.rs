@@ -25,7 +25,8 @@ use std::fmt;
 use std::time::Duration;
 
 use mcp_engine::http::Refusal;
-use mcp_engine::{Instant, Revision, Served, TraceContext};
+use mcp_engine::observe::{Served, TraceContext};
+use mcp_engine::{Instant, Revision};
 use opentelemetry::metrics::{Counter, Histogram, Meter, MeterProvider as _};
 use opentelemetry::propagation::{Extractor, TextMapPropagator as _};
 use opentelemetry::trace::TracerProvider as _;

@@ -6,7 +6,7 @@
 use crate::catalog::TaskSupport;
 use crate::content::ToolOutput;
 use crate::error::{AnswerError, HostError, TaskRefusal, code};
-use crate::jsonrpc::{Reply, field};
+use crate::jsonrpc::{Reply, Req, field};
 use crate::mcp::answers::Answers;
 use crate::mcp::mrtr::{self, InputRequired};
 use crate::mcp::tasks::legacy;
@@ -22,6 +22,29 @@ use crate::wire::json;
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 impl Answers<'_> {
+    /// A `2025-11-25` `tools/call` with `params.task` (`{ttl?}`), handed over just now:
+    /// the engine makes it a task at once (the client asked for one), so the request is
+    /// answered with the task and the host's event carries the task's ticket. At a bound
+    /// it stays a plain call.
+    pub(crate) fn augment(&mut self, req: &Req<'_, '_>) {
+        let Some(p) = self.tickets.pending else { return };
+        let ttl =
+            req.param("task").and_then(|t| json::get(req.n, t, "ttl")).and_then(|i| match req.n.get(i) {
+                Some(simd_json::Node::Static(simd_json::StaticNode::U64(v))) => Some(*v),
+                Some(simd_json::Node::Static(simd_json::StaticNode::I64(v))) => u64::try_from(*v).ok(),
+                _ => None,
+            });
+        let mut options = TaskOptions::new();
+        if let Some(ms) = ttl {
+            options = options.ttl(core::time::Duration::from_millis(ms));
+        }
+        if let Ok(task) = self.start_task(p.ticket, &options)
+            && let Some(p) = self.tickets.pending.as_mut()
+        {
+            p.ticket = task;
+        }
+    }
+
     /// Turns the live tool call `ticket` into a task: the request is answered now with
     /// the task's handle (`CreateTaskResult`), and the returned task ticket carries the
     /// work from here on.

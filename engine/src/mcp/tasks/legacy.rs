@@ -12,12 +12,11 @@ use sha2::Sha256;
 
 use crate::error::{PeerError, code};
 use crate::jsonrpc::{Reply, Req, field, write_error};
-use crate::mcp::Core;
 use crate::mcp::tasks::Record;
 use crate::mcp::tasks::Status;
-use crate::mcp::tasks::TaskOptions;
 use crate::mcp::tasks::write::task_members;
-use crate::mcp::tickets::IdBuf;
+use crate::mcp::tasks::{TaskMethods, Tasks};
+use crate::mcp::tickets::{IdBuf, Ticket};
 use crate::mcp::write::{result_end, result_start};
 use crate::output::{Outbox, Route};
 use crate::revision::Revision;
@@ -138,7 +137,30 @@ pub(crate) fn ask(outbox: &mut Outbox, r: &Record, route: Route) {
     }
 }
 
-impl Core {
+/// Answers every `tasks/result` waiting on `route` with "Request timed out" (the
+/// connection's request timeout passed).
+pub(crate) fn time_out_waiters(tasks: &mut Tasks, out: &mut Outbox, route: Route) {
+    tasks.each_mut(|r| {
+        r.waiters.retain(|(at, id, _)| {
+            if *at != route {
+                return true;
+            }
+            let mark = out.out.len();
+            let reply = Reply::Stored(id.as_bytes());
+            write_error(
+                &mut out.out,
+                reply,
+                code::REQUEST_TIMEOUT,
+                format_args!("Request timed out"),
+                |_| {},
+            );
+            out.routed(route, mark);
+            false
+        });
+    });
+}
+
+impl TaskMethods<'_> {
     /// A client's response (`id` at tape index `id`, `Ok(result)` or `Err(error)`) to a
     /// request a `2025-11-25` task sent: kept under its key (one that does not fit its
     /// request is kept as an error); once every request is answered the task is `working`
@@ -152,8 +174,8 @@ impl Core {
         let Some(simd_json::Node::Static(simd_json::StaticNode::U64(id))) = n.get(id).copied() else {
             return;
         };
-        let Some(ticket) = self.tasks.asked_by(self.session.serial, id) else { return };
-        let wall = self.wall_now();
+        let Some(ticket) = self.tasks.asked_by(self.serial, id) else { return };
+        let wall = self.wall;
         let Some(r) = self.tasks.get_mut(ticket) else { return };
         let Some(at) = r.asked.iter().position(|a| a.id == id) else { return };
         let kind = r.asked[at].kind;
@@ -187,102 +209,40 @@ impl Core {
         r.asked[at].answered = true;
         r.changes += 1;
         if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) {
-            changed(&mut self.outbox, r);
+            changed(self.outbox, r);
             self.tasks.resume_later(ticket);
         }
-    }
-
-    /// A `2025-11-25` `tools/call` with `params.task` (`{ttl?}`), handed over just now:
-    /// the engine makes it a task at once (the client asked for one), so the request is
-    /// answered with the task and the host's event carries the task's ticket. At a bound
-    /// it stays a plain call.
-    pub(crate) fn augmented(&mut self, req: &Req<'_, '_>) {
-        let Some(p) = self.tickets.pending else { return };
-        let ttl =
-            req.param("task").and_then(|t| json::get(req.n, t, "ttl")).and_then(|i| match req.n.get(i) {
-                Some(simd_json::Node::Static(simd_json::StaticNode::U64(v))) => Some(*v),
-                Some(simd_json::Node::Static(simd_json::StaticNode::I64(v))) => u64::try_from(*v).ok(),
-                _ => None,
-            });
-        let mut options = TaskOptions::new();
-        if let Some(ms) = ttl {
-            options = options.ttl(core::time::Duration::from_millis(ms));
-        }
-        if let Ok(task) = self.answers().start_task(p.ticket, &options)
-            && let Some(p) = self.tickets.pending.as_mut()
-        {
-            p.ticket = task;
-        }
-    }
-
-    /// Answers every `tasks/result` waiting on `route` with "Request timed out" (the
-    /// connection's request timeout passed).
-    pub(crate) fn time_out_waiters(&mut self, route: Route) {
-        let out = &mut self.outbox;
-        self.tasks.each_mut(|r| {
-            r.waiters.retain(|(at, id, _)| {
-                if *at != route {
-                    return true;
-                }
-                let mark = out.out.len();
-                let reply = Reply::Stored(id.as_bytes());
-                write_error(
-                    &mut out.out,
-                    reply,
-                    code::REQUEST_TIMEOUT,
-                    format_args!("Request timed out"),
-                    |_| {},
-                );
-                out.routed(route, mark);
-                false
-            });
-        });
     }
 
     /// `tasks/result` (`2025-11-25`): a finished task's result or error now; for a
     /// task still running, the request waits (at most [`MAX_WAITERS`](super::MAX_WAITERS)
     /// per task) and is answered when it ends, or `-32602` when it is deleted first.
-    pub(crate) fn task_result<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
+    /// Returns the task a request on `route` now waits on.
+    pub(crate) fn result<'t>(
+        &mut self,
+        req: &Req<'_, 't>,
+        rev: Revision,
+        route: Route,
+    ) -> Result<Option<Ticket>, PeerError<'t>> {
         let ticket = self.task_of(req, rev)?;
-        let route = self.route;
         let r = self.tasks.get_mut(ticket).ok_or(PeerError::TaskNotFound)?;
         if r.status().is_terminal() {
             write_result(&mut self.outbox.out, r, Reply::Id(req.id));
-            return Ok(());
+            return Ok(None);
         }
         let id = IdBuf::of(req.id).ok_or(PeerError::IdTooLong)?;
-        r.waiters.push((route, id, self.session.serial)).map_err(|_| PeerError::TooManyWaiters)?;
-        self.waiting = true;
-        // A copy of another node's task: read again should its owner fall silent.
-        self.watch_copy(ticket);
-        Ok(())
-    }
-
-    /// Whether `tasks/list` is offered to the caller: on stdio (one client: the requestor
-    /// is the stream's), and over HTTP to a principal; not to an HTTP session without one,
-    /// as the utility advises a receiver that cannot tell requestors apart (its `tasks/list`
-    /// is `-32601`, and `initialize` leaves `tasks.list` out).
-    pub(crate) fn lists_tasks(&self) -> bool {
-        self.principal.is_some() || self.mode == crate::mcp::lifecycle::Mode::Stdio
+        r.waiters.push((route, id, self.serial)).map_err(|_| PeerError::TooManyWaiters)?;
+        Ok(Some(ticket))
     }
 
     /// `tasks/list` (`2025-11-25`): the caller's tasks of that revision, `page_size` at a
     /// time in table order, the next page named by a cursor sealed with the secret key
     /// and bound to the caller (without a key, every task on one page).
-    pub(crate) fn list_tasks<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
-        if !self.lists_tasks() {
-            // Not offered (`initialize` left `tasks.list` out): a method this server does
-            // not support for the caller.
-            return Err(PeerError::MethodNotFound(req.method));
-        }
-        // With a task store the list is the store's (`listing`): the table holds only
-        // this engine's tasks, not every task the caller can read.
-        if self.tasks.store.is_some() {
-            return self.list_stored(req, rev);
-        }
+    /// Without a task store only (with one, the list is the store's).
+    pub(crate) fn list<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         let key = self.prepared.state_key.as_ref().map(|k| k.sign);
         let principal = self.principal;
-        let session = self.task_session_key(rev);
+        let session = crate::mcp::tasks::session_key_of(self.principal.as_ref(), self.token, rev);
         let start = match req.param("cursor") {
             None => 0,
             Some(ci) => {
@@ -290,7 +250,7 @@ impl Core {
                 key.and_then(|k| open_cursor(&k, principal.as_ref(), text)).ok_or(PeerError::InvalidCursor)?
             }
         };
-        let page = if key.is_some() { self.cfg.page_size } else { usize::MAX };
+        let page = if key.is_some() { self.page_size } else { usize::MAX };
         let out = &mut self.outbox.out;
         result_start(out, Reply::Id(req.id));
         out.extend_from_slice(b"\"tasks\":[");

@@ -5,8 +5,10 @@
 //! The HTTP layer asks the store for a page before the request is served
 //! (`HttpEvent::ListTasks`: the caller's tasks after a position, in the order
 //! `createdAt` then id; a caller with a principal only: a session without one is not offered
-//! `tasks/list`); the store's rows are read here into the page's wire form, kept
-//! for the request's route ([`Listed`]), and written when the request is served again.
+//! `tasks/list`); the store's rows are read into the page's wire form, kept for the
+//! request's route ([`Listed`]), and written when the request is served again (the store
+//! port's `list_query`, `page` and `list_stored`, `store.rs`: this file holds the types
+//! and the position cursor).
 //! A row is read as a copy is (`record::judge`: a dead owner's unfinished task is
 //! `failed`) and not kept; a task this engine holds is shown as the table has it (its
 //! latest state, which the store may not have yet). Rows of another principal, of
@@ -19,15 +21,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::error::PeerError;
-use crate::jsonrpc::{Reply, Req, field};
-use crate::mcp::Core;
-use crate::mcp::tasks::write::task_members;
-use crate::mcp::tasks::{Record, TASK_ID_LEN};
-use crate::mcp::write::{result_end, result_start};
+use crate::mcp::tasks::TASK_ID_LEN;
 use crate::output::Route;
-use crate::revision::Revision;
-use crate::wire::json;
 
 /// Bytes of a position cursor before base64url: `createdAt` (microseconds, 8), the task
 /// id (22), a tag (16).
@@ -55,9 +50,9 @@ pub(crate) struct Row<'a> {
 pub(crate) struct Listed {
     pub(crate) route: Route,
     /// The tasks' objects, comma-separated.
-    items: Vec<u8>,
+    pub(crate) items: Vec<u8>,
     /// Where the next page starts, when there is one.
-    next: Option<Position>,
+    pub(crate) next: Option<Position>,
 }
 
 /// The MAC of a cursor naming `pos` for `principal`.
@@ -71,7 +66,7 @@ fn mac(key: &[u8; 32], principal: Option<&[u8; 32]>, pos: &Position) -> Hmac<Sha
 }
 
 /// Writes a quoted cursor naming `pos` for `principal`.
-fn seal(out: &mut Vec<u8>, key: &[u8; 32], principal: Option<&[u8; 32]>, pos: &Position) {
+pub(crate) fn seal(out: &mut Vec<u8>, key: &[u8; 32], principal: Option<&[u8; 32]>, pos: &Position) {
     let mut raw = [0u8; RAW];
     raw[..8].copy_from_slice(&pos.created.to_be_bytes());
     raw[8..8 + TASK_ID_LEN].copy_from_slice(&pos.id);
@@ -106,98 +101,6 @@ pub(crate) struct Query {
     pub(crate) after: Option<Position>,
     /// Tasks on a page: the store is asked for one more.
     pub(crate) page: usize,
-}
-
-impl Core {
-    /// The store query a `tasks/list` with `cursor` (its tape index, if any) of
-    /// `principal` needs: `None` when the cursor is not one this engine sealed for the
-    /// caller (the request is then answered `-32602` without asking). Without a secret
-    /// key there are no cursors, and a page is as long as the task table.
-    pub(crate) fn task_list_query(&self, cursor: Option<&str>, principal: Option<[u8; 32]>) -> Option<Query> {
-        let key = self.prepared.state_key.as_ref().map(|k| k.sign);
-        let after = match cursor {
-            None => None,
-            Some(text) => Some(open(&key?, principal.as_ref(), text)?),
-        };
-        let page = if key.is_some() { self.cfg.page_size } else { self.tasks.max.max(1) };
-        Some(Query { principal, after, page })
-    }
-
-    /// Reads the store's `rows` for the `tasks/list` on `route` (asked with `query`) into
-    /// the page it will be answered with. The store returns up to a page and one more, in
-    /// order: with the extra row there is a next page, starting after the page's last.
-    pub(crate) fn task_page(&mut self, route: Route, query: &Query, rows: &[Row<'_>]) {
-        let wall = self.wall_now();
-        let mut items = Vec::new();
-        let mut next = None;
-        for (i, row) in rows.iter().take(query.page).enumerate() {
-            if rows.len() > query.page && i + 1 == query.page {
-                next = row.id.as_bytes().try_into().ok().map(|id| Position { created: row.created, id });
-            }
-            let mut theirs = Record::default();
-            if self.read_copy(row.record, &mut theirs).is_none() {
-                continue;
-            }
-            let held = self.tasks.by_token.get(&theirs.token).and_then(|&s| self.tasks.slots.get(s as usize));
-            let r = match held {
-                Some(s) if s.used && s.rec.token == theirs.token => &s.rec,
-                _ => &theirs,
-            };
-            let expires = r.created.saturating_add(r.ttl_ms.saturating_mul(1000));
-            // (Only a principal's list asks the store: no session key to match.)
-            let listed =
-                r.belongs_to(query.principal.as_ref(), None) && r.revision.is_some_and(|v| !v.is_stateless());
-            if !listed || expires <= wall || r.id_str() != row.id {
-                continue;
-            }
-            if !items.is_empty() {
-                items.push(b',');
-            }
-            items.push(b'{');
-            task_members(&mut items, r, true);
-            items.push(b'}');
-        }
-        let Some(st) = self.tasks.store.as_mut() else { return };
-        st.listed.retain(|l| l.route != route);
-        st.listed.push(Listed { route, items, next });
-    }
-
-    /// Forgets a page read for `route` that its request did not use (it was answered
-    /// otherwise, or went away).
-    pub(crate) fn forget_task_page(&mut self, route: Route) {
-        if let Some(st) = self.tasks.store.as_mut() {
-            st.listed.retain(|l| l.route != route);
-        }
-    }
-
-    /// `tasks/list` with a task store: the page read for this request from the store
-    /// ([`task_page`](Self::task_page)), with a cursor to the next one.
-    pub(crate) fn list_stored<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
-        let cursor = match req.param("cursor") {
-            None => None,
-            Some(ci) => Some(json::str_at(req.n, ci).ok_or(PeerError::CursorNotString)?),
-        };
-        self.task_list_query(cursor, self.principal).ok_or(PeerError::InvalidCursor)?;
-        let key = self.prepared.state_key.as_ref().map(|k| k.sign);
-        let principal = self.principal;
-        let route = self.route;
-        let st = self.tasks.store.as_mut().ok_or(PeerError::Internal)?;
-        // Asked before the request was served; without a page (the store was never
-        // asked) the request fails rather than list from the table.
-        let at = st.listed.iter().position(|l| l.route == route).ok_or(PeerError::Internal)?;
-        let page = st.listed.swap_remove(at);
-        let out = &mut self.outbox.out;
-        result_start(out, Reply::Id(req.id));
-        out.extend_from_slice(b"\"tasks\":[");
-        out.extend_from_slice(&page.items);
-        out.push(b']');
-        if let (Some(pos), Some(k)) = (page.next, key) {
-            field(out, "nextCursor");
-            seal(out, &k, principal.as_ref(), &pos);
-        }
-        result_end(out, &self.prepared.meta, rev, None);
-        Ok(())
-    }
 }
 
 #[cfg(test)]

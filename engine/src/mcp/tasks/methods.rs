@@ -1,24 +1,22 @@
 //! The task methods of `2026-07-28` (`tasks/get`, `tasks/update`, `tasks/cancel`), what a
 //! request offers or names of the extension, and the expiry of tasks. The host's side of a
-//! task (starting one, its answers) is `Answers`' (`mcp/answers/task.rs`).
+//! task (starting one, its answers) is `Answers`' (`mcp/answers/task.rs`). The methods are
+//! [`TaskMethods`]'s, a view of the parts they use for the request being dispatched that
+//! the core hands out (`Core::task_methods`); the `2025-11-25` ones are in `legacy.rs`.
 
 use simd_json::Node;
 
-use crate::catalog::TaskSupport;
+use crate::catalog::{Catalog, TaskSupport};
 use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req};
-use crate::mcp::Core;
 use crate::mcp::mrtr::{self, Entry};
+use crate::mcp::prepared::{Prepared, TASKS_EXTENSION as EXTENSION};
 use crate::mcp::tasks::write::{detail_members, task_members};
-use crate::mcp::tasks::{Record, Status};
+use crate::mcp::tasks::{Record, Status, TaskMethods, session_key_of};
 use crate::mcp::tickets::Ticket;
 use crate::mcp::write::{result_end, result_start};
 use crate::revision::Revision;
 use crate::wire::json;
-
-/// The extension's name, under `clientCapabilities.extensions` and
-/// `capabilities.extensions`.
-pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// Whether the client capabilities at `caps` declare the tasks extension (an object
 /// under `extensions`).
@@ -28,7 +26,7 @@ pub(crate) fn declares(n: &[Node<'_>], caps: Option<usize>) -> bool {
         .is_some_and(|t| json::is_object(n, t))
 }
 
-impl Core {
+impl TaskMethods<'_> {
     /// The task a `tasks/*` request names, for its caller: the extension declared on this
     /// request (`-32021` before anything else), `params.taskId` a string, a task of the
     /// caller's (`-32602` otherwise, whether it never existed, expired, or is another
@@ -38,7 +36,7 @@ impl Core {
             return Err(PeerError::TasksNotDeclared);
         }
         let id = req.str_at(req.param("taskId")).ok_or(PeerError::NotAString("taskId"))?;
-        let session = self.task_session_key(rev);
+        let session = session_key_of(self.principal.as_ref(), self.token, rev);
         let ticket =
             self.tasks.find(id, self.principal.as_ref(), session.as_ref()).ok_or(PeerError::TaskNotFound)?;
         // A task lives on the wire it was made on.
@@ -50,21 +48,8 @@ impl Core {
         found
     }
 
-    /// The key of the session a `rev` request without a principal is served in
-    /// (`2025-11-25` over HTTP; see [`crate::mcp::tasks::session_key`]).
-    pub(crate) fn task_session_key(&self, rev: Revision) -> Option<[u8; crate::mcp::tasks::SESSION_KEY_LEN]> {
-        let bound = self.principal.is_none() && !rev.is_stateless();
-        self.session.token.filter(|_| bound).map(|t| crate::mcp::tasks::session_key(&t))
-    }
-
-    /// The wall clock now (microseconds since the Unix epoch; the engine's time until the
-    /// host sets the wall clock).
-    pub(crate) fn wall_now(&self) -> u64 {
-        self.clock().wall.unwrap_or(self.now)
-    }
-
     /// `tasks/get`: the task as it is now (`DetailedTask`), `resultType: "complete"`.
-    pub(crate) fn get_task<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
+    pub(crate) fn get<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         let ticket = self.task_of(req, rev)?;
         let r = self.tasks.get(ticket).ok_or(PeerError::TaskNotFound)?;
         let out = &mut self.outbox.out;
@@ -83,7 +68,7 @@ impl Core {
     /// (`-32602`, nothing applied). Once every outstanding request is answered the task
     /// is `working` again and its call comes back to the host with the answers. The
     /// acknowledgement is empty.
-    pub(crate) fn update_task<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
+    pub(crate) fn update<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         let ticket = self.task_of(req, rev)?;
         let n = req.n;
         let responses = req.param("inputResponses");
@@ -91,7 +76,7 @@ impl Core {
             return Err(PeerError::InputResponsesNotObject);
         };
         let ri = responses.unwrap_or_default();
-        let wall = self.wall_now();
+        let wall = self.wall;
         let r = self.tasks.get_mut(ticket).ok_or(PeerError::TaskNotFound)?;
         if r.status() == Status::InputRequired {
             // Checked first, applied after: a refusal changes nothing.
@@ -131,9 +116,9 @@ impl Core {
     /// `tasks/cancel`: a task not yet finished is `cancelled` at once and its host told
     /// ([`Event::Cancelled`](crate::Event::Cancelled) with the task's ticket); a finished
     /// one is left as it is. Either way the acknowledgement is the same, empty.
-    pub(crate) fn cancel_task<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
+    pub(crate) fn cancel<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         let ticket = self.task_of(req, rev)?;
-        let wall = self.wall_now();
+        let wall = self.wall;
         let r = self.tasks.get_mut(ticket).ok_or(PeerError::TaskNotFound)?;
         let held = r.held;
         let moved = r.move_to(Status::Cancelled, wall);
@@ -148,7 +133,7 @@ impl Core {
         if !moved {
             return Err(PeerError::TaskFinished(r.status().as_str()));
         }
-        crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
+        crate::mcp::tasks::legacy::changed(self.outbox, r);
         let out = &mut self.outbox.out;
         result_start(out, Reply::Id(req.id));
         task_members(out, r, true);
@@ -162,54 +147,42 @@ impl Core {
         result_start(out, Reply::Id(req.id));
         result_end(out, &self.prepared.meta, rev, None);
     }
+}
 
-    /// Deletes the tasks past their TTL; the host is told of those it still works on.
-    pub(crate) fn expire_tasks(&mut self) {
-        let Self { tasks, tickets, now, outbox, .. } = self;
-        tasks.expire(crate::time::Instant::from_micros(*now), |t, r| {
-            if r.held {
-                tickets.tell_cancelled(t);
+/// Whether the tools/call `req` (of tool `tool`, named `name`) may become a task: tasks on, the tool not
+/// forbidden, the extension declared on this request. A task-only tool called without
+/// the extension is refused `-32021`.
+pub(crate) fn task_offer<'t>(
+    catalog: &Catalog,
+    prepared: &Prepared,
+    req: &Req<'_, 't>,
+    rev: Revision,
+    tool: usize,
+    name: &'t str,
+) -> Result<bool, PeerError<'t>> {
+    let support = catalog.tools[tool].tool.task_support;
+    if !prepared.features.tasks || rev == Revision::V2025_06_18 {
+        return Ok(false);
+    }
+    if !rev.is_stateless() {
+        // 2025-11-25: the client asks for a task with `params.task`.
+        let asked = req.param("task").filter(|&t| json::is_object(req.n, t));
+        return match (asked, support) {
+            (Some(_), TaskSupport::Forbidden) => {
+                Err(PeerError::TaskAugmentation { tool: name, required: false })
             }
-            crate::mcp::tasks::legacy::answer_waiters(outbox, r, Some("Task has expired"));
-        });
+            (None, TaskSupport::Required) => Err(PeerError::TaskAugmentation { tool: name, required: true }),
+            (asked, _) => Ok(asked.is_some()),
+        };
     }
-
-    /// Whether the tools/call being dispatched may become a task: tasks on, the tool not
-    /// forbidden, the extension declared on this request. A task-only tool called without
-    /// the extension is refused `-32021`.
-    pub(crate) fn task_offer<'t>(
-        &self,
-        req: &Req<'_, 't>,
-        rev: Revision,
-        tool: usize,
-        name: &'t str,
-    ) -> Result<bool, PeerError<'t>> {
-        let support = self.catalog.tools[tool].tool.task_support;
-        if !self.prepared.features.tasks || rev == Revision::V2025_06_18 {
-            return Ok(false);
-        }
-        if !rev.is_stateless() {
-            // 2025-11-25: the client asks for a task with `params.task`.
-            let asked = req.param("task").filter(|&t| json::is_object(req.n, t));
-            return match (asked, support) {
-                (Some(_), TaskSupport::Forbidden) => {
-                    Err(PeerError::TaskAugmentation { tool: name, required: false })
-                }
-                (None, TaskSupport::Required) => {
-                    Err(PeerError::TaskAugmentation { tool: name, required: true })
-                }
-                (asked, _) => Ok(asked.is_some()),
-            };
-        }
-        if support == TaskSupport::Forbidden {
-            return Ok(false);
-        }
-        let declared = declares(req.n, req.meta.capabilities);
-        if !declared && support == TaskSupport::Required {
-            return Err(PeerError::TaskToolNeedsTasks(name));
-        }
-        Ok(declared)
+    if support == TaskSupport::Forbidden {
+        return Ok(false);
     }
+    let declared = declares(req.n, req.meta.capabilities);
+    if !declared && support == TaskSupport::Required {
+        return Err(PeerError::TaskToolNeedsTasks(name));
+    }
+    Ok(declared)
 }
 
 /// The position in `r.asked` of the outstanding request under `key`.

@@ -1,7 +1,7 @@
 //! Tasks: tool calls that outlive their request (the `io.modelcontextprotocol/tasks`
 //! extension of `2026-07-28`).
 //!
-//! The host turns a tool call into a task ([`CallTool::start_task`](crate::CallTool::start_task));
+//! The host turns a tool call into a task ([`CallTool::start_task`](crate::event::CallTool::start_task));
 //! the engine answers the request at once with the task's handle and keeps a record of it
 //! here, in memory, until its TTL: the status, the status message, the host's result or
 //! error once there is one, the input it asks of the client, and the client's answers.
@@ -49,14 +49,15 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 use crate::mcp::mrtr::{ClientCapabilities, Entry, InputKind, MAX_INPUT_REQUESTS};
-use crate::mcp::tickets::{IdBuf, Ticket};
-use crate::output::Route;
+use crate::mcp::prepared::Prepared;
+use crate::mcp::tickets::{IdBuf, Ticket, Tickets};
+use crate::output::{Outbox, Route};
 use crate::revision::Revision;
 use crate::time::Instant;
 use crate::timer::Timers;
 use crate::wire::trace::TraceParent;
 
-/// How the host wants a task to start (see [`CallTool::start_task`](crate::CallTool::start_task)).
+/// How the host wants a task to start (see [`CallTool::start_task`](crate::event::CallTool::start_task)).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TaskOptions<'a> {
     pub(crate) ttl: Option<core::time::Duration>,
@@ -311,6 +312,26 @@ pub(crate) struct NewTask<'a> {
     /// The call's progress token and its last progress (kept under `2025-11-25` only).
     pub(crate) progress: Option<IdBuf>,
     pub(crate) last_progress: Option<f64>,
+}
+
+/// The task methods' view of the core for the request being dispatched: the parts they
+/// use, who asks and the wall clock (see `Core::task_methods`); its methods are
+/// `methods.rs`' (`2026-07-28`) and `legacy.rs`' (`2025-11-25`).
+pub(crate) struct TaskMethods<'a> {
+    pub(crate) tasks: &'a mut Tasks,
+    pub(crate) tickets: &'a mut Tickets,
+    pub(crate) outbox: &'a mut Outbox,
+    pub(crate) prepared: &'a Prepared,
+    /// The caller's principal (`None`: anonymous).
+    pub(crate) principal: Option<[u8; 32]>,
+    /// The token of the session the request is served in, if any.
+    pub(crate) token: Option<[u8; 16]>,
+    /// The serial of the session the request is served in (0: none).
+    pub(crate) serial: u64,
+    /// Tasks on a `tasks/list` page (`Config::page_size`).
+    pub(crate) page_size: usize,
+    /// The wall clock now (microseconds since the Unix epoch).
+    pub(crate) wall: u64,
 }
 
 /// The task table.
@@ -613,6 +634,18 @@ impl Tasks {
         }
         self.free.push(u32::from(ticket.slot));
     }
+}
+
+/// The key of the session a `rev` request of `principal` (`None`: anonymous) is served
+/// in, in the session holding `token` (`2025-11-25` over HTTP; see
+/// [`session_key`]): only a request without a principal has one.
+pub(crate) fn session_key_of(
+    principal: Option<&[u8; 32]>,
+    token: Option<[u8; 16]>,
+    rev: Revision,
+) -> Option<[u8; SESSION_KEY_LEN]> {
+    let bound = principal.is_none() && !rev.is_stateless();
+    token.filter(|_| bound).map(|t| session_key(&t))
 }
 
 /// The key a task made without a principal in the HTTP session with `token` is bound to:

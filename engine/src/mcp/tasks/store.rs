@@ -15,13 +15,24 @@
 
 use std::collections::VecDeque;
 
-use crate::mcp::Core;
+use crate::catalog::Catalog;
+use crate::config::Config;
+use crate::error::PeerError;
+use crate::jsonrpc::{Reply, Req, field};
+use crate::mcp::prepared::Prepared;
+use crate::mcp::tasks::listing::{Listed, Position, Query, Row, open, seal};
 use crate::mcp::tasks::record::{self, Liveness, Meta, Owner};
+use crate::mcp::tasks::write::task_members;
 use crate::mcp::tasks::{Record, Status, TASK_ID_LEN, TOKEN_LEN};
 use crate::mcp::tickets::Ticket;
+use crate::mcp::tickets::Tickets;
+use crate::mcp::write::{result_end, result_start};
+use crate::output::Outbox;
 use crate::output::Route;
+use crate::revision::Revision;
 use crate::time::Instant;
 use crate::timer::Timers;
+use crate::wire::json;
 
 /// What the table knows of the store (one per engine with a task store).
 pub(crate) struct Settings {
@@ -38,9 +49,9 @@ pub(crate) struct Settings {
     /// The task the request being served named (`tasks/*`).
     pub(crate) touched: Option<Ticket>,
     /// Pages of `tasks/list` read from the store, by the route of their request.
-    pub(crate) listed: Vec<crate::mcp::tasks::listing::Listed>,
+    pub(crate) listed: Vec<Listed>,
     /// Copies to read again from the store: requests wait on them, and their owner's
-    /// lease has lapsed without a word from it ([`Core::watch_copy`]).
+    /// lease has lapsed without a word from it ([`TaskStore::watch_copy`]).
     pub(crate) reread: Vec<[u8; TASK_ID_LEN]>,
 }
 
@@ -100,7 +111,7 @@ impl Stored {
     }
 }
 
-/// A save the host is asked to make ([`Core::next_task_save`]).
+/// A save the host is asked to make ([`TaskStore::next_save`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Save {
     pub(crate) id: [u8; TASK_ID_LEN],
@@ -125,7 +136,7 @@ pub(crate) enum RestoreError {
 fn internal_error(out: &mut Vec<u8>, why: &str) {
     out.clear();
     out.extend_from_slice(b"{\"code\":-32603,\"message\":");
-    crate::wire::json::write_str(out, &format!("Internal error: {why}"));
+    json::write_str(out, &format!("Internal error: {why}"));
     out.push(b'}');
 }
 
@@ -231,10 +242,123 @@ impl super::Tasks {
     }
 }
 
-impl Core {
+/// The task store's port ([`Core::task_store`](crate::mcp::Core::task_store)): the one handle through which the
+/// transport works the table's side of a host's task store, and through which the core
+/// reads records back. It borrows the parts it needs (the task table, the tickets, the
+/// outbox, the catalog and configuration) and the engine's clocks, as `Answers` does;
+/// it never sees the core.
+pub(crate) struct TaskStore<'a> {
+    pub(crate) tasks: &'a mut super::Tasks,
+    pub(crate) tickets: &'a mut Tickets,
+    pub(crate) outbox: &'a mut Outbox,
+    pub(crate) catalog: &'a Catalog,
+    pub(crate) prepared: &'a Prepared,
+    pub(crate) cfg: &'a Config,
+    /// The engine's time (microseconds).
+    pub(crate) now: u64,
+    /// The wall clock now (microseconds since the Unix epoch; `now` until the host sets
+    /// the wall clock).
+    pub(crate) wall: u64,
+}
+
+impl TaskStore<'_> {
+    /// Turns the task store off.
+    pub(crate) fn detach(&mut self) {
+        self.tasks.store = None;
+    }
+
+    /// Marks the saves due at `now`, and the watched copies to read again.
+    pub(crate) fn due(&mut self, now: Instant) {
+        self.tasks.store_due(now);
+    }
+
+    /// Runs `f` on the id of every task whose news this engine follows
+    /// ([`super::Tasks::follows`]).
+    pub(crate) fn followed_ids(&self, f: impl FnMut(&[u8; TASK_ID_LEN])) {
+        self.tasks.each_followed(f);
+    }
+
+    /// The copies to read again from the store (their owner's lease lapsed).
+    pub(crate) fn take_rereads(&mut self) -> Vec<[u8; TASK_ID_LEN]> {
+        self.tasks.store.as_mut().map(|st| core::mem::take(&mut st.reread)).unwrap_or_default()
+    }
+
+    /// Whether tasks expired here that the host has not heard of.
+    pub(crate) fn has_expired(&self) -> bool {
+        self.tasks.store.as_ref().is_some_and(|st| !st.expired.is_empty())
+    }
+
+    /// The next task expired here that the host has not heard of.
+    pub(crate) fn pop_expired(&mut self) -> Option<[u8; TASK_ID_LEN]> {
+        self.tasks.store.as_mut().and_then(|st| st.expired.pop_front())
+    }
+
+    /// Whether the store has acknowledged every change of `ticket`'s task up to
+    /// `changes`.
+    pub(crate) fn saved_up_to(&self, ticket: Ticket, changes: u64) -> bool {
+        self.tasks.saved_up_to(ticket, changes)
+    }
+
+    /// The changes of `ticket`'s task the store has not acknowledged yet (`None`: it has
+    /// every one).
+    pub(crate) fn needs_save(&self, ticket: Ticket) -> Option<u64> {
+        let changes = self.tasks.changes(ticket);
+        (!self.tasks.saved_up_to(ticket, changes)).then_some(changes)
+    }
+
+    /// Whether `ticket`'s task is in the table.
+    pub(crate) fn holds(&self, ticket: Ticket) -> bool {
+        self.tasks.get(ticket).is_some()
+    }
+
+    /// The task `id` names, whoever's it is.
+    pub(crate) fn ticket_of(&self, id: &[u8]) -> Option<Ticket> {
+        self.tasks.ticket_of(id)
+    }
+
+    /// Whether `ticket`'s task is one this engine runs (not a copy of another node's).
+    pub(crate) fn runs(&self, ticket: Ticket) -> bool {
+        self.tasks.stored(ticket).is_some_and(|s| !s.copy)
+    }
+
+    /// Whether another node's change to task `id` concerns this engine
+    /// ([`super::Tasks::follows`]).
+    pub(crate) fn follows_id(&self, id: &[u8]) -> bool {
+        self.tasks.ticket_of(id).is_some_and(|t| self.tasks.follows(t))
+    }
+
+    /// Whether a `tasks/*` request naming `id` should ask the store first.
+    pub(crate) fn wants_load(&self, id: &[u8]) -> bool {
+        self.tasks.wants_load(id)
+    }
+
+    /// The task the request served last named (`tasks/*`), taken.
+    pub(crate) fn take_touched(&mut self) -> Option<Ticket> {
+        self.tasks.store.as_mut().and_then(|st| st.touched.take())
+    }
+
+    /// The task created in this pass whose handle was written on `route`, taken.
+    pub(crate) fn take_fresh(&mut self, route: Route) -> Option<Ticket> {
+        let st = self.tasks.store.as_mut()?;
+        let at = st.fresh.iter().position(|(r, _)| *r == route)?;
+        Some(st.fresh.swap_remove(at).1)
+    }
+
+    /// Forgets the tasks created in the pass whose answers were just collected.
+    pub(crate) fn forget_fresh(&mut self) {
+        if let Some(st) = self.tasks.store.as_mut() {
+            st.fresh.clear();
+        }
+    }
+
+    /// Drops every copy that has nothing left to save, but those `keep` names.
+    pub(crate) fn drop_copies(&mut self, keep: impl FnMut(Ticket, &[u8; TASK_ID_LEN]) -> bool) {
+        self.tasks.drop_copies(keep);
+    }
+
     /// Turns the task store on: this engine is `node` (its host's name for it; may be
     /// empty) with boot id `boot`, and its leases last `lease`.
-    pub(crate) fn enable_task_store(&mut self, node: &str, boot: [u8; 16], lease: core::time::Duration) {
+    pub(crate) fn enable(&mut self, node: &str, boot: [u8; 16], lease: core::time::Duration) {
         self.tasks.store = Some(Settings {
             me: Owner::new(boot, node),
             lease_us: u64::try_from(lease.as_micros()).unwrap_or(u64::MAX).max(3),
@@ -250,9 +374,9 @@ impl Core {
     /// The next task whose record the store must be told of, its record written into
     /// `out`: a task changed since its last save, one whose lease is due, or one whose
     /// save failed and is tried again. Scans the table (with a store only).
-    pub(crate) fn next_task_save(&mut self, out: &mut Vec<u8>) -> Option<Save> {
+    pub(crate) fn next_save(&mut self, out: &mut Vec<u8>) -> Option<Save> {
         let settings = self.tasks.store.as_mut()?;
-        let wall = self.wall.map_or(self.now, |(w, at)| w.saturating_add(self.now.saturating_sub(at)));
+        let wall = self.wall;
         let i = self
             .tasks
             .slots
@@ -294,7 +418,7 @@ impl Core {
     /// for a failure, whether it is a task this engine runs (it then asks the store for
     /// the record, merges it and saves again: the caller asks) or a copy (whose request
     /// fails). `None`: no such save is out.
-    pub(crate) fn task_save_answered(
+    pub(crate) fn save_answered(
         &mut self,
         id: &[u8],
         revision: u64,
@@ -328,7 +452,7 @@ impl Core {
     /// gone (`record::judge`; the record then says so at its next save). Returns the
     /// record's meta, its tool's name and its change count before any such failure.
     pub(crate) fn read_copy<'b>(&self, bytes: &'b [u8], rec: &mut Record) -> Option<(Meta, &'b str, u64)> {
-        let wall = self.wall_now();
+        let wall = self.wall;
         let skew = u64::try_from(self.cfg.clock_skew.as_micros()).unwrap_or(u64::MAX);
         let me = self.tasks.store.as_ref()?.me;
         let decoded = record::decode(bytes, rec).ok()?;
@@ -343,8 +467,8 @@ impl Core {
 
     /// A record the store gave for a task this engine does not hold: it joins the table
     /// as a copy (served, then dropped), read as `failed` when its owner is gone.
-    pub(crate) fn restore_task(&mut self, bytes: &[u8]) -> Result<Ticket, RestoreError> {
-        let (now, wall) = (self.now, self.wall_now());
+    pub(crate) fn restore(&mut self, bytes: &[u8]) -> Result<Ticket, RestoreError> {
+        let (now, wall) = (self.now, self.wall);
         let mut rec = Record::default();
         let (meta, tool, base) = self.read_copy(bytes, &mut rec).ok_or(RestoreError::Gone)?;
         let expires = rec.created.saturating_add(rec.ttl_ms.saturating_mul(1000));
@@ -390,7 +514,7 @@ impl Core {
         s.rec = theirs;
         s.st.take_copy(&meta, tool, base);
         if s.rec.status() != was {
-            crate::mcp::tasks::legacy::changed(&mut self.outbox, &mut s.rec);
+            crate::mcp::tasks::legacy::changed(self.outbox, &mut s.rec);
         }
         self.watch_copy(ticket);
         true
@@ -404,7 +528,7 @@ impl Core {
     /// nothing, and the copy is then judged `failed` and its waiters are answered,
     /// rather than waiting for their timeout or the TTL.
     pub(crate) fn watch_copy(&mut self, ticket: Ticket) {
-        let (now, wall) = (self.now, self.wall_now());
+        let (now, wall) = (self.now, self.wall);
         let skew = u64::try_from(self.cfg.clock_skew.as_micros()).unwrap_or(u64::MAX);
         let Some(settings) = self.tasks.store.as_mut() else { return };
         let Some(s) = self.tasks.slots.get(usize::from(ticket.slot)) else { return };
@@ -422,7 +546,7 @@ impl Core {
     /// waiters are answered, and the record says so at the copy's next save), otherwise
     /// it is watched on.
     fn rejudge_copy(&mut self, ticket: Ticket) {
-        let wall = self.wall_now();
+        let wall = self.wall;
         let skew = u64::try_from(self.cfg.clock_skew.as_micros()).unwrap_or(u64::MAX);
         let Some(me) = self.tasks.store.as_ref().map(|st| st.me) else { return };
         let Some(s) = self.tasks.slots.get_mut(usize::from(ticket.slot)) else { return };
@@ -433,7 +557,7 @@ impl Core {
         match record::judge(s.rec.status(), &meta, &me, wall, skew) {
             Liveness::Dead(why) => {
                 fail(&mut s.rec, why, wall);
-                crate::mcp::tasks::legacy::changed(&mut self.outbox, &mut s.rec);
+                crate::mcp::tasks::legacy::changed(self.outbox, &mut s.rec);
             }
             _ => self.watch_copy(ticket),
         }
@@ -449,8 +573,8 @@ impl Core {
     /// status it moves to is told as a local change is (`legacy::changed`: waiting
     /// `tasks/result` requests, the session's status notification). Returns whether it
     /// was merged.
-    pub(crate) fn merge_task(&mut self, ticket: Ticket, bytes: &[u8]) -> bool {
-        let wall = self.wall_now();
+    pub(crate) fn merge(&mut self, ticket: Ticket, bytes: &[u8]) -> bool {
+        let wall = self.wall;
         let mut theirs = Record::default();
         let Ok(decoded) = record::decode(bytes, &mut theirs) else { return false };
         let Some(s) = self.tasks.slots.get_mut(usize::from(ticket.slot)) else { return false };
@@ -483,7 +607,7 @@ impl Core {
             if held {
                 self.tickets.tell_cancelled(ticket);
             }
-            crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
+            crate::mcp::tasks::legacy::changed(self.outbox, r);
             return true;
         }
         let same_round = r.status() == Status::InputRequired
@@ -499,7 +623,7 @@ impl Core {
             }
             r.changes += 1;
             if r.asked.iter().all(|a| a.answered) && r.move_to(Status::Working, wall) {
-                crate::mcp::tasks::legacy::changed(&mut self.outbox, r);
+                crate::mcp::tasks::legacy::changed(self.outbox, r);
                 self.tasks.resume_later(ticket);
             }
         }
@@ -508,11 +632,108 @@ impl Core {
 
     /// Undoes task `ticket`, whose creation the store did not take: its client never
     /// learns the id; the host's work is cancelled.
-    pub(crate) fn undo_task(&mut self, ticket: Ticket) {
+    pub(crate) fn undo(&mut self, ticket: Ticket) {
         if self.tasks.get(ticket).is_some_and(|r| r.held) {
             self.tickets.tell_cancelled(ticket);
         }
         self.tasks.remove(ticket);
+    }
+}
+
+/// `2025-11-25` `tasks/list` from the store: the query, the page read back.
+impl TaskStore<'_> {
+    /// The store query a `tasks/list` with `cursor` (its tape index, if any) of
+    /// `principal` needs: `None` when the cursor is not one this engine sealed for the
+    /// caller (the request is then answered `-32602` without asking). Without a secret
+    /// key there are no cursors, and a page is as long as the task table.
+    pub(crate) fn list_query(&self, cursor: Option<&str>, principal: Option<[u8; 32]>) -> Option<Query> {
+        let key = self.prepared.state_key.as_ref().map(|k| k.sign);
+        let after = match cursor {
+            None => None,
+            Some(text) => Some(open(&key?, principal.as_ref(), text)?),
+        };
+        let page = if key.is_some() { self.cfg.page_size } else { self.tasks.max.max(1) };
+        Some(Query { principal, after, page })
+    }
+
+    /// Reads the store's `rows` for the `tasks/list` on `route` (asked with `query`) into
+    /// the page it will be answered with. The store returns up to a page and one more, in
+    /// order: with the extra row there is a next page, starting after the page's last.
+    pub(crate) fn page(&mut self, route: Route, query: &Query, rows: &[Row<'_>]) {
+        let wall = self.wall;
+        let mut items = Vec::new();
+        let mut next = None;
+        for (i, row) in rows.iter().take(query.page).enumerate() {
+            if rows.len() > query.page && i + 1 == query.page {
+                next = row.id.as_bytes().try_into().ok().map(|id| Position { created: row.created, id });
+            }
+            let mut theirs = Record::default();
+            if self.read_copy(row.record, &mut theirs).is_none() {
+                continue;
+            }
+            let held = self.tasks.by_token.get(&theirs.token).and_then(|&s| self.tasks.slots.get(s as usize));
+            let r = match held {
+                Some(s) if s.used && s.rec.token == theirs.token => &s.rec,
+                _ => &theirs,
+            };
+            let expires = r.created.saturating_add(r.ttl_ms.saturating_mul(1000));
+            // (Only a principal's list asks the store: no session key to match.)
+            let listed =
+                r.belongs_to(query.principal.as_ref(), None) && r.revision.is_some_and(|v| !v.is_stateless());
+            if !listed || expires <= wall || r.id_str() != row.id {
+                continue;
+            }
+            if !items.is_empty() {
+                items.push(b',');
+            }
+            items.push(b'{');
+            task_members(&mut items, r, true);
+            items.push(b'}');
+        }
+        let Some(st) = self.tasks.store.as_mut() else { return };
+        st.listed.retain(|l| l.route != route);
+        st.listed.push(Listed { route, items, next });
+    }
+
+    /// Forgets a page read for `route` that its request did not use (it was answered
+    /// otherwise, or went away).
+    pub(crate) fn forget_page(&mut self, route: Route) {
+        if let Some(st) = self.tasks.store.as_mut() {
+            st.listed.retain(|l| l.route != route);
+        }
+    }
+
+    /// `tasks/list` with a task store: the page read for this request from the store
+    /// ([`Self::page`]), for `principal`, its request on `route`, with a cursor to the next one.
+    pub(crate) fn list_stored<'t>(
+        &mut self,
+        req: &Req<'_, 't>,
+        rev: Revision,
+        principal: Option<[u8; 32]>,
+        route: Route,
+    ) -> Result<(), PeerError<'t>> {
+        let cursor = match req.param("cursor") {
+            None => None,
+            Some(ci) => Some(json::str_at(req.n, ci).ok_or(PeerError::CursorNotString)?),
+        };
+        self.list_query(cursor, principal).ok_or(PeerError::InvalidCursor)?;
+        let key = self.prepared.state_key.as_ref().map(|k| k.sign);
+        let st = self.tasks.store.as_mut().ok_or(PeerError::Internal)?;
+        // Asked before the request was served; without a page (the store was never
+        // asked) the request fails rather than list from the table.
+        let at = st.listed.iter().position(|l| l.route == route).ok_or(PeerError::Internal)?;
+        let page = st.listed.swap_remove(at);
+        let out = &mut self.outbox.out;
+        result_start(out, Reply::Id(req.id));
+        out.extend_from_slice(b"\"tasks\":[");
+        out.extend_from_slice(&page.items);
+        out.push(b']');
+        if let (Some(pos), Some(k)) = (page.next, key) {
+            field(out, "nextCursor");
+            seal(out, &k, principal.as_ref(), &pos);
+        }
+        result_end(out, &self.prepared.meta, rev, None);
+        Ok(())
     }
 }
 

@@ -14,7 +14,9 @@ use core::fmt;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use mcp_engine::{HostError, InputRequestBuf, PromptMessage, Role};
+use mcp_engine::error::HostError;
+use mcp_engine::mrtr::InputRequestBuf;
+use mcp_engine::{PromptMessage, Role};
 
 /// The outcome of a tool call (MCP `CallToolResult`), owned.
 ///
@@ -128,7 +130,7 @@ impl ToolReply {
     /// [`InputContext::response`](crate::handler::InputContext::response).
     ///
     /// ```
-    /// use mcp_engine::InputRequestBuf;
+    /// use mcp_engine::mrtr::InputRequestBuf;
     /// use mcp_io_tokio::ToolReply;
     /// use mcp_io_tokio::reply::InputRequiredReply;
     ///
@@ -363,7 +365,7 @@ impl PromptReply {
     /// Asks the client for input first (see [`ToolReply::input_required`]).
     ///
     /// ```
-    /// use mcp_engine::InputRequestBuf;
+    /// use mcp_engine::mrtr::InputRequestBuf;
     /// use mcp_io_tokio::PromptReply;
     /// use mcp_io_tokio::reply::InputRequiredReply;
     ///
@@ -402,7 +404,7 @@ impl PromptReply {
 /// nothing.
 ///
 /// ```
-/// use mcp_engine::InputRequestBuf;
+/// use mcp_engine::mrtr::InputRequestBuf;
 /// use mcp_io_tokio::ToolReply;
 /// use mcp_io_tokio::reply::InputRequiredReply;
 /// use serde_json::json;
@@ -431,7 +433,7 @@ impl InputRequiredReply {
     /// ```
     /// use std::sync::Arc;
     ///
-    /// use mcp_engine::InputRequestBuf;
+    /// use mcp_engine::mrtr::InputRequestBuf;
     /// use mcp_io_tokio::reply::InputRequiredReply;
     ///
     /// let roots: Arc<[InputRequestBuf]> = Arc::new([InputRequestBuf::list_roots("roots")]);
@@ -444,7 +446,7 @@ impl InputRequiredReply {
     /// Adds host state.
     ///
     /// ```
-    /// use mcp_engine::InputRequestBuf;
+    /// use mcp_engine::mrtr::InputRequestBuf;
     /// use mcp_io_tokio::reply::InputRequiredReply;
     ///
     /// let input = InputRequiredReply::new([InputRequestBuf::list_roots("roots")]).with_state(b"step=2");
@@ -457,7 +459,7 @@ impl InputRequiredReply {
 }
 
 /// A failure a handler reports instead of a reply: the owned counterpart of
-/// [`mcp_engine::HostError`], answered as a JSON-RPC error.
+/// [`mcp_engine::error::HostError`], answered as a JSON-RPC error.
 ///
 /// The message is sent to the client; keep secrets out of it.
 ///
@@ -470,7 +472,7 @@ impl InputRequiredReply {
 /// `.map_err(HostFailure::internal)` (any `Display`).
 ///
 /// ```
-/// use mcp_engine::HostError;
+/// use mcp_engine::error::HostError;
 /// use mcp_io_tokio::HostFailure;
 ///
 /// let failure = HostFailure::invalid_params("`limit` must be at most 100");
@@ -497,7 +499,7 @@ impl HostFailure {
     /// [`HostFailure::NotFound`].
     ///
     /// ```
-    /// use mcp_engine::HostError;
+    /// use mcp_engine::error::HostError;
     /// use mcp_io_tokio::HostFailure;
     ///
     /// assert_eq!(HostFailure::not_found().as_host_error(), HostError::NotFound);
@@ -533,7 +535,7 @@ impl HostFailure {
     /// The borrowed form the engine answers with.
     ///
     /// ```
-    /// use mcp_engine::HostError;
+    /// use mcp_engine::error::HostError;
     /// use mcp_io_tokio::HostFailure;
     ///
     /// let failure = HostFailure::internal("the database is down");

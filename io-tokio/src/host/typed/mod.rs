@@ -279,7 +279,7 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Router<S, L> {
         Fut: Future<Output = ResourceResult> + Send,
         V: DeserializeOwned + JsonSchema + 'static,
     {
-        self.templates.push((template.uri_template.clone(), mcp_engine::catalog::input_schema_of::<V>()));
+        self.templates.push((template.uri_template.clone(), mcp_engine::input_schema_of::<V>()));
         self.route(TemplateRoute::new(f), |names, catalog, at| {
             names.templates.insert(template.uri_template.as_str().into(), at);
             catalog.template(template)

@@ -93,7 +93,7 @@ pub struct Structured<T>(pub T);
 
 impl<T: Serialize + JsonSchema> IntoToolReply for Structured<T> {
     fn output_schema() -> Option<Value> {
-        Some(mcp_engine::catalog::output_schema_of::<T>())
+        Some(mcp_engine::output_schema_of::<T>())
     }
 
     fn into_reply(self) -> ToolResult {
@@ -110,7 +110,7 @@ impl<T: Serialize + JsonSchema> IntoToolReply for Structured<T> {
 /// use mcp_io_tokio::NoArgs;
 ///
 /// let _: NoArgs = serde_json::from_str("{}")?;
-/// let schema = mcp_engine::catalog::input_schema_of::<NoArgs>();
+/// let schema = mcp_engine::input_schema_of::<NoArgs>();
 /// assert_eq!(schema["type"], "object");
 /// assert!(schema.get("properties").is_none() && schema.get("description").is_none());
 /// # Ok::<(), serde_json::Error>(())

@@ -31,7 +31,7 @@ use deadpool_postgres::tokio_postgres::{self, AsyncMessage, Client, Connection, 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use mcp_engine::CatalogChange;
+use mcp_engine::subs::CatalogChange;
 
 use crate::store::sessions::{CatalogNews, StoreError, StoreNotice, StoreNotices};
 

@@ -15,9 +15,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use sha2::Digest as _;
 
-use super::auth::{Principal, Verdict};
-use super::jwt_parts::{Claims, Header, OneOrMany, Str, json_object, unbase64};
-use super::token_cache::{TokenCache, TokenDigest};
+use crate::http::auth::authorize::{Principal, Verdict};
+use crate::http::auth::jwt_parts::{Claims, Header, OneOrMany, Str, json_object, unbase64};
+use crate::http::auth::token_cache::{TokenCache, TokenDigest};
 use crate::time::UnixTime;
 
 /// The leeway unless set.

@@ -7,7 +7,7 @@
 //! Handing over: each event written on a session stream (live, or parked while its
 //! client is away) is queued here as it is written (its session id, stream, number,
 //! bytes, and whether it is the stream's last: the answer to its request) and lent to
-//! the host with [`HttpEngine::poll_event`], oldest first; nothing waits for the host.
+//! the host with [`HttpEngine::poll_store`], oldest first; nothing waits for the host.
 //! The queue holds at most [`QUEUE_EVENTS`] events and 4 × `replay_buffer` bytes
 //! (reserved when the first event is queued, then reused): an event that finds it full
 //! (a host that does not drain its events) is not handed over, and a later replay from
@@ -27,13 +27,15 @@
 
 use std::collections::VecDeque;
 
-use crate::http::exchange::{Exchange, Phase};
-use crate::http::sessions::{SessionRef, Sessions};
-use crate::http::{Ask, ConnId, HttpEngine, HttpEvent, conn_in};
+use crate::http::conn::exchange::{Exchange, Phase};
+use crate::http::session::sessions::{SessionRef, Sessions};
+use crate::http::store::StoreAsk;
+use crate::http::store::StoreEvent;
+use crate::http::{ConnId, HttpEngine, conn_in};
 use crate::time::Instant;
 use crate::wire::session_id::SESSION_ID_LEN;
 
-/// An event written on a session's SSE stream ([`HttpEvent::AppendEvent`]): keep it for
+/// An event written on a session's SSE stream ([`StoreEvent::AppendEvent`]): keep it for
 /// `Last-Event-ID` resumption on any node sharing the store. No answer is expected.
 /// Events of one stream come in order, numbered from 1 without holes (a hole means an
 /// event was not handed over); keep at most a bounded number of them per stream and per
@@ -55,7 +57,7 @@ pub struct AppendEvent<'a> {
 }
 
 /// A client resumes a stream this engine cannot replay from memory
-/// ([`HttpEvent::LoadEvents`]): answer with [`HttpEngine::events_loaded`], giving the
+/// ([`StoreEvent::LoadEvents`]): answer with [`HttpEngine::events_loaded`], giving the
 /// kept events of `stream` of `session` numbered `from` or later, oldest first.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -195,20 +197,26 @@ impl HttpEngine {
     /// [`HttpConfig::event_store`]: crate::http::HttpConfig::event_store
     pub fn set_event_store(&mut self, on: bool) {
         self.http.event_store = on;
-        self.keep.on = on && self.http.session_store;
+        self.store.set_events(on && self.http.session_store);
     }
 
     /// Events of session streams not handed to the host because it did not take them
     /// fast enough (see [`AppendEvent`]; a replay from the store reports them as a gap).
     pub fn events_not_handed_over(&self) -> u64 {
-        self.keep.dropped
+        self.store.events_dropped()
     }
 
     /// Whether the `GET` of `slot` resuming `stream` of `r` after `seen` must ask the
     /// host (event store on, and this engine's buffer does not cover it); if so it
     /// waits for the answer.
-    pub(super) fn begin_events_load(&mut self, slot: u32, r: SessionRef, stream: u32, seen: u32) -> bool {
-        if !self.keep.on || self.sessions.get(r).is_none_or(|e| e.replay.covers(stream, seen)) {
+    pub(in crate::http) fn begin_events_load(
+        &mut self,
+        slot: u32,
+        r: SessionRef,
+        stream: u32,
+        seen: u32,
+    ) -> bool {
+        if !self.store.events_on() || self.sessions.get(r).is_none_or(|e| e.replay.covers(stream, seen)) {
             return false;
         }
         let deadline = self.last_now + self.http.store_timeout;
@@ -216,19 +224,19 @@ impl HttpEngine {
         c.resume = Some((r, stream, seen));
         c.phase = Phase::Loading;
         c.deadline = Some(deadline);
-        self.asks.push_back(Ask::Events(slot));
+        self.store.ask(StoreAsk::Events(slot));
         true
     }
 
-    /// The event of an [`Ask::Events`].
-    pub(super) fn events_event(&mut self, slot: u32) -> Option<HttpEvent<'_>> {
+    /// The event of a [`StoreAsk::Events`].
+    pub(in crate::http) fn events_event(&mut self, slot: u32) -> Option<StoreEvent<'_>> {
         let s = &self.slots[slot as usize];
         let c = s.conn.as_ref().filter(|c| c.phase == Phase::Loading)?;
         let (r, stream, from) = c.resume?;
         let conn = ConnId { slot, generation: s.generation };
         let e = self.sessions.get(r)?;
         let session = core::str::from_utf8(&e.id).ok()?;
-        Some(HttpEvent::LoadEvents(LoadEvents { conn, session, stream, from }))
+        Some(StoreEvent::LoadEvents(LoadEvents { conn, session, stream, from }))
     }
 
     /// Answers a [`LoadEvents`]: the waiting `GET` gets its stream's events after the one
@@ -263,7 +271,7 @@ impl HttpEngine {
 /// `: gap` first when some are missing (the one after `seen` is not the first given, a
 /// number is skipped, or more than `max` bytes were given). Returns whether the stream's
 /// last event was among them (or was the one the client saw).
-pub(super) fn replay_stored(
+pub(in crate::http) fn replay_stored(
     c: &mut Exchange,
     sessions: &Sessions,
     r: SessionRef,

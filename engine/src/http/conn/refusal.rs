@@ -1,7 +1,7 @@
 //! Why a request was refused, for the host's log and metrics: every HTTP response with a
 //! status of 400 or more is recorded with its [`Refusal`] reason (the body stays what it
 //! is: empty where it is empty), counted per reason ([`RefusalCounts`]) and kept in a
-//! bounded queue the adapter drains ([`HttpEngine::poll_refusal`]) to log each one.
+//! bounded queue the adapter drains ([`HttpEngine::poll_refusal`](crate::http::HttpEngine::poll_refusal)) to log each one.
 //!
 //! Recording costs no allocation: a refusal is noted on its exchange as its head is
 //! written, and moved to the engine's queue (reserved at [`REFUSALS_KEPT`] when the
@@ -9,12 +9,12 @@
 
 use core::net::IpAddr;
 
-use super::exchange::Exchange;
-use super::resource::Challenge;
-use super::{ConnId, HttpEngine};
+use crate::http::ConnId;
+use crate::http::auth::resource::Challenge;
+use crate::http::conn::exchange::Exchange;
 use crate::wire::http1::HttpError;
 
-/// Refusals kept for [`HttpEngine::poll_refusal`]; past that the oldest is dropped (it is
+/// Refusals kept for [`HttpEngine::poll_refusal`](crate::http::HttpEngine::poll_refusal); past that the oldest is dropped (it is
 /// still counted).
 pub const REFUSALS_KEPT: usize = 256;
 
@@ -215,7 +215,7 @@ impl Refusal {
     }
 
     /// The status this refusal is answered with (`0` for [`Other`](Self::Other)).
-    pub(super) fn status(self) -> u16 {
+    pub(in crate::http) fn status(self) -> u16 {
         match self {
             Self::PathNotFound | Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
@@ -243,7 +243,7 @@ impl Refusal {
 
     /// The reason of a response with `status` written where the engine had no more
     /// precise one (a response after the body was read).
-    pub(super) fn of_status(status: u16) -> Self {
+    pub(in crate::http) fn of_status(status: u16) -> Self {
         match status {
             400 => Self::BadMessage,
             401 => Self::Unauthenticated,
@@ -299,7 +299,7 @@ impl From<Challenge> for Refusal {
 /// What a request is answered before its body is read: a refusal, or a CORS preflight's
 /// `204` (which ends the exchange the same way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Early {
+pub(in crate::http) enum Early {
     Refused(Refusal),
     Preflight,
 }
@@ -316,7 +316,7 @@ impl From<HttpError> for Early {
     }
 }
 
-/// One refused request, as [`HttpEngine::poll_refusal`] gives it.
+/// One refused request, as [`HttpEngine::poll_refusal`](crate::http::HttpEngine::poll_refusal) gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Refused {
@@ -352,7 +352,7 @@ impl RefusalCounts {
 }
 
 /// The engine's refusals: counts, and the latest ones for the adapter to log.
-pub(super) struct RefusalLog {
+pub(in crate::http) struct RefusalLog {
     counts: RefusalCounts,
     queue: std::collections::VecDeque<Refused>,
 }
@@ -371,7 +371,7 @@ impl RefusalLog {
     /// wherever the engine looks at a connection: the common case, nothing noted, is one
     /// check.
     #[inline]
-    pub(super) fn collect(&mut self, slot: u32, c: &mut Exchange) {
+    pub(in crate::http) fn collect(&mut self, slot: u32, c: &mut Exchange) {
         if let Some((refusal, status)) = c.refused.take() {
             let conn = ConnId { slot, generation: c.generation };
             self.record(Refused { conn, refusal, status, client: c.client });
@@ -386,20 +386,15 @@ impl RefusalLog {
         }
         self.queue.push_back(r);
     }
-}
 
-impl HttpEngine {
-    /// The next refused request (every response with a status of 400 or more, with its
-    /// reason), oldest first; `None` when none waits. At most [`REFUSALS_KEPT`] wait, the
-    /// oldest dropped past that ([`refusal_counts`](Self::refusal_counts) counts every
-    /// one). The adapters drain it after every input and log each at `debug`.
-    pub fn poll_refusal(&mut self) -> Option<Refused> {
-        self.refusals.queue.pop_front()
+    /// The oldest refusal kept, taken.
+    pub(in crate::http) fn next(&mut self) -> Option<Refused> {
+        self.queue.pop_front()
     }
 
-    /// How many requests were refused, per reason, since the engine started.
-    pub fn refusal_counts(&self) -> &RefusalCounts {
-        &self.refusals.counts
+    /// The counts per reason.
+    pub(in crate::http) fn counts(&self) -> &RefusalCounts {
+        &self.counts
     }
 }
 

@@ -28,7 +28,7 @@
 //! session as not found and the client opens a new one, which is what it would do had
 //! the session expired.
 
-use crate::http::auth::Principal;
+use crate::http::auth::authorize::Principal;
 use crate::level::LogLevel;
 use crate::mcp::lifecycle::Session;
 use crate::mcp::mrtr::ClientCapabilities;

@@ -31,9 +31,10 @@ use core::time::Duration;
 
 use simd_json::Node;
 
-use crate::http::auth::Principal;
-use crate::http::client::ClientKey;
+use crate::http::auth::authorize::Principal;
+use crate::http::auth::client::ClientKey;
 use crate::jsonrpc::{IdRef, Reply, write_error};
+use crate::mcp::facts::{RequestFacts, RequestKind};
 use crate::time::Instant;
 use crate::wire::json;
 
@@ -356,15 +357,14 @@ fn retry_secs(micros: u64) -> u64 {
     micros.div_ceil(1_000_000).max(1)
 }
 
-/// The class of the request on tape `n`, if it is limited.
-pub(crate) fn class_of(n: &[Node<'_>]) -> Option<Class> {
-    json::get(n, 0, "id")?;
-    match json::get(n, 0, "method").and_then(|m| json::str_at(n, m))? {
-        "tools/call" => Some(Class::Calls),
-        "completion/complete" => Some(Class::Completions),
-        "subscriptions/listen" | "resources/subscribe" => Some(Class::Subscriptions),
-        "initialize" => Some(Class::Initialize),
-        _ => None,
+/// The class of a request (what the core decoded it to), if it is limited.
+pub(crate) fn class_of(facts: &RequestFacts<'_>) -> Option<Class> {
+    match facts.kind {
+        RequestKind::Call => Some(Class::Calls),
+        RequestKind::Completion => Some(Class::Completions),
+        RequestKind::Subscription => Some(Class::Subscriptions),
+        RequestKind::Initialize => Some(Class::Initialize),
+        RequestKind::Other => None,
     }
 }
 

@@ -22,15 +22,15 @@
 
 use hashbrown::HashMap;
 
-use crate::http::auth::Principal;
-use crate::http::client::ClientKey;
-use crate::http::shares::Shares;
+use crate::http::auth::authorize::Principal;
+use crate::http::auth::client::ClientKey;
+use crate::http::session::shares::Shares;
 use crate::mcp::lifecycle::{Mode, Session};
 use crate::mcp::{Room, SessionCheck};
 use crate::revision::Revision;
 use core::time::Duration;
 
-use crate::http::replay::{Replay, STANDALONE};
+use crate::http::session::replay::{Replay, STANDALONE};
 use crate::time::Instant;
 use crate::wire::session_id::{EVENT_ID_LEN, SESSION_ID_LEN, SessionIds, Token};
 

@@ -11,11 +11,15 @@
 //! of is kept (a session whose creation was not stored is undone), and a change the
 //! store did not take is offered again with the session's next request.
 
-use crate::http::client::ClientKey;
-use crate::http::exchange::{Phase, Saving, respond_empty};
-use crate::http::parked::Parked;
-use crate::http::sessions::{CreateError, Entry, Plan, SessionRef, Sessions};
-use crate::http::{Ask, ConnId, HeaderList, HttpEngine, HttpEvent, conn_in, conns, record};
+use crate::http::auth::client::ClientKey;
+use crate::http::conn::conns;
+use crate::http::conn::exchange::{Phase, Saving, respond_empty};
+use crate::http::session::parked::Parked;
+use crate::http::session::sessions::{CreateError, Entry, Plan, SessionRef, Sessions};
+use crate::http::store::StoreAsk;
+use crate::http::store::StoreEvent;
+use crate::http::store::session_record;
+use crate::http::{ConnId, HeaderList, HttpEngine, conn_in};
 use crate::time::Instant;
 use crate::timer::Timers;
 use crate::wire::session_id::SESSION_ID_LEN;
@@ -23,7 +27,7 @@ use crate::wire::session_id::SESSION_ID_LEN;
 /// What a refusal for an unavailable store says: try again shortly.
 const RETRY: &[(&str, &str)] = &[("retry-after", "1")];
 
-/// A request names a session this engine does not hold ([`HttpEvent::LoadSession`]):
+/// A request names a session this engine does not hold ([`StoreEvent::LoadSession`]):
 /// look `id` up in the store and answer with [`HttpEngine::session_loaded`]. Only ids
 /// this engine's key sealed get here (a forged one is refused without asking).
 #[derive(Debug, Clone, Copy)]
@@ -35,7 +39,7 @@ pub struct LoadSession<'a> {
     pub id: &'a str,
 }
 
-/// A session changed, was created or ended ([`HttpEvent::SaveSession`]): store `record`
+/// A session changed, was created or ended ([`StoreEvent::SaveSession`]): store `record`
 /// under `id`, replacing what was there (or, when `record` is `None`, forget `id`), and
 /// answer with [`HttpEngine::session_saved`]. The response that acknowledges the change
 /// is held until then.
@@ -51,7 +55,7 @@ pub struct SaveSession<'a> {
     pub record: Option<&'a [u8]>,
 }
 
-/// This engine ended session `id` on its idle timeout ([`HttpEvent::SessionExpired`]);
+/// This engine ended session `id` on its idle timeout ([`StoreEvent::SessionExpired`]);
 /// nothing waits for an answer. A store serving this engine alone forgets it; a store
 /// shared by several engines may keep it if another one used it since.
 #[derive(Debug, Clone, Copy)]
@@ -63,7 +67,7 @@ pub struct SessionExpired<'a> {
 
 /// A session in use here has not been saved or loaded for
 /// [`HttpConfig::session_touch_every`](crate::http::HttpConfig::session_touch_every)
-/// ([`HttpEvent::TouchSession`]): push its expiry in the store as a load would, without
+/// ([`StoreEvent::TouchSession`]): push its expiry in the store as a load would, without
 /// reading the record. Nothing waits for an answer (no request is held); a store that
 /// fails is tried again one interval later. A store whose records do not expire ignores it.
 #[derive(Debug, Clone, Copy)]
@@ -116,7 +120,7 @@ impl HttpEngine {
     /// connection to the store broke and was made again). Every copy nothing uses is
     /// dropped, as [`session_changed_elsewhere`](Self::session_changed_elsewhere) drops
     /// one; every copy in use stays and is marked stale: its next request asks the store
-    /// for the session first ([`HttpEvent::LoadSession`], answered with
+    /// for the session first ([`StoreEvent::LoadSession`], answered with
     /// [`session_loaded`](Self::session_loaded)) and goes on in the stored state, or is
     /// answered `404` (and the session ends here) when the store no longer holds it. A
     /// copy with a change of its own unsaved is not reloaded: its next save replaces the
@@ -156,7 +160,7 @@ impl HttpEngine {
 
     /// Whether `slot`'s request names a session the store may hold (a sealed id this
     /// engine does not hold); if so it waits for the store, asked once per request.
-    pub(super) fn begin_load(&mut self, slot: u32) -> bool {
+    pub(in crate::http) fn begin_load(&mut self, slot: u32) -> bool {
         let deadline = self.last_now + self.http.store_timeout;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };
         if c.loaded {
@@ -175,13 +179,13 @@ impl HttpEngine {
         c.loaded = true;
         c.phase = Phase::Loading;
         c.deadline = Some(deadline);
-        self.asks.push_back(Ask::Load(slot));
+        self.store.ask(StoreAsk::Load(slot));
         true
     }
 
     /// Holds `slot`'s response (written after the first `held` output bytes) until the
     /// store took the change to `session` (`None`: the session `id` ended).
-    pub(super) fn begin_save(
+    pub(in crate::http) fn begin_save(
         &mut self,
         slot: u32,
         session: Option<SessionRef>,
@@ -196,20 +200,20 @@ impl HttpEngine {
         c.phase = Phase::Saving;
         c.deadline = Some(deadline);
         c.store_id = id;
-        self.asks.push_back(Ask::Save(slot));
+        self.store.ask(StoreAsk::Save(slot));
     }
 
     /// The event of a store `ask`.
-    pub(super) fn store_event(&mut self, ask: Ask) -> Option<HttpEvent<'_>> {
+    pub(in crate::http) fn store_event(&mut self, ask: StoreAsk) -> Option<StoreEvent<'_>> {
         let slot = ask.slot();
         let s = &mut self.slots[slot as usize];
         let c = s.conn.as_mut()?;
         let conn = ConnId { slot, generation: s.generation };
         let mut record = false;
-        if let (Ask::Save(_), Some(sv)) = (ask, c.saving.as_mut()) {
+        if let (StoreAsk::Save(_), Some(sv)) = (ask, c.saving.as_mut()) {
             // The record as it is now: a change made since the save was asked goes with it.
             if let Some(e) = sv.session.and_then(|r| self.sessions.get(r)) {
-                record::encode(&e.session, e.principal.as_ref(), &mut self.record);
+                self.store.write_record(&e.session, e.principal.as_ref());
                 sv.changes = e.session.changes;
                 record = true;
             }
@@ -217,8 +221,12 @@ impl HttpEngine {
         let c = self.slots[slot as usize].conn.as_ref()?;
         let id = core::str::from_utf8(&c.store_id).ok()?;
         Some(match ask {
-            Ask::Load(_) => HttpEvent::LoadSession(LoadSession { conn, id }),
-            _ => HttpEvent::SaveSession(SaveSession { conn, id, record: record.then_some(&self.record[..]) }),
+            StoreAsk::Load(_) => StoreEvent::LoadSession(LoadSession { conn, id }),
+            _ => StoreEvent::SaveSession(SaveSession {
+                conn,
+                id,
+                record: record.then_some(self.store.record()),
+            }),
         })
     }
 
@@ -245,7 +253,7 @@ impl HttpEngine {
         let here = if stale.is_none() { self.sessions.held(&c.store_id) } else { None };
         if let Some(r) = stale {
             match found {
-                Loaded::Record(bytes) => match record::decode(bytes) {
+                Loaded::Record(bytes) => match session_record::decode(bytes) {
                     Ok((session, _)) => {
                         self.sessions.refresh(r, session);
                         self.sessions.synced(r, now);
@@ -268,7 +276,7 @@ impl HttpEngine {
             }
         } else if let Loaded::Record(bytes) = found
             && let Some(token) = self.sessions.absent(&c.store_id)
-            && let Ok((mut session, principal)) = record::decode(bytes)
+            && let Ok((mut session, principal)) = session_record::decode(bytes)
         {
             self.core.number_session(&mut session);
             // It counts against the client loading it.
@@ -341,10 +349,11 @@ impl HttpEngine {
 
     /// The store failed `slot`'s request, or did not answer in time: `503` with
     /// `Retry-After` instead of what it waited for.
-    pub(super) fn store_failed(&mut self, slot: u32, now: Instant) {
+    pub(in crate::http) fn store_failed(&mut self, slot: u32, now: Instant) {
         self.task_wait_failed(slot);
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         self.asks.retain(|a| a.slot() != slot);
+        self.store.forget_asks(slot);
         match c.phase {
             Phase::Loading => {
                 c.resume = None;
@@ -377,7 +386,7 @@ impl HttpEngine {
 /// Ends session `r` as `DELETE` does: what its client was asked can no longer be
 /// answered, its parked requests are cancelled, it leaves the table. Returns the
 /// connection of its standalone stream, for the caller to end.
-pub(super) fn end_session(
+pub(in crate::http) fn end_session(
     core: &mut crate::mcp::Core,
     sessions: &mut Sessions,
     parked: &mut Parked,
@@ -400,7 +409,7 @@ pub(super) fn end_session(
 /// Makes room for a session of `client` that a store brought back: at its share, or at
 /// the cap, a session the store holds unchanged leaves memory (see `Sessions::plan`),
 /// with its timer. Returns whether there is room now.
-pub(super) fn make_room(
+pub(in crate::http) fn make_room(
     core: &crate::mcp::Core,
     sessions: &mut Sessions,
     parked: &Parked,
@@ -422,7 +431,7 @@ pub(super) fn make_room(
 /// parked stream or a request the host sent its client outside any request still needs
 /// (such a request is answered by serial, which a session coming back from a store does
 /// not keep). `stored`: the host's session store is on.
-pub(super) fn plan_room(
+pub(in crate::http) fn plan_room(
     core: &crate::mcp::Core,
     sessions: &Sessions,
     parked: &Parked,
@@ -430,6 +439,6 @@ pub(super) fn plan_room(
     client: Option<ClientKey>,
 ) -> Plan {
     let busy =
-        |r, e: &Entry| parked.find(|st| st.session == r).is_some() || core.asks.waiting_in(e.session.serial);
+        |r, e: &Entry| parked.find(|st| st.session == r).is_some() || core.asks_waiting_in(e.session.serial);
     sessions.plan(client, stored, busy)
 }

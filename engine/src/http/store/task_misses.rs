@@ -1,5 +1,5 @@
 //! What a task id this engine does not hold may cost (with a task store): a `tasks/*`
-//! request naming one asks the store ([`HttpEvent::LoadTask`](crate::http::HttpEvent::LoadTask)),
+//! request naming one asks the store ([`StoreEvent::LoadTask`](crate::http::store::StoreEvent::LoadTask)),
 //! a round trip any client could otherwise spend at will with well-formed random ids.
 //!
 //! - [`Missing`]: the ids the store said it does not hold, for a short while
@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 
 use hashbrown::{HashMap, HashSet};
 
-use crate::http::client::ClientKey;
+use crate::http::auth::client::ClientKey;
 use crate::mcp::tasks::TASK_ID_LEN;
 use crate::time::Instant;
 

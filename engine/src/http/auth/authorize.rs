@@ -58,7 +58,7 @@ impl Verdict {
         matches!(self, Self::Allow | Self::AllowAs(_) | Self::Grant(_))
     }
 
-    pub(super) fn principal(self) -> Option<Principal> {
+    pub(in crate::http) fn principal(self) -> Option<Principal> {
         match self {
             Self::AllowAs(p) => Some(p),
             Self::Grant(g) => Some(g.principal),
@@ -73,7 +73,8 @@ impl Verdict {
 ///
 /// ```
 /// use mcp_engine::http::{Grant, Principal, Verdict};
-/// use mcp_engine::{ScopeSet, UnixTime};
+/// use mcp_engine::UnixTime;
+/// use mcp_engine::http::ScopeSet;
 /// let grant = Grant::new(Principal::of(b"alice"))
 ///     .scopes(ScopeSet::EMPTY)
 ///     .expires(UnixTime::from_secs(1_900_000_000));
@@ -143,7 +144,7 @@ pub struct HeaderList<'a> {
 }
 
 impl<'a> HeaderList<'a> {
-    pub(super) fn parse(head: &'a [u8]) -> Self {
+    pub(in crate::http) fn parse(head: &'a [u8]) -> Self {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut headers);
         // The head was parsed once already, so this succeeds; a failure just yields none.
@@ -153,7 +154,7 @@ impl<'a> HeaderList<'a> {
     }
     /// The headers where the codec found them (`spans`, from [`http1::Conn`]), without
     /// parsing the head again.
-    pub(super) fn from_spans(head: &'a [u8], spans: &[[u32; 4]]) -> Self {
+    pub(in crate::http) fn from_spans(head: &'a [u8], spans: &[[u32; 4]]) -> Self {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut len = 0;
         for (slot, &[ns, ne, vs, ve]) in headers.iter_mut().zip(spans) {

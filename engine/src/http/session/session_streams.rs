@@ -5,14 +5,15 @@
 //! streams (a resumption this engine's buffer does not cover asks the host's event
 //! store first, see `stored`).
 
-use crate::http::client::ClientKey;
-use crate::http::exchange::{Exchange, Phase, SessionStream, finish, respond_empty};
-use crate::http::refusal::Refusal;
-use crate::http::replay::is_standalone;
-use crate::http::sessions::{self, SessionRef, Sessions};
-use crate::http::stored::{Keep, StoredEvent, replay_stored};
-use crate::http::stream_shares::StreamKind;
-use crate::http::{ConnId, ConnSlot, HeaderList, HttpEngine, MAX_UNSENT, conn_in, conns, instant_at};
+use crate::http::auth::client::ClientKey;
+use crate::http::conn::conns;
+use crate::http::conn::exchange::{Exchange, Phase, SessionStream, finish, respond_empty};
+use crate::http::conn::refusal::Refusal;
+use crate::http::session::replay::is_standalone;
+use crate::http::session::sessions::{self, SessionRef, Sessions};
+use crate::http::session::stream_shares::StreamKind;
+use crate::http::store::event_store::{Keep, StoredEvent, replay_stored};
+use crate::http::{ConnId, ConnSlot, HeaderList, HttpEngine, MAX_UNSENT, conn_in, instant_at};
 use crate::mcp::SessionCheck;
 use crate::mcp::asks::{AskError, ClientAsk};
 use crate::mcp::mrtr::InputRequest;
@@ -24,14 +25,14 @@ impl HttpEngine {
     /// Keeps message `i` of the outbox (for the parked stream at `route`) as the stream's
     /// next event in its session's replay buffer (and the host's event store); its final
     /// answer ends the entry.
-    pub(super) fn park_event(&mut self, route: Route, interim: bool, i: usize) {
+    pub(in crate::http) fn park_event(&mut self, route: Route, interim: bool, i: usize) {
         let r = self.core.outbox().routed[i];
         let msg = self.core.outbox().message(&r);
         if let Some(st) = self.parked.get_mut(route) {
             st.seq = st.seq.wrapping_add(1);
             if let Some(e) = self.sessions.get_mut(st.session) {
-                e.replay.push(st.stream, st.seq, msg, self.keep.max);
-                self.keep.hand_over(&e.id, st.stream, st.seq, msg, !interim);
+                e.replay.push(st.stream, st.seq, msg, self.store.replay_max());
+                self.store.keep_mut().hand_over(&e.id, st.stream, st.seq, msg, !interim);
             }
         }
         if !interim {
@@ -49,7 +50,7 @@ impl HttpEngine {
     /// a session that is not there (`404`), an `MCP-Protocol-Version` other than the
     /// session's (`400`), HTTP/1.0, which cannot stream (`400`), a `Last-Event-ID` that
     /// is not an event id of this session (`400`, the store is not asked).
-    pub(super) fn open_stream(&mut self, slot: u32) {
+    pub(in crate::http) fn open_stream(&mut self, slot: u32) {
         let now = self.last_now;
         let generation = self.slots[slot as usize].generation;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
@@ -178,7 +179,7 @@ impl HttpEngine {
     /// seen) from this engine's buffer, or from `stored` (the host's event store): the
     /// head, what was missed, then the standalone stream, or the rest of a request's
     /// stream (see the module docs of `stored` for one another node may still write).
-    pub(super) fn serve_stream(
+    pub(in crate::http) fn serve_stream(
         &mut self,
         slot: u32,
         r: SessionRef,
@@ -218,7 +219,7 @@ impl HttpEngine {
         let mut ended = true;
         match (resume, stored) {
             (Some(at), Some(events)) => {
-                ended = replay_stored(c, &self.sessions, r, at, events, self.keep.max, now)
+                ended = replay_stored(c, &self.sessions, r, at, events, self.store.replay_max(), now)
             }
             (Some((stream, seen)), None) => replay(c, &self.sessions, r, stream, seen, now),
             (None, _) => {}
@@ -256,7 +257,7 @@ impl HttpEngine {
         c.deadline = c.grant.take().and_then(|g| g.1).and_then(|exp| instant_at(wall, now, exp));
         c.sse = Some(SessionStream { session: r, stream: e.standalone, seq: e.standalone_seq, priming });
         if resume.is_none() && priming {
-            stream_event(c, &mut self.sessions, &mut self.keep, now, b"");
+            stream_event(c, &mut self.sessions, self.store.keep_mut(), now, b"");
         }
         // An open stream keeps its session alive (see `settle`).
         self.sessions.begin(r);
@@ -268,7 +269,7 @@ impl HttpEngine {
 
     /// Ends the standalone stream of the session `e` (it was deleted): the stream's
     /// last chunk, then the connection closes.
-    pub(super) fn end_stream(slots: &mut [ConnSlot], stream: Option<(u32, u32)>, now: Instant) {
+    pub(in crate::http) fn end_stream(slots: &mut [ConnSlot], stream: Option<(u32, u32)>, now: Instant) {
         let Some((slot, generation)) = stream else { return };
         let Some(c) = conn_in(slots, ConnId { slot, generation }) else { return };
         if c.phase != Phase::Waiting || !c.streaming {
@@ -294,7 +295,7 @@ fn refusal_headers(status: u16) -> &'static [(&'static str, &'static str)] {
 /// Writes `data` as the next event of `c`'s stream: with an id, and kept for
 /// resumption (and handed to the host's event store), when it is a session's stream
 /// (see `replay`).
-pub(super) fn stream_event(
+pub(in crate::http) fn stream_event(
     c: &mut Exchange,
     sessions: &mut Sessions,
     keep: &mut Keep,
@@ -306,7 +307,7 @@ pub(super) fn stream_event(
 
 /// Writes `data` as the last event of `c`'s stream (its request's answer), as
 /// [`stream_event`] does.
-pub(super) fn stream_last(
+pub(in crate::http) fn stream_last(
     c: &mut Exchange,
     sessions: &mut Sessions,
     keep: &mut Keep,
@@ -342,7 +343,7 @@ fn stream_event_as(
 
 /// Opens `c`'s SSE response: the head, and the priming event (an id, no data) of a
 /// `2025-11-25` session's stream.
-pub(super) fn stream_head(
+pub(in crate::http) fn stream_head(
     c: &mut Exchange,
     sessions: &mut Sessions,
     keep: &mut Keep,

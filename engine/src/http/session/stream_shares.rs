@@ -16,7 +16,7 @@
 use hashbrown::HashMap;
 
 use crate::error::PeerError;
-use crate::http::client::ClientKey;
+use crate::http::auth::client::ClientKey;
 use crate::time::Instant;
 
 /// What kind of stream a connection holds.

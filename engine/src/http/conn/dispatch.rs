@@ -4,14 +4,20 @@
 //! request (an answer, a notification accepted, work for the host) turned into the
 //! response.
 
-use super::client::ClientKey;
-use super::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
-use super::limits::{Class, Refused};
-use super::resource::ProtectedResource;
-use super::sessions::Plan;
-use super::stream_shares::StreamKind;
-use super::{HeaderList, HttpEngine, conns, instant_at, limits, sessions, store};
-use crate::jsonrpc::Flow;
+use crate::http::auth::client::ClientKey;
+use crate::http::auth::limits;
+use crate::http::auth::limits::{Class, Refused};
+use crate::http::auth::resource::ProtectedResource;
+use crate::http::conn::conns;
+use crate::http::conn::exchange::{Phase, SessionStream, respond_empty, respond_json, trim_newline};
+use crate::http::session::sessions;
+use crate::http::session::sessions::Plan;
+use crate::http::session::stream_shares::StreamKind;
+use crate::http::store::session_store;
+use crate::http::{HeaderList, HttpEngine, instant_at};
+use crate::jsonrpc::Message;
+use crate::mcp::Core;
+use crate::mcp::facts::RequestFacts;
 use crate::mcp::{Dispatched, Room, SessionCheck};
 use crate::output::Route;
 use crate::revision::Revision;
@@ -23,7 +29,7 @@ const SESSIONS_RETRY: u64 = 5;
 impl HttpEngine {
     /// Decodes the body of `slot`'s request and serves it, in the session its
     /// `Mcp-Session-Id` names (see `sessions::route`).
-    pub(super) fn dispatch(&mut self, slot: u32) {
+    pub(in crate::http) fn dispatch(&mut self, slot: u32) {
         if let Some(r) = self.slots[slot as usize].conn.as_mut().and_then(|c| c.pinned.take()) {
             self.sessions.unpin(r);
         }
@@ -76,7 +82,7 @@ impl HttpEngine {
         let mut client_full = false;
         if matches!(check, SessionCheck::Absent(_)) && !self.sessions.room_for(client()) {
             check = SessionCheck::Absent(Room::Full);
-            match store::plan_room(core, &self.sessions, &self.parked, store, client()) {
+            match session_store::plan_room(core, &self.sessions, &self.parked, store, client()) {
                 Plan::Evict(r) => {
                     gives_way = Some(r);
                     check = SessionCheck::Absent(Room::Yes);
@@ -94,7 +100,7 @@ impl HttpEngine {
                     ended = self.sessions.get(r).map(|e| e.id);
                     // What its client was asked can no longer be answered; its stream
                     // ends; its parked requests have nobody left to resume them.
-                    stream = store::end_session(
+                    stream = session_store::end_session(
                         core,
                         &mut self.sessions,
                         &mut self.parked,
@@ -140,39 +146,42 @@ impl HttpEngine {
         let mut limited = None;
         let served_from = core.served_len();
         let outcome = self.parser.parse(body, |parsed| {
-            if let Ok(n) = parsed
-                && (limits.rates_requests() || client_full)
-                && let Some(class) = limits::class_of(n)
-                && (class != Class::Initialize || opens)
-            {
-                let refused = if class == Class::Initialize && client_full {
-                    Err((SESSIONS_RETRY, Refused::Sessions))
-                } else {
-                    limiter.take(limits, class, principal, addr, now).map_err(|retry| (retry, Refused::Rate))
-                };
-                if let Err((retry, why)) = refused {
-                    limits::write_refusal(refusal, n, retry, why);
-                    limited = Some((retry, why));
-                    return Dispatched::Answered(429);
+            // Decided on what the core decoded the request to (`RequestFacts`), once.
+            let gate = |core: &Core, m: &Message<'_, '_>, n: &[simd_json::Node<'_>]| {
+                let facts = || RequestFacts::of(m);
+                if (limits.rates_requests() || client_full)
+                    && let Some(class) = limits::class_of(&facts())
+                    && (class != Class::Initialize || opens)
+                {
+                    let refused = if class == Class::Initialize && client_full {
+                        Err((SESSIONS_RETRY, Refused::Sessions))
+                    } else {
+                        limiter
+                            .take(limits, class, principal, addr, now)
+                            .map_err(|retry| (retry, Refused::Rate))
+                    };
+                    if let Err((retry, why)) = refused {
+                        limits::write_refusal(refusal, n, retry, why);
+                        limited = Some((retry, why));
+                        return Some(Dispatched::Answered(429));
+                    }
                 }
-            }
-            if let (Ok(n), Some(max), Some(p)) = (&parsed, limits.per_principal(), principal)
-                && core.in_flight_for(&p.0) >= max
-                && Flow::of(n) == Flow::Ticketed
-            {
-                limits::write_refusal(refusal, n, 1, Refused::InFlight);
-                limited = Some((1, Refused::InFlight));
-                return Dispatched::Answered(429);
-            }
-            if let Ok(n) = &parsed
-                && in_flight >= max_in_flight
-                && Flow::of(n) == Flow::Ticketed
-            {
-                limits::write_refusal(refusal, n, 1, Refused::ClientInFlight);
-                limited = Some((1, Refused::ClientInFlight));
-                return Dispatched::Answered(429);
-            }
-            core.handle(route, principal_bytes, grant.map(|g| g.0), parsed, headers.as_slice())
+                if let (Some(max), Some(p)) = (limits.per_principal(), principal)
+                    && core.in_flight_for(&p.0) >= max
+                    && facts().ticketed
+                {
+                    limits::write_refusal(refusal, n, 1, Refused::InFlight);
+                    limited = Some((1, Refused::InFlight));
+                    return Some(Dispatched::Answered(429));
+                }
+                if in_flight >= max_in_flight && facts().ticketed {
+                    limits::write_refusal(refusal, n, 1, Refused::ClientInFlight);
+                    limited = Some((1, Refused::ClientInFlight));
+                    return Some(Dispatched::Answered(429));
+                }
+                None
+            };
+            core.handle_gated(route, principal_bytes, grant.map(|g| g.0), parsed, headers.as_slice(), gate)
         });
         if let Some(r) = attached {
             if let Some(e) = self.sessions.get_mut(r) {
@@ -195,7 +204,7 @@ impl HttpEngine {
                     self.sessions.remove(r);
                     self.session_timers.set(r.slot(), None);
                 } else {
-                    store::end_session(
+                    session_store::end_session(
                         core,
                         &mut self.sessions,
                         &mut self.parked,
@@ -256,7 +265,7 @@ impl HttpEngine {
         }
         // Without a task store (the check `hold_for_task` starts with, made here so the
         // common case costs no call) no response waits for a task's record.
-        let task_store = self.core.tasks.store.is_some();
+        let task_store = self.core.task_store_attached();
         if !store {
             if task_store {
                 self.hold_for_task(slot, before);

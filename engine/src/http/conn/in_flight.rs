@@ -13,7 +13,7 @@
 
 use hashbrown::HashMap;
 
-use crate::http::client::ClientKey;
+use crate::http::auth::client::ClientKey;
 
 /// The requests with the host, by connection slot and by client (see the module docs).
 #[derive(Debug, Default)]

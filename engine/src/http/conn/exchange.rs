@@ -6,17 +6,17 @@
 use core::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::http::auth::Principal;
+use crate::http::auth::authorize::Principal;
 use crate::http::config::{AllowedOrigins, HttpConfig};
-use crate::http::refusal::{Early, Refusal};
-use crate::http::sessions::SessionRef;
+use crate::http::conn::refusal::{Early, Refusal};
+use crate::http::session::sessions::SessionRef;
 use crate::mcp::scopes::ScopeSet;
 use crate::time::{Instant, UnixTime};
 use crate::wire::session_id::SESSION_ID_LEN;
 use crate::wire::{http1, sse};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Phase {
+pub(in crate::http) enum Phase {
     /// Waiting for a request head.
     Head,
     /// The host decides on the head.
@@ -41,7 +41,7 @@ pub(super) enum Phase {
 
 /// How a connection's responses are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Framing {
+pub(in crate::http) enum Framing {
     /// HTTP/1.1 bytes, for a socket.
     Wire,
     /// A structured response (head, body bytes or SSE events) for a host that frames it
@@ -49,121 +49,126 @@ pub(super) enum Framing {
     Embedded,
 }
 
-pub(super) struct Exchange {
-    pub(super) generation: u32,
-    pub(super) codec: http1::Conn,
-    pub(super) peer: Option<SocketAddr>,
+pub(in crate::http) struct Exchange {
+    pub(in crate::http) generation: u32,
+    pub(in crate::http) codec: http1::Conn,
+    pub(in crate::http) peer: Option<SocketAddr>,
     /// The client's address for the current request: the peer's, or what a trusted
     /// proxy forwarded (`proxy::client_addr`).
-    pub(super) client: Option<core::net::IpAddr>,
+    pub(in crate::http) client: Option<core::net::IpAddr>,
     /// What is to be sent: HTTP/1.1 bytes ([`Framing::Wire`]), or the body / SSE event text
     /// ([`Framing::Embedded`]).
-    pub(super) out: Vec<u8>,
-    pub(super) framing: Framing,
+    pub(in crate::http) out: Vec<u8>,
+    pub(in crate::http) framing: Framing,
     /// An embedded exchange's response head, once decided.
-    pub(super) head: Option<ResponseHead>,
-    pub(super) phase: Phase,
+    pub(in crate::http) head: Option<ResponseHead>,
+    pub(in crate::http) phase: Phase,
     /// Keep the connection after this request's response.
-    pub(super) keep_alive: bool,
+    pub(in crate::http) keep_alive: bool,
     /// The client waits for `100 Continue` before it sends the body.
-    pub(super) expect_continue: bool,
+    pub(in crate::http) expect_continue: bool,
     /// The request came as HTTP/1.0 (no chunked responses: no streams).
-    pub(super) http10: bool,
+    pub(in crate::http) http10: bool,
     /// The response is an SSE stream: its head and earlier events are written.
-    pub(super) streaming: bool,
+    pub(in crate::http) streaming: bool,
     /// A listen stream that could not take its notifications: close it now.
-    pub(super) dropped: bool,
+    pub(in crate::http) dropped: bool,
     /// The principal the host's authorization named for the current request.
-    pub(super) principal: Option<Principal>,
+    pub(in crate::http) principal: Option<Principal>,
     /// The scopes the host granted the current request, and when they expire (`None`:
     /// unrestricted, as under `Authorization::Everyone`).
-    pub(super) grant: Option<(ScopeSet, Option<UnixTime>)>,
+    pub(in crate::http) grant: Option<(ScopeSet, Option<UnixTime>)>,
     /// A listen stream: when to write a keep-alive comment if nothing else is written.
-    pub(super) keepalive: Option<Instant>,
+    pub(in crate::http) keepalive: Option<Instant>,
     /// The current request's deadline (head, or head and body).
-    pub(super) deadline: Option<Instant>,
+    pub(in crate::http) deadline: Option<Instant>,
     /// When the connection was opened.
-    pub(super) opened: Instant,
+    pub(in crate::http) opened: Instant,
     /// Requests finished on this connection.
-    pub(super) served: u32,
+    pub(in crate::http) served: u32,
     /// Since when the connection waits for a request with nothing to send (its idle
     /// timeout counts from here).
-    pub(super) idle_since: Instant,
+    pub(in crate::http) idle_since: Instant,
     /// When output last became pending or was last taken by the peer (the write timeout
     /// counts from here while output is pending).
-    pub(super) write_since: Instant,
+    pub(in crate::http) write_since: Instant,
     /// The current request came from this allowed `Origin` (an allow-list is configured):
     /// its response carries the CORS headers.
-    pub(super) cors: Option<Arc<str>>,
+    pub(in crate::http) cors: Option<Arc<str>>,
     /// The session id the response names (`Mcp-Session-Id`: the answer to an
     /// `initialize` that opened a session); cleared when the response is done.
-    pub(super) session_id: Option<[u8; SESSION_ID_LEN]>,
+    pub(in crate::http) session_id: Option<[u8; SESSION_ID_LEN]>,
     /// The request is a `DELETE` (ending its session).
-    pub(super) delete: bool,
+    pub(in crate::http) delete: bool,
     /// The request is a `GET` (opening its session's standalone stream).
-    pub(super) get: bool,
+    pub(in crate::http) get: bool,
     /// The session whose request this connection waits on (it keeps the session alive
     /// until the response is done or the connection ends).
-    pub(super) session: Option<SessionRef>,
+    pub(in crate::http) session: Option<SessionRef>,
     /// The response is (or will be, if it becomes SSE) a session's stream: its events
     /// carry ids and are kept for resumption.
-    pub(super) sse: Option<SessionStream>,
+    pub(in crate::http) sse: Option<SessionStream>,
     /// The session store was asked for the session this request names (it is not asked
     /// twice for one request).
-    pub(super) loaded: bool,
+    pub(in crate::http) loaded: bool,
     /// The task store was asked for the task this request names (or it names none).
-    pub(super) task_loaded: bool,
+    pub(in crate::http) task_loaded: bool,
     /// While [`Phase::Saving`]: what is being stored, and the output that may be sent
     /// meanwhile (what preceded the held response).
-    pub(super) saving: Option<Saving>,
+    pub(in crate::http) saving: Option<Saving>,
     /// The session id a store is asked about (loading) or told of (saving).
-    pub(super) store_id: [u8; SESSION_ID_LEN],
+    pub(in crate::http) store_id: [u8; SESSION_ID_LEN],
     /// While [`Phase::Loading`] for a `GET`'s `Last-Event-ID`: the session, stream and
     /// last event seen whose missed events the host's event store is asked for.
-    pub(super) resume: Option<(SessionRef, u32, u32)>,
+    pub(in crate::http) resume: Option<(SessionRef, u32, u32)>,
     /// The session a store gave back for this request, kept in memory until the
     /// request is served (`Sessions::pin`).
-    pub(super) pinned: Option<SessionRef>,
+    pub(in crate::http) pinned: Option<SessionRef>,
     /// The `WWW-Authenticate` challenge the response carries (a protected resource's
     /// refusal).
-    pub(super) challenge: Option<Arc<str>>,
+    pub(in crate::http) challenge: Option<Arc<str>>,
     /// The request is for the protected-resource metadata document.
-    pub(super) metadata: bool,
+    pub(in crate::http) metadata: bool,
     /// The last response refused its request: why, and its status (moved to the
     /// engine's `RefusalLog` when the engine next looks at the connection).
-    pub(super) refused: Option<(Refusal, u16)>,
+    pub(in crate::http) refused: Option<(Refusal, u16)>,
 }
 
 /// A change to a session that the host's store is taking; the response that
 /// acknowledges it is held until it is taken.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Saving {
+pub(in crate::http) struct Saving {
     /// The session (`None`: it ended, and the store is to forget it).
-    pub(super) session: Option<SessionRef>,
+    pub(in crate::http) session: Option<SessionRef>,
     /// Its change count being stored.
-    pub(super) changes: u32,
+    pub(in crate::http) changes: u32,
     /// The request opened the session: should the store fail, the session is undone.
-    pub(super) created: bool,
+    pub(in crate::http) created: bool,
     /// The phase the connection goes on in once the change is stored.
-    pub(super) then: Phase,
+    pub(in crate::http) then: Phase,
     /// Output bytes before the held response.
-    pub(super) held: usize,
+    pub(in crate::http) held: usize,
 }
 
 /// A session-bound SSE stream: its session, its number in it (0: the standalone `GET`
 /// stream) and its last event number; whether it opens with a priming event
 /// (`2025-11-25`).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct SessionStream {
-    pub(super) session: SessionRef,
-    pub(super) stream: u32,
-    pub(super) seq: u32,
-    pub(super) priming: bool,
+pub(in crate::http) struct SessionStream {
+    pub(in crate::http) session: SessionRef,
+    pub(in crate::http) stream: u32,
+    pub(in crate::http) seq: u32,
+    pub(in crate::http) priming: bool,
 }
 
 impl Exchange {
     /// A new connection opened at `now`.
-    pub(super) fn new(codec: http1::Conn, peer: Option<SocketAddr>, now: Instant, framing: Framing) -> Self {
+    pub(in crate::http) fn new(
+        codec: http1::Conn,
+        peer: Option<SocketAddr>,
+        now: Instant,
+        framing: Framing,
+    ) -> Self {
         Self {
             generation: 0,
             codec,
@@ -206,7 +211,7 @@ impl Exchange {
 
     /// The output that may be sent now: all of it, but for a response held while its
     /// session is stored.
-    pub(super) fn sendable(&self) -> usize {
+    pub(in crate::http) fn sendable(&self) -> usize {
         self.saving.map_or(self.out.len(), |s| s.held)
     }
 
@@ -233,7 +238,7 @@ impl Exchange {
     }
 
     /// The earliest deadline the connection has now, given the settings.
-    pub(super) fn due(&self, http: &HttpConfig) -> Option<Instant> {
+    pub(in crate::http) fn due(&self, http: &HttpConfig) -> Option<Instant> {
         let write = (self.sendable() != 0 && self.framing == Framing::Wire)
             .then(|| self.write_since + http.write_timeout);
         let phase = match self.phase {
@@ -259,7 +264,7 @@ impl Exchange {
 
     /// Whether the connection may be ended to make room for a new one: no request in
     /// flight, no stream, nothing to send.
-    pub(super) fn sheddable(&self) -> bool {
+    pub(in crate::http) fn sheddable(&self) -> bool {
         self.phase == Phase::Head && self.out.is_empty() && self.framing == Framing::Wire
     }
 
@@ -272,7 +277,7 @@ impl Exchange {
     }
 
     /// A response head (and `len` body bytes to follow, through [`Exchange::body`]).
-    pub(super) fn write_head(
+    pub(in crate::http) fn write_head(
         &mut self,
         now: Instant,
         status: u16,
@@ -308,12 +313,12 @@ impl Exchange {
     }
 
     /// Body bytes after [`Exchange::write_head`].
-    pub(super) fn body(&mut self, bytes: &[u8]) {
+    pub(in crate::http) fn body(&mut self, bytes: &[u8]) {
         self.out.extend_from_slice(bytes);
     }
 
     /// The head of an SSE response.
-    pub(super) fn write_sse_head(&mut self, now: Instant, close: bool) {
+    pub(in crate::http) fn write_sse_head(&mut self, now: Instant, close: bool) {
         self.will_write(now);
         match self.framing {
             Framing::Wire => {
@@ -329,7 +334,7 @@ impl Exchange {
     }
 
     /// One SSE event holding `data`.
-    pub(super) fn write_sse_event(&mut self, now: Instant, data: &[u8]) {
+    pub(in crate::http) fn write_sse_event(&mut self, now: Instant, data: &[u8]) {
         self.will_write(now);
         match self.framing {
             Framing::Wire => sse::write_sse_event(&mut self.out, data),
@@ -338,7 +343,7 @@ impl Exchange {
     }
 
     /// An SSE event with an `id:` field.
-    pub(super) fn write_sse_event_with_id(&mut self, now: Instant, id: &str, data: &[u8]) {
+    pub(in crate::http) fn write_sse_event_with_id(&mut self, now: Instant, id: &str, data: &[u8]) {
         self.will_write(now);
         match self.framing {
             Framing::Wire => sse::write_sse_event_with_id(&mut self.out, id, data),
@@ -347,7 +352,7 @@ impl Exchange {
     }
 
     /// An SSE comment saying `text` (readers ignore it; people and tools can see it).
-    pub(super) fn write_sse_note(&mut self, now: Instant, text: &str) {
+    pub(in crate::http) fn write_sse_note(&mut self, now: Instant, text: &str) {
         self.will_write(now);
         match self.framing {
             Framing::Wire => sse::write_sse_note(&mut self.out, text),
@@ -360,7 +365,7 @@ impl Exchange {
     }
 
     /// An SSE `retry:` field (milliseconds before the client reconnects).
-    pub(super) fn write_sse_retry(&mut self, now: Instant, ms: u32) {
+    pub(in crate::http) fn write_sse_retry(&mut self, now: Instant, ms: u32) {
         self.will_write(now);
         match self.framing {
             Framing::Wire => sse::write_sse_retry(&mut self.out, ms),
@@ -373,7 +378,7 @@ impl Exchange {
     }
 
     /// An SSE comment (a keep-alive).
-    pub(super) fn write_sse_comment(&mut self, now: Instant) {
+    pub(in crate::http) fn write_sse_comment(&mut self, now: Instant) {
         self.will_write(now);
         match self.framing {
             Framing::Wire => sse::write_sse_comment(&mut self.out),
@@ -382,7 +387,7 @@ impl Exchange {
     }
 
     /// The end of an SSE response.
-    pub(super) fn write_sse_end(&mut self, now: Instant) {
+    pub(in crate::http) fn write_sse_end(&mut self, now: Instant) {
         if self.framing == Framing::Wire {
             self.will_write(now);
             http1::write_chunked_end(&mut self.out);
@@ -399,14 +404,14 @@ const CORS_EXPOSE: &str = "mcp-session-id, mcp-protocol-version";
 /// The answer to a CORS preflight from an allowed origin (with the origin itself): `POST`
 /// and any request header (`*`; `authorization` must be named, the wildcard never covers
 /// it), for ten minutes.
-pub(super) const PREFLIGHT: &[(&str, &str)] = &[
+pub(in crate::http) const PREFLIGHT: &[(&str, &str)] = &[
     ("access-control-allow-methods", "POST"),
     ("access-control-allow-headers", "*, authorization"),
     ("access-control-max-age", "600"),
 ];
 
 /// [`PREFLIGHT`] where sessions can be ended with `DELETE`.
-pub(super) const PREFLIGHT_SESSIONS: &[(&str, &str)] = &[
+pub(in crate::http) const PREFLIGHT_SESSIONS: &[(&str, &str)] = &[
     ("access-control-allow-methods", "GET, POST, DELETE"),
     ("access-control-allow-headers", "*, authorization"),
     ("access-control-max-age", "600"),
@@ -475,24 +480,24 @@ impl ResponseHead {
     }
 }
 
-pub(super) struct ConnSlot {
-    pub(super) generation: u32,
-    pub(super) conn: Option<Exchange>,
+pub(in crate::http) struct ConnSlot {
+    pub(in crate::http) generation: u32,
+    pub(in crate::http) conn: Option<Exchange>,
     /// The list of sheddable connections, in the order they became sheddable.
-    pub(super) prev: u32,
-    pub(super) next: u32,
-    pub(super) linked: bool,
+    pub(in crate::http) prev: u32,
+    pub(in crate::http) next: u32,
+    pub(in crate::http) linked: bool,
     /// In the engine's list of connections with output.
-    pub(super) sending: bool,
+    pub(in crate::http) sending: bool,
 }
 
-pub(super) fn trim_newline(msg: &[u8]) -> &[u8] {
+pub(in crate::http) fn trim_newline(msg: &[u8]) -> &[u8] {
     msg.strip_suffix(b"\n").unwrap_or(msg)
 }
 
 /// The refusals decided on a request head, before its body is read (and the answer to a
 /// CORS preflight).
-pub(super) fn check_head(
+pub(in crate::http) fn check_head(
     http: &HttpConfig,
     head: &http1::Head<'_>,
     sessions: bool,
@@ -549,7 +554,7 @@ pub(super) fn check_head(
 }
 
 /// Whether the request is for the protected-resource metadata document.
-pub(super) fn is_metadata(http: &HttpConfig, head: &http1::Head<'_>) -> bool {
+pub(in crate::http) fn is_metadata(http: &HttpConfig, head: &http1::Head<'_>) -> bool {
     let path = head.path.split('?').next().unwrap_or(head.path);
     http.protected.as_ref().is_some_and(|p| p.is_metadata_path(path))
 }
@@ -575,7 +580,7 @@ fn host_allowed(http: &HttpConfig, host: &[u8]) -> bool {
 
 /// The index in the allow-list of the request's `Origin`, when a list is configured and
 /// the request carries one `Origin` that is in it.
-pub(super) fn allowed_origin(http: &HttpConfig, head: &http1::Head<'_>) -> Option<usize> {
+pub(in crate::http) fn allowed_origin(http: &HttpConfig, head: &http1::Head<'_>) -> Option<usize> {
     let AllowedOrigins::List(list) = &http.origins else { return None };
     let mut origins = head.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("origin"));
     let origin = core::str::from_utf8(origins.next()?.value).ok()?.trim();
@@ -586,7 +591,7 @@ pub(super) fn allowed_origin(http: &HttpConfig, head: &http1::Head<'_>) -> Optio
 }
 
 /// `localhost`, `127.0.0.1` or `[::1]`, with an optional port.
-pub(super) fn is_loopback_host(host: &[u8]) -> bool {
+pub(in crate::http) fn is_loopback_host(host: &[u8]) -> bool {
     let host = host.trim_ascii();
     let name = if host.starts_with(b"[") {
         match host.iter().position(|&b| b == b']') {
@@ -623,7 +628,7 @@ fn origin_host(origin: &[u8]) -> Option<&[u8]> {
 
 /// The head is accepted: read the body (telling a client that waits for it to send; a
 /// host that frames responses itself does that on its own).
-pub(super) fn start_body(c: &mut Exchange, now: Instant) {
+pub(in crate::http) fn start_body(c: &mut Exchange, now: Instant) {
     c.phase = Phase::Body;
     if c.expect_continue {
         c.expect_continue = false;
@@ -637,7 +642,7 @@ pub(super) fn start_body(c: &mut Exchange, now: Instant) {
 /// A refusal issued before the body is read (or a preflight's answer): `connection:
 /// close`, and the connection ends once it is sent (the unread body is never drained on
 /// behalf of a refused caller).
-pub(super) fn refuse(
+pub(in crate::http) fn refuse(
     c: &mut Exchange,
     now: Instant,
     why: impl Into<Early>,
@@ -658,7 +663,7 @@ pub(super) fn refuse(
 
 /// A response without body after the body was read: the connection survives unless the
 /// client asked to close it.
-pub(super) fn respond_empty(
+pub(in crate::http) fn respond_empty(
     c: &mut Exchange,
     now: Instant,
     status: u16,
@@ -669,7 +674,7 @@ pub(super) fn respond_empty(
     finish(c, now, close);
 }
 
-pub(super) fn respond_json(
+pub(in crate::http) fn respond_json(
     c: &mut Exchange,
     now: Instant,
     status: u16,
@@ -682,7 +687,7 @@ pub(super) fn respond_json(
     finish(c, now, close);
 }
 
-pub(super) fn finish(c: &mut Exchange, now: Instant, close: bool) {
+pub(in crate::http) fn finish(c: &mut Exchange, now: Instant, close: bool) {
     c.codec.finish_request();
     c.deadline = None;
     c.keepalive = None;

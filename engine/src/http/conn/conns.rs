@@ -11,16 +11,16 @@
 //! [`shed_stream`]: HttpEngine::shed_stream
 //! [`forget`]: HttpEngine::forget
 
-use super::exchange::{Exchange, Framing, Phase, SessionStream, finish, refuse};
-use super::replay::is_standalone;
-use super::stream_shares::StreamKind;
-use super::{ConnId, HttpEngine, Refusal};
+use crate::http::conn::exchange::{Exchange, Framing, Phase, SessionStream, finish, refuse};
+use crate::http::session::replay::is_standalone;
+use crate::http::session::stream_shares::StreamKind;
+use crate::http::{ConnId, HttpEngine, Refusal};
 use crate::jsonrpc::Flow;
 use crate::output::Route;
 use crate::time::Instant;
 
 /// No slot (the end of a list).
-pub(super) const NONE: u32 = u32::MAX;
+pub(in crate::http) const NONE: u32 = u32::MAX;
 
 /// What a standalone stream ended to make room tells its client to wait before it
 /// resumes (`retry:`, milliseconds).
@@ -51,7 +51,7 @@ fn recycle(pool: &mut Vec<Vec<u8>>, mut buf: Vec<u8>) {
 }
 
 /// Gives `c` an output buffer from `pool` if it has none.
-pub(super) fn lend_out(pool: &mut Vec<Vec<u8>>, c: &mut Exchange) {
+pub(in crate::http) fn lend_out(pool: &mut Vec<Vec<u8>>, c: &mut Exchange) {
     if c.out.capacity() == 0
         && let Some(buf) = pool.pop()
     {
@@ -61,7 +61,7 @@ pub(super) fn lend_out(pool: &mut Vec<Vec<u8>>, c: &mut Exchange) {
 
 impl HttpEngine {
     /// Brings the table's view of `slot` up to date with the connection's state.
-    pub(super) fn settle(&mut self, slot: u32) {
+    pub(in crate::http) fn settle(&mut self, slot: u32) {
         let now = self.last_now;
         let Some(s) = self.slots.get_mut(slot as usize) else { return };
         let Some(c) = s.conn.as_mut() else {
@@ -115,7 +115,7 @@ impl HttpEngine {
     }
 
     /// Acts on `slot`'s deadline, which passed at `now`.
-    pub(super) fn expire(&mut self, slot: u32, now: Instant) {
+    pub(in crate::http) fn expire(&mut self, slot: u32, now: Instant) {
         let (write_timeout, keepalive) = (self.http.write_timeout, self.http.sse_keepalive);
         let Some(c) = self.slots.get_mut(slot as usize).and_then(|s| s.conn.as_mut()) else { return };
         let id = ConnId { slot, generation: c.generation };
@@ -165,7 +165,7 @@ impl HttpEngine {
     }
 
     /// Ends the connection that has been sheddable longest, if any, to make room.
-    pub(super) fn shed_one(&mut self) -> bool {
+    pub(in crate::http) fn shed_one(&mut self) -> bool {
         let slot = self.shed_head;
         let Some(generation) =
             self.slots.get(slot as usize).and_then(|s| s.conn.as_ref()).map(|c| c.generation)
@@ -183,7 +183,7 @@ impl HttpEngine {
     /// that is sent, and does not count against `max_connections` meanwhile. Past
     /// `max_connections / 16` such connections at once, the stream's connection is closed
     /// at once instead (reported by `poll_ended`). Returns whether a stream was ended.
-    pub(super) fn shed_stream(&mut self) -> bool {
+    pub(in crate::http) fn shed_stream(&mut self) -> bool {
         let now = self.last_now;
         let drain_max = (self.http.max_connections / DRAINING_SHARE).max(1);
         while let Some((slot, kind)) = self.shares.victim() {
@@ -236,7 +236,7 @@ impl HttpEngine {
     }
 
     /// Forgets the connection in `slot`: its request is cancelled, its buffers pooled.
-    pub(super) fn forget(&mut self, slot: u32) {
+    pub(in crate::http) fn forget(&mut self, slot: u32) {
         let Some(s) = self.slots.get_mut(slot as usize) else { return };
         let Some(mut c) = s.conn.take() else { return };
         let route = Route::Http { conn: slot, generation: c.generation };
@@ -262,6 +262,7 @@ impl HttpEngine {
             self.sessions.unpin(r);
         }
         self.asks.retain(|a| a.slot() != slot);
+        self.store.forget_asks(slot);
         c.codec.discard_body();
         if let Some(buf) = c.codec.take_buffer() {
             recycle(&mut self.bufs, buf);
@@ -282,7 +283,7 @@ impl HttpEngine {
     /// notification, a client's response to a request of the server's, and anything
     /// malformed do not, and are served while every slot is busy (a request holding a
     /// slot may be waiting for that very response).
-    pub(super) fn waits_for_slot(&mut self, slot: u32) -> bool {
+    pub(in crate::http) fn waits_for_slot(&mut self, slot: u32) -> bool {
         let Some(c) = self.slots.get_mut(slot as usize).and_then(|s| s.conn.as_mut()) else { return false };
         if c.get || c.delete || c.metadata {
             return false;
@@ -295,7 +296,7 @@ impl HttpEngine {
     /// resume with `Last-Event-ID`; returns the route its tickets now answer on. Where
     /// nobody can resume it (its session has ended) or every parking place is taken, the
     /// request is cancelled instead.
-    pub(super) fn park(&mut self, st: SessionStream, route: Route) -> Option<Route> {
+    pub(in crate::http) fn park(&mut self, st: SessionStream, route: Route) -> Option<Route> {
         let parked = if self.sessions.get(st.session).is_some() {
             let core = &self.core;
             self.parked.drain(|_, r| !core.has_route(r));
@@ -311,7 +312,7 @@ impl HttpEngine {
     }
 
     /// Drops from the output list the connections that have nothing to send.
-    pub(super) fn prune_sending(&mut self) {
+    pub(in crate::http) fn prune_sending(&mut self) {
         let slots = &mut self.slots;
         self.sending.retain(|&i| {
             let s = &mut slots[i as usize];

@@ -3,9 +3,10 @@
 //! request served, or the refusal (`401` / `403` with a protected resource's challenge,
 //! `500`, `503`); failed authentications counted for the client's rate.
 
-use crate::http::exchange::{Exchange, Phase, refuse, respond_empty, start_body};
-use crate::http::resource::{Challenge, ProtectedResource};
-use crate::http::{ConnId, HttpEngine, Refusal, Verdict, conn_in, conns};
+use crate::http::auth::resource::{Challenge, ProtectedResource};
+use crate::http::conn::conns;
+use crate::http::conn::exchange::{Exchange, Phase, refuse, respond_empty, start_body};
+use crate::http::{ConnId, HttpEngine, Refusal, Verdict, conn_in};
 use crate::mcp::scopes::ScopeSet;
 use crate::time::{Instant, UnixTime};
 

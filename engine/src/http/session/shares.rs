@@ -12,7 +12,7 @@
 
 use hashbrown::HashMap;
 
-use crate::http::client::ClientKey;
+use crate::http::auth::client::ClientKey;
 
 /// No slot, no client.
 const NONE: u32 = u32::MAX;

@@ -138,7 +138,7 @@ impl ScopePolicy {
     }
 
     /// Declares scope names that neither the policy nor the catalog at build names, so
-    /// that a catalog replacing it may require them ([`crate::ReplaceError::UnknownScope`]).
+    /// that a catalog replacing it may require them ([`crate::subs::ReplaceError::UnknownScope`]).
     pub fn known<S: AsRef<str>>(
         mut self,
         names: impl IntoIterator<Item = S>,

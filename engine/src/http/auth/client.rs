@@ -8,7 +8,7 @@
 
 use core::net::{IpAddr, Ipv6Addr};
 
-use crate::http::auth::Principal;
+use crate::http::auth::authorize::Principal;
 
 /// The client a request is counted against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,10 +1,10 @@
 //! The host's task store, sans-IO ([`HttpConfig::task_store`]): the engine hands out a
-//! task's record when it is created and whenever it changes ([`HttpEvent::SaveTask`]),
+//! task's record when it is created and whenever it changes ([`StoreEvent::SaveTask`]),
 //! holds the response that shows a task (its handle, a `tasks/*` answer) until the store
 //! has the state it shows, asks for a task a `tasks/*` request names that it does not
-//! hold ([`HttpEvent::LoadTask`]), and tells the host of the tasks it expired
-//! ([`HttpEvent::TaskExpired`]), and lists the caller's tasks from the store for a
-//! `2025-11-25` `tasks/list` ([`HttpEvent::ListTasks`]). The table's side (revisions, copies, merges) is
+//! hold ([`StoreEvent::LoadTask`]), and tells the host of the tasks it expired
+//! ([`StoreEvent::TaskExpired`]), and lists the caller's tasks from the store for a
+//! `2025-11-25` `tasks/list` ([`StoreEvent::ListTasks`]). The table's side (revisions, copies, merges) is
 //! `mcp/tasks/store.rs`; the record is `mcp/tasks/record.rs`'s.
 //!
 //! A response held for a task waits in [`Phase::Saving`] like one held for a session,
@@ -21,11 +21,15 @@
 
 use std::collections::VecDeque;
 
-use crate::http::client::ClientKey;
-use crate::http::exchange::{Phase, Saving, respond_json};
-use crate::http::store::Loaded;
-use crate::http::task_misses::{Budget, Missing};
-use crate::http::{ConnId, HttpConfig, HttpEngine, HttpEvent, conn_in, conns, limits};
+use crate::http::auth::client::ClientKey;
+use crate::http::auth::limits;
+use crate::http::conn::conns;
+use crate::http::conn::exchange::{Phase, Saving, respond_json};
+use crate::http::store::StoreEvent;
+use crate::http::store::session_store::Loaded;
+use crate::http::store::task_misses::{Budget, Missing};
+use crate::http::{ConnId, HttpConfig, HttpEngine, conn_in};
+use crate::mcp::facts::NamedTask;
 use crate::mcp::tasks::TASK_ID_LEN;
 use crate::mcp::tasks::listing::{Query, Row};
 use crate::mcp::tasks::store::Save;
@@ -33,7 +37,7 @@ use crate::mcp::tickets::Ticket;
 use crate::output::Route;
 use crate::time::{Instant, UnixTime};
 
-/// A task was created or changed ([`HttpEvent::SaveTask`]): store `record` under `id`
+/// A task was created or changed ([`StoreEvent::SaveTask`]): store `record` under `id`
 /// unless the store holds a revision of it at or above `revision` (then the save fails:
 /// another node wrote it meanwhile), and answer with [`HttpEngine::task_saved`]. The
 /// response that shows the change waits until then.
@@ -50,14 +54,14 @@ pub struct SaveTask<'a> {
     /// that indexes tasks by principal.
     pub principal: Option<&'a [u8; 32]>,
     /// When the task was created (wall clock, its `createdAt`): with the id, what a
-    /// store orders a principal's tasks by ([`HttpEvent::ListTasks`]). The same in every
+    /// store orders a principal's tasks by ([`StoreEvent::ListTasks`]). The same in every
     /// save of a task.
     pub created: UnixTime,
     /// When the task's TTL ends (wall clock): the store may delete it from then on.
     pub expires: UnixTime,
 }
 
-/// A `tasks/*` request names a task this engine does not hold ([`HttpEvent::LoadTask`]),
+/// A `tasks/*` request names a task this engine does not hold ([`StoreEvent::LoadTask`]),
 /// or another node changed a task this engine runs: look `id` up in the store and answer
 /// with [`HttpEngine::task_loaded`]. Only well-formed ids get here (22 characters of
 /// base64url, as the engine writes them): anything else is not found without asking.
@@ -68,7 +72,7 @@ pub struct LoadTask<'a> {
     pub id: &'a str,
 }
 
-/// This engine deleted task `id` at its TTL ([`HttpEvent::TaskExpired`]); nothing waits
+/// This engine deleted task `id` at its TTL ([`StoreEvent::TaskExpired`]); nothing waits
 /// for an answer. The store may delete it (its record's TTL has passed on every node).
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -78,7 +82,7 @@ pub struct TaskExpired<'a> {
 }
 
 /// A task's place in a principal's tasks as a store orders them for
-/// [`HttpEvent::ListTasks`]: by `created`, then by `id` (byte order).
+/// [`StoreEvent::ListTasks`]: by `created`, then by `id` (byte order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskPosition<'a> {
@@ -92,7 +96,7 @@ pub struct TaskPosition<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TaskQuery(ConnId);
 
-/// A `2025-11-25` `tasks/list` waits for the store ([`HttpEvent::ListTasks`]): answer
+/// A `2025-11-25` `tasks/list` waits for the store ([`StoreEvent::ListTasks`]): answer
 /// with [`HttpEngine::tasks_listed`] and up to `limit` of the tasks saved with
 /// `principal` ([`SaveTask::principal`]; `None`: those saved without one) whose TTL has
 /// not ended, ordered by [`TaskPosition`] (`created`, then id), starting after `after`
@@ -143,7 +147,7 @@ struct Wait {
 
 /// The HTTP layer's state for a task store.
 #[derive(Default)]
-pub(super) struct TaskIo {
+pub(in crate::http) struct TaskIo {
     /// The record and ids the last event lends.
     record: Vec<u8>,
     id: [u8; TASK_ID_LEN],
@@ -196,39 +200,10 @@ enum Step {
     Refuse(u64),
 }
 
-/// What a `tasks/*` request needs of the store before it is served.
-enum Named {
-    /// The task it names (`params.taskId`, a string of an id's length).
-    Task([u8; TASK_ID_LEN]),
-    /// A page of the caller's tasks: `tasks/list`, with its cursor if it has a string one
-    /// (`Err`: a cursor that is not a string).
-    List(Result<Option<String>, ()>),
-}
-
-/// What the `tasks/*` request in `n` needs of the store, if anything.
-fn named_task(n: &[simd_json::Node<'_>]) -> Option<Named> {
-    use crate::wire::json;
-    let method = json::get(n, 0, "method").and_then(|i| json::str_at(n, i))?;
-    let params = json::get(n, 0, "params");
-    if method == "tasks/list" {
-        let cursor = params.and_then(|p| json::get(n, p, "cursor"));
-        let text = match cursor {
-            None => Ok(None),
-            Some(c) => json::str_at(n, c).map(|t| Some(t.to_owned())).ok_or(()),
-        };
-        return Some(Named::List(text));
-    }
-    if !matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel" | "tasks/result") {
-        return None;
-    }
-    let id = json::get(n, params?, "taskId").and_then(|i| json::str_at(n, i))?;
-    id.as_bytes().try_into().ok().map(Named::Task)
-}
-
 impl HttpEngine {
     /// Draws the boot id from `entropy`, and turns the task store on if
     /// [`HttpConfig::task_store`] says so.
-    pub(super) fn start_task_store(&mut self, entropy: &[u8; 32]) {
+    pub(in crate::http) fn start_task_store(&mut self, entropy: &[u8; 32]) {
         self.task_io.boot = Some(boot_id(entropy));
         self.enable_task_store();
     }
@@ -236,11 +211,11 @@ impl HttpEngine {
     fn enable_task_store(&mut self) {
         let HttpConfig { task_store, node_name, task_lease, task_load_misses: (count, per), .. } = &self.http;
         match (*task_store, self.task_io.boot) {
-            (true, Some(boot)) if self.core.tasks.store.is_none() => {
-                self.core.enable_task_store(node_name, boot, *task_lease);
+            (true, Some(boot)) if !self.core.task_store_attached() => {
+                self.core.task_store().enable(node_name, boot, *task_lease);
                 self.task_io.budget = Some(Budget::new(*count, *per));
             }
-            (false, _) => self.core.tasks.store = None,
+            (false, _) => self.core.task_store().detach(),
             _ => {}
         }
     }
@@ -260,7 +235,7 @@ impl HttpEngine {
     pub fn tasks_changed_elsewhere(&mut self, now: Instant) -> usize {
         self.tick(now);
         let mut ids: Vec<[u8; TASK_ID_LEN]> = Vec::new();
-        self.core.tasks.each_followed(|id| ids.push(*id));
+        self.core.task_store().followed_ids(|id| ids.push(*id));
         for id in &ids {
             self.ask_task(id);
         }
@@ -269,34 +244,36 @@ impl HttpEngine {
 
     /// Whether a task store event is ready ([`task_store_event`](Self::task_store_event)
     /// lends it): an expiry, a load, then a save.
-    pub(super) fn task_store_ready(&mut self) -> bool {
-        let Some(st) = self.core.tasks.store.as_mut() else { return false };
-        if !st.reread.is_empty() {
-            for id in core::mem::take(&mut st.reread) {
-                self.ask_task(&id);
-            }
+    pub(in crate::http) fn task_store_ready(&mut self) -> bool {
+        if !self.core.task_store_attached() {
+            return false;
         }
-        let Some(st) = self.core.tasks.store.as_ref() else { return false };
-        if !st.expired.is_empty() || !self.task_io.loads.is_empty() || !self.task_io.lists.is_empty() {
+        for id in self.core.task_store().take_rereads() {
+            self.ask_task(&id);
+        }
+        if self.core.task_store().has_expired()
+            || !self.task_io.loads.is_empty()
+            || !self.task_io.lists.is_empty()
+        {
             return true;
         }
-        self.task_io.save = self.core.next_task_save(&mut self.task_io.record);
+        self.task_io.save = self.core.task_store().next_save(&mut self.task_io.record);
         self.task_io.save.is_some()
     }
 
     /// The event [`task_store_ready`](Self::task_store_ready) found.
-    pub(super) fn task_store_event(&mut self) -> Option<HttpEvent<'_>> {
+    pub(in crate::http) fn task_store_event(&mut self) -> Option<StoreEvent<'_>> {
         let io = &mut self.task_io;
-        if let Some(id) = self.core.tasks.store.as_mut().and_then(|s| s.expired.pop_front()) {
+        if let Some(id) = self.core.task_store().pop_expired() {
             io.id = id;
             let id = core::str::from_utf8(&io.id).unwrap_or_default();
-            return Some(HttpEvent::TaskExpired(TaskExpired { id }));
+            return Some(StoreEvent::TaskExpired(TaskExpired { id }));
         }
         if let Some(id) = io.loads.pop_front() {
             io.asking.push(id);
             io.id = id;
             let id = core::str::from_utf8(&io.id).unwrap_or_default();
-            return Some(HttpEvent::LoadTask(LoadTask { id }));
+            return Some(StoreEvent::LoadTask(LoadTask { id }));
         }
         if let Some((conn, q)) = io.lists.pop_front() {
             io.listing.push((conn, q));
@@ -310,7 +287,7 @@ impl HttpEngine {
                 created: UnixTime::from_micros(a.created),
                 id: core::str::from_utf8(&io.after).unwrap_or_default(),
             });
-            return Some(HttpEvent::ListTasks(ListTasks {
+            return Some(StoreEvent::ListTasks(ListTasks {
                 query: TaskQuery(conn),
                 principal: q.principal.map(|_| &io.principal),
                 after,
@@ -322,7 +299,7 @@ impl HttpEngine {
         if let Some(p) = save.principal {
             io.principal = p;
         }
-        Some(HttpEvent::SaveTask(SaveTask {
+        Some(StoreEvent::SaveTask(SaveTask {
             id: core::str::from_utf8(&io.id).unwrap_or_default(),
             revision: save.revision,
             record: &io.record,
@@ -335,20 +312,22 @@ impl HttpEngine {
     /// Answers a [`SaveTask`]: `saved` releases the responses that waited for it; a
     /// failure makes them `503` with `Retry-After` and undoes a task whose creation it
     /// was. A task this engine runs whose save failed is read again from the store
-    /// ([`HttpEvent::LoadTask`]: another node may have written it) and saved again. An
+    /// ([`StoreEvent::LoadTask`]: another node may have written it) and saved again. An
     /// answer for a save that is not out is ignored.
     pub fn task_saved(&mut self, now: Instant, id: &str, revision: u64, saved: bool) {
         self.tick(now);
         let now = self.last_now;
         let retry = self.http.store_timeout;
-        let Some((ticket, owned)) = self.core.task_save_answered(id.as_bytes(), revision, saved, retry)
+        let Some((ticket, owned)) =
+            self.core.task_store().save_answered(id.as_bytes(), revision, saved, retry)
         else {
             return;
         };
         let mut i = 0;
         while i < self.task_io.waits.len() {
             let w = self.task_io.waits[i];
-            let done = w.ticket == ticket && (!saved || self.core.tasks.saved_up_to(ticket, w.changes));
+            let done =
+                w.ticket == ticket && (!saved || self.core.task_store().saved_up_to(ticket, w.changes));
             if !done {
                 i += 1;
                 continue;
@@ -359,13 +338,13 @@ impl HttpEngine {
                 continue;
             }
             if w.created {
-                self.core.undo_task(ticket);
+                self.core.task_store().undo(ticket);
             }
             if conn_in(&mut self.slots, w.conn).is_some_and(|c| c.phase == Phase::Saving) {
                 self.store_failed(w.conn.slot, now);
             }
         }
-        if owned && self.core.tasks.get(ticket).is_some() {
+        if owned && self.core.task_store().holds(ticket) {
             self.ask_task(id.as_bytes());
         }
         self.drop_copies();
@@ -389,18 +368,19 @@ impl HttpEngine {
         if matches!(found, Loaded::Missing) {
             self.task_io.missing.note(key, now);
         }
-        let held = self.core.tasks.ticket_of(&key);
+        let held = self.core.task_store().ticket_of(&key);
         let mut unavailable = matches!(found, Loaded::Unavailable);
         match (held, found) {
-            (Some(t), Loaded::Record(bytes)) if self.core.tasks.stored(t).is_some_and(|s| !s.copy) => {
-                self.core.merge_task(t, bytes);
+            (Some(t), Loaded::Record(bytes)) if self.core.task_store().runs(t) => {
+                self.core.task_store().merge(t, bytes);
             }
             (Some(t), Loaded::Record(bytes)) => {
                 // A copy requests wait on: they are answered once it has ended.
-                self.core.refresh_copy(t, bytes);
+                self.core.task_store().refresh_copy(t, bytes);
             }
             (None, Loaded::Record(bytes))
-                if self.core.restore_task(bytes) == Err(crate::mcp::tasks::store::RestoreError::Full) =>
+                if self.core.task_store().restore(bytes)
+                    == Err(crate::mcp::tasks::store::RestoreError::Full) =>
             {
                 unavailable = true;
             }
@@ -457,7 +437,7 @@ impl HttpEngine {
         let route = Route::Http { conn: conn.slot, generation: conn.generation };
         let mut read = Vec::with_capacity(rows.len());
         read.extend(rows.iter().map(|r| Row { id: r.id, created: r.created.as_micros(), record: r.record }));
-        self.core.task_page(route, &q, &read);
+        self.core.task_store().page(route, &q, &read);
         if let Some(c) = conn_in(&mut self.slots, conn) {
             c.phase = Phase::Ready;
             c.deadline = None;
@@ -468,15 +448,14 @@ impl HttpEngine {
     }
 
     /// Another node changed task `id` (a shared store said so): if this engine runs it,
-    /// it reads the record again ([`HttpEvent::LoadTask`], answered with
+    /// it reads the record again ([`StoreEvent::LoadTask`], answered with
     /// [`task_loaded`](Self::task_loaded)) and takes what the other node wrote (the
     /// client's answers, a cancellation); if `2025-11-25` `tasks/result` requests wait
     /// here on a copy of it, the copy is read again and they are answered once the task
     /// has ended (they wait on otherwise). Returns whether it asked the store.
     pub fn task_changed_elsewhere(&mut self, now: Instant, id: &[u8]) -> bool {
         self.tick(now);
-        let Some(t) = self.core.tasks.ticket_of(id) else { return false };
-        let follows = self.core.tasks.follows(t);
+        let follows = self.core.task_store().follows_id(id);
         if follows {
             self.ask_task(id);
         }
@@ -495,7 +474,7 @@ impl HttpEngine {
     /// engine does not hold, nor the store lately said it does not), or is a `tasks/list`
     /// of a caller with a principal; if so it waits for the store, asked once per request.
     /// A lookup of a client out of lookups (`task_misses`) is answered `429` here instead.
-    pub(super) fn begin_task_load(&mut self, slot: u32) -> bool {
+    pub(in crate::http) fn begin_task_load(&mut self, slot: u32) -> bool {
         let now = self.last_now;
         let deadline = now + self.http.store_timeout;
         let generation = self.slots[slot as usize].generation;
@@ -511,12 +490,21 @@ impl HttpEngine {
         let conn = ConnId { slot, generation };
         let principal = c.principal.as_ref().map(|p| p.0);
         let client = ClientKey::of(c.principal, c.client);
-        let (core, io, refusal) = (&self.core, &mut self.task_io, &mut self.limit_body);
+        let (core, io, refusal) = (&mut self.core, &mut self.task_io, &mut self.limit_body);
         let step = self.parser.peek(body, &mut self.peek, |p| {
             let n = p.ok()?;
-            Some(match named_task(n)? {
-                Named::Task(id) if !core.tasks.wants_load(&id) || io.missing.knows(&id, now) => Step::Serve,
-                Named::Task(id) => match io.budget.as_mut().map_or(Ok(()), |b| b.take(client, now)) {
+            // What the request names, as the core decodes it; a task id of another
+            // length is not found without asking.
+            let named = core.preview(n).task?;
+            let id = match named {
+                NamedTask::Task(id) => Some(<[u8; TASK_ID_LEN]>::try_from(id.as_bytes()).ok()?),
+                NamedTask::List(_) => None,
+            };
+            Some(match (named, id) {
+                (_, Some(id)) if !core.task_store().wants_load(&id) || io.missing.knows(&id, now) => {
+                    Step::Serve
+                }
+                (_, Some(id)) => match io.budget.as_mut().map_or(Ok(()), |b| b.take(client, now)) {
                     Ok(()) => Step::Load(id),
                     Err(retry) => {
                         limits::write_refusal(refusal, n, retry, limits::Refused::Rate);
@@ -526,8 +514,10 @@ impl HttpEngine {
                 // A cursor this engine did not seal for the caller is answered `-32602`
                 // when the request is served, without asking the store; a caller without
                 // a principal is not offered `tasks/list` (`-32601`).
-                Named::List(Ok(cursor)) if principal.is_some() => Step::List(cursor),
-                Named::List(_) => Step::Serve,
+                (NamedTask::List(Ok(cursor)), _) if principal.is_some() => {
+                    Step::List(cursor.map(str::to_owned))
+                }
+                _ => Step::Serve,
             })
         });
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };
@@ -544,7 +534,9 @@ impl HttpEngine {
                 true
             }
             Some(Step::List(cursor)) => {
-                let Some(q) = self.core.task_list_query(cursor.as_deref(), principal) else { return false };
+                let Some(q) = self.core.task_store().list_query(cursor.as_deref(), principal) else {
+                    return false;
+                };
                 c.phase = Phase::Loading;
                 c.deadline = Some(deadline);
                 self.task_io.lists.push_back((conn, q));
@@ -565,9 +557,11 @@ impl HttpEngine {
 
     /// After `slot`'s request was served: its response waits (from output byte `held`)
     /// if it shows a task whose state the store does not have yet.
-    pub(super) fn hold_for_task(&mut self, slot: u32, held: usize) {
-        let Some(st) = self.core.tasks.store.as_mut() else { return };
-        let touched = st.touched.take();
+    pub(in crate::http) fn hold_for_task(&mut self, slot: u32, held: usize) {
+        if !self.core.task_store_attached() {
+            return;
+        }
+        let touched = self.core.task_store().take_touched();
         self.task_io.loading.retain(|(c, _)| c.slot != slot);
         let generation = self.slots[slot as usize].generation;
         let io = &mut self.task_io;
@@ -578,34 +572,26 @@ impl HttpEngine {
                 budget.give_back(client);
             }
         }
-        self.core.forget_task_page(Route::Http { conn: slot, generation });
-        if let Some(t) = touched {
-            let changes = self.core.tasks.changes(t);
-            if !self.core.tasks.saved_up_to(t, changes) {
-                self.hold(slot, t, changes, false, held);
-            }
+        self.core.task_store().forget_page(Route::Http { conn: slot, generation });
+        if let Some((t, changes)) = touched.and_then(|t| Some((t, self.core.task_store().needs_save(t)?))) {
+            self.hold(slot, t, changes, false, held);
         }
         self.drop_copies();
     }
 
     /// A final answer was written on `route` from output byte `held`: if it is the
     /// handle of a task created just now, it waits until the store has the task.
-    pub(super) fn hold_created(&mut self, route: Route, held: usize) {
-        let Some(st) = self.core.tasks.store.as_mut() else { return };
-        let Some(at) = st.fresh.iter().position(|(r, _)| *r == route) else { return };
-        let (_, t) = st.fresh.swap_remove(at);
+    pub(in crate::http) fn hold_created(&mut self, route: Route, held: usize) {
+        let Some(t) = self.core.task_store().take_fresh(route) else { return };
         let Route::Http { conn, .. } = route else { return };
-        let changes = self.core.tasks.changes(t);
-        if !self.core.tasks.saved_up_to(t, changes) {
+        if let Some(changes) = self.core.task_store().needs_save(t) {
             self.hold(conn, t, changes, true, held);
         }
     }
 
     /// Forgets the tasks created in the pass whose answers were just collected.
-    pub(super) fn forget_fresh(&mut self) {
-        if let Some(st) = self.core.tasks.store.as_mut() {
-            st.fresh.clear();
-        }
+    pub(in crate::http) fn forget_fresh(&mut self) {
+        self.core.task_store().forget_fresh();
     }
 
     fn hold(&mut self, slot: u32, ticket: Ticket, changes: u64, created: bool, held: usize) {
@@ -633,8 +619,8 @@ impl HttpEngine {
 
     /// `slot`'s wait for the store ended without an answer (timeout, failure): a task
     /// whose handle it held is undone.
-    pub(super) fn task_wait_failed(&mut self, slot: u32) {
-        if self.core.tasks.store.is_none() {
+    pub(in crate::http) fn task_wait_failed(&mut self, slot: u32) {
+        if !self.core.task_store_attached() {
             return;
         }
         self.task_io.loading.retain(|(c, _)| c.slot != slot);
@@ -650,7 +636,7 @@ impl HttpEngine {
             }
             self.task_io.waits.swap_remove(i);
             if w.created {
-                self.core.undo_task(w.ticket);
+                self.core.task_store().undo(w.ticket);
             }
         }
     }
@@ -658,7 +644,7 @@ impl HttpEngine {
     /// Drops the copies of other nodes' tasks nothing needs any more.
     fn drop_copies(&mut self) {
         let io = &self.task_io;
-        self.core.tasks.drop_copies(|t, id| {
+        self.core.task_store().drop_copies(|t, id| {
             io.waits.iter().any(|w| w.ticket == t) || io.loading.iter().any(|(_, l)| l == id)
         });
     }

@@ -9,7 +9,7 @@
 //! answer, or when its session ends (its request is then cancelled). There is at most one
 //! entry per ticket slot.
 
-use crate::http::exchange::SessionStream;
+use crate::http::conn::exchange::SessionStream;
 use crate::output::Route;
 
 #[derive(Debug, Default)]
