@@ -135,6 +135,14 @@ pub mod event {
     };
 }
 
+/// Agent Skills the server offers (the `io.modelcontextprotocol/skills` extension): a
+/// [`Skill`](skills::Skill) is a folder of files whose root holds `SKILL.md`, added to a
+/// catalog with [`CatalogBuilder::skill`]; [`skills_in`](skills::skills_in) makes skills from a
+/// tree of files; why a skill is refused is a [`SkillError`](skills::SkillError).
+pub mod skills {
+    pub use crate::catalog::skills::{Skill, SkillError, skills_in};
+}
+
 pub use catalog::uritemplate::TemplateError;
 pub use catalog::xheader::{HeaderParam, HeaderParamKind, XHeaderError, XHeaderReason};
 pub use catalog::{

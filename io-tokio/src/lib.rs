@@ -303,7 +303,7 @@ pub mod reply {
 
 pub mod skills {
     //! Serving a folder of Agent Skills (the skills extension): [`load_dir`] reads a folder
-    //! into the engine's [`Skill`](mcp_engine::catalog::Skill)s, refusing with a
+    //! into the engine's [`Skill`](mcp_engine::skills::Skill)s, refusing with a
     //! [`LoadError`] what it must not serve.
 
     pub use crate::host::skills::{LoadError, load_dir};

@@ -1,5 +1,5 @@
 //! Loading a skills folder from disk ([`load_dir`]): the files under a folder, read
-//! once, handed to the engine's pure [`skills_in`](mcp_engine::catalog::skills_in), which
+//! once, handed to the engine's pure [`skills_in`](mcp_engine::skills::skills_in), which
 //! makes each folder holding a `SKILL.md` a skill.
 //!
 //! Hidden entries (a name beginning with `.`) are skipped. A symbolic link is followed only
@@ -14,7 +14,7 @@ use std::fs;
 use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
 
-use mcp_engine::catalog::{Skill, skills_in};
+use mcp_engine::skills::{Skill, skills_in};
 
 /// The most bytes one file may hold (a skill's whole budget, 16 MiB).
 const MAX_FILE: u64 = 16 * 1024 * 1024;
@@ -70,7 +70,7 @@ impl std::error::Error for LoadError {
 /// `skill://<folder>/SKILL.md` for each skill folder; `skill://acme` gives
 /// `skill://acme/<folder>/SKILL.md`). Blocking: call it at start, or from
 /// `spawn_blocking`. The catalog checks each skill when it is built
-/// ([`CatalogBuilder::skills`](mcp_engine::catalog::CatalogBuilder::skills)).
+/// ([`CatalogBuilder::skills`](mcp_engine::CatalogBuilder::skills)).
 ///
 /// ```no_run
 /// use mcp_io_tokio::engine::Catalog;

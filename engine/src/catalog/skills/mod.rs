@@ -35,7 +35,7 @@ pub(crate) const DIRECTORY_MIME: &str = "inode/directory";
 /// A skill the server offers: its uri, its files, and optional `_meta`.
 ///
 /// ```
-/// use mcp_engine::catalog::Skill;
+/// use mcp_engine::skills::Skill;
 ///
 /// let skill = Skill::new("skill://acme/pdf")
 ///     .file("SKILL.md", "---\nname: pdf\ndescription: Fill PDF forms.\n---\n# PDF\n")
@@ -105,7 +105,7 @@ impl Skill {
     }
 }
 
-/// Why a skill was refused (in [`CatalogError::InvalidSkill`](crate::catalog::CatalogError)).
+/// Why a skill was refused (in [`CatalogError::InvalidSkill`](crate::CatalogError::InvalidSkill)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SkillError {

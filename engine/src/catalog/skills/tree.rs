@@ -17,7 +17,7 @@ use super::{SKILL_MD, Skill, encode_path};
 /// built.
 ///
 /// ```
-/// use mcp_engine::catalog::skills_in;
+/// use mcp_engine::skills::skills_in;
 ///
 /// let skills = skills_in("skill://", [
 ///     ("pdf/SKILL.md", "---\nname: pdf\ndescription: PDFs.\n---\n"),
