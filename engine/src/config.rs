@@ -107,6 +107,7 @@ pub struct Config {
     pub(crate) resources_cache: CachePolicy,
     pub(crate) prompts_cache: CachePolicy,
     pub(crate) tasks: bool,
+    pub(crate) skills_directory_read: bool,
     pub(crate) max_tasks: usize,
     pub(crate) max_tasks_per_principal: usize,
     pub(crate) task_ttl: core::time::Duration,
@@ -144,6 +145,7 @@ impl Config {
             resources_cache: CachePolicy::default(),
             prompts_cache: CachePolicy::default(),
             tasks: false,
+            skills_directory_read: false,
             max_tasks: 1024,
             max_tasks_per_principal: 32,
             task_ttl: core::time::Duration::from_secs(3600),
@@ -364,6 +366,14 @@ impl Config {
     /// Task ids are drawn from the entropy given to `set_entropy`.
     pub fn tasks(&mut self, on: bool) -> &mut Self {
         self.tasks = on;
+        self
+    }
+    /// Whether the skills extension offers `resources/directory/read` (default: no): the
+    /// direct children of a skill's folder or subfolder (`inode/directory` for folders),
+    /// declared as `directoryRead: true`. Only with skills in the catalog
+    /// ([`CatalogBuilder::skill`](crate::CatalogBuilder::skill)).
+    pub fn skills_directory_read(&mut self, on: bool) -> &mut Self {
+        self.skills_directory_read = on;
         self
     }
     /// The most tasks the engine holds at once, finished ones included until their TTL

@@ -283,6 +283,10 @@ pub(crate) enum PeerError<'a> {
         uri: &'a str,
         stateless: bool,
     },
+    /// `skills/get` of a uri that names no skill the caller may use (names it in `data`).
+    SkillNotFound(&'a str),
+    /// `resources/directory/read` of a uri that is no skill folder the caller may use.
+    NotADirectory(&'a str),
     CursorNotString,
     CursorOtherList {
         cursor: &'static str,
@@ -415,7 +419,7 @@ impl PeerError<'_> {
                 json::write_str(out, name);
                 out.push(b'}');
             }
-            E::ResourceNotFound { uri, .. } => {
+            E::ResourceNotFound { uri, .. } | E::SkillNotFound(uri) | E::NotADirectory(uri) => {
                 out.extend_from_slice(b"{\"uri\":");
                 json::write_str(out, uri);
                 out.push(b'}');
@@ -499,6 +503,8 @@ impl fmt::Display for PeerError<'_> {
             E::RefUriNotString => f.write_str("Invalid params: ref.uri must be a string"),
             E::BadRefType => f.write_str("Invalid params: ref.type must be \"ref/prompt\" or \"ref/resource\""),
             E::UnknownPrompt(name) | E::PromptNotFound(name) => write!(f, "Unknown prompt: {name}"),
+            E::SkillNotFound(_) => f.write_str("Invalid params: no skill has this uri"),
+            E::NotADirectory(_) => f.write_str("Invalid params: not a skill directory"),
             E::NoTemplate(uri) => write!(f, "Invalid params: no resource template {uri}"),
             E::CompletionArgument => f.write_str("Invalid params: argument must carry name and value strings"),
             E::UnknownArgument(name) => write!(f, "Invalid params: unknown argument {name}"),

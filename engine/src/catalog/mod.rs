@@ -40,14 +40,14 @@ use serde_json::Value;
 use crate::catalog::schema::SchemaValidator;
 use crate::catalog::uritemplate::{Captures, TemplateError, UriTemplate};
 use crate::catalog::xheader::{HeaderParam, XHeaderError, collect_header_params};
-use crate::wire::cursor::ListKind;
+use crate::wire::cursor::{LISTS, ListKind};
 
 pub use defs::{
     Icon, Prompt, PromptArgument, Resource, ResourceTemplate, TaskSupport, Tool, ToolAnnotations,
 };
 #[cfg(feature = "schemars")]
 pub use derive::{input_schema_of, output_schema_of};
-pub use skills::{Skill, SkillError, skills_in};
+pub(crate) use skills::{Skill, SkillError};
 
 /// Why a catalog was refused. Every variant names the offending item.
 #[derive(Debug)]
@@ -260,7 +260,7 @@ struct Index {
     skill_paths: Vec<(u32, u32, bool)>,
     /// A SHA-256 digest of each list as it is served (by `ListKind::index`): list cursors
     /// are bound to it, so a cursor of a list whose contents changed is refused.
-    list_digests: [[u8; 32]; 4],
+    list_digests: [[u8; 32]; LISTS],
 }
 
 /// The positions of a list's items by key (a name or a uri), hashed at build, so that a
@@ -404,6 +404,16 @@ impl Catalog {
         let (s, f, _) = paths[at];
         Some((s as usize, &self.skills[s as usize].files[f as usize]))
     }
+    /// The dynamic skill `uri` is a file of (its `SKILL.md` or a file under its folder),
+    /// whose files the host reads.
+    pub(crate) fn dynamic_skill_of(&self, uri: &str) -> Option<usize> {
+        self.skills.iter().position(|s| {
+            s.skill.dynamic
+                && uri
+                    .strip_prefix(&*s.skill.root)
+                    .is_some_and(|rest| rest.len() > 1 && rest.starts_with('/'))
+        })
+    }
     /// The skill folder at `uri` (without a trailing `/`): the skill's position and the folder.
     pub(crate) fn skill_dir(&self, uri: &str) -> Option<(usize, &skills::SkillDir)> {
         let uri = uri.strip_suffix('/').unwrap_or(uri);
@@ -420,9 +430,10 @@ impl Catalog {
     pub fn has_tools(&self) -> bool {
         !self.tools.is_empty()
     }
-    /// Whether `resources` is advertised (at least one resource or template).
+    /// Whether `resources` is advertised (at least one resource, template or skill: a
+    /// skill's files are resources).
     pub fn has_resources(&self) -> bool {
-        !self.resources.is_empty() || !self.templates.is_empty()
+        !self.resources.is_empty() || !self.templates.is_empty() || !self.skills.is_empty()
     }
     /// Whether `prompts` is advertised (at least one prompt).
     pub fn has_prompts(&self) -> bool {
@@ -440,7 +451,9 @@ impl Catalog {
         if !is_uri_text(uri) {
             return None;
         }
-        if self.index.resource_uris.find(uri, |i| &self.resources[i].resource.uri).is_some() {
+        if self.index.resource_uris.find(uri, |i| &self.resources[i].resource.uri).is_some()
+            || self.dynamic_skill_of(uri).is_some()
+        {
             captures.clear();
             return Some(None);
         }
@@ -451,29 +464,39 @@ impl Catalog {
     pub(crate) fn list_len(&self, kind: ListKind) -> usize {
         match kind {
             ListKind::Tools => self.tools.len(),
-            ListKind::Resources => self.resources.len(),
+            // The skills' `SKILL.md` files are resources too, listed after the declared ones.
+            ListKind::Resources => self.resources.len() + self.skills.len(),
             ListKind::ResourceTemplates => self.templates.len(),
             ListKind::Prompts => self.prompts.len(),
+            ListKind::Skills => self.skills.len(),
         }
     }
     pub(crate) fn list_key(&self, kind: ListKind, i: usize) -> &str {
         match kind {
             ListKind::Tools => &self.tools[i].tool.name,
-            ListKind::Resources => &self.resources[i].resource.uri,
+            ListKind::Resources => match self.resources.get(i) {
+                Some(r) => &r.resource.uri,
+                None => &self.skills[i - self.resources.len()].uri,
+            },
             ListKind::ResourceTemplates => &self.templates[i].template.uri_template,
             ListKind::Prompts => &self.prompts[i].prompt.name,
+            ListKind::Skills => &self.skills[i].uri,
         }
     }
     pub(crate) fn list_fragment(&self, kind: ListKind, i: usize, icons: bool) -> &str {
         match kind {
             ListKind::Tools => self.tools[i].wire.for_revision(icons),
-            ListKind::Resources => self.resources[i].wire.for_revision(icons),
+            ListKind::Resources => match self.resources.get(i) {
+                Some(r) => r.wire.for_revision(icons),
+                None => &self.skills[i - self.resources.len()].listed,
+            },
             ListKind::ResourceTemplates => self.templates[i].wire.for_revision(icons),
             ListKind::Prompts => self.prompts[i].wire.for_revision(icons),
+            ListKind::Skills => &self.skills[i].wire,
         }
     }
     /// The digest of each list as it is served, by `ListKind::index`.
-    pub(crate) fn list_digests(&self) -> &[[u8; 32]; 4] {
+    pub(crate) fn list_digests(&self) -> &[[u8; 32]; LISTS] {
         &self.index.list_digests
     }
     /// The catalog of these sorted, checked entries: their indexes, and the digest of each
@@ -515,7 +538,7 @@ impl Catalog {
             skill_files,
             skill_dirs: skill_dirs.shifted(shift),
             skill_paths,
-            list_digests: [[0; 32]; 4],
+            list_digests: [[0; 32]; LISTS],
         };
         let mut this = Self {
             tools: tools.into(),
@@ -525,7 +548,7 @@ impl Catalog {
             skills: skills.into(),
             index: Arc::new(index),
         };
-        let mut digests = [[0; 32]; 4];
+        let mut digests = [[0; 32]; LISTS];
         for kind in ListKind::ALL {
             let mut h = sha2::Sha256::new();
             let n = this.list_len(kind);

@@ -251,7 +251,7 @@ pub struct HttpEngine {
     /// The scope names the policy and the catalog know (empty without scopes), and the
     /// `insufficient_scope` challenge of each method slot.
     scopes: Scopes,
-    step_up: [Option<std::sync::Arc<str>>; 15],
+    step_up: [Option<std::sync::Arc<str>>; crate::mcp::scopes::METHOD_SLOTS],
     /// The task store's events and held responses (`task_store`).
     task_io: task_store::TaskIo,
     /// Refused requests: counts per reason, and the latest for the adapter's log.

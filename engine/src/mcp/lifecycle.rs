@@ -230,6 +230,10 @@ pub(crate) enum Method {
     CancelTask,
     TaskResult,
     ListTasks,
+    /// `skills/get` (the skills extension).
+    GetSkill,
+    /// `resources/directory/read` (the skills extension, `directoryRead`).
+    ReadDirectory,
 }
 
 /// Under which revisions a method exists.
@@ -276,6 +280,10 @@ pub(crate) enum Needs {
     ResourceSubscriptions,
     /// Tools and [`Config::tasks`](crate::Config::tasks).
     Tasks,
+    /// Skills in the catalog.
+    Skills,
+    /// Skills and [`Config::skills_directory_read`](crate::Config::skills_directory_read).
+    DirectoryRead,
 }
 
 /// What the configuration and the catalog offer, as [`Needs`] asks it (fixed for an
@@ -290,6 +298,8 @@ pub(crate) struct Features {
     pub(crate) list_changed: bool,
     pub(crate) resource_subscriptions: bool,
     pub(crate) tasks: bool,
+    pub(crate) skills: bool,
+    pub(crate) directory_read: bool,
 }
 
 impl Features {
@@ -304,6 +314,8 @@ impl Features {
             Needs::Notifications => self.list_changed || self.resource_subscriptions,
             Needs::ResourceSubscriptions => self.resources && self.resource_subscriptions,
             Needs::Tasks => self.tools && self.tasks,
+            Needs::Skills => self.skills,
+            Needs::DirectoryRead => self.directory_read,
         }
     }
 }
@@ -323,7 +335,7 @@ const fn row(name: &'static str, method: Method, eras: Eras, needs: Needs) -> Ro
 
 /// Every method, once the revision is decided. A method not here, or whose row does not
 /// admit the revision or whose needs are not met, is `-32601`.
-pub(crate) const METHODS: [Row; 19] = [
+pub(crate) const METHODS: [Row; 22] = [
     row("server/discover", Method::Discover, Eras::Any, Needs::Nothing),
     row("ping", Method::Ping, Eras::Session, Needs::Nothing),
     row("logging/setLevel", Method::SetLevel, Eras::Session, Needs::Logging),
@@ -343,6 +355,9 @@ pub(crate) const METHODS: [Row; 19] = [
     row("tasks/cancel", Method::CancelTask, Eras::Tasks, Needs::Tasks),
     row("tasks/result", Method::TaskResult, Eras::SessionTasks, Needs::Tasks),
     row("tasks/list", Method::ListTasks, Eras::SessionTasks, Needs::Tasks),
+    row("skills/list", Method::List(ListKind::Skills), Eras::Any, Needs::Skills),
+    row("skills/get", Method::GetSkill, Eras::Any, Needs::Skills),
+    row("resources/directory/read", Method::ReadDirectory, Eras::Any, Needs::DirectoryRead),
 ];
 
 /// The method `name` under `rev`, if it exists there and `features` meet its needs.
@@ -598,13 +613,15 @@ pub(crate) fn tables_markdown() -> String {
         let needs = match r.needs {
             Needs::Nothing => "—",
             Needs::Tools => "tools in the catalog",
-            Needs::Resources => "resources or templates in the catalog",
+            Needs::Resources => "resources, templates or skills in the catalog",
             Needs::Prompts => "prompts in the catalog",
             Needs::Logging => "`Config::logging`",
             Needs::Completions => "`Config::completions`",
             Needs::Notifications => "`Config::list_changed` or `Config::resource_subscriptions`",
             Needs::ResourceSubscriptions => "resources, and `Config::resource_subscriptions`",
             Needs::Tasks => "tools, and `Config::tasks`",
+            Needs::Skills => "skills in the catalog",
+            Needs::DirectoryRead => "skills, and `Config::skills_directory_read`",
         };
         let _ = writeln!(s, "| `{}` | {eras} | {needs} |", r.name);
     }
@@ -637,6 +654,8 @@ mod tests {
         list_changed: true,
         resource_subscriptions: true,
         tasks: true,
+        skills: true,
+        directory_read: true,
     };
     const NONE: Features = Features {
         tools: false,
@@ -647,6 +666,8 @@ mod tests {
         list_changed: false,
         resource_subscriptions: false,
         tasks: false,
+        skills: false,
+        directory_read: false,
     };
     const NEW: Revision = Revision::V2026_07_28;
     const OLD: Revision = Revision::V2025_11_25;

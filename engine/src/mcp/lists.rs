@@ -92,6 +92,7 @@ impl Lister<'_> {
                 ListKind::Resources => "resources",
                 ListKind::ResourceTemplates => "resourceTemplates",
                 ListKind::Prompts => "prompts",
+                ListKind::Skills => "skills",
             },
         );
         out.push(b'[');
@@ -135,7 +136,7 @@ impl Lister<'_> {
         }
         let mut cache = match kind {
             ListKind::Tools => self.cfg.tools_cache,
-            ListKind::Resources | ListKind::ResourceTemplates => self.cfg.resources_cache,
+            ListKind::Resources | ListKind::ResourceTemplates | ListKind::Skills => self.cfg.resources_cache,
             ListKind::Prompts => self.cfg.prompts_cache,
         };
         // A page that depends on the caller's scopes is the caller's alone.

@@ -60,6 +60,7 @@ pub(crate) mod requests;
 pub(crate) mod scopes;
 pub(crate) mod scratch;
 pub(crate) mod served;
+pub(crate) mod skills;
 pub(crate) mod streams;
 pub mod subs;
 pub(crate) mod tasks;
@@ -442,6 +443,7 @@ impl Core {
         let (old, new) = (&self.catalog, &catalog);
         if old.has_tools() != new.has_tools()
             || old.has_resources() != new.has_resources()
+            || old.has_skills() != new.has_skills()
             || old.has_prompts() != new.has_prompts()
         {
             return Err(subs::ReplaceError::CapabilitiesChanged);
@@ -537,6 +539,18 @@ impl Core {
                 no_stream: self.no_stream,
             },
             clock,
+        }
+    }
+
+    /// The skills extension's answers for the request being dispatched (see
+    /// [`skills::SkillAnswers`]).
+    fn skill_answers(&mut self) -> skills::SkillAnswers<'_> {
+        skills::SkillAnswers {
+            catalog: &self.catalog,
+            cfg: &self.cfg,
+            meta: &self.prepared.meta,
+            grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.granted },
+            out: &mut self.outbox.out,
         }
     }
 
@@ -1139,8 +1153,13 @@ impl Core {
                 if let Some(served) = self.connectome_read(req, rev) {
                     return served; // counted as it was served
                 }
-                self.host_requests().read_resource(req, rev)
+                match self.skill_answers().read(req, rev) {
+                    Some(served) => served,
+                    None => self.host_requests().read_resource(req, rev),
+                }
             }
+            Method::GetSkill => self.skill_answers().get(req, rev),
+            Method::ReadDirectory => self.skill_answers().directory(req, rev),
             Method::GetPrompt => self.host_requests().get_prompt(req, rev),
             Method::Complete => self.host_requests().complete(req, rev),
             Method::Listen => {

@@ -11,6 +11,8 @@ use crate::wire::json;
 /// The tasks extension's name, under `capabilities.extensions` (and a client's
 /// `clientCapabilities.extensions`, `tasks::methods`).
 pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The skills extension's name, under `capabilities.extensions` (both eras).
+pub(crate) const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
 
 /// Values prepared once per engine (they depend only on config and catalog).
 pub(crate) struct Prepared {
@@ -63,6 +65,15 @@ pub(crate) fn capabilities(cfg: &Config, catalog: &Catalog) -> String {
     if catalog.has_tools() {
         caps.insert("tools".into(), serde_json::json!({ "listChanged": changes }));
     }
+    if catalog.has_skills() {
+        // Its settings sit directly under its name; `{}` is "supported, no optional feature".
+        let settings = if cfg.skills_directory_read {
+            serde_json::json!({ "directoryRead": true })
+        } else {
+            serde_json::json!({})
+        };
+        caps.insert("extensions".into(), serde_json::json!({ SKILLS_EXTENSION: settings }));
+    }
     serde_json::Value::Object(caps).to_string()
 }
 
@@ -81,7 +92,7 @@ impl Prepared {
         let tasks = cfg.tasks && catalog.has_tools();
         let discover_caps = if tasks {
             let mut v: serde_json::Value = serde_json::from_str(&caps).unwrap_or_default();
-            v["extensions"] = serde_json::json!({ TASKS_EXTENSION: {} });
+            v["extensions"][TASKS_EXTENSION] = serde_json::json!({});
             v.to_string()
         } else {
             caps.clone()
@@ -155,6 +166,8 @@ impl Prepared {
                 list_changed: cfg.list_changed,
                 resource_subscriptions: cfg.resource_subscriptions,
                 tasks,
+                skills: catalog.has_skills(),
+                directory_read: catalog.has_skills() && cfg.skills_directory_read,
             },
             task_ttl_ms: u64::try_from(cfg.task_ttl.as_millis()).unwrap_or(u64::MAX),
             task_poll_ms: u64::try_from(cfg.task_poll_interval.as_millis()).unwrap_or(u64::MAX).max(1),

@@ -13,12 +13,15 @@ use std::sync::Arc;
 
 use crate::catalog::Catalog;
 use crate::mcp::lifecycle::Method;
-use crate::wire::cursor::ListKind;
+use crate::wire::cursor::{LISTS, ListKind};
 
 pub(crate) use crate::catalog::scopes::MAX_SCOPE_NAMES;
 
+/// How many methods a policy may scope ([`METHOD_NAMES`]).
+pub(crate) const METHOD_SLOTS: usize = 18;
+
 /// The methods a policy may scope, by their JSON-RPC names, in slot order.
-pub(crate) const METHOD_NAMES: [&str; 15] = [
+pub(crate) const METHOD_NAMES: [&str; METHOD_SLOTS] = [
     "server/discover",
     "initialize",
     "ping",
@@ -34,6 +37,9 @@ pub(crate) const METHOD_NAMES: [&str; 15] = [
     "subscriptions/listen",
     "resources/subscribe",
     "resources/unsubscribe",
+    "skills/list",
+    "skills/get",
+    "resources/directory/read",
 ];
 
 /// The slot of `method` in [`METHOD_NAMES`].
@@ -43,6 +49,7 @@ pub(crate) fn slot(method: Method) -> usize {
         Method::Initialize => 1,
         Method::Ping => 2,
         Method::SetLevel => 3,
+        Method::List(ListKind::Skills) => 15,
         Method::List(kind) => 4 + kind.index(),
         // A task is a tool call: whoever may call tools may read, answer and cancel theirs.
         Method::CallTool
@@ -57,6 +64,8 @@ pub(crate) fn slot(method: Method) -> usize {
         Method::Listen => 12,
         Method::Subscribe => 13,
         Method::Unsubscribe => 14,
+        Method::GetSkill => 16,
+        Method::ReadDirectory => 17,
     }
 }
 
@@ -248,7 +257,10 @@ impl Grant<'_> {
         }
         match target {
             Some(t) => self.may_use(ListKind::ResourceTemplates, t),
-            None => catalog.resource_index(uri).is_none_or(|i| self.may_use(ListKind::Resources, i)),
+            None => {
+                catalog.resource_index(uri).is_none_or(|i| self.may_use(ListKind::Resources, i))
+                    && catalog.dynamic_skill_of(uri).is_none_or(|i| self.may_use(ListKind::Skills, i))
+            }
         }
     }
 
@@ -264,15 +276,15 @@ impl Grant<'_> {
 #[derive(Debug, Clone)]
 pub(crate) struct Rules {
     pub(crate) scopes: Scopes,
-    methods: [Need; 15],
+    methods: [Need; METHOD_SLOTS],
     /// The first alternative set of each method, space-separated (the `scope` of its
     /// `insufficient_scope` challenge).
-    challenges: [Box<str>; 15],
+    challenges: [Box<str>; METHOD_SLOTS],
     /// Per definition, by `ListKind::index` and position.
-    items: [Box<[Need]>; 4],
+    items: [Box<[Need]>; LISTS],
     /// Whether a list has a definition that requires a scope (its pages then depend on
     /// the caller: `cacheScope: "private"`).
-    scoped_lists: [bool; 4],
+    scoped_lists: [bool; LISTS],
 }
 
 impl Rules {
@@ -280,20 +292,20 @@ impl Rules {
     /// the requirements `catalog` declares. `None` if a name is not in `scopes`.
     pub(crate) fn new(
         scopes: Scopes,
-        methods: &[Vec<Vec<String>>; 15],
+        methods: &[Vec<Vec<String>>; METHOD_SLOTS],
         catalog: &Catalog,
     ) -> Result<Self, UnknownScope> {
         let need = |sets: &[Vec<String>]| -> Result<Need, UnknownScope> {
             sets.iter().map(|s| scopes.mask(s).ok_or(UnknownScope)).collect::<Result<_, _>>().map(Need)
         };
-        let mut m: [Need; 15] = Default::default();
-        let mut challenges: [Box<str>; 15] = Default::default();
+        let mut m: [Need; METHOD_SLOTS] = Default::default();
+        let mut challenges: [Box<str>; METHOD_SLOTS] = Default::default();
         for (i, sets) in methods.iter().enumerate() {
             m[i] = need(sets)?;
             challenges[i] = sets.first().map(|s| s.join(" ")).unwrap_or_default().into();
         }
         let mut rules =
-            Self { methods: m, challenges, items: Default::default(), scoped_lists: [false; 4], scopes };
+            Self { methods: m, challenges, items: Default::default(), scoped_lists: [false; LISTS], scopes };
         rules.items = rules.items_of(catalog)?;
         rules.scoped_lists = core::array::from_fn(|k| rules.items[k].iter().any(|n| !n.is_empty()));
         Ok(rules)
@@ -306,15 +318,21 @@ impl Rules {
         Ok(Self { items, scoped_lists, ..self.clone() })
     }
 
-    fn items_of(&self, catalog: &Catalog) -> Result<[Box<[Need]>; 4], UnknownScope> {
+    fn items_of(&self, catalog: &Catalog) -> Result<[Box<[Need]>; LISTS], UnknownScope> {
         let need = |sets: &[Vec<String>]| -> Result<Need, UnknownScope> {
             sets.iter().map(|s| self.scopes.mask(s).ok_or(UnknownScope)).collect::<Result<_, _>>().map(Need)
         };
         let tools = catalog.tools().map(|t| need(&t.required_scopes)).collect::<Result<_, _>>()?;
-        let resources = catalog.resources().map(|r| need(&r.required_scopes)).collect::<Result<_, _>>()?;
+        // The resources list ends with the skills' `SKILL.md` files, each as its skill requires.
+        let resources = catalog
+            .resources()
+            .map(|r| need(&r.required_scopes))
+            .chain(catalog.skills().map(|s| need(&s.required_scopes)))
+            .collect::<Result<_, _>>()?;
         let templates = catalog.templates().map(|t| need(&t.required_scopes)).collect::<Result<_, _>>()?;
         let prompts = catalog.prompts().map(|p| need(&p.required_scopes)).collect::<Result<_, _>>()?;
-        Ok([tools, resources, templates, prompts])
+        let skills = catalog.skills().map(|s| need(&s.required_scopes)).collect::<Result<_, _>>()?;
+        Ok([tools, resources, templates, prompts, skills])
     }
 
     /// Whether `granted` may run `method`.

@@ -45,7 +45,10 @@ impl CatalogChange {
         };
         Self {
             tools: !same(ListKind::Tools),
-            resources: !same(ListKind::Resources) || !same(ListKind::ResourceTemplates),
+            // A skill is resources: a changed skill is announced as a resource list change.
+            resources: !same(ListKind::Resources)
+                || !same(ListKind::ResourceTemplates)
+                || !same(ListKind::Skills),
             prompts: !same(ListKind::Prompts),
         }
     }

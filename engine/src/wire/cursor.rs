@@ -36,11 +36,17 @@ pub enum ListKind {
     ResourceTemplates,
     /// `prompts/list`.
     Prompts,
+    /// `skills/list` (the skills extension).
+    Skills,
 }
+
+/// How many lists there are ([`ListKind::ALL`]'s length).
+pub(crate) const LISTS: usize = ListKind::ALL.len();
 
 impl ListKind {
     /// Every list kind, in [`ListKind::index`] order.
-    pub const ALL: [Self; 4] = [Self::Tools, Self::Resources, Self::ResourceTemplates, Self::Prompts];
+    pub const ALL: [Self; 5] =
+        [Self::Tools, Self::Resources, Self::ResourceTemplates, Self::Prompts, Self::Skills];
 
     /// The JSON-RPC method that lists this kind.
     pub(crate) fn method(self) -> &'static str {
@@ -49,6 +55,7 @@ impl ListKind {
             Self::Resources => "resources/list",
             Self::ResourceTemplates => "resources/templates/list",
             Self::Prompts => "prompts/list",
+            Self::Skills => "skills/list",
         }
     }
 
@@ -59,6 +66,7 @@ impl ListKind {
             Self::Resources => 1,
             Self::ResourceTemplates => 2,
             Self::Prompts => 3,
+            Self::Skills => 4,
         }
     }
 
@@ -69,6 +77,7 @@ impl ListKind {
             Self::Resources => b'r',
             Self::ResourceTemplates => b'u',
             Self::Prompts => b'p',
+            Self::Skills => b's',
         }
     }
 
@@ -79,6 +88,7 @@ impl ListKind {
             b'r' => Some(Self::Resources),
             b'u' => Some(Self::ResourceTemplates),
             b'p' => Some(Self::Prompts),
+            b's' => Some(Self::Skills),
             _ => None,
         }
     }
@@ -122,7 +132,7 @@ pub enum CursorError {
 #[derive(Clone)]
 pub(crate) struct CursorKey {
     mac: Hmac<Sha256>,
-    lists: [Option<Prefixed>; 4],
+    lists: [Option<Prefixed>; LISTS],
     /// Earlier keys: they still open what they sealed, and seal nothing.
     previous: Vec<Self>,
 }
@@ -140,7 +150,7 @@ impl CursorKey {
     pub(crate) fn new(secret: &[u8; 32]) -> Self {
         // HMAC takes keys of any length.
         let mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret).unwrap_or_else(|_| unreachable!());
-        Self { mac, lists: [None, None, None, None], previous: Vec::new() }
+        Self { mac, lists: Default::default(), previous: Vec::new() }
     }
 
     /// This key, with earlier ones that still open the cursors they sealed (key rotation).
@@ -184,7 +194,7 @@ pub(crate) struct Binding<'a> {
     /// The principal the request acts for (HTTP `Verdict::AllowAs`), or none.
     pub principal: Option<&'a [u8; 32]>,
     /// The digest of each list as the catalog holds it, by [`ListKind::index`].
-    pub lists: &'a [[u8; 32]; 4],
+    pub lists: &'a [[u8; 32]; LISTS],
 }
 
 /// The tag of `body` under `binding` (for the list `kind`): HMAC over one block of the
@@ -284,8 +294,8 @@ pub(crate) fn open(
 pub fn fuzz_cursor(data: &[u8]) {
     let mut key = CursorKey::new(&[42; 32]);
     let Some((&mode, rest)) = data.split_first() else { return };
-    let kind = ListKind::ALL[usize::from(mode >> 1) & 3];
-    let lists = [[1; 32], [2; 32], [3; 32], [4; 32]];
+    let kind = ListKind::ALL[usize::from(mode >> 1) % LISTS];
+    let lists = [[1; 32], [2; 32], [3; 32], [4; 32], [5; 32]];
     let life = Lifetime { ttl: 1_000, skew: 10 };
     if mode % 2 == 0 {
         let text = String::from_utf8_lossy(rest);
@@ -361,7 +371,7 @@ pub fn fuzz_cursor(data: &[u8]) {
 mod tests {
     use super::*;
 
-    const LISTS: [[u8; 32]; 4] = [[1; 32], [2; 32], [3; 32], [4; 32]];
+    const DIGESTS: [[u8; 32]; LISTS] = [[1; 32], [2; 32], [3; 32], [4; 32], [5; 32]];
     const LIFE: Lifetime = Lifetime { ttl: 1_000, skew: 10 };
     const LOCAL: Clock = Clock { mono: 5, wall: None };
 
@@ -370,7 +380,7 @@ mod tests {
     }
 
     fn binding() -> Binding<'static> {
-        Binding { page_size: 50, revision: "2026-07-28", principal: None, lists: &LISTS }
+        Binding { page_size: 50, revision: "2026-07-28", principal: None, lists: &DIGESTS }
     }
 
     fn sealed(kind: ListKind, offset: u32, b: &Binding<'_>, clock: Clock) -> String {
@@ -411,9 +421,9 @@ mod tests {
         let base = Binding { principal: Some(&p), ..binding() };
         let c = sealed(ListKind::Tools, 7, &base, LOCAL);
         assert_eq!(open(&mut key(), ListKind::Tools, &c, &base, LOCAL, LIFE), Ok(7));
-        let mut lists = LISTS;
+        let mut lists = DIGESTS;
         lists[0][31] ^= 1;
-        let mut others = LISTS;
+        let mut others = DIGESTS;
         others[1][0] ^= 1;
         for (what, b, want) in [
             ("page size", Binding { page_size: 51, ..base }, Err(CursorError::Invalid)),

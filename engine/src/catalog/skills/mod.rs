@@ -217,7 +217,6 @@ pub(crate) struct SkillEntry {
     pub(crate) skill: Skill,
     /// The uri of its `SKILL.md`.
     pub(crate) uri: Box<str>,
-    pub(crate) frontmatter: Map<String, Value>,
     /// The files, `SKILL.md` first, then by path.
     pub(crate) files: Vec<SkillFile>,
     pub(crate) dirs: Vec<SkillDir>,
@@ -227,6 +226,7 @@ pub(crate) struct SkillEntry {
     pub(crate) listed: Box<str>,
 }
 
+#[cfg(test)]
 impl SkillEntry {
     /// The skill's name (its frontmatter's, equal to its uri's last segment).
     pub(crate) fn name(&self) -> &str {
@@ -323,7 +323,7 @@ pub(crate) fn prepare(skill: Skill) -> Result<SkillEntry, SkillError> {
     .unwrap_or_default()
     .into_boxed_str();
     let dirs = if skill.dynamic { Vec::new() } else { dirs_of(&skill.root, &prepared) };
-    Ok(SkillEntry { uri, frontmatter, files: prepared, dirs, wire, listed, skill })
+    Ok(SkillEntry { uri, files: prepared, dirs, wire, listed, skill })
 }
 
 /// The `<skill-path>` segments of a skill folder's uri, when it is `scheme://seg[/seg…]` in

@@ -41,7 +41,7 @@ const MAX_ALTERNATIVES: usize = 8;
 #[derive(Debug, Clone, Default)]
 pub struct ScopePolicy {
     /// Per method slot: alternative sets.
-    pub(crate) methods: [Vec<Vec<String>>; 15],
+    pub(crate) methods: [Vec<Vec<String>>; crate::mcp::scopes::METHOD_SLOTS],
     /// `(broader, narrower)`.
     pub(crate) implies: Vec<(String, String)>,
     /// Every name the policy mentions or declares.
@@ -182,9 +182,9 @@ impl ScopePolicy {
 pub(crate) fn rules(
     http: &crate::http::HttpConfig,
     catalog: &crate::catalog::Catalog,
-) -> (Option<crate::mcp::scopes::Rules>, [Option<std::sync::Arc<str>>; 15]) {
+) -> (Option<crate::mcp::scopes::Rules>, [Option<std::sync::Arc<str>>; crate::mcp::scopes::METHOD_SLOTS]) {
     let policy = &http.scope_policy;
-    let mut step_up: [Option<std::sync::Arc<str>>; 15] = Default::default();
+    let mut step_up: [Option<std::sync::Arc<str>>; crate::mcp::scopes::METHOD_SLOTS] = Default::default();
     if policy.is_empty() && catalog.scope_names().next().is_none() {
         return (None, step_up);
     }
