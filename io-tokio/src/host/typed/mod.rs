@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
+use mcp_engine::skills::Skill;
 use mcp_engine::{Catalog, CatalogBuilder, CatalogError, Prompt, Resource, ResourceTemplate, Tool};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -330,6 +331,36 @@ impl<S: Clone + Send + Sync + 'static, L: RouteList<S>> Router<S, L> {
         })
     }
 
+    /// Serves the skills of the folder `dir` (the skills extension), each folder holding a
+    /// `SKILL.md` one skill, addressed as `skill://<folder>/SKILL.md`
+    /// ([`skills::load_dir`](crate::skills::load_dir) reads it, once, now). The engine
+    /// answers every skill request itself: no handler is involved. A folder that cannot be
+    /// read is refused by [`build`](Self::build) ([`RouterError::Skills`]), a skill that
+    /// breaks a rule as the catalog refuses it.
+    ///
+    /// ```no_run
+    /// let (catalog, _handler) = mcp_io_tokio::Router::new(()).skills_dir("skills").build()?;
+    /// assert!(catalog.has_skills());
+    /// # Ok::<(), mcp_io_tokio::routes::RouterError>(())
+    /// ```
+    #[must_use]
+    pub fn skills_dir(mut self, dir: impl AsRef<std::path::Path>) -> Self {
+        match crate::host::skills::load_dir(dir, "skill://") {
+            Ok(skills) => self.catalog = self.catalog.skills(skills),
+            Err(e) => {
+                self.error.get_or_insert(RouterError::Skills(e));
+            }
+        }
+        self
+    }
+
+    /// Serves these skills (the skills extension; see [`skills_dir`](Self::skills_dir)).
+    #[must_use]
+    pub fn skills(mut self, skills: impl IntoIterator<Item = Skill>) -> Self {
+        self.catalog = self.catalog.skills(skills);
+        self
+    }
+
     /// Whether the `format`s of the tools' schemas are checked (default: yes); off, they
     /// are annotations only. See [`CatalogBuilder::validate_formats`].
     ///
@@ -467,6 +498,8 @@ pub enum RouterError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// A skills folder could not be read ([`Router::skills_dir`]).
+    Skills(crate::host::skills::LoadError),
 }
 
 impl fmt::Display for RouterError {
@@ -476,6 +509,7 @@ impl fmt::Display for RouterError {
             Self::TemplateVariable { template, variable, reason } => {
                 write!(f, "resource template `{template}`, variable `{variable}`: {reason}")
             }
+            Self::Skills(e) => write!(f, "skills folder: {e}"),
         }
     }
 }
@@ -485,6 +519,7 @@ impl std::error::Error for RouterError {
         match self {
             Self::Catalog(e) => Some(e),
             Self::TemplateVariable { .. } => None,
+            Self::Skills(e) => Some(e),
         }
     }
 }
