@@ -4,9 +4,12 @@
 use mcp_engine::Commands;
 use std::collections::HashMap;
 
-use mcp_engine::internal::{CURSOR_LEN, ListKind, write_json_str};
-use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, LogLevel, PromptMessage, PromptOutput, ResourceContents, Ticket, Tool, ToolOutput};
 use mcp_engine::error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError};
+use mcp_engine::internal::{CURSOR_LEN, ListKind, write_json_str};
+use mcp_engine::{
+    Catalog, Config, Content, Engine, Event, Instant, LogLevel, PromptMessage, PromptOutput,
+    ResourceContents, Ticket, Tool, ToolOutput,
+};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
