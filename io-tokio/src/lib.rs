@@ -22,6 +22,9 @@
 //! - With feature `otel`, each request span has the client's trace context as its
 //!   OpenTelemetry parent, the duration histograms and the refusal counter are recorded,
 //!   and `Otel` exports them as OTLP over HTTP.
+//! - With feature `connectome` (off by default: it builds the engine's `connectome`, with
+//!   petgraph), a handler reports the resources a call read (`ToolCall::report_read`) and
+//!   asks for the observed graph (`Publisher::observed_graph`).
 //!
 //! The root holds what a server written as `docs/guide.md` says names; the rest is in
 //! modules by concern: [`handler`] (the rest of a handler's side), [`reply`] (the other

@@ -160,6 +160,7 @@ fn answer_tool(
 /// [`Tasks::complete`] takes: it keeps the reply's sender).
 fn publish(engine: &mut impl Commands, p: Publish) {
     match p {
+        #[cfg(feature = "connectome")]
         Publish::Observed(reply) => {
             let _ = reply.send(engine.connectome().observed());
         }
@@ -487,6 +488,7 @@ impl Tasks {
             }
             return;
         }
+        #[cfg(feature = "connectome")]
         if let Outcome::Read { tool, uri, .. } = &outcome {
             // Counted even for a call cancelled since: the read happened.
             if !engine.connectome().report_read(tool, uri) {
@@ -600,10 +602,11 @@ impl Tasks {
             Outcome::Progress { .. }
             | Outcome::Log { .. }
             | Outcome::Reconnect { .. }
-            | Outcome::Read { .. }
             | Outcome::StartTask { .. }
             | Outcome::TaskStatus { .. }
             | Outcome::Publish(_) => Ok(()),
+            #[cfg(feature = "connectome")]
+            Outcome::Read { .. } => Ok(()),
             Outcome::Dropped => {
                 tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");
                 engine.answer_error(ticket, HostError::Internal("the handler failed"))
