@@ -156,7 +156,7 @@ fn answer_tool(
     r
 }
 
-/// Carries out what a [`Publisher`](crate::Publisher) sent (but `AskClient`, which
+/// Carries out what a [`Publisher`](crate::handler::Publisher) sent (but `AskClient`, which
 /// [`Tasks::complete`] takes: it keeps the reply's sender).
 fn publish(engine: &mut impl Commands, p: Publish) {
     match p {
@@ -574,7 +574,9 @@ impl Tasks {
                     engine.answer_resource(ticket, &v)
                 }),
             },
-            Outcome::Resource(Ok(ResourceReply::NotFound)) => engine.answer_error(ticket, HostError::NotFound),
+            Outcome::Resource(Ok(ResourceReply::NotFound)) => {
+                engine.answer_error(ticket, HostError::NotFound)
+            }
             Outcome::Prompt(Ok(reply)) => {
                 let mut answer = |messages: &[PromptMessage<'_>]| {
                     let output = PromptOutput { description: reply.description.as_deref(), messages };
