@@ -196,7 +196,9 @@
 //!     waits on every socket itself, and the queue they report to.
 //!   - `work`: the handler tasks every run loop shares: starting an event's work on a
 //!     worker task, aborting it when cancelled, answering its ticket on the engine when it
-//!     finishes (a call made a task goes on under the task's ticket).
+//!     finishes (a call made a task goes on under the task's ticket), written once for
+//!     both engines over `mcp_engine::Commands` (`ask_client`, whose signatures differ,
+//!     is the one per-engine method).
 //!   - `stdio` (imports `work`): the stream run loop, [`serve`], [`serve_with`] and
 //!     [`serve_stdio`].
 //!   - `owner` (imports `work`): the HTTP engine's owner, shared by the TCP loop and the
