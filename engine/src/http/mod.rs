@@ -66,9 +66,12 @@ use core::fmt;
 use core::net::SocketAddr;
 
 use crate::catalog::Catalog;
+use crate::commands::Commands;
+use crate::commands::sealed::{Lent, Output, Shown};
 use crate::config::Config;
 use crate::jsonrpc::Parser;
 use crate::mcp::event::Event;
+use crate::mcp::subs::CatalogChange;
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
@@ -77,18 +80,19 @@ use crate::time::{Instant, UnixTime};
 use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
 use auth::resource::{Challenge, Credentials};
+use auth::verdicts::Gate;
 use auth::{client, limits, proxy, resource, scope_policy};
 use conn::exchange::{
     ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, is_metadata, refuse,
     respond_json, start_body,
 };
-use conn::{conns, in_flight, refusal};
+use conn::{answer_routing, conns, in_flight, refusal};
 use session::session_streams::{stream_event, stream_head, stream_last};
 use session::sessions::Sessions;
 use session::{parked, stream_shares};
 use store::port::StorePort;
-use store::task_store;
 use store::{StoreAsk, StoreEvent, TouchSession};
+use store::{event_store, task_store};
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
 /// [`HttpEngine::response`].
@@ -468,6 +472,33 @@ impl HttpEngine {
         self.core.release();
         self.collect_answers();
         self.prune_sending();
+    }
+
+    /// Answers an [`HttpEvent::Authorize`].
+    pub fn authorize(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
+        self.tick(now);
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        let mut gate = Gate { http: &self.http, limiter: &mut self.limiter, outs: &mut self.outs };
+        let Some(read_body) = gate.head(c, self.last_now, verdict) else { return };
+        if read_body {
+            self.work.push_back(conn.slot);
+        }
+        self.settle(conn.slot);
+        self.process();
+    }
+
+    /// Answers an [`HttpEvent::AuthorizeBody`]. A refusal here keeps the connection: the
+    /// body was read, so the next request can follow.
+    pub fn authorize_body(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
+        self.tick(now);
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        let mut gate = Gate { http: &self.http, limiter: &mut self.limiter, outs: &mut self.outs };
+        if !gate.body(c, self.last_now, verdict) {
+            return;
+        }
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
     }
 
     /// How many bytes `conn` takes now: read at most this many from its socket and give
@@ -892,7 +923,7 @@ impl HttpEngine {
         }
         match self.store.next_ask()? {
             ask @ (StoreAsk::Load(_) | StoreAsk::Save(_)) => self.store_event(ask),
-            StoreAsk::Events(slot) => self.events_event(slot),
+            StoreAsk::Events(slot) => event_store::load_events(&self.slots, &self.sessions, slot),
         }
     }
 
@@ -900,6 +931,57 @@ impl HttpEngine {
     fn backlogged(&self, ticket: Ticket) -> bool {
         let Some(Route::Http { conn, generation }) = self.core.route_of(ticket) else { return false };
         self.conn(ConnId { slot: conn, generation }).is_some_and(|c| c.out.len() >= MAX_UNSENT)
+    }
+
+    /// Announces that lists changed without replacing the catalog: another node sharing
+    /// this deployment's clients changed its catalog (its host said so through a shared
+    /// store), or this node may have missed such news. The listen streams that asked for
+    /// the lists in `change` and the standalone streams of initialized sessions get their
+    /// `notifications/*/list_changed`, exactly as after [`replace_catalog`](Commands::replace_catalog)
+    /// (a family this catalog does not have is left out; nothing is sent unless
+    /// `Config::list_changed` is on). Clients then list again, from this node's catalog.
+    /// Returns the change as announced.
+    pub fn announce_list_changed(&mut self, change: CatalogChange) -> CatalogChange {
+        self.tick(self.last_now);
+        let change = self.core.announce_list_changed(change);
+        answer_routing::sessions_list_changed(&mut self.core, &self.sessions, change);
+        self.collect_answers();
+        self.process();
+        change
+    }
+
+    /// Turns the host's event store on or off, as [`HttpConfig::event_store`] does (for
+    /// an adapter given a store after the engine was built). Call it before serving.
+    pub fn set_event_store(&mut self, on: bool) {
+        self.http.event_store = on;
+        self.store.set_events(on && self.http.session_store);
+    }
+
+    /// Events of session streams not handed to the host because it did not take them
+    /// fast enough (see [`AppendEvent`](store::AppendEvent); a replay from the store
+    /// reports them as a gap).
+    pub fn events_not_handed_over(&self) -> u64 {
+        self.store.events_dropped()
+    }
+
+    /// Answers a [`LoadEvents`](store::LoadEvents): the waiting `GET` gets its stream's
+    /// events after the one its `Last-Event-ID` named, then goes on (see the module docs
+    /// of `stored`); `503` with `Retry-After` when the store is unavailable; `404` when its
+    /// session ended meanwhile. An answer for a request that no longer waits is ignored.
+    pub fn events_loaded(&mut self, now: Instant, conn: ConnId, found: store::LoadedEvents<'_>) {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        let Some(loaded) = event_store::take_loaded(c, found) else { return };
+        let Some((r, resume, events)) = loaded else {
+            self.store_failed(conn.slot, now);
+            self.process();
+            return;
+        };
+        self.serve_stream(conn.slot, r, Some(resume), Some(events));
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
     }
 
     /// How many long-lived streams are open: sessions' standalone `GET` streams and
@@ -914,7 +996,7 @@ impl HttpEngine {
     /// notification before the answer turns the response into an SSE stream
     /// (`text/event-stream`, `X-Accel-Buffering: no`); the answer is then its last event.
     fn collect_answers(&mut self) {
-        self.route_session_notes();
+        answer_routing::route_session_notes(&mut self.core, &self.sessions);
         let now = self.last_now;
         // Streams parked in this pass: what was written for them after the parking (an
         // answer given right after `reconnect_later`) follows them.
@@ -1231,6 +1313,52 @@ fn instant_at(wall: Option<u64>, now: Instant, at: UnixTime) -> Option<Instant> 
     let left = at.as_micros().saturating_sub(wall?);
     Some(now + core::time::Duration::from_micros(left))
 }
+
+/// The engine's output for the commands ([`Commands`]): the core's outbox, moved into the
+/// connections' output and the sessions' standalone streams (`conn::answer_routing`).
+impl Output for HttpEngine {
+    #[inline]
+    fn lent(&mut self) -> Lent<'_> {
+        Lent(&mut self.core)
+    }
+
+    #[inline]
+    fn shown(&self) -> Shown<'_> {
+        Shown(&self.core)
+    }
+
+    #[inline]
+    fn begin(&mut self) {
+        self.tick(self.last_now);
+    }
+
+    #[inline]
+    fn end(&mut self, resume: bool) {
+        self.collect_answers();
+        if resume {
+            self.process();
+        }
+    }
+
+    fn backlogged(&self, ticket: Ticket, task_progress: bool) -> bool {
+        self.backlogged(ticket)
+            || (task_progress
+                && answer_routing::task_backlogged(&self.core, &self.sessions, &self.slots, ticket))
+    }
+
+    fn list_changed(&mut self, change: CatalogChange) {
+        answer_routing::sessions_list_changed(&mut self.core, &self.sessions, change);
+    }
+
+    /// Sessions that subscribed with `resources/subscribe` hear of it on their standalone
+    /// streams.
+    fn resource_updated(&mut self, uri: &str) -> usize {
+        answer_routing::sessions_resource_updated(&mut self.core, &self.sessions, uri)
+    }
+}
+
+/// The commands written once ([`Commands`]), over the connections above.
+impl Commands for HttpEngine {}
 
 /// The connection `id` names in `slots`, if it is still open.
 fn conn_in(slots: &mut [ConnSlot], id: ConnId) -> Option<&mut Exchange> {

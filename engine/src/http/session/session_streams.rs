@@ -12,7 +12,8 @@ use crate::http::conn::refusal::Refusal;
 use crate::http::session::replay::is_standalone;
 use crate::http::session::sessions::{self, SessionRef, Sessions};
 use crate::http::session::stream_shares::StreamKind;
-use crate::http::store::event_store::{Keep, StoredEvent, replay_stored};
+use crate::http::store::StoreAsk;
+use crate::http::store::event_store::{self, Keep, StoredEvent, replay_stored};
 use crate::http::{ConnId, ConnSlot, HeaderList, HttpEngine, MAX_UNSENT, conn_in, instant_at};
 use crate::mcp::SessionCheck;
 use crate::mcp::asks::{AskError, ClientAsk};
@@ -104,8 +105,16 @@ impl HttpEngine {
         let Some(r) = attached else { return };
         if let Some((stream, seen)) = resume
             && self.parked.find(|st| st.session == r && st.stream == stream).is_none()
-            && self.begin_events_load(slot, r, stream, seen)
+            && let Some(c) = self.slots[slot as usize].conn.as_mut()
+            && event_store::begin_events_load(
+                self.store.events_on(),
+                &self.sessions,
+                c,
+                (r, stream, seen),
+                self.last_now + self.http.store_timeout,
+            )
         {
+            self.store.ask(StoreAsk::Events(slot));
             return; // the host's event store has what this engine does not
         }
         self.serve_stream(slot, r, resume, None);
