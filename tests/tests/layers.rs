@@ -171,7 +171,6 @@ fn engine_impl_blocks_outside_their_mod_rs_are_listed() {
                 "http/conn/conns.rs",
                 "http/conn/dispatch.rs",
                 "http/store/session_store.rs",
-                "http/session/session_streams.rs",
                 "http/store/task_store.rs",
             ][..],
         ),

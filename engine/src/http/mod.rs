@@ -70,7 +70,9 @@ use crate::commands::Commands;
 use crate::commands::sealed::{Lent, Output, Shown};
 use crate::config::Config;
 use crate::jsonrpc::Parser;
+use crate::mcp::asks::{AskError, ClientAsk};
 use crate::mcp::event::Event;
+use crate::mcp::mrtr::InputRequest;
 use crate::mcp::subs::CatalogChange;
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
@@ -87,7 +89,7 @@ use conn::exchange::{
     respond_json, start_body,
 };
 use conn::{answer_routing, conns, in_flight, refusal};
-use session::session_streams::{stream_event, stream_head, stream_last};
+use session::session_streams::{StreamParts, stream_event, stream_head, stream_last};
 use session::sessions::Sessions;
 use session::{parked, stream_shares};
 use store::port::StorePort;
@@ -978,10 +980,56 @@ impl HttpEngine {
             self.process();
             return;
         };
-        self.serve_stream(conn.slot, r, Some(resume), Some(events));
+        self.stream_parts().serve_stream(conn.slot, r, Some(resume), Some(events));
         self.work.push_back(conn.slot);
         self.settle(conn.slot);
         self.process();
+    }
+
+    /// Sends `request` to the client of session `session_id` outside any request
+    /// (`sampling/createMessage`, `elicitation/create` in form or url mode,
+    /// `roots/list`), on the session's standalone `GET` stream: an event with an id, kept
+    /// for `Last-Event-ID` like the stream's other events. The client answers with a
+    /// `POST` of the JSON-RPC response in the same session (`202`); its reply comes back
+    /// as [`Event::ClientReply`](crate::Event::ClientReply) (in [`HttpEvent::Mcp`])
+    /// carrying the returned handle, exactly once: its result or error, `-32001` after
+    /// [`Config::input_timeout`](crate::Config::input_timeout), `-32000` when the
+    /// session is deleted or expires first. The stream's connection closing does not end
+    /// the ask: the client may resume the stream and answer.
+    ///
+    /// Refused, with nothing sent: no live session of that id
+    /// ([`AskError::NoSession`]), a capability its client did not declare in
+    /// `initialize` ([`AskError::NotDeclared`]), no standalone stream open
+    /// ([`AskError::NoStream`]: nothing is queued; ask again once the client opened
+    /// one), 64 KiB unsent on the stream's connection ([`AskError::Backpressure`]),
+    /// `max_in_flight` asks waiting ([`AskError::TooMany`]).
+    ///
+    /// [`HttpEvent::Mcp`]: crate::http::HttpEvent::Mcp
+    pub fn ask_client(
+        &mut self,
+        session_id: &str,
+        request: &InputRequest<'_>,
+    ) -> Result<ClientAsk, AskError> {
+        self.tick(self.last_now);
+        let asked = self.stream_parts().ask_client(session_id, request)?;
+        self.collect_answers();
+        asked
+    }
+
+    /// The session streams' parts, lent for one call.
+    fn stream_parts(&mut self) -> StreamParts<'_> {
+        StreamParts {
+            core: &mut self.core,
+            slots: &mut self.slots,
+            outs: &mut self.outs,
+            sessions: &mut self.sessions,
+            session_timers: &mut self.session_timers,
+            parked: &mut self.parked,
+            shares: &mut self.shares,
+            store: &mut self.store,
+            http: &self.http,
+            now: self.last_now,
+        }
     }
 
     /// How many long-lived streams are open: sessions' standalone `GET` streams and
@@ -1008,7 +1056,7 @@ impl HttpEngine {
             }
             if let Route::Parked { .. } = r.route {
                 if r.retry_ms == 0 {
-                    self.park_event(r.route, r.interim, i);
+                    self.stream_parts().park_event(r.route, r.interim, i);
                 }
                 continue;
             }

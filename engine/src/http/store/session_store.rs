@@ -315,7 +315,7 @@ impl HttpEngine {
         let stream =
             end_session(&mut self.core, &mut self.sessions, &mut self.parked, &mut self.session_timers, r);
         if let Some((slot, _)) = stream {
-            Self::end_stream(&mut self.slots, stream, now);
+            conns::end_stream(&mut self.slots, stream, now);
             self.settle(slot);
         }
     }
