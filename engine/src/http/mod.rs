@@ -90,11 +90,11 @@ use conn::exchange::{
 };
 use conn::{answer_routing, conns, in_flight, refusal};
 use session::session_streams::{StreamParts, stream_event, stream_head, stream_last};
-use session::sessions::Sessions;
+use session::sessions::{SessionRef, Sessions};
 use session::{parked, stream_shares};
 use store::port::StorePort;
 use store::{StoreAsk, StoreEvent, TouchSession};
-use store::{event_store, task_store};
+use store::{event_store, session_store, task_store};
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
 /// [`HttpEngine::response`].
@@ -1030,6 +1030,227 @@ impl HttpEngine {
             http: &self.http,
             now: self.last_now,
         }
+    }
+
+    /// Another node ended session `id` (`DELETE` there, or its expiry; a shared store
+    /// said so): if this engine holds the session, it ends here too, as a `DELETE` would
+    /// end it (its standalone stream closes, its requests waiting on the client are
+    /// cancelled), and the host's store is not told (the other node did that). Returns
+    /// whether the session was held here.
+    pub fn session_ended_elsewhere(&mut self, now: Instant, id: &[u8]) -> bool {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(r) = self.sessions.held(id) else { return false };
+        self.end_here(r, now);
+        self.process();
+        true
+    }
+
+    /// Another node changed session `id` (a shared store said so): if this engine holds
+    /// a copy that nothing uses (no request in flight, no standalone stream open, no
+    /// parked stream, no change of its own unsaved), the copy is dropped (the session is
+    /// not ended) and the next request naming it loads the new record. Returns whether a
+    /// copy was dropped; a copy in use stays, and what it saves next replaces the record
+    /// (the store's last writer wins).
+    pub fn session_changed_elsewhere(&mut self, id: &[u8]) -> bool {
+        let Some(r) = self.sessions.held(id) else { return false };
+        session_store::drop_if_idle(
+            &mut self.sessions,
+            &mut self.session_timers,
+            &self.parked,
+            &self.slots,
+            r,
+        )
+    }
+
+    /// Another node may have changed or ended any session without this engine hearing
+    /// of it (the host's notices from a shared store were lost: it fell behind, or its
+    /// connection to the store broke and was made again). Every copy nothing uses is
+    /// dropped, as [`session_changed_elsewhere`](Self::session_changed_elsewhere) drops
+    /// one; every copy in use stays and is marked stale: its next request asks the store
+    /// for the session first ([`StoreEvent::LoadSession`], answered with
+    /// [`session_loaded`](Self::session_loaded)) and goes on in the stored state, or is
+    /// answered `404` (and the session ends here) when the store no longer holds it. A
+    /// copy with a change of its own unsaved is not reloaded: its next save replaces the
+    /// record. Returns how many copies were dropped. Scans the session table.
+    pub fn sessions_changed_elsewhere(&mut self) -> usize {
+        let mut dropped = 0;
+        let refs: Vec<SessionRef> = self.sessions.refs().collect();
+        for r in refs {
+            if session_store::drop_if_idle(
+                &mut self.sessions,
+                &mut self.session_timers,
+                &self.parked,
+                &self.slots,
+                r,
+            ) {
+                dropped += 1;
+            } else if let Some(e) = self.sessions.get_mut(r) {
+                e.stale = true;
+            }
+        }
+        dropped
+    }
+
+    /// Answers a [`LoadSession`](store::LoadSession): the request goes on in the session `found` holds, is
+    /// answered `404` when it holds none (or a record this engine cannot read), or `503`
+    /// with `Retry-After` when the store is unavailable or the table is full of sessions
+    /// that cannot leave it. For a stale copy held here (see
+    /// [`sessions_changed_elsewhere`](Self::sessions_changed_elsewhere)) the record
+    /// replaces what the copy holds, and a store holding none ends the session here. An
+    /// answer for a request that no longer waits is ignored.
+    pub fn session_loaded(&mut self, now: Instant, conn: ConnId, found: store::Loaded<'_>) {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if c.phase != Phase::Loading || c.resume.is_some() {
+            return; // a `GET` waiting for the event store is not waiting for this
+        }
+        c.deadline = None;
+        let named = (c.store_id, c.client);
+        let out = session_store::take_loaded(
+            &mut self.core,
+            &mut self.sessions,
+            &self.parked,
+            &mut self.session_timers,
+            named,
+            found,
+            now,
+        );
+        if let Some(r) = out.ended {
+            self.end_here(r, now);
+        }
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if out.full {
+            session_store::refuse_unavailable(c, &mut self.outs, now);
+        } else {
+            c.phase = Phase::Ready;
+            c.pinned = out.restored;
+        }
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
+    }
+
+    /// Ends session `r` here as a `DELETE` would (its standalone stream closes, its
+    /// waiting requests are cancelled) without telling the store: another node ended it,
+    /// or the store no longer holds it (a request that asked then finds no session: `404`).
+    fn end_here(&mut self, r: SessionRef, now: Instant) {
+        let stream = session_store::end_session(
+            &mut self.core,
+            &mut self.sessions,
+            &mut self.parked,
+            &mut self.session_timers,
+            r,
+        );
+        if let Some((slot, _)) = stream {
+            conns::end_stream(&mut self.slots, stream, now);
+            self.settle(slot);
+        }
+    }
+
+    /// Answers a [`SaveSession`](store::SaveSession): `saved` releases the held response; a failure replaces
+    /// it with `503` and `Retry-After` (and undoes a session the request created). An
+    /// answer for a response that no longer waits is ignored.
+    pub fn session_saved(&mut self, now: Instant, conn: ConnId, saved: bool) {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if c.phase != Phase::Saving {
+            return;
+        }
+        if !saved {
+            self.store_failed(conn.slot, now);
+            self.process();
+            return;
+        }
+        let Some(sv) = c.saving.take() else { return };
+        c.phase = sv.then;
+        c.deadline = None;
+        if let Some(e) = sv.session.and_then(|r| self.sessions.get_mut(r)) {
+            e.stored = sv.changes;
+            e.synced = now;
+        }
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
+    }
+
+    /// The store failed `slot`'s request, or did not answer in time: `503` with
+    /// `Retry-After` instead of what it waited for.
+    fn store_failed(&mut self, slot: u32, now: Instant) {
+        self.task_wait_failed(slot);
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        self.asks.retain(|a| a.slot() != slot);
+        self.store.forget_asks(slot);
+        let failed = session_store::fail_wait(
+            c,
+            &mut self.outs,
+            &mut self.core,
+            &mut self.sessions,
+            &mut self.session_timers,
+            now,
+        );
+        if failed {
+            self.work.push_back(slot);
+            self.settle(slot);
+        }
+    }
+
+    /// Whether `slot`'s request names a session the store may hold; if so it waits for
+    /// the store, asked once per request.
+    fn begin_load(&mut self, slot: u32) -> bool {
+        let deadline = self.last_now + self.http.store_timeout;
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };
+        let waits = session_store::begin_load(c, &self.sessions, deadline);
+        if waits {
+            self.store.ask(StoreAsk::Load(slot));
+        }
+        waits
+    }
+
+    /// Holds `slot`'s response (written after the first `held` output bytes) until the
+    /// store took the change to `session` (`None`: the session `id` ended).
+    fn begin_save(
+        &mut self,
+        slot: u32,
+        session: Option<SessionRef>,
+        id: [u8; crate::wire::session_id::SESSION_ID_LEN],
+        created: bool,
+        held: usize,
+    ) {
+        let deadline = self.last_now + self.http.store_timeout;
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        session_store::begin_save(c, &self.sessions, session, (id, created), held, deadline);
+        self.store.ask(StoreAsk::Save(slot));
+    }
+
+    /// The event of a session store `ask` (a load or a save); a save lends the session's
+    /// record as it is now.
+    fn store_event(&mut self, ask: StoreAsk) -> Option<StoreEvent<'_>> {
+        let slot = ask.slot();
+        let s = &mut self.slots[slot as usize];
+        let c = s.conn.as_mut()?;
+        let conn = ConnId { slot, generation: s.generation };
+        let mut record = false;
+        if let (StoreAsk::Save(_), Some(sv)) = (ask, c.saving.as_mut()) {
+            // The record as it is now: a change made since the save was asked goes with it.
+            if let Some(e) = sv.session.and_then(|r| self.sessions.get(r)) {
+                self.store.write_record(&e.session, e.principal.as_ref());
+                sv.changes = e.session.changes;
+                record = true;
+            }
+        }
+        let c = self.slots[slot as usize].conn.as_ref()?;
+        let id = core::str::from_utf8(&c.store_id).ok()?;
+        Some(match ask {
+            StoreAsk::Load(_) => StoreEvent::LoadSession(store::LoadSession { conn, id }),
+            _ => StoreEvent::SaveSession(store::SaveSession {
+                conn,
+                id,
+                record: record.then_some(self.store.record()),
+            }),
+        })
     }
 
     /// How many long-lived streams are open: sessions' standalone `GET` streams and
