@@ -80,7 +80,7 @@ impl StreamParts<'_> {
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         let (head, _, spans) = c.codec.head_body_and_spans();
         let headers = HeaderList::from_spans(head, spans);
-        let (_, check, attached) = sessions::route(&self.sessions, headers.as_slice(), c.principal.as_ref());
+        let (_, check, attached) = sessions::route(self.sessions, headers.as_slice(), c.principal.as_ref());
         let entry = attached.and_then(|r| self.sessions.get(r));
         let c_http10 = c.http10;
         let mut refusal = match (check, entry) {
@@ -114,7 +114,7 @@ impl StreamParts<'_> {
             None => 200,
         };
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
-        conns::lend_out(&mut self.outs, c);
+        conns::lend_out(self.outs, c);
         c.principal = None;
         if status != 200 {
             // A `405` closes the connection, as every method refusal does (docs/http.md).
@@ -131,7 +131,7 @@ impl StreamParts<'_> {
             && let Some(c) = self.slots[slot as usize].conn.as_mut()
             && event_store::begin_events_load(
                 self.store.events_on(),
-                &self.sessions,
+                self.sessions,
                 c,
                 (r, stream, seen),
                 self.now + self.http.store_timeout,
@@ -219,7 +219,7 @@ impl StreamParts<'_> {
         );
         let wall = self.core.clock().wall;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
-        conns::lend_out(&mut self.outs, c);
+        conns::lend_out(self.outs, c);
         if let Some(status) = refusal {
             if status == 429 {
                 c.refused = Some((Refusal::TooManyStreams, 429));
@@ -233,9 +233,9 @@ impl StreamParts<'_> {
         let mut ended = true;
         match (resume, stored) {
             (Some(at), Some(events)) => {
-                ended = replay_stored(c, &self.sessions, r, at, events, self.store.replay_max(), now)
+                ended = replay_stored(c, self.sessions, r, at, events, self.store.replay_max(), now)
             }
-            (Some((stream, seen)), None) => replay(c, &self.sessions, r, stream, seen, now),
+            (Some((stream, seen)), None) => replay(c, self.sessions, r, stream, seen, now),
             (None, _) => {}
         }
         if let (false, Some((stream, _))) = (standalone, resume) {
@@ -271,7 +271,7 @@ impl StreamParts<'_> {
         c.deadline = c.grant.take().and_then(|g| g.1).and_then(|exp| instant_at(wall, now, exp));
         c.sse = Some(SessionStream { session: r, stream: e.standalone, seq: e.standalone_seq, priming });
         if resume.is_none() && priming {
-            stream_event(c, &mut self.sessions, self.store.keep_mut(), now, b"");
+            stream_event(c, self.sessions, self.store.keep_mut(), now, b"");
         }
         // An open stream keeps its session alive (see `settle`).
         self.sessions.begin(r);
