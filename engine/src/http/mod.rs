@@ -991,9 +991,9 @@ impl HttpEngine {
     /// `roots/list`), on the session's standalone `GET` stream: an event with an id, kept
     /// for `Last-Event-ID` like the stream's other events. The client answers with a
     /// `POST` of the JSON-RPC response in the same session (`202`); its reply comes back
-    /// as [`Event::ClientReply`](crate::Event::ClientReply) (in [`HttpEvent::Mcp`])
+    /// as [`Event::ClientReply`] (in [`HttpEvent::Mcp`])
     /// carrying the returned handle, exactly once: its result or error, `-32001` after
-    /// [`Config::input_timeout`](crate::Config::input_timeout), `-32000` when the
+    /// [`Config::input_timeout`], `-32000` when the
     /// session is deleted or expires first. The stream's connection closing does not end
     /// the ask: the client may resume the stream and answer.
     ///
@@ -1003,8 +1003,6 @@ impl HttpEngine {
     /// ([`AskError::NoStream`]: nothing is queued; ask again once the client opened
     /// one), 64 KiB unsent on the stream's connection ([`AskError::Backpressure`]),
     /// `max_in_flight` asks waiting ([`AskError::TooMany`]).
-    ///
-    /// [`HttpEvent::Mcp`]: crate::http::HttpEvent::Mcp
     pub fn ask_client(
         &mut self,
         session_id: &str,
