@@ -42,7 +42,7 @@ impl HttpEngine {
             return respond_json(c, self.last_now, 200, pr.document(), &extra);
         }
         if self.slots[slot as usize].conn.as_ref().is_some_and(|c| c.get) {
-            return self.open_stream(slot);
+            return self.stream_parts().open_stream(slot);
         }
         let now = self.last_now;
         let generation = self.slots[slot as usize].generation;
@@ -114,7 +114,7 @@ impl HttpEngine {
             };
             respond_empty(c, now, status, &[]);
             if let Some((s, _)) = stream.filter(|&(s, _)| s != slot) {
-                Self::end_stream(&mut self.slots, stream, now);
+                conns::end_stream(&mut self.slots, stream, now);
                 self.settle(s);
             }
             if let Some(id) = ended.filter(|_| store) {
