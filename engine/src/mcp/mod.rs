@@ -48,6 +48,7 @@ pub(crate) mod answers;
 pub(crate) mod asks;
 #[cfg(feature = "connectome")]
 pub(crate) mod connectome;
+pub(crate) mod context;
 mod delivery;
 pub(crate) mod event;
 pub(crate) mod facts;
@@ -107,8 +108,6 @@ pub(crate) struct Core {
     /// The session-bound state of the stream (stdio), or of the HTTP session the request
     /// being handled belongs to (handed in by the HTTP layer, see [`SessionCheck`]).
     session: Session,
-    /// What the HTTP layer found for the request's `Mcp-Session-Id` (reset by `handle`).
-    session_check: SessionCheck,
     subs: Subscriptions,
     /// Input asked of session-bound clients, and the requests waiting for it.
     inputs: Inputs,
@@ -118,8 +117,9 @@ pub(crate) struct Core {
     tasks: tasks::Tasks,
     /// Sessions opened so far (each gets the next serial).
     sessions_opened: u64,
-    /// The route of the request being dispatched (becomes its ticket's route).
-    route: Route,
+    /// What the transport said of the request being dispatched (see
+    /// [`context::RequestContext`]); idle between requests.
+    request: context::Current,
     /// Frames processed (blank lines excluded).
     frames: u64,
     /// The latest time the engine was given, in microseconds.
@@ -129,20 +129,10 @@ pub(crate) struct Core {
     wall: Option<(u64, u64)>,
     /// Advances with every catalog replacement.
     catalog_revision: u64,
-    /// The principal of the HTTP request being dispatched (see `http::Principal`).
-    principal: Option<[u8; 32]>,
     /// The scope rules of a protected HTTP endpoint (`None`: nothing is scoped).
     rules: Option<scopes::Rules>,
-    /// The scopes granted to the request being dispatched (`None`: unrestricted, as on
-    /// stdio and for `Authorization::Everyone`).
-    granted: Option<scopes::ScopeSet>,
     /// The method slot whose scopes the latest request lacked (its challenge).
     denied: Option<usize>,
-    /// The response of the request being dispatched cannot be a stream (HTTP/1.0).
-    no_stream: bool,
-    /// Why a `subscriptions/listen` of the request being dispatched is refused: its HTTP
-    /// client holds as many streams as it may (see `http::stream_shares`).
-    listen_refusal: Option<PeerError<'static>>,
     /// The requests answered without the host, for the adapters' spans.
     served: served::Log,
     /// The host's answers, recorded when an adapter asks (see [`answered`]).
@@ -186,23 +176,18 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             uris: vec![heapless::String::new(); cfg.max_in_flight],
         },
         session: Session::default(),
-        session_check: SessionCheck::Own,
         subs: Subscriptions { list: Vec::with_capacity(cfg.max_subscriptions), subscribed: false },
         inputs: Inputs::new(cfg.max_in_flight, cfg.input_timeout),
         asks: asks::Asks::new(cfg.max_in_flight, cfg.input_timeout),
         tasks: tasks::Tasks::new(cfg.max_tasks, cfg.max_tasks_per_principal),
         sessions_opened: 0,
-        route: Route::Stdio,
+        request: context::Current::idle(mode),
         frames: 0,
         now: 0,
         wall: None,
         catalog_revision: 0,
-        principal: None,
         rules: None,
-        granted: None,
         denied: None,
-        no_stream: false,
-        listen_refusal: None,
         served: served::Log::new(),
         answered: answered::AnswerLog::default(),
         #[cfg(feature = "connectome")]
@@ -531,10 +516,10 @@ impl Core {
             answered: &mut self.answered,
             session: &self.session,
             caller: requests::Caller {
-                route: self.route,
-                principal: self.principal,
-                grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.granted },
-                no_stream: self.no_stream,
+                route: self.request.route,
+                principal: self.request.principal,
+                grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.request.granted },
+                no_stream: self.request.no_stream,
             },
             clock,
         }
@@ -581,7 +566,7 @@ impl Core {
             tickets: &mut self.tickets,
             outbox: &mut self.outbox,
             prepared: &self.prepared,
-            principal: self.principal,
+            principal: self.request.principal,
             token: self.session.token,
             serial: self.session.serial,
             page_size: self.cfg.page_size,
@@ -747,17 +732,12 @@ impl Core {
     /// definition it may not use does not exist for it): the connectome's reads ask.
     #[cfg(feature = "connectome")]
     pub(crate) fn may_use(&self, kind: crate::wire::cursor::ListKind, i: usize) -> bool {
-        scopes::Grant { rules: self.rules.as_ref(), granted: self.granted }.may_use(kind, i)
+        scopes::Grant { rules: self.rules.as_ref(), granted: self.request.granted }.may_use(kind, i)
     }
 
     /// Installs the scope rules of a protected endpoint (built for the current catalog).
     pub(crate) fn set_rules(&mut self, rules: scopes::Rules) {
         self.rules = Some(rules);
-    }
-
-    /// The method slot of the latest request refused for its scopes (reset by `handle`).
-    pub(crate) fn denied(&self) -> Option<usize> {
-        self.denied
     }
 
     /// Tickets held by requests acting for `principal`.
@@ -782,7 +762,7 @@ impl Core {
     // ------------------------------------------------------------ the lifecycle methods
     /// Acts on a notification (never answered).
     pub(crate) fn notification(&mut self, n: &[Node<'_>], method: &str, params: Option<usize>) {
-        match notification(self.mode.rules(), method, &self.session) {
+        match notification(self.request.mode.rules(), method, &self.session) {
             Some(Notification::Initialized) if !self.session.initialized => {
                 self.served.notified("notifications/initialized", self.session.legacy, self.now);
                 self.session.initialized = true;
@@ -797,7 +777,7 @@ impl Core {
                 // Over HTTP only a request of the same session (two sessions may use the
                 // same ids), and none outside a session (stateless requests are cancelled
                 // by closing their stream); stdio is one stream, whatever it opened.
-                let session = (self.mode != Mode::Stdio).then_some(self.session.serial);
+                let session = (self.request.mode != Mode::Stdio).then_some(self.session.serial);
                 if session == Some(0) {
                     return;
                 }
@@ -823,7 +803,7 @@ impl Core {
 
     /// `server/discover` ([`lifecycle::write_discover`]), with this transport's fragment.
     pub(crate) fn discover(&mut self, req: &Req<'_, '_>) {
-        let fragment = match self.mode {
+        let fragment = match self.request.mode {
             Mode::Stdio | Mode::HttpSessions => &self.prepared.discover,
             Mode::Http => &self.prepared.discover_http,
         };
@@ -840,7 +820,7 @@ impl Core {
     /// numbered among those this core opened, the answer with the capabilities the
     /// revision shows.
     pub(crate) fn initialize<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
-        let full = self.session_check == SessionCheck::Absent(Room::Full);
+        let full = self.request.check == SessionCheck::Absent(Room::Full);
         let rev = self.session.open(req, full, self.sessions_opened + 1)?;
         self.sessions_opened += 1;
         // The tasks utility is 2025-11-25's.
@@ -859,7 +839,7 @@ impl Core {
     /// as the utility advises a receiver that cannot tell requestors apart (its `tasks/list`
     /// is `-32601`, and `initialize` leaves `tasks.list` out).
     pub(crate) fn lists_tasks(&self) -> bool {
-        self.principal.is_some() || self.mode == Mode::Stdio
+        self.request.principal.is_some() || self.request.mode == Mode::Stdio
     }
 
     /// Numbers a session that comes back from a session store, as `initialize` numbers
@@ -906,19 +886,16 @@ impl Core {
         self.served.answered((&self.catalog, self.catalog_revision), req, Some(code), self.now);
     }
 
-    /// Serves one parsed message (or answers its parse failure) for the caller at
-    /// `route`, acting for `principal` with the scopes `granted` (HTTP; `None`:
-    /// unrestricted): the one entry point of both transports. `headers` are the HTTP
-    /// request's (empty on stdio).
+    /// Serves one parsed message (or answers its parse failure) for the request `ctx`
+    /// describes (its route, principal, grant, session): the one entry point of both
+    /// transports. `headers` are the HTTP request's (empty on stdio).
     pub(crate) fn handle<'t>(
         &mut self,
-        route: Route,
-        principal: Option<[u8; 32]>,
-        granted: Option<scopes::ScopeSet>,
+        ctx: context::RequestContext<'_>,
         parsed: Result<&[Node<'t>], simd_json::Error>,
         headers: &'t [httparse::Header<'t>],
-    ) -> Dispatched {
-        self.handle_gated(route, principal, granted, parsed, headers, |_, _, _| None)
+    ) -> context::Handled {
+        self.handle_gated(ctx, parsed, headers, |_, _, _| None)
     }
 
     /// [`Self::handle`], with the message decoded once and shown to `gate` first (with
@@ -928,65 +905,47 @@ impl Core {
     /// the message became; the core then never sees it (nothing is counted or recorded).
     pub(crate) fn handle_gated<'t>(
         &mut self,
-        route: Route,
-        principal: Option<[u8; 32]>,
-        granted: Option<scopes::ScopeSet>,
+        ctx: context::RequestContext<'_>,
         parsed: Result<&[Node<'t>], simd_json::Error>,
         headers: &'t [httparse::Header<'t>],
         gate: impl FnOnce(&Self, &Message<'_, 't>, &[Node<'t>]) -> Option<Dispatched>,
-    ) -> Dispatched {
+    ) -> context::Handled {
         let decoded = parsed.map(|n| (n, jsonrpc::decode(n, &mut self.scratch.names)));
+        let opens = ctx.check == SessionCheck::Absent(Room::Yes);
         if let Ok((n, message)) = &decoded
             && let Some(refused) = gate(self, message, n)
         {
-            return refused;
+            return context::Handled { dispatched: refused, denied: None, opened: self.opened(opens) };
         }
         self.frames += 1;
-        self.route = route;
-        self.principal = principal;
-        self.granted = granted;
+        self.request = context::Current::of(&ctx);
         self.denied = None;
-        let outcome = match decoded {
+        // The session's state is the core's while it serves the request.
+        let mut attached = ctx.session;
+        if let Some(s) = attached.as_deref_mut() {
+            core::mem::swap(&mut self.session, s);
+        }
+        let dispatched = match decoded {
             Ok((n, message)) => self.dispatch(n, message, headers),
             Err(e) => Dispatched::Answered(self.parse_failure(&e)),
         };
-        self.route = Route::Stdio;
-        self.principal = None;
-        self.granted = None;
-        self.no_stream = false;
-        self.listen_refusal = None;
-        self.session_check = SessionCheck::Own;
-        outcome
+        if let Some(s) = attached {
+            core::mem::swap(&mut self.session, s);
+        }
+        self.request = context::Current::idle(self.mode);
+        context::Handled { dispatched, denied: self.denied, opened: self.opened(opens) }
+    }
+
+    /// The session an `initialize` without `Mcp-Session-Id` opened (`opens`: one could),
+    /// taken for the transport's table.
+    fn opened(&mut self, opens: bool) -> Option<Session> {
+        (opens && self.session.legacy.is_some()).then(|| core::mem::take(&mut self.session))
     }
 
     /// What the transport must know of the message on tape `n` before it is served
     /// (decoded here; a message looked at before it is served, and parsed again then).
     pub(crate) fn preview<'t>(&mut self, n: &[Node<'t>]) -> facts::RequestFacts<'t> {
         facts::RequestFacts::of(&jsonrpc::decode(n, &mut self.scratch.names))
-    }
-
-    /// Serves the next message handled under `mode`'s rules (HTTP picks them per
-    /// request), with `check` saying what its `Mcp-Session-Id` named. Reset by `handle`.
-    pub(crate) fn set_session_check(&mut self, mode: Mode, check: SessionCheck) {
-        self.mode = mode;
-        self.session_check = check;
-    }
-
-    /// The session value, to swap an HTTP session's in and out around `handle`.
-    pub(crate) fn session_mut(&mut self) -> &mut Session {
-        &mut self.session
-    }
-
-    /// Says that the response of the next message handled cannot be a stream (an
-    /// HTTP/1.0 request): a `subscriptions/listen` is then refused. Reset by `handle`.
-    pub(crate) fn set_no_stream(&mut self) {
-        self.no_stream = true;
-    }
-
-    /// Says that a `subscriptions/listen` in the next message handled is refused with
-    /// `refusal` (its client holds as many streams as it may). Reset by `handle`.
-    pub(crate) fn refuse_listen(&mut self, refusal: PeerError<'static>) {
-        self.listen_refusal = Some(refusal);
     }
 
     /// Serves one message, decoded.
@@ -1005,12 +964,12 @@ impl Core {
                 self.outbox.reject(*reply, e)
             }
             // Whatever it is, a message for a session that is not there finds nothing.
-            Message::Request(req) if self.session_check == SessionCheck::Unknown => {
+            Message::Request(req) if self.request.check == SessionCheck::Unknown => {
                 self.refused(Some(req), &PeerError::SessionNotFound);
                 self.outbox.reject(Reply::Id(req.id), &PeerError::SessionNotFound)
             }
             Message::Notification { .. } | Message::Ignored | Message::Response { .. }
-                if self.session_check == SessionCheck::Unknown =>
+                if self.request.check == SessionCheck::Unknown =>
             {
                 self.outbox.reject(Reply::None, &PeerError::SessionNotFound)
             }
@@ -1077,8 +1036,8 @@ impl Core {
         }
         // An id too long for a slot is in no slot.
         let Some(id) = tickets::IdBuf::of(req.id) else { return false };
-        self.tickets.id_in_flight(&id, self.route)
-            || self.subs.list.iter().any(|s| s.route == self.route && s.id.as_bytes() == id.as_bytes())
+        self.tickets.id_in_flight(&id, self.request.route)
+            || self.subs.list.iter().any(|s| s.route == self.request.route && s.id.as_bytes() == id.as_bytes())
     }
 
     /// Decides the request's revision and method (the lifecycle tables), then runs it.
@@ -1087,7 +1046,7 @@ impl Core {
         req: &Req<'_, 't>,
         headers: &'t [httparse::Header<'t>],
     ) -> Result<(), PeerError<'t>> {
-        let rules = self.mode.rules();
+        let rules = self.request.mode.rules();
         if let Some(method) = lifecycle::opener(rules, req, &self.session) {
             return self.run(method, req, Revision::LATEST_LEGACY);
         }
@@ -1101,7 +1060,7 @@ impl Core {
     /// Runs `method` for `req` under `rev`: the one place that sees every family.
     fn run<'t>(&mut self, method: Method, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         self.served.revision(rev);
-        if let (Some(rules), Some(granted)) = (&self.rules, self.granted)
+        if let (Some(rules), Some(granted)) = (&self.rules, self.request.granted)
             && !rules.method(method, granted)
         {
             self.denied = Some(scopes::slot(method));
@@ -1122,13 +1081,13 @@ impl Core {
             Method::SetLevel => self.set_level(req),
             Method::List(kind) => {
                 let clock = self.clock();
-                let grant = scopes::Grant { rules: self.rules.as_ref(), granted: self.granted };
+                let grant = scopes::Grant { rules: self.rules.as_ref(), granted: self.request.granted };
                 let lister = lists::Lister {
                     catalog: &self.catalog,
                     prepared: &mut self.prepared,
                     cfg: &self.cfg,
                     grant,
-                    principal: self.principal.as_ref(),
+                    principal: self.request.principal.as_ref(),
                     clock,
                 };
                 lister.list(&mut self.outbox.out, req, rev, kind)
@@ -1145,11 +1104,11 @@ impl Core {
             Method::Complete => self.host_requests().complete(req, rev),
             Method::Listen => {
                 let who = subs::Listener {
-                    route: self.route,
-                    principal: self.principal,
-                    grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.granted },
-                    no_stream: self.no_stream,
-                    refusal: self.listen_refusal,
+                    route: self.request.route,
+                    principal: self.request.principal,
+                    grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.request.granted },
+                    no_stream: self.request.no_stream,
+                    refusal: self.request.listen_refusal,
                 };
                 let fanout = subs::Fanout {
                     cfg: &self.cfg,
@@ -1164,7 +1123,7 @@ impl Core {
             Method::UpdateTask => self.task_methods().update(req, rev),
             Method::CancelTask => self.task_methods().cancel(req, rev),
             Method::TaskResult => {
-                let route = self.route;
+                let route = self.request.route;
                 let waits = self.task_methods().result(req, rev, route);
                 if let Ok(Some(ticket)) = waits {
                     self.waiting = true;
@@ -1179,7 +1138,7 @@ impl Core {
             // With a task store the list is the store's (`listing`): the table holds only
             // this engine's tasks, not every task the caller can read.
             Method::ListTasks if self.tasks.store.is_some() => {
-                let (principal, route) = (self.principal, self.route);
+                let (principal, route) = (self.request.principal, self.request.route);
                 self.task_store().list_stored(req, rev, principal, route)
             }
             Method::ListTasks => self.task_methods().list(req, rev),
@@ -1191,7 +1150,7 @@ impl Core {
                     outbox: &mut self.outbox,
                     subs: &mut self.subs,
                 };
-                let grant = scopes::Grant { rules: self.rules.as_ref(), granted: self.granted };
+                let grant = scopes::Grant { rules: self.rules.as_ref(), granted: self.request.granted };
                 let subscribe = method == Method::Subscribe;
                 fanout.legacy_subscribe(
                     req,

@@ -1,0 +1,100 @@
+//! The per-request context: what a transport knows of one request, handed to
+//! [`Core::handle`](super::Core::handle) with it as one value ([`RequestContext`]), and
+//! what the core hands back ([`Handled`]) — no setters before `handle`, no resets or
+//! getters after it.
+
+use crate::error::PeerError;
+use crate::mcp::lifecycle::{Mode, Session};
+use crate::mcp::scopes::ScopeSet;
+use crate::mcp::{Dispatched, SessionCheck};
+use crate::output::Route;
+
+/// What the transport knows of the request it hands the core: who sent it, on which
+/// route, under which rules, and the session it belongs to.
+#[derive(Debug)]
+pub(crate) struct RequestContext<'s> {
+    /// The route its answer goes to (becomes its ticket's route).
+    pub(crate) route: Route,
+    /// The rules it is served under (HTTP picks them per request).
+    pub(crate) mode: Mode,
+    /// Its principal (HTTP, see `http::Principal`).
+    pub(crate) principal: Option<[u8; 32]>,
+    /// The scopes granted to it (`None`: unrestricted, as on stdio and for
+    /// `Authorization::Everyone`).
+    pub(crate) granted: Option<ScopeSet>,
+    /// What the HTTP layer found for its `Mcp-Session-Id`.
+    pub(crate) check: SessionCheck,
+    /// Its response cannot be a stream (HTTP/1.0): a `subscriptions/listen` is refused.
+    pub(crate) no_stream: bool,
+    /// Why a `subscriptions/listen` of it is refused: its HTTP client holds as many
+    /// streams as it may (see `http::stream_shares`).
+    pub(crate) listen_refusal: Option<PeerError<'static>>,
+    /// The HTTP session it belongs to (`SessionCheck::Attached`): the core's session
+    /// while the request is served, handed back after.
+    pub(crate) session: Option<&'s mut Session>,
+}
+
+impl RequestContext<'_> {
+    /// A frame of the stdio stream: one client, unrestricted, its own session.
+    pub(crate) const STDIO: RequestContext<'static> = RequestContext::idle(Mode::Stdio);
+
+    /// A request on the stdio route under `mode`'s rules with nothing else known (what
+    /// the core holds between requests).
+    pub(crate) const fn idle(mode: Mode) -> RequestContext<'static> {
+        RequestContext {
+            route: Route::Stdio,
+            mode,
+            principal: None,
+            granted: None,
+            check: SessionCheck::Own,
+            no_stream: false,
+            listen_refusal: None,
+            session: None,
+        }
+    }
+}
+
+/// The part of the [`RequestContext`] the core keeps while it dispatches the request
+/// (the session is swapped in; the rest is read by the method families).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Current {
+    pub(crate) route: Route,
+    pub(crate) mode: Mode,
+    pub(crate) principal: Option<[u8; 32]>,
+    pub(crate) granted: Option<ScopeSet>,
+    pub(crate) check: SessionCheck,
+    pub(crate) no_stream: bool,
+    pub(crate) listen_refusal: Option<PeerError<'static>>,
+}
+
+impl Current {
+    /// Between requests: the stdio route under `mode`'s rules, nobody, unrestricted.
+    pub(crate) const fn idle(mode: Mode) -> Self {
+        Self::of(&RequestContext::idle(mode))
+    }
+
+    /// What the core keeps of `ctx`.
+    pub(crate) const fn of(ctx: &RequestContext<'_>) -> Self {
+        Self {
+            route: ctx.route,
+            mode: ctx.mode,
+            principal: ctx.principal,
+            granted: ctx.granted,
+            check: ctx.check,
+            no_stream: ctx.no_stream,
+            listen_refusal: ctx.listen_refusal,
+        }
+    }
+}
+
+/// What the core made of a request, and what the transport must do with it.
+#[derive(Debug)]
+pub(crate) struct Handled {
+    /// What the message became (what the HTTP layer responds with).
+    pub(crate) dispatched: Dispatched,
+    /// The method slot whose scopes it lacked (its challenge names them).
+    pub(crate) denied: Option<usize>,
+    /// The session an `initialize` opened (`SessionCheck::Absent(Room::Yes)`): the
+    /// transport moves it to its table.
+    pub(crate) opened: Option<Session>,
+}
