@@ -5,8 +5,9 @@
 
 use crate::error::PeerError;
 use crate::mcp::lifecycle::{Mode, Session};
-use crate::mcp::scopes::ScopeSet;
-use crate::mcp::{Dispatched, SessionCheck};
+use crate::mcp::requests::Caller;
+use crate::mcp::scopes::{Grant, Rules, ScopeSet};
+use crate::mcp::subs::Listener;
 use crate::output::Route;
 
 /// What the transport knows of the request it hands the core: who sent it, on which
@@ -73,6 +74,32 @@ impl Current {
         Self::of(&RequestContext::idle(mode))
     }
 
+    /// Whether `tasks/list` is offered to the caller: on stdio (one client: the requestor
+    /// is the stream's), and over HTTP to a principal; not to an HTTP session without one,
+    /// as the utility advises a receiver that cannot tell requestors apart (its `tasks/list`
+    /// is `-32601`, and `initialize` leaves `tasks.list` out).
+    pub(crate) fn lists_tasks(&self) -> bool {
+        self.principal.is_some() || self.mode == Mode::Stdio
+    }
+
+    /// What it was granted, against the endpoint's `rules`.
+    pub(crate) fn grant<'r>(&self, rules: Option<&'r Rules>) -> Grant<'r> {
+        Grant { rules, granted: self.granted }
+    }
+
+    /// The caller of a method that reaches the host.
+    pub(crate) fn caller<'r>(&self, rules: Option<&'r Rules>) -> Caller<'r> {
+        let (route, principal, no_stream) = (self.route, self.principal, self.no_stream);
+        Caller { route, principal, grant: self.grant(rules), no_stream }
+    }
+
+    /// The caller of a `subscriptions/listen`.
+    pub(crate) fn listener<'r>(&self, rules: Option<&'r Rules>) -> Listener<'r> {
+        let (route, principal, no_stream, refusal) =
+            (self.route, self.principal, self.no_stream, self.listen_refusal);
+        Listener { route, principal, grant: self.grant(rules), no_stream, refusal }
+    }
+
     /// What the core keeps of `ctx`.
     pub(crate) const fn of(ctx: &RequestContext<'_>) -> Self {
         Self {
@@ -97,4 +124,39 @@ pub(crate) struct Handled {
     /// The session an `initialize` opened (`SessionCheck::Absent(Room::Yes)`): the
     /// transport moves it to its table.
     pub(crate) opened: Option<Session>,
+}
+
+/// What the HTTP layer found for a request's `Mcp-Session-Id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionCheck {
+    /// Stdio, or stateless HTTP: the core's own session value.
+    Own,
+    /// No header: `initialize` opens a session, if there is room.
+    Absent(Room),
+    /// The header named a live session, whose value the HTTP layer handed in.
+    Attached,
+    /// The header named no live session of this caller: every message is refused `404`.
+    Unknown,
+}
+
+/// Whether an HTTP `initialize` may open a session now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Room {
+    Yes,
+    /// The live sessions are at the cap (`503`).
+    Full,
+}
+
+/// What a message dispatched just now became (what the HTTP layer responds with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dispatched {
+    /// Answered at once, with the HTTP status its answer calls for.
+    Answered(u16),
+    /// Handed to the host: the answer comes with its ticket.
+    Pending,
+    /// A `subscriptions/listen` stream opened: its acknowledgement is routed, and the
+    /// stream stays open.
+    Listening,
+    /// A notification or a response: nothing to answer.
+    Accepted,
 }
