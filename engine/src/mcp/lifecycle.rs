@@ -12,7 +12,7 @@
 //!   looked up by id), opened by `initialize` ([`Session::open`]), its log level set by
 //!   `logging/setLevel`.
 //! - The lifecycle methods, as functions over the parts they use: [`initialize`],
-//!   [`discover`], [`set_level`], `ping` ([`write_empty_result`]) and the notifications
+//!   [`set_level`], `ping` ([`write_empty_result`]) and the notifications
 //!   acted on ([`notified`]); their answers: [`write_initialized`], [`write_discover`].
 //!
 //! `docs/architecture.md` shows these tables; a test keeps it identical to the rows here.
@@ -25,8 +25,6 @@ use crate::error::{Detail, Detailed, PeerError};
 use crate::jsonrpc::{Reply, Req};
 use crate::level::{LOG_LEVELS, LogLevel};
 use crate::mcp::mrtr::ClientCapabilities;
-use crate::mcp::prepared::Prepared;
-use crate::mcp::served;
 use crate::mcp::tickets::{IdBuf, cancelled_id};
 use crate::mcp::write::{result_end, result_start};
 use crate::revision::Revision;
@@ -140,8 +138,9 @@ pub(crate) fn write_initialized(out: &mut Vec<u8>, req: &Req<'_, '_>, rev: Revis
     out.extend_from_slice(b"}}\n");
 }
 
-/// Acts on notification `method` (never answered) under `mode`'s rules: `initialized`
-/// marks `session`; a `cancelled` names the request it ends, and the session it must
+/// Acts on notification `method` (never answered) under `mode`'s rules, `record`ing it
+/// (its name and the session's revision): `initialized` marks `session`; a `cancelled`
+/// names the request it ends, and the session it must
 /// belong to (`None`: any; stdio is one stream, whatever it opened), for the core to end
 /// it. Over HTTP only a request of the same session is ended (two sessions may use the
 /// same ids), and none outside a session (stateless requests are cancelled by closing
@@ -149,15 +148,14 @@ pub(crate) fn write_initialized(out: &mut Vec<u8>, req: &Req<'_, '_>, rev: Revis
 pub(crate) fn notified(
     mode: Mode,
     session: &mut Session,
-    served: &mut served::Log,
-    now: u64,
+    record: impl FnOnce(&'static str, Option<Revision>),
     n: &[Node<'_>],
     method: &str,
     params: Option<usize>,
 ) -> Option<(IdBuf, Option<u64>)> {
     match notification(mode.rules(), method, session)? {
         Notification::Initialized => {
-            served.notified("notifications/initialized", session.legacy, now);
+            record("notifications/initialized", session.legacy);
             if !session.initialized {
                 session.initialized = true;
                 session.touch();
@@ -165,7 +163,7 @@ pub(crate) fn notified(
             None
         }
         Notification::Cancelled => {
-            served.notified("notifications/cancelled", session.legacy, now);
+            record("notifications/cancelled", session.legacy);
             let id = cancelled_id(n, params)?;
             let of = (mode != Mode::Stdio).then_some(session.serial);
             (of != Some(0)).then_some((id, of))
@@ -173,43 +171,20 @@ pub(crate) fn notified(
     }
 }
 
-/// `server/discover` ([`write_discover`]), with the fragment of `mode`'s transport.
-pub(crate) fn discover(
-    out: &mut Vec<u8>,
-    req: &Req<'_, '_>,
-    mode: Mode,
-    prepared: &Prepared,
-    cache: CachePolicy,
-) {
-    let fragment = match mode {
-        Mode::Stdio | Mode::HttpSessions => &prepared.discover,
-        Mode::Http => &prepared.discover_http,
-    };
-    write_discover(out, req, fragment, &prepared.meta, cache);
-}
-
 /// `initialize` ([`Session::open`], [`write_initialized`]): `session` opened (refused
 /// when the sessions are `full`), numbered among the `opened` so far, the answer with
-/// the capabilities the revision shows (`lists_tasks`: `tasks/list` is offered).
-pub(crate) fn initialize<'t>(
+/// the capabilities `fragment` shows for the revision negotiated.
+pub(crate) fn initialize<'t, 'p>(
     out: &mut Vec<u8>,
     req: &Req<'_, 't>,
     session: &mut Session,
     opened: &mut u64,
-    prepared: &Prepared,
     full: bool,
-    lists_tasks: bool,
+    fragment: impl FnOnce(Revision) -> &'p [u8],
 ) -> Result<(), PeerError<'t>> {
     let rev = session.open(req, full, *opened + 1)?;
     *opened += 1;
-    // The tasks utility is 2025-11-25's.
-    let tasks = rev == Revision::V2025_11_25 && prepared.features.tasks;
-    let fragment = match (tasks, lists_tasks) {
-        (true, true) => &prepared.initialize_tasks,
-        (true, false) => &prepared.initialize_tasks_unlisted,
-        (false, _) => &prepared.initialize,
-    };
-    write_initialized(out, req, rev, fragment);
+    write_initialized(out, req, rev, fragment(rev));
     Ok(())
 }
 

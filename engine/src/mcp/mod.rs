@@ -703,7 +703,7 @@ impl Core {
         parsed: Result<&[Node<'t>], simd_json::Error>,
         headers: &'t [httparse::Header<'t>],
     ) -> context::Handled {
-        self.handle_gated(ctx, parsed, headers, |_, _, _| None)
+        self.handle_gated(ctx, parsed, headers, |_, _| None)
     }
 
     /// [`Self::handle`], with the message decoded once and shown to `gate` first (with
@@ -716,12 +716,12 @@ impl Core {
         ctx: context::RequestContext<'_>,
         parsed: Result<&[Node<'t>], simd_json::Error>,
         headers: &'t [httparse::Header<'t>],
-        gate: impl FnOnce(&Self, &Message<'_, 't>, &[Node<'t>]) -> Option<Dispatched>,
+        gate: impl FnOnce(&Self, &Message<'_, 't>) -> Option<Dispatched>,
     ) -> context::Handled {
         let decoded = parsed.map(|n| (n, jsonrpc::decode(n, &mut self.scratch.names)));
         let opens = ctx.check == SessionCheck::Absent(Room::Yes);
-        if let Ok((n, message)) = &decoded
-            && let Some(refused) = gate(self, message, n)
+        if let Ok((_, message)) = &decoded
+            && let Some(refused) = gate(self, message)
         {
             return context::Handled { dispatched: refused, denied: None, opened: self.opened(opens) };
         }
@@ -795,11 +795,16 @@ impl Core {
                 200
             }
             &Message::Notification { method, params } => {
-                let mode = self.request.mode;
+                let (mode, now) = (self.request.mode, self.now);
                 let (session, served) = (&mut self.session, &mut self.served);
-                if let Some((id, of)) =
-                    lifecycle::notified(mode, session, served, self.now, n, method, params)
-                {
+                if let Some((id, of)) = lifecycle::notified(
+                    mode,
+                    session,
+                    |m, rev| served.notified(m, rev, now),
+                    n,
+                    method,
+                    params,
+                ) {
                     // The client ends a request (or a listen stream): nothing more is sent for it.
                     self.tickets.cancel_named(&id, of);
                     self.subs.list.retain(|s| s.id.as_bytes() != id.as_bytes());
@@ -885,23 +890,17 @@ impl Core {
         let before = self.tickets.pending.map(|p| p.ticket);
         let outcome = match method {
             Method::Discover => {
-                let cache = self.cfg.discover_cache;
-                lifecycle::discover(&mut self.outbox.out, req, self.request.mode, &self.prepared, cache);
+                let (fragment, cache) =
+                    (self.prepared.discover_for(self.request.mode), self.cfg.discover_cache);
+                lifecycle::write_discover(&mut self.outbox.out, req, fragment, &self.prepared.meta, cache);
                 Ok(())
             }
             Method::Initialize => {
                 let (full, lists) =
                     (self.request.check == SessionCheck::Absent(Room::Full), self.request.lists_tasks());
-                let opened = &mut self.sessions_opened;
-                lifecycle::initialize(
-                    &mut self.outbox.out,
-                    req,
-                    &mut self.session,
-                    opened,
-                    &self.prepared,
-                    full,
-                    lists,
-                )
+                let (out, prepared) = (&mut self.outbox.out, &self.prepared);
+                let fragment = |rev| prepared.initialize_for(rev, lists);
+                lifecycle::initialize(out, req, &mut self.session, &mut self.sessions_opened, full, fragment)
             }
             Method::Ping => {
                 lifecycle::write_empty_result(&mut self.outbox.out, Reply::Id(req.id));

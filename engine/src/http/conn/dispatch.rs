@@ -153,7 +153,7 @@ impl HttpEngine {
         let served_from = core.served_len();
         let handled = self.parser.parse(body, |parsed| {
             // Decided on what the core decoded the request to (`RequestFacts`), once.
-            let gate = |core: &Core, m: &Message<'_, '_>, n: &[simd_json::Node<'_>]| {
+            let gate = |core: &Core, m: &Message<'_, '_>| {
                 let facts = || RequestFacts::of(m);
                 if (limits.rates_requests() || client_full)
                     && let Some(class) = limits::class_of(&facts())
@@ -167,7 +167,7 @@ impl HttpEngine {
                             .map_err(|retry| (retry, Refused::Rate))
                     };
                     if let Err((retry, why)) = refused {
-                        limits::write_refusal(refusal, n, retry, why);
+                        limits::write_refusal(refusal, facts().id, retry, why);
                         limited = Some((retry, why));
                         return Some(Dispatched::Answered(429));
                     }
@@ -176,12 +176,12 @@ impl HttpEngine {
                     && core.in_flight_for(&p.0) >= max
                     && facts().ticketed
                 {
-                    limits::write_refusal(refusal, n, 1, Refused::InFlight);
+                    limits::write_refusal(refusal, facts().id, 1, Refused::InFlight);
                     limited = Some((1, Refused::InFlight));
                     return Some(Dispatched::Answered(429));
                 }
                 if in_flight >= max_in_flight && facts().ticketed {
-                    limits::write_refusal(refusal, n, 1, Refused::ClientInFlight);
+                    limits::write_refusal(refusal, facts().id, 1, Refused::ClientInFlight);
                     limited = Some((1, Refused::ClientInFlight));
                     return Some(Dispatched::Answered(429));
                 }
