@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn a_request_carries_its_id_as_decoded() {
-        facts_of(&req("tools/call", "{}"), |f| assert_eq!(f.id, Some(IdRef::I(1))));
+        facts_of(&req("tools/call", "{}"), |f| assert_eq!(f.id, Some(IdRef::U(1))));
         facts_of(r#"{"jsonrpc":"2.0","id":"a\"b","method":"ping"}"#, |f| {
             assert_eq!(f.id, Some(IdRef::Str("a\"b")))
         });
