@@ -718,13 +718,23 @@ impl Core {
         headers: &'t [httparse::Header<'t>],
         gate: impl FnOnce(&Self, &Message<'_, 't>) -> Option<Dispatched>,
     ) -> context::Handled {
-        let decoded = parsed.map(|n| (n, jsonrpc::decode(n, &mut self.scratch.names)));
         let opens = ctx.check == SessionCheck::Absent(Room::Yes);
-        if let Ok((_, message)) = &decoded
-            && let Some(refused) = gate(self, message)
-        {
-            return context::Handled { dispatched: refused, denied: None, opened: self.opened(opens) };
-        }
+        // Decoded in place and lent by reference: the message is never moved.
+        let message;
+        let decoded = match parsed {
+            Ok(n) => {
+                message = jsonrpc::decode(n, &mut self.scratch.names);
+                if let Some(refused) = gate(self, &message) {
+                    return context::Handled {
+                        dispatched: refused,
+                        denied: None,
+                        opened: self.opened(opens),
+                    };
+                }
+                Ok((n, &message))
+            }
+            Err(e) => Err(e),
+        };
         self.frames += 1;
         self.request = context::Current::of(&ctx);
         self.denied = None;
@@ -760,13 +770,12 @@ impl Core {
     fn dispatch<'t>(
         &mut self,
         n: &[Node<'t>],
-        message: Message<'_, 't>,
+        message: &Message<'_, 't>,
         headers: &'t [httparse::Header<'t>],
     ) -> Dispatched {
         let mark = self.outbox.out.len();
         self.served.begin();
-        // Matched by reference: the request view is not moved out of the message.
-        let status = match &message {
+        let status = match message {
             Message::Refused(reply, e) => {
                 self.refused(None, e);
                 self.outbox.reject(*reply, e)
