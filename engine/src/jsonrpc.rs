@@ -9,7 +9,7 @@ use crate::error::PeerError;
 
 use crate::wire::json;
 
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum IdRef<'t> {
     Str(&'t str),
     I(i64),

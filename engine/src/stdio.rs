@@ -11,6 +11,7 @@ use crate::commands::sealed::{Lent, Output, Shown};
 use crate::config::Config;
 use crate::jsonrpc::{Flow, Parser};
 use crate::mcp::asks::{AskError, ClientAsk};
+use crate::mcp::context::RequestContext;
 use crate::mcp::event::Event;
 use crate::mcp::mrtr::InputRequest;
 use crate::mcp::subs::CatalogChange;
@@ -512,7 +513,7 @@ impl Engine {
                     Flow::Ticketed | Flow::Other => false,
                 };
                 if serve {
-                    core.handle(Route::Stdio, None, None, Ok(n), &[]);
+                    core.handle(RequestContext::STDIO, Ok(n), &[]);
                     Peeked::Served
                 } else if flow == Flow::Cancel {
                     Peeked::Later
@@ -521,7 +522,7 @@ impl Engine {
                 }
             }
             Err(e) if at_head => {
-                core.handle(Route::Stdio, None, None, Err(e), &[]);
+                core.handle(RequestContext::STDIO, Err(e), &[]);
                 Peeked::Served
             }
             Err(_) => Peeked::Waits,
@@ -534,7 +535,7 @@ impl Engine {
             return;
         }
         let core = &mut self.core;
-        self.parser.parse(bytes, |parsed| core.handle(Route::Stdio, None, None, parsed, &[]));
+        self.parser.parse(bytes, |parsed| core.handle(RequestContext::STDIO, parsed, &[]));
     }
 }
 

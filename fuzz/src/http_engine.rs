@@ -1,15 +1,18 @@
 //! http_engine: Streamable HTTP end to end.
 
-use mcp_engine::Commands;
 use core::time::Duration;
+use mcp_engine::Commands;
 
+use mcp_engine::error::{AnswerError, HostError};
 use mcp_engine::http::{
     AllowedOrigins, Authorization, ConnId, Grant, HttpConfig, HttpEngine, HttpEvent, MAX_HEADERS, OpenError,
     Principal, ScopePolicy, Verdict,
 };
 use mcp_engine::internal::{Conn, Input, Limits};
-use mcp_engine::{Catalog, Config, Content, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput, Resource, ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput, UnixTime};
-use mcp_engine::error::{AnswerError, HostError};
+use mcp_engine::{
+    Catalog, Config, Content, Event, Instant, Prompt, PromptArgument, PromptMessage, PromptOutput, Resource,
+    ResourceContents, ResourceTemplate, Ticket, Tool, ToolOutput, UnixTime,
+};
 use serde_json::Value;
 
 use crate::common::{EvKind, MAX_HTTP_INPUT, lossy};

@@ -12,8 +12,8 @@
 //!   connection was closed or ended;
 //! - buffer memory stays within its bound.
 
-use mcp_engine::Commands;
 use core::time::Duration;
+use mcp_engine::Commands;
 
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
 use mcp_engine::{Catalog, Config, Content, Event, Instant, Ticket, Tool, ToolOutput};

@@ -4,9 +4,12 @@
 use mcp_engine::Commands;
 use std::collections::HashMap;
 
-use mcp_engine::internal::{CURSOR_LEN, ListKind, write_json_str};
-use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, LogLevel, PromptMessage, PromptOutput, ResourceContents, Ticket, Tool, ToolOutput};
 use mcp_engine::error::{AnswerError, HostError, MAX_TICKET_ID_LEN, NotifyError};
+use mcp_engine::internal::{CURSOR_LEN, ListKind, write_json_str};
+use mcp_engine::{
+    Catalog, Config, Content, Engine, Event, Instant, LogLevel, PromptMessage, PromptOutput,
+    ResourceContents, Ticket, Tool, ToolOutput,
+};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -839,8 +842,13 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
             }
         }
         "tools/list" | "resources/list" | "resources/templates/list" | "prompts/list" => {
-            let kinds =
-                [ListKind::Tools, ListKind::Resources, ListKind::ResourceTemplates, ListKind::Prompts];
+            let kinds = [
+                ListKind::Tools,
+                ListKind::Resources,
+                ListKind::ResourceTemplates,
+                ListKind::Prompts,
+                ListKind::Skills,
+            ];
             let own = match method {
                 "tools/list" => ListKind::Tools,
                 "resources/list" => ListKind::Resources,
@@ -858,6 +866,7 @@ fn params(j: &mut Json<'_, '_>, method: &str, cfg: &MsgCfg<'_>) -> (Vec<u8>, Opt
                         ListKind::Tools => b't',
                         ListKind::Resources => b'r',
                         ListKind::ResourceTemplates => b'u',
+                        ListKind::Skills => b's',
                         ListKind::Prompts => b'p',
                     };
                     let mut raw = [0u8; 30];

@@ -1,11 +1,14 @@
 //! op_sequence: a stdio session driven by a sequence of operations.
 
-use mcp_engine::Commands;
 use core::time::Duration;
+use mcp_engine::Commands;
 use std::collections::{HashMap, VecDeque};
 
-use mcp_engine::{Config, Content, Engine, Event, Instant, LogLevel, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput};
 use mcp_engine::error::{AnswerError, HostError, NotifyError};
+use mcp_engine::{
+    Config, Content, Engine, Event, Instant, LogLevel, PromptMessage, PromptOutput, ResourceContents, Ticket,
+    ToolOutput,
+};
 use serde_json::Value;
 
 use crate::common::{Bytes, EvKind, check_line, rich_catalog};

@@ -29,17 +29,19 @@
 //! (the cancel's answer took the waiter's with it, with or without a task store); an
 //! owner's late result overwrote a cancellation another node had stored.
 
-use mcp_engine::Commands;
 use core::time::Duration;
+use mcp_engine::Commands;
 use std::collections::HashMap;
 
+use mcp_engine::error::HostError;
 use mcp_engine::http::store::{Loaded, StoreEvent, TaskQuery, TaskRow};
 use mcp_engine::http::{
     AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent, Principal, Verdict,
 };
-use mcp_engine::{Catalog, Config, Content, Event, Instant, TaskOptions, TaskSupport, Ticket, Tool, ToolOutput, UnixTime};
-use mcp_engine::error::HostError;
 use mcp_engine::mrtr::{InputRequest, InputRequired};
+use mcp_engine::{
+    Catalog, Config, Content, Event, Instant, TaskOptions, TaskSupport, Ticket, Tool, ToolOutput, UnixTime,
+};
 use serde_json::{Value, json};
 
 use crate::common::{Bytes, lossy, task_status_may_follow};

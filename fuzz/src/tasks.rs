@@ -10,13 +10,15 @@
 //! status, as `tasks/get` reports it, only moves as the status machine allows and never
 //! leaves a terminal status; an id of another revision, or a deleted task's, is `-32602`.
 
-use mcp_engine::Commands;
 use core::time::Duration;
+use mcp_engine::Commands;
 use std::collections::HashMap;
 
-use mcp_engine::{Catalog, Config, Content, Engine, Event, Instant, TaskOptions, TaskSupport, Ticket, Tool, ToolOutput};
 use mcp_engine::error::HostError;
 use mcp_engine::mrtr::{InputRequest, InputRequired};
+use mcp_engine::{
+    Catalog, Config, Content, Engine, Event, Instant, TaskOptions, TaskSupport, Ticket, Tool, ToolOutput,
+};
 use serde_json::{Value, json};
 
 use crate::common::{Bytes, check_line, task_status_may_follow};

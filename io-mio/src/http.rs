@@ -12,7 +12,7 @@ use mcp_engine::http::{ConnId, HttpEngine, HttpEvent, Verdict};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Registry, Token};
 
-use crate::spans::{Records as _, Spans};
+use crate::spans::{self, Spans};
 use crate::stdio::READ_BUF_LEN;
 
 /// Bytes one call reads at most from one connection before it yields to the others.
@@ -273,7 +273,7 @@ impl HttpServer {
         if getrandom::fill(&mut entropy).is_ok() {
             engine.set_entropy(&entropy);
         }
-        engine.keep_answers();
+        spans::keep_answers(&mut engine);
         Self {
             engine,
             listener,

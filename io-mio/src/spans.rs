@@ -21,13 +21,10 @@
 #[cfg(feature = "tracing")]
 use std::collections::VecDeque;
 
-#[cfg(feature = "tracing")]
 use mcp_engine::Commands;
 use mcp_engine::Event;
 #[cfg(feature = "tracing")]
 use mcp_engine::Ticket;
-#[cfg(feature = "tracing")]
-use mcp_engine::observe::{Answered, Served};
 #[cfg(feature = "tracing")]
 use mcp_spans::{Attributes, StatusCodeKey, Verdict, Wire};
 #[cfg(feature = "tracing")]
@@ -50,37 +47,14 @@ pub(crate) struct Spans {
     pub(crate) status_code: StatusCodeKey,
 }
 
-/// The engines whose records the spans are made of.
-pub(crate) trait Records {
-    /// Turns on the records of the host's answers (feature `tracing`; else nothing).
-    fn keep_answers(&mut self);
+/// Turns on `engine`'s records of the host's answers, which close the spans (feature
+/// `tracing`; else nothing).
+pub(crate) fn keep_answers(engine: &mut impl Commands) {
     #[cfg(feature = "tracing")]
-    fn poll_served(&mut self) -> Option<Served<'_>>;
-    #[cfg(feature = "tracing")]
-    fn poll_answered(&mut self) -> Option<Answered>;
+    engine.observe().record_answers(true);
+    #[cfg(not(feature = "tracing"))]
+    let _ = engine;
 }
-
-/// Implements [`Records`] for each engine type by its inherent methods.
-macro_rules! records {
-    ($($engine:ty),*) => {$(
-        impl Records for $engine {
-            fn keep_answers(&mut self) {
-                #[cfg(feature = "tracing")]
-                self.observe().record_answers(true);
-            }
-            #[cfg(feature = "tracing")]
-            fn poll_served(&mut self) -> Option<Served<'_>> {
-                self.observe().poll_served()
-            }
-            #[cfg(feature = "tracing")]
-            fn poll_answered(&mut self) -> Option<Answered> {
-                self.observe().poll_answered()
-            }
-        }
-    )*};
-}
-
-records!(mcp_engine::Engine, mcp_engine::http::HttpEngine);
 
 /// The span options of a server (feature `tracing`), as methods of its type: both
 /// servers have them, on their `spans` field.
@@ -150,13 +124,13 @@ impl Spans {
     /// Closes the span of every request the host answered since the last call, with its
     /// outcome, and makes (and closes) the span of every request the engine answered
     /// itself.
-    pub(crate) fn drain(&mut self, engine: &mut impl Records) {
+    pub(crate) fn drain(&mut self, engine: &mut impl Commands) {
         #[cfg(feature = "tracing")]
         {
-            while let Some(a) = engine.poll_answered() {
+            while let Some(a) = engine.observe().poll_answered() {
                 self.close(a.ticket(), Verdict::of(a.is_tool_error(), a.error_code()));
             }
-            while let Some(s) = engine.poll_served() {
+            while let Some(s) = engine.observe().poll_served() {
                 let attrs = Attributes::of_served(&s);
                 let span = mcp_spans::request_span!(&attrs, self.wire);
                 mcp_spans::record_parent(&span, attrs.parent);

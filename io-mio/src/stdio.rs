@@ -10,7 +10,7 @@ use mcp_engine::{Engine, Event, Instant};
 use mio::unix::pipe::{Receiver, Sender};
 use mio::{Events, Interest, Poll, Registry, Token};
 
-use crate::spans::{Records as _, Spans};
+use crate::spans::{self, Spans};
 
 /// Size of the buffer bytes are read into.
 pub(crate) const READ_BUF_LEN: usize = 64 * 1024;
@@ -77,7 +77,7 @@ impl StdioServer {
         }
         reader.set_nonblocking(true)?;
         writer.set_nonblocking(true)?;
-        engine.keep_answers();
+        spans::keep_answers(&mut engine);
         Ok(Self {
             engine,
             reader,

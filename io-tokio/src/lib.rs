@@ -17,11 +17,14 @@
 //!   Streamable HTTP on a [`TcpListener`](tokio::net::TcpListener), with an
 //!   [`Authorizer`] deciding the engine's authorization events ([`AllowAll`], or a closure
 //!   over an [`AuthorizeInfo`]).
-//! - With feature `tower`, `McpService` is the same endpoint as a tower `Service`, to
+//! - With feature `tower`, `http::McpService` is the same endpoint as a tower `Service`, to
 //!   mount in an axum router.
 //! - With feature `otel`, each request span has the client's trace context as its
 //!   OpenTelemetry parent, the duration histograms and the refusal counter are recorded,
 //!   and `Otel` exports them as OTLP over HTTP.
+//! - With feature `connectome` (off by default: it builds the engine's `connectome`, with
+//!   petgraph), a handler reports the resources a call read (`ToolCall::report_read`) and
+//!   asks for the observed graph (`Publisher::observed_graph`).
 //!
 //! The root holds what a server written as `docs/guide.md` says names; the rest is in
 //! modules by concern: [`handler`] (the rest of a handler's side), [`reply`] (the other
@@ -193,7 +196,9 @@
 //!     waits on every socket itself, and the queue they report to.
 //!   - `work`: the handler tasks every run loop shares: starting an event's work on a
 //!     worker task, aborting it when cancelled, answering its ticket on the engine when it
-//!     finishes (a call made a task goes on under the task's ticket).
+//!     finishes (a call made a task goes on under the task's ticket), written once for
+//!     both engines over `mcp_engine::Commands` (`ask_client`, whose signatures differ,
+//!     is the one per-engine method).
 //!   - `stdio` (imports `work`): the stream run loop, [`serve`], [`serve_with`] and
 //!     [`serve_stdio`].
 //!   - `owner` (imports `work`): the HTTP engine's owner, shared by the TCP loop and the
@@ -224,6 +229,7 @@
 //! [`NoAuthorizer`]: http::NoAuthorizer
 //! [`PooledString`]: handler::PooledString
 //! [`PublishError`]: handler::PublishError
+//! [`Publisher`]: handler::Publisher
 //! [`SessionStore`]: store::SessionStore
 //! [`SessionStore::announce`]: store::SessionStore::announce
 //! [`StoreNotice`]: store::StoreNotice
@@ -254,7 +260,6 @@ mod run;
 // is enough.
 
 pub use auth::Authorizer;
-pub use host::channel::Publisher;
 pub use host::handler::Handler;
 pub use host::reply::{HostFailure, PromptReply, ResourceReply, ToolReply};
 pub use host::request::{PromptGet, ResourceRead, ToolCall};
@@ -270,18 +275,18 @@ pub use host::typed::output::{NoArgs, Structured};
 pub use mcp_engine as engine;
 pub use run::http::{HttpServer, serve_http};
 pub use run::stdio::serve_stdio;
-#[cfg(feature = "tower")]
-pub use run::tower::McpService;
 
 pub mod handler {
     //! The rest of a handler's side: [`tool_fn`] (a [`Handler`](crate::Handler) from a
     //! closure, a [`ToolFn`]), the completion request ([`CompletionRequest`],
     //! [`CompletionTarget`]), what a request carries ([`Name`], [`PooledString`],
-    //! [`RequestTrace`], [`InputContext`]), how a call becomes a task ([`TaskStart`]) and
-    //! the errors of a call's and a publisher's methods ([`AskClientError`],
-    //! [`PublishError`]).
+    //! [`RequestTrace`], [`InputContext`]), how a call becomes a task ([`TaskStart`]),
+    //! the [`Publisher`] that changes what a running server serves (from a call,
+    //! [`ToolCall::publisher`](crate::ToolCall::publisher), or a server,
+    //! [`HttpServer::publisher`](crate::HttpServer::publisher)) and the errors of a call's
+    //! and a publisher's methods ([`AskClientError`], [`PublishError`]).
 
-    pub use crate::host::channel::{AskClientError, PublishError};
+    pub use crate::host::channel::{AskClientError, PublishError, Publisher};
     pub use crate::host::handler::{ToolFn, tool_fn};
     pub use crate::host::request::{CompletionRequest, CompletionTarget, InputContext, RequestTrace};
     pub use crate::host::strings::{Name, PooledString};
@@ -336,12 +341,12 @@ pub mod http {
     //! The Streamable HTTP server's other parts: what an [`Authorizer`](crate::Authorizer)
     //! decides on ([`AuthorizeInfo`]), the authorizers of an engine that needs none
     //! ([`AllowAll`], [`NoAuthorizer`]), OAuth 2.1 access tokens verified for a protected
-    //! resource (`oauth`, feature `oauth`), and the body of the tower service's
-    //! responses (`McpBody`, feature `tower`).
+    //! resource (`oauth`, feature `oauth`), and the endpoint as a tower `Service` with the
+    //! body of its responses (`McpService`, `McpBody`, feature `tower`).
 
     pub use crate::auth::{AllowAll, AuthorizeInfo, NoAuthorizer};
     #[cfg(feature = "tower")]
-    pub use crate::run::tower::McpBody;
+    pub use crate::run::tower::{McpBody, McpService};
 
     #[cfg(feature = "oauth")]
     pub mod oauth {

@@ -256,7 +256,7 @@ async fn fanout_node(
     url: &str,
     schema: &str,
     announce: bool,
-) -> (SocketAddr, mcp_io_tokio::Publisher, Arc<Counting<PgSessionStore>>) {
+) -> (SocketAddr, mcp_io_tokio::handler::Publisher, Arc<Counting<PgSessionStore>>) {
     use mcp_engine::Config;
     use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
     let store =

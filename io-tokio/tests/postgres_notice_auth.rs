@@ -30,7 +30,10 @@ const URI: &str = "test://watched";
 
 /// A node announcing list changes and resource updates to the others, with its publisher
 /// and its store.
-async fn node(url: &str, schema: &str) -> (SocketAddr, mcp_io_tokio::Publisher, Arc<PgSessionStore>) {
+async fn node(
+    url: &str,
+    schema: &str,
+) -> (SocketAddr, mcp_io_tokio::handler::Publisher, Arc<PgSessionStore>) {
     use mcp_engine::Config;
     use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
     let store =

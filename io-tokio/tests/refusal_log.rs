@@ -111,7 +111,7 @@ async fn the_tower_service_logs_a_refusal_too() {
     use tower::ServiceExt as _;
 
     let (logs, _guard) = capture();
-    let svc = mcp_io_tokio::McpService::without_authorizer(engine(), Probe::new());
+    let svc = mcp_io_tokio::http::McpService::without_authorizer(engine(), Probe::new());
     let mut req = http::Request::post("/mcp").header("host", "mcp.example.com");
     for (n, v) in mcp_headers("server/discover", None) {
         req = req.header(n, v);

@@ -18,8 +18,8 @@ use http_body_util::BodyExt;
 use http_support::{Conn, Probe, body, call_body, catalog, first_text, mcp_headers, patient, post_to};
 use mcp_engine::Config;
 use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine, Verdict};
-use mcp_io_tokio::http::{AllowAll, AuthorizeInfo};
-use mcp_io_tokio::{HttpServer, McpService};
+use mcp_io_tokio::HttpServer;
+use mcp_io_tokio::http::{AllowAll, AuthorizeInfo, McpService};
 use serde_json::{Value, json};
 use tower::{Service, ServiceExt};
 

@@ -66,9 +66,14 @@ use core::fmt;
 use core::net::SocketAddr;
 
 use crate::catalog::Catalog;
+use crate::commands::Commands;
+use crate::commands::sealed::{Lent, Output, Shown};
 use crate::config::Config;
 use crate::jsonrpc::Parser;
+use crate::mcp::asks::{AskError, ClientAsk};
 use crate::mcp::event::Event;
+use crate::mcp::mrtr::InputRequest;
+use crate::mcp::subs::CatalogChange;
 use crate::mcp::tickets::Ticket;
 use crate::mcp::{Core, Mode, new_core};
 use crate::output::Route;
@@ -77,18 +82,19 @@ use crate::time::{Instant, UnixTime};
 use crate::timer::Timers;
 use crate::wire::http1::{self, Input};
 use auth::resource::{Challenge, Credentials};
+use auth::verdicts::Gate;
 use auth::{client, limits, proxy, resource, scope_policy};
 use conn::exchange::{
     ConnSlot, Exchange, Framing, Phase, allowed_origin, check_head, finish, is_metadata, refuse,
     respond_json, start_body,
 };
-use conn::{conns, in_flight, refusal};
-use session::session_streams::{stream_event, stream_head, stream_last};
-use session::sessions::Sessions;
+use conn::{answer_routing, conns, in_flight, refusal};
+use session::session_streams::{StreamParts, stream_event, stream_head, stream_last};
+use session::sessions::{SessionRef, Sessions};
 use session::{parked, stream_shares};
 use store::port::StorePort;
-use store::task_store;
 use store::{StoreAsk, StoreEvent, TouchSession};
+use store::{event_store, session_store, task_store};
 
 /// The response of an exchange started with [`HttpEngine::handle_request`], read with
 /// [`HttpEngine::response`].
@@ -468,6 +474,33 @@ impl HttpEngine {
         self.core.release();
         self.collect_answers();
         self.prune_sending();
+    }
+
+    /// Answers an [`HttpEvent::Authorize`].
+    pub fn authorize(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
+        self.tick(now);
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        let mut gate = Gate { http: &self.http, limiter: &mut self.limiter, outs: &mut self.outs };
+        let Some(read_body) = gate.head(c, self.last_now, verdict) else { return };
+        if read_body {
+            self.work.push_back(conn.slot);
+        }
+        self.settle(conn.slot);
+        self.process();
+    }
+
+    /// Answers an [`HttpEvent::AuthorizeBody`]. A refusal here keeps the connection: the
+    /// body was read, so the next request can follow.
+    pub fn authorize_body(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
+        self.tick(now);
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        let mut gate = Gate { http: &self.http, limiter: &mut self.limiter, outs: &mut self.outs };
+        if !gate.body(c, self.last_now, verdict) {
+            return;
+        }
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
     }
 
     /// How many bytes `conn` takes now: read at most this many from its socket and give
@@ -892,7 +925,7 @@ impl HttpEngine {
         }
         match self.store.next_ask()? {
             ask @ (StoreAsk::Load(_) | StoreAsk::Save(_)) => self.store_event(ask),
-            StoreAsk::Events(slot) => self.events_event(slot),
+            StoreAsk::Events(slot) => event_store::load_events(&self.slots, &self.sessions, slot),
         }
     }
 
@@ -900,6 +933,322 @@ impl HttpEngine {
     fn backlogged(&self, ticket: Ticket) -> bool {
         let Some(Route::Http { conn, generation }) = self.core.route_of(ticket) else { return false };
         self.conn(ConnId { slot: conn, generation }).is_some_and(|c| c.out.len() >= MAX_UNSENT)
+    }
+
+    /// Announces that lists changed without replacing the catalog: another node sharing
+    /// this deployment's clients changed its catalog (its host said so through a shared
+    /// store), or this node may have missed such news. The listen streams that asked for
+    /// the lists in `change` and the standalone streams of initialized sessions get their
+    /// `notifications/*/list_changed`, exactly as after [`replace_catalog`](Commands::replace_catalog)
+    /// (a family this catalog does not have is left out; nothing is sent unless
+    /// `Config::list_changed` is on). Clients then list again, from this node's catalog.
+    /// Returns the change as announced.
+    pub fn announce_list_changed(&mut self, change: CatalogChange) -> CatalogChange {
+        self.tick(self.last_now);
+        let change = self.core.announce_list_changed(change);
+        answer_routing::sessions_list_changed(&mut self.core, &self.sessions, change);
+        self.collect_answers();
+        self.process();
+        change
+    }
+
+    /// Turns the host's event store on or off, as [`HttpConfig::event_store`] does (for
+    /// an adapter given a store after the engine was built). Call it before serving.
+    pub fn set_event_store(&mut self, on: bool) {
+        self.http.event_store = on;
+        self.store.set_events(on && self.http.session_store);
+    }
+
+    /// Events of session streams not handed to the host because it did not take them
+    /// fast enough (see [`AppendEvent`](store::AppendEvent); a replay from the store
+    /// reports them as a gap).
+    pub fn events_not_handed_over(&self) -> u64 {
+        self.store.events_dropped()
+    }
+
+    /// Answers a [`LoadEvents`](store::LoadEvents): the waiting `GET` gets its stream's
+    /// events after the one its `Last-Event-ID` named, then goes on (see the module docs
+    /// of `stored`); `503` with `Retry-After` when the store is unavailable; `404` when its
+    /// session ended meanwhile. An answer for a request that no longer waits is ignored.
+    pub fn events_loaded(&mut self, now: Instant, conn: ConnId, found: store::LoadedEvents<'_>) {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        let Some(loaded) = event_store::take_loaded(c, found) else { return };
+        let Some((r, resume, events)) = loaded else {
+            self.store_failed(conn.slot, now);
+            self.process();
+            return;
+        };
+        self.stream_parts().serve_stream(conn.slot, r, Some(resume), Some(events));
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
+    }
+
+    /// Sends `request` to the client of session `session_id` outside any request
+    /// (`sampling/createMessage`, `elicitation/create` in form or url mode,
+    /// `roots/list`), on the session's standalone `GET` stream: an event with an id, kept
+    /// for `Last-Event-ID` like the stream's other events. The client answers with a
+    /// `POST` of the JSON-RPC response in the same session (`202`); its reply comes back
+    /// as [`Event::ClientReply`] (in [`HttpEvent::Mcp`])
+    /// carrying the returned handle, exactly once: its result or error, `-32001` after
+    /// [`Config::input_timeout`], `-32000` when the
+    /// session is deleted or expires first. The stream's connection closing does not end
+    /// the ask: the client may resume the stream and answer.
+    ///
+    /// Refused, with nothing sent: no live session of that id
+    /// ([`AskError::NoSession`]), a capability its client did not declare in
+    /// `initialize` ([`AskError::NotDeclared`]), no standalone stream open
+    /// ([`AskError::NoStream`]: nothing is queued; ask again once the client opened
+    /// one), 64 KiB unsent on the stream's connection ([`AskError::Backpressure`]),
+    /// `max_in_flight` asks waiting ([`AskError::TooMany`]).
+    pub fn ask_client(
+        &mut self,
+        session_id: &str,
+        request: &InputRequest<'_>,
+    ) -> Result<ClientAsk, AskError> {
+        self.tick(self.last_now);
+        let asked = self.stream_parts().ask_client(session_id, request)?;
+        self.collect_answers();
+        asked
+    }
+
+    /// The session streams' parts, lent for one call.
+    fn stream_parts(&mut self) -> StreamParts<'_> {
+        StreamParts {
+            core: &mut self.core,
+            slots: &mut self.slots,
+            outs: &mut self.outs,
+            sessions: &mut self.sessions,
+            session_timers: &mut self.session_timers,
+            parked: &mut self.parked,
+            shares: &mut self.shares,
+            store: &mut self.store,
+            http: &self.http,
+            now: self.last_now,
+        }
+    }
+
+    /// Another node ended session `id` (`DELETE` there, or its expiry; a shared store
+    /// said so): if this engine holds the session, it ends here too, as a `DELETE` would
+    /// end it (its standalone stream closes, its requests waiting on the client are
+    /// cancelled), and the host's store is not told (the other node did that). Returns
+    /// whether the session was held here.
+    pub fn session_ended_elsewhere(&mut self, now: Instant, id: &[u8]) -> bool {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(r) = self.sessions.held(id) else { return false };
+        self.end_here(r, now);
+        self.process();
+        true
+    }
+
+    /// Another node changed session `id` (a shared store said so): if this engine holds
+    /// a copy that nothing uses (no request in flight, no standalone stream open, no
+    /// parked stream, no change of its own unsaved), the copy is dropped (the session is
+    /// not ended) and the next request naming it loads the new record. Returns whether a
+    /// copy was dropped; a copy in use stays, and what it saves next replaces the record
+    /// (the store's last writer wins).
+    pub fn session_changed_elsewhere(&mut self, id: &[u8]) -> bool {
+        let Some(r) = self.sessions.held(id) else { return false };
+        session_store::drop_if_idle(
+            &mut self.sessions,
+            &mut self.session_timers,
+            &self.parked,
+            &self.slots,
+            r,
+        )
+    }
+
+    /// Another node may have changed or ended any session without this engine hearing
+    /// of it (the host's notices from a shared store were lost: it fell behind, or its
+    /// connection to the store broke and was made again). Every copy nothing uses is
+    /// dropped, as [`session_changed_elsewhere`](Self::session_changed_elsewhere) drops
+    /// one; every copy in use stays and is marked stale: its next request asks the store
+    /// for the session first ([`StoreEvent::LoadSession`], answered with
+    /// [`session_loaded`](Self::session_loaded)) and goes on in the stored state, or is
+    /// answered `404` (and the session ends here) when the store no longer holds it. A
+    /// copy with a change of its own unsaved is not reloaded: its next save replaces the
+    /// record. Returns how many copies were dropped. Scans the session table.
+    pub fn sessions_changed_elsewhere(&mut self) -> usize {
+        let mut dropped = 0;
+        let refs: Vec<SessionRef> = self.sessions.refs().collect();
+        for r in refs {
+            if session_store::drop_if_idle(
+                &mut self.sessions,
+                &mut self.session_timers,
+                &self.parked,
+                &self.slots,
+                r,
+            ) {
+                dropped += 1;
+            } else if let Some(e) = self.sessions.get_mut(r) {
+                e.stale = true;
+            }
+        }
+        dropped
+    }
+
+    /// Answers a [`LoadSession`](store::LoadSession): the request goes on in the session `found` holds, is
+    /// answered `404` when it holds none (or a record this engine cannot read), or `503`
+    /// with `Retry-After` when the store is unavailable or the table is full of sessions
+    /// that cannot leave it. For a stale copy held here (see
+    /// [`sessions_changed_elsewhere`](Self::sessions_changed_elsewhere)) the record
+    /// replaces what the copy holds, and a store holding none ends the session here. An
+    /// answer for a request that no longer waits is ignored.
+    pub fn session_loaded(&mut self, now: Instant, conn: ConnId, found: store::Loaded<'_>) {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if c.phase != Phase::Loading || c.resume.is_some() {
+            return; // a `GET` waiting for the event store is not waiting for this
+        }
+        c.deadline = None;
+        let named = (c.store_id, c.client);
+        let out = session_store::take_loaded(
+            &mut self.core,
+            &mut self.sessions,
+            &self.parked,
+            &mut self.session_timers,
+            named,
+            found,
+            now,
+        );
+        if let Some(r) = out.ended {
+            self.end_here(r, now);
+        }
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if out.full {
+            session_store::refuse_unavailable(c, &mut self.outs, now);
+        } else {
+            c.phase = Phase::Ready;
+            c.pinned = out.restored;
+        }
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
+    }
+
+    /// Ends session `r` here as a `DELETE` would (its standalone stream closes, its
+    /// waiting requests are cancelled) without telling the store: another node ended it,
+    /// or the store no longer holds it (a request that asked then finds no session: `404`).
+    fn end_here(&mut self, r: SessionRef, now: Instant) {
+        let stream = session_store::end_session(
+            &mut self.core,
+            &mut self.sessions,
+            &mut self.parked,
+            &mut self.session_timers,
+            r,
+        );
+        if let Some((slot, _)) = stream {
+            conns::end_stream(&mut self.slots, stream, now);
+            self.settle(slot);
+        }
+    }
+
+    /// Answers a [`SaveSession`](store::SaveSession): `saved` releases the held response; a failure replaces
+    /// it with `503` and `Retry-After` (and undoes a session the request created). An
+    /// answer for a response that no longer waits is ignored.
+    pub fn session_saved(&mut self, now: Instant, conn: ConnId, saved: bool) {
+        self.tick(now);
+        let now = self.last_now;
+        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+        if c.phase != Phase::Saving {
+            return;
+        }
+        if !saved {
+            self.store_failed(conn.slot, now);
+            self.process();
+            return;
+        }
+        let Some(sv) = c.saving.take() else { return };
+        c.phase = sv.then;
+        c.deadline = None;
+        if let Some(e) = sv.session.and_then(|r| self.sessions.get_mut(r)) {
+            e.stored = sv.changes;
+            e.synced = now;
+        }
+        self.work.push_back(conn.slot);
+        self.settle(conn.slot);
+        self.process();
+    }
+
+    /// The store failed `slot`'s request, or did not answer in time: `503` with
+    /// `Retry-After` instead of what it waited for.
+    fn store_failed(&mut self, slot: u32, now: Instant) {
+        self.task_wait_failed(slot);
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        self.asks.retain(|a| a.slot() != slot);
+        self.store.forget_asks(slot);
+        let failed = session_store::fail_wait(
+            c,
+            &mut self.outs,
+            &mut self.core,
+            &mut self.sessions,
+            &mut self.session_timers,
+            now,
+        );
+        if failed {
+            self.work.push_back(slot);
+            self.settle(slot);
+        }
+    }
+
+    /// Whether `slot`'s request names a session the store may hold; if so it waits for
+    /// the store, asked once per request.
+    fn begin_load(&mut self, slot: u32) -> bool {
+        let deadline = self.last_now + self.http.store_timeout;
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };
+        let waits = session_store::begin_load(c, &self.sessions, deadline);
+        if waits {
+            self.store.ask(StoreAsk::Load(slot));
+        }
+        waits
+    }
+
+    /// Holds `slot`'s response (written after the first `held` output bytes) until the
+    /// store took the change to `session` (`None`: the session `id` ended).
+    fn begin_save(
+        &mut self,
+        slot: u32,
+        session: Option<SessionRef>,
+        id: [u8; crate::wire::session_id::SESSION_ID_LEN],
+        created: bool,
+        held: usize,
+    ) {
+        let deadline = self.last_now + self.http.store_timeout;
+        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
+        session_store::begin_save(c, &self.sessions, session, (id, created), held, deadline);
+        self.store.ask(StoreAsk::Save(slot));
+    }
+
+    /// The event of a session store `ask` (a load or a save); a save lends the session's
+    /// record as it is now.
+    fn store_event(&mut self, ask: StoreAsk) -> Option<StoreEvent<'_>> {
+        let slot = ask.slot();
+        let s = &mut self.slots[slot as usize];
+        let c = s.conn.as_mut()?;
+        let conn = ConnId { slot, generation: s.generation };
+        let mut record = false;
+        if let (StoreAsk::Save(_), Some(sv)) = (ask, c.saving.as_mut()) {
+            // The record as it is now: a change made since the save was asked goes with it.
+            if let Some(e) = sv.session.and_then(|r| self.sessions.get(r)) {
+                self.store.write_record(&e.session, e.principal.as_ref());
+                sv.changes = e.session.changes;
+                record = true;
+            }
+        }
+        let c = self.slots[slot as usize].conn.as_ref()?;
+        let id = core::str::from_utf8(&c.store_id).ok()?;
+        Some(match ask {
+            StoreAsk::Load(_) => StoreEvent::LoadSession(store::LoadSession { conn, id }),
+            _ => StoreEvent::SaveSession(store::SaveSession {
+                conn,
+                id,
+                record: record.then_some(self.store.record()),
+            }),
+        })
     }
 
     /// How many long-lived streams are open: sessions' standalone `GET` streams and
@@ -914,7 +1263,7 @@ impl HttpEngine {
     /// notification before the answer turns the response into an SSE stream
     /// (`text/event-stream`, `X-Accel-Buffering: no`); the answer is then its last event.
     fn collect_answers(&mut self) {
-        self.route_session_notes();
+        answer_routing::route_session_notes(&mut self.core, &self.sessions);
         let now = self.last_now;
         // Streams parked in this pass: what was written for them after the parking (an
         // answer given right after `reconnect_later`) follows them.
@@ -926,7 +1275,7 @@ impl HttpEngine {
             }
             if let Route::Parked { .. } = r.route {
                 if r.retry_ms == 0 {
-                    self.park_event(r.route, r.interim, i);
+                    self.stream_parts().park_event(r.route, r.interim, i);
                 }
                 continue;
             }
@@ -1231,6 +1580,52 @@ fn instant_at(wall: Option<u64>, now: Instant, at: UnixTime) -> Option<Instant> 
     let left = at.as_micros().saturating_sub(wall?);
     Some(now + core::time::Duration::from_micros(left))
 }
+
+/// The engine's output for the commands ([`Commands`]): the core's outbox, moved into the
+/// connections' output and the sessions' standalone streams (`conn::answer_routing`).
+impl Output for HttpEngine {
+    #[inline]
+    fn lent(&mut self) -> Lent<'_> {
+        Lent(&mut self.core)
+    }
+
+    #[inline]
+    fn shown(&self) -> Shown<'_> {
+        Shown(&self.core)
+    }
+
+    #[inline]
+    fn begin(&mut self) {
+        self.tick(self.last_now);
+    }
+
+    #[inline]
+    fn end(&mut self, resume: bool) {
+        self.collect_answers();
+        if resume {
+            self.process();
+        }
+    }
+
+    fn backlogged(&self, ticket: Ticket, task_progress: bool) -> bool {
+        self.backlogged(ticket)
+            || (task_progress
+                && answer_routing::task_backlogged(&self.core, &self.sessions, &self.slots, ticket))
+    }
+
+    fn list_changed(&mut self, change: CatalogChange) {
+        answer_routing::sessions_list_changed(&mut self.core, &self.sessions, change);
+    }
+
+    /// Sessions that subscribed with `resources/subscribe` hear of it on their standalone
+    /// streams.
+    fn resource_updated(&mut self, uri: &str) -> usize {
+        answer_routing::sessions_resource_updated(&mut self.core, &self.sessions, uri)
+    }
+}
+
+/// The commands written once ([`Commands`]), over the connections above.
+impl Commands for HttpEngine {}
 
 /// The connection `id` names in `slots`, if it is still open.
 fn conn_in(slots: &mut [ConnSlot], id: ConnId) -> Option<&mut Exchange> {

@@ -19,8 +19,8 @@
 
 use std::collections::VecDeque;
 
-use crate::mcp::inputs::{GONE, Response, TIMED_OUT, response_id, write_outcome, write_request};
-use crate::mcp::mrtr::{InputError, InputKind, InputRequest, InputResponse};
+use crate::mcp::inputs::{GONE, Inputs, Response, TIMED_OUT, response_id, write_outcome, write_request};
+use crate::mcp::mrtr::{ClientCapabilities, InputError, InputKind, InputRequest, InputResponse};
 use crate::output::{Outbox, Route};
 use crate::wire::json;
 
@@ -167,6 +167,28 @@ pub(crate) struct Asks {
 }
 
 impl Asks {
+    /// Sends `request` to the client of session `serial` (which declared `caps`) on
+    /// `route`, if it declared what is asked and there is room (see
+    /// `Core::ask_client`), with the next id `inputs` gives.
+    pub(crate) fn ask_client(
+        &mut self,
+        inputs: &mut Inputs,
+        outbox: &mut Outbox,
+        route: Route,
+        (serial, caps): (u64, ClientCapabilities),
+        request: &InputRequest<'_>,
+        now: u64,
+    ) -> Result<ClientAsk, AskError> {
+        if !request.declared_by(caps) {
+            return Err(AskError::NotDeclared(request.kind()));
+        }
+        if !self.has_room() {
+            return Err(AskError::TooMany);
+        }
+        let id = inputs.next_request_id();
+        self.ask(outbox, route, serial, request, id, now)
+    }
+
     pub(crate) fn new(slots: usize, timeout: core::time::Duration) -> Self {
         let slot = || Slot {
             generation: 0,

@@ -51,7 +51,7 @@ impl Core {
             PendingKind::Complete(Ok(i)) => Some(Target::CompletePrompt(i)),
             PendingKind::Complete(Err(i)) => Some(Target::CompleteTemplate(i)),
         });
-        self.connectome.observed.record(self.principal.as_ref(), followed, target);
+        self.connectome.observed.record(self.request.principal.as_ref(), followed, target);
     }
 
     /// Answers a `resources/read` of a connectome resource the catalog lists (and the
@@ -66,7 +66,7 @@ impl Core {
         let uri = req.str_at(req.uri)?;
         let which = Which::of(uri)?;
         let i = self.catalog.resource_index(uri).filter(|&i| self.may_use(ListKind::Resources, i))?;
-        let principal = self.principal;
+        let principal = self.request.principal;
         self.connectome.observed.record(
             principal.as_ref(),
             Followed::ReadResource,

@@ -6,7 +6,7 @@
 //!
 //! May use: `jsonrpc`, `wire`. A leaf of `mcp/`: it knows no part of the core.
 
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{IdRef, Message};
 use crate::wire::json;
 
 /// What a transport must know of a request before it is served, read once from the
@@ -21,6 +21,8 @@ pub(crate) struct RequestFacts<'t> {
     pub(crate) ticketed: bool,
     /// What it needs of a task store, if anything.
     pub(crate) task: Option<NamedTask<'t>>,
+    /// Its id (echoed by a refusal the transport writes itself, such as a `429`).
+    pub(crate) id: Option<IdRef<'t>>,
 }
 
 /// The kinds of request a transport's limits tell apart.
@@ -54,7 +56,7 @@ impl<'t> RequestFacts<'t> {
     /// The facts of a decoded message (a message that is not a request has none).
     pub(crate) fn of(message: &Message<'_, 't>) -> Self {
         let Message::Request(req) = message else {
-            return Self { kind: RequestKind::Other, ticketed: false, task: None };
+            return Self { kind: RequestKind::Other, ticketed: false, task: None, id: None };
         };
         let kind = match req.method {
             "tools/call" => RequestKind::Call,
@@ -75,7 +77,7 @@ impl<'t> RequestFacts<'t> {
             }
             _ => None,
         };
-        Self { kind, ticketed, task }
+        Self { kind, ticketed, task, id: Some(req.id) }
     }
 }
 
@@ -118,7 +120,7 @@ mod tests {
 
     #[test]
     fn a_notification_a_response_and_a_refused_message_have_no_facts() {
-        let none = RequestFacts { kind: RequestKind::Other, ticketed: false, task: None };
+        let none = RequestFacts { kind: RequestKind::Other, ticketed: false, task: None, id: None };
         for text in [
             r#"{"jsonrpc":"2.0","method":"tools/call","params":{}}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
@@ -127,6 +129,14 @@ mod tests {
         ] {
             facts_of(text, |f| assert_eq!(f, none, "{text}"));
         }
+    }
+
+    #[test]
+    fn a_request_carries_its_id_as_decoded() {
+        facts_of(&req("tools/call", "{}"), |f| assert_eq!(f.id, Some(IdRef::U(1))));
+        facts_of(r#"{"jsonrpc":"2.0","id":"a\"b","method":"ping"}"#, |f| {
+            assert_eq!(f.id, Some(IdRef::Str("a\"b")))
+        });
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! - [`Session`]: what a session-bound client set up (stdio owns one; HTTP sessions are
 //!   looked up by id), opened by `initialize` ([`Session::open`]), its log level set by
 //!   `logging/setLevel`.
-//! - The answers of the lifecycle methods: [`write_initialized`], [`write_discover`],
-//!   [`write_empty_result`] (`ping`).
+//! - The lifecycle methods, as functions over the parts they use: [`initialize`],
+//!   [`set_level`], `ping` ([`write_empty_result`]) and the notifications
+//!   acted on ([`notified`]); their answers: [`write_initialized`], [`write_discover`].
 //!
 //! `docs/architecture.md` shows these tables; a test keeps it identical to the rows here.
 
@@ -24,6 +25,7 @@ use crate::error::{Detail, Detailed, PeerError};
 use crate::jsonrpc::{Reply, Req};
 use crate::level::{LOG_LEVELS, LogLevel};
 use crate::mcp::mrtr::ClientCapabilities;
+use crate::mcp::tickets::{IdBuf, cancelled_id};
 use crate::mcp::write::{result_end, result_start};
 use crate::revision::Revision;
 use crate::wire::cursor::ListKind;
@@ -134,6 +136,67 @@ pub(crate) fn write_initialized(out: &mut Vec<u8>, req: &Req<'_, '_>, rev: Revis
     out.push(b',');
     out.extend_from_slice(fragment);
     out.extend_from_slice(b"}}\n");
+}
+
+/// Acts on notification `method` (never answered) under `mode`'s rules, `record`ing it
+/// (its name and the session's revision): `initialized` marks `session`; a `cancelled`
+/// names the request it ends, and the session it must
+/// belong to (`None`: any; stdio is one stream, whatever it opened), for the core to end
+/// it. Over HTTP only a request of the same session is ended (two sessions may use the
+/// same ids), and none outside a session (stateless requests are cancelled by closing
+/// their stream).
+pub(crate) fn notified(
+    mode: Mode,
+    session: &mut Session,
+    record: impl FnOnce(&'static str, Option<Revision>),
+    n: &[Node<'_>],
+    method: &str,
+    params: Option<usize>,
+) -> Option<(IdBuf, Option<u64>)> {
+    match notification(mode.rules(), method, session)? {
+        Notification::Initialized => {
+            record("notifications/initialized", session.legacy);
+            if !session.initialized {
+                session.initialized = true;
+                session.touch();
+            }
+            None
+        }
+        Notification::Cancelled => {
+            record("notifications/cancelled", session.legacy);
+            let id = cancelled_id(n, params)?;
+            let of = (mode != Mode::Stdio).then_some(session.serial);
+            (of != Some(0)).then_some((id, of))
+        }
+    }
+}
+
+/// `initialize` ([`Session::open`], [`write_initialized`]): `session` opened (refused
+/// when the sessions are `full`), numbered among the `opened` so far, the answer with
+/// the capabilities `fragment` shows for the revision negotiated.
+pub(crate) fn initialize<'t, 'p>(
+    out: &mut Vec<u8>,
+    req: &Req<'_, 't>,
+    session: &mut Session,
+    opened: &mut u64,
+    full: bool,
+    fragment: impl FnOnce(Revision) -> &'p [u8],
+) -> Result<(), PeerError<'t>> {
+    let rev = session.open(req, full, *opened + 1)?;
+    *opened += 1;
+    write_initialized(out, req, rev, fragment(rev));
+    Ok(())
+}
+
+/// `logging/setLevel` ([`Session::set_level`]), answered with an empty result.
+pub(crate) fn set_level<'t>(
+    out: &mut Vec<u8>,
+    req: &Req<'_, 't>,
+    session: &mut Session,
+) -> Result<(), PeerError<'t>> {
+    session.set_level(req)?;
+    write_empty_result(out, Reply::Id(req.id));
+    Ok(())
 }
 
 /// Which transport the core serves: the rules differ (DIGEST A.8, beam_mcp "dual-era is a

@@ -32,12 +32,17 @@
 //! - [`connectome`] (feature `connectome`): counting what is dispatched, answering reads of
 //!   the connectome resources.
 //!
+//! - [`context`]: what a transport knows of one request ([`context::RequestContext`],
+//!   handed to [`Core::handle`] as one value) and what the core hands back
+//!   ([`context::Handled`]).
+//!
 //! This file holds `Core` and its only `impl` but `connectome.rs`'s: its interface to
 //! the transports ([`Core::handle`] in, the outbox and getters out, [`Core::next_event`]
 //! made by [`delivery`]), the handles it lends its parts through (`answers`,
 //! `task_store`, `task_methods`, `host_requests`, `fanout`, the list page's `Lister`),
-//! the catalog replacement, the lifecycle methods and the dispatcher, which composes
-//! them. `Core`'s fields are private to `mcp/`: the transports call its methods.
+//! the catalog replacement and the dispatcher, which composes them (the lifecycle
+//! methods are functions in [`lifecycle`]). `Core`'s fields are private to `mcp/`: the
+//! transports call its methods.
 //!
 //! May use: `wire`, `catalog`, `content`, `error`, `config`, `connectome`, `jsonrpc`,
 //! `output` and the leaf modules. May not touch: transport state (`stdio`, `http`),
@@ -48,6 +53,8 @@ pub(crate) mod answers;
 pub(crate) mod asks;
 #[cfg(feature = "connectome")]
 pub(crate) mod connectome;
+pub(crate) mod context;
+pub(crate) use context::{Dispatched, Room, SessionCheck};
 mod delivery;
 pub(crate) mod event;
 pub(crate) mod facts;
@@ -67,12 +74,9 @@ pub(crate) mod tasks;
 pub(crate) mod tickets;
 pub(crate) mod write;
 
-use std::collections::VecDeque;
-
 use simd_json::Node;
 
 use crate::catalog::Catalog;
-use crate::catalog::uritemplate::Captures;
 use crate::config::Config;
 use crate::error::{Detail, PeerError};
 use crate::jsonrpc::{self, Message, Reply, Req};
@@ -81,19 +85,15 @@ use crate::mcp::inputs::Inputs;
 use crate::mcp::lifecycle::Method;
 pub(crate) use crate::mcp::lifecycle::Mode;
 use crate::mcp::lifecycle::Session;
-use crate::mcp::lifecycle::{Notification, notification};
 use crate::mcp::mrtr::ClientCapabilities;
 use crate::mcp::prepared::Prepared;
-use crate::mcp::scratch::{Round, Scratch, TraceScratch};
+use crate::mcp::scratch::Scratch;
 use crate::mcp::streams::Subscriptions;
-use crate::mcp::tickets::Slot;
+use crate::mcp::tickets::Ticket;
 use crate::mcp::tickets::Tickets;
-use crate::mcp::tickets::{Ticket, cancelled_id};
 use crate::output::{Outbox, Route};
 use crate::revision::Revision;
 use crate::time::Clock;
-use crate::wire::json;
-use crate::wire::trace;
 
 /// Everything but the input buffer and the parser, so a parsed frame (which borrows
 /// those two) can be handled with `&mut Core`.
@@ -108,8 +108,6 @@ pub(crate) struct Core {
     /// The session-bound state of the stream (stdio), or of the HTTP session the request
     /// being handled belongs to (handed in by the HTTP layer, see [`SessionCheck`]).
     session: Session,
-    /// What the HTTP layer found for the request's `Mcp-Session-Id` (reset by `handle`).
-    session_check: SessionCheck,
     subs: Subscriptions,
     /// Input asked of session-bound clients, and the requests waiting for it.
     inputs: Inputs,
@@ -119,8 +117,9 @@ pub(crate) struct Core {
     tasks: tasks::Tasks,
     /// Sessions opened so far (each gets the next serial).
     sessions_opened: u64,
-    /// The route of the request being dispatched (becomes its ticket's route).
-    route: Route,
+    /// What the transport said of the request being dispatched (see
+    /// [`context::RequestContext`]); idle between requests.
+    request: context::Current,
     /// Frames processed (blank lines excluded).
     frames: u64,
     /// The latest time the engine was given, in microseconds.
@@ -130,20 +129,10 @@ pub(crate) struct Core {
     wall: Option<(u64, u64)>,
     /// Advances with every catalog replacement.
     catalog_revision: u64,
-    /// The principal of the HTTP request being dispatched (see `http::Principal`).
-    principal: Option<[u8; 32]>,
     /// The scope rules of a protected HTTP endpoint (`None`: nothing is scoped).
     rules: Option<scopes::Rules>,
-    /// The scopes granted to the request being dispatched (`None`: unrestricted, as on
-    /// stdio and for `Authorization::Everyone`).
-    granted: Option<scopes::ScopeSet>,
     /// The method slot whose scopes the latest request lacked (its challenge).
     denied: Option<usize>,
-    /// The response of the request being dispatched cannot be a stream (HTTP/1.0).
-    no_stream: bool,
-    /// Why a `subscriptions/listen` of the request being dispatched is refused: its HTTP
-    /// client holds as many streams as it may (see `http::stream_shares`).
-    listen_refusal: Option<PeerError<'static>>,
     /// The requests answered without the host, for the adapters' spans.
     served: served::Log,
     /// The host's answers, recorded when an adapter asks (see [`answered`]).
@@ -155,14 +144,10 @@ pub(crate) struct Core {
     waiting: bool,
 }
 
-/// Members of one object the repeated-name check holds without growing its buffer (16 KiB).
-const NAMES_RESERVED: usize = 1024;
-
 /// A core for `mode`, with every buffer at its working size.
 pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
     let prepared = Prepared::new(&cfg, &catalog);
     let frame = cfg.max_frame_len;
-    let slots = vec![Slot { generation: 0, busy: None }; cfg.max_in_flight];
     Core {
         prepared,
         mode,
@@ -178,58 +163,26 @@ pub(crate) fn new_core(cfg: Config, catalog: Catalog, mode: Mode) -> Core {
             mismatch: None,
             session_notes: crate::output::SessionNotes::default(),
         },
-        tickets: Tickets {
-            slots,
-            in_flight: 0,
-            pending: None,
-            delivered: false,
-            cancels: VecDeque::with_capacity(cfg.max_in_flight),
-            uris: vec![heapless::String::new(); cfg.max_in_flight],
-        },
+        tickets: Tickets::new(cfg.max_in_flight),
         session: Session::default(),
-        session_check: SessionCheck::Own,
         subs: Subscriptions { list: Vec::with_capacity(cfg.max_subscriptions), subscribed: false },
         inputs: Inputs::new(cfg.max_in_flight, cfg.input_timeout),
         asks: asks::Asks::new(cfg.max_in_flight, cfg.input_timeout),
         tasks: tasks::Tasks::new(cfg.max_tasks, cfg.max_tasks_per_principal),
         sessions_opened: 0,
-        route: Route::Stdio,
+        request: context::Current::idle(mode),
         frames: 0,
         now: 0,
         wall: None,
         catalog_revision: 0,
-        principal: None,
         rules: None,
-        granted: None,
         denied: None,
-        no_stream: false,
-        listen_refusal: None,
         served: served::Log::new(),
         answered: answered::AnswerLog::default(),
         #[cfg(feature = "connectome")]
         connectome: connectome::Connectome::new(&catalog),
         waiting: false,
-        scratch: Scratch {
-            args: Vec::with_capacity(frame),
-            uri: String::with_capacity(1024),
-            // The decoded template variables: no longer than the uri.
-            captures: Captures::with_capacity(1024),
-            completion: (String::with_capacity(64), String::with_capacity(256)),
-            round: Round::default(),
-            state: Vec::with_capacity(mrtr::MAX_SEALED_LEN + 8),
-            responses: Vec::with_capacity(frame),
-            // Objects of up to this many members are checked without growing it.
-            names: json::Names::with_capacity(NAMES_RESERVED.min(frame / 4 + 1)),
-            // No longer than the frame, nor than their bounds.
-            trace: TraceScratch {
-                parent: None,
-                state: String::with_capacity(trace::MAX_TRACESTATE_LEN.min(frame)),
-                has_state: false,
-                baggage: String::with_capacity(trace::MAX_BAGGAGE_LEN.min(frame)),
-                has_baggage: false,
-            },
-            id: tickets::IdBuf { len: 0, bytes: [0; crate::error::MAX_TICKET_ID_LEN] },
-        },
+        scratch: Scratch::new(frame),
         catalog,
         cfg,
     }
@@ -423,13 +376,24 @@ impl Core {
 
     /// The subscriptions' fan-out, over the parts it uses (see [`subs::Fanout`]).
     fn fanout(&mut self) -> subs::Fanout<'_> {
-        subs::Fanout {
+        self.subscriber().0
+    }
+
+    /// The fan-out with what a listen or a subscribe of the request being dispatched also
+    /// uses: the caller (its grant in it), the session, the capture buffer.
+    fn subscriber(
+        &mut self,
+    ) -> (subs::Fanout<'_>, subs::Listener<'_>, &mut Session, &mut crate::catalog::uritemplate::Captures)
+    {
+        let fanout = subs::Fanout {
             cfg: &self.cfg,
             catalog: &self.catalog,
             prepared: &self.prepared,
             outbox: &mut self.outbox,
             subs: &mut self.subs,
-        }
+        };
+        let who = self.request.listener(self.rules.as_ref());
+        (fanout, who, &mut self.session, &mut self.scratch.captures)
     }
 
     /// Replaces the catalog (see [`Engine::replace_catalog`](crate::Engine::replace_catalog)).
@@ -441,36 +405,9 @@ impl Core {
             return Err(subs::ReplaceError::EventPending);
         }
         let (old, new) = (&self.catalog, &catalog);
-        if old.has_tools() != new.has_tools()
-            || old.has_resources() != new.has_resources()
-            || old.has_skills() != new.has_skills()
-            || old.has_prompts() != new.has_prompts()
-        {
-            return Err(subs::ReplaceError::CapabilitiesChanged);
-        }
-        let rules = match &self.rules {
-            Some(r) => Some(r.for_catalog(new).map_err(|_| subs::ReplaceError::UnknownScope)?),
-            None => None,
-        };
+        let rules = subs::replacement_rules(old, new, self.rules.as_ref())?;
         let change = subs::CatalogChange::between(old, new);
-        // Tool calls and prompts in flight keep their definition (by name): for the
-        // output-schema check, and for a request that comes back after asking its
-        // session-bound client for input.
-        for slot in &mut self.tickets.slots {
-            let Some(b) = slot.busy.as_mut() else { continue };
-            let found = match b.kind {
-                tickets::Kind::Tool => {
-                    let name = old.tools.get(b.target as usize).map(|t| t.tool.name.as_str());
-                    name.and_then(|n| new.tool_index(n))
-                }
-                tickets::Kind::Prompt => {
-                    let name = old.prompts.get(b.target as usize).map(|p| p.prompt.name.as_str());
-                    name.and_then(|n| new.prompt_index(n))
-                }
-                tickets::Kind::Resource | tickets::Kind::Completion => continue,
-            };
-            b.target = found.map_or(u32::MAX, |i| i as u32);
-        }
+        self.tickets.retarget(old, new);
         #[cfg(feature = "connectome")]
         self.connectome.observed.replace_catalog(&self.catalog, &catalog);
         self.catalog = catalog;
@@ -532,12 +469,7 @@ impl Core {
             served: &mut self.served,
             answered: &mut self.answered,
             session: &self.session,
-            caller: requests::Caller {
-                route: self.route,
-                principal: self.principal,
-                grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.granted },
-                no_stream: self.no_stream,
-            },
+            caller: self.request.caller(self.rules.as_ref()),
             clock,
         }
     }
@@ -549,7 +481,7 @@ impl Core {
             catalog: &self.catalog,
             cfg: &self.cfg,
             meta: &self.prepared.meta,
-            grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.granted },
+            grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.request.granted },
             out: &mut self.outbox.out,
         }
     }
@@ -595,7 +527,7 @@ impl Core {
             tickets: &mut self.tickets,
             outbox: &mut self.outbox,
             prepared: &self.prepared,
-            principal: self.principal,
+            principal: self.request.principal,
             token: self.session.token,
             serial: self.session.serial,
             page_size: self.cfg.page_size,
@@ -611,13 +543,7 @@ impl Core {
 
     /// Deletes the tasks past their TTL; the host is told of those it still works on.
     pub(crate) fn expire_tasks(&mut self) {
-        let Self { tasks, tickets, now, outbox, .. } = self;
-        tasks.expire(crate::time::Instant::from_micros(*now), |t, r| {
-            if r.held {
-                tickets.tell_cancelled(t);
-            }
-            tasks::legacy::answer_waiters(outbox, r, Some("Task has expired"));
-        });
+        self.tasks.expire_due(self.now, &mut self.tickets, &mut self.outbox);
     }
 
     /// Whether a task store is attached (see [`Self::task_store`]).
@@ -696,14 +622,7 @@ impl Core {
         if route == Route::Stdio && self.output_backlogged() {
             return Err(asks::AskError::Backpressure);
         }
-        if !request.declared_by(caps) {
-            return Err(asks::AskError::NotDeclared(request.kind()));
-        }
-        if !self.asks.has_room() {
-            return Err(asks::AskError::TooMany);
-        }
-        let id = self.inputs.next_request_id();
-        self.asks.ask(&mut self.outbox, route, serial, request, id, self.now)
+        self.asks.ask_client(&mut self.inputs, &mut self.outbox, route, (serial, caps), request, self.now)
     }
 
     /// Cancels every ticket of `route` (its HTTP response stream closed): the host
@@ -712,12 +631,7 @@ impl Core {
     pub(crate) fn cancel_route(&mut self, route: Route) {
         self.subs.list.retain(|s| s.route != route);
         self.tasks.drop_waiters(route);
-        for slot in 0..self.tickets.slots.len() {
-            let s = self.tickets.slots[slot];
-            if s.busy.is_some_and(|b| b.route == route) {
-                self.tickets.cancel(slot);
-            }
-        }
+        self.tickets.cancel_route(route);
     }
 
     /// Answers every request on `route` with "Request timed out" and tells the host it is
@@ -726,15 +640,7 @@ impl Core {
     pub(crate) fn time_out_route(&mut self, route: Route) {
         tasks::legacy::time_out_waiters(&mut self.tasks, &mut self.outbox, route);
         // A listen stream on the route ends as the server ends it (its grant expired).
-        let mut i = 0;
-        while i < self.subs.list.len() {
-            if self.subs.list[i].route == route {
-                let sub = self.subs.list.remove(i);
-                streams::teardown(&mut self.outbox, &self.prepared, &sub);
-            } else {
-                i += 1;
-            }
-        }
+        self.subs.end_route(&mut self.outbox, &self.prepared, route);
         for slot in 0..self.tickets.slots.len() {
             let s = self.tickets.slots[slot];
             if s.busy.is_some_and(|b| b.route == route) {
@@ -750,18 +656,14 @@ impl Core {
     /// there (a session's stream parked when its connection went away, or resumed on
     /// another).
     pub(crate) fn reroute(&mut self, from: Route, to: Route) {
-        for s in &mut self.tickets.slots {
-            if let Some(b) = s.busy.as_mut().filter(|b| b.route == from) {
-                b.route = to;
-            }
-        }
+        self.tickets.reroute(from, to);
     }
 
     /// Whether the request being dispatched may use item `i` of list `kind` (a
     /// definition it may not use does not exist for it): the connectome's reads ask.
     #[cfg(feature = "connectome")]
     pub(crate) fn may_use(&self, kind: crate::wire::cursor::ListKind, i: usize) -> bool {
-        scopes::Grant { rules: self.rules.as_ref(), granted: self.granted }.may_use(kind, i)
+        self.request.grant(self.rules.as_ref()).may_use(kind, i)
     }
 
     /// Installs the scope rules of a protected endpoint (built for the current catalog).
@@ -769,125 +671,25 @@ impl Core {
         self.rules = Some(rules);
     }
 
-    /// The method slot of the latest request refused for its scopes (reset by `handle`).
-    pub(crate) fn denied(&self) -> Option<usize> {
-        self.denied
-    }
-
     /// Tickets held by requests acting for `principal`.
     pub(crate) fn in_flight_for(&self, principal: &[u8; 32]) -> usize {
-        self.tickets
-            .slots
-            .iter()
-            .filter(|s| s.busy.is_some_and(|b| b.principal.as_ref() == Some(principal)))
-            .count()
+        self.tickets.in_flight_for(principal)
     }
 
     /// Whether a live ticket answers on `route`.
     pub(crate) fn has_route(&self, route: Route) -> bool {
-        self.tickets.slots.iter().any(|s| s.busy.is_some_and(|b| b.route == route))
+        self.tickets.has_route(route)
     }
 
     /// Whether the cancellation notification `n` names a request holding a ticket.
     pub(crate) fn cancel_is_live(&self, n: &[Node<'_>]) -> bool {
-        let Some(id) = cancelled_id(n, json::get(n, 0, "params")) else { return false };
-        self.tickets.slots.iter().any(|s| s.busy.is_some_and(|b| b.id.as_bytes() == id.as_bytes()))
+        self.tickets.cancel_is_live(n)
     }
-    // ------------------------------------------------------------ the lifecycle methods
-    /// Acts on a notification (never answered).
-    pub(crate) fn notification(&mut self, n: &[Node<'_>], method: &str, params: Option<usize>) {
-        match notification(self.mode.rules(), method, &self.session) {
-            Some(Notification::Initialized) if !self.session.initialized => {
-                self.served.notified("notifications/initialized", self.session.legacy, self.now);
-                self.session.initialized = true;
-                self.session.touch();
-            }
-            Some(Notification::Initialized) => {
-                self.served.notified("notifications/initialized", self.session.legacy, self.now);
-            }
-            Some(Notification::Cancelled) => {
-                self.served.notified("notifications/cancelled", self.session.legacy, self.now);
-                let Some(idb) = cancelled_id(n, params) else { return };
-                // Over HTTP only a request of the same session (two sessions may use the
-                // same ids), and none outside a session (stateless requests are cancelled
-                // by closing their stream); stdio is one stream, whatever it opened.
-                let session = (self.mode != Mode::Stdio).then_some(self.session.serial);
-                if session == Some(0) {
-                    return;
-                }
-                let found = self.tickets.slots.iter().position(|s| {
-                    s.busy.is_some_and(|b| {
-                        b.id.as_bytes() == idb.as_bytes() && session.is_none_or(|ser| b.session == ser)
-                    })
-                });
-                if let Some(slot) = found {
-                    self.tickets.cancel(slot);
-                }
-                // The client ends a listen stream: nothing more is sent on it.
-                self.subs.list.retain(|s| s.id.as_bytes() != idb.as_bytes());
-            }
-            None => {}
-        }
-    }
-
-    /// The session-bound `ping` answer: an empty result.
-    pub(crate) fn pong(&mut self, reply: Reply<'_, '_>) {
-        lifecycle::write_empty_result(&mut self.outbox.out, reply);
-    }
-
-    /// `server/discover` ([`lifecycle::write_discover`]), with this transport's fragment.
-    pub(crate) fn discover(&mut self, req: &Req<'_, '_>) {
-        let fragment = match self.mode {
-            Mode::Stdio | Mode::HttpSessions => &self.prepared.discover,
-            Mode::Http => &self.prepared.discover_http,
-        };
-        lifecycle::write_discover(
-            &mut self.outbox.out,
-            req,
-            fragment,
-            &self.prepared.meta,
-            self.cfg.discover_cache,
-        );
-    }
-
-    /// `initialize` ([`Session::open`], [`lifecycle::write_initialized`]): the session
-    /// numbered among those this core opened, the answer with the capabilities the
-    /// revision shows.
-    pub(crate) fn initialize<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
-        let full = self.session_check == SessionCheck::Absent(Room::Full);
-        let rev = self.session.open(req, full, self.sessions_opened + 1)?;
-        self.sessions_opened += 1;
-        // The tasks utility is 2025-11-25's.
-        let tasks = rev == Revision::V2025_11_25 && self.prepared.features.tasks;
-        let fragment = match (tasks, self.lists_tasks()) {
-            (true, true) => &self.prepared.initialize_tasks,
-            (true, false) => &self.prepared.initialize_tasks_unlisted,
-            (false, _) => &self.prepared.initialize,
-        };
-        lifecycle::write_initialized(&mut self.outbox.out, req, rev, fragment);
-        Ok(())
-    }
-
-    /// Whether `tasks/list` is offered to the caller: on stdio (one client: the requestor
-    /// is the stream's), and over HTTP to a principal; not to an HTTP session without one,
-    /// as the utility advises a receiver that cannot tell requestors apart (its `tasks/list`
-    /// is `-32601`, and `initialize` leaves `tasks.list` out).
-    pub(crate) fn lists_tasks(&self) -> bool {
-        self.principal.is_some() || self.mode == Mode::Stdio
-    }
-
     /// Numbers a session that comes back from a session store, as `initialize` numbers
     /// a new one.
     pub(crate) fn number_session(&mut self, session: &mut Session) {
         self.sessions_opened += 1;
         session.serial = self.sessions_opened;
-    }
-
-    /// `logging/setLevel` ([`Session::set_level`]), answered with an empty result.
-    pub(crate) fn set_level<'t>(&mut self, req: &Req<'_, 't>) -> Result<(), PeerError<'t>> {
-        self.session.set_level(req)?;
-        self.pong(Reply::Id(req.id));
-        Ok(())
     }
 
     // ------------------------------------------------------------ the dispatcher
@@ -913,26 +715,19 @@ impl Core {
 
     /// Records a request (`None`: a message that never became one) answered with `e`.
     fn refused(&mut self, req: Option<&Req<'_, '_>>, e: &PeerError<'_>) {
-        let code = match *e {
-            PeerError::Detailed { code, .. } => code,
-            _ => e.code(),
-        };
-        self.served.answered((&self.catalog, self.catalog_revision), req, Some(code), self.now);
+        self.served.refused((&self.catalog, self.catalog_revision), req, e, self.now);
     }
 
-    /// Serves one parsed message (or answers its parse failure) for the caller at
-    /// `route`, acting for `principal` with the scopes `granted` (HTTP; `None`:
-    /// unrestricted): the one entry point of both transports. `headers` are the HTTP
-    /// request's (empty on stdio).
+    /// Serves one parsed message (or answers its parse failure) for the request `ctx`
+    /// describes (its route, principal, grant, session): the one entry point of both
+    /// transports. `headers` are the HTTP request's (empty on stdio).
     pub(crate) fn handle<'t>(
         &mut self,
-        route: Route,
-        principal: Option<[u8; 32]>,
-        granted: Option<scopes::ScopeSet>,
+        ctx: context::RequestContext<'_>,
         parsed: Result<&[Node<'t>], simd_json::Error>,
         headers: &'t [httparse::Header<'t>],
-    ) -> Dispatched {
-        self.handle_gated(route, principal, granted, parsed, headers, |_, _, _| None)
+    ) -> context::Handled {
+        self.handle_gated(ctx, parsed, headers, |_, _| None)
     }
 
     /// [`Self::handle`], with the message decoded once and shown to `gate` first (with
@@ -942,35 +737,51 @@ impl Core {
     /// the message became; the core then never sees it (nothing is counted or recorded).
     pub(crate) fn handle_gated<'t>(
         &mut self,
-        route: Route,
-        principal: Option<[u8; 32]>,
-        granted: Option<scopes::ScopeSet>,
+        ctx: context::RequestContext<'_>,
         parsed: Result<&[Node<'t>], simd_json::Error>,
         headers: &'t [httparse::Header<'t>],
-        gate: impl FnOnce(&Self, &Message<'_, 't>, &[Node<'t>]) -> Option<Dispatched>,
-    ) -> Dispatched {
-        let decoded = parsed.map(|n| (n, jsonrpc::decode(n, &mut self.scratch.names)));
-        if let Ok((n, message)) = &decoded
-            && let Some(refused) = gate(self, message, n)
-        {
-            return refused;
-        }
+        gate: impl FnOnce(&Self, &Message<'_, 't>) -> Option<Dispatched>,
+    ) -> context::Handled {
+        let opens = ctx.check == SessionCheck::Absent(Room::Yes);
+        // Decoded in place and lent by reference: the message is never moved.
+        let message;
+        let decoded = match parsed {
+            Ok(n) => {
+                message = jsonrpc::decode(n, &mut self.scratch.names);
+                if let Some(refused) = gate(self, &message) {
+                    return context::Handled {
+                        dispatched: refused,
+                        denied: None,
+                        opened: self.opened(opens),
+                    };
+                }
+                Ok((n, &message))
+            }
+            Err(e) => Err(e),
+        };
         self.frames += 1;
-        self.route = route;
-        self.principal = principal;
-        self.granted = granted;
+        self.request = context::Current::of(&ctx);
         self.denied = None;
-        let outcome = match decoded {
+        // The session's state is the core's while it serves the request.
+        let mut attached = ctx.session;
+        if let Some(s) = attached.as_deref_mut() {
+            core::mem::swap(&mut self.session, s);
+        }
+        let dispatched = match decoded {
             Ok((n, message)) => self.dispatch(n, message, headers),
             Err(e) => Dispatched::Answered(self.parse_failure(&e)),
         };
-        self.route = Route::Stdio;
-        self.principal = None;
-        self.granted = None;
-        self.no_stream = false;
-        self.listen_refusal = None;
-        self.session_check = SessionCheck::Own;
-        outcome
+        if let Some(s) = attached {
+            core::mem::swap(&mut self.session, s);
+        }
+        self.request = context::Current::idle(self.mode);
+        context::Handled { dispatched, denied: self.denied, opened: self.opened(opens) }
+    }
+
+    /// The session an `initialize` without `Mcp-Session-Id` opened (`opens`: one could),
+    /// taken for the transport's table.
+    fn opened(&mut self, opens: bool) -> Option<Session> {
+        (opens && self.session.legacy.is_some()).then(|| core::mem::take(&mut self.session))
     }
 
     /// What the transport must know of the message on tape `n` before it is served
@@ -979,52 +790,27 @@ impl Core {
         facts::RequestFacts::of(&jsonrpc::decode(n, &mut self.scratch.names))
     }
 
-    /// Serves the next message handled under `mode`'s rules (HTTP picks them per
-    /// request), with `check` saying what its `Mcp-Session-Id` named. Reset by `handle`.
-    pub(crate) fn set_session_check(&mut self, mode: Mode, check: SessionCheck) {
-        self.mode = mode;
-        self.session_check = check;
-    }
-
-    /// The session value, to swap an HTTP session's in and out around `handle`.
-    pub(crate) fn session_mut(&mut self) -> &mut Session {
-        &mut self.session
-    }
-
-    /// Says that the response of the next message handled cannot be a stream (an
-    /// HTTP/1.0 request): a `subscriptions/listen` is then refused. Reset by `handle`.
-    pub(crate) fn set_no_stream(&mut self) {
-        self.no_stream = true;
-    }
-
-    /// Says that a `subscriptions/listen` in the next message handled is refused with
-    /// `refusal` (its client holds as many streams as it may). Reset by `handle`.
-    pub(crate) fn refuse_listen(&mut self, refusal: PeerError<'static>) {
-        self.listen_refusal = Some(refusal);
-    }
-
     /// Serves one message, decoded.
     fn dispatch<'t>(
         &mut self,
         n: &[Node<'t>],
-        message: Message<'_, 't>,
+        message: &Message<'_, 't>,
         headers: &'t [httparse::Header<'t>],
     ) -> Dispatched {
         let mark = self.outbox.out.len();
         self.served.begin();
-        // Matched by reference: the request view is not moved out of the message.
-        let status = match &message {
+        let status = match message {
             Message::Refused(reply, e) => {
                 self.refused(None, e);
                 self.outbox.reject(*reply, e)
             }
             // Whatever it is, a message for a session that is not there finds nothing.
-            Message::Request(req) if self.session_check == SessionCheck::Unknown => {
+            Message::Request(req) if self.request.check == SessionCheck::Unknown => {
                 self.refused(Some(req), &PeerError::SessionNotFound);
                 self.outbox.reject(Reply::Id(req.id), &PeerError::SessionNotFound)
             }
             Message::Notification { .. } | Message::Ignored | Message::Response { .. }
-                if self.session_check == SessionCheck::Unknown =>
+                if self.request.check == SessionCheck::Unknown =>
             {
                 self.outbox.reject(Reply::None, &PeerError::SessionNotFound)
             }
@@ -1042,7 +828,20 @@ impl Core {
                 200
             }
             &Message::Notification { method, params } => {
-                self.notification(n, method, params);
+                let (mode, now) = (self.request.mode, self.now);
+                let (session, served) = (&mut self.session, &mut self.served);
+                if let Some((id, of)) = lifecycle::notified(
+                    mode,
+                    session,
+                    |m, rev| served.notified(m, rev, now),
+                    n,
+                    method,
+                    params,
+                ) {
+                    // The client ends a request (or a listen stream): nothing more is sent for it.
+                    self.tickets.cancel_named(&id, of);
+                    self.subs.list.retain(|s| s.id.as_bytes() != id.as_bytes());
+                }
                 200
             }
             Message::Request(req) if self.id_in_flight(req) => {
@@ -1091,8 +890,7 @@ impl Core {
         }
         // An id too long for a slot is in no slot.
         let Some(id) = tickets::IdBuf::of(req.id) else { return false };
-        self.tickets.id_in_flight(&id, self.route)
-            || self.subs.list.iter().any(|s| s.route == self.route && s.id.as_bytes() == id.as_bytes())
+        self.tickets.id_in_flight(&id, self.request.route) || self.subs.id_in_flight(&id, self.request.route)
     }
 
     /// Decides the request's revision and method (the lifecycle tables), then runs it.
@@ -1101,7 +899,7 @@ impl Core {
         req: &Req<'_, 't>,
         headers: &'t [httparse::Header<'t>],
     ) -> Result<(), PeerError<'t>> {
-        let rules = self.mode.rules();
+        let rules = self.request.mode.rules();
         if let Some(method) = lifecycle::opener(rules, req, &self.session) {
             return self.run(method, req, Revision::LATEST_LEGACY);
         }
@@ -1115,7 +913,7 @@ impl Core {
     /// Runs `method` for `req` under `rev`: the one place that sees every family.
     fn run<'t>(&mut self, method: Method, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         self.served.revision(rev);
-        if let (Some(rules), Some(granted)) = (&self.rules, self.granted)
+        if let (Some(rules), Some(granted)) = (&self.rules, self.request.granted)
             && !rules.method(method, granted)
         {
             self.denied = Some(scopes::slot(method));
@@ -1125,24 +923,32 @@ impl Core {
         let before = self.tickets.pending.map(|p| p.ticket);
         let outcome = match method {
             Method::Discover => {
-                self.discover(req);
+                let (fragment, cache) =
+                    (self.prepared.discover_for(self.request.mode), self.cfg.discover_cache);
+                lifecycle::write_discover(&mut self.outbox.out, req, fragment, &self.prepared.meta, cache);
                 Ok(())
             }
-            Method::Initialize => self.initialize(req),
+            Method::Initialize => {
+                let (full, lists) =
+                    (self.request.check == SessionCheck::Absent(Room::Full), self.request.lists_tasks());
+                let (out, prepared) = (&mut self.outbox.out, &self.prepared);
+                let fragment = |rev| prepared.initialize_for(rev, lists);
+                lifecycle::initialize(out, req, &mut self.session, &mut self.sessions_opened, full, fragment)
+            }
             Method::Ping => {
-                self.pong(Reply::Id(req.id));
+                lifecycle::write_empty_result(&mut self.outbox.out, Reply::Id(req.id));
                 Ok(())
             }
-            Method::SetLevel => self.set_level(req),
+            Method::SetLevel => lifecycle::set_level(&mut self.outbox.out, req, &mut self.session),
             Method::List(kind) => {
                 let clock = self.clock();
-                let grant = scopes::Grant { rules: self.rules.as_ref(), granted: self.granted };
+                let grant = self.request.grant(self.rules.as_ref());
                 let lister = lists::Lister {
                     catalog: &self.catalog,
                     prepared: &mut self.prepared,
                     cfg: &self.cfg,
                     grant,
-                    principal: self.principal.as_ref(),
+                    principal: self.request.principal.as_ref(),
                     clock,
                 };
                 lister.list(&mut self.outbox.out, req, rev, kind)
@@ -1163,27 +969,14 @@ impl Core {
             Method::GetPrompt => self.host_requests().get_prompt(req, rev),
             Method::Complete => self.host_requests().complete(req, rev),
             Method::Listen => {
-                let who = subs::Listener {
-                    route: self.route,
-                    principal: self.principal,
-                    grant: scopes::Grant { rules: self.rules.as_ref(), granted: self.granted },
-                    no_stream: self.no_stream,
-                    refusal: self.listen_refusal,
-                };
-                let fanout = subs::Fanout {
-                    cfg: &self.cfg,
-                    catalog: &self.catalog,
-                    prepared: &self.prepared,
-                    outbox: &mut self.outbox,
-                    subs: &mut self.subs,
-                };
-                fanout.listen(req, &who, &mut self.scratch.captures)
+                let (fanout, who, _, captures) = self.subscriber();
+                fanout.listen(req, &who, captures)
             }
             Method::GetTask => self.task_methods().get(req, rev),
             Method::UpdateTask => self.task_methods().update(req, rev),
             Method::CancelTask => self.task_methods().cancel(req, rev),
             Method::TaskResult => {
-                let route = self.route;
+                let route = self.request.route;
                 let waits = self.task_methods().result(req, rev, route);
                 if let Ok(Some(ticket)) = waits {
                     self.waiting = true;
@@ -1194,71 +987,21 @@ impl Core {
             }
             // Not offered (`initialize` left `tasks.list` out): a method this server does
             // not support for the caller.
-            Method::ListTasks if !self.lists_tasks() => Err(PeerError::MethodNotFound(req.method)),
+            Method::ListTasks if !self.request.lists_tasks() => Err(PeerError::MethodNotFound(req.method)),
             // With a task store the list is the store's (`listing`): the table holds only
             // this engine's tasks, not every task the caller can read.
             Method::ListTasks if self.tasks.store.is_some() => {
-                let (principal, route) = (self.principal, self.route);
+                let (principal, route) = (self.request.principal, self.request.route);
                 self.task_store().list_stored(req, rev, principal, route)
             }
             Method::ListTasks => self.task_methods().list(req, rev),
             Method::Subscribe | Method::Unsubscribe => {
-                let fanout = subs::Fanout {
-                    cfg: &self.cfg,
-                    catalog: &self.catalog,
-                    prepared: &self.prepared,
-                    outbox: &mut self.outbox,
-                    subs: &mut self.subs,
-                };
-                let grant = scopes::Grant { rules: self.rules.as_ref(), granted: self.granted };
-                let subscribe = method == Method::Subscribe;
-                fanout.legacy_subscribe(
-                    req,
-                    rev,
-                    subscribe,
-                    &mut self.session,
-                    grant,
-                    &mut self.scratch.captures,
-                )
+                let (fanout, who, session, captures) = self.subscriber();
+                fanout.legacy_subscribe(req, rev, method == Method::Subscribe, session, who.grant, captures)
             }
         };
         #[cfg(feature = "connectome")]
         self.observe(method, before);
         outcome
     }
-}
-
-/// What the HTTP layer found for a request's `Mcp-Session-Id`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SessionCheck {
-    /// Stdio, or stateless HTTP: the core's own session value.
-    Own,
-    /// No header: `initialize` opens a session, if there is room.
-    Absent(Room),
-    /// The header named a live session, whose value the HTTP layer handed in.
-    Attached,
-    /// The header named no live session of this caller: every message is refused `404`.
-    Unknown,
-}
-
-/// Whether an HTTP `initialize` may open a session now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Room {
-    Yes,
-    /// The live sessions are at the cap (`503`).
-    Full,
-}
-
-/// What a message dispatched just now became (what the HTTP layer responds with).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dispatched {
-    /// Answered at once, with the HTTP status its answer calls for.
-    Answered(u16),
-    /// Handed to the host: the answer comes with its ticket.
-    Pending,
-    /// A `subscriptions/listen` stream opened: its acknowledgement is routed, and the
-    /// stream stays open.
-    Listening,
-    /// A notification or a response: nothing to answer.
-    Accepted,
 }

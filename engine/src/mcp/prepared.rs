@@ -2,7 +2,7 @@
 
 use crate::catalog::Catalog;
 use crate::config::Config;
-use crate::mcp::lifecycle::{Features, HTTP, STDIO};
+use crate::mcp::lifecycle::{Features, HTTP, Mode, STDIO};
 use crate::revision::Revision;
 use crate::time::Lifetime;
 use crate::wire::cursor::CursorKey;
@@ -78,6 +78,25 @@ pub(crate) fn capabilities(cfg: &Config, catalog: &Catalog) -> String {
 }
 
 impl Prepared {
+    /// The `server/discover` fragment of `mode`'s transport.
+    pub(crate) fn discover_for(&self, mode: Mode) -> &[u8] {
+        match mode {
+            Mode::Stdio | Mode::HttpSessions => &self.discover,
+            Mode::Http => &self.discover_http,
+        }
+    }
+
+    /// The `initialize` answer's fragment for revision `rev` (`lists_tasks`: `tasks/list`
+    /// is offered to the caller; the tasks utility is 2025-11-25's).
+    pub(crate) fn initialize_for(&self, rev: Revision, lists_tasks: bool) -> &[u8] {
+        let tasks = rev == Revision::V2025_11_25 && self.features.tasks;
+        match (tasks, lists_tasks) {
+            (true, true) => &self.initialize_tasks,
+            (true, false) => &self.initialize_tasks_unlisted,
+            (false, _) => &self.initialize,
+        }
+    }
+
     pub(crate) fn new(cfg: &Config, catalog: &Catalog) -> Self {
         let info = serde_json::to_string(&cfg.server_info).unwrap_or_default();
         let caps = capabilities(cfg, catalog);

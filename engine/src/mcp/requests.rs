@@ -184,6 +184,7 @@ impl HostRequests<'_> {
 
     /// `tools/call`: the tool exists, the client declared what it needs, the arguments
     /// fit its input schema; then the host calls it.
+    #[inline]
     pub(crate) fn call_tool<'t>(&mut self, req: &Req<'_, 't>, rev: Revision) -> Result<(), PeerError<'t>> {
         let name = req.str_at(req.name).ok_or(PeerError::NotAString("name"))?;
         let ti = (self.catalog.tool_index(name))

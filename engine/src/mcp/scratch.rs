@@ -7,8 +7,8 @@
 use crate::catalog::uritemplate::Captures;
 use crate::mcp::mrtr::{self, ClientCapabilities, MAX_INPUT_REQUESTS};
 use crate::mcp::tickets;
-use crate::wire::json;
 use crate::wire::trace::TraceParent;
+use crate::wire::{json, trace};
 
 /// Where the data of the current event lives (read by the event while it is held).
 pub(crate) struct Scratch {
@@ -29,6 +29,36 @@ pub(crate) struct Scratch {
     pub(crate) trace: TraceScratch,
     /// The id of the event's request, as JSON (copied from its ticket slot).
     pub(crate) id: tickets::IdBuf,
+}
+
+/// Members of one object the repeated-name check holds without growing its buffer (16 KiB).
+const NAMES_RESERVED: usize = 1024;
+
+impl Scratch {
+    /// The buffers at their working size for frames of up to `frame` bytes.
+    pub(crate) fn new(frame: usize) -> Self {
+        Self {
+            args: Vec::with_capacity(frame),
+            uri: String::with_capacity(1024),
+            // The decoded template variables: no longer than the uri.
+            captures: Captures::with_capacity(1024),
+            completion: (String::with_capacity(64), String::with_capacity(256)),
+            round: Round::default(),
+            state: Vec::with_capacity(mrtr::MAX_SEALED_LEN + 8),
+            responses: Vec::with_capacity(frame),
+            // Objects of up to this many members are checked without growing it.
+            names: json::Names::with_capacity(NAMES_RESERVED.min(frame / 4 + 1)),
+            // No longer than the frame, nor than their bounds.
+            trace: TraceScratch {
+                parent: None,
+                state: String::with_capacity(trace::MAX_TRACESTATE_LEN.min(frame)),
+                has_state: false,
+                baggage: String::with_capacity(trace::MAX_BAGGAGE_LEN.min(frame)),
+                has_baggage: false,
+            },
+            id: tickets::IdBuf { len: 0, bytes: [0; crate::error::MAX_TICKET_ID_LEN] },
+        }
+    }
 }
 
 /// The W3C trace context of the request handed over last (see `requests::take_trace`):

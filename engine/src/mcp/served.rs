@@ -18,6 +18,7 @@ use core::net::{IpAddr, SocketAddr};
 use std::collections::VecDeque;
 
 use crate::catalog::Catalog;
+use crate::error::PeerError;
 use crate::jsonrpc::{IdRef, Req};
 use crate::mcp::event::RequestId;
 use crate::mcp::lifecycle::METHODS;
@@ -133,6 +134,21 @@ impl Log {
     /// The lifecycle decided the revision of the request being dispatched.
     pub(crate) fn revision(&mut self, rev: Revision) {
         self.revision = Some(rev);
+    }
+
+    /// Records a request (`None`: a message that never became one) refused with `e`.
+    pub(crate) fn refused(
+        &mut self,
+        catalog: (&Catalog, u64),
+        req: Option<&Req<'_, '_>>,
+        e: &PeerError<'_>,
+        now: u64,
+    ) {
+        let code = match *e {
+            PeerError::Detailed { code, .. } => code,
+            _ => e.code(),
+        };
+        self.answered(catalog, req, Some(code), now);
     }
 
     /// Records a request answered at `now` with JSON-RPC error `code` (`None`: a result).

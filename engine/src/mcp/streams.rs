@@ -30,6 +30,25 @@ pub(crate) struct Subscriptions {
 }
 
 impl Subscriptions {
+    /// Whether a stream of `route` was opened by a request with id `id`.
+    pub(crate) fn id_in_flight(&self, id: &IdBuf, route: Route) -> bool {
+        self.list.iter().any(|s| s.route == route && s.id.as_bytes() == id.as_bytes())
+    }
+
+    /// Ends the streams of `route` as the server ends them ([`teardown`]: its grant
+    /// expired).
+    pub(crate) fn end_route(&mut self, outbox: &mut Outbox, prepared: &Prepared, route: Route) {
+        let mut i = 0;
+        while i < self.list.len() {
+            if self.list[i].route == route {
+                let sub = self.list.remove(i);
+                teardown(outbox, prepared, &sub);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
     /// Writes a notification for every subscription `wants` chooses (`write` gets its id);
     /// returns how many were written. A stdio subscription whose client reads too slowly
     /// (more than `max_buffered` bytes waiting) is ended instead; an HTTP one is dropped by

@@ -11,7 +11,7 @@ use crate::error::PeerError;
 use crate::jsonrpc::{Reply, Req, field};
 use crate::mcp::lifecycle::{Session, write_empty_result};
 use crate::mcp::prepared::Prepared;
-use crate::mcp::scopes::Grant;
+use crate::mcp::scopes::{Grant, Rules};
 use crate::mcp::streams::{Sub, SubFilter, Subscriptions, teardown};
 use crate::mcp::tickets::IdBuf;
 use crate::output::{Outbox, Route};
@@ -34,6 +34,23 @@ pub struct CatalogChange {
     pub resources: bool,
     /// The prompt list changed (`notifications/prompts/list_changed`).
     pub prompts: bool,
+}
+
+/// The scope rules (`rules`, built for `old`) rebuilt for `new`, if `new` may replace
+/// `old`: the same capabilities, no scope the rules name unknown to it.
+pub(crate) fn replacement_rules(
+    old: &Catalog,
+    new: &Catalog,
+    rules: Option<&Rules>,
+) -> Result<Option<Rules>, ReplaceError> {
+    if old.has_tools() != new.has_tools()
+        || old.has_resources() != new.has_resources()
+        || old.has_skills() != new.has_skills()
+        || old.has_prompts() != new.has_prompts()
+    {
+        return Err(ReplaceError::CapabilitiesChanged);
+    }
+    rules.map(|r| r.for_catalog(new).map_err(|_| ReplaceError::UnknownScope)).transpose()
 }
 
 impl CatalogChange {

@@ -2,6 +2,7 @@
 
 use simd_json::{Node, StaticNode};
 
+use crate::catalog::Catalog;
 use crate::error::AnswerError;
 use crate::jsonrpc::IdRef;
 use crate::level::LogLevel;
@@ -163,6 +164,73 @@ pub(crate) struct Tickets {
 }
 
 impl Tickets {
+    /// A table of `slots` free slots.
+    pub(crate) fn new(slots: usize) -> Self {
+        Self {
+            slots: vec![Slot { generation: 0, busy: None }; slots],
+            in_flight: 0,
+            pending: None,
+            delivered: false,
+            cancels: VecDeque::with_capacity(slots),
+            uris: vec![heapless::String::new(); slots],
+        }
+    }
+
+    /// Keeps the definition (by name) of the tool calls and prompts in flight as the
+    /// catalog `old` is replaced by `new`: for the output-schema check, and for a request
+    /// that comes back after asking its session-bound client for input.
+    pub(crate) fn retarget(&mut self, old: &Catalog, new: &Catalog) {
+        for slot in &mut self.slots {
+            let Some(b) = slot.busy.as_mut() else { continue };
+            let found = match b.kind {
+                Kind::Tool => {
+                    let name = old.tools.get(b.target as usize).map(|t| t.tool.name.as_str());
+                    name.and_then(|n| new.tool_index(n))
+                }
+                Kind::Prompt => {
+                    let name = old.prompts.get(b.target as usize).map(|p| p.prompt.name.as_str());
+                    name.and_then(|n| new.prompt_index(n))
+                }
+                Kind::Resource | Kind::Completion => continue,
+            };
+            b.target = found.map_or(u32::MAX, |i| i as u32);
+        }
+    }
+
+    /// Cancels every ticket of `route` (see [`Self::cancel`]).
+    pub(crate) fn cancel_route(&mut self, route: Route) {
+        for slot in 0..self.slots.len() {
+            if self.slots[slot].busy.is_some_and(|b| b.route == route) {
+                self.cancel(slot);
+            }
+        }
+    }
+
+    /// Moves the tickets of `from` to `to`.
+    pub(crate) fn reroute(&mut self, from: Route, to: Route) {
+        for s in &mut self.slots {
+            if let Some(b) = s.busy.as_mut().filter(|b| b.route == from) {
+                b.route = to;
+            }
+        }
+    }
+
+    /// Tickets held by requests acting for `principal`.
+    pub(crate) fn in_flight_for(&self, principal: &[u8; 32]) -> usize {
+        self.slots.iter().filter(|s| s.busy.is_some_and(|b| b.principal.as_ref() == Some(principal))).count()
+    }
+
+    /// Whether a live ticket answers on `route`.
+    pub(crate) fn has_route(&self, route: Route) -> bool {
+        self.slots.iter().any(|s| s.busy.is_some_and(|b| b.route == route))
+    }
+
+    /// Whether the cancellation notification `n` names a request holding a ticket.
+    pub(crate) fn cancel_is_live(&self, n: &[Node<'_>]) -> bool {
+        let Some(id) = cancelled_id(n, json::get(n, 0, "params")) else { return false };
+        self.slots.iter().any(|s| s.busy.is_some_and(|b| b.id.as_bytes() == id.as_bytes()))
+    }
+
     /// Ends the request in `slot` without an answer. The host hears of it as a
     /// cancellation, unless it never saw the ticket (its first event was still waiting
     /// to be polled): then the event is withdrawn and nothing is said.
@@ -171,6 +239,17 @@ impl Tickets {
         let ticket = Ticket { slot: slot as u16, generation: s.generation, task: false };
         self.free(slot);
         self.tell_cancelled(ticket);
+    }
+
+    /// Ends the request whose id is `id` (of session `of`, if it must be), as a
+    /// `notifications/cancelled` asks (see [`Self::cancel`]).
+    pub(crate) fn cancel_named(&mut self, id: &IdBuf, of: Option<u64>) {
+        let found = self.slots.iter().position(|s| {
+            s.busy.is_some_and(|b| b.id.as_bytes() == id.as_bytes() && of.is_none_or(|ser| b.session == ser))
+        });
+        if let Some(slot) = found {
+            self.cancel(slot);
+        }
     }
 
     /// Tells the host that `ticket` (freed already) is over: `Event::Cancelled`, unless

@@ -3,15 +3,17 @@
 //! let go (`reconnect_later`) and parked, `DELETE`, input asked of the clients and their
 //! responses (in their session, another one, or none).
 
-use mcp_engine::Commands;
 use core::time::Duration;
+use mcp_engine::Commands;
 use std::collections::{HashMap, VecDeque};
 
 use mcp_engine::error::{HostError, NotifyError};
 use mcp_engine::http::store::{Loaded, LoadedEvents, StoreEvent, StoredEvent};
 use mcp_engine::http::{AllowedOrigins, Authorization, ConnId, HttpConfig, HttpEngine, HttpEvent};
 use mcp_engine::mrtr::InputRequired;
-use mcp_engine::{Config, Content, Event, Instant, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput};
+use mcp_engine::{
+    Config, Content, Event, Instant, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput,
+};
 use serde_json::Value;
 
 use super::model::{self, Ask, AskResult, Found, Outcome, ReqKind, Round, caps_json, expect_ask, same_error};
@@ -946,7 +948,11 @@ impl HttpHarness {
         let ci = self.tickets[i].call;
         if self.tickets[i].state != State::Live {
             let r = self.e.answer_tool(t, &ToolOutput::new(&[]));
-            assert_eq!(r, Err(mcp_engine::error::AnswerError::UnknownTicket), "a command on a ticket that is over");
+            assert_eq!(
+                r,
+                Err(mcp_engine::error::AnswerError::UnknownTicket),
+                "a command on a ticket that is over"
+            );
             assert_eq!(self.e.reconnect_later(t, Duration::from_millis(1)), Err(NotifyError::UnknownTicket));
             return;
         }

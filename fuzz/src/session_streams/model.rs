@@ -3,9 +3,9 @@
 //! server's requests and what each must become under its key, and the requests the
 //! harnesses send.
 
-use mcp_engine::{Catalog, Instant, Prompt, PromptArgument, ResourceTemplate, Tool};
 use mcp_engine::error::AnswerError;
 use mcp_engine::mrtr::InputRequestBuf;
+use mcp_engine::{Catalog, Instant, Prompt, PromptArgument, ResourceTemplate, Tool};
 use serde_json::Value;
 
 use crate::common::Bytes;

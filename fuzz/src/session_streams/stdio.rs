@@ -1,14 +1,17 @@
 //! The stdio half of `session_streams`: one session-bound client whose requests the host
 //! answers with input requests, and the client's responses to them.
 
-use mcp_engine::Commands;
 use core::time::Duration;
+use mcp_engine::Commands;
 use std::collections::HashMap;
 
-use mcp_engine::{Config, Content, Engine, Event, Instant, PromptMessage, PromptOutput, ResourceContents, Ticket, ToolOutput};
 use mcp_engine::error::{AnswerError, HostError, NotifyError};
 use mcp_engine::event::AskError;
 use mcp_engine::mrtr::InputRequired;
+use mcp_engine::{
+    Config, Content, Engine, Event, Instant, PromptMessage, PromptOutput, ResourceContents, Ticket,
+    ToolOutput,
+};
 use serde_json::Value;
 
 use super::model::{self, Ask, AskResult, Found, Outcome, ReqKind, Round, caps_json, expect_ask, same_error};

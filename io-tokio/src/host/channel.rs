@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+#[cfg(feature = "connectome")]
 use mcp_engine::connectome::Graph;
 use mcp_engine::event::AskError;
 use mcp_engine::mrtr::InputRequestBuf;
@@ -27,6 +28,7 @@ pub(crate) enum Publish {
     ResourceUpdated(String),
     EndSubscriptions,
     /// The engine's observed connectome graph, asked for.
+    #[cfg(feature = "connectome")]
     Observed(oneshot::Sender<Graph>),
     /// A request to a session's client outside any request; its reply comes on `reply`.
     AskClient {
@@ -174,7 +176,9 @@ impl Publisher {
     /// The engine's observed connectome graph as it is now
     /// ([`Connectome::observed`](mcp_engine::observe::Connectome::observed)): which callers
     /// called which methods, the definitions they reached and the reads handlers
-    /// reported ([`ToolCall::report_read`](crate::ToolCall::report_read)), with counts.
+    /// reported ([`ToolCall::report_read`](crate::ToolCall::report_read)), with counts
+    /// (feature `connectome`).
+    #[cfg(feature = "connectome")]
     pub async fn observed_graph(&self) -> Result<Graph, PublishError> {
         let (tx, rx) = oneshot::channel();
         if !self.send(Publish::Observed(tx)) {
@@ -202,6 +206,7 @@ pub(crate) enum Outcome {
         _permit: Permit,
     },
     /// The call read a resource (the connectome's observed edge); it goes on.
+    #[cfg(feature = "connectome")]
     Read {
         tool: crate::host::strings::Name,
         uri: String,
@@ -304,6 +309,7 @@ impl Progress {
 
 impl Progress {
     /// Reports that the call of `tool` read `uri`.
+    #[cfg(feature = "connectome")]
     pub(crate) fn report_read(&self, tool: &crate::host::strings::Name, uri: &str) -> bool {
         let Some(permit) = self.permit() else { return false };
         let outcome = Outcome::Read { tool: tool.clone(), uri: uri.to_owned(), _permit: permit };

@@ -386,6 +386,8 @@ impl ToolCall {
     /// `tool reads resource` (see [`mcp_engine::connectome`]). Counts only; nothing of
     /// what was read is sent. Returns whether the report was queued, as for
     /// [`log`](Self::log); the engine ignores a uri its catalog has no resource for.
+    /// Feature `connectome`.
+    #[cfg(feature = "connectome")]
     pub fn report_read(&self, uri: &str) -> bool {
         self.progress.as_ref().is_some_and(|p| p.report_read(&self.name, uri))
     }

@@ -224,6 +224,7 @@ impl<H: Handler, A: Authorizer> Owner<H, A> {
         let mut any = false;
         // The requests the engine answered itself get their spans first (they came first).
         self.tasks.served(&mut self.engine);
+        self.tasks.refusals(&mut self.engine);
         loop {
             // A decision taken at once (no allocation), or an owned copy for a task.
             let ask = match self.engine.poll_event() {

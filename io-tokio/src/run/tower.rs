@@ -90,7 +90,8 @@ const REQUEST_QUEUE: usize = 64;
 ///
 /// use mcp_engine::http::{AllowedOrigins, Authorization, HttpConfig, HttpEngine};
 /// use mcp_engine::{Catalog, Config, Tool};
-/// use mcp_io_tokio::{McpService, ToolReply};
+/// use mcp_io_tokio::ToolReply;
+/// use mcp_io_tokio::http::McpService;
 /// use mcp_io_tokio::handler::tool_fn;
 /// use mcp_io_tokio::http::AllowAll;
 ///

@@ -5,7 +5,7 @@ use mcp_engine::Commands;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use mcp_engine::error::{AnswerError, HostError, NotifyError};
+use mcp_engine::error::{AnswerError, HostError};
 use mcp_engine::event::{AskError, ClientAsk};
 use mcp_engine::http::HttpEngine;
 use mcp_engine::mrtr::{InputRequest, InputRequestBuf, InputRequired};
@@ -117,51 +117,12 @@ async fn work<H: Handler>(
     }
 }
 
-/// The engines a handler's reply can be answered on.
-pub(crate) trait Answer {
-    fn tool(&mut self, ticket: Ticket, output: &ToolOutput<'_, serde_json::Value>)
-    -> Result<(), AnswerError>;
-    fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError>;
-    fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError>;
-    fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError>;
-    fn input_required(&mut self, ticket: Ticket, input: &InputRequired<'_>) -> Result<(), AnswerError>;
-    fn completion(
-        &mut self,
-        ticket: Ticket,
-        values: &[&str],
-        total: Option<u64>,
-        has_more: bool,
-    ) -> Result<(), AnswerError>;
-    fn progress(
-        &mut self,
-        ticket: Ticket,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<&str>,
-    ) -> Result<(), NotifyError>;
-    fn log(
-        &mut self,
-        ticket: Ticket,
-        level: mcp_engine::LogLevel,
-        logger: Option<&str>,
-        data: &serde_json::Value,
-    ) -> Result<(), NotifyError>;
-    fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError>;
-    fn report_read(&mut self, tool: &str, uri: &str) -> bool;
-    fn publish(&mut self, p: Publish);
-    fn start_task(
-        &mut self,
-        ticket: Ticket,
-        options: &mcp_engine::TaskOptions<'_>,
-    ) -> Result<Ticket, AnswerError>;
-    fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError>;
+/// What differs between the two engines for a handler's reply: `ask_client`, whose
+/// signatures differ. Everything else is answered over [`Commands`], written once.
+pub(crate) trait AskClient: Commands {
     /// Sends `request` to a session's client outside any request (`session`: over HTTP,
     /// the session id; ignored on stdio).
-    fn ask_client(
-        &mut self,
-        session: Option<&str>,
-        request: &InputRequest<'_>,
-    ) -> Result<ClientAsk, AskError>;
+    fn ask(&mut self, session: Option<&str>, request: &InputRequest<'_>) -> Result<ClientAsk, AskError>;
 }
 
 impl AskClient for Engine {
@@ -176,128 +137,55 @@ impl AskClient for HttpEngine {
     }
 }
 
-/// The two engines' `ask_client`, whose signatures differ.
-trait AskClient {
-    fn ask(&mut self, session: Option<&str>, request: &InputRequest<'_>) -> Result<ClientAsk, AskError>;
+/// Answers a tool call; an output that does not match the tool's schema is logged (the
+/// client got a generic tool error; the developer gets the reason).
+fn answer_tool(
+    engine: &mut impl Commands,
+    ticket: Ticket,
+    output: &ToolOutput<'_, serde_json::Value>,
+) -> Result<(), AnswerError> {
+    let r = engine.answer_tool(ticket, output);
+    if let Some(m) = engine.observe().take_output_mismatch() {
+        tracing::warn!(
+            tool = %m.tool,
+            path = %m.path,
+            error = %m.message,
+            "the tool's structuredContent does not match its output schema"
+        );
+    }
+    r
 }
 
-/// Both engines answer with methods of the same names: one implementation for both.
-macro_rules! answer_on {
-    ($($engine:ty),*) => {$(
-        impl Answer for $engine {
-            fn tool(
-                &mut self,
-                ticket: Ticket,
-                output: &ToolOutput<'_, serde_json::Value>,
-            ) -> Result<(), AnswerError> {
-                let r = self.answer_tool(ticket, output);
-                if let Some(m) = self.observe().take_output_mismatch() {
-                    // The client got a generic tool error; the developer gets the reason.
-                    tracing::warn!(
-                        tool = %m.tool,
-                        path = %m.path,
-                        error = %m.message,
-                        "the tool's structuredContent does not match its output schema"
-                    );
-                }
-                r
-            }
-            fn resource(&mut self, ticket: Ticket, contents: &[ResourceContents<'_>]) -> Result<(), AnswerError> {
-                self.answer_resource(ticket, contents)
-            }
-            fn prompt(&mut self, ticket: Ticket, output: &PromptOutput<'_>) -> Result<(), AnswerError> {
-                self.answer_prompt(ticket, output)
-            }
-            fn error(&mut self, ticket: Ticket, error: HostError<'_>) -> Result<(), AnswerError> {
-                self.answer_error(ticket, error)
-            }
-            fn input_required(&mut self, ticket: Ticket, input: &InputRequired<'_>) -> Result<(), AnswerError> {
-                self.answer_input_required(ticket, input)
-            }
-            fn completion(
-                &mut self,
-                ticket: Ticket,
-                values: &[&str],
-                total: Option<u64>,
-                has_more: bool,
-            ) -> Result<(), AnswerError> {
-                self.answer_completion(ticket, values, total, has_more)
-            }
-            fn progress(
-                &mut self,
-                ticket: Ticket,
-                progress: f64,
-                total: Option<f64>,
-                message: Option<&str>,
-            ) -> Result<(), NotifyError> {
-                self.notify_progress(ticket, progress, total, message)
-            }
-            fn log(
-                &mut self,
-                ticket: Ticket,
-                level: mcp_engine::LogLevel,
-                logger: Option<&str>,
-                data: &serde_json::Value,
-            ) -> Result<(), NotifyError> {
-                self.notify_log(ticket, level, logger, data)
-            }
-            fn reconnect_later(&mut self, ticket: Ticket, retry: std::time::Duration) -> Result<bool, NotifyError> {
-                Commands::reconnect_later(self, ticket, retry)
-            }
-            fn report_read(&mut self, tool: &str, uri: &str) -> bool {
-                self.connectome().report_read(tool, uri)
-            }
-            fn start_task(
-                &mut self,
-                ticket: Ticket,
-                options: &mcp_engine::TaskOptions<'_>,
-            ) -> Result<Ticket, AnswerError> {
-                Commands::start_task(self, ticket, options)
-            }
-            fn task_status(&mut self, ticket: Ticket, message: Option<&str>) -> Result<(), NotifyError> {
-                Commands::task_status(self, ticket, message)
-            }
-            fn ask_client(
-                &mut self,
-                session: Option<&str>,
-                request: &InputRequest<'_>,
-            ) -> Result<ClientAsk, AskError> {
-                AskClient::ask(self, session, request)
-            }
-            fn publish(&mut self, p: Publish) {
-                match p {
-                    Publish::Observed(reply) => {
-                        let _ = reply.send(self.connectome().observed());
-                    }
-                    Publish::Catalog(catalog, reply) => {
-                        let r = self.replace_catalog(*catalog);
-                        if let Err(e) = &r {
-                            tracing::warn!(%e, "catalog replacement refused");
-                        }
-                        let _ = reply.send(r);
-                    }
-                    Publish::ResourceUpdated(uri) => {
-                        let n = self.notify_resource_updated(&uri);
-                        // The scheme only, as for reads: the host's uri may name private things.
-                        let scheme = uri.split_once(':').map_or("", |(s, _)| s);
-                        tracing::debug!(scheme, uri_len = uri.len(), subscribers = n, "resource updated");
-                    }
-                    Publish::EndSubscriptions => {
-                        let n = self.end_subscriptions();
-                        tracing::debug!(subscriptions = n, "subscriptions ended");
-                    }
-                    // Taken by `Tasks::complete`, which keeps the reply's sender.
-                    Publish::AskClient { reply, .. } => {
-                        let _ = reply.send(Err(AskClientError::Stopped));
-                    }
-                }
-            }
-
+/// Carries out what a [`Publisher`](crate::handler::Publisher) sent (but `AskClient`, which
+/// [`Tasks::complete`] takes: it keeps the reply's sender).
+fn publish(engine: &mut impl Commands, p: Publish) {
+    match p {
+        #[cfg(feature = "connectome")]
+        Publish::Observed(reply) => {
+            let _ = reply.send(engine.connectome().observed());
         }
-    )*};
+        Publish::Catalog(catalog, reply) => {
+            let r = engine.replace_catalog(*catalog);
+            if let Err(e) = &r {
+                tracing::warn!(%e, "catalog replacement refused");
+            }
+            let _ = reply.send(r);
+        }
+        Publish::ResourceUpdated(uri) => {
+            let n = engine.notify_resource_updated(&uri);
+            // The scheme only, as for reads: the host's uri may name private things.
+            let scheme = uri.split_once(':').map_or("", |(s, _)| s);
+            tracing::debug!(scheme, uri_len = uri.len(), subscribers = n, "resource updated");
+        }
+        Publish::EndSubscriptions => {
+            let n = engine.end_subscriptions();
+            tracing::debug!(subscriptions = n, "subscriptions ended");
+        }
+        Publish::AskClient { reply, .. } => {
+            let _ = reply.send(Err(AskClientError::Stopped));
+        }
+    }
 }
-
-answer_on!(Engine, HttpEngine);
 
 /// A request with the handler: its worker, its span (given the outcome once the reply
 /// comes back) and its revision.
@@ -417,8 +305,13 @@ impl Tasks {
     }
 
     /// Makes the spans (and metric points) of the requests `engine` answered itself.
-    pub(crate) fn served(&mut self, engine: &mut impl telemetry::ServedBy) {
+    pub(crate) fn served(&mut self, engine: &mut impl Commands) {
         telemetry::served(engine, self.wire, &self.telemetry, self.received, &mut self.sessions);
+    }
+
+    /// Logs (and, with feature `otel`, counts) the requests the HTTP engine refused.
+    pub(crate) fn refusals(&mut self, engine: &mut HttpEngine) {
+        telemetry::refusals(engine, &self.telemetry, &mut self.sessions);
     }
 
     /// The stream ended at `now` (the engine's time): its session, if any, did too.
@@ -529,11 +422,11 @@ impl Tasks {
     }
 
     /// Answers a finished handler task's ticket on `engine`.
-    pub(crate) fn complete(&mut self, engine: &mut impl Answer, done: Completion) {
+    pub(crate) fn complete(&mut self, engine: &mut impl AskClient, done: Completion) {
         let Completion { ticket, outcome } = done;
         let outcome = match outcome {
             Outcome::Publish(Publish::AskClient { session, request, reply }) => {
-                match engine.ask_client(session.as_deref(), &request.as_request()) {
+                match engine.ask(session.as_deref(), &request.as_request()) {
                     Ok(ask) => {
                         self.asks.insert(ask, reply);
                     }
@@ -548,7 +441,7 @@ impl Tasks {
                     // Names of the old catalog are not needed any more.
                     self.names.clear();
                 }
-                return engine.publish(p);
+                return publish(engine, p);
             }
             other => other,
         };
@@ -589,15 +482,16 @@ impl Tasks {
         }
         if let Outcome::Progress { progress, total, message, .. } = &outcome {
             if self.running.contains_key(&ticket)
-                && let Err(e) = engine.progress(ticket, *progress, *total, message.as_deref())
+                && let Err(e) = engine.notify_progress(ticket, *progress, *total, message.as_deref())
             {
                 tracing::debug!(?ticket, %e, "progress report dropped");
             }
             return;
         }
+        #[cfg(feature = "connectome")]
         if let Outcome::Read { tool, uri, .. } = &outcome {
             // Counted even for a call cancelled since: the read happened.
-            if !engine.report_read(tool, uri) {
+            if !engine.connectome().report_read(tool, uri) {
                 tracing::debug!(?ticket, %tool, uri_len = uri.len(), "read report not counted");
             }
             return;
@@ -612,7 +506,7 @@ impl Tasks {
         }
         if let Outcome::Log { level, logger, data, .. } = &outcome {
             if self.running.contains_key(&ticket)
-                && let Err(e) = engine.log(ticket, *level, logger.as_deref(), data)
+                && let Err(e) = engine.notify_log(ticket, *level, logger.as_deref(), data)
             {
                 tracing::trace!(?ticket, %e, "log message dropped");
             }
@@ -645,12 +539,12 @@ impl Tasks {
                     if let Some(state) = &input.state {
                         ir = ir.state(state);
                     }
-                    engine.input_required(ticket, &ir)
+                    engine.answer_input_required(ticket, &ir)
                 });
                 answered.or_else(|e| {
                     // The ticket is still open: answer it rather than leave it hanging.
                     tracing::warn!(?ticket, %e, "the engine refused an input-required reply");
-                    engine.error(
+                    engine.answer_error(
                         ticket,
                         HostError::Internal("the handler asked for input this request cannot carry"),
                     )
@@ -663,7 +557,7 @@ impl Tasks {
                         structured_content: reply.structured_content.as_ref(),
                         is_error: reply.is_error,
                     };
-                    engine.tool(ticket, &output)
+                    answer_tool(engine, ticket, &output)
                 };
                 match &*reply.content {
                     [one] => answer(&[one.as_content()]),
@@ -674,17 +568,19 @@ impl Tasks {
                 }
             }
             Outcome::Resource(Ok(ResourceReply::Contents(contents))) => match &*contents {
-                [one] => engine.resource(ticket, &[one.as_contents()]),
+                [one] => engine.answer_resource(ticket, &[one.as_contents()]),
                 many => with_scratch!(self.scratch.resources, |v| {
                     v.extend(many.iter().map(OwnedResourceContents::as_contents));
-                    engine.resource(ticket, &v)
+                    engine.answer_resource(ticket, &v)
                 }),
             },
-            Outcome::Resource(Ok(ResourceReply::NotFound)) => engine.error(ticket, HostError::NotFound),
+            Outcome::Resource(Ok(ResourceReply::NotFound)) => {
+                engine.answer_error(ticket, HostError::NotFound)
+            }
             Outcome::Prompt(Ok(reply)) => {
                 let mut answer = |messages: &[PromptMessage<'_>]| {
                     let output = PromptOutput { description: reply.description.as_deref(), messages };
-                    engine.prompt(ticket, &output)
+                    engine.answer_prompt(ticket, &output)
                 };
                 match &*reply.messages {
                     [one] => answer(&[one.as_message()]),
@@ -696,25 +592,26 @@ impl Tasks {
             }
             Outcome::Complete(Ok(reply)) => with_scratch!(self.scratch.values, |v| {
                 v.extend(reply.values.iter().map(String::as_str));
-                engine.completion(ticket, &v, reply.total, reply.has_more)
+                engine.answer_completion(ticket, &v, reply.total, reply.has_more)
             }),
             Outcome::Tool(Err(failure))
             | Outcome::Resource(Err(failure))
             | Outcome::Prompt(Err(failure))
             | Outcome::Complete(Err(failure)) => {
                 tracing::debug!(?ticket, %failure, "handler failed");
-                engine.error(ticket, failure.as_host_error())
+                engine.answer_error(ticket, failure.as_host_error())
             }
             Outcome::Progress { .. }
             | Outcome::Log { .. }
             | Outcome::Reconnect { .. }
-            | Outcome::Read { .. }
             | Outcome::StartTask { .. }
             | Outcome::TaskStatus { .. }
             | Outcome::Publish(_) => Ok(()),
+            #[cfg(feature = "connectome")]
+            Outcome::Read { .. } => Ok(()),
             Outcome::Dropped => {
                 tracing::error!(?ticket, "a handler task ended without a reply (did it panic?)");
-                engine.error(ticket, HostError::Internal("the handler failed"))
+                engine.answer_error(ticket, HostError::Internal("the handler failed"))
             }
         };
         if let Err(e) = result {

@@ -118,12 +118,12 @@ pub trait SessionStore: Send + Sync + 'static {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CatalogNews {
-    /// Lists changed in the sender's catalog ([`Publisher::replace_catalog`](crate::Publisher::replace_catalog)):
+    /// Lists changed in the sender's catalog ([`Publisher::replace_catalog`](crate::handler::Publisher::replace_catalog)):
     /// the receiving server tells its streams
     /// ([`HttpEngine::announce_list_changed`](mcp_engine::http::HttpEngine::announce_list_changed)),
     /// and its clients list again, from the receiver's own catalog.
     ListChanged(CatalogChange),
-    /// A resource changed ([`Publisher::resource_updated`](crate::Publisher::resource_updated)):
+    /// A resource changed ([`Publisher::resource_updated`](crate::handler::Publisher::resource_updated)):
     /// the receiving server tells its subscribers
     /// ([`Commands::notify_resource_updated`](mcp_engine::Commands::notify_resource_updated)).
     ResourceUpdated(String),

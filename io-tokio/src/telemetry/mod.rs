@@ -28,7 +28,7 @@
 //! ([`Telemetry::resource_uri`]).
 
 use mcp_engine::Commands;
-use mcp_engine::http::{Refusal, Refused};
+use mcp_engine::http::{HttpEngine, Refusal};
 use mcp_engine::observe::{Served, TraceContext};
 use mcp_engine::{Event, Instant, Revision};
 use mcp_spans::Attributes;
@@ -137,16 +137,17 @@ pub(crate) struct SessionClock {
 
 /// Makes the span (and, with feature `otel` and a meter, the metric point) of every
 /// request `engine` answered itself since the last call, and the points of the sessions
-/// that ended. `received` is when the adapter read the input they came in (the engine's
-/// time): a request's duration runs from there to the engine's answer.
+/// that ended (over HTTP; none over stdio). `received` is when the adapter read the input
+/// they came in (the engine's time): a request's duration runs from there to the engine's
+/// answer.
 pub(crate) fn served(
-    engine: &mut impl ServedBy,
+    engine: &mut impl Commands,
     wire: Wire,
     telemetry: &Telemetry,
     received: Instant,
     clock: &mut SessionClock,
 ) {
-    while let Some(s) = engine.poll_served() {
+    while let Some(s) = engine.observe().poll_served() {
         let span = served_span(&s, wire);
         let verdict = Verdict::of(s.is_tool_error(), s.error_code());
         mcp_spans::record_outcome(&span, verdict, telemetry.status_code);
@@ -158,7 +159,7 @@ pub(crate) fn served(
             }
         }
     }
-    while let Some(end) = engine.poll_session_end() {
+    while let Some(end) = engine.observe().poll_session_end() {
         #[cfg(feature = "otel")]
         if let Some(metrics) = &telemetry.metrics
             && let Some((revision, took)) = clock.sessions.ended(Some(end.id()), end.at())
@@ -168,16 +169,16 @@ pub(crate) fn served(
         #[cfg(not(feature = "otel"))]
         let _ = end;
     }
-    refusals(engine, telemetry, clock);
     #[cfg(not(feature = "otel"))]
-    let _ = (telemetry, received);
+    let _ = (telemetry, received, clock);
 }
 
 /// Logs every request `engine` refused since the last call at `DEBUG` with its reason
 /// (`mcp_spans::refused!`, target `mcp_io_tokio::telemetry`), and with feature `otel` and
 /// a meter counts them by reason in `mcp.server.http.refusals` (from the engine's counts:
 /// exact even when more were refused than the engine keeps for the log).
-fn refusals(engine: &mut impl ServedBy, telemetry: &Telemetry, clock: &mut SessionClock) {
+/// Called after [`served`] by the HTTP run loops (stdio refuses nothing this way).
+pub(crate) fn refusals(engine: &mut HttpEngine, telemetry: &Telemetry, clock: &mut SessionClock) {
     let mut logged = 0u64;
     while let Some(r) = engine.poll_refusal() {
         mcp_spans::refused!(&r);
@@ -187,18 +188,16 @@ fn refusals(engine: &mut impl ServedBy, telemetry: &Telemetry, clock: &mut Sessi
         return;
     }
     let mut refused = 0;
-    if let Some(counts) = engine.refusal_counts() {
-        for (refusal, n) in counts.iter() {
-            let seen = &mut clock.refused[refusal.index()];
-            let more = n.saturating_sub(*seen);
-            *seen = n;
-            refused += more;
-            #[cfg(feature = "otel")]
-            if more > 0
-                && let Some(metrics) = &telemetry.metrics
-            {
-                metrics.refused(refusal, more);
-            }
+    for (refusal, n) in engine.refusal_counts().iter() {
+        let seen = &mut clock.refused[refusal.index()];
+        let more = n.saturating_sub(*seen);
+        *seen = n;
+        refused += more;
+        #[cfg(feature = "otel")]
+        if more > 0
+            && let Some(metrics) = &telemetry.metrics
+        {
+            metrics.refused(refusal, more);
         }
     }
     if refused > logged {
@@ -222,45 +221,6 @@ pub(crate) fn stream_ended(wire: Wire, telemetry: &Telemetry, now: Instant, cloc
     }
     #[cfg(not(feature = "otel"))]
     let _ = (wire, telemetry, now, clock);
-}
-
-/// The engines that record what they answered themselves.
-pub(crate) trait ServedBy {
-    fn poll_served(&mut self) -> Option<Served<'_>>;
-    /// The next HTTP session that ended (a stream's ends with the stream).
-    fn poll_session_end(&mut self) -> Option<mcp_engine::observe::SessionEnd<'_>>;
-    /// The next refused HTTP request (none over stdio).
-    fn poll_refusal(&mut self) -> Option<Refused> {
-        None
-    }
-    /// The HTTP engine's refusal counts (none over stdio).
-    fn refusal_counts(&self) -> Option<&mcp_engine::http::RefusalCounts> {
-        None
-    }
-}
-
-impl ServedBy for mcp_engine::Engine {
-    fn poll_served(&mut self) -> Option<Served<'_>> {
-        self.observe().poll_served()
-    }
-    fn poll_session_end(&mut self) -> Option<mcp_engine::observe::SessionEnd<'_>> {
-        None
-    }
-}
-
-impl ServedBy for mcp_engine::http::HttpEngine {
-    fn poll_served(&mut self) -> Option<Served<'_>> {
-        self.observe().poll_served()
-    }
-    fn poll_session_end(&mut self) -> Option<mcp_engine::observe::SessionEnd<'_>> {
-        self.observe().poll_session_end()
-    }
-    fn poll_refusal(&mut self) -> Option<Refused> {
-        Self::poll_refusal(self)
-    }
-    fn refusal_counts(&self) -> Option<&mcp_engine::http::RefusalCounts> {
-        Some(Self::refusal_counts(self))
-    }
 }
 
 /// The JSON-RPC error code a host failure is answered with.

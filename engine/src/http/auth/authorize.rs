@@ -154,11 +154,18 @@ impl<'a> HeaderList<'a> {
     }
     /// The headers where the codec found them (`spans`, from [`http1::Conn`]), without
     /// parsing the head again.
+    /// The names are taken as text from one check of the bytes that hold them all (the
+    /// head from the first name to the last), not one check per name; a head whose
+    /// values are not all UTF-8 falls back to checking each name.
     pub(in crate::http) fn from_spans(head: &'a [u8], spans: &[[u32; 4]]) -> Self {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut len = 0;
+        let (first, last) = (spans.first().map_or(0, |s| s[0]), spans.last().map_or(0, |s| s[1]));
+        let names = head.get(first as usize..last as usize).and_then(|b| core::str::from_utf8(b).ok());
         for (slot, &[ns, ne, vs, ve]) in headers.iter_mut().zip(spans) {
-            let name = head.get(ns as usize..ne as usize).and_then(|n| core::str::from_utf8(n).ok());
+            let name = names
+                .and_then(|text| text.get(ns.wrapping_sub(first) as usize..ne.wrapping_sub(first) as usize))
+                .or_else(|| head.get(ns as usize..ne as usize).and_then(|n| core::str::from_utf8(n).ok()));
             let value = head.get(vs as usize..ve as usize);
             let (Some(name), Some(value)) = (name, value) else { break };
             *slot = httparse::Header { name, value };
@@ -231,5 +238,47 @@ impl fmt::Debug for AuthorizeBody<'_> {
             .field("conn", &self.conn)
             .field("len", &self.body.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HeaderList;
+
+    /// The spans the codec records for `head`: `[name start, name end, value start,
+    /// value end]` per header line.
+    fn spans_of(head: &[u8]) -> Vec<[u32; 4]> {
+        let mut spans = Vec::new();
+        let mut at = head.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+        while !head[at..].starts_with(b"\r\n") {
+            let end = at + head[at..].windows(2).position(|w| w == b"\r\n").unwrap();
+            let colon = at + head[at..end].iter().position(|&b| b == b':').unwrap();
+            let value = colon + 1 + head[colon + 1..end].iter().take_while(|&&b| b == b' ').count();
+            spans.push([at as u32, colon as u32, value as u32, end as u32]);
+            at = end + 2;
+        }
+        spans
+    }
+
+    fn pairs<'a>(list: &HeaderList<'a>) -> Vec<(&'a str, &'a [u8])> {
+        list.as_slice().iter().map(|h| (h.name, h.value)).collect()
+    }
+
+    #[test]
+    fn names_from_spans_equal_a_fresh_parse_with_text_values_and_with_obs_text() {
+        let text: &[u8] =
+            b"POST /mcp HTTP/1.1\r\nHost: a\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n\r\n";
+        let obs: &[u8] =
+            b"POST /mcp HTTP/1.1\r\nX-Raw: caf\xe9\xff\r\nMcp-Method: tools/call\r\nMcp-Name: e\r\n\r\n";
+        for head in [text, obs] {
+            let spans = spans_of(head);
+            let fast = HeaderList::from_spans(head, &spans);
+            let parsed = HeaderList::parse(head);
+            assert_eq!(pairs(&fast), pairs(&parsed));
+            assert_eq!(fast.as_slice().len(), 3);
+            assert_eq!(fast.get("mcp-method"), Some(&b"tools/call"[..]));
+        }
+        // No headers at all: nothing, and no panic.
+        assert!(HeaderList::from_spans(b"GET / HTTP/1.1\r\n\r\n", &[]).as_slice().is_empty());
     }
 }

@@ -29,14 +29,11 @@ use core::hash::BuildHasher;
 use core::net::IpAddr;
 use core::time::Duration;
 
-use simd_json::Node;
-
 use crate::http::auth::authorize::Principal;
 use crate::http::auth::client::ClientKey;
 use crate::jsonrpc::{IdRef, Reply, write_error};
 use crate::mcp::facts::{RequestFacts, RequestKind};
 use crate::time::Instant;
-use crate::wire::json;
 
 /// The JSON-RPC error code of a rate refusal, from the range JSON-RPC leaves to
 /// implementations (-32000..-32019; MCP reserves -32020..-32099 for its own codes).
@@ -401,16 +398,10 @@ impl Refused {
     }
 }
 
-/// Writes the JSON-RPC error of a `429` refusal of the request on tape `n` (its id
-/// echoed) into `out`, cleared first.
-pub(crate) fn write_refusal(out: &mut Vec<u8>, n: &[Node<'_>], retry: u64, why: Refused) {
+/// Writes the JSON-RPC error of a `429` refusal of the request with id `id` (as the
+/// core decoded it: [`RequestFacts::id`]) into `out`, cleared first.
+pub(crate) fn write_refusal(out: &mut Vec<u8>, id: Option<IdRef<'_>>, retry: u64, why: Refused) {
     out.clear();
-    let id = json::get(n, 0, "id").and_then(|i| match n.get(i)? {
-        Node::String(s) => Some(IdRef::Str(s)),
-        Node::Static(simd_json::StaticNode::I64(v)) => Some(IdRef::I(*v)),
-        Node::Static(simd_json::StaticNode::U64(v)) => Some(IdRef::U(*v)),
-        _ => None,
-    });
     let reply = id.map_or(Reply::None, Reply::Id);
     write_error(out, reply, RATE_LIMITED, format_args!("{}: retry after {retry} s", why.message()), |out| {
         out.extend_from_slice(b"{\"retryAfter\":");

@@ -3,29 +3,39 @@
 //! request served, or the refusal (`401` / `403` with a protected resource's challenge,
 //! `500`, `503`); failed authentications counted for the client's rate.
 
+use crate::http::auth::authorize::Verdict;
+use crate::http::auth::limits::Limiter;
 use crate::http::auth::resource::{Challenge, ProtectedResource};
+use crate::http::config::HttpConfig;
 use crate::http::conn::conns;
 use crate::http::conn::exchange::{Exchange, Phase, refuse, respond_empty, start_body};
-use crate::http::{ConnId, HttpEngine, Refusal, Verdict, conn_in};
+use crate::http::conn::refusal::Refusal;
 use crate::mcp::scopes::ScopeSet;
 use crate::time::{Instant, UnixTime};
 
 #[cfg(doc)]
 use crate::http::HttpEvent;
 
-impl HttpEngine {
-    /// Answers an [`HttpEvent::Authorize`].
-    pub fn authorize(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
-        self.tick(now);
-        let now = self.last_now;
-        let body_phase = self.http.body_deadline;
-        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+/// What a verdict needs beside its exchange: the settings (the body's deadline, the
+/// protected resource, the limits), the rate limiter that counts failed authentications,
+/// and the pool of output buffers a refusal writes into.
+pub(in crate::http) struct Gate<'a> {
+    pub(in crate::http) http: &'a HttpConfig,
+    pub(in crate::http) limiter: &'a mut Limiter,
+    pub(in crate::http) outs: &'a mut Vec<Vec<u8>>,
+}
+
+impl Gate<'_> {
+    /// Applies an [`HttpEvent::Authorize`] to `c` at `now`: `None` if `c` waits for no
+    /// verdict on its head; else whether its body is to be read now (the request goes to
+    /// work), `false` when it was refused (the connection ends).
+    pub(in crate::http) fn head(&mut self, c: &mut Exchange, now: Instant, verdict: Verdict) -> Option<bool> {
         if c.phase != Phase::Authorizing {
-            return;
+            return None;
         }
         c.principal = verdict.principal();
         c.grant = granted(verdict);
-        conns::lend_out(&mut self.outs, c);
+        conns::lend_out(self.outs, c);
         if matches!(verdict, Verdict::Unauthenticated | Verdict::Forbidden) {
             self.limiter.failed(&self.http.limits, c.client, now);
         }
@@ -34,8 +44,8 @@ impl HttpEngine {
                 // The deadline counts from the request's first byte; the host's time to
                 // decide is not the client's fault, so it starts again for the body.
                 start_body(c, now);
-                c.deadline = Some(now + body_phase);
-                self.work.push_back(conn.slot);
+                c.deadline = Some(now + self.http.body_deadline);
+                return Some(true);
             }
             // Refused before the body is read: the connection ends.
             Verdict::Unauthenticated | Verdict::Forbidden if self.http.protected.is_some() => {
@@ -51,18 +61,15 @@ impl HttpEngine {
             Verdict::Failed => refuse(c, now, Refusal::AuthorizerFailed, &[]),
             Verdict::Unavailable => refuse(c, now, Refusal::Unavailable, &[("retry-after", "1")]),
         }
-        self.settle(conn.slot);
-        self.process();
+        Some(false)
     }
 
-    /// Answers an [`HttpEvent::AuthorizeBody`]. A refusal here keeps the connection: the
-    /// body was read, so the next request can follow.
-    pub fn authorize_body(&mut self, now: Instant, conn: ConnId, verdict: Verdict) {
-        self.tick(now);
-        let now = self.last_now;
-        let Some(c) = conn_in(&mut self.slots, conn) else { return };
+    /// Applies an [`HttpEvent::AuthorizeBody`] to `c` at `now`: whether `c` waited for it
+    /// (then the request goes to work: served, or its refusal sent). A refusal here keeps
+    /// the connection: the body was read, so the next request can follow.
+    pub(in crate::http) fn body(&mut self, c: &mut Exchange, now: Instant, verdict: Verdict) -> bool {
         if c.phase != Phase::AuthorizingBody {
-            return;
+            return false;
         }
         if let Some(p) = verdict.principal() {
             c.principal = Some(p);
@@ -71,7 +78,7 @@ impl HttpEngine {
         if let Verdict::Grant(_) = verdict {
             c.grant = granted(verdict);
         }
-        conns::lend_out(&mut self.outs, c);
+        conns::lend_out(self.outs, c);
         if matches!(verdict, Verdict::Unauthenticated | Verdict::Forbidden) {
             self.limiter.failed(&self.http.limits, c.client, now);
         }
@@ -86,9 +93,7 @@ impl HttpEngine {
             Verdict::Failed => respond_empty(c, now, 500, &[]),
             Verdict::Unavailable => respond_empty(c, now, 503, &[("retry-after", "1")]),
         }
-        self.work.push_back(conn.slot);
-        self.settle(conn.slot);
-        self.process();
+        true
     }
 }
 

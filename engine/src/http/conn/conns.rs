@@ -11,10 +11,10 @@
 //! [`shed_stream`]: HttpEngine::shed_stream
 //! [`forget`]: HttpEngine::forget
 
-use crate::http::conn::exchange::{Exchange, Framing, Phase, SessionStream, finish, refuse};
+use crate::http::conn::exchange::{ConnSlot, Exchange, Framing, Phase, SessionStream, finish, refuse};
 use crate::http::session::replay::is_standalone;
 use crate::http::session::stream_shares::StreamKind;
-use crate::http::{ConnId, HttpEngine, Refusal};
+use crate::http::{ConnId, HttpEngine, Refusal, conn_in};
 use crate::jsonrpc::Flow;
 use crate::output::Route;
 use crate::time::Instant;
@@ -57,6 +57,20 @@ pub(in crate::http) fn lend_out(pool: &mut Vec<Vec<u8>>, c: &mut Exchange) {
     {
         c.out = buf;
     }
+}
+
+/// Ends the standalone stream of the session `e` (it was deleted): the stream's
+/// last chunk, then the connection closes.
+pub(in crate::http) fn end_stream(slots: &mut [ConnSlot], stream: Option<(u32, u32)>, now: Instant) {
+    let Some((slot, generation)) = stream else { return };
+    let Some(c) = conn_in(slots, ConnId { slot, generation }) else { return };
+    if c.phase != Phase::Waiting || !c.streaming {
+        return;
+    }
+    c.write_sse_end(now);
+    c.streaming = false;
+    c.keep_alive = false;
+    finish(c, now, true);
 }
 
 impl HttpEngine {

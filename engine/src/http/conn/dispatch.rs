@@ -17,6 +17,7 @@ use crate::http::store::session_store;
 use crate::http::{HeaderList, HttpEngine, instant_at};
 use crate::jsonrpc::Message;
 use crate::mcp::Core;
+use crate::mcp::context::RequestContext;
 use crate::mcp::facts::RequestFacts;
 use crate::mcp::{Dispatched, Room, SessionCheck};
 use crate::output::Route;
@@ -42,7 +43,7 @@ impl HttpEngine {
             return respond_json(c, self.last_now, 200, pr.document(), &extra);
         }
         if self.slots[slot as usize].conn.as_ref().is_some_and(|c| c.get) {
-            return self.open_stream(slot);
+            return self.stream_parts().open_stream(slot);
         }
         let now = self.last_now;
         let generation = self.slots[slot as usize].generation;
@@ -56,18 +57,14 @@ impl HttpEngine {
         let route = Route::Http { conn: slot, generation };
         let principal = c.principal.take();
         let grant = c.grant.take();
-        if c.http10 {
-            core.set_no_stream();
-        }
         // A listen stream counts against its client's long-lived streams (`stream_shares`;
         // nothing to look up while no stream is open).
+        let mut listen_refusal = None;
         if !self.shares.is_empty() {
             let holder = ClientKey::of(principal, c.client);
             let (max_streams, max_listens) =
                 (self.http.max_streams_per_client, core.config().max_subscriptions_per_peer);
-            if let Some(refusal) = self.shares.listen_refusal(holder, max_streams, max_listens) {
-                core.refuse_listen(refusal);
-            }
+            listen_refusal = self.shares.listen_refusal(holder, max_streams, max_listens);
         }
         let mark = core.outbox().out.len();
         let (head, body, spans) = c.codec.head_body_and_spans();
@@ -114,7 +111,7 @@ impl HttpEngine {
             };
             respond_empty(c, now, status, &[]);
             if let Some((s, _)) = stream.filter(|&(s, _)| s != slot) {
-                Self::end_stream(&mut self.slots, stream, now);
+                conns::end_stream(&mut self.slots, stream, now);
                 self.settle(s);
             }
             if let Some(id) = ended.filter(|_| store) {
@@ -125,15 +122,24 @@ impl HttpEngine {
         }
         // The session's state is the core's while it serves the request; should its
         // response become a stream, it is the session's next one.
+        let mut session = None;
         if let Some((r, e)) = attached.and_then(|r| Some((r, self.sessions.get_mut(r)?))) {
             let priming = e.session.legacy == Some(Revision::V2025_11_25);
             c.sse = Some(SessionStream { session: r, stream: e.next_stream, seq: 0, priming });
             e.next_stream = e.next_stream.wrapping_add(1).max(1);
-            core::mem::swap(core.session_mut(), &mut e.session);
-            core.session_mut().token = Some(e.token);
+            e.session.token = Some(e.token);
+            session = Some(&mut e.session);
         }
-        core.set_session_check(mode, check);
-        let principal_bytes = principal.map(|p| p.0);
+        let ctx = RequestContext {
+            route,
+            mode,
+            principal: principal.map(|p| p.0),
+            granted: grant.map(|g| g.0),
+            check,
+            no_stream: c.http10,
+            listen_refusal,
+            session,
+        };
         let mut created = None;
         // A request over its rate never reaches the core: its refusal is written here.
         // So is an `initialize` of a client whose share of sessions is full and busy.
@@ -145,9 +151,9 @@ impl HttpEngine {
         let opens = matches!(check, SessionCheck::Absent(_));
         let mut limited = None;
         let served_from = core.served_len();
-        let outcome = self.parser.parse(body, |parsed| {
+        let handled = self.parser.parse(body, |parsed| {
             // Decided on what the core decoded the request to (`RequestFacts`), once.
-            let gate = |core: &Core, m: &Message<'_, '_>, n: &[simd_json::Node<'_>]| {
+            let gate = |core: &Core, m: &Message<'_, '_>| {
                 let facts = || RequestFacts::of(m);
                 if (limits.rates_requests() || client_full)
                     && let Some(class) = limits::class_of(&facts())
@@ -161,7 +167,7 @@ impl HttpEngine {
                             .map_err(|retry| (retry, Refused::Rate))
                     };
                     if let Err((retry, why)) = refused {
-                        limits::write_refusal(refusal, n, retry, why);
+                        limits::write_refusal(refusal, facts().id, retry, why);
                         limited = Some((retry, why));
                         return Some(Dispatched::Answered(429));
                     }
@@ -170,23 +176,21 @@ impl HttpEngine {
                     && core.in_flight_for(&p.0) >= max
                     && facts().ticketed
                 {
-                    limits::write_refusal(refusal, n, 1, Refused::InFlight);
+                    limits::write_refusal(refusal, facts().id, 1, Refused::InFlight);
                     limited = Some((1, Refused::InFlight));
                     return Some(Dispatched::Answered(429));
                 }
                 if in_flight >= max_in_flight && facts().ticketed {
-                    limits::write_refusal(refusal, n, 1, Refused::ClientInFlight);
+                    limits::write_refusal(refusal, facts().id, 1, Refused::ClientInFlight);
                     limited = Some((1, Refused::ClientInFlight));
                     return Some(Dispatched::Answered(429));
                 }
                 None
             };
-            core.handle_gated(route, principal_bytes, grant.map(|g| g.0), parsed, headers.as_slice(), gate)
+            core.handle_gated(ctx, parsed, headers.as_slice(), gate)
         });
+        let outcome = handled.dispatched;
         if let Some(r) = attached {
-            if let Some(e) = self.sessions.get_mut(r) {
-                core::mem::swap(core.session_mut(), &mut e.session);
-            }
             if matches!(outcome, Dispatched::Pending | Dispatched::Listening) {
                 // The host works on it: the session lives until it ends (see `settle`).
                 self.sessions.begin(r);
@@ -195,7 +199,7 @@ impl HttpEngine {
                 self.sessions.end_now(r, now);
             }
             self.session_timers.set(r.slot(), self.sessions.deadline(r));
-        } else if check == SessionCheck::Absent(Room::Yes) && core.session_mut().legacy.is_some() {
+        } else if let Some(session) = handled.opened {
             // `initialize` opened a session: it moves to the table, named in the answer,
             // once the session chosen to give way has: ended, or with a store, dropped
             // from memory (it is not busy: no stream of it is open, nothing waits on it).
@@ -213,7 +217,6 @@ impl HttpEngine {
                     );
                 }
             }
-            let session = core::mem::take(core.session_mut());
             if let Ok(r) = self.sessions.create(now, principal, ClientKey::of(principal, c.client), session) {
                 c.session_id = self.sessions.get(r).map(|e| e.id);
                 self.session_timers.set(r.slot(), self.sessions.deadline(r));
@@ -249,7 +252,7 @@ impl HttpEngine {
             }
             Dispatched::Answered(status) => {
                 // A method the token lacks the scopes for: the challenge names them.
-                if let Some(slot) = core.denied() {
+                if let Some(slot) = handled.denied {
                     c.challenge = self.step_up[slot].clone();
                 }
                 // At the session cap the client may try again shortly.

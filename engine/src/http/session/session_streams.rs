@@ -1,27 +1,51 @@
 //! Session streams (`2025-11-25`, `2025-06-18`): the standalone `GET` stream, event ids
 //! and what each session keeps for `Last-Event-ID` (`replay`), and the streams parked
 //! when their connection went away (`parked`). The connection table and routing stay in
-//! `mod.rs`; this file writes a session stream's events and opens, resumes and ends its
-//! streams (a resumption this engine's buffer does not cover asks the host's event
-//! store first, see `stored`).
+//! `mod.rs`; this file writes a session stream's events and opens, resumes and asks on
+//! its streams ([`StreamParts`]: the parts it writes with, lent by the engine for one
+//! call; it knows no engine). A resumption this engine's buffer does not cover asks the
+//! host's event store first, see `store::event_store`.
 
 use crate::http::auth::client::ClientKey;
+use crate::http::config::HttpConfig;
 use crate::http::conn::conns;
 use crate::http::conn::exchange::{Exchange, Phase, SessionStream, finish, respond_empty};
 use crate::http::conn::refusal::Refusal;
+use crate::http::session::parked::Parked;
 use crate::http::session::replay::is_standalone;
 use crate::http::session::sessions::{self, SessionRef, Sessions};
 use crate::http::session::stream_shares::StreamKind;
-use crate::http::store::event_store::{Keep, StoredEvent, replay_stored};
-use crate::http::{ConnId, ConnSlot, HeaderList, HttpEngine, MAX_UNSENT, conn_in, instant_at};
-use crate::mcp::SessionCheck;
+use crate::http::session::stream_shares::StreamShares;
+use crate::http::store::StoreAsk;
+use crate::http::store::event_store::{self, Keep, StoredEvent, replay_stored};
+use crate::http::store::port::StorePort;
+use crate::http::{ConnId, ConnSlot, HeaderList, MAX_UNSENT, conn_in, instant_at};
 use crate::mcp::asks::{AskError, ClientAsk};
 use crate::mcp::mrtr::InputRequest;
+use crate::mcp::{Core, SessionCheck};
 use crate::output::Route;
 use crate::revision::Revision;
 use crate::time::Instant;
+use crate::timer::Timers;
 
-impl HttpEngine {
+/// What the session streams are written with, lent by the engine for one call: the
+/// core (its outbox, reroutes), the connection table's slots and output pool, the
+/// sessions with their idle timers, the parked streams, the long-lived streams' shares,
+/// the store port (the replay bound, events for the host), the settings and the time.
+pub(in crate::http) struct StreamParts<'a> {
+    pub(in crate::http) core: &'a mut Core,
+    pub(in crate::http) slots: &'a mut [ConnSlot],
+    pub(in crate::http) outs: &'a mut Vec<Vec<u8>>,
+    pub(in crate::http) sessions: &'a mut Sessions,
+    pub(in crate::http) session_timers: &'a mut Timers,
+    pub(in crate::http) parked: &'a mut Parked,
+    pub(in crate::http) shares: &'a mut StreamShares,
+    pub(in crate::http) store: &'a mut StorePort,
+    pub(in crate::http) http: &'a HttpConfig,
+    pub(in crate::http) now: Instant,
+}
+
+impl StreamParts<'_> {
     /// Keeps message `i` of the outbox (for the parked stream at `route`) as the stream's
     /// next event in its session's replay buffer (and the host's event store); its final
     /// answer ends the entry.
@@ -51,12 +75,12 @@ impl HttpEngine {
     /// session's (`400`), HTTP/1.0, which cannot stream (`400`), a `Last-Event-ID` that
     /// is not an event id of this session (`400`, the store is not asked).
     pub(in crate::http) fn open_stream(&mut self, slot: u32) {
-        let now = self.last_now;
+        let now = self.now;
         let generation = self.slots[slot as usize].generation;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
         let (head, _, spans) = c.codec.head_body_and_spans();
         let headers = HeaderList::from_spans(head, spans);
-        let (_, check, attached) = sessions::route(&self.sessions, headers.as_slice(), c.principal.as_ref());
+        let (_, check, attached) = sessions::route(self.sessions, headers.as_slice(), c.principal.as_ref());
         let entry = attached.and_then(|r| self.sessions.get(r));
         let c_http10 = c.http10;
         let mut refusal = match (check, entry) {
@@ -90,7 +114,7 @@ impl HttpEngine {
             None => 200,
         };
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
-        conns::lend_out(&mut self.outs, c);
+        conns::lend_out(self.outs, c);
         c.principal = None;
         if status != 200 {
             // A `405` closes the connection, as every method refusal does (docs/http.md).
@@ -104,38 +128,30 @@ impl HttpEngine {
         let Some(r) = attached else { return };
         if let Some((stream, seen)) = resume
             && self.parked.find(|st| st.session == r && st.stream == stream).is_none()
-            && self.begin_events_load(slot, r, stream, seen)
+            && let Some(c) = self.slots[slot as usize].conn.as_mut()
+            && event_store::begin_events_load(
+                self.store.events_on(),
+                self.sessions,
+                c,
+                (r, stream, seen),
+                self.now + self.http.store_timeout,
+            )
         {
+            self.store.ask(StoreAsk::Events(slot));
             return; // the host's event store has what this engine does not
         }
         self.serve_stream(slot, r, resume, None);
     }
 
-    /// Sends `request` to the client of session `session_id` outside any request
-    /// (`sampling/createMessage`, `elicitation/create` in form or url mode,
-    /// `roots/list`), on the session's standalone `GET` stream: an event with an id, kept
-    /// for `Last-Event-ID` like the stream's other events. The client answers with a
-    /// `POST` of the JSON-RPC response in the same session (`202`); its reply comes back
-    /// as [`Event::ClientReply`](crate::Event::ClientReply) (in [`HttpEvent::Mcp`])
-    /// carrying the returned handle, exactly once: its result or error, `-32001` after
-    /// [`Config::input_timeout`](crate::Config::input_timeout), `-32000` when the
-    /// session is deleted or expires first. The stream's connection closing does not end
-    /// the ask: the client may resume the stream and answer.
-    ///
-    /// Refused, with nothing sent: no live session of that id
-    /// ([`AskError::NoSession`]), a capability its client did not declare in
-    /// `initialize` ([`AskError::NotDeclared`]), no standalone stream open
-    /// ([`AskError::NoStream`]: nothing is queued; ask again once the client opened
-    /// one), 64 KiB unsent on the stream's connection ([`AskError::Backpressure`]),
-    /// `max_in_flight` asks waiting ([`AskError::TooMany`]).
-    ///
-    /// [`HttpEvent::Mcp`]: crate::http::HttpEvent::Mcp
-    pub fn ask_client(
+    /// Checks an ask of the client of session `session_id` (see
+    /// [`HttpEngine::ask_client`](crate::http::HttpEngine::ask_client)) and gives it to the
+    /// core for the session's standalone stream: the outer error is a refusal before the
+    /// core was asked, the inner result the core's.
+    pub(in crate::http) fn ask_client(
         &mut self,
         session_id: &str,
         request: &InputRequest<'_>,
-    ) -> Result<ClientAsk, AskError> {
-        self.tick(self.last_now);
+    ) -> Result<Result<ClientAsk, AskError>, AskError> {
         let r = self.sessions.held(session_id.as_bytes()).ok_or(AskError::NoSession)?;
         let e = self.sessions.get(r).ok_or(AskError::NoSession)?;
         let session = (e.session.serial, e.session.caps);
@@ -144,7 +160,7 @@ impl HttpEngine {
         }
         let standalone = e.standalone;
         let (slot, generation) = e.stream.ok_or(AskError::NoStream)?;
-        let c = conn_in(&mut self.slots, ConnId { slot, generation }).ok_or(AskError::NoStream)?;
+        let c = conn_in(self.slots, ConnId { slot, generation }).ok_or(AskError::NoStream)?;
         let open = c.phase == Phase::Waiting
             && c.streaming
             && c.sse.is_some_and(|st| st.session == r && st.stream == standalone);
@@ -154,9 +170,7 @@ impl HttpEngine {
         if c.out.len() >= MAX_UNSENT {
             return Err(AskError::Backpressure);
         }
-        let asked = self.core.ask_client(Route::Http { conn: slot, generation }, Some(session), request);
-        self.collect_answers();
-        asked
+        Ok(self.core.ask_client(Route::Http { conn: slot, generation }, Some(session), request))
     }
 
     /// Whether the client of the `GET` in `slot` for session `r` (the session's principal,
@@ -186,7 +200,7 @@ impl HttpEngine {
         resume: Option<(u32, u32)>,
         stored: Option<&[StoredEvent<'_>]>,
     ) {
-        let now = self.last_now;
+        let now = self.now;
         let keepalive = self.http.sse_keepalive;
         let generation = self.slots[slot as usize].generation;
         let standalone = resume.is_none_or(|(stream, _)| is_standalone(stream));
@@ -205,7 +219,7 @@ impl HttpEngine {
         );
         let wall = self.core.clock().wall;
         let Some(c) = self.slots[slot as usize].conn.as_mut() else { return };
-        conns::lend_out(&mut self.outs, c);
+        conns::lend_out(self.outs, c);
         if let Some(status) = refusal {
             if status == 429 {
                 c.refused = Some((Refusal::TooManyStreams, 429));
@@ -219,9 +233,9 @@ impl HttpEngine {
         let mut ended = true;
         match (resume, stored) {
             (Some(at), Some(events)) => {
-                ended = replay_stored(c, &self.sessions, r, at, events, self.store.replay_max(), now)
+                ended = replay_stored(c, self.sessions, r, at, events, self.store.replay_max(), now)
             }
-            (Some((stream, seen)), None) => replay(c, &self.sessions, r, stream, seen, now),
+            (Some((stream, seen)), None) => replay(c, self.sessions, r, stream, seen, now),
             (None, _) => {}
         }
         if let (false, Some((stream, _))) = (standalone, resume) {
@@ -257,7 +271,7 @@ impl HttpEngine {
         c.deadline = c.grant.take().and_then(|g| g.1).and_then(|exp| instant_at(wall, now, exp));
         c.sse = Some(SessionStream { session: r, stream: e.standalone, seq: e.standalone_seq, priming });
         if resume.is_none() && priming {
-            stream_event(c, &mut self.sessions, self.store.keep_mut(), now, b"");
+            stream_event(c, self.sessions, self.store.keep_mut(), now, b"");
         }
         // An open stream keeps its session alive (see `settle`).
         self.sessions.begin(r);
@@ -265,20 +279,6 @@ impl HttpEngine {
         c.session = Some(r);
         c.phase = Phase::Waiting;
         c.keepalive = (!keepalive.is_zero()).then(|| now + keepalive);
-    }
-
-    /// Ends the standalone stream of the session `e` (it was deleted): the stream's
-    /// last chunk, then the connection closes.
-    pub(in crate::http) fn end_stream(slots: &mut [ConnSlot], stream: Option<(u32, u32)>, now: Instant) {
-        let Some((slot, generation)) = stream else { return };
-        let Some(c) = conn_in(slots, ConnId { slot, generation }) else { return };
-        if c.phase != Phase::Waiting || !c.streaming {
-            return;
-        }
-        c.write_sse_end(now);
-        c.streaming = false;
-        c.keep_alive = false;
-        finish(c, now, true);
     }
 }
 

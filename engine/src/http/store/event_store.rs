@@ -1,13 +1,13 @@
 //! The host's event store, sans-IO ([`HttpConfig::event_store`]): the events of every
 //! session stream handed to the host to keep ([`AppendEvent`]), and a `Last-Event-ID`
 //! this engine cannot replay from its memory answered from what the host kept
-//! ([`LoadEvents`], [`HttpEngine::events_loaded`]), so that a stream written on one node
+//! ([`LoadEvents`], [`HttpEngine::events_loaded`](crate::http::HttpEngine::events_loaded)), so that a stream written on one node
 //! resumes on another.
 //!
 //! Handing over: each event written on a session stream (live, or parked while its
 //! client is away) is queued here as it is written (its session id, stream, number,
 //! bytes, and whether it is the stream's last: the answer to its request) and lent to
-//! the host with [`HttpEngine::poll_store`], oldest first; nothing waits for the host.
+//! the host with [`HttpEngine::poll_store`](crate::http::HttpEngine::poll_store), oldest first; nothing waits for the host.
 //! The queue holds at most [`QUEUE_EVENTS`] events and 4 × `replay_buffer` bytes
 //! (reserved when the first event is queued, then reused): an event that finds it full
 //! (a host that does not drain its events) is not handed over, and a later replay from
@@ -27,11 +27,12 @@
 
 use std::collections::VecDeque;
 
-use crate::http::conn::exchange::{Exchange, Phase};
+use crate::http::ConnId;
+use crate::http::conn::exchange::{ConnSlot, Exchange, Phase};
 use crate::http::session::sessions::{SessionRef, Sessions};
+#[cfg(doc)]
 use crate::http::store::StoreAsk;
 use crate::http::store::StoreEvent;
-use crate::http::{ConnId, HttpEngine, conn_in};
 use crate::time::Instant;
 use crate::wire::session_id::SESSION_ID_LEN;
 
@@ -57,7 +58,8 @@ pub struct AppendEvent<'a> {
 }
 
 /// A client resumes a stream this engine cannot replay from memory
-/// ([`StoreEvent::LoadEvents`]): answer with [`HttpEngine::events_loaded`], giving the
+/// ([`StoreEvent::LoadEvents`]): answer with
+/// [`HttpEngine::events_loaded`](crate::http::HttpEngine::events_loaded), giving the
 /// kept events of `stream` of `session` numbered `from` or later, oldest first.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -190,80 +192,59 @@ impl Keep {
     }
 }
 
-impl HttpEngine {
-    /// Turns the host's event store on or off, as [`HttpConfig::event_store`] does (for
-    /// an adapter given a store after the engine was built). Call it before serving.
-    ///
-    /// [`HttpConfig::event_store`]: crate::http::HttpConfig::event_store
-    pub fn set_event_store(&mut self, on: bool) {
-        self.http.event_store = on;
-        self.store.set_events(on && self.http.session_store);
+/// Whether the `GET` in `c` resuming `stream` of `r` after `seen` must ask the host
+/// (`events_on`: the event store is on, and this engine's buffer does not cover it); if
+/// so it waits for the answer until `deadline` (the caller queues its
+/// [`StoreAsk::Events`]).
+pub(in crate::http) fn begin_events_load(
+    events_on: bool,
+    sessions: &Sessions,
+    c: &mut Exchange,
+    (r, stream, seen): (SessionRef, u32, u32),
+    deadline: Instant,
+) -> bool {
+    if !events_on || sessions.get(r).is_none_or(|e| e.replay.covers(stream, seen)) {
+        return false;
     }
+    c.resume = Some((r, stream, seen));
+    c.phase = Phase::Loading;
+    c.deadline = Some(deadline);
+    true
+}
 
-    /// Events of session streams not handed to the host because it did not take them
-    /// fast enough (see [`AppendEvent`]; a replay from the store reports them as a gap).
-    pub fn events_not_handed_over(&self) -> u64 {
-        self.store.events_dropped()
-    }
+/// The event of a [`StoreAsk::Events`] for the connection in `slot`.
+pub(in crate::http) fn load_events<'a>(
+    slots: &[ConnSlot],
+    sessions: &'a Sessions,
+    slot: u32,
+) -> Option<StoreEvent<'a>> {
+    let s = &slots[slot as usize];
+    let c = s.conn.as_ref().filter(|c| c.phase == Phase::Loading)?;
+    let (r, stream, from) = c.resume?;
+    let conn = ConnId { slot, generation: s.generation };
+    let e = sessions.get(r)?;
+    let session = core::str::from_utf8(&e.id).ok()?;
+    Some(StoreEvent::LoadEvents(LoadEvents { conn, session, stream, from }))
+}
 
-    /// Whether the `GET` of `slot` resuming `stream` of `r` after `seen` must ask the
-    /// host (event store on, and this engine's buffer does not cover it); if so it
-    /// waits for the answer.
-    pub(in crate::http) fn begin_events_load(
-        &mut self,
-        slot: u32,
-        r: SessionRef,
-        stream: u32,
-        seen: u32,
-    ) -> bool {
-        if !self.store.events_on() || self.sessions.get(r).is_none_or(|e| e.replay.covers(stream, seen)) {
-            return false;
-        }
-        let deadline = self.last_now + self.http.store_timeout;
-        let Some(c) = self.slots[slot as usize].conn.as_mut() else { return false };
-        c.resume = Some((r, stream, seen));
-        c.phase = Phase::Loading;
-        c.deadline = Some(deadline);
-        self.store.ask(StoreAsk::Events(slot));
-        true
+/// What a [`LoadedEvents`] answer does to the `GET` in `c`: `None` when it waits for no
+/// events (the answer is ignored); the stream to replay, with the events to write, when
+/// the store answered (`c` is ready to serve it); `Some(None)` when the store was
+/// unavailable.
+#[allow(clippy::type_complexity)]
+pub(in crate::http) fn take_loaded<'r>(
+    c: &mut Exchange,
+    found: LoadedEvents<'r>,
+) -> Option<Option<(SessionRef, (u32, u32), &'r [StoredEvent<'r>])>> {
+    if c.phase != Phase::Loading {
+        return None;
     }
-
-    /// The event of a [`StoreAsk::Events`].
-    pub(in crate::http) fn events_event(&mut self, slot: u32) -> Option<StoreEvent<'_>> {
-        let s = &self.slots[slot as usize];
-        let c = s.conn.as_ref().filter(|c| c.phase == Phase::Loading)?;
-        let (r, stream, from) = c.resume?;
-        let conn = ConnId { slot, generation: s.generation };
-        let e = self.sessions.get(r)?;
-        let session = core::str::from_utf8(&e.id).ok()?;
-        Some(StoreEvent::LoadEvents(LoadEvents { conn, session, stream, from }))
-    }
-
-    /// Answers a [`LoadEvents`]: the waiting `GET` gets its stream's events after the one
-    /// its `Last-Event-ID` named, then goes on (see the module docs of `stored`); `503`
-    /// with `Retry-After` when the store is unavailable; `404` when its session ended
-    /// meanwhile. An answer for a request that no longer waits is ignored.
-    pub fn events_loaded(&mut self, now: Instant, conn: ConnId, found: LoadedEvents<'_>) {
-        self.tick(now);
-        let now = self.last_now;
-        let Some(c) = conn_in(&mut self.slots, conn) else { return };
-        if c.phase != Phase::Loading {
-            return;
-        }
-        let Some((r, stream, seen)) = c.resume else { return }; // it waits for its session
-        let LoadedEvents::Events(events) = found else {
-            self.store_failed(conn.slot, now);
-            self.process();
-            return;
-        };
-        c.resume = None;
-        c.deadline = None;
-        c.phase = Phase::Ready;
-        self.serve_stream(conn.slot, r, Some((stream, seen)), Some(events));
-        self.work.push_back(conn.slot);
-        self.settle(conn.slot);
-        self.process();
-    }
+    let (r, stream, seen) = c.resume?; // else it waits for its session
+    let LoadedEvents::Events(events) = found else { return Some(None) };
+    c.resume = None;
+    c.deadline = None;
+    c.phase = Phase::Ready;
+    Some(Some((r, (stream, seen), events)))
 }
 
 /// Writes again the events of `stream` of session `r` after `seen` that the store gave

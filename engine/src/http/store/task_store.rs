@@ -495,7 +495,8 @@ impl HttpEngine {
             let n = p.ok()?;
             // What the request names, as the core decodes it; a task id of another
             // length is not found without asking.
-            let named = core.preview(n).task?;
+            let facts = core.preview(n);
+            let named = facts.task?;
             let id = match named {
                 NamedTask::Task(id) => Some(<[u8; TASK_ID_LEN]>::try_from(id.as_bytes()).ok()?),
                 NamedTask::List(_) => None,
@@ -507,7 +508,7 @@ impl HttpEngine {
                 (_, Some(id)) => match io.budget.as_mut().map_or(Ok(()), |b| b.take(client, now)) {
                     Ok(()) => Step::Load(id),
                     Err(retry) => {
-                        limits::write_refusal(refusal, n, retry, limits::Refused::Rate);
+                        limits::write_refusal(refusal, facts.id, retry, limits::Refused::Rate);
                         Step::Refuse(retry)
                     }
                 },

@@ -355,6 +355,17 @@ pub(crate) struct Tasks {
 }
 
 impl Tasks {
+    /// Deletes the tasks past their TTL (at `now`, in microseconds); the host is told of
+    /// those it still works on, their waiters answered.
+    pub(crate) fn expire_due(&mut self, now: u64, tickets: &mut Tickets, outbox: &mut Outbox) {
+        self.expire(Instant::from_micros(now), |t, r| {
+            if r.held {
+                tickets.tell_cancelled(t);
+            }
+            legacy::answer_waiters(outbox, r, Some("Task has expired"));
+        });
+    }
+
     pub(crate) fn new(max: usize, per_principal: usize) -> Self {
         Self {
             slots: Vec::new(),
