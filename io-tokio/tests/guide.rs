@@ -197,7 +197,9 @@ fn leaves(tree: &str, out: &mut Vec<String>) {
 #[test]
 fn the_root_holds_what_the_guide_names_and_modules_for_the_rest() {
     let names = root_names(&read("io-tokio/src/lib.rs"));
-    assert!(names.len() <= 23, "{} root names: {names:?}", names.len());
+    // 24: the `skills` module (loading a skills folder from disk) joined the 23 of the
+    // house step; the issue asks for about 20.
+    assert!(names.len() <= 24, "{} root names: {names:?}", names.len());
     for name in [
         "engine",
         "Handler",

@@ -136,6 +136,8 @@ fn declarations_must_fit_the_catalog_and_survive_its_replacement() {
     for p in e.catalog().prompts() {
         b = b.prompt(p.clone());
     }
+    // The skills stay: a replacement may not drop the last one (the extension was declared).
+    b = b.skills(e.catalog().skills().cloned());
     e.replace_catalog(b.tool(Tool::new("aaa_first")).build().unwrap()).unwrap();
     let declared = e.connectome().declared();
     assert!(declared.get_node("tool:test_sampling").is_none());

@@ -38,7 +38,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::catalog::schema::SchemaValidator;
-use crate::catalog::uritemplate::{Captures, TemplateError, UriTemplate};
+use crate::catalog::uritemplate::{Captures, TemplateError, UriTemplate, is_uri_text};
 use crate::catalog::xheader::{HeaderParam, XHeaderError, collect_header_params};
 use crate::wire::cursor::{LISTS, ListKind};
 
@@ -745,31 +745,6 @@ impl CatalogBuilder {
         scopes::check(&catalog)?;
         Ok(catalog)
     }
-}
-
-/// Whether `s` is made only of characters a URI may hold (RFC 3986 unreserved and
-/// reserved characters and `%XX` escapes). A uri with spaces, quotes, angle brackets,
-/// controls or raw non-ASCII is never served: echoed back, it would not be a URI.
-pub(crate) fn is_uri_text(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                if !(i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit()) {
-                    return false;
-                }
-                i += 3;
-                continue;
-            }
-            c if c.is_ascii_alphanumeric() => {}
-            b'-' | b'.' | b'_' | b'~' | b':' | b'/' | b'?' | b'#' | b'[' | b']' | b'@' | b'!' | b'$'
-            | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' => {}
-            _ => return false,
-        }
-        i += 1;
-    }
-    !b.is_empty()
 }
 
 fn non_empty(item: &'static str, field: &'static str, value: &str) -> Result<(), CatalogError> {

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::SkillError;
+use super::rules::SkillError;
 
 /// The most parser events one frontmatter may produce (a frontmatter is a few lines; this is
 /// far past any real one and bounds a hostile file).

@@ -11,9 +11,8 @@
 //! `SKILL.md` one skill), for hosts that read a skills folder themselves.
 
 mod frontmatter;
-mod tree;
+mod rules;
 
-use core::fmt;
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -21,14 +20,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::Digest as _;
 
-pub use tree::skills_in;
+pub use rules::SkillError;
+pub(crate) use rules::{MAX_BYTES, MAX_FILES, SKILL_MD};
 
-/// The file every skill holds at its root.
-pub(crate) const SKILL_MD: &str = "SKILL.md";
-/// The most files one skill may have, `SKILL.md` included.
-pub(crate) const MAX_FILES: usize = 512;
-/// The most bytes one skill's files may hold together (16 MiB).
-pub(crate) const MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// The MIME type of a folder in `resources/directory/read`.
 pub(crate) const DIRECTORY_MIME: &str = "inode/directory";
 
@@ -104,76 +98,6 @@ impl Skill {
         self.root.rsplit('/').next().unwrap_or("")
     }
 }
-
-/// Why a skill was refused (in [`CatalogError::InvalidSkill`](crate::CatalogError::InvalidSkill)).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SkillError {
-    /// The folder's uri is not `scheme://<skill-path>` with at least one path segment, or holds
-    /// characters a uri may not.
-    InvalidUri,
-    /// The skill's name (the uri's last segment) is not 1–64 lowercase letters, digits and
-    /// hyphens, without a hyphen first, last or twice in a row.
-    InvalidName,
-    /// The skill has no `SKILL.md` at its root.
-    NoSkillMd,
-    /// `SKILL.md` is not UTF-8.
-    SkillMdNotUtf8,
-    /// `SKILL.md` does not begin with a `---` frontmatter block.
-    NoFrontmatter,
-    /// The frontmatter is not valid YAML (or breaks a parsing bound, or repeats a key).
-    FrontmatterYaml(String),
-    /// The frontmatter is not a mapping.
-    FrontmatterNotMapping,
-    /// The frontmatter lacks `name` or `description` as a non-empty string.
-    MissingField(&'static str),
-    /// The frontmatter's `name` is not the uri's last segment.
-    NameMismatch {
-        /// The uri's last segment.
-        segment: String,
-        /// The frontmatter's `name`.
-        name: String,
-    },
-    /// A file path that is empty, absolute, has an empty, `.` or `..` segment, or a
-    /// backslash or control character.
-    InvalidPath(String),
-    /// Two files share a path.
-    DuplicatePath(String),
-    /// More than [`MAX_FILES`] files.
-    TooManyFiles(usize),
-    /// More than [`MAX_BYTES`] bytes over all files.
-    TooLarge(u64),
-    /// A frontmatter `metadata` key under the reserved `io.modelcontextprotocol/` prefix
-    /// (none is defined), or a `_meta` key without a namespace prefix (`example.com/key`).
-    ReservedKey(String),
-}
-
-impl fmt::Display for SkillError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::InvalidUri => f.write_str("the uri is not scheme://<skill-path> in uri characters"),
-            Self::InvalidName => f.write_str(
-                "the name (the uri's last segment) is not 1-64 of [a-z0-9-] without a hyphen first, last or twice",
-            ),
-            Self::NoSkillMd => write!(f, "no {SKILL_MD} at the skill's root"),
-            Self::SkillMdNotUtf8 => write!(f, "{SKILL_MD} is not UTF-8"),
-            Self::NoFrontmatter => write!(f, "{SKILL_MD} does not begin with a --- frontmatter block"),
-            Self::FrontmatterYaml(m) => write!(f, "the frontmatter is not valid YAML: {m}"),
-            Self::FrontmatterNotMapping => f.write_str("the frontmatter is not a mapping"),
-            Self::MissingField(field) => write!(f, "the frontmatter has no non-empty string `{field}`"),
-            Self::NameMismatch { segment, name } => {
-                write!(f, "the frontmatter's name `{name}` is not the uri's last segment `{segment}`")
-            }
-            Self::InvalidPath(p) => write!(f, "file path `{p}` is not a relative path of named segments"),
-            Self::DuplicatePath(p) => write!(f, "file `{p}` is given twice"),
-            Self::TooManyFiles(n) => write!(f, "{n} files, more than {MAX_FILES}"),
-            Self::TooLarge(n) => write!(f, "{n} bytes of files, more than {MAX_BYTES}"),
-            Self::ReservedKey(k) => write!(f, "key `{k}` is reserved or not namespaced"),
-        }
-    }
-}
-
-impl std::error::Error for SkillError {}
 
 /// Whether `name` follows the Agent Skills naming rules.
 pub(crate) fn valid_name(name: &str) -> bool {
@@ -336,7 +260,7 @@ fn split_root(root: &str) -> Option<Vec<&str>> {
     let path = &root[at + 3..];
     let segments: Vec<&str> = path.split('/').collect();
     let ok = scheme_ok
-        && super::is_uri_text(root)
+        && crate::catalog::uritemplate::is_uri_text(root)
         && !root.contains(['?', '#'])
         && segments.iter().all(|s| !s.is_empty() && *s != "." && *s != "..");
     ok.then_some(segments)
@@ -547,6 +471,84 @@ struct ContentsWire<'a> {
     text: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     blob: Option<&'a str>,
+}
+
+// ------------------------------------------------------------ skills from a tree of files
+
+/// The skills in a tree of files, given as (`/`-separated path relative to the tree's root,
+/// bytes): each folder holding a `SKILL.md` is one skill, whose uri is `root` joined with the
+/// folder's path (`root` `skill://` and folder `pdf` give `skill://pdf`; `root`
+/// `skill://acme` gives `skill://acme/pdf`; the tree's root folder itself, when it holds a
+/// `SKILL.md`, is `root`). A file belongs to the nearest folder above it holding a
+/// `SKILL.md`: a skill nested in another's folder is a skill of its own and its files are not
+/// the outer skill's. Hidden entries (a path segment beginning with `.`) and files outside
+/// every skill are left out. Skills come sorted by uri; the catalog checks each when it is
+/// built.
+///
+/// ```
+/// use mcp_engine::skills::skills_in;
+///
+/// let skills = skills_in("skill://", [
+///     ("pdf/SKILL.md", "---\nname: pdf\ndescription: PDFs.\n---\n"),
+///     ("pdf/reference/forms.md", "..."),
+///     ("pdf/.cache/x", "skipped"),
+///     ("pdf/tables/SKILL.md", "---\nname: tables\ndescription: Tables.\n---\n"),
+/// ]);
+/// assert_eq!(skills.len(), 2);
+/// assert_eq!(skills[0].uri(), "skill://pdf/SKILL.md");
+/// assert_eq!(skills[0].files.len(), 2);
+/// assert_eq!(skills[1].uri(), "skill://pdf/tables/SKILL.md");
+/// ```
+pub fn skills_in<P, B>(root: &str, files: impl IntoIterator<Item = (P, B)>) -> Vec<Skill>
+where
+    P: AsRef<str>,
+    B: AsRef<[u8]>,
+{
+    let files: Vec<(String, Arc<[u8]>)> = files
+        .into_iter()
+        .filter(|(p, _)| !p.as_ref().split('/').any(|s| s.starts_with('.')))
+        .map(|(p, b)| (p.as_ref().trim_start_matches('/').to_owned(), Arc::from(b.as_ref())))
+        .collect();
+    // The folders holding a SKILL.md ("" for the tree's root), deepest match first.
+    let mut folders: Vec<&str> = files
+        .iter()
+        .filter_map(|(p, _)| match p.rsplit_once('/') {
+            Some((folder, SKILL_MD)) => Some(folder),
+            None if p == SKILL_MD => Some(""),
+            _ => None,
+        })
+        .collect();
+    folders.sort_unstable();
+    folders.dedup();
+    let mut skills: Vec<Skill> = folders.iter().map(|f| Skill::new(join(root, f))).collect();
+    for (path, bytes) in &files {
+        // The nearest enclosing skill folder: the longest folder that is a prefix of the path.
+        let owner = folders
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.is_empty() || path.strip_prefix(**f).is_some_and(|r| r.starts_with('/')))
+            .max_by_key(|(_, f)| f.len());
+        if let Some((i, folder)) = owner {
+            let relative = if folder.is_empty() { path.as_str() } else { &path[folder.len() + 1..] };
+            skills[i].files.push((relative.to_owned(), Arc::clone(bytes)));
+        }
+    }
+    skills.sort_by(|a, b| a.root.cmp(&b.root));
+    skills
+}
+
+/// `root` joined with a folder path (percent-encoded per segment).
+fn join(root: &str, folder: &str) -> String {
+    if folder.is_empty() {
+        return root.trim_end_matches('/').to_owned();
+    }
+    if root.ends_with("://") {
+        let mut s = root.to_owned();
+        s.push_str(&encode_path(folder));
+        s
+    } else {
+        format!("{}/{}", root.trim_end_matches('/'), encode_path(folder))
+    }
 }
 
 #[cfg(test)]

@@ -816,3 +816,28 @@ impl Budget {
         self.bytes = self.bytes.saturating_sub(n);
     }
 }
+
+/// Whether `s` is made only of characters a URI may hold (RFC 3986 unreserved and
+/// reserved characters and `%XX` escapes). A uri with spaces, quotes, angle brackets,
+/// controls or raw non-ASCII is never served: echoed back, it would not be a URI.
+pub(crate) fn is_uri_text(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                if !(i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit()) {
+                    return false;
+                }
+                i += 3;
+                continue;
+            }
+            c if c.is_ascii_alphanumeric() => {}
+            b'-' | b'.' | b'_' | b'~' | b':' | b'/' | b'?' | b'#' | b'[' | b']' | b'@' | b'!' | b'$'
+            | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' => {}
+            _ => return false,
+        }
+        i += 1;
+    }
+    !b.is_empty()
+}
