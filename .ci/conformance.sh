@@ -21,6 +21,9 @@
 # from the same run's results: each must have run with no FAILURE or WARNING, or this
 # script fails.
 #
+# Scenarios no requirement set runs are listed in tests/conformance/scenarios-<revision>.txt
+# and run by name against the same server (the skills extension's three).
+#
 # Needs the npm registry once: Node 22 and the suite are installed into .conformance/
 # (ignored by git), because the suite does not run on older Node.
 set -euo pipefail
@@ -58,6 +61,16 @@ fi
 rc=$?
 set -e
 [ "$rc" -eq 0 ] || exit "$rc"
+
+# Scenarios no requirement set runs (the skills extension's), run one by one by name into
+# the same output directory: tests/conformance/scenarios-$requirements.txt, one per line.
+# The must-pass check below then requires each to have run with no FAILURE or WARNING.
+extra="tests/conformance/scenarios-$requirements.txt"
+if [ -f "$extra" ]; then
+  for scenario in $(sed 's/#.*//' "$extra"); do
+    (cd .conformance && npx --no-install conformance server --url "$url" --scenario "$scenario" -o "../$out")
+  done
+fi
 
 # The suite never fails a run for a scenario it does not score (`--requirements` runs them
 # and reports them apart). Those this server must pass anyway are listed, one per line, in
