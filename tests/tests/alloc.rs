@@ -71,7 +71,8 @@ fn rich_catalog() -> Catalog {
                     .argument(PromptArgument::new("style")),
             );
     }
-    b.build().unwrap()
+    // The fixture's skills: a text reference file in a folder and a binary file.
+    b.skills(mcp_fixture::skills::skills()).build().unwrap()
 }
 
 /// Answers one event inline with static content.
@@ -357,7 +358,9 @@ impl Rev {
         request(id, method, params)
     }
     fn engine(self) -> Engine {
-        let mut e = Engine::new(keyed(), rich_catalog());
+        let mut cfg = keyed();
+        cfg.skills_directory_read(true);
+        let mut e = Engine::new(cfg, rich_catalog());
         if let Self::Legacy = self {
             let opened = exchange(&mut e, &legacy_open("2025-11-25"));
             assert_eq!(opened[0]["result"]["protocolVersion"], "2025-11-25");
@@ -399,6 +402,20 @@ fn requests_allocate_nothing(rev: Rev) {
                 "prompts/get",
                 json!({"name": "p_003", "arguments": {"name": "x", "style": "terse"}}),
             ),
+        ),
+        ("skills/list", rev.line(5, "skills/list", json!({}))),
+        ("skills/get", rev.line(6, "skills/get", json!({"uri": "skill://pdf-forms/SKILL.md"}))),
+        (
+            "resources/read of a skill's text file",
+            rev.line(7, "resources/read", json!({"uri": "skill://pdf-forms/reference/fields.md"})),
+        ),
+        (
+            "resources/read of a skill's binary file",
+            rev.line(8, "resources/read", json!({"uri": "skill://pdf-forms/assets/check.png"})),
+        ),
+        (
+            "resources/directory/read of a skill's folder",
+            rev.line(9, "resources/directory/read", json!({"uri": "skill://pdf-forms"})),
         ),
     ];
     for (i, method) in
