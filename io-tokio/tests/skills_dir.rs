@@ -56,6 +56,6 @@ async fn a_skills_folder_is_served_with_one_call() {
 fn a_folder_that_cannot_be_loaded_is_refused_by_build() {
     let missing = std::env::temp_dir().join("mcp-io-tokio-no-skills-here-7c1e");
     let refused = Router::new(()).skills_dir(&missing).build();
-    let e = refused.err().expect("a missing folder is refused");
+    let Err(e) = refused else { panic!("a missing folder is refused") };
     assert!(e.to_string().contains("mcp-io-tokio-no-skills-here-7c1e"), "{e}");
 }
