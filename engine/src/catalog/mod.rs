@@ -645,7 +645,7 @@ impl CatalogBuilder {
         self.skills.push(skill);
         self
     }
-    /// Adds skills ([`skills_in`] makes them from a tree of files).
+    /// Adds skills ([`skills_in`](crate::skills::skills_in) makes them from a tree of files).
     #[must_use]
     pub fn skills(mut self, skills: impl IntoIterator<Item = Skill>) -> Self {
         self.skills.extend(skills);

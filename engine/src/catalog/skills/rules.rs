@@ -43,9 +43,9 @@ pub enum SkillError {
     InvalidPath(String),
     /// Two files share a path.
     DuplicatePath(String),
-    /// More than [`MAX_FILES`] files.
+    /// More than 512 files (`SKILL.md` included).
     TooManyFiles(usize),
-    /// More than [`MAX_BYTES`] bytes over all files.
+    /// More than 16 MiB over all files.
     TooLarge(u64),
     /// A frontmatter `metadata` key under the reserved `io.modelcontextprotocol/` prefix
     /// (none is defined), or a `_meta` key without a namespace prefix (`example.com/key`).
