@@ -323,7 +323,7 @@ mod tests {
         #[test]
         fn write_str_is_serde_json(s in "[ -~\\x00-\\x1f\"\\\\é€]{0,40}") {
             let mut ours = Vec::new();
-            super::write_str(&mut ours, &s);
+            write_str(&mut ours, &s);
             prop_assert_eq!(ours, serde_json::to_vec(&s).unwrap());
         }
     }
